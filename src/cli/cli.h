@@ -1,0 +1,13 @@
+/* cli — the subcommands. Each lives in src/cli/cmd_<name>.c as int cmd_<name>(argc, argv) with
+ * argv[0] the command name, prints its own --help, and returns an exit code (0 ok, 1 run or gate
+ * failed, 2 usage). main.c lists them weakly, so a command exists exactly when its file does. */
+#ifndef DSP_CLI_H
+#define DSP_CLI_H
+
+#define DSPERF_VERSION "0.1.0"
+
+typedef int (*cmd_fn)(int argc, char **argv);
+
+/* Joined argv for results ("the exact command line"); owned by the caller. */
+char *cli_join_argv(int argc, char **argv);
+#endif

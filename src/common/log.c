@@ -1,0 +1,21 @@
+/* log — one-line messages on stderr, prefixed with the program name. */
+#include "common/log.h"
+#include <stdio.h>
+#include <stdarg.h>
+
+static int quiet;
+
+void log_set_quiet(int q) { quiet = q; }
+
+static void vsay(const char *tag, const char *fmt, va_list ap) {
+    char line[2048];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fprintf(stderr, "dsperf: %s%s\n", tag, line);
+}
+
+void log_error(const char *fmt, ...) { va_list ap; va_start(ap, fmt); vsay("error: ", fmt, ap); va_end(ap); }
+void log_warn(const char *fmt, ...) { va_list ap; va_start(ap, fmt); vsay("warning: ", fmt, ap); va_end(ap); }
+void log_info(const char *fmt, ...) {
+    if (quiet) return;
+    va_list ap; va_start(ap, fmt); vsay("", fmt, ap); va_end(ap);
+}

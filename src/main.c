@@ -1,0 +1,63 @@
+/* main — dispatches `dsperf <command>` to the command's front-end in src/cli/. */
+#include "cli/cli.h"
+#include "common/log.h"
+#include <stdio.h>
+#include <string.h>
+#include <signal.h>
+
+#define WEAK __attribute__((weak))
+WEAK int cmd_bench(int, char **);
+WEAK int cmd_sweep(int, char **);
+WEAK int cmd_serve(int, char **);
+WEAK int cmd_sim(int, char **);
+WEAK int cmd_plan(int, char **);
+WEAK int cmd_diagnose(int, char **);
+WEAK int cmd_report(int, char **);
+WEAK int cmd_compare(int, char **);
+WEAK int cmd_tune(int, char **);
+WEAK int cmd_gpu(int, char **);
+WEAK int cmd_monitor(int, char **);
+WEAK int cmd_tokenize(int, char **);
+WEAK int cmd_env(int, char **);
+
+static const struct { const char *name; cmd_fn fn; const char *what; } commands[] = {
+    {"bench", cmd_bench, "load-test one endpoint with one load setting; summary + results JSON"},
+    {"sweep", cmd_sweep, "bench over a ladder of loads; find the knee and max goodput"},
+    {"serve", cmd_serve, "built-in OpenAI-compatible streaming server with known timing and faults"},
+    {"sim", cmd_sim, "the simulated DeepSeek engine offline, for capacity planning"},
+    {"plan", cmd_plan, "calculators: weights/KV memory, KV capacity, roofline step times, max batch"},
+    {"diagnose", cmd_diagnose, "name the bottleneck of a run, with evidence and knobs to turn"},
+    {"report", cmd_report, "HTML / Markdown / CSV report from results"},
+    {"compare", cmd_compare, "baseline vs candidate with statistics; --gate for CI"},
+    {"tune", cmd_tune, "search server settings; Pareto front and recommendation"},
+    {"gpu", cmd_gpu, "GPU telemetry (NVML + GPM), dmon-like; Prometheus exporter"},
+    {"monitor", cmd_monitor, "continuous probing of a live endpoint + Prometheus exporter"},
+    {"tokenize", cmd_tokenize, "encode/count/decode with a tokenizer.json or GGUF vocab"},
+    {"env", cmd_env, "check the environment for what skews benchmarks"},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f) {
+    fprintf(f, "dsperf %s — load-test, diagnose and tune LLM inference deployments (DeepSeek first)\n\n"
+               "usage: dsperf <command> [options]   (dsperf <command> --help for each)\n\ncommands:\n",
+            DSPERF_VERSION);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (commands[i].fn) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].what);
+    fprintf(f, "\nexit codes: 0 ok, 1 run failed or gate failed, 2 usage error\n");
+}
+
+int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN);
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("dsperf %s\n", DSPERF_VERSION);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (commands[i].fn && !strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    log_error("unknown command '%s'; run 'dsperf --help' for the list", argv[1]);
+    return EXIT_USAGE;
+}

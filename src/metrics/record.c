@@ -1,0 +1,79 @@
+/* record — storage for per-request measurements. */
+#include "metrics/record.h"
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const outcome_names[REC_OUTCOME_COUNT] = {
+    "ok", "connect", "timeout", "http", "stream", "truncated", "invalid_json", "cancelled",
+};
+
+const char *rec_outcome_name(rec_outcome o) {
+    return (unsigned)o < REC_OUTCOME_COUNT ? outcome_names[o] : "unknown";
+}
+
+int32_t record_out_tokens(const record *r) {
+    if (r->out_tokens_server >= 0) return r->out_tokens_server;
+    if (r->out_tokens_client >= 0) return r->out_tokens_client;
+    return (int32_t)r->n_chunks;
+}
+
+void recset_init(recset *s) { memset(s, 0, sizeof *s); }
+
+record *recset_add(recset *s) {
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 1024;
+        record *nv = realloc(s->v, nc * sizeof *nv);
+        if (!nv) return NULL;
+        s->v = nv;
+        s->cap = nc;
+    }
+    record *r = &s->v[s->n++];
+    memset(r, 0, sizeof *r);
+    r->in_tokens = r->in_tokens_server = r->out_tokens_server = r->out_tokens_client = -1;
+    r->max_tokens = -1;
+    return r;
+}
+
+int record_add_chunk(record *r, int64_t t_ns, unsigned tokens) {
+    if (tokens == 0) tokens = 1;
+    uint32_t n = r->n_chunks;
+    if (n == r->chunk_cap) {
+        uint32_t nc = n ? n * 2 : 16;
+        int64_t *t = realloc(r->chunk_ns, nc * sizeof *t);
+        if (!t) return -1;
+        r->chunk_ns = t;
+        if (r->chunk_tokens) {
+            uint16_t *k = realloc(r->chunk_tokens, nc * sizeof *k);
+            if (!k) return -1;
+            r->chunk_tokens = k;
+        }
+        r->chunk_cap = nc;
+    }
+    if (!r->chunk_tokens && tokens != 1) {
+        /* first multi-token chunk: materialise the per-chunk counts (all earlier ones were 1) */
+        uint16_t *k = malloc(r->chunk_cap * sizeof *k);
+        if (!k) return -1;
+        for (uint32_t i = 0; i < n; i++) k[i] = 1;
+        r->chunk_tokens = k;
+    }
+    r->chunk_ns[n] = t_ns;
+    if (r->chunk_tokens) r->chunk_tokens[n] = (uint16_t)(tokens > 65535 ? 65535 : tokens);
+    r->n_chunks = n + 1;
+    return 0;
+}
+
+void record_free(record *r) {
+    free(r->chunk_ns);
+    free(r->chunk_tokens);
+    free(r->error);
+    r->chunk_ns = NULL;
+    r->chunk_tokens = NULL;
+    r->error = NULL;
+    r->n_chunks = r->chunk_cap = 0;
+}
+
+void recset_free(recset *s) {
+    for (size_t i = 0; i < s->n; i++) record_free(&s->v[i]);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}

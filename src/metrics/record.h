@@ -1,0 +1,63 @@
+/* record — what the client measured for one request: every timestamp on the monotonic clock,
+ * token counts from both sides, and the failure class. Records are the only input of the
+ * statistics; bench (real HTTP) and sim (simulated engine) both produce them. */
+#ifndef DSP_RECORD_H
+#define DSP_RECORD_H
+#include <stdint.h>
+#include <stddef.h>
+
+typedef enum {
+    REC_OK = 0,
+    REC_ERR_CONNECT,    /* could not connect / connection refused or reset before a response */
+    REC_ERR_TIMEOUT,    /* --timeout elapsed */
+    REC_ERR_HTTP,       /* non-2xx status (http_status says which) */
+    REC_ERR_STREAM,     /* an `error:` event or an error object inside the stream */
+    REC_ERR_TRUNCATED,  /* the stream ended before [DONE] / finish_reason (dropped connection) */
+    REC_ERR_JSON,       /* a data message that is not valid JSON, or a non-SSE/non-JSON body */
+    REC_ERR_CANCELLED,  /* still in flight when the run was stopped (Ctrl-C, grace timeout) */
+    REC_OUTCOME_COUNT
+} rec_outcome;
+
+/* Stable names used in results JSON ("ok", "connect", "timeout", "http", "stream", "truncated",
+ * "invalid_json", "cancelled"). */
+const char *rec_outcome_name(rec_outcome o);
+
+typedef struct {
+    uint32_t index;            /* position in the load plan */
+    uint16_t class_id;         /* request class (tenant); 0 when there is one */
+    uint8_t outcome;           /* rec_outcome */
+    uint8_t warmup;            /* 1: excluded from statistics */
+    int32_t http_status;       /* 0 when no response */
+    int64_t sched_ns;          /* when the plan intended to send it */
+    int64_t send_ns;           /* just before the request bytes were written */
+    int64_t first_ns;          /* first content chunk (0: none) */
+    int64_t last_ns;           /* last data message before [DONE] / end (0: none) */
+    int64_t end_ns;            /* transfer finished (success or failure) */
+    int32_t in_tokens;         /* prompt length by the client's counter (-1 unknown) */
+    int32_t in_tokens_server;  /* usage.prompt_tokens (-1 not given) */
+    int32_t out_tokens_server; /* usage.completion_tokens (-1 not given) */
+    int32_t out_tokens_client; /* client's count over the generated text (-1 unknown) */
+    int32_t max_tokens;        /* what was asked for */
+    uint32_t n_chunks;         /* content-carrying SSE messages */
+    uint32_t chunk_cap;        /* allocated length of the chunk arrays */
+    int64_t *chunk_ns;         /* arrival time of each content chunk [n_chunks] */
+    uint16_t *chunk_tokens;    /* tokens in each chunk by the client's counter [n_chunks], or NULL (1 each) */
+    char *error;               /* first error message for failures (owned), or NULL */
+} record;
+
+/* Output tokens: the server's usage when given, else the client's count, else the chunk count. */
+int32_t record_out_tokens(const record *r);
+
+/* A growable array of records that owns their chunk arrays and error strings. */
+typedef struct {
+    record *v;
+    size_t n, cap;
+} recset;
+
+void recset_init(recset *s);
+record *recset_add(recset *s);           /* zeroed record with -1 token fields; NULL on OOM */
+void recset_free(recset *s);
+/* Appends one chunk arrival to r (grows its arrays). tokens may be 0 for unknown → counted as 1. */
+int record_add_chunk(record *r, int64_t t_ns, unsigned tokens);
+void record_free(record *r);
+#endif

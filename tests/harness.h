@@ -1,0 +1,33 @@
+/* harness — the test framework: TEST(name) registers a test, CHECK* record failures without
+ * stopping, SKIP() says why a test cannot run here. The runner prints "N passed, N failed". */
+#ifndef DSP_HARNESS_H
+#define DSP_HARNESS_H
+#include <stdio.h>
+#include <math.h>
+
+typedef void (*test_fn)(void);
+void harness_register(const char *name, const char *file, test_fn fn);
+void harness_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void harness_skip(const char *reason);
+/* Path of the dsperf binary under test ($DSPERF_BIN, default ./dsperf). */
+const char *harness_bin(void);
+/* Directory of ../shared/testdata (env DSPERF_TESTDATA, else ../shared/testdata beside the repo). */
+const char *harness_testdata(void);
+/* A fresh temporary directory for this test (removed at exit). */
+const char *harness_tmpdir(void);
+
+#define TEST(name) \
+    static void test_##name(void); \
+    __attribute__((constructor)) static void register_##name(void) { harness_register(#name, __FILE__, test_##name); } \
+    static void test_##name(void)
+
+#define CHECK(cond) do { if (!(cond)) harness_fail(__FILE__, __LINE__, "CHECK(%s)", #cond); } while (0)
+#define CHECK_MSG(cond, ...) do { if (!(cond)) harness_fail(__FILE__, __LINE__, __VA_ARGS__); } while (0)
+#define CHECK_EQ_INT(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+    if (_a != _b) harness_fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, _a, _b); } while (0)
+#define CHECK_NEAR(a, b, tol) do { double _a = (double)(a), _b = (double)(b), _t = (double)(tol); \
+    if (!(fabs(_a - _b) <= _t)) harness_fail(__FILE__, __LINE__, "%s ~ %s: %.9g vs %.9g (tol %.3g)", #a, #b, _a, _b, _t); } while (0)
+#define CHECK_STR(a, b) do { const char *_a = (a), *_b = (b); \
+    if (!_a || !_b || strcmp(_a, _b)) harness_fail(__FILE__, __LINE__, "%s == %s: \"%s\" != \"%s\"", #a, #b, _a ? _a : "(null)", _b ? _b : "(null)"); } while (0)
+#define SKIP(reason) do { harness_skip(reason); return; } while (0)
+#endif
