@@ -30,6 +30,8 @@ enum {
     ENGINE_EV_TOKENS = 1,     /* n_tokens were generated for id at t_ns */
     ENGINE_EV_FINISHED = 2,   /* id is complete (may be combined with TOKENS) */
     ENGINE_EV_FIRST = 4,      /* these are the request's first tokens (prefill done) */
+    ENGINE_EV_SCHEDULED = 8,  /* the request left the waiting queue (prefill starts); n_tokens 0 */
+    ENGINE_EV_PREEMPTED = 16, /* the request was preempted back to waiting; n_tokens 0 */
 };
 
 typedef struct {
