@@ -380,7 +380,7 @@ static void client_lag(json_t *obj, const acc *a, stats_samples *qs, const summa
     json_object_set_new(obj, "client_lag_reason", why[0] && !capped ? json_string(why) : json_null());
     json_object_set_new(obj, "client_queue_capped", json_boolean(capped));
     if (capped) {
-        char note[300];
+        char note[400];
         snprintf(note, sizeof note, "client queue (capped by --max-concurrency %d): %s", o->max_concurrency, why);
         json_object_set_new(obj, "client_queue_reason", json_string(note));
     }
