@@ -9,7 +9,10 @@
  *   counted by class and enter the "error-adjusted" percentiles as +infinity latency.
  * - Request-level metrics are exact over stored samples (numpy "linear" percentiles); pooled
  *   ITL is an HDR histogram (relative error <= HDR_REL_ERROR = 0.39 %).
- * - Empty sample sets give JSON null, never a made-up 0. */
+ * - Empty sample sets give JSON null, never a made-up 0.
+ * - In-flight counts (timeline, peak_concurrent_requests) cover every sent request, failed ones
+ *   included — they held a connection too; tokens/s counts successful requests' chunks only, as
+ *   output_throughput does. */
 #include "metrics/summary.h"
 #include "metrics/stats.h"
 #include "metrics/hdr.h"
@@ -422,6 +425,9 @@ json_t *summary_compute(const recset *recs, const summary_opts *o) {
     set_real(obj, "total_token_throughput", (double)(a.in_tokens + a.out_tokens) / d_s);
     /* vLLM: "max_concurrency" is the configured cap; the observed peak is max_concurrent_requests */
     json_object_set_new(obj, "max_concurrency", o->max_concurrency > 0 ? json_integer(o->max_concurrency) : json_null());
+    /* vLLM writes the configured rate as request_rate, "inf" when unpaced (closed loop) */
+    json_object_set_new(obj, "request_rate",
+                        o->intended_rate_per_s > 0 ? json_real(o->intended_rate_per_s) : json_string("inf"));
     json_object_set_new(obj, "max_concurrent_requests", json_integer(tl.peak_in_flight));
     json_object_set_new(obj, "peak_concurrent_requests", json_integer(tl.peak_in_flight));
     json_object_set_new(obj, "max_output_tokens_per_s", json_real((double)tl.peak_tokens));
