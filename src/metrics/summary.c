@@ -305,7 +305,7 @@ static int timeline(const recset *recs, const acc *a, timeline_out *out) {
     long *failed = calloc(bins, sizeof(long)), *tokens = calloc(bins, sizeof(long));
     long *inflight = calloc(bins, sizeof(long)), *queued = calloc(bins, sizeof(long));
     size_t nev = 0, nq = 0;
-    for (size_t i = 0; i < recs->n; i++) if (!recs->v[i].warmup && recs->v[i].send_ns > 0) nev++;
+    for (size_t i = 0; i < recs->n; i++) if (!recs->v[i].warmup) nev++;
     tl_event *ev = malloc((2 * nev + 1) * sizeof *ev), *qev = malloc((2 * nev + 1) * sizeof *qev);
     int rc = -1;
     if (!started || !finished || !failed || !tokens || !inflight || !queued || !ev || !qev) goto done;
@@ -313,7 +313,17 @@ static int timeline(const recset *recs, const acc *a, timeline_out *out) {
 #define BIN(t) ((t) >= t0 && (size_t)(((t) - t0) / (int64_t)NS_PER_S) < bins ? (size_t)(((t) - t0) / (int64_t)NS_PER_S) : (size_t)-1)
     for (size_t i = 0; i < recs->n; i++) {
         const record *r = &recs->v[i];
-        if (r->warmup || r->send_ns <= 0) continue;
+        if (r->warmup) continue;
+        if (r->send_ns <= 0) {
+            /* never sent (cancelled while waiting in the client): queued until it was dropped */
+            if (r->sched_ns > 0 && rec_end(r) > r->sched_ns) {
+                qev[nq++] = (tl_event){ r->sched_ns, +1 };
+                qev[nq++] = (tl_event){ rec_end(r), -1 };
+            }
+            size_t fb = BIN(rec_end(r));
+            if (r->outcome != REC_OK && fb != (size_t)-1) failed[fb]++;
+            continue;
+        }
         int64_t end = rec_end(r);
         if (end < r->send_ns) end = r->send_ns;
         size_t b = BIN(r->send_ns);

@@ -314,3 +314,30 @@ TEST(metrics_summary_percentile_parsing) {
     summary_percentile_label(99.99, buf, sizeof buf); CHECK_STR(buf, "99.99");
     summary_percentile_label(12.5, buf, sizeof buf); CHECK_STR(buf, "12.5");
 }
+
+TEST(metrics_summary_never_sent_is_queued) {
+    /* one request served 0..100 ms; a second scheduled at 500 ms, never sent, dropped at 2500 ms
+     * (cancelled): it is a failure, not in flight, but queued in seconds 0, 1 and 2 */
+    recset s;
+    recset_init(&s);
+    record *a = add(&s, 0, 0, 100, REC_OK);
+    const double at[] = { 50, 100 };
+    chunks(a, at, NULL, 2);
+    record *c = add(&s, 500, 0, 2500, REC_ERR_CANCELLED);
+    c->send_ns = 0;
+    summary_opts o;
+    summary_default_opts(&o);
+    json_t *j = summary_compute(&s, &o);
+    CHECK_EQ_INT(ji(j, "failed"), 1);
+    CHECK_EQ_INT(ji(json_object_get(j, "errors"), "cancelled"), 1);
+    CHECK_NEAR(jr(j, "duration"), 2.5, 1e-12);   /* the last end over all requests */
+    json_t *tl = json_object_get(j, "timeline");
+    const long started[] = { 1, 0, 0 }, inflight[] = { 1, 0, 0 }, queued[] = { 1, 1, 1 }, failed[] = { 0, 0, 1 };
+    check_array(tl, "started", started, 3);
+    check_array(tl, "failed", failed, 3);
+    check_array(tl, "in_flight", inflight, 3);
+    check_array(tl, "queued", queued, 3);
+    CHECK_EQ_INT(ji(j, "peak_concurrent_requests"), 1);
+    json_decref(j);
+    recset_free(&s);
+}
