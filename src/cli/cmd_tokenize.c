@@ -5,6 +5,7 @@
 #include "common/clock.h"
 #include "common/fileio.h"
 #include "common/log.h"
+#include <jansson.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -86,6 +87,36 @@ static long rss_kb(const char *field) {
     return v;
 }
 
+/* Hidden: each line of FILE is a JSON string; prints its ids (" id id ...") one line per input, the
+ * format scripts/tokenizer_diff.sh compares with Hugging Face's output. */
+static int run_lines(const char *tok_path, const char *file) {
+    tokenizer *t;
+    char err[512];
+    if (tokenizer_load(tok_path, &t, err, sizeof err)) { log_error("tokenize: %s", err); return EXIT_USAGE; }
+    FILE *f = strcmp(file, "-") ? fopen(file, "r") : stdin;
+    if (!f) { log_error("tokenize: cannot open '%s': %s", file, strerror(errno)); tokenizer_free(t); return EXIT_USAGE; }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int rc = EXIT_OK;
+    while (rc == EXIT_OK && (n = getline(&line, &cap, f)) > 0) {
+        json_error_t je;
+        json_t *j = json_loadb(line, (size_t)n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        if (!json_is_string(j)) { log_error("tokenize: line is not a JSON string: %s", je.text); rc = EXIT_USAGE; json_decref(j); break; }
+        int32_t *ids;
+        size_t ni;
+        if (tokenizer_encode(t, json_string_value(j), json_string_length(j), false, &ids, &ni)) { rc = EXIT_RUN_FAILED; json_decref(j); break; }
+        for (size_t i = 0; i < ni; i++) printf(" %d", ids[i]);
+        printf("\n");
+        free(ids);
+        json_decref(j);
+    }
+    free(line);
+    if (f != stdin) fclose(f);
+    tokenizer_free(t);
+    return rc;
+}
+
 /* Hidden: load time, then encode FILE whole (several rounds, best kept) on this one thread. */
 static int run_bench(const char *tok_path, const char *file) {
     long rss0 = rss_kb("VmRSS:");
@@ -117,10 +148,10 @@ static int run_bench(const char *tok_path, const char *file) {
 int cmd_tokenize(int argc, char **argv) {
     static const struct option opts[] = {
         {"tokenizer", required_argument, 0, 't'}, {"ids", no_argument, 0, 'i'}, {"count", no_argument, 0, 'c'},
-        {"decode", no_argument, 0, 'd'}, {"bos", no_argument, 0, 'b'}, {"bench", required_argument, 0, 'B'},
+        {"decode", no_argument, 0, 'd'}, {"bos", no_argument, 0, 'b'}, {"bench", required_argument, 0, 'B'}, {"lines", required_argument, 0, 'L'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
-    const char *path = NULL, *bench = NULL;
+    const char *path = NULL, *bench = NULL, *lines = NULL;
     char mode = 'i';
     bool bos = false;
     int c;
@@ -131,12 +162,14 @@ int cmd_tokenize(int argc, char **argv) {
         case 'i': case 'c': case 'd': mode = (char)c; break;
         case 'b': bos = true; break;
         case 'B': bench = optarg; break;
+        case 'L': lines = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
         default: usage(stderr); return EXIT_USAGE;
         }
     }
     if (!path) { log_error("tokenize: --tokenizer PATH is required (a tokenizer.json or a .gguf file)"); return EXIT_USAGE; }
     if (bench) return run_bench(path, bench);
+    if (lines) return run_lines(path, lines);
     if (argc - optind > 1) { log_error("tokenize: one TEXT argument at most (quote it), or '-' for standard input"); return EXIT_USAGE; }
     char *text;
     size_t len;

@@ -78,6 +78,9 @@ int32_t tok_lookup(const tokenizer *t, const char *s, size_t len);
 void tok_release(tokenizer *t);
 
 int tok_load_json(tokenizer *t, const char *path, const char *data, size_t len, char *err, size_t errlen);
+/* Loads model.vocab and model.merges straight from the text (after tok_init) and returns the document
+ * with both emptied for jansson. 0 ok, 1 when they are absent or not an object/array, -1 error. */
+int tok_jscan_model(tokenizer *t, const char *data, size_t len, char **skeleton, size_t *skel_len, char *err, size_t errlen);
 int tok_load_gguf(tokenizer *t, const char *path, const uint8_t *data, size_t len, char *err, size_t errlen);
 
 /* UTF-8: length of the valid prefix; and lossy conversion (one U+FFFD per maximal invalid subpart,

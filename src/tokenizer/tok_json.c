@@ -85,34 +85,6 @@ static int check_model(json_t *model, char *err, size_t errlen) {
     return 0;
 }
 
-static int load_merges(tokenizer *t, json_t *merges, char *err, size_t errlen) {
-    size_t i;
-    json_t *m;
-    json_array_foreach(merges, i, m) {
-        const char *a, *b;
-        size_t al, bl;
-        if (json_is_string(m)) {
-            const char *s = json_string_value(m), *sp = strchr(s, ' ');
-            if (!sp) { snprintf(err, errlen, "merge %zu '%s' has no space", i, s); return -1; }
-            a = s;
-            al = (size_t)(sp - s);
-            b = sp + 1;
-            bl = json_string_length(m) - al - 1;
-        } else if (json_is_array(m) && json_array_size(m) == 2 && json_is_string(json_array_get(m, 0)) &&
-                   json_is_string(json_array_get(m, 1))) {
-            a = json_string_value(json_array_get(m, 0));
-            al = json_string_length(json_array_get(m, 0));
-            b = json_string_value(json_array_get(m, 1));
-            bl = json_string_length(json_array_get(m, 1));
-        } else {
-            snprintf(err, errlen, "merge %zu is neither \"a b\" nor [a, b]", i);
-            return -1;
-        }
-        if (tok_add_merge(t, a, al, b, bl, err, errlen)) return -1;
-    }
-    return 0;
-}
-
 static int load_added(tokenizer *t, json_t *arr, char *err, size_t errlen) {
     size_t i;
     json_t *e;
@@ -183,24 +155,30 @@ static int load_config(tokenizer *t, const char *path, char *err, size_t errlen)
 
 int tok_load_json(tokenizer *t, const char *path, const char *data, size_t len, char *err, size_t errlen) {
     json_error_t je;
-    json_t *root = json_loadb(data, len, 0, &je);
+    json_t *root = NULL;
+    char *skel = NULL;
+    size_t skel_len = 0;
+    int rc = -1;
+    if (tok_init(t, len / 48, err, errlen)) return -1;
+    int sc = tok_jscan_model(t, data, len, &skel, &skel_len, err, errlen);
+    if (sc < 0) {
+        char e2[256];
+        snprintf(e2, sizeof e2, "%s", err);
+        snprintf(err, errlen, "%s: %s", path, e2);
+        return -1;
+    }
+    /* Without vocab/merges where a BPE has them, jansson reads the whole file to say what is wrong. */
+    root = sc == 0 ? json_loadb(skel, skel_len, 0, &je) : json_loadb(data, len, 0, &je);
+    free(skel);
     if (!root) {
         snprintf(err, errlen, "%s: JSON error at line %d column %d: %s", path, je.line, je.column, je.text);
         return -1;
     }
-    int rc = -1;
     json_t *model = json_object_get(root, "model");
     if (!json_is_object(model)) { snprintf(err, errlen, "%s: missing key 'model' (not a tokenizer.json)", path); goto out; }
     if (check_model(model, err, errlen)) goto out;
-    json_t *vocab = json_object_get(model, "vocab"), *added = json_object_get(root, "added_tokens");
-    if (tok_init(t, json_object_size(vocab) + json_array_size(added), err, errlen)) goto out;
-    const char *key;
-    json_t *v;
-    json_object_foreach(vocab, key, v) {
-        if (!json_is_integer(v)) { snprintf(err, errlen, "vocab entry '%s' is not an integer id", key); goto out; }
-        if (tok_set_token(t, (int32_t)json_integer_value(v), key, strlen(key), err, errlen)) goto out;
-    }
-    if (load_merges(t, json_object_get(model, "merges"), err, errlen)) goto out;
+    if (sc == 1) { snprintf(err, errlen, "%s: model.vocab or model.merges malformed", path); goto out; }
+    json_t *added = json_object_get(root, "added_tokens");
     if (json_is_array(added) && load_added(t, added, err, errlen)) goto out;
     json_t *norm = json_object_get(root, "normalizer");
     if (norm && !json_is_null(norm)) {
