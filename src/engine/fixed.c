@@ -47,7 +47,7 @@ void fixed_default_params(fixed_params *p) {
     p->tokens_per_chunk = 1;
     p->jitter = 0;
     p->seed = 1;
-    p->max_events_per_advance = 16384;
+    p->max_events_per_advance = 4096;
 }
 
 const char fixed_params_help[] =

@@ -68,6 +68,7 @@ struct server {
     stream *streams;
     stream *deferred;               /* cancels and frees to do after the current advance */
     bool in_advance;
+    int64_t advance_now;            /* engine time the current advance was called with */
     int64_t iter_t, iter_tokens;    /* tokens of the engine step being reported (same t_ns) */
     struct evbuffer *buf;           /* scratch for one chunk */
 };
@@ -289,6 +290,7 @@ static void on_event(void *ctx, const engine_event *ev) {
         srv_hist_observe(&s->m.itl_s, secs(s, ev->t_ns - st->last_ns));
     }
     st->last_ns = ev->t_ns;
+    srv_hist_observe(&s->m.lateness_s, (double)(s->advance_now - ev->t_ns) / 1e9 / s->p.speedup);
     if (fin) st->in_engine = false;            /* the engine has let go of it */
     s->m.generation_tokens += (uint64_t)ev->n_tokens;
     s->iter_tokens += ev->n_tokens;
@@ -311,7 +313,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
     s->armed_ns = ENGINE_NEVER;
     s->in_advance = true;
     s->iter_t = INT64_MIN;
-    engine_advance(s->eng, engine_now(s), on_event, s);
+    s->advance_now = engine_now(s);
+    engine_advance(s->eng, s->advance_now, on_event, s);
     flush_iteration(s);
     s->in_advance = false;
     run_deferred(s);
