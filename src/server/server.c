@@ -48,6 +48,7 @@ typedef struct stream {
     bool stall_counted;
     int32_t sent;                   /* tokens emitted so far */
     int64_t arrival_ns, sched_ns, first_ns, last_ns;   /* engine time */
+    int64_t last_write_wall_ns;     /* when something was last written to the client */
     struct stream *prev, *next;     /* all streams, for shutdown */
     struct stream *deferred_next;
 } stream;
@@ -58,7 +59,8 @@ struct server {
     engine *eng;
     struct event_base *base;
     struct evhttp *http;
-    struct event *timer, *stop_ev, *dur_ev, *sig_int, *sig_term;
+    struct event *timer, *stop_ev, *dur_ev, *sig_int, *sig_term, *sweep_ev;
+    int64_t loop_wall_ns;           /* wall clock at the start of the current timer callback */
     int stop_fd, listen_fd, port;
     int64_t armed_ns;               /* engine time the timer is armed for (ENGINE_NEVER: not armed) */
     int64_t t0_ns;                  /* wall = engine at start; engine = t0 + (wall - t0) * speedup */
@@ -196,6 +198,7 @@ static void stream_complete(stream *st) {
 
 static void send_chunk(stream *st, void (*flushed)(struct evhttp_connection *, void *)) {
     server *s = st->srv;
+    st->last_write_wall_ns = s->loop_wall_ns;
     if (flushed) evhttp_send_reply_chunk_with_cb(st->req, s->buf, flushed, st);
     else evhttp_send_reply_chunk(st->req, s->buf);
     evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
@@ -313,6 +316,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
     s->armed_ns = ENGINE_NEVER;
     s->in_advance = true;
     s->iter_t = INT64_MIN;
+    s->loop_wall_ns = clock_now_ns();
     s->advance_now = engine_now(s);
     engine_advance(s->eng, s->advance_now, on_event, s);
     flush_iteration(s);
@@ -391,6 +395,7 @@ static void handle_generate(server *s, struct evhttp_request *req, int api) {
     s->streams = st;
     s->m.streams_open++;
     evhttp_connection_set_closecb(st->evcon, on_conn_close, st);
+    st->last_write_wall_ns = clock_now_ns();
     if (st->rq.stream) {
         struct evkeyvalq *h = evhttp_request_get_output_headers(req);
         evhttp_add_header(h, "Content-Type", "text/event-stream; charset=utf-8");
@@ -435,6 +440,29 @@ static void handle_request(struct evhttp_request *req, void *arg) {
         evhttp_send_reply(req, 200, NULL, b);
     }
     evbuffer_free(b);
+}
+
+/* Writes reveal a client that went away; a request with nothing to write for a while (waiting
+ * in the queue, in a stall, or non-streaming) is checked by peeking at its socket instead. */
+#define SWEEP_NS (100 * NS_PER_MS)
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg) {
+    server *s = arg;
+    (void)fd; (void)what;
+    int64_t now = clock_now_ns();
+    stream *next;
+    for (stream *st = s->streams; st; st = next) {
+        next = st->next;
+        if (!st->evcon || st->dropping || now - st->last_write_wall_ns < SWEEP_NS) continue;
+        struct bufferevent *bev = evhttp_connection_get_bufferevent(st->evcon);
+        int sfd = bev ? bufferevent_getfd(bev) : -1;
+        char c;
+        ssize_t r = sfd >= 0 ? recv(sfd, &c, 1, MSG_PEEK | MSG_DONTWAIT) : 1;
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            evhttp_connection_free(st->evcon);     /* on_conn_close cancels and counts */
+        else
+            st->last_write_wall_ns = now;          /* alive: look again in SWEEP_NS */
+    }
 }
 
 /* ---- setup and loop ---- */
@@ -526,6 +554,9 @@ int server_start(server **out, const server_params *p, engine *eng, char *err, s
     }
     s->listen_fd = -1;   /* owned by evhttp now */
     s->timer = evtimer_new(s->base, on_timer, s);
+    s->sweep_ev = event_new(s->base, -1, EV_PERSIST, on_sweep, s);
+    struct timeval sweep_tv = { .tv_sec = 0, .tv_usec = SWEEP_NS / 1000 };
+    event_add(s->sweep_ev, &sweep_tv);
     s->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     s->stop_ev = event_new(s->base, s->stop_fd, EV_READ | EV_PERSIST, on_stop, s);
     event_add(s->stop_ev, NULL);
@@ -565,6 +596,7 @@ void server_free(server *s) {
         stream_retire(st, true);
     }
     if (s->timer) event_free(s->timer);
+    if (s->sweep_ev) event_free(s->sweep_ev);
     if (s->stop_ev) event_free(s->stop_ev);
     if (s->dur_ev) event_free(s->dur_ev);
     if (s->sig_int) event_free(s->sig_int);

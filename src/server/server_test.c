@@ -75,6 +75,7 @@ typedef struct {
     size_t parsed;              /* body bytes already split into events */
     int64_t t0;
     int abort_after;            /* abort the transfer after this many events (0 = never) */
+    long timeout_ms;            /* give up after this long (0 = 20 s) */
 } http_result;
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud) {
@@ -114,7 +115,7 @@ static void http_do(const srv_proc *p, const char *path, const char *body, http_
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms ? r->timeout_ms : 20000L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     r->t0 = clock_now_ns();
@@ -531,6 +532,77 @@ TEST(server_client_disconnect_cancels) {
     srv_kill(&p);
 }
 
+/* --itl 0: tokens back to back; many concurrent streams all complete with exact counts. */
+TEST(server_itl0_many_streams) {
+    srv_proc p;
+    if (srv_spawn(&p, "--ttft 0 --itl 0") < 0) return;
+    enum { N = 64, TOK = 200 };
+    http_result *r = calloc(N, sizeof *r);
+    CURLM *m = curl_multi_init();
+    char url[128];
+    snprintf(url, sizeof url, "%s/v1/completions", p.base);
+    const char *body = "{\"prompt\":\"x\",\"max_tokens\":200,\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
+    for (int i = 0; i < N; i++) {
+        CURL *c = curl_easy_init();
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &r[i]);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+        curl_multi_add_handle(m, c);
+    }
+    int running = 1;
+    while (running) {
+        curl_multi_perform(m, &running);
+        if (running) curl_multi_poll(m, NULL, 0, 100, NULL);
+    }
+    CURLMsg *msg;
+    int q;
+    while ((msg = curl_multi_info_read(m, &q))) {
+        curl_multi_remove_handle(m, msg->easy_handle);
+        curl_easy_cleanup(msg->easy_handle);
+    }
+    curl_multi_cleanup(m);
+    int complete = 0;
+    for (int i = 0; i < N; i++) {
+        complete += r[i].n_events == TOK + 2 && !strcmp(r[i].events[TOK + 1], "[DONE]");
+        http_free(&r[i]);
+    }
+    CHECK_EQ_INT(complete, N);
+    free(r);
+    http_result mr = {0};
+    http_do(&p, "/metrics", NULL, &mr);
+    CHECK_NEAR(metric(mr.body ? mr.body : "", "vllm:generation_tokens_total{model_name=\"deepseek-ai/DeepSeek-V2-Lite\"}"), N * TOK, 0);
+    http_free(&mr);
+    srv_kill(&p);
+}
+
+/* A client that gives up while its request waits in the queue is noticed without any write. */
+TEST(server_disconnect_while_queued) {
+    srv_proc p;
+    if (srv_spawn(&p, "--ttft 5ms --itl 5ms --capacity 1") < 0) return;
+    req_thread a = {&p, "{\"prompt\":\"x\",\"max_tokens\":80,\"stream\":true}", {0}};
+    pthread_t th;
+    pthread_create(&th, NULL, run_req, &a);
+    usleep(20 * 1000);
+    http_result r = {0};
+    r.timeout_ms = 60;
+    http_do(&p, "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":5,\"stream\":true}", &r);
+    CHECK(r.curl_rc != 0);
+    CHECK_EQ_INT(r.n_events, 0);
+    http_free(&r);
+    usleep(250 * 1000);         /* the sweep looks every 100 ms; A is still running (400 ms) */
+    http_do(&p, "/metrics", NULL, &r);
+    const char *m = r.body ? r.body : "";
+    CHECK_NEAR(metric(m, "dsperf_client_disconnects_total"), 1, 0);
+    CHECK_NEAR(metric(m, "vllm:num_requests_waiting{model_name=\"deepseek-ai/DeepSeek-V2-Lite\"}"), 0, 0);
+    http_free(&r);
+    pthread_join(th, NULL);
+    CHECK_EQ_INT(a.r.n_events, 81);
+    http_free(&a.r);
+    srv_kill(&p);
+}
+
 /* ---- command line and the in-process API ---- */
 
 static int run_status(const char *args) {
@@ -547,6 +619,7 @@ TEST(server_cli_usage_errors) {
     CHECK_EQ_INT(run_status("--drop-rate 1.5"), 2);
     CHECK_EQ_INT(run_status("--port 99999"), 2);
     CHECK_EQ_INT(run_status("--help"), 0);
+    CHECK_EQ_INT(run_status("--duration 100ms"), 0);     /* exits by itself, cleanly */
 }
 
 typedef struct { server *s; } thread_arg;
