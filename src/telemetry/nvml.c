@@ -153,7 +153,7 @@ static void *sym(void *lib, const char *a, const char *b) {
 nvml *nvml_open(char *err, size_t errlen) {
     void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        snprintf(err, errlen, "libnvidia-ml.so.1 not found (no NVIDIA driver on this machine): GPU telemetry off");
+        snprintf(err, errlen, "libnvidia-ml.so.1 not found (no NVIDIA driver on this machine)");
         return NULL;
     }
     nvml *n = calloc(1, sizeof *n);
@@ -191,14 +191,14 @@ nvml *nvml_open(char *err, size_t errlen) {
     BIND(GpmSampleGet, "nvmlGpmSampleGet", NULL);
     BIND(GpmMetricsGet, "nvmlGpmMetricsGet", NULL);
     if (!n->Init || !n->Shutdown || !n->DeviceGetCount || !n->DeviceGetHandleByIndex) {
-        snprintf(err, errlen, "libnvidia-ml.so.1 lacks nvmlInit/nvmlDeviceGetCount: GPU telemetry off");
+        snprintf(err, errlen, "libnvidia-ml.so.1 lacks nvmlInit/nvmlDeviceGetCount");
         dlclose(lib);
         free(n);
         return NULL;
     }
     nvmlReturn_t rc = n->Init();
     if (rc != NVML_SUCCESS) {
-        snprintf(err, errlen, "NVML init failed (%s): GPU telemetry off", n->ErrorString ? n->ErrorString(rc) : "error");
+        snprintf(err, errlen, "NVML init failed (%s)", n->ErrorString ? n->ErrorString(rc) : "error");
         dlclose(lib);
         free(n);
         return NULL;

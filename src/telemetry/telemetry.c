@@ -195,7 +195,7 @@ static int open_gpus(telemetry *t, const char *spec, char *err, size_t errlen) {
     char why[200];
     t->nv = nvml_open(why, sizeof why);
     if (!t->nv) {
-        snprintf(t->warning, sizeof t->warning, "%s", why);
+        snprintf(t->warning, sizeof t->warning, "%s: GPU telemetry off", why);
         return 0;
     }
     int count = nvml_device_count(t->nv);
