@@ -1,6 +1,7 @@
 /* cmd_env — `dsperf env`: checks the machine for what skews a benchmark (GPU driver state,
  * MIG, persistence, clocks and power limit, NUMA, CPU governor, fd limit, transparent huge
  * pages, background load), each with OK / WARN / INFO and why it matters. Works without a GPU. */
+#include "common/clock.h"
 #include "common/log.h"
 #include "telemetry/host.h"
 #include "telemetry/nvml.h"
@@ -82,7 +83,7 @@ static void check_gpus(env_ctx *c, char bus[][32], int *n_out) {
                 in.persistence_mode == 1 ? "persistence mode on" : "persistence mode unknown");
         nvml_gpu *g = nvml_gpu_open(nv, i);
         double s[GPU_COL_COUNT];
-        if (g) nvml_gpu_sample(g, 0, s);
+        if (g) nvml_gpu_sample(g, clock_now_ns(), s);
         else for (int k = 0; k < GPU_COL_COUNT; k++) s[k] = NAN;
         nvml_gpu_close(g);
         snprintf(name, sizeof name, "gpu%d.clocks", i);

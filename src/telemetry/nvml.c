@@ -5,6 +5,7 @@
 #include "telemetry/nvml.h"
 #include "common/clock.h"
 #include <dlfcn.h>
+#include <time.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@ enum { NVML_VALUE_TYPE_DOUBLE = 0, NVML_VALUE_TYPE_UNSIGNED_INT, NVML_VALUE_TYPE
 
 typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
 typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+typedef struct { unsigned int version; unsigned long long total, reserved, free, used; } nvmlMemory_v2_t;
+#define NVML_MEMORY_V2_VERSION ((unsigned)(sizeof(nvmlMemory_v2_t) | (2u << 24)))   /* NVML_STRUCT_VERSION(Memory, 2) */
 typedef struct {                       /* nvmlPciInfo_t as filled by nvmlDeviceGetPciInfo_v3 */
     char busIdLegacy[16];
     unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
@@ -104,6 +107,7 @@ struct nvml {
     nvmlReturn_t (*DeviceGetPciInfo)(nvmlDevice_t, nvmlPciInfo_t *);
     nvmlReturn_t (*DeviceGetCudaComputeCapability)(nvmlDevice_t, int *, int *);
     nvmlReturn_t (*DeviceGetMemoryInfo)(nvmlDevice_t, nvmlMemory_t *);
+    nvmlReturn_t (*DeviceGetMemoryInfo_v2)(nvmlDevice_t, nvmlMemory_v2_t *);
     nvmlReturn_t (*DeviceGetUtilizationRates)(nvmlDevice_t, nvmlUtilization_t *);
     nvmlReturn_t (*DeviceGetClockInfo)(nvmlDevice_t, int, unsigned *);
     nvmlReturn_t (*DeviceGetMaxClockInfo)(nvmlDevice_t, int, unsigned *);
@@ -125,6 +129,29 @@ struct nvml {
     nvmlReturn_t (*GpmMetricsGet)(nvmlGpmMetricsGet_t *);
 };
 
+/* Call groups timed under DSPERF_NVML_PROFILE (to find what the sampler's CPU goes to). */
+enum { PROF_UTIL, PROF_MEM, PROF_CLOCKS, PROF_TEMP, PROF_ENERGY, PROF_FIELDS, PROF_REASONS, PROF_GPM_GET,
+       PROF_GPM_METRICS, PROF_PROCS, PROF_PCIE, PROF_COUNT };
+static const char *const prof_names[PROF_COUNT] = {"utilization", "memory", "clocks", "temperature", "energy",
+    "field_values", "clock_reasons", "gpm_sample_get", "gpm_metrics_get", "processes", "pcie"};
+
+static int64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+/* Runs stmt, timing it into group k when profiling. */
+#define PROF(g, k, stmt) do { \
+        if (!(g)->profile) { stmt; break; } \
+        int64_t c0_ = thread_cpu_ns(), w0_ = clock_now_ns(); \
+        stmt; \
+        (g)->prof_cpu_ns[k] += thread_cpu_ns() - c0_; (g)->prof_wall_ns[k] += clock_now_ns() - w0_; (g)->prof_calls[k]++; \
+    } while (0)
+
+#define ENERGY_PERIOD_NS NS_PER_S
+#define PROCS_PERIOD_NS NS_PER_S
+
 struct nvml_gpu {
     nvml *n;
     nvmlDevice_t dev;
@@ -137,7 +164,10 @@ struct nvml_gpu {
     double nvl_prev_tx_kib, nvl_prev_rx_kib;
     int64_t nvl_prev_ns;
     bool gpm_units_logged;
-    int64_t procs_ns;                     /* last process refresh */
+    int64_t procs_ns, energy_ns;          /* last process-list / energy read; 0 never */
+    bool profile;                         /* DSPERF_NVML_PROFILE: per-call CPU and wall time */
+    int64_t prof_cpu_ns[PROF_COUNT], prof_wall_ns[PROF_COUNT];
+    long prof_calls[PROF_COUNT];
     nvml_process procs[64];
     int n_procs, n_listed;           /* processes on the GPU; how many of them are in procs */
 };
@@ -171,6 +201,7 @@ nvml *nvml_open(char *err, size_t errlen) {
     BIND(DeviceGetPciInfo, "nvmlDeviceGetPciInfo_v3", NULL);
     BIND(DeviceGetCudaComputeCapability, "nvmlDeviceGetCudaComputeCapability", NULL);
     BIND(DeviceGetMemoryInfo, "nvmlDeviceGetMemoryInfo", NULL);
+    BIND(DeviceGetMemoryInfo_v2, "nvmlDeviceGetMemoryInfo_v2", NULL);
     BIND(DeviceGetUtilizationRates, "nvmlDeviceGetUtilizationRates", NULL);
     BIND(DeviceGetClockInfo, "nvmlDeviceGetClockInfo", NULL);
     BIND(DeviceGetMaxClockInfo, "nvmlDeviceGetMaxClockInfo", NULL);
@@ -274,7 +305,7 @@ nvml_gpu *nvml_gpu_open(nvml *n, int index) {
     g->dev = d;
     g->index = index;
     g->energy0_mj = NAN;
-    g->procs_ns = INT64_MIN;
+    g->profile = getenv("DSPERF_NVML_PROFILE") != NULL;
     nvmlGpmSupport_t gs = {.version = NVML_GPM_SUPPORT_VERSION};
     if (n->GpmSampleAlloc && n->GpmSampleGet && n->GpmMetricsGet && n->GpmSampleFree &&
         OK(GpmQueryDeviceSupport, d, &gs) && gs.isSupportedDevice &&
@@ -286,6 +317,11 @@ nvml_gpu *nvml_gpu_open(nvml *n, int index) {
 
 void nvml_gpu_close(nvml_gpu *g) {
     if (!g) return;
+    for (int k = 0; g->profile && k < PROF_COUNT; k++)
+        if (g->prof_calls[k])
+            fprintf(stderr, "nvml profile gpu%d %-16s %6ld calls  cpu %8.1f us/call  wall %8.1f us/call\n", g->index,
+                    prof_names[k], g->prof_calls[k], (double)g->prof_cpu_ns[k] / 1e3 / (double)g->prof_calls[k],
+                    (double)g->prof_wall_ns[k] / 1e3 / (double)g->prof_calls[k]);
     if (g->gpm_prev) g->n->GpmSampleFree(g->gpm_prev);
     if (g->gpm_cur) g->n->GpmSampleFree(g->gpm_cur);
     free(g->mg);
@@ -336,7 +372,9 @@ static void sample_fields(nvml_gpu *g, int64_t now_ns, double *cols) {
 /* GPM needs two samples: metrics describe what happened between them. */
 static void sample_gpm(nvml_gpu *g, int64_t now_ns, double *cols) {
     nvml *n = g->n;
-    if (n->GpmSampleGet(g->dev, g->gpm_cur) != NVML_SUCCESS) return;
+    bool ok;
+    PROF(g, PROF_GPM_GET, ok = n->GpmSampleGet(g->dev, g->gpm_cur) == NVML_SUCCESS);
+    if (!ok) return;
     if (g->gpm_prev_ns && now_ns - g->gpm_prev_ns < 95 * NS_PER_MS) return;   /* keep the older one */
     if (g->gpm_prev_ns) {
         nvmlGpmMetricsGet_t *mg = g->mg;
@@ -346,7 +384,8 @@ static void sample_gpm(nvml_gpu *g, int64_t now_ns, double *cols) {
         mg->sample1 = g->gpm_prev;
         mg->sample2 = g->gpm_cur;
         for (size_t i = 0; i < N_GPM; i++) mg->metrics[i].metricId = gpm_metrics[i].id;
-        if (n->GpmMetricsGet(mg) == NVML_SUCCESS) {
+        PROF(g, PROF_GPM_METRICS, ok = n->GpmMetricsGet(mg) == NVML_SUCCESS);
+        if (ok) {
             for (size_t i = 0; i < N_GPM; i++)
                 if (mg->metrics[i].nvmlReturn == NVML_SUCCESS)
                     cols[gpm_metrics[i].col] = mg->metrics[i].value * gpm_metrics[i].scale;
@@ -383,27 +422,45 @@ static void refresh_processes(nvml_gpu *g) {
 void nvml_gpu_sample(nvml_gpu *g, int64_t now_ns, double *cols) {
     nvml *n = g->n;
     nvmlDevice_t d = g->dev;
+    bool ok;
     for (int i = 0; i < GPU_COL_COUNT; i++) cols[i] = NAN;
     nvmlUtilization_t u;
-    if (OK(DeviceGetUtilizationRates, d, &u)) { cols[GPU_UTIL_GPU_PCT] = u.gpu; cols[GPU_UTIL_MEM_PCT] = u.memory; }
+    PROF(g, PROF_UTIL, ok = OK(DeviceGetUtilizationRates, d, &u));
+    if (ok) { cols[GPU_UTIL_GPU_PCT] = u.gpu; cols[GPU_UTIL_MEM_PCT] = u.memory; }
+    /* v2 reports driver-reserved memory apart: its "used" is what processes allocated, as
+     * nvidia-smi shows it (v1's "used" also counts the reserved part; seen on H200, driver 580). */
+    nvmlMemory_v2_t m2 = {.version = NVML_MEMORY_V2_VERSION};
     nvmlMemory_t m;
-    if (OK(DeviceGetMemoryInfo, d, &m)) {
+    PROF(g, PROF_MEM, ok = OK(DeviceGetMemoryInfo_v2, d, &m2));
+    if (ok) {
+        cols[GPU_MEM_USED_MIB] = (double)m2.used / 1048576.0;
+        cols[GPU_MEM_TOTAL_MIB] = (double)m2.total / 1048576.0;
+    } else if (OK(DeviceGetMemoryInfo, d, &m)) {
         cols[GPU_MEM_USED_MIB] = (double)m.used / 1048576.0;
         cols[GPU_MEM_TOTAL_MIB] = (double)m.total / 1048576.0;
     }
-    unsigned v;
-    if (OK(DeviceGetClockInfo, d, NVML_CLOCK_SM, &v)) cols[GPU_SM_CLOCK_MHZ] = v;
-    if (OK(DeviceGetClockInfo, d, NVML_CLOCK_MEM, &v)) cols[GPU_MEM_CLOCK_MHZ] = v;
-    if (OK(DeviceGetTemperature, d, NVML_TEMPERATURE_GPU, &v)) cols[GPU_TEMP_C] = v;
-    unsigned long long e;
-    if (OK(DeviceGetTotalEnergyConsumption, d, &e)) {
-        if (isnan(g->energy0_mj)) g->energy0_mj = (double)e;
-        cols[GPU_ENERGY_J] = ((double)e - g->energy0_mj) / 1000.0;
+    unsigned v, v2;
+    PROF(g, PROF_CLOCKS, ok = OK(DeviceGetClockInfo, d, NVML_CLOCK_SM, &v); if (OK(DeviceGetClockInfo, d, NVML_CLOCK_MEM, &v2)) cols[GPU_MEM_CLOCK_MHZ] = v2);
+    if (ok) cols[GPU_SM_CLOCK_MHZ] = v;
+    PROF(g, PROF_TEMP, ok = OK(DeviceGetTemperature, d, NVML_TEMPERATURE_GPU, &v));
+    if (ok) cols[GPU_TEMP_C] = v;
+    /* The energy counter costs 3-6 ms of CPU per read on an H200 (driver 580), 30x any other
+     * call: read it once a second; rows in between carry null and summaries bridge the gap
+     * with the power readings. */
+    if (!g->energy_ns || now_ns - g->energy_ns >= ENERGY_PERIOD_NS) {
+        unsigned long long e;
+        PROF(g, PROF_ENERGY, ok = OK(DeviceGetTotalEnergyConsumption, d, &e));
+        if (ok) {
+            if (isnan(g->energy0_mj)) g->energy0_mj = (double)e;
+            cols[GPU_ENERGY_J] = ((double)e - g->energy0_mj) / 1000.0;
+        }
+        g->energy_ns = now_ns;
     }
-    sample_fields(g, now_ns, cols);
+    PROF(g, PROF_FIELDS, sample_fields(g, now_ns, cols));
     if (isnan(cols[GPU_POWER_W]) && OK(DeviceGetPowerUsage, d, &v)) cols[GPU_POWER_W] = v / 1000.0;
     unsigned long long r;
-    if (OK(DeviceGetClocksEventReasons, d, &r)) {
+    PROF(g, PROF_REASONS, ok = OK(DeviceGetClocksEventReasons, d, &r));
+    if (ok) {
         cols[GPU_CLOCK_EVENT_REASONS] = (double)r;
         cols[GPU_THROTTLED] = (r & (NVML_REASON_SW_POWER_CAP | NVML_REASON_HW_SLOWDOWN | NVML_REASON_SW_THERMAL |
                                     NVML_REASON_HW_THERMAL | NVML_REASON_HW_POWER_BRAKE)) ? 1 : 0;
@@ -412,11 +469,11 @@ void nvml_gpu_sample(nvml_gpu *g, int64_t now_ns, double *cols) {
         sample_gpm(g, now_ns, cols);
     } else {
         /* Without GPM, NVML's own PCIe counter (a 20 ms window inside the driver, KB/s). */
-        if (OK(DeviceGetPcieThroughput, d, NVML_PCIE_UTIL_TX_BYTES, &v)) cols[GPU_PCIE_TX_MB_S] = v * 1e3 / 1e6;
-        if (OK(DeviceGetPcieThroughput, d, NVML_PCIE_UTIL_RX_BYTES, &v)) cols[GPU_PCIE_RX_MB_S] = v * 1e3 / 1e6;
+        PROF(g, PROF_PCIE, if (OK(DeviceGetPcieThroughput, d, NVML_PCIE_UTIL_TX_BYTES, &v)) cols[GPU_PCIE_TX_MB_S] = v * 1e3 / 1e6;
+                           if (OK(DeviceGetPcieThroughput, d, NVML_PCIE_UTIL_RX_BYTES, &v)) cols[GPU_PCIE_RX_MB_S] = v * 1e3 / 1e6);
     }
-    if (now_ns - g->procs_ns >= NS_PER_S) {
-        refresh_processes(g);
+    if (!g->procs_ns || now_ns - g->procs_ns >= PROCS_PERIOD_NS) {
+        PROF(g, PROF_PROCS, refresh_processes(g));
         g->procs_ns = now_ns;
     }
     if (g->n_procs >= 0) cols[GPU_N_PROCESSES] = g->n_procs;

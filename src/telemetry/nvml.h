@@ -12,10 +12,10 @@
 /* Columns of one GPU sample; NaN = unknown (not supported here, or no previous sample yet). */
 typedef enum {
     GPU_UTIL_GPU_PCT, GPU_UTIL_MEM_PCT,           /* NVML: time a kernel ran / memory was read or written */
-    GPU_MEM_USED_MIB, GPU_MEM_TOTAL_MIB,
+    GPU_MEM_USED_MIB, GPU_MEM_TOTAL_MIB,          /* used: allocated by processes (as nvidia-smi), not driver-reserved */
     GPU_SM_CLOCK_MHZ, GPU_MEM_CLOCK_MHZ,
     GPU_POWER_W, GPU_POWER_AVG_W,                 /* field values POWER_INSTANT / POWER_AVERAGE (1 s) */
-    GPU_ENERGY_J,                                 /* energy counter, relative to the first sample */
+    GPU_ENERGY_J,                                 /* energy counter relative to the first read; read once a second */
     GPU_TEMP_C,
     GPU_PCIE_TX_MB_S, GPU_PCIE_RX_MB_S,           /* MB = 1e6 bytes */
     GPU_NVLINK_TX_MB_S, GPU_NVLINK_RX_MB_S,       /* from the cumulative NVLink throughput fields */

@@ -365,27 +365,36 @@ json_t *telemetry_series_json(const telemetry *t, int64_t t0_ns) {
     return o;
 }
 
-/* Energy over the window: counter difference between the first and last rows inside it; if the
- * counter is unsupported, the trapezoid integral of instantaneous power. NaN if neither. */
-static double window_energy_j(const series *s, int64_t from, int64_t to) {
-    double first = NAN, last = NAN, integral = 0;
-    bool have_integral = false;
+/* Energy over the window: the energy counter's increase between the first and last rows that
+ * read it inside the window (it is read once a second), plus the trapezoid integral of
+ * instantaneous power over the edges before and after those rows. Without the counter, the
+ * power integral over the whole window. NaN if neither is known. */
+static double power_integral(const series *s, int64_t from, int64_t to) {
+    double sum = 0;
     size_t prev = (size_t)-1;
     for (size_t i = 0; i < s->n; i++) {
         if (s->t_ns[i] < from || s->t_ns[i] > to) continue;
-        double e = series_at(s, i, GPU_ENERGY_J);
-        if (!isnan(e)) { if (isnan(first)) first = e; last = e; }
         if (prev != (size_t)-1) {
             double p0 = series_at(s, prev, GPU_POWER_W), p1 = series_at(s, i, GPU_POWER_W);
-            if (!isnan(p0) && !isnan(p1)) {
-                integral += (p0 + p1) / 2 * (double)(s->t_ns[i] - s->t_ns[prev]) / 1e9;
-                have_integral = true;
-            }
+            if (!isnan(p0) && !isnan(p1)) sum += (p0 + p1) / 2 * (double)(s->t_ns[i] - s->t_ns[prev]) / 1e9;
         }
         prev = i;
     }
-    if (!isnan(first)) return last - first;
-    return have_integral ? integral : NAN;
+    return sum;
+}
+
+static double window_energy_j(const series *s, int64_t from, int64_t to) {
+    size_t first = (size_t)-1, last = (size_t)-1, n_power = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->t_ns[i] < from || s->t_ns[i] > to) continue;
+        if (!isnan(series_at(s, i, GPU_POWER_W))) n_power++;
+        if (isnan(series_at(s, i, GPU_ENERGY_J))) continue;
+        if (first == (size_t)-1) first = i;
+        last = i;
+    }
+    if (first == (size_t)-1) return n_power >= 2 ? power_integral(s, from, to) : NAN;
+    double e = series_at(s, last, GPU_ENERGY_J) - series_at(s, first, GPU_ENERGY_J);
+    return e + power_integral(s, from, s->t_ns[first]) + power_integral(s, s->t_ns[last], to);
 }
 
 json_t *telemetry_summary_json(const telemetry *t, int64_t from_ns, int64_t to_ns, double output_tokens) {
