@@ -149,7 +149,7 @@ static int64_t thread_cpu_ns(void) {
         (g)->prof_cpu_ns[k] += thread_cpu_ns() - c0_; (g)->prof_wall_ns[k] += clock_now_ns() - w0_; (g)->prof_calls[k]++; \
     } while (0)
 
-#define ENERGY_PERIOD_NS NS_PER_S
+#define ENERGY_PERIOD_NS (5 * NS_PER_S)
 #define PROCS_PERIOD_NS NS_PER_S
 
 struct nvml_gpu {
@@ -445,7 +445,7 @@ void nvml_gpu_sample(nvml_gpu *g, int64_t now_ns, double *cols) {
     PROF(g, PROF_TEMP, ok = OK(DeviceGetTemperature, d, NVML_TEMPERATURE_GPU, &v));
     if (ok) cols[GPU_TEMP_C] = v;
     /* The energy counter costs 3-6 ms of CPU per read on an H200 (driver 580), 30x any other
-     * call: read it once a second; rows in between carry null and summaries bridge the gap
+     * call: read it every 5 s; rows in between carry null and summaries bridge the gap
      * with the power readings. */
     if (!g->energy_ns || now_ns - g->energy_ns >= ENERGY_PERIOD_NS) {
         unsigned long long e;

@@ -15,7 +15,7 @@ typedef enum {
     GPU_MEM_USED_MIB, GPU_MEM_TOTAL_MIB,          /* used: allocated by processes (as nvidia-smi), not driver-reserved */
     GPU_SM_CLOCK_MHZ, GPU_MEM_CLOCK_MHZ,
     GPU_POWER_W, GPU_POWER_AVG_W,                 /* field values POWER_INSTANT / POWER_AVERAGE (1 s) */
-    GPU_ENERGY_J,                                 /* energy counter relative to the first read; read once a second */
+    GPU_ENERGY_J,                                 /* energy counter relative to the first read; read every 5 s (costly) */
     GPU_TEMP_C,
     GPU_PCIE_TX_MB_S, GPU_PCIE_RX_MB_S,           /* MB = 1e6 bytes */
     GPU_NVLINK_TX_MB_S, GPU_NVLINK_RX_MB_S,       /* from the cumulative NVLink throughput fields */

@@ -143,11 +143,12 @@ static int parse_number(const char *p, const char *end, double *out, const char 
     return 0;
 }
 
-static int parse_sample(prom_doc *d, const char *p, const char *end) {
+static int parse_sample(prom_doc *d, const char *p, const char *end, int flags) {
     prom_sample s = {0};
     const char *n0 = p;
     if (!name_start((unsigned char)*p)) goto bad;
     while (p < end && name_char((unsigned char)*p)) p++;
+    if ((flags & PROM_SKIP_BUCKETS) && p - n0 > 7 && !memcmp(p - 7, "_bucket", 7)) return 0;
     if (!(s.name = dup_unescape(n0, (size_t)(p - n0), false))) goto oom;
     p = skip_ws(p, end);
     if (p < end && *p == '{') {
@@ -181,7 +182,9 @@ oom:
     return -1;
 }
 
-int prom_parse(const char *text, size_t len, prom_doc *doc) {
+int prom_parse(const char *text, size_t len, prom_doc *doc) { return prom_parse_flags(text, len, doc, 0); }
+
+int prom_parse_flags(const char *text, size_t len, prom_doc *doc, int flags) {
     memset(doc, 0, sizeof *doc);
     const char *p = text, *end = text + len;
     while (p < end) {
@@ -191,7 +194,7 @@ int prom_parse(const char *text, size_t len, prom_doc *doc) {
         if (le > p && le[-1] == '\r') le--;
         const char *q = skip_ws(p, le);
         int rc = 0;
-        if (q < le) rc = *q == '#' ? parse_comment(doc, q, le) : parse_sample(doc, q, le);
+        if (q < le) rc = *q == '#' ? parse_comment(doc, q, le) : parse_sample(doc, q, le, flags);
         if (rc) { prom_doc_free(doc); return -1; }
         p = eol + 1;
     }

@@ -39,6 +39,10 @@ typedef struct {
 /* Parses text into doc (which it initialises). Returns 0, or -1 on allocation failure only;
  * unparseable lines are counted in doc->bad_lines. Free with prom_doc_free. */
 int prom_parse(const char *text, size_t len, prom_doc *doc);
+/* The same, with flags: PROM_SKIP_BUCKETS drops histogram _bucket samples unparsed (the scraper
+ * only needs _sum/_count, and buckets are most of a vLLM page). */
+#define PROM_SKIP_BUCKETS 1
+int prom_parse_flags(const char *text, size_t len, prom_doc *doc, int flags);
 void prom_doc_free(prom_doc *doc);
 
 /* Value of a label of a sample, or NULL. */

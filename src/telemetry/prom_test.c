@@ -64,6 +64,13 @@ TEST(telemetry_prom_parse_syntax) {
     CHECK_EQ_INT(prom_hist_totals(&d, "rpc_duration_seconds", NULL, NULL, &sum, &cnt), 1);
     CHECK_NEAR(cnt, 2693, 0);
     prom_doc_free(&d);
+    const char *h = "x_bucket{le=\"1\"} 2\nx_bucket{le=\"+Inf\"} 3\nx_sum 4.5\nx_count 3\n";
+    CHECK_EQ_INT(prom_parse_flags(h, strlen(h), &d, PROM_SKIP_BUCKETS), 0);
+    CHECK_EQ_INT(d.n_samples, 2);
+    CHECK_EQ_INT(d.bad_lines, 0);
+    CHECK_EQ_INT(prom_hist_totals(&d, "x", NULL, NULL, &sum, &cnt), 1);
+    CHECK_NEAR(sum, 4.5, 0);
+    prom_doc_free(&d);
 }
 
 /* vLLM V1 names (as in docs.vllm.ai "Production Metrics"), two scrapes 1 s apart. */

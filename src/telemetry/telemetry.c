@@ -122,7 +122,7 @@ static void scrape_once(telemetry *t) {
         snprintf(t->scrape_error, sizeof t->scrape_error, "%s", err);
     } else {
         prom_doc doc;
-        if (prom_parse(text, len, &doc) == 0) {
+        if (prom_parse_flags(text, len, &doc, PROM_SKIP_BUCKETS) == 0) {
             if (t->engine == SRV_ENGINE_UNKNOWN) t->engine = srv_detect_engine(&doc);
             srv_reading cur;
             srv_read(&doc, t->engine, tm, &cur);
