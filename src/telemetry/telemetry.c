@@ -23,10 +23,12 @@
 #define SRV_SCRAPE_MS SRV_COL_COUNT
 #define MAX_PROCS_SEEN 64
 
-static const char *const srv_names_ext[SRV_COL_COUNT + 1] = {
-    "running", "waiting", "kv_usage_pct", "preemptions", "prefix_cache_hits", "prefix_cache_queries",
-    "prefix_cache_hit_rate_pct", "prompt_tokens_per_s", "generation_tokens_per_s", "tokens_per_step",
-    "queue_time_ms", "prefill_time_ms", "decode_time_ms", "scrape_ms"};
+/* Server series columns: the common series plus how long each scrape took. */
+static const char *srv_names_ext[SRV_COL_COUNT + 1];
+static void srv_names_init(void) {
+    for (int i = 0; i < SRV_COL_COUNT; i++) srv_names_ext[i] = srv_col_names[i];
+    srv_names_ext[SRV_SCRAPE_MS] = "scrape_ms";
+}
 
 typedef struct {
     nvml_gpu *g;
@@ -259,6 +261,8 @@ telemetry *telemetry_start(const telemetry_opts *o, char *err, size_t errlen) {
     pthread_cond_init(&t->cv, &ca);
     pthread_condattr_destroy(&ca);
     series_init(&t->host_s, HOST_COL_COUNT, host_col_names, MAX_ROWS);
+    static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+    pthread_once(&names_once, srv_names_init);
     series_init(&t->srv_s, SRV_COL_COUNT + 1, srv_names_ext, MAX_ROWS);
     if (o->gpus && open_gpus(t, o->gpus, err, errlen)) goto fail;
     if (t->warning[0]) log_warn("%s", t->warning);
