@@ -1,0 +1,36 @@
+/* results — the results file (schema "dsperf.results/1") and the terminal summary. The file holds
+ * the exact command line, tool version, environment, config, summary metrics (vLLM-compatible
+ * names at the top level), per-second timeline, and any telemetry/engine series a producer adds.
+ * Everything downstream (report, diagnose, compare) reads this file, never the run's memory. */
+#ifndef DSP_RESULTS_H
+#define DSP_RESULTS_H
+#include "metrics/record.h"
+#include "metrics/summary.h"
+#include <jansson.h>
+#include <stdio.h>
+#include <stdbool.h>
+
+#define RESULTS_SCHEMA "dsperf.results/1"
+
+typedef struct {
+    const char *producer;       /* "bench" or "sim" */
+    const char *command_line;   /* exact command line */
+    json_t *config;             /* borrowed: the run's configuration (target, load, dataset, ...) */
+    bool partial;               /* the run was interrupted; what was measured is kept */
+    const char *partial_reason; /* e.g. "interrupted (SIGINT)" */
+} results_meta;
+
+/* Builds the results document: summary_compute() over recs plus schema, meta and environment.
+ * The caller may add sections (e.g. "telemetry", "engine") before writing. NULL on OOM. */
+json_t *results_build(const recset *recs, const summary_opts *o, const results_meta *m);
+/* Writes the document atomically (pretty-printed). 0 ok, -1 with err filled. */
+int results_write_json(const char *path, const json_t *results, char *err, size_t errlen);
+/* Writes one JSON line per request with every timestamp (ns, relative to the first send) and
+ * chunk arrivals. Atomic. 0 ok, -1 with err filled. */
+int results_write_requests_jsonl(const char *path, const recset *recs, char *err, size_t errlen);
+/* Reads and checks a results file (schema prefix "dsperf.results/"). NULL with err filled. */
+json_t *results_load(const char *path, char *err, size_t errlen);
+/* The compact summary table, vLLM's 40/10 "Serving Benchmark Result" block layout, from a
+ * results document (so bench and sim print the same thing). */
+void results_print_summary(FILE *f, const json_t *results);
+#endif
