@@ -42,6 +42,8 @@ void sim_default_params(sim_params *p);
  * bf16-flops, fp8-flops, link-bw, bw-eff, compute-eff, link-eff, step-overhead, comm-latency,
  * expert-skew, profile). 0 ok, 1 unknown key, -1 bad value (err says why). */
 int sim_params_set(sim_params *p, const char *key, const char *value, char *err, size_t errlen);
+/* The keys sim_params_set accepts, NULL-terminated (for building getopt_long tables). */
+const char *const *sim_params_keys(void);
 /* Option lines for --help. */
 const char *sim_params_help(void);
 /* Resolves model, GPU (with overrides) and dtypes and sets up the cost model. 0 ok, -1 with err

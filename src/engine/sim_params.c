@@ -54,6 +54,16 @@ static const char help[] =
 
 const char *sim_params_help(void) { return help; }
 
+static const char *const keys[] = {
+    "model", "model-config", "gpu", "gpus", "tp", "tensor-parallel-size", "ep", "expert-parallel-size",
+    "weight-dtype", "dtype", "kv-dtype", "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens", "block-size",
+    "max-model-len", "gpu-memory-utilization", "reserved-mem", "num-gpu-blocks", "chunked-prefill",
+    "enable-chunked-prefill", "gpu-mem", "hbm-bw", "bf16-flops", "fp8-flops", "link-bw", "bw-eff", "compute-eff",
+    "link-eff", "step-overhead", "comm-latency", "expert-skew", "profile", NULL,
+};
+
+const char *const *sim_params_keys(void) { return keys; }
+
 /* "4.8TB/s", "989T", "1.979e15", "900GB/s", "141GiB": a number with an optional SI/IEC suffix,
  * optional "B", "FLOPS", "/s". */
 static int parse_scaled(const char *s, double *out) {
