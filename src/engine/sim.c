@@ -325,6 +325,7 @@ static int grow_kv(sim_engine *s, int32_t idx, int32_t n, int64_t t, engine_emit
         preempt_last(s, t, emit, ctx);
         if (last == idx) return -1;
     }
+    r = &s->reqs[idx];   /* the callback may have submitted (and moved the pool) */
     if (need > 0) {
         s->free_blocks -= need;
         r->blocks += need;
@@ -394,6 +395,7 @@ static bool form_step(sim_engine *s, int64_t t, engine_emit_fn emit, void *ctx) 
             int32_t n = (int32_t)(pending < budget ? pending : budget);
             if (!s->p.chunked_prefill && n < pending) continue; /* unreachable in practice: prompts go whole */
             if (grow_kv(s, i, n, t, emit, ctx) < 0) break;   /* r was the last one: nothing after it */
+            r = &s->reqs[i];
             account(s, r, n, &b);
             r->sched = n;
             budget -= n;

@@ -55,6 +55,8 @@ long long sim_params_kv_blocks(const sim_params *p, const cost_model *c);
 /* Reads a calibration profile (JSON written by `dsperf sim --calibrate`) into p->factors. */
 int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t errlen);
 
+/* The engine. Its emit callback may call engine_submit (new work is scheduled from the next
+ * step) but not engine_cancel: defer cancellations until advance returns. */
 engine *engine_sim_create(const sim_params *p, char *err, size_t errlen);
 
 /* Engine-side facts beyond engine_stats (for sim's results and serve's /metrics). */

@@ -3,6 +3,7 @@
 #include "harness.h"
 #include "engine/sim.h"
 #include "common/rng.h"
+#include "engine/sim_run.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -319,4 +320,58 @@ TEST(sim_params_parse) {
     p.tp = 1;
     CHECK(engine_sim_create(&p, err, sizeof err) == NULL);
     CHECK(strstr(err, "does not fit") != NULL);
+}
+
+TEST(sim_run_records_open_and_closed_loop) {
+    sim_params p;
+    sim_default_params(&p);
+    char err[256];
+    enum { N = 200 };
+    int64_t arr[N];
+    int32_t in[N], out[N];
+    for (int i = 0; i < N; i++) { arr[i] = i * 20000000LL; in[i] = 100 + i; out[i] = 1 + i % 50; }
+    in[7] = 10000000;   /* beyond the model length: rejected, recorded as a failure */
+    engine *e = make(&p);
+    recset rs;
+    recset_init(&rs);
+    sim_series ser;
+    sim_workload w = {.n = N, .arrival_ns = arr, .in_tokens = in, .max_tokens = out, .max_series_points = 64};
+    CHECK(sim_run(e, &w, &rs, &ser, err, sizeof err) == 0);
+    CHECK_EQ_INT(rs.n, N);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        record *r = &rs.v[i];
+        if (i == 7) { CHECK(r->outcome == REC_ERR_HTTP && r->http_status == 400 && r->error); continue; }
+        if (r->outcome != REC_OK || (int)r->n_chunks != out[i] || record_out_tokens(r) != out[i]) bad++;
+        if (r->sched_ns != SIM_RUN_T0_NS + arr[i] || r->send_ns != r->sched_ns || r->first_ns <= r->send_ns) bad++;
+        if (r->last_ns != r->chunk_ns[r->n_chunks - 1] || r->end_ns != r->last_ns || r->in_tokens != in[i]) bad++;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK(ser.n > 4 && ser.n <= 64);
+    int saw_running = 0;
+    for (size_t i = 0; i < ser.n; i++) saw_running |= ser.running[i] > 0;
+    CHECK(saw_running);
+    json_t *j = sim_series_json(&ser);
+    CHECK(json_array_size(json_object_get(j, "kv_usage")) == ser.n);
+    json_decref(j);
+    sim_series_free(&ser);
+    recset_free(&rs);
+    engine_destroy(e);
+
+    /* closed loop: never more than `concurrency` requests between send and end */
+    e = make(&p);
+    recset_init(&rs);
+    in[7] = 100;
+    sim_workload c = {.n = N, .concurrency = 5, .in_tokens = in, .max_tokens = out};
+    CHECK(sim_run(e, &c, &rs, NULL, err, sizeof err) == 0);
+    int maxc = 0;
+    for (int i = 0; i < N; i++) {
+        int k = 0;
+        for (int j = 0; j < N; j++) k += rs.v[j].send_ns <= rs.v[i].send_ns && rs.v[j].end_ns > rs.v[i].send_ns;
+        if (k > maxc) maxc = k;
+        CHECK(rs.v[i].outcome == REC_OK);
+    }
+    CHECK_EQ_INT(maxc, 5);
+    recset_free(&rs);
+    engine_destroy(e);
 }
