@@ -5,6 +5,7 @@
 #define DSP_ARRIVAL_H
 #include "common/rng.h"
 #include <stdint.h>
+#include <stddef.h>
 
 typedef enum { ARRIVAL_POISSON, ARRIVAL_GAMMA, ARRIVAL_CONSTANT } arrival_kind;
 

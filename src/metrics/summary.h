@@ -20,6 +20,8 @@ typedef struct {
     int n_percentiles;
     double intended_rate_per_s;  /* open loop: the planned rate; 0 for closed loop */
     int64_t planned_duration_ns; /* open loop: span of the plan's schedule (0 unknown) */
+    int max_concurrency;         /* the --max-concurrency cap in force (0 none): a client queue
+                                  * it explains is reported as capped, not as client lag */
 } summary_opts;
 
 void summary_default_opts(summary_opts *o);
@@ -32,4 +34,8 @@ int summary_parse_percentiles(summary_opts *o, const char *list);
  * (mean_queue_ms, p99_ttft_from_schedule_ms, errors{...}, timeline{...}, ...).
  * NULL on out-of-memory. */
 json_t *summary_compute(const recset *recs, const summary_opts *o);
+
+/* vLLM's spelling of a percentile in field names and labels: integral values without a
+ * decimal point ("99"), others in the shortest form that reads back exactly ("99.9"). */
+void summary_percentile_label(double p, char *buf, size_t len);
 #endif

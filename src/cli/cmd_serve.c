@@ -1,0 +1,217 @@
+/* cmd_serve — `dsperf serve`: an OpenAI-compatible streaming server with known timing and
+ * seeded faults. The server's own options are parsed here; every other `--key value` is handed
+ * to the selected engine's option setter, so adding an engine is one entry in `engines[]`. */
+#include "cli/cli.h"
+#include "server/server.h"
+#include "engine/fixed.h"
+#include "common/units.h"
+#include "common/log.h"
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { const char *key, *value; } serve_kv;
+
+/* Builds an engine from the options the server did not recognise. Returns NULL with err set;
+ * every failure here is a usage error (unknown key or bad value). */
+typedef engine *(*serve_engine_factory)(const serve_kv *opts, int n_opts, uint64_t seed, char *err, size_t errlen);
+
+static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, char *err, size_t errlen) {
+    fixed_params p;
+    fixed_default_params(&p);
+    p.seed = seed;
+    for (int i = 0; i < n; i++) {
+        int rc = fixed_params_set(&p, opts[i].key, opts[i].value, err, errlen);
+        if (rc == 1) snprintf(err, errlen, "unknown option --%s for --engine fixed (see dsperf serve --help)", opts[i].key);
+        if (rc) return NULL;
+    }
+    return engine_fixed_create(&p, err, errlen);
+}
+
+static const struct {
+    const char *name;
+    serve_engine_factory create;
+    const char *help;
+} engines[] = {
+    {"fixed", fixed_from_options, fixed_params_help},
+};
+#define N_ENGINES (int)(sizeof engines / sizeof engines[0])
+
+enum {
+    O_HOST = 1000, O_PORT, O_MODEL, O_ENGINE, O_SPEEDUP, O_DURATION, O_SEED, O_FAIL, O_429, O_DROP,
+    O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_HELP,
+};
+
+static const struct option long_opts[] = {
+    {"host", required_argument, 0, O_HOST},
+    {"port", required_argument, 0, O_PORT},
+    {"model", required_argument, 0, O_MODEL},
+    {"engine", required_argument, 0, O_ENGINE},
+    {"speedup", required_argument, 0, O_SPEEDUP},
+    {"duration", required_argument, 0, O_DURATION},
+    {"seed", required_argument, 0, O_SEED},
+    {"fail-rate", required_argument, 0, O_FAIL},
+    {"status-429-rate", required_argument, 0, O_429},
+    {"drop-rate", required_argument, 0, O_DROP},
+    {"stall-rate", required_argument, 0, O_STALL_RATE},
+    {"stall", required_argument, 0, O_STALL},
+    {"error-event-rate", required_argument, 0, O_ERR_RATE},
+    {"error-style", required_argument, 0, O_ERR_STYLE},
+    {"default-max-tokens", required_argument, 0, O_DEFAULT_MAX},
+    {"help", no_argument, 0, O_HELP},
+    {0, 0, 0, 0},
+};
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: dsperf serve [options] [engine options]\n\n"
+        "An OpenAI-compatible server (POST /v1/completions, /v1/chat/completions, streaming or not;\n"
+        "GET /v1/models, /health, /metrics with vLLM names) whose tokens come when an engine says.\n"
+        "Prints one line 'dsperf serve: listening on http://HOST:PORT' on stdout when ready.\n\n"
+        "server options:\n"
+        "  --host ADDR              listen address (default 127.0.0.1; ::1 for IPv6 loopback)\n"
+        "  --port N                 port; 0 picks a free one (default 0)\n"
+        "  --model NAME             served model name (default deepseek-ai/DeepSeek-V2-Lite)\n"
+        "  --engine NAME            timing engine (default fixed)\n"
+        "  --speedup K              engine time runs K times faster than wall time (default 1)\n"
+        "  --duration T             exit after T (default: run until SIGINT/SIGTERM)\n"
+        "  --default-max-tokens N   tokens when a request sets no max_tokens (default 256)\n"
+        "fault injection (decided per request in arrival order from one rng seeded by --seed):\n"
+        "  --seed N                 (default 1)\n"
+        "  --fail-rate F            answer HTTP 500 with a JSON error\n"
+        "  --status-429-rate F      answer HTTP 429\n"
+        "  --drop-rate F            close the connection mid-stream, without [DONE]\n"
+        "  --stall-rate F           one long gap mid-stream, of --stall T (default 2s)\n"
+        "  --error-event-rate F     an error event mid-stream, then the end of the response\n"
+        "  --error-style S          llamacpp: 'error: {...}' line; openai: 'data: {\"error\":...}' then [DONE]\n"
+        "                           (what vLLM sends) (default llamacpp)\n"
+        "Every injected fault is counted in /metrics as dsperf_injected_faults_total{kind=...}.\n\n");
+    for (int i = 0; i < N_ENGINES; i++) fprintf(f, "engine options (--engine %s):\n%s\n", engines[i].name, engines[i].help);
+    fprintf(f,
+        "examples:\n"
+        "  dsperf serve --port 8000 --ttft 50ms --itl 10ms\n"
+        "  dsperf serve --capacity 8 --prefill-per-token 20us --tokens-per-chunk 2\n"
+        "  dsperf serve --itl 0 --drop-rate 0.01 --stall-rate 0.01 --stall 2s --seed 7\n"
+        "  curl -N localhost:8000/v1/chat/completions -d '{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stream\":true}'\n");
+}
+
+static bool is_server_opt(const char *name, size_t len, int *has_arg) {
+    for (const struct option *o = long_opts; o->name; o++)
+        if (strlen(o->name) == len && !strncmp(o->name, name, len)) { *has_arg = o->has_arg; return true; }
+    return false;
+}
+
+static int parse_rate(const char *opt, const char *v, double *out) {
+    if (units_parse_double(v, out) < 0 || *out < 0 || *out > 1) {
+        log_error("--%s wants a fraction between 0 and 1, got '%s'", opt, v);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv) {
+    server_params sp;
+    server_default_params(&sp);
+    const char *engine_name = "fixed";
+    /* split argv: server options go to getopt_long, the rest become engine key/value pairs */
+    char **sargv = calloc((size_t)argc + 1, sizeof *sargv);
+    serve_kv *kv = calloc((size_t)argc + 1, sizeof *kv);
+    int sargc = 0, n_kv = 0, rc = EXIT_USAGE;
+    engine *eng = NULL;
+    server *srv = NULL;
+    if (!sargv || !kv) { log_error("out of memory"); goto out; }
+    sargv[sargc++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h")) { sargv[sargc++] = "--help"; continue; }
+        if (strncmp(a, "--", 2) || !a[2]) {
+            log_error("unexpected argument '%s'; options look like --name value (see dsperf serve --help)", a);
+            goto out;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        int has_arg;
+        if (is_server_opt(name, len, &has_arg)) {
+            sargv[sargc++] = argv[i];
+            if (has_arg == required_argument && !eq && i + 1 < argc) sargv[sargc++] = argv[++i];
+            continue;
+        }
+        char *key = strndup(name, len);
+        const char *val = eq ? eq + 1 : (i + 1 < argc && strncmp(argv[i + 1], "--", 2) ? argv[++i] : NULL);
+        kv[n_kv++] = (serve_kv){ key, val };
+    }
+    optind = 1;
+    opterr = 0;
+    int c;
+    long long n;
+    while ((c = getopt_long(sargc, sargv, "", long_opts, NULL)) != -1) {
+        const char *v = optarg;
+        switch (c) {
+        case O_HELP: usage(stdout); rc = EXIT_OK; goto out;
+        case O_HOST: sp.host = v; break;
+        case O_PORT:
+            if (units_parse_int(v, 0, 65535, &n) < 0) { log_error("--port wants 0..65535, got '%s'", v); goto out; }
+            sp.port = (int)n;
+            break;
+        case O_MODEL:
+            if (!*v) { log_error("--model wants a name"); goto out; }
+            sp.model = v;
+            break;
+        case O_ENGINE: engine_name = v; break;
+        case O_SPEEDUP:
+            if (units_parse_double(v, &sp.speedup) < 0 || sp.speedup <= 0) {
+                log_error("--speedup wants a number > 0, got '%s'", v);
+                goto out;
+            }
+            break;
+        case O_DURATION:
+            if (units_parse_duration_ns(v, &sp.duration_ns) < 0) { log_error("--duration wants a duration like 30s, got '%s'", v); goto out; }
+            break;
+        case O_STALL:
+            if (units_parse_duration_ns(v, &sp.stall_ns) < 0) { log_error("--stall wants a duration like 2s, got '%s'", v); goto out; }
+            break;
+        case O_SEED:
+            if (units_parse_int(v, 0, INT64_MAX, &n) < 0) { log_error("--seed wants a non-negative integer, got '%s'", v); goto out; }
+            sp.seed = (uint64_t)n;
+            break;
+        case O_DEFAULT_MAX:
+            if (units_parse_int(v, 1, 10000000, &n) < 0) { log_error("--default-max-tokens wants 1..10000000, got '%s'", v); goto out; }
+            sp.default_max_tokens = (int32_t)n;
+            break;
+        case O_FAIL: if (parse_rate("fail-rate", v, &sp.fail_rate) < 0) goto out; break;
+        case O_429: if (parse_rate("status-429-rate", v, &sp.status_429_rate) < 0) goto out; break;
+        case O_DROP: if (parse_rate("drop-rate", v, &sp.drop_rate) < 0) goto out; break;
+        case O_STALL_RATE: if (parse_rate("stall-rate", v, &sp.stall_rate) < 0) goto out; break;
+        case O_ERR_RATE: if (parse_rate("error-event-rate", v, &sp.error_event_rate) < 0) goto out; break;
+        case O_ERR_STYLE:
+            if (!strcmp(v, "llamacpp")) sp.error_style = SERVER_ERROR_STYLE_LLAMACPP;
+            else if (!strcmp(v, "openai") || !strcmp(v, "vllm")) sp.error_style = SERVER_ERROR_STYLE_OPENAI;
+            else { log_error("--error-style wants llamacpp or openai, got '%s'", v); goto out; }
+            break;
+        default:
+            log_error("option %s needs a value (see dsperf serve --help)", sargv[optind - 1]);
+            goto out;
+        }
+    }
+    int ei = -1;
+    for (int i = 0; i < N_ENGINES; i++) if (!strcmp(engines[i].name, engine_name)) ei = i;
+    if (ei < 0) { log_error("unknown --engine '%s' (known: fixed)", engine_name); goto out; }
+    char err[256];
+    eng = engines[ei].create(kv, n_kv, sp.seed, err, sizeof err);
+    if (!eng) { log_error("%s", err); goto out; }
+    sp.handle_signals = true;
+    if (server_start(&srv, &sp, eng, err, sizeof err) < 0) { log_error("%s", err); rc = EXIT_RUN_FAILED; goto out; }
+    bool v6 = strchr(sp.host, ':') != NULL;
+    printf("dsperf serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", sp.host, v6 ? "]" : "", server_port(srv));
+    fflush(stdout);
+    server_run(srv);
+    rc = EXIT_OK;
+out:
+    server_free(srv);
+    engine_destroy(eng);
+    for (int i = 0; i < n_kv; i++) free((char *)kv[i].key);
+    free(kv);
+    free(sargv);
+    return rc;
+}

@@ -1,0 +1,376 @@
+/* results — the results document (schema dsperf.results/1), its atomic writers and loader, the
+ * per-request JSONL, and the terminal summary in vLLM's "Serving Benchmark Result" layout. */
+#include "results/results.h"
+#include "cli/cli.h"
+#include "common/fileio.h"
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/utsname.h>
+
+/* ---- environment ---- */
+
+static json_t *cpu_model(void) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return json_null();
+    char line[512];
+    json_t *out = NULL;
+    while (!out && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0) continue;
+        char *v = strchr(line, ':');
+        if (!v) continue;
+        v++;
+        while (*v == ' ' || *v == '\t') v++;
+        v[strcspn(v, "\n")] = 0;
+        out = json_string(v);
+    }
+    fclose(f);
+    return out ? out : json_null();
+}
+
+static json_t *environment(void) {
+    json_t *env = json_object();
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) == 0) json_object_set_new(env, "hostname", json_string(host));
+    else json_object_set_new(env, "hostname", json_null());
+    struct utsname u;
+    if (uname(&u) == 0) {
+        char k[2 * sizeof u.release + 2];
+        snprintf(k, sizeof k, "%s %s", u.sysname, u.release);
+        json_object_set_new(env, "kernel", json_string(k));
+    } else {
+        json_object_set_new(env, "kernel", json_null());
+    }
+    json_object_set_new(env, "cpu_model", cpu_model());
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    json_object_set_new(env, "cpus", n > 0 ? json_integer(n) : json_null());
+    json_object_set_new(env, "gpus", json_array());   /* filled by telemetry when it runs */
+    return env;
+}
+
+json_t *results_build(const recset *recs, const summary_opts *o, const results_meta *m) {
+    json_t *summary = summary_compute(recs, o);
+    if (!summary) return NULL;
+    json_t *doc = json_object();
+    char date[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_object_set_new(doc, "schema", json_string(RESULTS_SCHEMA));
+    json_object_set_new(doc, "tool", json_string("dsperf"));
+    json_object_set_new(doc, "version", json_string(DSPERF_VERSION));
+    json_object_set_new(doc, "producer", m && m->producer ? json_string(m->producer) : json_null());
+    json_object_set_new(doc, "command_line", m && m->command_line ? json_string(m->command_line) : json_null());
+    json_object_set_new(doc, "date", json_string(date));
+    json_object_set_new(doc, "environment", environment());
+    /* a copy: the caller keeps and may change its config after the build */
+    json_object_set_new(doc, "config", m && m->config ? json_deep_copy(m->config) : json_object());
+    json_object_set_new(doc, "partial", json_boolean(m && m->partial));
+    json_object_set_new(doc, "partial_reason",
+                        m && m->partial && m->partial_reason ? json_string(m->partial_reason) : json_null());
+    if (json_object_update(doc, summary) != 0) {
+        json_decref(doc);
+        doc = NULL;
+    }
+    json_decref(summary);
+    return doc;
+}
+
+/* ---- files ---- */
+
+int results_write_json(const char *path, const json_t *results, char *err, size_t errlen) {
+    char *text = json_dumps(results, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+    if (!text) {
+        snprintf(err, errlen, "cannot serialise results (out of memory)");
+        return -1;
+    }
+    size_t len = strlen(text);
+    text[len] = '\n';   /* json_dumps leaves room: overwrite the NUL, length + 1 below */
+    int rc = fileio_write_atomic(path, text, len + 1);
+    int e = errno;
+    free(text);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
+/* A relative timestamp, or null when the event did not happen (0). */
+static void put_rel(FILE *f, const char *key, int64_t t, int64_t t0) {
+    if (t > 0) fprintf(f, ",\"%s\":%lld", key, (long long)(t - t0));
+    else fprintf(f, ",\"%s\":null", key);
+}
+
+static void put_int(FILE *f, const char *key, long long v, int known) {
+    if (known) fprintf(f, ",\"%s\":%lld", key, v);
+    else fprintf(f, ",\"%s\":null", key);
+}
+
+static void put_ms(FILE *f, const char *key, int64_t ns, int known) {
+    if (known) fprintf(f, ",\"%s\":%.6f", key, (double)ns / 1e6);
+    else fprintf(f, ",\"%s\":null", key);
+}
+
+/* One line, written with fprintf rather than through a jansson tree: a run can hold a million
+ * chunk timestamps, and the writer streams them without building a document. */
+static void write_request_line(FILE *f, const record *r, int64_t t0) {
+    fprintf(f, "{\"index\":%u,\"class\":%u,\"outcome\":\"%s\",\"http_status\":%d,\"warmup\":%s", r->index,
+            (unsigned)r->class_id, rec_outcome_name((rec_outcome)r->outcome), (int)r->http_status,
+            r->warmup ? "true" : "false");
+    put_rel(f, "sched_ns", r->sched_ns, t0);
+    put_rel(f, "send_ns", r->send_ns, t0);
+    put_rel(f, "first_ns", r->first_ns, t0);
+    put_rel(f, "last_ns", r->last_ns, t0);
+    put_rel(f, "end_ns", r->end_ns, t0);
+    int sent = r->send_ns > 0;
+    put_ms(f, "queue_ms", r->send_ns - r->sched_ns, sent && r->sched_ns > 0);
+    put_ms(f, "ttft_ms", r->first_ns - r->send_ns, sent && r->first_ns > 0);
+    put_ms(f, "e2el_ms", r->last_ns - r->send_ns, sent && r->last_ns > 0);
+    put_int(f, "in_tokens", r->in_tokens, r->in_tokens >= 0);
+    put_int(f, "in_tokens_server", r->in_tokens_server, r->in_tokens_server >= 0);
+    put_int(f, "out_tokens", record_out_tokens(r), 1);
+    put_int(f, "out_tokens_server", r->out_tokens_server, r->out_tokens_server >= 0);
+    put_int(f, "out_tokens_client", r->out_tokens_client, r->out_tokens_client >= 0);
+    put_int(f, "max_tokens", r->max_tokens, r->max_tokens >= 0);
+    fprintf(f, ",\"n_chunks\":%u,\"chunk_ns\":[", r->n_chunks);
+    for (uint32_t k = 0; k < r->n_chunks; k++)
+        fprintf(f, k ? ",%lld" : "%lld", (long long)(r->chunk_ns[k] - t0));
+    fputc(']', f);
+    if (r->chunk_tokens) {
+        fputs(",\"chunk_tokens\":[", f);
+        for (uint32_t k = 0; k < r->n_chunks; k++) fprintf(f, k ? ",%u" : "%u", (unsigned)r->chunk_tokens[k]);
+        fputc(']', f);
+    }
+    fputs(",\"error\":", f);
+    json_t *e = r->error ? json_string(r->error) : NULL;
+    char *es = e ? json_dumps(e, JSON_ENCODE_ANY) : NULL;
+    fputs(es ? es : "null", f);
+    free(es);
+    json_decref(e);
+    fputs("}\n", f);
+}
+
+int results_write_requests_jsonl(const char *path, const recset *recs, char *err, size_t errlen) {
+    /* the run's first send (warm-up excluded when there is any other), so times read from 0 */
+    int64_t t0 = 0;
+    for (int pass = 0; pass < 2 && t0 == 0; pass++)
+        for (size_t i = 0; i < recs->n; i++) {
+            const record *r = &recs->v[i];
+            if ((pass == 0 && r->warmup) || r->send_ns <= 0) continue;
+            if (t0 == 0 || r->send_ns < t0) t0 = r->send_ns;
+        }
+    size_t plen = strlen(path) + 32;
+    char *tmp = malloc(plen);
+    if (!tmp) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(tmp, plen, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    for (size_t i = 0; i < recs->n; i++) write_request_line(f, &recs->v[i], t0);
+    int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
+    int e = errno;
+    if (fclose(f) != 0 && !bad) { bad = 1; e = errno; }
+    if (!bad && rename(tmp, path) != 0) { bad = 1; e = errno; }
+    if (bad) {
+        unlink(tmp);
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
+    }
+    free(tmp);
+    return bad ? -1 : 0;
+}
+
+json_t *results_load(const char *path, char *err, size_t errlen) {
+    char *text = NULL;
+    size_t len = 0;
+    if (fileio_read_all(path, &text, &len) != 0) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    json_error_t je;
+    json_t *doc = json_loadb(text, len, 0, &je);
+    free(text);
+    if (!doc) {
+        snprintf(err, errlen, "%s: not valid JSON (line %d: %s)", path, je.line, je.text);
+        return NULL;
+    }
+    const char *schema = json_string_value(json_object_get(doc, "schema"));
+    if (!json_is_object(doc) || !schema || strncmp(schema, "dsperf.results/", 15) != 0) {
+        snprintf(err, errlen, "%s: not a dsperf results file (schema \"%s\", want dsperf.results/...)", path,
+                 schema ? schema : "missing");
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+/* ---- terminal summary: vLLM's block, then dsperf's additions in the same style ---- */
+
+#define RULE_WIDTH 50
+
+/* Python's "{:c^50}": the left pad is the floor of half. */
+static void rule(FILE *f, const char *title, char c) {
+    int len = (int)strlen(title), pad = RULE_WIDTH - len;
+    if (pad < 0) pad = 0;
+    for (int i = 0; i < pad / 2; i++) fputc(c, f);
+    fputs(title, f);
+    for (int i = 0; i < pad - pad / 2; i++) fputc(c, f);
+    fputc('\n', f);
+}
+
+/* "{:<40} {:<10.2f}" — or "{:<10}" for integers — and "n/a" for a null. */
+static void row_real(FILE *f, const char *label, const json_t *v) {
+    if (json_is_number(v)) fprintf(f, "%-40s %-10.2f\n", label, json_number_value(v));
+    else fprintf(f, "%-40s %-10s\n", label, "n/a");
+}
+
+static void row_int(FILE *f, const char *label, const json_t *v) {
+    if (json_is_integer(v)) fprintf(f, "%-40s %-10lld\n", label, (long long)json_integer_value(v));
+    else row_real(f, label, v);
+}
+
+static const json_t *get(const json_t *r, const char *key) { return json_object_get(r, key); }
+
+/* The percentile the added sections show: 99 when configured, else the highest configured. */
+static double key_percentile(const json_t *r) {
+    double best = NAN;
+    size_t i;
+    json_t *pv;
+    json_array_foreach(json_object_get(r, "percentiles"), i, pv) {
+        double p = json_number_value(pv);
+        if (p == 99) return 99;
+        if (isnan(best) || p > best) best = p;
+    }
+    return best;
+}
+
+/* "P{p} {name} (ms):" from p{p}_{field}_ms, or from the error-adjusted field, where a
+ * percentile that lands on a failure reads "inf". */
+static void p_row(FILE *f, const json_t *r, double pct, const char *field, const char *name, int error_adjusted) {
+    char label[96], key[128], p[32];
+    summary_percentile_label(pct, p, sizeof p);
+    snprintf(label, sizeof label, "P%s %s (ms):", p, name);
+    if (error_adjusted) {
+        snprintf(key, sizeof key, "p%s_%s_error_adjusted_inf", p, field);
+        if (json_is_true(get(r, key))) {
+            fprintf(f, "%-40s %-10s\n", label, "inf");
+            return;
+        }
+    }
+    snprintf(key, sizeof key, "p%s_%s%s", p, field, error_adjusted ? "_error_adjusted_ms" : "_ms");
+    row_real(f, label, get(r, key));
+}
+
+/* "Mean {name} (ms):" / "Median {name} (ms):" from {stat}_{field}_ms. */
+static void stat_row(FILE *f, const json_t *r, const char *stat, const char *word, const char *field,
+                     const char *name) {
+    char label[96], key[96];
+    snprintf(label, sizeof label, "%s %s (ms):", word, name);
+    snprintf(key, sizeof key, "%s_%s_ms", stat, field);
+    row_real(f, label, get(r, key));
+}
+
+/* One metric section as vLLM's process_one_metric prints it: Mean, Median and one P line per
+ * configured percentile (P50 is skipped: it is the Median line). `field` is the JSON name
+ * (ttft), `name` the label word (TTFT). compact: Mean, Median and the key percentile only. */
+static void metric_section(FILE *f, const json_t *r, const char *header, const char *field, const char *name,
+                           int compact) {
+    rule(f, header, '-');
+    stat_row(f, r, "mean", "Mean", field, name);
+    stat_row(f, r, "median", "Median", field, name);
+    if (compact) {
+        double kp = key_percentile(r);
+        if (!isnan(kp)) p_row(f, r, kp, field, name, 0);
+        return;
+    }
+    size_t i;
+    json_t *pv;
+    json_array_foreach(get(r, "percentiles"), i, pv) {
+        if (json_number_value(pv) != 50) p_row(f, r, json_number_value(pv), field, name, 0);
+    }
+}
+
+static void errors_section(FILE *f, const json_t *r) {
+    const json_t *e = get(r, "errors");
+    if (!json_is_object(e) || json_integer_value(get(r, "failed")) <= 0) return;
+    rule(f, "Errors", '-');
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)e, k, v) {
+        if (json_is_object(v)) {
+            const char *code;
+            json_t *n;
+            json_object_foreach(v, code, n) {
+                char label[64];
+                snprintf(label, sizeof label, "HTTP %s:", code);
+                row_int(f, label, n);
+            }
+        } else if (json_integer_value(v) > 0) {
+            char label[64];
+            snprintf(label, sizeof label, "%s errors:", k);
+            row_int(f, label, v);
+        }
+    }
+    double kp = key_percentile(r);
+    if (isnan(kp)) return;
+    p_row(f, r, kp, "ttft", "TTFT incl. failures", 1);
+    p_row(f, r, kp, "e2el", "E2EL incl. failures", 1);
+}
+
+void results_print_summary(FILE *f, const json_t *r) {
+    rule(f, " Serving Benchmark Result ", '=');
+    if (json_is_true(get(r, "partial"))) {
+        const char *why = json_string_value(get(r, "partial_reason"));
+        fprintf(f, "(partial: %s)\n", why ? why : "interrupted");
+    }
+    row_int(f, "Successful requests:", get(r, "completed"));
+    row_int(f, "Failed requests:", get(r, "failed"));
+    if (json_is_integer(get(r, "max_concurrency"))) row_int(f, "Maximum request concurrency:", get(r, "max_concurrency"));
+    if (json_is_number(get(r, "intended_rate_per_s")))
+        row_real(f, "Request rate configured (RPS):", get(r, "intended_rate_per_s"));
+    row_real(f, "Benchmark duration (s):", get(r, "duration"));
+    row_int(f, "Total input tokens:", get(r, "total_input_tokens"));
+    row_int(f, "Total generated tokens:", get(r, "total_output_tokens"));
+    row_real(f, "Request throughput (req/s):", get(r, "request_throughput"));
+    if (get(r, "request_goodput")) row_real(f, "Request goodput (req/s):", get(r, "request_goodput"));
+    row_real(f, "Output token throughput (tok/s):", get(r, "output_throughput"));
+    row_real(f, "Peak output token throughput (tok/s):", get(r, "max_output_tokens_per_s"));
+    row_real(f, "Peak concurrent requests:", get(r, "max_concurrent_requests"));
+    row_real(f, "Total token throughput (tok/s):", get(r, "total_token_throughput"));
+    metric_section(f, r, "Time to First Token", "ttft", "TTFT", 0);
+    metric_section(f, r, "Time per Output Token (excl. 1st token)", "tpot", "TPOT", 0);
+    metric_section(f, r, "Inter-token Latency", "itl", "ITL", 0);
+    if (json_is_true(get(r, "itl_per_token_reported")))
+        metric_section(f, r, "Inter-token Latency (per token)", "itl_per_token", "ITL/token", 1);
+    metric_section(f, r, "End-to-end Latency", "e2el", "E2EL", 0);
+    /* dsperf's additions, compact: the key percentile only */
+    rule(f, "Client-side Queueing", '-');
+    stat_row(f, r, "mean", "Mean", "queue", "Client Queue Time");
+    double kp = key_percentile(r);
+    if (!isnan(kp)) {
+        p_row(f, r, kp, "queue", "Client Queue Time", 0);
+        rule(f, "Latency from schedule", '-');
+        p_row(f, r, kp, "ttft_from_schedule", "TTFT from schedule", 0);
+        p_row(f, r, kp, "e2el_from_schedule", "E2EL from schedule", 0);
+    }
+    errors_section(f, r);
+    const char *capped = json_string_value(get(r, "client_queue_reason"));
+    if (capped) fprintf(f, "Note: %s\n", capped);
+    if (json_is_true(get(r, "client_fell_behind"))) {
+        const char *why = json_string_value(get(r, "client_lag_reason"));
+        fprintf(f, "WARNING: CLIENT FELL BEHIND ITS PLAN (%s): the client, not the server, limited this run;"
+                   " see *_from_schedule latencies\n", why ? why : "see results");
+    }
+    for (int i = 0; i < RULE_WIDTH; i++) fputc('=', f);
+    fputc('\n', f);
+}

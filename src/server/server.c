@@ -1,0 +1,576 @@
+/* server — the HTTP/SSE layer of `dsperf serve` (see server.h and README.md here).
+ *
+ * One libevent loop thread. A request becomes a `stream` submitted to the engine with the
+ * stream's address as its id; one timer is kept armed at the engine's next event time, and when
+ * it fires the engine is advanced to now and every event is written to its connection at once
+ * (evhttp_send_reply_chunk). Faults are decided per request, in arrival order, from one seeded
+ * rng. Cancels the server decides on inside an advance are deferred until the advance returns,
+ * so an engine never sees a call into itself from its own emit callback. */
+#include "server/server.h"
+#include "server/server_oai.h"
+#include "server/server_metrics.h"
+#include "common/clock.h"
+#include "common/rng.h"
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/keyvalq_struct.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <errno.h>
+#include <signal.h>
+#include <netdb.h>
+#include <time.h>
+#include <sys/socket.h>
+#include <sys/resource.h>
+#include <sys/eventfd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+enum { FAULT_NONE, FAULT_DROP, FAULT_STALL, FAULT_ERROR_EVENT };
+
+typedef struct stream {
+    server *srv;
+    struct evhttp_request *req;     /* NULL once the response is complete or the connection gone */
+    struct evhttp_connection *evcon;
+    oai_request rq;
+    oai_ident ident;
+    bool in_engine;                 /* submitted, not finished, not cancelled */
+    bool dropping;                  /* the server is closing this connection on purpose */
+    bool deferred;                  /* on the after-advance list */
+    bool free_when_cancelled;       /* nothing else refers to it once the engine lets go */
+    int fault;                      /* FAULT_* */
+    int32_t fault_at;               /* tokens sent before the drop / error event / stall */
+    bool stall_counted;
+    int32_t sent;                   /* tokens emitted so far */
+    int64_t arrival_ns, sched_ns, first_ns, last_ns;   /* engine time */
+    struct stream *prev, *next;     /* all streams, for shutdown */
+    struct stream *deferred_next;
+} stream;
+
+struct server {
+    server_params p;
+    char *model, *model_json;
+    engine *eng;
+    struct event_base *base;
+    struct evhttp *http;
+    struct event *timer, *stop_ev, *dur_ev, *sig_int, *sig_term;
+    int stop_fd, listen_fd, port;
+    int64_t armed_ns;               /* engine time the timer is armed for (ENGINE_NEVER: not armed) */
+    int64_t t0_ns;                  /* wall = engine at start; engine = t0 + (wall - t0) * speedup */
+    rng fault_rng;
+    uint64_t seq;
+    srv_metrics m;
+    stream *streams;
+    stream *deferred;               /* cancels and frees to do after the current advance */
+    bool in_advance;
+    int64_t iter_t, iter_tokens;    /* tokens of the engine step being reported (same t_ns) */
+    struct evbuffer *buf;           /* scratch for one chunk */
+};
+
+void server_default_params(server_params *p) {
+    memset(p, 0, sizeof *p);
+    p->host = "127.0.0.1";
+    p->port = 0;
+    p->backlog = 65535;
+    p->model = "deepseek-ai/DeepSeek-V2-Lite";
+    p->speedup = 1.0;
+    p->default_max_tokens = 256;
+    p->seed = 1;
+    p->stall_ns = 2 * NS_PER_S;
+    p->error_style = SERVER_ERROR_STYLE_LLAMACPP;
+}
+
+/* ---- clocks ---- */
+
+static int64_t engine_now(const server *s) {
+    int64_t w = clock_now_ns();
+    if (s->p.speedup == 1.0) return w;
+    return s->t0_ns + (int64_t)((double)(w - s->t0_ns) * s->p.speedup);
+}
+
+static double secs(const server *s, int64_t engine_ns) { (void)s; return (double)engine_ns / 1e9; }
+
+static void arm_timer(server *s) {
+    int64_t next = engine_next_event_ns(s->eng);
+    if (next == ENGINE_NEVER) {
+        if (s->armed_ns != ENGINE_NEVER) evtimer_del(s->timer);
+        s->armed_ns = ENGINE_NEVER;
+        return;
+    }
+    if (next == s->armed_ns && evtimer_pending(s->timer, NULL)) return;
+    int64_t delay = next - engine_now(s);
+    if (s->p.speedup != 1.0) delay = (int64_t)((double)delay / s->p.speedup);
+    if (delay < 0) delay = 0;
+    struct timeval tv = { .tv_sec = delay / NS_PER_S, .tv_usec = (delay % NS_PER_S) / 1000 };
+    evtimer_add(s->timer, &tv);
+    s->armed_ns = next;
+}
+
+/* ---- responses ---- */
+
+static void count_status(server *s, int status) {
+    if (status >= 100 && status < 600) s->m.http_status[status]++;
+}
+
+static void reply(server *s, struct evhttp_request *req, int status, const char *ctype, struct evbuffer *body) {
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", ctype);
+    count_status(s, status);
+    evhttp_send_reply(req, status, NULL, body);
+}
+
+static void reply_error(server *s, struct evhttp_request *req, int status, const char *msg) {
+    struct evbuffer *b = evbuffer_new();
+    oai_error_body(b, status, msg);
+    reply(s, req, status, "application/json", b);
+    evbuffer_free(b);
+}
+
+/* ---- stream lifetime ---- */
+
+static void stream_unlink_free(stream *st) {
+    server *s = st->srv;
+    if (st->prev) st->prev->next = st->next; else s->streams = st->next;
+    if (st->next) st->next->prev = st->prev;
+    s->m.streams_open--;
+    free(st);
+}
+
+/* Leaves the engine (now, or after the current advance) and frees the stream if free_now. */
+static void stream_retire(stream *st, bool free_now) {
+    server *s = st->srv;
+    st->free_when_cancelled = st->free_when_cancelled || free_now;
+    if (s->in_advance) {
+        if (!st->deferred) {
+            st->deferred = true;
+            st->deferred_next = s->deferred;
+            s->deferred = st;
+        }
+        return;
+    }
+    if (st->in_engine) {
+        st->in_engine = false;
+        engine_cancel(s->eng, (uint64_t)(uintptr_t)st, engine_now(s));
+        arm_timer(s);                      /* a cancel can let a waiting request in */
+    }
+    if (st->free_when_cancelled) stream_unlink_free(st);
+}
+
+static void run_deferred(server *s) {
+    while (s->deferred) {
+        stream *st = s->deferred;
+        s->deferred = st->deferred_next;
+        st->deferred = false;
+        stream_retire(st, false);
+    }
+}
+
+/* The connection is going away: the client closed it, the server dropped it, or shutdown. */
+static void on_conn_close(struct evhttp_connection *evcon, void *arg) {
+    stream *st = arg;
+    server *s = st->srv;
+    (void)evcon;
+    if (st->req && !evhttp_request_get_connection(st->req))
+        evhttp_send_reply_end(st->req);    /* evhttp detached it from the dying connection: free it */
+    st->req = NULL;
+    st->evcon = NULL;
+    if (st->in_engine && !st->dropping) {
+        s->m.client_disconnects++;
+        s->m.success[SRV_FINISH_ABORT]++;
+    }
+    stream_retire(st, true);
+}
+
+/* Ends a response normally: the connection is kept alive for the next request. */
+static void stream_complete(stream *st) {
+    if (st->evcon) evhttp_connection_set_closecb(st->evcon, NULL, NULL);
+    st->req = NULL;
+    st->evcon = NULL;
+    stream_retire(st, true);
+}
+
+static void send_chunk(stream *st, void (*flushed)(struct evhttp_connection *, void *)) {
+    server *s = st->srv;
+    if (flushed) evhttp_send_reply_chunk_with_cb(st->req, s->buf, flushed, st);
+    else evhttp_send_reply_chunk(st->req, s->buf);
+    evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
+}
+
+static void drop_flushed(struct evhttp_connection *evcon, void *arg) {
+    (void)arg;
+    evhttp_connection_free(evcon);     /* on_conn_close frees the stream */
+}
+
+/* ---- faults ---- */
+
+static void inject_drop(stream *st) {
+    server *s = st->srv;
+    s->m.faults[SRV_FAULT_DROP]++;
+    s->m.success[SRV_FINISH_ABORT]++;
+    st->dropping = true;
+    stream_retire(st, false);          /* leave the engine; the close callback frees */
+    if (st->rq.stream && evbuffer_get_length(s->buf)) {
+        send_chunk(st, drop_flushed);  /* close once what was sent has reached the socket */
+    } else {
+        evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
+        evhttp_connection_free(st->evcon);
+    }
+}
+
+static void inject_error_event(stream *st) {
+    server *s = st->srv;
+    s->m.faults[SRV_FAULT_ERROR_EVENT]++;
+    s->m.success[SRV_FINISH_ABORT]++;
+    const char *msg = "injected error event (dsperf serve --error-event-rate)";
+    if (st->rq.stream) {
+        oai_sse_error(s->buf, s->p.error_style == SERVER_ERROR_STYLE_OPENAI, msg);
+        send_chunk(st, NULL);
+        evhttp_send_reply_end(st->req);
+    } else {
+        reply_error(s, st->req, 500, msg);
+    }
+    stream_complete(st);
+}
+
+/* ---- engine events ---- */
+
+static void flush_iteration(server *s) {
+    if (s->iter_tokens > 0) srv_hist_observe(&s->m.iteration_tokens, (double)s->iter_tokens);
+    s->iter_tokens = 0;
+}
+
+static void finish(stream *st, const engine_event *ev) {
+    server *s = st->srv;
+    if (!st->req) return;
+    const char *reason = ev->finish_reason ? ev->finish_reason : "length";
+    st->in_engine = false;
+    srv_hist_observe(&s->m.e2e_s, secs(s, ev->t_ns - st->arrival_ns));
+    srv_hist_observe(&s->m.decode_s, secs(s, ev->t_ns - st->first_ns));
+    s->m.success[strcmp(reason, "stop") ? SRV_FINISH_LENGTH : SRV_FINISH_STOP]++;
+    if (st->rq.stream) {
+        if (st->rq.include_usage) oai_sse_usage(s->buf, &st->ident, st->rq.prompt_tokens, st->sent);
+        oai_sse_done(s->buf);
+        send_chunk(st, NULL);
+        evhttp_send_reply_end(st->req);
+    } else {
+        oai_body(s->buf, &st->ident, st->sent, reason, st->rq.prompt_tokens);
+        reply(s, st->req, 200, "application/json", s->buf);
+        evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
+    }
+    stream_complete(st);
+}
+
+static void on_event(void *ctx, const engine_event *ev) {
+    server *s = ctx;
+    stream *st = (stream *)(uintptr_t)ev->id;
+    if (!st->req || !st->in_engine || st->dropping) return;     /* already answered or being dropped */
+    if (ev->t_ns != s->iter_t) { flush_iteration(s); s->iter_t = ev->t_ns; }
+    if (ev->flags & ENGINE_EV_SCHEDULED) {
+        st->sched_ns = ev->t_ns;
+        srv_hist_observe(&s->m.queue_s, secs(s, ev->t_ns - st->arrival_ns));
+    }
+    if (!(ev->flags & ENGINE_EV_TOKENS) || ev->n_tokens <= 0) {
+        if (ev->flags & ENGINE_EV_FINISHED) finish(st, ev);
+        return;
+    }
+    bool fin = ev->flags & ENGINE_EV_FINISHED;
+    if (ev->flags & ENGINE_EV_FIRST) {
+        st->first_ns = ev->t_ns;
+        srv_hist_observe(&s->m.ttft_s, secs(s, ev->t_ns - st->arrival_ns));
+        srv_hist_observe(&s->m.prefill_s, secs(s, ev->t_ns - st->sched_ns));
+        s->m.prompt_tokens += (uint64_t)st->rq.prompt_tokens;
+        s->iter_tokens += st->rq.prompt_tokens;
+        if (st->rq.stream && st->rq.api == OAI_CHAT) oai_sse_role(s->buf, &st->ident);
+    } else {
+        srv_hist_observe(&s->m.itl_s, secs(s, ev->t_ns - st->last_ns));
+    }
+    st->last_ns = ev->t_ns;
+    if (fin) st->in_engine = false;            /* the engine has let go of it */
+    s->m.generation_tokens += (uint64_t)ev->n_tokens;
+    s->iter_tokens += ev->n_tokens;
+    if (st->fault == FAULT_STALL && !st->stall_counted && st->sent >= st->fault_at) {
+        st->stall_counted = true;
+        s->m.faults[SRV_FAULT_STALL]++;
+    }
+    if (st->rq.stream)
+        oai_sse_tokens(s->buf, &st->ident, st->sent, ev->n_tokens, fin ? (ev->finish_reason ? ev->finish_reason : "length") : NULL);
+    st->sent += ev->n_tokens;
+    if (st->fault == FAULT_DROP && st->sent >= st->fault_at) { inject_drop(st); return; }
+    if (st->rq.stream) send_chunk(st, NULL);
+    if (st->fault == FAULT_ERROR_EVENT && st->sent >= st->fault_at) { inject_error_event(st); return; }
+    if (fin) finish(st, ev);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg) {
+    server *s = arg;
+    (void)fd; (void)what;
+    s->armed_ns = ENGINE_NEVER;
+    s->in_advance = true;
+    s->iter_t = INT64_MIN;
+    engine_advance(s->eng, engine_now(s), on_event, s);
+    flush_iteration(s);
+    s->in_advance = false;
+    run_deferred(s);
+    arm_timer(s);
+}
+
+/* ---- requests ---- */
+
+/* Draws every fault decision for one request, always the same number of draws, so the faults
+ * injected over N requests depend only on the seed and the arrival order. Returns an HTTP
+ * status to answer with (500/429) or 0, and sets st->fault. */
+static int decide_faults(server *s, stream *st) {
+    double u500 = rng_uniform(&s->fault_rng), u429 = rng_uniform(&s->fault_rng);
+    double udrop = rng_uniform(&s->fault_rng), uerr = rng_uniform(&s->fault_rng);
+    double ustall = rng_uniform(&s->fault_rng), upoint = rng_uniform(&s->fault_rng);
+    int32_t mt = st->rq.max_tokens;
+    /* mid-stream: after 1..max-1 tokens (after the only token when max is 1) */
+    st->fault_at = mt >= 2 ? 1 + (int32_t)(upoint * (double)(mt - 1)) : 1;
+    if (u500 < s->p.fail_rate) return 500;
+    if (u429 < s->p.status_429_rate) return 429;
+    if (udrop < s->p.drop_rate) st->fault = FAULT_DROP;
+    else if (uerr < s->p.error_event_rate) st->fault = FAULT_ERROR_EVENT;
+    else if (ustall < s->p.stall_rate && s->p.stall_ns > 0) st->fault = FAULT_STALL;
+    return 0;
+}
+
+static void handle_generate(server *s, struct evhttp_request *req, int api) {
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    const char *body = (const char *)evbuffer_pullup(in, -1);
+    stream *st = calloc(1, sizeof *st);
+    char err[256];
+    if (!st) { reply_error(s, req, 500, "out of memory"); return; }
+    if (oai_parse_request(api, body ? body : "", len, s->p.default_max_tokens, &st->rq, err, sizeof err) < 0) {
+        free(st);
+        reply_error(s, req, 400, err);
+        return;
+    }
+    if (st->rq.model[0] && strcmp(st->rq.model, s->model)) {
+        snprintf(err, sizeof err, "The model `%.160s` does not exist.", st->rq.model);
+        free(st);
+        reply_error(s, req, 404, err);
+        return;
+    }
+    int status = decide_faults(s, st);
+    if (status) {
+        s->m.faults[status == 500 ? SRV_FAULT_HTTP_500 : SRV_FAULT_HTTP_429]++;
+        free(st);
+        reply_error(s, req, status, status == 500 ? "injected server error (dsperf serve --fail-rate)"
+                                                  : "injected rate limit (dsperf serve --status-429-rate)");
+        return;
+    }
+    st->srv = s;
+    st->req = req;
+    st->evcon = evhttp_request_get_connection(req);
+    st->ident = (oai_ident){ .api = api, .seq = ++s->seq, .created = (int64_t)time(NULL), .model_json = s->model_json };
+    st->arrival_ns = engine_now(s);
+    engine_request er = {
+        .id = (uint64_t)(uintptr_t)st,
+        .prompt_tokens = st->rq.prompt_tokens,
+        .max_tokens = st->rq.max_tokens,
+        .ignore_eos = st->rq.ignore_eos,
+        .stall_after = st->fault == FAULT_STALL ? st->fault_at : 0,
+        .stall_ns = st->fault == FAULT_STALL ? (int64_t)((double)s->p.stall_ns * s->p.speedup) : 0,
+    };
+    if (engine_submit(s->eng, &er, st->arrival_ns) < 0) {
+        free(st);
+        reply_error(s, req, 500, "the engine rejected the request");
+        return;
+    }
+    st->in_engine = true;
+    st->next = s->streams;
+    if (s->streams) s->streams->prev = st;
+    s->streams = st;
+    s->m.streams_open++;
+    evhttp_connection_set_closecb(st->evcon, on_conn_close, st);
+    if (st->rq.stream) {
+        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+        evhttp_add_header(h, "Content-Type", "text/event-stream; charset=utf-8");
+        evhttp_add_header(h, "Cache-Control", "no-cache");
+        count_status(s, 200);
+        evhttp_send_reply_start(req, 200, "OK");
+    }
+    if (!s->in_advance) arm_timer(s);
+}
+
+static void handle_request(struct evhttp_request *req, void *arg) {
+    server *s = arg;
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if (!path) path = "/";
+    int api = !strcmp(path, "/v1/completions") ? OAI_COMPLETIONS : !strcmp(path, "/v1/chat/completions") ? OAI_CHAT : -1;
+    bool get_path = !strcmp(path, "/v1/models") || !strcmp(path, "/health") || !strcmp(path, "/metrics");
+    if (api < 0 && !get_path) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "no route for %.200s (try /v1/completions, /v1/chat/completions, /v1/models, /health, /metrics)", path);
+        reply_error(s, req, 404, msg);
+        return;
+    }
+    if ((api >= 0 && cmd != EVHTTP_REQ_POST) || (get_path && cmd != EVHTTP_REQ_GET)) {
+        reply_error(s, req, 405, api >= 0 ? "use POST" : "use GET");
+        return;
+    }
+    if (api >= 0) { handle_generate(s, req, api); return; }
+    struct evbuffer *b = evbuffer_new();
+    if (!strcmp(path, "/health")) {
+        reply(s, req, 200, "application/json", b);
+    } else if (!strcmp(path, "/v1/models")) {
+        oai_models_body(b, s->model_json, (int64_t)time(NULL));
+        reply(s, req, 200, "application/json", b);
+    } else {
+        engine_stats es;
+        engine_get_stats(s->eng, &es);
+        count_status(s, 200);     /* counted before rendering so this scrape shows itself */
+        srv_metrics_render(&s->m, &es, s->model, b);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+        evhttp_send_reply(req, 200, NULL, b);
+    }
+    evbuffer_free(b);
+}
+
+/* ---- setup and loop ---- */
+
+static void on_stop(evutil_socket_t fd, short what, void *arg) {
+    server *s = arg;
+    (void)what;
+    uint64_t v;
+    if (fd == s->stop_fd && read(fd, &v, sizeof v) < 0) { /* nothing to do: the loop stops anyway */ }
+    event_base_loopbreak(s->base);
+}
+
+static void raise_nofile(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static int open_listener(server *s, const char *host, char *err, size_t errlen) {
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
+    char port[16];
+    snprintf(port, sizeof port, "%d", s->p.port);
+    int rc = getaddrinfo(host, port, &hints, &ai);
+    if (rc) { snprintf(err, errlen, "cannot resolve --host '%s': %s", host, gai_strerror(rc)); return -1; }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);   /* inherited by accepted sockets */
+    }
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, s->p.backlog) < 0) {
+        snprintf(err, errlen, "cannot listen on %s port %d: %s", host, s->p.port, strerror(errno));
+        if (fd >= 0) close(fd);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                             : ((struct sockaddr_in *)&ss)->sin_port);
+    s->listen_fd = fd;
+    return 0;
+}
+
+int server_start(server **out, const server_params *p, engine *eng, char *err, size_t errlen) {
+    *out = NULL;
+    if (p->speedup <= 0) { snprintf(err, errlen, "speedup must be > 0"); return -1; }
+    raise_nofile();
+    server *s = calloc(1, sizeof *s);
+    if (!s) { snprintf(err, errlen, "out of memory"); return -1; }
+    s->p = *p;
+    s->eng = eng;
+    s->stop_fd = s->listen_fd = -1;
+    s->armed_ns = ENGINE_NEVER;
+    s->t0_ns = clock_now_ns();
+    rng_seed(&s->fault_rng, p->seed);
+    srv_metrics_init(&s->m);
+    s->model = strdup(p->model);
+    json_t *mj = json_string(p->model);
+    s->model_json = mj ? json_dumps(mj, JSON_ENCODE_ANY) : NULL;
+    json_decref(mj);
+    s->p.model = s->model;
+    s->p.host = NULL;
+    struct event_config *cfg = event_config_new();
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);   /* timerfd: sub-ms timer precision */
+    s->base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    s->buf = evbuffer_new();
+    if (!s->model || !s->model_json || !s->base || !s->buf) {
+        snprintf(err, errlen, "cannot set up the event loop");
+        server_free(s);
+        return -1;
+    }
+    if (open_listener(s, p->host ? p->host : "127.0.0.1", err, errlen) < 0) { server_free(s); return -1; }
+    s->http = evhttp_new(s->base);
+    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                        EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+    evhttp_set_max_body_size(s->http, 64 << 20);
+    evhttp_set_timeout(s->http, 600);
+    evhttp_set_gencb(s->http, handle_request, s);
+    if (!evhttp_accept_socket_with_handle(s->http, s->listen_fd)) {
+        snprintf(err, errlen, "evhttp cannot accept on the listening socket");
+        server_free(s);
+        return -1;
+    }
+    s->listen_fd = -1;   /* owned by evhttp now */
+    s->timer = evtimer_new(s->base, on_timer, s);
+    s->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    s->stop_ev = event_new(s->base, s->stop_fd, EV_READ | EV_PERSIST, on_stop, s);
+    event_add(s->stop_ev, NULL);
+    if (p->duration_ns > 0) {
+        s->dur_ev = evtimer_new(s->base, on_stop, s);
+        struct timeval tv = { .tv_sec = p->duration_ns / NS_PER_S, .tv_usec = (p->duration_ns % NS_PER_S) / 1000 };
+        evtimer_add(s->dur_ev, &tv);
+    }
+    if (p->handle_signals) {
+        s->sig_int = evsignal_new(s->base, SIGINT, on_stop, s);
+        s->sig_term = evsignal_new(s->base, SIGTERM, on_stop, s);
+        event_add(s->sig_int, NULL);
+        event_add(s->sig_term, NULL);
+    }
+    *out = s;
+    return 0;
+}
+
+int server_port(const server *s) { return s->port; }
+
+int server_run(server *s) {
+    event_base_dispatch(s->base);
+    return 0;
+}
+
+void server_stop(server *s) {
+    uint64_t one = 1;
+    if (s && s->stop_fd >= 0 && write(s->stop_fd, &one, sizeof one) < 0) { /* already signalled */ }
+}
+
+void server_free(server *s) {
+    if (!s) return;
+    if (s->http) evhttp_free(s->http);    /* closes connections: on_conn_close cancels their requests */
+    while (s->streams) {                    /* anything left without a connection */
+        stream *st = s->streams;
+        st->free_when_cancelled = true;
+        stream_retire(st, true);
+    }
+    if (s->timer) event_free(s->timer);
+    if (s->stop_ev) event_free(s->stop_ev);
+    if (s->dur_ev) event_free(s->dur_ev);
+    if (s->sig_int) event_free(s->sig_int);
+    if (s->sig_term) event_free(s->sig_term);
+    if (s->stop_fd >= 0) close(s->stop_fd);
+    if (s->listen_fd >= 0) close(s->listen_fd);
+    if (s->buf) evbuffer_free(s->buf);
+    if (s->base) event_base_free(s->base);
+    free(s->model);
+    free(s->model_json);
+    free(s);
+}

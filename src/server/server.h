@@ -1,0 +1,53 @@
+/* server — the HTTP/SSE layer of `dsperf serve`: an OpenAI-compatible server (libevent evhttp,
+ * one event-loop thread) that streams tokens when an engine (engine/engine.h) says they are due,
+ * injects seeded faults, and exposes vLLM-named Prometheus metrics computed from engine events.
+ * It knows nothing about how an engine decides timing, so any engine plugs in unchanged. */
+#ifndef DSP_SERVER_H
+#define DSP_SERVER_H
+#include "engine/engine.h"
+#include <stdint.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum { SERVER_ERROR_STYLE_LLAMACPP = 0, SERVER_ERROR_STYLE_OPENAI = 1 };
+
+typedef struct {
+    const char *host;            /* "127.0.0.1" (loopback by default; "::1", "0.0.0.0" also) */
+    int port;                    /* 0 = pick a free port */
+    int backlog;                 /* listen backlog (65535) */
+    const char *model;           /* served model name ("deepseek-ai/DeepSeek-V2-Lite") */
+    double speedup;              /* engine time runs this many times faster than wall time (1) */
+    int64_t duration_ns;         /* stop after this long; 0 = run until stopped */
+    int32_t default_max_tokens;  /* when the request has no max_tokens (256) */
+    uint64_t seed;               /* fault injection rng (1) */
+    double fail_rate;            /* HTTP 500 */
+    double status_429_rate;      /* HTTP 429 */
+    double drop_rate;            /* close the connection mid-stream, no [DONE] */
+    double stall_rate;           /* one long gap mid-stream */
+    int64_t stall_ns;            /* length of that gap (2 s) */
+    double error_event_rate;     /* an error event mid-stream, then the end */
+    int error_style;             /* SERVER_ERROR_STYLE_* */
+    bool handle_signals;         /* stop cleanly on SIGINT/SIGTERM (for the command, not threads) */
+} server_params;
+
+typedef struct server server;
+
+void server_default_params(server_params *p);
+
+/* Binds and listens (raising RLIMIT_NOFILE to its hard limit first). The engine stays owned by
+ * the caller and must outlive the server. Returns 0, or -1 with err filled. */
+int server_start(server **out, const server_params *p, engine *eng, char *err, size_t errlen);
+
+/* The bound port (useful with port 0). */
+int server_port(const server *s);
+
+/* Runs the event loop in the calling thread until server_stop(), the duration, or a signal.
+ * Returns 0. */
+int server_run(server *s);
+
+/* Asks a running server to stop; safe from another thread or a signal handler. */
+void server_stop(server *s);
+
+/* Closes every connection (cancelling their requests in the engine) and frees the server. */
+void server_free(server *s);
+#endif

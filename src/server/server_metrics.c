@@ -1,0 +1,123 @@
+/* server_metrics — vLLM-named Prometheus metrics for `dsperf serve` (see server_metrics.h).
+ * Bucket bounds follow vLLM's so dashboards and scrapers built for vLLM read ours unchanged. */
+#include "server/server_metrics.h"
+#include <string.h>
+#include <stdio.h>
+
+static const double ttft_bounds[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+                                     1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+static const double itl_bounds[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
+                                    1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
+static const double latency_bounds[] = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
+                                        40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+static const double iter_bounds[] = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+
+#define NB(a) ((int)(sizeof a / sizeof a[0]))
+
+static void hist_init(srv_hist *h, const double *b, int n) {
+    memset(h, 0, sizeof *h);
+    h->bounds = b;
+    h->n_bounds = n;
+}
+
+void srv_metrics_init(srv_metrics *m) {
+    memset(m, 0, sizeof *m);
+    hist_init(&m->ttft_s, ttft_bounds, NB(ttft_bounds));
+    hist_init(&m->itl_s, itl_bounds, NB(itl_bounds));
+    hist_init(&m->e2e_s, latency_bounds, NB(latency_bounds));
+    hist_init(&m->queue_s, latency_bounds, NB(latency_bounds));
+    hist_init(&m->prefill_s, latency_bounds, NB(latency_bounds));
+    hist_init(&m->decode_s, latency_bounds, NB(latency_bounds));
+    hist_init(&m->iteration_tokens, iter_bounds, NB(iter_bounds));
+}
+
+void srv_hist_observe(srv_hist *h, double v) {
+    int i = 0;
+    while (i < h->n_bounds && v > h->bounds[i]) i++;
+    h->counts[i]++;
+    h->sum += v;
+    h->count++;
+}
+
+const char *srv_fault_name(int kind) {
+    static const char *names[SRV_N_FAULTS] = {"http_500", "http_429", "drop", "stall", "error_event"};
+    return kind >= 0 && kind < SRV_N_FAULTS ? names[kind] : "unknown";
+}
+
+/* Prometheus label values escape backslash, double quote and newline. */
+static void escape_label(const char *in, char *out, size_t len) {
+    size_t j = 0;
+    for (; *in && j + 3 < len; in++) {
+        if (*in == '\\' || *in == '"') { out[j++] = '\\'; out[j++] = *in; }
+        else if (*in == '\n') { out[j++] = '\\'; out[j++] = 'n'; }
+        else out[j++] = *in;
+    }
+    out[j] = 0;
+}
+
+static void head(struct evbuffer *o, const char *name, const char *type, const char *help) {
+    evbuffer_add_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void hist(struct evbuffer *o, const char *name, const char *help, const srv_hist *h, const char *ml) {
+    head(o, name, "histogram", help);
+    uint64_t cum = 0;
+    for (int i = 0; i < h->n_bounds; i++) {
+        cum += h->counts[i];
+        evbuffer_add_printf(o, "%s_bucket{le=\"%g\",model_name=\"%s\"} %llu\n", name, h->bounds[i], ml,
+                            (unsigned long long)cum);
+    }
+    cum += h->counts[h->n_bounds];
+    evbuffer_add_printf(o, "%s_bucket{le=\"+Inf\",model_name=\"%s\"} %llu\n", name, ml, (unsigned long long)cum);
+    evbuffer_add_printf(o, "%s_sum{model_name=\"%s\"} %.9g\n", name, ml, h->sum);
+    evbuffer_add_printf(o, "%s_count{model_name=\"%s\"} %llu\n", name, ml, (unsigned long long)h->count);
+}
+
+void srv_metrics_render(const srv_metrics *m, const engine_stats *st, const char *model, struct evbuffer *o) {
+    char ml[512];
+    escape_label(model, ml, sizeof ml);
+    head(o, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.");
+    evbuffer_add_printf(o, "vllm:num_requests_running{model_name=\"%s\"} %lld\n", ml, (long long)st->running);
+    head(o, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.");
+    evbuffer_add_printf(o, "vllm:num_requests_waiting{model_name=\"%s\"} %lld\n", ml, (long long)st->waiting);
+    if (st->kv_usage >= 0) {
+        head(o, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.");
+        evbuffer_add_printf(o, "vllm:kv_cache_usage_perc{model_name=\"%s\"} %.6g\n", ml, st->kv_usage);
+    }
+    if (st->preemptions_total >= 0) {
+        head(o, "vllm:num_preemptions_total", "counter", "Cumulative number of preemption from the engine.");
+        evbuffer_add_printf(o, "vllm:num_preemptions_total{model_name=\"%s\"} %lld\n", ml,
+                            (long long)st->preemptions_total);
+    }
+    head(o, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.");
+    evbuffer_add_printf(o, "vllm:prompt_tokens_total{model_name=\"%s\"} %llu\n", ml, (unsigned long long)m->prompt_tokens);
+    head(o, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.");
+    evbuffer_add_printf(o, "vllm:generation_tokens_total{model_name=\"%s\"} %llu\n", ml,
+                        (unsigned long long)m->generation_tokens);
+    head(o, "vllm:request_success_total", "counter", "Count of successfully processed requests.");
+    static const char *reasons[SRV_N_FINISH] = {"stop", "length", "abort"};
+    for (int i = 0; i < SRV_N_FINISH; i++)
+        evbuffer_add_printf(o, "vllm:request_success_total{finished_reason=\"%s\",model_name=\"%s\"} %llu\n",
+                            reasons[i], ml, (unsigned long long)m->success[i]);
+    hist(o, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", &m->ttft_s, ml);
+    hist(o, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", &m->itl_s, ml);
+    hist(o, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", &m->e2e_s, ml);
+    hist(o, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", &m->queue_s, ml);
+    hist(o, "vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", &m->prefill_s, ml);
+    hist(o, "vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", &m->decode_s, ml);
+    hist(o, "vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", &m->iteration_tokens, ml);
+
+    head(o, "dsperf_http_responses_total", "counter", "HTTP responses started, by status code.");
+    for (int c = 100; c < 600; c++)
+        if (m->http_status[c])
+            evbuffer_add_printf(o, "dsperf_http_responses_total{code=\"%d\"} %llu\n", c,
+                                (unsigned long long)m->http_status[c]);
+    head(o, "dsperf_injected_faults_total", "counter", "Faults injected by dsperf serve, by kind.");
+    for (int k = 0; k < SRV_N_FAULTS; k++)
+        evbuffer_add_printf(o, "dsperf_injected_faults_total{kind=\"%s\"} %llu\n", srv_fault_name(k),
+                            (unsigned long long)m->faults[k]);
+    head(o, "dsperf_client_disconnects_total", "counter", "Requests whose client went away before they finished.");
+    evbuffer_add_printf(o, "dsperf_client_disconnects_total %llu\n", (unsigned long long)m->client_disconnects);
+    head(o, "dsperf_streams_open", "gauge", "Generation requests with an open connection.");
+    evbuffer_add_printf(o, "dsperf_streams_open %lld\n", (long long)m->streams_open);
+}

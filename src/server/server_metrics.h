@@ -1,0 +1,36 @@
+/* server_metrics — the counters and histograms behind `dsperf serve`'s /metrics, with vLLM's
+ * names and bucket bounds, rendered in the Prometheus text format. The server fills them from
+ * engine events, so they mean the same thing whichever engine runs. Internal to src/server. */
+#ifndef DSP_SERVER_METRICS_H
+#define DSP_SERVER_METRICS_H
+#include "engine/engine.h"
+#include <stdint.h>
+#include <event2/buffer.h>
+
+typedef struct {
+    const double *bounds;     /* upper bounds, ascending (le) */
+    int n_bounds;
+    uint64_t counts[32];      /* per bucket (not cumulative); [n_bounds] is +Inf */
+    double sum;
+    uint64_t count;
+} srv_hist;
+
+enum { SRV_FAULT_HTTP_500, SRV_FAULT_HTTP_429, SRV_FAULT_DROP, SRV_FAULT_STALL, SRV_FAULT_ERROR_EVENT, SRV_N_FAULTS };
+enum { SRV_FINISH_STOP, SRV_FINISH_LENGTH, SRV_FINISH_ABORT, SRV_N_FINISH };
+
+typedef struct {
+    srv_hist ttft_s, itl_s, e2e_s, queue_s, prefill_s, decode_s, iteration_tokens;
+    uint64_t prompt_tokens, generation_tokens;
+    uint64_t success[SRV_N_FINISH];       /* by finished_reason */
+    uint64_t http_status[600];            /* responses started, by status code */
+    uint64_t faults[SRV_N_FAULTS];        /* injected faults by kind */
+    uint64_t client_disconnects;          /* clients gone before their request finished */
+    int64_t streams_open;                 /* requests with a live connection */
+} srv_metrics;
+
+void srv_metrics_init(srv_metrics *m);
+void srv_hist_observe(srv_hist *h, double v);
+/* Appends the whole exposition to out. model_label is the model name (escaped here). */
+void srv_metrics_render(const srv_metrics *m, const engine_stats *st, const char *model, struct evbuffer *out);
+const char *srv_fault_name(int kind);
+#endif
