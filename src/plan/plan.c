@@ -339,7 +339,7 @@ void plan_print(FILE *f, const plan_inputs *in, const plan_result *r) {
     if (r->crossover_batch > 0) fprintf(f, "  %-34s batch %lld\n", "decode turns compute-bound at", r->crossover_batch);
     else fprintf(f, "  %-34s never below batch 1M\n", "decode turns compute-bound at");
     fprintf(f, "\nCommunication per decode step (batch %d)\n", in->batch);
-    if (p->tp > 1) fprintf(f, "  %-34s %s per GPU group\n", "TP all-reduce volume", human_bytes(r->allreduce_bytes_decode, b1, sizeof b1));
+    if (p->tp > 1) fprintf(f, "  %-34s %s per GPU group\n", "TP all-reduce payload", human_bytes(r->allreduce_bytes_decode, b1, sizeof b1));
     if (r->ep_for_a2a > 0)
         fprintf(f, "  %-34s %s per decode step (%.3f ms on the link), %s per %d-token prefill (%.3f ms)%s\n",
                 "MoE all-to-all (EP)", human_bytes(r->a2a_bytes_decode, b1, sizeof b1), r->a2a_s_decode * 1e3,

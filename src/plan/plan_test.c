@@ -120,3 +120,19 @@ TEST(plan_cli_table_json_errors) {
     CHECK_EQ_INT(st, 2);
     free(out);
 }
+
+/* Overriding the H200's bandwidth with the H100's gives the H100's bandwidth-bound time. */
+TEST(plan_hardware_overrides) {
+    plan_inputs in;
+    plan_default_inputs(&in);
+    plan_result a, b;
+    snprintf(in.target.gpu, sizeof in.target.gpu, "h100");
+    compute(&in, &a);
+    snprintf(in.target.gpu, sizeof in.target.gpu, "h200");
+    char err[128];
+    CHECK(sim_params_set(&in.target, "hbm-bw", "3.35TB/s", err, sizeof err) == 0);
+    CHECK(sim_params_set(&in.target, "gpu-mem", "80GiB", err, sizeof err) == 0);
+    compute(&in, &b);
+    CHECK_NEAR(b.decode.t_mem, a.decode.t_mem, 1e-12);
+    CHECK_NEAR(b.gpu_mem_bytes, 80.0 * 1073741824.0, 1);
+}
