@@ -1,6 +1,7 @@
 // tok_hf.js — the Hugging Face side of the tokenizer differential test and benchmark (npm `tokenizers`,
 // installed by the calling scripts into ./node_modules, which git ignores).
 //   node scripts/tok_hf.js gen N SEED            random mixed-script texts, one JSON string per line
+//   node scripts/tok_hf.js genbench N SEED       N texts from the fixed pieces only, concatenated (bench text)
 //   node scripts/tok_hf.js encode TOKENIZER FILE  ids of each JSON-string line, " id id ..." per line
 //   node scripts/tok_hf.js bench TOKENIZER FILE   load time and one-thread encode throughput of FILE
 'use strict';
@@ -42,11 +43,11 @@ const pieces = [
   'é', 'e\u0301', 'n\u0303', 'a\u0308\u0308', '\u0301', 'ǅ', 'ß', 'İ', 'ﬀ', 'Ａ', 'ａ', 'µ', 'ª', 'º',
 ];
 
-function genText(r) {
+function genText(r, stable) {
   const n = 1 + Math.floor(r() * 24);
   let s = '';
   for (let i = 0; i < n; i++) {
-    const k = r();
+    const k = stable ? 0 : r();
     if (k < 0.75) s += pieces[Math.floor(r() * pieces.length)];
     else if (k < 0.9) { // random BMP code point from a few interesting ranges
       const ranges = [[0x20, 0x7e], [0xa0, 0x24f], [0x370, 0x52f], [0x590, 0x6ff], [0x900, 0xdff], [0x1100, 0x11ff],
@@ -66,11 +67,14 @@ function genText(r) {
 
 async function main() {
   const [cmd, a, b] = process.argv.slice(2);
-  if (cmd === 'gen') {
+  if (cmd === 'gen' || cmd === 'genbench') {
     const r = rng(Number(b || 1));
     const out = [];
-    for (let i = 0; i < Number(a); i++) out.push(JSON.stringify(genText(r)));
-    process.stdout.write(out.join('\n') + '\n');
+    for (let i = 0; i < Number(a); i++) {
+      const t = genText(r, cmd === 'genbench');
+      out.push(cmd === 'gen' ? JSON.stringify(t) : t);
+    }
+    process.stdout.write(out.join(cmd === 'gen' ? '\n' : '') + (cmd === 'gen' ? '\n' : ''));
     return;
   }
   const { Tokenizer } = loadHF();

@@ -67,21 +67,25 @@ int tok_buf_append(char **buf, size_t *len, size_t *cap, const void *data, size_
     return 0;
 }
 
+/* Ids may come in any order (tokenizer.json): capacity grows geometrically, n_vocab = highest id + 1. */
 static int grow_vocab(tokenizer *t, size_t need) {
-    size_t cap = t->n_vocab;
-    if (need <= cap) return 0;
-    size_t nc = need;
-    char **s = realloc(t->tok_str, nc * sizeof *s);
-    if (!s) return -1;
-    t->tok_str = s;
-    uint32_t *l = realloc(t->tok_len, nc * sizeof *l);
-    if (!l) return -1;
-    t->tok_len = l;
-    uint8_t *f = realloc(t->tok_flags, nc);
-    if (!f) return -1;
-    t->tok_flags = f;
-    for (size_t i = cap; i < nc; i++) { s[i] = NULL; l[i] = 0; f[i] = 0; }
-    t->n_vocab = nc;
+    if (need <= t->n_vocab) return 0;
+    if (need > t->vocab_cap) {
+        size_t nc = t->vocab_cap ? t->vocab_cap : 1024;
+        while (nc < need) nc *= 2;
+        char **s = realloc(t->tok_str, nc * sizeof *s);
+        if (!s) return -1;
+        t->tok_str = s;
+        uint32_t *l = realloc(t->tok_len, nc * sizeof *l);
+        if (!l) return -1;
+        t->tok_len = l;
+        uint8_t *f = realloc(t->tok_flags, nc);
+        if (!f) return -1;
+        t->tok_flags = f;
+        for (size_t i = t->vocab_cap; i < nc; i++) { s[i] = NULL; l[i] = 0; f[i] = 0; }
+        t->vocab_cap = nc;
+    }
+    t->n_vocab = need;
     return 0;
 }
 
@@ -207,9 +211,12 @@ int tok_add_added(tokenizer *t, const tok_added *a, char *err, size_t errlen) {
         if (!t->tok_str[a->id]) { snprintf(err, errlen, "out of memory"); return -1; }
         t->tok_len[a->id] = a->len;
     }
-    tok_added *n = realloc(t->added, (t->n_added + 1) * sizeof *n);
-    if (!n) { snprintf(err, errlen, "out of memory"); return -1; }
-    t->added = n;
+    tok_added *n = t->added;
+    if ((t->n_added & (t->n_added - 1)) == 0) { /* capacity: powers of two */
+        n = realloc(t->added, (t->n_added ? t->n_added * 2 : 1) * sizeof *n);
+        if (!n) { snprintf(err, errlen, "out of memory"); return -1; }
+        t->added = n;
+    }
     n[t->n_added] = *a;
     n[t->n_added].text = t->tok_str[a->id];
     t->n_added++;
@@ -303,13 +310,36 @@ static uint32_t byte_char(int b) {
     return 256u + (uint32_t)k;
 }
 
-static int cmp_pass(const void *a, const void *b, void *ctx) {
-    const tok_added *ad = ctx;
-    const tok_added *x = &ad[*(const uint32_t *)a], *y = &ad[*(const uint32_t *)b];
-    uint8_t fx = (uint8_t)x->text[0], fy = (uint8_t)y->text[0];
-    if (fx != fy) return fx < fy ? -1 : 1;
-    if (x->len != y->len) return x->len > y->len ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
+static uint32_t trie_new(tok_added_pass *ps, uint8_t byte) {
+    if (ps->n_nodes == ps->cap) {
+        size_t nc = ps->cap ? ps->cap * 2 : 64;
+        tok_trie_node *n = realloc(ps->nodes, nc * sizeof *n);
+        if (!n) return 0;
+        ps->nodes = n;
+        ps->cap = nc;
+        if (ps->n_nodes == 0) ps->n_nodes = 1; /* index 0 means "none" */
+    }
+    ps->nodes[ps->n_nodes] = (tok_trie_node){0, 0, -1, byte};
+    return (uint32_t)ps->n_nodes++;
+}
+
+static int trie_insert(tok_added_pass *ps, const tok_added *a, int32_t index) {
+    const uint8_t *s = (const uint8_t *)a->text;
+    uint32_t cur = ps->root[s[0]];
+    if (!cur && !(cur = ps->root[s[0]] = trie_new(ps, s[0]))) return -1;
+    for (size_t i = 1; i < a->len; i++) {
+        uint32_t c = ps->nodes[cur].child;
+        while (c && ps->nodes[c].byte != s[i]) c = ps->nodes[c].sibling;
+        if (!c) {
+            if (!(c = trie_new(ps, s[i]))) return -1;
+            ps->nodes[c].sibling = ps->nodes[cur].child;
+            ps->nodes[cur].child = c;
+        }
+        cur = c;
+    }
+    if (ps->nodes[cur].added < 0) ps->nodes[cur].added = index; /* same text twice: the first wins */
+    ps->n++;
+    return 0;
 }
 
 int tok_finish(tokenizer *t, char *err, size_t errlen) {
@@ -321,20 +351,11 @@ int tok_finish(tokenizer *t, char *err, size_t errlen) {
         else { u[0] = (char)(0xC0 | (c >> 6)); u[1] = (char)(0x80 | (c & 0x3F)); n = 2; }
         t->byte_id[b] = tok_lookup(t, u, n);
     }
-    for (int p = 0; p < 2; p++) {
-        tok_added_pass *ps = &t->pass[p];
-        ps->order = malloc((t->n_added + 1) * sizeof *ps->order);
-        if (!ps->order) { snprintf(err, errlen, "out of memory"); return -1; }
-        ps->n = 0;
-        for (size_t i = 0; i < t->n_added; i++)
-            if (t->added[i].normalized == (p == 1)) ps->order[ps->n++] = (uint32_t)i;
-        qsort_r(ps->order, ps->n, sizeof *ps->order, cmp_pass, t->added);
-        size_t k = 0;
-        for (int b = 0; b <= 256; b++) {
-            while (k < ps->n && (uint8_t)t->added[ps->order[k]].text[0] < b) k++;
-            ps->start[b] = (uint32_t)k;
+    for (size_t i = 0; i < t->n_added; i++) {
+        if (trie_insert(&t->pass[t->added[i].normalized ? 1 : 0], &t->added[i], (int32_t)i)) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
         }
-        ps->start[256] = (uint32_t)ps->n;
     }
     free(t->scratch);
     t->scratch = NULL;
@@ -356,8 +377,8 @@ void tok_release(tokenizer *t) {
     free(t->map);
     free(t->pairs);
     free(t->added);
-    free(t->pass[0].order);
-    free(t->pass[1].order);
+    free(t->pass[0].nodes);
+    free(t->pass[1].nodes);
     free(t->chat_template);
     free(t->scratch);
 }

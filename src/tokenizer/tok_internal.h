@@ -19,11 +19,18 @@ typedef struct {
     bool special, lstrip, rstrip, normalized;
 } tok_added;
 
-/* One pass of added-token splitting: tokens indexed by first byte, longest first. */
+/* One pass of added-token splitting: a byte trie of the pass's tokens (leftmost-longest matching). */
 typedef struct {
-    uint32_t *order;      /* indices into t->added, grouped by first byte, longest first */
-    uint32_t start[257];  /* order[start[b] .. start[b+1]) start with byte b */
-    size_t n;
+    uint32_t child, sibling;  /* node indices, 0 = none (node 0 is unused) */
+    int32_t added;            /* index into t->added when a token ends here, else -1 */
+    uint8_t byte;
+} tok_trie_node;
+
+typedef struct {
+    tok_trie_node *nodes;
+    size_t n_nodes, cap;
+    uint32_t root[256];       /* node of each first byte, 0 = no token starts with it */
+    size_t n;                 /* tokens in the pass */
 } tok_added_pass;
 
 typedef struct {
@@ -36,6 +43,7 @@ enum tok_chat_style { TOK_CHAT_NONE = 0, TOK_CHAT_DEEPSEEK3 };
 struct tokenizer {
     uint64_t serial;           /* unique per load: keys the per-thread caches */
     size_t n_vocab;            /* highest id + 1 */
+    size_t vocab_cap;
     char **tok_str;            /* by id, NUL-terminated, NULL where no token */
     uint32_t *tok_len;
     uint8_t *tok_flags;        /* TOK_F_* by id */

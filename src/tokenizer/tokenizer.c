@@ -323,12 +323,16 @@ static void split_added(const tokenizer *t, tok_tls *c, int pass, const char *p,
     if (ps->n == 0) { split_added(t, c, pass + 1, p, n, s); return; }
     size_t gap = 0;
     for (size_t i = 0; i < n; i++) {
-        uint8_t b = (uint8_t)p[i];
-        uint32_t lo = ps->start[b], hi = ps->start[b + 1];
+        uint32_t node = ps->root[(uint8_t)p[i]];
+        if (!node) continue;
         const tok_added *hit = NULL;
-        for (uint32_t k = lo; k < hi; k++) {
-            const tok_added *a = &t->added[ps->order[k]];
-            if (a->len <= n - i && !memcmp(p + i, a->text, a->len)) { hit = a; break; }
+        for (size_t j = i + 1;; j++) { /* walk the trie; the last token end seen is the longest match */
+            if (ps->nodes[node].added >= 0) hit = &t->added[ps->nodes[node].added];
+            if (j >= n) break;
+            uint32_t c = ps->nodes[node].child;
+            while (c && ps->nodes[c].byte != (uint8_t)p[j]) c = ps->nodes[c].sibling;
+            if (!c) break;
+            node = c;
         }
         if (!hit) continue;
         size_t ms = i, me = i + hit->len;
