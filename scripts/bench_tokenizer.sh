@@ -32,16 +32,17 @@ v3="$TD/deepseek-v3/tokenizer.json"
 ours=$(./dsperf tokenize --tokenizer "$v3" --bench "$W/mixed.txt")
 hf=$(node scripts/tok_hf.js bench "$v3" "$W/mixed.txt")
 field() { echo "$1" | sed -n "s/.*\"$2\": *\([0-9.]*\).*/\1/p"; }
-printf '%-26s %10s %10s %10s %12s\n' vocabulary tokens MB/s load_ms rss_MB
-printf '%-26s %10s %10s %10s %12s\n' "deepseek-v3 dsperf" "$(field "$ours" tokens)" "$(field "$ours" mb_per_s)" \
-    "$(field "$ours" load_ms)" "$(field "$ours" rss_tokenizer_mb) (+tables)"
-printf '%-26s %10s %10s %10s %12s\n' "deepseek-v3 HF tokenizers" "$(field "$hf" tokens)" "$(field "$hf" mb_per_s)" \
-    "$(field "$hf" load_ms)" "$(field "$hf" rss_mb) (node)"
+# memory: dsperf = resident growth while loading (the tables), HF = resident size of the node process.
+printf '%-26s %10s %10s %10s %16s\n' vocabulary tokens MB/s load_ms memory_MB
+printf '%-26s %10s %10s %10s %16s\n' "deepseek-v3 dsperf" "$(field "$ours" tokens)" "$(field "$ours" mb_per_s)" \
+    "$(field "$ours" load_ms)" "$(field "$ours" rss_tokenizer_mb) tables"
+printf '%-26s %10s %10s %10s %16s\n' "deepseek-v3 HF tokenizers" "$(field "$hf" tokens)" "$(field "$hf" mb_per_s)" \
+    "$(field "$hf" load_ms)" "$(field "$hf" rss_mb) process"
 for g in deepseek-llm/ggml-vocab-deepseek-llm.gguf deepseek-coder/ggml-vocab-deepseek-coder.gguf; do
     [ -f "$TD/$g" ] || continue
     o=$(./dsperf tokenize --tokenizer "$TD/$g" --bench "$W/mixed.txt")
-    printf '%-26s %10s %10s %10s %12s\n' "$(dirname $g) dsperf" "$(field "$o" tokens)" "$(field "$o" mb_per_s)" \
-        "$(field "$o" load_ms)" "$(field "$o" rss_tokenizer_mb) (+tables)"
+    printf '%-26s %10s %10s %10s %16s\n' "$(dirname $g) dsperf" "$(field "$o" tokens)" "$(field "$o" mb_per_s)" \
+        "$(field "$o" load_ms)" "$(field "$o" rss_tokenizer_mb) tables"
 done
 if [ "$(field "$ours" tokens)" != "$(field "$hf" tokens)" ]; then
     echo "MISMATCH: dsperf and HF token counts differ on the same text" >&2
