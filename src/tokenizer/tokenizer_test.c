@@ -444,3 +444,61 @@ TEST(tokenizer_cli) {
     CHECK(strchr(out, '\n') == out + strlen(out) - 1); /* one line */
     CHECK_EQ_INT(run_cmd("--count x", out, sizeof out), 2);
 }
+
+/* A small hand-made tokenizer.json exercising loader paths DeepSeek-V3's file does not: \\u escapes in
+ * vocabulary keys, merges as [a, b] pairs, Digits, ByteLevel with its GPT-2 regex, lstrip/rstrip.
+ * The expected ids are HF tokenizers 0.23.2's on the same file (HF wants one merge form per file; both
+ * are mixed here only to cover both parsers). */
+TEST(tokenizer_json_features) {
+    char *j = NULL;
+    size_t jl = 0, cap = 1 << 16;
+    j = malloc(cap);
+    if (!j) return;
+    jl += (size_t)snprintf(j + jl, cap - jl, "{\"added_tokens\": [{\"id\": 258, \"content\": \"<sep>\", \"lstrip\": true, "
+                                             "\"rstrip\": true, \"special\": true, \"normalized\": false}],\n"
+                                             "\"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+                                             "{\"type\": \"Digits\", \"individual_digits\": true}, {\"type\": \"ByteLevel\", "
+                                             "\"add_prefix_space\": false, \"use_regex\": true}]},\n"
+                                             "\"merges_first\": 1, \"model\": {\"type\": \"BPE\", \"merges\": [[\"h\", \"i\"], \"\\u0120 hi\"], \"vocab\": {");
+    for (int b = 0; b < 256; b++) { /* the GPT-2 byte table, every key as a \u escape */
+        int k = 0, c = b;
+        bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+        if (!printable) {
+            for (int x = 0; x < b; x++)
+                if (!((x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE))) k++;
+            c = 256 + k;
+        }
+        jl += (size_t)snprintf(j + jl, cap - jl, "\"\\u%04x\": %d, ", c, b);
+    }
+    jl += (size_t)snprintf(j + jl, cap - jl, "\"hi\": 256, \"\\u0120hi\": 257}}}\n");
+    char p[1024];
+    snprintf(p, sizeof p, "%s/tokenizer.json", harness_tmpdir());
+    write_file(p, j, jl);
+    free(j);
+    tokenizer *t = NULL;
+    char err[512];
+    CHECK_MSG(tokenizer_load(p, &t, err, sizeof err) == 0, "load: %s", err);
+    if (!t) return;
+    CHECK_EQ_INT(tokenizer_vocab_size(t), 259);
+    CHECK_EQ_INT(tokenizer_bos_id(t), -1);
+    static const struct { const char *in; int n; int32_t ids[6]; } cases[] = {
+        {"hi hi", 2, {256, 257}},
+        {"a <sep>  hi", 3, {'a', 258, 256}},          /* lstrip/rstrip take the spaces around <sep> */
+        {"x12", 3, {'x', '1', '2'}},                  /* Digits: one piece per digit */
+        {"'s hi", 3, {'\'', 's', 257}},               /* GPT-2 regex keeps "'s" apart; no merge for it */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int32_t *ids;
+        size_t n;
+        CHECK_EQ_INT(tokenizer_encode(t, cases[i].in, strlen(cases[i].in), false, &ids, &n), 0);
+        CHECK_MSG((int)n == cases[i].n && !memcmp(ids, cases[i].ids, n * sizeof *ids), "case %zu: %zu ids", i, n);
+        free(ids);
+    }
+    int32_t d[] = {256, 258, 257};
+    char *out;
+    size_t ol;
+    CHECK_EQ_INT(tokenizer_decode(t, d, 3, &out, &ol), 0);
+    CHECK_STR(out, "hi<sep> hi");
+    free(out);
+    tokenizer_free(t);
+}
