@@ -5,6 +5,8 @@
 //   node scripts/tok_hf.js encode TOKENIZER FILE  ids of each JSON-string line, " id id ..." per line
 //                                                 (TOKENIZER may be a .gguf: converted to tokenizer.json first)
 //   node scripts/tok_hf.js bench TOKENIZER FILE   load time and one-thread encode throughput of FILE
+//   node scripts/tok_hf.js chat CONFIG N SEED DIR N random conversations rendered by @huggingface/jinja with
+//                                                 the tokenizer_config.json template: DIR/chat_convs.jsonl, chat_hf.jsonl
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -138,6 +140,26 @@ async function main() {
       out.push(cmd === 'gen' ? JSON.stringify(t) : t);
     }
     process.stdout.write(out.join(cmd === 'gen' ? '\n' : '') + (cmd === 'gen' ? '\n' : ''));
+    return;
+  }
+  if (cmd === 'chat') { // chat CONFIG N SEED: conversations (JSONL) and the Jinja renderings (JSONL)
+    const { Template } = require(path.join(process.cwd(), 'node_modules', '@huggingface', 'jinja'));
+    const cfg = JSON.parse(fs.readFileSync(a, 'utf8'));
+    const tmpl = new Template(cfg.chat_template);
+    const bos = typeof cfg.bos_token === 'string' ? cfg.bos_token : cfg.bos_token.content;
+    const eos = typeof cfg.eos_token === 'string' ? cfg.eos_token : cfg.eos_token.content;
+    const r = rng(Number(process.argv[5] || 1));
+    const roles = ['system', 'user', 'assistant', 'tool', 'user', 'assistant'];
+    const convs = [], outs = [];
+    for (let i = 0; i < Number(b); i++) {
+      const n = 1 + Math.floor(r() * 7), msgs = [];
+      for (let k = 0; k < n; k++) msgs.push({ role: roles[Math.floor(r() * roles.length)], content: genText(r) });
+      convs.push(JSON.stringify(msgs));
+      outs.push(JSON.stringify(tmpl.render({ messages: msgs, bos_token: bos, eos_token: eos, add_generation_prompt: true })));
+    }
+    const dir = process.argv[6] || '.';
+    fs.writeFileSync(path.join(dir, 'chat_convs.jsonl'), convs.join('\n') + '\n');
+    fs.writeFileSync(path.join(dir, 'chat_hf.jsonl'), outs.join('\n') + '\n');
     return;
   }
   const { Tokenizer } = loadHF();

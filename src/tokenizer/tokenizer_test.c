@@ -443,9 +443,14 @@ TEST(tokenizer_cli) {
     CHECK(strstr(out, "cannot open") != NULL);
     CHECK(strchr(out, '\n') == out + strlen(out) - 1); /* one line */
     CHECK_EQ_INT(run_cmd("--count x", out, sizeof out), 2);
+    snprintf(args, sizeof args, "--tokenizer %s --chat --count '[{\"role\":\"user\",\"content\":\"Hello world\"}]'", td(all_vocabs[0]));
+    CHECK_EQ_INT(run_cmd(args, out, sizeof out), 0);
+    CHECK_STR(out, "5\n"); /* BOS <｜User｜> Hello ␣world <｜Assistant｜> */
+    snprintf(args, sizeof args, "--tokenizer %s --chat --count 'Hello'", td(all_vocabs[0]));
+    CHECK_EQ_INT(run_cmd(args, out, sizeof out), 2);
 }
 
-/* A small hand-made tokenizer.json exercising loader paths DeepSeek-V3's file does not: \\u escapes in
+/* A small hand-made tokenizer.json exercising loader paths DeepSeek-V3's file does not: \u escapes in
  * vocabulary keys, merges as [a, b] pairs, Digits, ByteLevel with its GPT-2 regex, lstrip/rstrip.
  * The expected ids are HF tokenizers 0.23.2's on the same file (HF wants one merge form per file; both
  * are mixed here only to cover both parsers). */
