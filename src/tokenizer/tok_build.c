@@ -2,10 +2,12 @@
  * string -> id hash), the merge table keyed by the pair of token ids (so BPE never concatenates strings
  * at run time), the added-token passes and the compiled pre-tokenizer regexes. Both loaders feed it. */
 #include "tokenizer/tok_internal.h"
+#include "tokenizer/tok_unicode_new.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdatomic.h>
+#include <pthread.h>
 
 static atomic_uint_fast64_t tok_serial_next = 1;
 
@@ -224,9 +226,22 @@ int tok_add_added(tokenizer *t, const tok_added *a, char *err, size_t errlen) {
     return 0;
 }
 
+/* The code points HF's newer Unicode tables add to \p{X}, for X = L M N P S (NULL for others). */
+static const char *new_in_class(char x) {
+    switch (x) {
+    case 'L': return TOK_NEW_L;
+    case 'M': return TOK_NEW_M;
+    case 'N': return TOK_NEW_N;
+    case 'P': return TOK_NEW_P;
+    case 'S': return TOK_NEW_S;
+    default: return NULL;
+    }
+}
+
 /* Rewrites a pattern from HF's Oniguruma syntax into PCRE2: \s and \S become HF's whitespace class,
- * \h / \H (hex digit in Oniguruma, horizontal space in PCRE2) become [0-9a-fA-F]. */
-static int translate(const char *p, size_t n, char **out, size_t *olen, char *err, size_t errlen) {
+ * \h / \H (hex digit in Oniguruma, horizontal space in PCRE2) become [0-9a-fA-F], and \p{L|M|N|P|S}
+ * gain the code points assigned since PCRE2's Unicode version (tok_unicode_new.h). */
+static int translate(const char *p, size_t n, bool extend, char **out, size_t *olen, char *err, size_t errlen) {
     char *buf = NULL;
     size_t len = 0, cap = 0;
     bool in_class = false;
@@ -253,6 +268,13 @@ static int translate(const char *p, size_t n, char **out, size_t *olen, char *er
                     return -1;
                 }
                 rc = tok_buf_append(&buf, &len, &cap, h, strlen(h));
+            } else if (extend && e == 'p' && i + 3 < n && p[i + 1] == '{' && p[i + 3] == '}' && new_in_class(p[i + 2])) {
+                const char *extra = new_in_class(p[i + 2]);
+                char cls[5] = {'\\', 'p', '{', p[i + 2], '}'};
+                if (!in_class) rc |= tok_buf_append(&buf, &len, &cap, "[", 1);
+                rc |= tok_buf_append(&buf, &len, &cap, cls, 5) | tok_buf_append(&buf, &len, &cap, extra, strlen(extra));
+                if (!in_class) rc |= tok_buf_append(&buf, &len, &cap, "]", 1);
+                i += 3;
             } else {
                 char two[2] = {'\\', e};
                 rc = tok_buf_append(&buf, &len, &cap, two, 2);
@@ -282,23 +304,65 @@ static int translate(const char *p, size_t n, char **out, size_t *olen, char *er
 
 int tok_add_stage(tokenizer *t, const char *pattern, size_t len, char *err, size_t errlen) {
     if (t->n_stages >= TOK_MAX_STAGES) { snprintf(err, errlen, "more than %d pre-tokenizer splits", TOK_MAX_STAGES); return -1; }
-    char *pc;
-    size_t pclen;
-    if (translate(pattern, len, &pc, &pclen, err, errlen)) return -1;
-    int ec;
-    PCRE2_SIZE eoff;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pc, pclen, PCRE2_UTF | PCRE2_UCP, &ec, &eoff, NULL);
-    if (!re) {
-        PCRE2_UCHAR msg[160];
-        pcre2_get_error_message(ec, msg, sizeof msg);
-        snprintf(err, errlen, "pre-tokenizer regex /%.*s/ does not compile at %zu: %s", (int)len, pattern, (size_t)eoff, (char *)msg);
+    for (int x = 0; x < 2; x++) {
+        char *pc;
+        size_t pclen;
+        if (translate(pattern, len, x == 1, &pc, &pclen, err, errlen)) return -1;
+        int ec;
+        PCRE2_SIZE eoff;
+        pcre2_code *re = pcre2_compile((PCRE2_SPTR)pc, pclen, PCRE2_UTF | PCRE2_UCP, &ec, &eoff, NULL);
         free(pc);
-        return -1;
+        if (!re) {
+            PCRE2_UCHAR msg[160];
+            pcre2_get_error_message(ec, msg, sizeof msg);
+            snprintf(err, errlen, "pre-tokenizer regex /%.*s/ does not compile at %zu: %s", (int)len, pattern, (size_t)eoff, (char *)msg);
+            if (x == 1) pcre2_code_free(t->re[0][t->n_stages]);
+            return -1;
+        }
+        if (pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0) t->jit_ok[x] |= 1u << t->n_stages;
+        t->re[x][t->n_stages] = re;
     }
-    free(pc);
-    if (pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0) t->jit_ok |= 1u << t->n_stages;
-    t->re[t->n_stages++] = re;
+    t->n_stages++;
     return 0;
+}
+
+static uint8_t new_cp_bits[0x110000 / 8];
+static pthread_once_t new_cp_once = PTHREAD_ONCE_INIT;
+
+/* Parses the "\x{HEX}" / "\x{HEX}-\x{HEX}" lists of tok_unicode_new.h into a bitmap. */
+static void new_cp_init(void) {
+    const char *lists[] = {TOK_NEW_L, TOK_NEW_M, TOK_NEW_N, TOK_NEW_P, TOK_NEW_S};
+    for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++) {
+        const char *q = lists[k];
+        while ((q = strstr(q, "\\x{"))) {
+            unsigned long a = strtoul(q + 3, (char **)&q, 16), b = a;
+            if (*q == '}') q++;
+            if (q[0] == '-' && q[1] == '\\' && q[2] == 'x' && q[3] == '{') {
+                b = strtoul(q + 4, (char **)&q, 16);
+                if (*q == '}') q++;
+            }
+            for (unsigned long c = a; c <= b && c < 0x110000; c++) new_cp_bits[c >> 3] |= (uint8_t)(1u << (c & 7));
+        }
+    }
+}
+
+bool tok_has_new_cp(const char *s, size_t n) {
+    pthread_once(&new_cp_once, new_cp_init);
+    const uint8_t *u = (const uint8_t *)s;
+    for (size_t i = 0; i < n;) {
+        if (i + 8 <= n) {
+            uint64_t v;
+            memcpy(&v, u + i, 8);
+            if (!(v & 0x8080808080808080ull)) { i += 8; continue; }
+        }
+        uint8_t c = u[i];
+        if (c < 0xE1) { i += c < 0x80 ? 1 : 2; continue; } /* below U+1000: nothing new there */
+        uint32_t cp;
+        if (c < 0xF0) { cp = (uint32_t)(c & 0x0F) << 12 | (uint32_t)(u[i + 1] & 0x3F) << 6 | (u[i + 2] & 0x3F); i += 3; }
+        else { cp = (uint32_t)(c & 0x07) << 18 | (uint32_t)(u[i + 1] & 0x3F) << 12 | (uint32_t)(u[i + 2] & 0x3F) << 6 | (u[i + 3] & 0x3F); i += 4; }
+        if (new_cp_bits[cp >> 3] >> (cp & 7) & 1) return true;
+    }
+    return false;
 }
 
 /* GPT-2's byte -> character table: printable Latin-1 bytes map to themselves, the others to U+0100+k. */
@@ -363,7 +427,10 @@ int tok_finish(tokenizer *t, char *err, size_t errlen) {
 }
 
 void tok_release(tokenizer *t) {
-    for (size_t i = 0; i < t->n_stages; i++) pcre2_code_free(t->re[i]);
+    for (size_t i = 0; i < t->n_stages; i++) {
+        pcre2_code_free(t->re[0][i]);
+        pcre2_code_free(t->re[1][i]);
+    }
     void *b = t->arena_blocks;
     while (b) {
         void *next;

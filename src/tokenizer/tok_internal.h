@@ -56,7 +56,7 @@ struct tokenizer {
     tok_added *added;
     size_t n_added;
     tok_added_pass pass[2];    /* [0] non-normalized tokens (raw text), [1] normalized ones */
-    pcre2_code *re[TOK_MAX_STAGES];
+    pcre2_code *re[2][TOK_MAX_STAGES]; /* [0] PCRE2's own Unicode classes, [1] extended by tok_unicode_new.h */
     size_t n_stages;
     int32_t bos_id, eos_id;
     bool add_bos;
@@ -67,7 +67,7 @@ struct tokenizer {
     size_t arena_used, arena_cap;
     char *scratch;             /* builder scratch (merge concatenation) */
     size_t scratch_cap;
-    uint32_t jit_ok;           /* bit i: re[i] is JIT-compiled */
+    uint32_t jit_ok[2];        /* bit i: re[.][i] is JIT-compiled */
 };
 
 enum { TOK_F_ADDED = 1, TOK_F_SPECIAL = 2, TOK_F_HIDDEN = 4 /* exists only as padding (GGUF [PADn]) */ };
@@ -94,6 +94,9 @@ int tok_load_gguf(tokenizer *t, const char *path, const uint8_t *data, size_t le
 /* UTF-8: length of the valid prefix; and lossy conversion (one U+FFFD per maximal invalid subpart,
  * as Rust's String::from_utf8_lossy) appending to a growable buffer. */
 size_t tok_utf8_valid_prefix(const char *s, size_t n);
+/* Whether valid UTF-8 text holds a code point PCRE2's Unicode tables lack but HF's have (then the
+ * extended regexes are needed; they are slower, so other text uses the plain ones). */
+bool tok_has_new_cp(const char *s, size_t n);
 int tok_utf8_lossy(const char *s, size_t n, char **buf, size_t *len, size_t *cap);
 /* Appends bytes to a growable buffer. */
 int tok_buf_append(char **buf, size_t *len, size_t *cap, const void *data, size_t n);

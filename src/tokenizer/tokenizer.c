@@ -274,15 +274,24 @@ static void bpe_word(const tokenizer *t, tok_tls *c, const char *w, size_t n, si
 }
 
 /* Stage k of the regex chain on one piece: matches and the gaps between them are both pieces
- * (HF Split, behavior Isolated), each handed to stage k+1; after the last stage, BPE. */
-static void pretok(const tokenizer *t, tok_tls *c, size_t k, const char *p, size_t n, sink *s) {
+ * (HF Split, behavior Isolated), each handed to stage k+1; after the last stage, BPE. ext: the piece
+ * holds code points newer than PCRE2's tables, so the extended regexes are used; re-checked on each
+ * sub-piece, so one new emoji slows only the pieces around it. */
+static void pretok(const tokenizer *t, tok_tls *c, size_t k, const char *p, size_t n, int ext, sink *s);
+
+static void pretok_child(const tokenizer *t, tok_tls *c, size_t k, const char *p, size_t n, int ext, sink *s) {
+    pretok(t, c, k, p, n, ext && tok_has_new_cp(p, n), s);
+}
+
+static void pretok(const tokenizer *t, tok_tls *c, size_t k, const char *p, size_t n, int ext, sink *s) {
     if (n == 0 || s->err) return;
     if (k == t->n_stages) { bpe_word(t, c, p, n, s); return; }
+    const pcre2_code *re = t->re[ext][k];
+    bool jit = t->jit_ok[ext] >> k & 1;
     size_t pos = 0, search = 0;
     while (search < n && !s->err) {
-        int rc = (t->jit_ok >> k & 1)
-                     ? pcre2_jit_match(t->re[k], (PCRE2_SPTR)p, n, search, 0, c->md, c->mc)
-                     : pcre2_match(t->re[k], (PCRE2_SPTR)p, n, search, PCRE2_NO_UTF_CHECK, c->md, c->mc);
+        int rc = jit ? pcre2_jit_match(re, (PCRE2_SPTR)p, n, search, 0, c->md, c->mc)
+                     : pcre2_match(re, (PCRE2_SPTR)p, n, search, PCRE2_NO_UTF_CHECK, c->md, c->mc);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) { s->err = -EINVAL; return; }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(c->md);
@@ -292,11 +301,11 @@ static void pretok(const tokenizer *t, tok_tls *c, size_t k, const char *p, size
             while (search < n && ((uint8_t)p[search] & 0xC0) == 0x80) search++;
             continue;
         }
-        if (ms > pos) pretok(t, c, k + 1, p + pos, ms - pos, s);
-        pretok(t, c, k + 1, p + ms, me - ms, s);
+        if (ms > pos) pretok_child(t, c, k + 1, p + pos, ms - pos, ext, s);
+        pretok_child(t, c, k + 1, p + ms, me - ms, ext, s);
         pos = search = me;
     }
-    if (pos < n) pretok(t, c, k + 1, p + pos, n - pos, s);
+    if (pos < n) pretok_child(t, c, k + 1, p + pos, n - pos, ext, s);
 }
 
 /* Unicode White_Space (HF's char::is_whitespace) of the character starting at p. */
@@ -318,7 +327,7 @@ static size_t ws_len_at(const char *p, size_t n) {
  * pass (or the pre-tokenizer after the last one). */
 static void split_added(const tokenizer *t, tok_tls *c, int pass, const char *p, size_t n, sink *s) {
     if (n == 0 || s->err) return;
-    if (pass == 2) { pretok(t, c, 0, p, n, s); return; }
+    if (pass == 2) { pretok(t, c, 0, p, n, tok_has_new_cp(p, n), s); return; }
     const tok_added_pass *ps = &t->pass[pass];
     if (ps->n == 0) { split_added(t, c, pass + 1, p, n, s); return; }
     size_t gap = 0;

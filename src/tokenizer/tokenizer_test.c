@@ -507,3 +507,24 @@ TEST(tokenizer_json_features) {
     free(out);
     tokenizer_free(t);
 }
+
+/* Characters Unicode assigned after PCRE2's tables (14.0) but known to HF's Oniguruma (16.0): the
+ * extended classes of tok_unicode_new.h make the splits agree. Expected ids: HF tokenizers 0.23.2. */
+TEST(tokenizer_unicode_newer_than_pcre2) {
+    if (!have(all_vocabs[0])) SKIP("no testdata/tokenizers");
+    tokenizer *t = load_or_null(all_vocabs[0]);
+    if (!t) return;
+    static const struct { const char *in; int n; int32_t ids[6]; } cases[] = {
+        {"a \xF0\x9F\xAB\xA9!", 5, {67, 7351, 107, 105, 3}},        /* U+1FAE9 (Unicode 16, So) */
+        {"x \xF0\x9F\xAA\xBBy", 5, {90, 7351, 106, 122, 91}},       /* U+1FABB (Unicode 15, So) */
+        {" \xE1\xB2\x89\xE1\xB2\x8A", 6, {8751, 113, 234, 160, 113, 235}}, /* U+1C89/U+1C8A (Unicode 16, L) */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int32_t *ids;
+        size_t n;
+        CHECK_EQ_INT(tokenizer_encode(t, cases[i].in, strlen(cases[i].in), false, &ids, &n), 0);
+        CHECK_MSG((int)n == cases[i].n && !memcmp(ids, cases[i].ids, n * sizeof *ids), "case %zu: %zu ids", i, n);
+        free(ids);
+    }
+    tokenizer_free(t);
+}
