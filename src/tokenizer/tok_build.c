@@ -14,7 +14,7 @@ static atomic_uint_fast64_t tok_serial_next = 1;
 /* HF's \s (Oniguruma, Unicode White_Space). PCRE2 also counts U+180E, which HF does not. */
 #define WS_BODY "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 
-static uint64_t hash_bytes(const char *s, size_t n) {
+uint64_t tok_hash_bytes(const char *s, size_t n) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
     while (n >= 8) {
         uint64_t v;
@@ -96,7 +96,7 @@ static int map_rehash(tokenizer *t, size_t cap) {
     if (!m) return -1;
     for (size_t id = 0; id < t->n_vocab; id++) {
         if (!t->tok_str[id] || !t->map) continue;
-        size_t i = hash_bytes(t->tok_str[id], t->tok_len[id]) & (cap - 1);
+        size_t i = tok_hash_bytes(t->tok_str[id], t->tok_len[id]) & (cap - 1);
         while (m[i]) i = (i + 1) & (cap - 1);
         m[i] = (uint32_t)id + 1;
     }
@@ -121,7 +121,7 @@ int tok_init(tokenizer *t, size_t hint, char *err, size_t errlen) {
 }
 
 int32_t tok_lookup(const tokenizer *t, const char *s, size_t len) {
-    size_t i = hash_bytes(s, len) & t->map_mask;
+    size_t i = tok_hash_bytes(s, len) & t->map_mask;
     for (;;) {
         uint32_t v = t->map[i];
         if (!v) return -1;
@@ -144,7 +144,7 @@ int tok_set_token(tokenizer *t, int32_t id, const char *s, size_t len, char *err
     t->tok_len[id] = (uint32_t)len;
     if (tok_lookup(t, s, len) >= 0) return 0; /* duplicate string: the first id keeps the mapping */
     if (++t->map_filled * 2 > t->map_mask + 1 && map_rehash(t, (t->map_mask + 1) * 2)) goto oom;
-    size_t i = hash_bytes(s, len) & t->map_mask;
+    size_t i = tok_hash_bytes(s, len) & t->map_mask;
     while (t->map[i]) {
         if (t->map[i] == (uint32_t)id + 1) return 0; /* inserted by the rehash */
         i = (i + 1) & t->map_mask;
@@ -421,6 +421,12 @@ int tok_finish(tokenizer *t, char *err, size_t errlen) {
             return -1;
         }
     }
+    for (int p = 0; p < 2; p++) {
+        int first = -1, distinct = 0;
+        for (int b = 0; b < 256; b++)
+            if (t->pass[p].root[b]) { first = b; distinct++; }
+        t->pass[p].single_first = distinct == 1 ? first : -1;
+    }
     free(t->scratch);
     t->scratch = NULL;
     return 0;
@@ -470,9 +476,11 @@ static size_t utf8_seq(const uint8_t *s, size_t n, size_t *bad) {
     return need;
 }
 
-size_t tok_utf8_valid_prefix(const char *s, size_t n) {
+size_t tok_utf8_check(const char *s, size_t n, bool *has_new) {
     const uint8_t *u = (const uint8_t *)s;
     size_t i = 0;
+    bool nw = false;
+    if (has_new) pthread_once(&new_cp_once, new_cp_init);
     while (i < n) {
         while (i + 8 <= n) {
             uint64_t v;
@@ -482,11 +490,20 @@ size_t tok_utf8_valid_prefix(const char *s, size_t n) {
         }
         if (i >= n) break;
         size_t bad, k = utf8_seq(u + i, n - i, &bad);
-        if (!k) return i;
+        if (!k) break;
+        if (has_new && k >= 3 && !nw) {
+            uint32_t cp = k == 3 ? (uint32_t)(u[i] & 0x0F) << 12 | (uint32_t)(u[i + 1] & 0x3F) << 6 | (u[i + 2] & 0x3F)
+                                 : (uint32_t)(u[i] & 0x07) << 18 | (uint32_t)(u[i + 1] & 0x3F) << 12 |
+                                       (uint32_t)(u[i + 2] & 0x3F) << 6 | (u[i + 3] & 0x3F);
+            nw = new_cp_bits[cp >> 3] >> (cp & 7) & 1;
+        }
         i += k;
     }
-    return n;
+    if (has_new) *has_new = nw;
+    return i;
 }
+
+size_t tok_utf8_valid_prefix(const char *s, size_t n) { return tok_utf8_check(s, n, NULL); }
 
 int tok_utf8_lossy(const char *s, size_t n, char **buf, size_t *len, size_t *cap) {
     const uint8_t *u = (const uint8_t *)s;

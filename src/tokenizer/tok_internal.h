@@ -30,6 +30,7 @@ typedef struct {
     tok_trie_node *nodes;
     size_t n_nodes, cap;
     uint32_t root[256];       /* node of each first byte, 0 = no token starts with it */
+    int single_first;         /* the only first byte of the pass's tokens (memchr scan), or -1 */
     size_t n;                 /* tokens in the pass */
 } tok_added_pass;
 
@@ -94,6 +95,9 @@ int tok_load_gguf(tokenizer *t, const char *path, const uint8_t *data, size_t le
 /* UTF-8: length of the valid prefix; and lossy conversion (one U+FFFD per maximal invalid subpart,
  * as Rust's String::from_utf8_lossy) appending to a growable buffer. */
 size_t tok_utf8_valid_prefix(const char *s, size_t n);
+/* The same, also telling whether the valid prefix holds a code point of tok_has_new_cp. */
+size_t tok_utf8_check(const char *s, size_t n, bool *has_new);
+uint64_t tok_hash_bytes(const char *s, size_t n);
 /* Whether valid UTF-8 text holds a code point PCRE2's Unicode tables lack but HF's have (then the
  * extended regexes are needed; they are slower, so other text uses the plain ones). */
 bool tok_has_new_cp(const char *s, size_t n);

@@ -233,17 +233,11 @@ static int bpe_heap(const tokenizer *t, tok_tls *c, size_t m, size_t *out_m) {
     return 0;
 }
 
-static uint64_t word_hash(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-    return h ^ (h >> 29);
-}
-
 /* BPE of one pre-tokenized word, through the per-thread cache. */
 static void bpe_word(const tokenizer *t, tok_tls *c, const char *w, size_t n, sink *s) {
     cache_entry *ce = NULL;
     if (n <= CACHE_WORD) {
-        ce = &c->cache[word_hash(w, n) & (CACHE_SLOTS - 1)];
+        ce = &c->cache[tok_hash_bytes(w, n) & (CACHE_SLOTS - 1)];
         if (ce->serial == t->serial && ce->wlen == n && !memcmp(ce->w, w, n)) {
             sink_put(s, ce->ids, ce->nids);
             return;
@@ -325,13 +319,18 @@ static size_t ws_len_at(const char *p, size_t n) {
 
 /* Added-token pass `pass` over p[0..n): matches become their ids, the text between goes to the next
  * pass (or the pre-tokenizer after the last one). */
-static void split_added(const tokenizer *t, tok_tls *c, int pass, const char *p, size_t n, sink *s) {
+static void split_added(const tokenizer *t, tok_tls *c, int pass, const char *p, size_t n, bool ext, sink *s) {
     if (n == 0 || s->err) return;
-    if (pass == 2) { pretok(t, c, 0, p, n, tok_has_new_cp(p, n), s); return; }
+    if (pass == 2) { pretok(t, c, 0, p, n, ext && tok_has_new_cp(p, n), s); return; }
     const tok_added_pass *ps = &t->pass[pass];
-    if (ps->n == 0) { split_added(t, c, pass + 1, p, n, s); return; }
+    if (ps->n == 0) { split_added(t, c, pass + 1, p, n, ext, s); return; }
     size_t gap = 0;
     for (size_t i = 0; i < n; i++) {
+        if (ps->single_first >= 0) { /* DeepSeek: every added token starts with '<' */
+            const char *q = memchr(p + i, ps->single_first, n - i);
+            if (!q) break;
+            i = (size_t)(q - p);
+        }
         uint32_t node = ps->root[(uint8_t)p[i]];
         if (!node) continue;
         const tok_added *hit = NULL;
@@ -357,24 +356,26 @@ static void split_added(const tokenizer *t, tok_tls *c, int pass, const char *p,
             size_t w;
             while (me < n && (w = ws_len_at(p + me, n - me))) me += w;
         }
-        split_added(t, c, pass + 1, p + gap, ms - gap, s);
+        split_added(t, c, pass + 1, p + gap, ms - gap, ext, s);
         sink_put(s, &hit->id, 1);
         gap = me;
         i = me - 1;
     }
-    split_added(t, c, pass + 1, p + gap, n - gap, s);
+    split_added(t, c, pass + 1, p + gap, n - gap, ext, s);
 }
 
 static int encode_into(const tokenizer *t, const char *text, size_t len, sink *s) {
     tok_tls *c = tls_get();
     if (!c) return -ENOMEM;
-    if (tok_utf8_valid_prefix(text, len) != len) {
+    bool has_new;
+    if (tok_utf8_check(text, len, &has_new) != len) {
         size_t tl = 0;
         if (tok_utf8_lossy(text, len, &c->text, &tl, &c->text_cap)) return -ENOMEM;
         text = c->text;
         len = tl;
+        tok_utf8_check(text, len, &has_new);
     }
-    split_added(t, c, 0, text, len, s);
+    split_added(t, c, 0, text, len, has_new, s);
     return s->err;
 }
 
