@@ -472,6 +472,16 @@ const char *tokenizer_token_text(const tokenizer *t, int32_t id) {
 
 int tokenizer_load(const char *path, tokenizer **out, char *err, size_t errlen) {
     *out = NULL;
+    struct stat dst;
+    if (stat(path, &dst) == 0 && S_ISDIR(dst.st_mode)) { /* a model directory: its tokenizer.json */
+        size_t pl = strlen(path);
+        char *jp = malloc(pl + 16);
+        if (!jp) { snprintf(err, errlen, "out of memory"); return -1; }
+        snprintf(jp, pl + 16, "%s/tokenizer.json", path);
+        int rc = tokenizer_load(jp, out, err, errlen);
+        free(jp);
+        return rc;
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) { snprintf(err, errlen, "cannot open tokenizer '%s': %s", path, strerror(errno)); return -1; }
     struct stat st;

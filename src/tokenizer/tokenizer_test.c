@@ -282,6 +282,7 @@ TEST(tokenizer_load_errors) {
     expect_load_error(p, "merged token not in the vocabulary");
     write_file(p, "{\"model\": {\"vocab\": {\"a\": 0,", 28);
     expect_load_error(p, "JSON error");
+    expect_load_error(harness_tmpdir(), "tokenizer.json"); /* a directory without one */
     snprintf(p, sizeof p, "%s/x.bin", harness_tmpdir());
     write_file(p, "hello", 5);
     expect_load_error(p, "neither a tokenizer.json nor a GGUF");
@@ -485,6 +486,10 @@ TEST(tokenizer_json_features) {
     CHECK_MSG(tokenizer_load(p, &t, err, sizeof err) == 0, "load: %s", err);
     if (!t) return;
     CHECK_EQ_INT(tokenizer_vocab_size(t), 259);
+    tokenizer_free(t);
+    t = NULL;
+    CHECK_MSG(tokenizer_load(harness_tmpdir(), &t, err, sizeof err) == 0, "load dir: %s", err); /* the directory */
+    if (!t) return;
     CHECK_EQ_INT(tokenizer_bos_id(t), -1);
     static const struct { const char *in; int n; int32_t ids[6]; } cases[] = {
         {"hi hi", 2, {256, 257}},
