@@ -42,7 +42,7 @@ const pieces = [
   'def f(x):\n    return x ** 2\n', 'int main(void) { return 0; }', '  if (a && b) {\n\t\tfoo();\n  }',
   '<html><body>', '</div>', 'https://example.com/a?b=c&d=e', 'user@example.org', 'x_1', 'camelCase', 'snake_case',
   '<｜User｜>', '<｜Assistant｜>', '<｜begin▁of▁sentence｜>', '<｜end▁of▁sentence｜>', '<|EOT|>', '<｜fim▁hole｜>',
-  '<｜tool▁sep｜>', ' <｜User｜> ', 'ø', 'ö', 'ú', 'À', '<pad>', '<|User|>', '[PAD32022]',
+  '<｜tool▁sep｜>', ' <｜User｜> ', '<think>', '</think>', '</think>\n\n', 'ø', 'ö', 'ú', 'À', '<pad>', '<|User|>', '[PAD32022]',
   'é', 'e\u0301', 'n\u0303', 'a\u0308\u0308', '\u0301', 'ǅ', 'ß', 'İ', 'ﬀ', 'Ａ', 'ａ', 'µ', 'ª', 'º',
 ];
 

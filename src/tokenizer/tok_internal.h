@@ -63,6 +63,8 @@ struct tokenizer {
     bool add_bos;
     enum tok_chat_style chat;
     char *chat_template;       /* as loaded, may be NULL */
+    bool chat_think_prompt;    /* R1: the generation prompt is <｜Assistant｜><think>\n */
+    bool chat_strip_think;     /* R1: assistant history keeps only what follows the last </think> */
     void *arena_blocks;        /* linked blocks holding every string of the tables (never moved) */
     char *arena_cur;
     size_t arena_used, arena_cap;
@@ -90,6 +92,8 @@ int tok_load_json(tokenizer *t, const char *path, const char *data, size_t len, 
 /* Loads model.vocab and model.merges straight from the text (after tok_init) and returns the document
  * with both emptied for jansson. 0 ok, 1 when they are absent or not an object/array, -1 error. */
 int tok_jscan_model(tokenizer *t, const char *data, size_t len, char **skeleton, size_t *skel_len, char *err, size_t errlen);
+/* Sets t->chat and its variant flags from t->chat_template. */
+void tok_chat_detect(tokenizer *t);
 int tok_load_gguf(tokenizer *t, const char *path, const uint8_t *data, size_t len, char *err, size_t errlen);
 
 /* UTF-8: length of the valid prefix; and lossy conversion (one U+FFFD per maximal invalid subpart,

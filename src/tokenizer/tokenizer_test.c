@@ -7,6 +7,8 @@
 #include "common/rng.h"
 #include <pthread.h>
 #include <sys/wait.h>
+#include <unistd.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -531,5 +533,33 @@ TEST(tokenizer_unicode_newer_than_pcre2) {
         CHECK_MSG((int)n == cases[i].n && !memcmp(ids, cases[i].ids, n * sizeof *ids), "case %zu: %zu ids", i, n);
         free(ids);
     }
+    tokenizer_free(t);
+}
+
+/* DeepSeek-R1's variant of the template, recognised from its text: the reply opens with <think>\n and
+ * past assistant turns keep only what follows their last </think> (checked against @huggingface/jinja
+ * by scripts/tokenizer_diff.sh on an R1-style template). */
+TEST(tokenizer_chat_r1_variant) {
+    if (!have(all_vocabs[0])) SKIP("no testdata/tokenizers");
+    char p[1024], q[PATH_MAX];
+    snprintf(p, sizeof p, "%s/tokenizer.json", harness_tmpdir());
+    CHECK(realpath(td(all_vocabs[0]), q) != NULL); /* the link must not be relative to the test's cwd */
+    CHECK_EQ_INT(symlink(q, p), 0);
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", harness_tmpdir());
+    const char *cfg = "{\"add_bos_token\": true, \"bos_token\": \"<｜begin▁of▁sentence｜>\", \"chat_template\": "
+                      "\"{{'<｜User｜>' + m}}{% set content = content.split('</think>')[-1] %}"
+                      "{{'<｜Assistant｜>' + content}}{{'<｜Assistant｜><think>\\\\n'}}\"}";
+    write_file(p, cfg, strlen(cfg));
+    tokenizer *t = NULL;
+    char err[512];
+    CHECK_MSG(tokenizer_load(harness_tmpdir(), &t, err, sizeof err) == 0, "load: %s", err);
+    if (!t) return;
+    const char *roles[] = {"user", "assistant", "user"};
+    const char *msgs[] = {"Hi", "<think>a</think>b</think>\n\nHello", "Q"};
+    char *text;
+    size_t len;
+    CHECK_EQ_INT(tokenizer_chat_render(t, roles, msgs, 3, &text, &len), 0);
+    CHECK_STR(text, "<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜>\n\nHello<｜end▁of▁sentence｜><｜User｜>Q<｜Assistant｜><think>\n");
+    free(text);
     tokenizer_free(t);
 }
