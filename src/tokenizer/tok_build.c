@@ -91,15 +91,17 @@ static int grow_vocab(tokenizer *t, size_t need) {
     return 0;
 }
 
+static void map_put(tok_slot *m, size_t mask, const char *str, uint32_t len, int32_t id) {
+    size_t i = tok_hash_bytes(str, len) & mask;
+    while (m[i].id1) i = (i + 1) & mask;
+    m[i] = (tok_slot){str, (uint32_t)id + 1, len};
+}
+
 static int map_rehash(tokenizer *t, size_t cap) {
-    uint32_t *m = calloc(cap, sizeof *m);
+    tok_slot *m = calloc(cap, sizeof *m);
     if (!m) return -1;
-    for (size_t id = 0; id < t->n_vocab; id++) {
-        if (!t->tok_str[id] || !t->map) continue;
-        size_t i = tok_hash_bytes(t->tok_str[id], t->tok_len[id]) & (cap - 1);
-        while (m[i]) i = (i + 1) & (cap - 1);
-        m[i] = (uint32_t)id + 1;
-    }
+    for (size_t i = 0; i <= t->map_mask; i++)
+        if (t->map[i].id1) map_put(m, cap - 1, t->map[i].str, t->map[i].len, (int32_t)t->map[i].id1 - 1);
     free(t->map);
     t->map = m;
     t->map_mask = cap - 1;
@@ -110,23 +112,25 @@ int tok_init(tokenizer *t, size_t hint, char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
     t->serial = atomic_fetch_add(&tok_serial_next, 1);
     t->bos_id = t->eos_id = -1;
+    /* The string map is only used while loading (it may fill to 50%); the pair table is probed for every
+     * merge step of every encode, so it is kept at most 25% full. */
     size_t cap = 1024;
-    while (cap < hint * 2) cap *= 2;
+    while (cap < hint) cap *= 2;
     t->map = calloc(cap, sizeof *t->map);
-    t->pairs = malloc(cap * sizeof *t->pairs);
+    t->pairs = malloc(cap * 2 * sizeof *t->pairs);
     if (!t->map || !t->pairs) { snprintf(err, errlen, "out of memory"); return -1; }
-    for (size_t i = 0; i < cap; i++) t->pairs[i].rank = -1;
-    t->map_mask = t->pairs_mask = cap - 1;
+    for (size_t i = 0; i < cap * 2; i++) t->pairs[i].rank = -1;
+    t->map_mask = cap - 1;
+    t->pairs_mask = cap * 2 - 1;
     return 0;
 }
 
 int32_t tok_lookup(const tokenizer *t, const char *s, size_t len) {
     size_t i = tok_hash_bytes(s, len) & t->map_mask;
     for (;;) {
-        uint32_t v = t->map[i];
-        if (!v) return -1;
-        uint32_t id = v - 1;
-        if (t->tok_len[id] == len && !memcmp(t->tok_str[id], s, len)) return (int32_t)id;
+        const tok_slot *sl = &t->map[i];
+        if (!sl->id1) return -1;
+        if (sl->len == len && !memcmp(sl->str, s, len)) return (int32_t)sl->id1 - 1;
         i = (i + 1) & t->map_mask;
     }
 }
@@ -144,12 +148,7 @@ int tok_set_token(tokenizer *t, int32_t id, const char *s, size_t len, char *err
     t->tok_len[id] = (uint32_t)len;
     if (tok_lookup(t, s, len) >= 0) return 0; /* duplicate string: the first id keeps the mapping */
     if (++t->map_filled * 2 > t->map_mask + 1 && map_rehash(t, (t->map_mask + 1) * 2)) goto oom;
-    size_t i = tok_hash_bytes(s, len) & t->map_mask;
-    while (t->map[i]) {
-        if (t->map[i] == (uint32_t)id + 1) return 0; /* inserted by the rehash */
-        i = (i + 1) & t->map_mask;
-    }
-    t->map[i] = (uint32_t)id + 1;
+    map_put(t->map, t->map_mask, t->tok_str[id], (uint32_t)len, id);
     return 0;
 oom:
     snprintf(err, errlen, "out of memory");
@@ -191,7 +190,7 @@ int tok_add_merge(tokenizer *t, const char *a, size_t alen, const char *b, size_
                  (int)blen, b, ia < 0 ? "left part" : ib < 0 ? "right part" : "merged token");
         return -1;
     }
-    if ((t->n_merges + 1) * 2 > t->pairs_mask + 1 && pairs_grow(t)) {
+    if ((t->n_merges + 1) * 4 > t->pairs_mask + 1 && pairs_grow(t)) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }

@@ -39,6 +39,14 @@ typedef struct {
     int32_t rank, id;     /* rank -1: empty slot */
 } tok_pair;
 
+/* A string -> id slot: the string and its length sit in the slot so a probe costs one memory access
+ * plus the compare (loading V3 does ~500k lookups). */
+typedef struct {
+    const char *str;
+    uint32_t id1;   /* id + 1, 0 when empty */
+    uint32_t len;
+} tok_slot;
+
 enum tok_chat_style { TOK_CHAT_NONE = 0, TOK_CHAT_DEEPSEEK3 };
 
 struct tokenizer {
@@ -48,7 +56,7 @@ struct tokenizer {
     char **tok_str;            /* by id, NUL-terminated, NULL where no token */
     uint32_t *tok_len;
     uint8_t *tok_flags;        /* TOK_F_* by id */
-    uint32_t *map;             /* open addressing string -> id+1 (0 empty) */
+    tok_slot *map;             /* open addressing string -> id (id1 0: empty) */
     size_t map_mask, map_filled;
     tok_pair *pairs;           /* (left id, right id) -> rank, merged id */
     size_t pairs_mask;
