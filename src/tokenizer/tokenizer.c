@@ -7,7 +7,6 @@
  * Per-thread state (PCRE2 match data, JIT stack, word cache, scratch) lives in thread-local storage
  * freed at thread exit, so a const tokenizer serves many threads without locks. */
 #include "tokenizer/tok_internal.h"
-#include "common/fileio.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
