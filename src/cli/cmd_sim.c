@@ -25,9 +25,12 @@ static void usage(FILE *f) {
         "the same metrics and results JSON as `dsperf bench`, plus engine series (running, waiting,\n"
         "KV usage, preemptions, step time, batch tokens).\n\n"
         "Load:\n"
-        "  --dataset SPEC             random:in=N,out=M[,range=F] (lengths; default random:in=1024,out=128)\n"
+        "  --dataset SPEC             random:in=N,out=M[,range=F] (default random:in=1024,out=128; the same\n"
+        "                             lengths bench draws for the seed) or jsonl:FILE (prompt or messages,\n"
+        "                             max_tokens, timestamp)\n"
+        "  --output-len N             max_tokens for jsonl items without one (128)\n"
         "  --rate R/s | inf           open-loop arrival rate (inf: all at once)\n"
-        "  --arrival KIND             poisson (default), gamma:K, constant\n"
+        "  --arrival KIND             poisson (default), gamma:K, constant, or trace (the jsonl timestamps)\n"
         "  --concurrency N            closed loop: N users instead of --rate\n"
         "  --requests N               requests to simulate (1000)\n"
         "  --duration DUR             open loop: requests = rate x duration\n"
@@ -53,39 +56,6 @@ static void usage(FILE *f) {
         "  dsperf sim --calibrate measured.json --requests-jsonl measured.requests.jsonl --profile-out h200.json\n"
         "  dsperf sim --profile h200.json --rate 30/s\n",
         sim_params_help());
-}
-
-/* "random:in=1024,out=128,range=0.1" — lengths only: the simulator needs no prompt text, which
- * keeps 100k-request runs cheap. */
-static int parse_random(const char *spec, int *in, int *out, double *range) {
-    if (strncmp(spec, "random", 6)) return -1;
-    const char *s = spec + 6;
-    *in = 1024;
-    *out = 128;
-    *range = 0;
-    if (!*s) return 0;
-    if (*s++ != ':') return -1;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        if (!eq) return -1;
-        *eq = 0;
-        long long v;
-        double d;
-        if (!strcmp(tok, "in") && !units_parse_int(eq + 1, 1, 1 << 24, &v)) *in = (int)v;
-        else if (!strcmp(tok, "out") && !units_parse_int(eq + 1, 1, 1 << 24, &v)) *out = (int)v;
-        else if (!strcmp(tok, "range") && !units_parse_double(eq + 1, &d) && d >= 0 && d < 1) *range = d;
-        else return -1;
-    }
-    return 0;
-}
-
-static int32_t draw_len(rng *g, int base, double range) {
-    if (range <= 0) return base;
-    int lo = (int)floor(base * (1 - range)), hi = (int)ceil(base * (1 + range));
-    if (lo < 1) lo = 1;
-    return lo + (int32_t)rng_below(g, (uint64_t)(hi - lo + 1));
 }
 
 static json_t *engine_section(engine *e, const sim_params *p, const sim_series *ser) {
@@ -143,7 +113,7 @@ static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_n
 }
 
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
-       O_PCT, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP,
+       O_PCT, O_OUTPUT_LEN, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP,
        O_SIM = 2000 };
 
 int cmd_sim(int argc, char **argv) {
@@ -158,7 +128,7 @@ int cmd_sim(int argc, char **argv) {
         {"slo-tpot", required_argument, 0, O_SLO_TPOT}, {"slo-e2el", required_argument, 0, O_SLO_E2EL},
         {"quiet", no_argument, 0, O_QUIET}, {"calibrate", required_argument, 0, O_CALIBRATE},
         {"requests-jsonl", required_argument, 0, O_REQ_JSONL}, {"profile-out", required_argument, 0, O_PROFILE_OUT},
-        {"help", no_argument, 0, O_HELP},
+        {"output-len", required_argument, 0, O_OUTPUT_LEN}, {"help", no_argument, 0, O_HELP},
     };
     const size_t n_own = sizeof own / sizeof own[0];
     const char *const *keys = sim_params_keys();
@@ -176,7 +146,7 @@ int cmd_sim(int argc, char **argv) {
     const char *dataset = "random:in=1024,out=128", *arrival_spec = "poisson", *out_path = NULL, *req_out = NULL;
     const char *calibrate = NULL, *req_jsonl = NULL, *profile_out = "profile.json";
     double rate = 0;
-    long long concurrency = 0, n_req = 1000, warmup = 0, seed = 1;
+    long long concurrency = 0, n_req = 1000, warmup = 0, seed = 1, output_len = 128;
     int64_t duration_ns = 0, ns;
     int quiet = 0, c, idx, n_req_given = 0, rc = EXIT_USAGE;
     char err[512];
@@ -200,6 +170,7 @@ int cmd_sim(int argc, char **argv) {
         case O_OUT: out_path = optarg; break;
         case O_REQ_OUT: req_out = optarg; break;
         case O_PCT: bad = summary_parse_percentiles(&so, optarg); break;
+        case O_OUTPUT_LEN: bad = units_parse_int(optarg, 1, 1 << 24, &output_len); break;
         case O_SLO_TTFT: bad = units_parse_duration_ns(optarg, &ns); so.slo_ttft_ms = ns / 1e6; break;
         case O_SLO_TPOT: bad = units_parse_duration_ns(optarg, &ns); so.slo_tpot_ms = ns / 1e6; break;
         case O_SLO_E2EL: bad = units_parse_duration_ns(optarg, &ns); so.slo_e2el_ms = ns / 1e6; break;
@@ -240,37 +211,59 @@ int cmd_sim(int argc, char **argv) {
         if (!quiet) sim_calibration_print(stdout, &cal, profile_out);
         return EXIT_OK;
     }
-    if (concurrency > 0 && rate > 0) {
-        log_error("sim: give --rate (open loop) or --concurrency (closed loop), not both");
+    int replay = !strcmp(arrival_spec, "trace");
+    if (concurrency > 0 && (rate > 0 || replay)) {
+        log_error("sim: give --rate/--arrival trace (open loop) or --concurrency (closed loop), not both");
         return EXIT_USAGE;
     }
-    if (concurrency == 0 && rate == 0) {
-        log_error("sim: give --rate R/s (open loop) or --concurrency N (closed loop)");
+    if (concurrency == 0 && rate == 0 && !replay) {
+        log_error("sim: give --rate R/s (open loop), --concurrency N (closed loop) or --arrival trace");
         return EXIT_USAGE;
     }
     if (duration_ns > 0) {
-        if (concurrency > 0 || isinf(rate)) { log_error("sim: --duration needs a finite --rate"); return EXIT_USAGE; }
+        if (concurrency > 0 || replay || isinf(rate)) { log_error("sim: --duration needs a finite --rate"); return EXIT_USAGE; }
         if (!n_req_given) n_req = (long long)ceil(rate * duration_ns / 1e9);
     }
-    int in_len, out_len;
-    double range;
-    if (parse_random(dataset, &in_len, &out_len, &range) < 0) {
-        log_error("sim: --dataset '%s': expected random:in=N,out=M[,range=F] with 0 <= F < 1", dataset);
+    arrival arr;
+    if (!replay && concurrency == 0 && !isinf(rate) && arrival_parse(arrival_spec, rate, &arr) < 0) {
+        log_error("sim: --arrival '%s': expected poisson, gamma:K, constant or trace", arrival_spec);
         return EXIT_USAGE;
     }
-    arrival arr;
-    if (concurrency == 0 && !isinf(rate) && arrival_parse(arrival_spec, rate, &arr) < 0) {
-        log_error("sim: --arrival '%s': expected poisson, gamma:K or constant", arrival_spec);
+    /* as bench: warm-up requests come first and add to --requests */
+    size_t n = (size_t)(n_req + warmup);
+    if (!n_req_given && strncmp(dataset, "random", 6)) n = 0;   /* a file: every line once */
+    int64_t *times = NULL, *stamps = NULL;
+    int32_t *ins = NULL, *outs = NULL;
+    if (sim_workload_lengths(dataset, &n, (uint64_t)seed, (int32_t)output_len, &ins, &outs, &stamps, err, sizeof err) < 0) {
+        log_error("sim: --dataset: %s", err);
         return EXIT_USAGE;
+    }
+    if (replay && !stamps) {
+        log_error("sim: --arrival trace needs a dataset with a \"timestamp\" on every line (jsonl:FILE)");
+        free(ins); free(outs);
+        return EXIT_USAGE;
+    }
+    if (replay) {
+        /* bench's trace pacing: the gap between consecutive items, 0 when time goes back (or the
+         * file wraps around) */
+        times = stamps;
+        int64_t t = 0, prev = stamps[0];
+        times[0] = 0;
+        for (size_t i = 1; i < n; i++) {
+            int64_t cur = stamps[i];
+            t += cur > prev ? cur - prev : 0;
+            prev = cur;
+            times[i] = t;
+        }
+    } else {
+        free(stamps);
     }
     engine *e = engine_sim_create(&p, err, sizeof err);
     if (!e) {
         log_error("sim: %s", err);
+        free(ins); free(outs); free(times);
         return EXIT_USAGE;
     }
-    size_t n = (size_t)n_req;
-    int64_t *times = NULL;
-    int32_t *ins = malloc(sizeof(int32_t) * n), *outs = malloc(sizeof(int32_t) * n);
     recset recs;
     recset_init(&recs);
     sim_series ser;
@@ -279,16 +272,9 @@ int cmd_sim(int argc, char **argv) {
     char *cmdline = NULL;
     rng g;
     rng_seed(&g, (uint64_t)seed);
-    if (!ins || !outs) goto oom;
-    if (concurrency == 0) {
+    if (concurrency == 0 && !replay) {
         if (!(times = calloc(n, sizeof *times))) goto oom;
         if (!isinf(rate)) arrival_schedule(&arr, &g, 0, times, n);
-    }
-    rng lg;
-    rng_seed(&lg, (uint64_t)seed ^ 0x5eed1e57ull);
-    for (size_t i = 0; i < n; i++) {
-        ins[i] = draw_len(&lg, in_len, range);
-        outs[i] = draw_len(&lg, out_len, range);
     }
     sim_workload w = {.n = n, .arrival_ns = times, .concurrency = (int)concurrency, .in_tokens = ins,
                       .max_tokens = outs, .warmup = (size_t)warmup};
@@ -297,16 +283,14 @@ int cmd_sim(int argc, char **argv) {
         rc = EXIT_RUN_FAILED;
         goto done;
     }
-    if (concurrency == 0 && !isinf(rate)) {
-        so.intended_rate_per_s = rate;
-        so.planned_duration_ns = times[n - 1];
-    }
+    if (concurrency == 0 && !isinf(rate) && !replay) so.intended_rate_per_s = rate;
+    if (times && n) so.planned_duration_ns = times[n - 1];
     {
         char *args = cli_join_argv(argc, argv);   /* argv[0] is "sim" */
         if (!args || asprintf(&cmdline, "dsperf %s", args) < 0) cmdline = NULL;
         free(args);
     }
-    cfg = config_section(&p, dataset, rate, arrival_spec, (int)concurrency, n, (uint64_t)seed);
+    cfg = config_section(&p, dataset, rate, replay ? "trace" : arrival_spec, (int)concurrency, n, (uint64_t)seed);
     results_meta meta = {.producer = "sim", .command_line = cmdline, .config = cfg};
     doc = results_build(&recs, &so, &meta);
     if (!doc) goto oom;

@@ -1,6 +1,10 @@
 /* sim_run — the virtual-clock driver of an engine: arrivals, token events into records, and
  * engine gauges sampled into series. */
 #include "engine/sim_run.h"
+#include "common/rng.h"
+#include "dataset/dataset.h"
+#include "dataset/words.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,4 +200,88 @@ void sim_series_free(sim_series *s) {
     free(s->t_s); free(s->running); free(s->waiting); free(s->batch_tokens);
     free(s->kv_usage); free(s->step_ms); free(s->preemptions);
     memset(s, 0, sizeof *s);
+}
+
+/* The dataset module's random draw, replayed without the text: the same seed derivation and the
+ * same sequence of draws (prompt length, one word per length unit, output length). */
+#define DATASET_RANDOM_SEED_XOR 0x5eedda7a5e7ULL
+
+static int32_t draw_len(rng *r, long mean, double range) {
+    if (range <= 0) return (int32_t)mean;
+    long lo = (long)floor(mean * (1 - range)), hi = (long)ceil(mean * (1 + range));
+    if (lo < 1) lo = 1;
+    return (int32_t)(lo + (long)rng_below(r, (uint64_t)(hi - lo + 1)));
+}
+
+static int parse_random(const char *spec, long *in, long *out, double *range) {
+    *in = 1024;
+    *out = 128;
+    *range = 0;
+    const char *s = spec + 6;
+    if (!*s) return 0;
+    if (*s++ != ':') return -1;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '='), *end;
+        if (!eq) return -1;
+        *eq++ = 0;
+        if (!strcmp(tok, "in")) { *in = strtol(eq, &end, 10); if (*end || *in < 1) return -1; }
+        else if (!strcmp(tok, "out")) { *out = strtol(eq, &end, 10); if (*end || *out < 1) return -1; }
+        else if (!strcmp(tok, "range")) { *range = strtod(eq, &end); if (*end || *range < 0 || *range >= 1) return -1; }
+        else return -1;
+    }
+    return 0;
+}
+
+int sim_workload_lengths(const char *spec, size_t *n, uint64_t seed, int32_t default_out, int32_t **ins,
+                         int32_t **outs, int64_t **times_ns, char *err, size_t errlen) {
+    *ins = *outs = NULL;
+    *times_ns = NULL;
+    if (!strncmp(spec, "random", 6) && (!spec[6] || spec[6] == ':')) {
+        long in, out;
+        double range;
+        if (parse_random(spec, &in, &out, &range) < 0) {
+            snprintf(err, errlen, "bad dataset '%s': expected random:in=N,out=M,range=F with N, M >= 1 and 0 <= F < 1", spec);
+            return -1;
+        }
+        if (*n == 0) { snprintf(err, errlen, "a random dataset needs a request count"); return -1; }
+        *ins = malloc(sizeof(int32_t) * *n);
+        *outs = malloc(sizeof(int32_t) * *n);
+        if (!*ins || !*outs) goto oom;
+        size_t nw;
+        words_list(&nw);
+        rng r;
+        rng_seed(&r, seed ^ DATASET_RANDOM_SEED_XOR);
+        for (size_t i = 0; i < *n; i++) {
+            (*ins)[i] = draw_len(&r, in, range);
+            if (range > 0)   /* the words of the prompt; constant lengths draw nothing else */
+                for (int32_t k = 0; k < (*ins)[i]; k++) rng_below(&r, nw);
+            (*outs)[i] = draw_len(&r, out, range);
+        }
+        return 0;
+    }
+    dataset *d;
+    if (dataset_open(spec, *n, seed, &d, err, errlen) < 0) return -1;
+    int stamped = d->n > 0;
+    for (size_t i = 0; i < d->n; i++) stamped &= d->items[i].timestamp_ns >= 0;
+    if (*n == 0) *n = d->n;
+    *ins = malloc(sizeof(int32_t) * *n);
+    *outs = malloc(sizeof(int32_t) * *n);
+    if (stamped) *times_ns = malloc(sizeof(int64_t) * *n);
+    if (!*ins || !*outs || (stamped && !*times_ns)) { dataset_free(d); free(*times_ns); *times_ns = NULL; goto oom; }
+    for (size_t i = 0; i < *n; i++) {
+        const dataset_item *it = &d->items[i % d->n];   /* cycled, as bench does */
+        (*ins)[i] = it->in_tokens > 0 ? it->in_tokens : 1;
+        (*outs)[i] = it->max_tokens > 0 ? it->max_tokens : default_out;
+        if (stamped) (*times_ns)[i] = it->timestamp_ns;
+    }
+    dataset_free(d);
+    return 0;
+oom:
+    free(*ins);
+    free(*outs);
+    *ins = *outs = NULL;
+    snprintf(err, errlen, "out of memory");
+    return -1;
 }

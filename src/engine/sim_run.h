@@ -33,6 +33,15 @@ typedef struct {
     int64_t *preemptions;
 } sim_series;
 
+/* Request lengths for a dataset spec, without building prompt text: random:in=N,out=M,range=F
+ * draws exactly the lengths dataset_open() draws for the same seed (so sim and bench see the same
+ * workload); jsonl:FILE reads the file (in_tokens by the client's counter; items without
+ * max_tokens get default_out; cycled when n exceeds the file, as bench does). *times_ns gets each
+ * request's item timestamp when every item has one, else NULL. n == 0: as many requests as the
+ * file has (random: error). 0 ok, -1 with err. */
+int sim_workload_lengths(const char *spec, size_t *n, uint64_t seed, int32_t default_out, int32_t **ins,
+                         int32_t **outs, int64_t **times_ns, char *err, size_t errlen);
+
 /* Runs the whole workload to completion. recs receives exactly w->n records (index = position in
  * the plan); requests the engine rejects are recorded as HTTP 400 failures. 0 ok, -1 with err. */
 int sim_run(engine *e, const sim_workload *w, recset *recs, sim_series *series, char *err, size_t errlen);

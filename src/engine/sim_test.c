@@ -4,6 +4,7 @@
 #include "engine/sim.h"
 #include "common/rng.h"
 #include "engine/sim_run.h"
+#include "dataset/dataset.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -374,4 +375,41 @@ TEST(sim_run_records_open_and_closed_loop) {
     CHECK_EQ_INT(maxc, 5);
     recset_free(&rs);
     engine_destroy(e);
+}
+
+/* sim draws the same request lengths as bench's dataset for the same seed, without the text. */
+TEST(sim_workload_matches_dataset) {
+    const char *spec = "random:in=300,out=40,range=0.3";
+    size_t n = 50;
+    int32_t *ins, *outs;
+    int64_t *ts;
+    char err[256];
+    CHECK(sim_workload_lengths(spec, &n, 42, 128, &ins, &outs, &ts, err, sizeof err) == 0);
+    dataset *d;
+    CHECK(dataset_open(spec, 50, 42, &d, err, sizeof err) == 0);
+    int same = 0;
+    for (size_t i = 0; i < 50; i++) same += ins[i] == d->items[i].in_tokens && outs[i] == d->items[i].max_tokens;
+    CHECK_EQ_INT(same, 50);
+    CHECK(ts == NULL);
+    dataset_free(d);
+    free(ins);
+    free(outs);
+    /* jsonl: lengths by the word counter, default max_tokens, timestamps, cycling */
+    char path[512];
+    snprintf(path, sizeof path, "%s/w.jsonl", harness_tmpdir());
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("{\"prompt\":\"one two three\",\"max_tokens\":7,\"timestamp\":1.5}\n"
+          "{\"messages\":[{\"role\":\"user\",\"content\":\"a b\"}],\"timestamp\":2.0}\n", f);
+    fclose(f);
+    char spec2[600];
+    snprintf(spec2, sizeof spec2, "jsonl:%s", path);
+    n = 5;
+    CHECK(sim_workload_lengths(spec2, &n, 1, 99, &ins, &outs, &ts, err, sizeof err) == 0);
+    CHECK(ins[0] == 3 && outs[0] == 7 && ins[1] == 2 && outs[1] == 99 && ins[4] == 3);
+    CHECK(ts && ts[0] == 1500000000LL && ts[1] == 2000000000LL && ts[2] == 1500000000LL);
+    free(ins);
+    free(outs);
+    free(ts);
 }
