@@ -413,3 +413,26 @@ TEST(sim_workload_matches_dataset) {
     free(outs);
     free(ts);
 }
+
+/* A stall fault delays one request's next token; the others keep decoding. */
+TEST(sim_stall_fault_delays_one_request) {
+    sim_params p;
+    sim_default_params(&p);
+    engine *e = make(&p);
+    static trace t;
+    memset(&t, 0, sizeof t);
+    t.watch[0] = t.watch[1] = 1;
+    engine_request a = {.id = 0, .prompt_tokens = 100, .max_tokens = 20, .stall_after = 5, .stall_ns = 500000000};
+    engine_request b = {.id = 1, .prompt_tokens = 100, .max_tokens = 20};
+    CHECK(engine_submit(e, &a, 0) == 0);
+    CHECK(engine_submit(e, &b, 0) == 0);
+    for (int64_t now = 0; (now = engine_next_event_ns(e)) != ENGINE_NEVER;) engine_advance(e, now, on_event, &t);
+    CHECK(t.finished[0] && t.finished[1] && t.tokens[0] == 20 && t.tokens[1] == 20);
+    /* request 0's total time includes the 0.5 s stall, request 1's does not */
+    CHECK((t.last_ns[0] - t.first_ns[0]) > 500000000LL);
+    CHECK((t.last_ns[1] - t.first_ns[1]) < 200000000LL);
+    double maxgap = 0;
+    for (int i = 0; i < t.n_itl; i++) if (t.itl_s[i] > maxgap) maxgap = t.itl_s[i];
+    CHECK_NEAR(maxgap, 0.5, 0.01);
+    engine_destroy(e);
+}
