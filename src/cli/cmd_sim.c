@@ -73,6 +73,20 @@ static json_t *engine_section(engine *e, const sim_params *p, const sim_series *
     json_object_set_new(o, "factors", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f}", "bw_eff", p->factors.bw_eff,
         "compute_eff", p->factors.compute_eff, "link_eff", p->factors.link_eff, "step_overhead_s",
         p->factors.step_overhead_s, "comm_latency_s", p->factors.comm_latency_s, "expert_skew", p->factors.expert_skew));
+    /* sampled gauges in a few numbers, for diagnosis at a glance */
+    double kv_max = 0, run_sum = 0;
+    long long wait_max = 0, run_max = 0;
+    for (size_t i = 0; i < ser->n; i++) {
+        if (ser->kv_usage[i] > kv_max) kv_max = ser->kv_usage[i];
+        if (ser->waiting[i] > wait_max) wait_max = ser->waiting[i];
+        if (ser->running[i] > run_max) run_max = ser->running[i];
+        run_sum += ser->running[i];
+    }
+    json_object_set_new(o, "kv_usage_max", json_real(kv_max));
+    json_object_set_new(o, "waiting_max", json_integer(wait_max));
+    json_object_set_new(o, "running_max", json_integer(run_max));
+    json_object_set_new(o, "running_mean", json_real(ser->n ? run_sum / ser->n : 0));
+    json_object_set_new(o, "max_num_seqs", json_integer(p->max_num_seqs));
     json_object_set_new(o, "series", sim_series_json(ser));
     return o;
 }
@@ -295,6 +309,13 @@ int cmd_sim(int argc, char **argv) {
     doc = results_build(&recs, &so, &meta);
     if (!doc) goto oom;
     json_object_set_new(doc, "engine", engine_section(e, &p, &ser));
+    json_t *tel = json_object_get(doc, "telemetry");
+    if (!json_is_object(tel)) {
+        tel = json_object();
+        json_object_set_new(tel, "interval_s", json_real(ser.interval_ns / 1e9));
+        json_object_set_new(doc, "telemetry", tel);
+    }
+    json_object_set_new(tel, "server", sim_series_server_json(&ser));
     rc = EXIT_OK;
     if (out_path && results_write_json(out_path, doc, err, sizeof err) < 0) {
         log_error("sim: %s", err);

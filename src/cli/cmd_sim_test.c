@@ -34,6 +34,11 @@ TEST(sim_cli_results_json) {
     CHECK(n > 10);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) CHECK_EQ_INT(json_array_size(json_object_get(s, keys[i])), n);
     CHECK_EQ_INT(json_integer_value(json_object_get(e, "generation_tokens_total")), 500 * 128);
+    CHECK(json_number_value(json_object_get(e, "running_mean")) > 1);
+    /* the scraped-server shape too, so diagnose reads sim like a vLLM scrape */
+    json_t *srv = json_object_get(json_object_get(d, "telemetry"), "server");
+    CHECK_STR(json_string_value(json_object_get(srv, "source")), "sim");
+    CHECK_EQ_INT(json_array_size(json_object_get(json_object_get(srv, "series"), "kv_usage_pct")), n);
     /* the same seed gives the same run */
     char path2[512];
     snprintf(path2, sizeof path2, "%s/sim2.json", harness_tmpdir());

@@ -39,6 +39,7 @@ static void on_event(void *vctx, const engine_event *ev) {
 static int series_grow(sim_series *s, size_t cap) {
 #define GROW(f) do { void *p = realloc(s->f, cap * sizeof *s->f); if (!p) return -1; s->f = p; } while (0)
     GROW(t_s); GROW(running); GROW(waiting); GROW(batch_tokens); GROW(kv_usage); GROW(step_ms); GROW(preemptions);
+    GROW(prompt_tokens); GROW(gen_tokens); GROW(steps);
 #undef GROW
     s->cap = cap;
     return 0;
@@ -52,6 +53,7 @@ static void series_halve(sim_series *s) {
         s->t_s[k] = s->t_s[i]; s->running[k] = s->running[i]; s->waiting[k] = s->waiting[i];
         s->batch_tokens[k] = s->batch_tokens[i]; s->kv_usage[k] = s->kv_usage[i]; s->step_ms[k] = s->step_ms[i];
         s->preemptions[k] = s->preemptions[i];
+        s->prompt_tokens[k] = s->prompt_tokens[i]; s->gen_tokens[k] = s->gen_tokens[i]; s->steps[k] = s->steps[i];
     }
     s->n = k;
     s->interval_ns *= 2;
@@ -77,6 +79,9 @@ static void series_sample_until(engine *e, sim_series *s, int64_t t, int64_t *ne
         s->preemptions[i] = st.preemptions_total;
         s->step_ms[i] = st.last_step_ns >= 0 ? (float)(st.last_step_ns / 1e6) : 0;
         s->batch_tokens[i] = (int32_t)st.last_step_tokens;
+        s->prompt_tokens[i] = st.prompt_tokens_total;
+        s->gen_tokens[i] = st.generation_tokens_total;
+        s->steps[i] = st.steps_total;
         *next_sample += s->interval_ns;
     }
 }
@@ -196,9 +201,52 @@ json_t *sim_series_json(const sim_series *s) {
     return o;
 }
 
+static json_t *rate_or_null(double num, double den) {
+    return den > 0 ? json_real(num / den) : json_null();
+}
+
+json_t *sim_series_server_json(const sim_series *s) {
+    json_t *t = json_array(), *run = json_array(), *wait = json_array(), *kv = json_array(), *pre = json_array(),
+           *ptps = json_array(), *gtps = json_array(), *tps = json_array();
+    for (size_t i = 0; i < s->n; i++) {
+        json_array_append_new(t, json_real(s->t_s[i]));
+        json_array_append_new(run, json_integer(s->running[i]));
+        json_array_append_new(wait, json_integer(s->waiting[i]));
+        json_array_append_new(kv, json_real(100.0 * s->kv_usage[i]));
+        if (i == 0) {   /* counters need an interval, as for the first scrape */
+            json_array_append_new(pre, json_null());
+            json_array_append_new(ptps, json_null());
+            json_array_append_new(gtps, json_null());
+            json_array_append_new(tps, json_null());
+            continue;
+        }
+        double dt = s->t_s[i] - s->t_s[i - 1];
+        int64_t dsteps = s->steps[i] - s->steps[i - 1];
+        json_array_append_new(pre, json_integer(s->preemptions[i] - s->preemptions[i - 1]));
+        json_array_append_new(ptps, rate_or_null((double)(s->prompt_tokens[i] - s->prompt_tokens[i - 1]), dt));
+        json_array_append_new(gtps, rate_or_null((double)(s->gen_tokens[i] - s->gen_tokens[i - 1]), dt));
+        /* tokens per step over the interval: prompt tokens are counted when first scheduled, so
+         * this is an approximation for chunked prompts */
+        json_array_append_new(tps, rate_or_null((double)(s->prompt_tokens[i] - s->prompt_tokens[i - 1] +
+                                                         s->gen_tokens[i] - s->gen_tokens[i - 1]), (double)dsteps));
+    }
+    json_t *series = json_object();
+    json_object_set_new(series, "t_s", t);
+    json_object_set_new(series, "running", run);
+    json_object_set_new(series, "waiting", wait);
+    json_object_set_new(series, "kv_usage_pct", kv);
+    json_object_set_new(series, "preemptions", pre);
+    json_object_set_new(series, "prompt_tokens_per_s", ptps);
+    json_object_set_new(series, "generation_tokens_per_s", gtps);
+    json_object_set_new(series, "tokens_per_step", tps);
+    return json_pack("{s:n,s:s,s:I,s:i,s:n,s:o}", "url", "source", "sim", "scrapes", (json_int_t)s->n,
+                     "scrape_errors", 0, "last_error", "series", series);
+}
+
 void sim_series_free(sim_series *s) {
     free(s->t_s); free(s->running); free(s->waiting); free(s->batch_tokens);
     free(s->kv_usage); free(s->step_ms); free(s->preemptions);
+    free(s->prompt_tokens); free(s->gen_tokens); free(s->steps);
     memset(s, 0, sizeof *s);
 }
 

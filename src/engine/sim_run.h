@@ -30,7 +30,7 @@ typedef struct {
     double *t_s;                 /* seconds from the start */
     int32_t *running, *waiting, *batch_tokens;
     float *kv_usage, *step_ms;
-    int64_t *preemptions;
+    int64_t *preemptions, *prompt_tokens, *gen_tokens, *steps;   /* cumulative */
 } sim_series;
 
 /* Request lengths for a dataset spec, without building prompt text: random:in=N,out=M,range=F
@@ -48,5 +48,10 @@ int sim_run(engine *e, const sim_workload *w, recset *recs, sim_series *series, 
 /* {"interval_s":..,"t_s":[..],"running":[..],"waiting":[..],"kv_usage":[..],"preemptions":[..],
  *  "step_ms":[..],"batch_tokens":[..]} */
 json_t *sim_series_json(const sim_series *s);
+/* The same series in the shape of telemetry's scraped server section (telemetry.series.server:
+ * running, waiting, kv_usage_pct, preemptions / prompt_tokens_per_s / generation_tokens_per_s /
+ * tokens_per_step per interval, null where the interval is unknown), so diagnose and report read a
+ * simulated run like a scraped vLLM. */
+json_t *sim_series_server_json(const sim_series *s);
 void sim_series_free(sim_series *s);
 #endif
