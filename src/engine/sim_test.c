@@ -436,3 +436,19 @@ TEST(sim_stall_fault_delays_one_request) {
     CHECK_NEAR(maxgap, 0.5, 0.01);
     engine_destroy(e);
 }
+
+/* fp8 KV doubles the engine's blocks; the model's step does not depend on the KV budget. */
+TEST(sim_fp8_kv_doubles_blocks) {
+    sim_params p;
+    sim_default_params(&p);
+    engine *a = make(&p);
+    snprintf(p.kv_dtype, sizeof p.kv_dtype, "fp8");
+    engine *b = make(&p);
+    sim_info ia, ib;
+    CHECK(sim_get_info(a, &ia) == 0 && sim_get_info(b, &ib) == 0);
+    CHECK_NEAR((double)ib.total_blocks / ia.total_blocks, 2.0, 1e-4);
+    CHECK_NEAR(ia.kv_bytes_per_token, 31104, 0);
+    CHECK_NEAR(ib.kv_bytes_per_token, 15552, 0);
+    engine_destroy(a);
+    engine_destroy(b);
+}
