@@ -40,7 +40,7 @@ void sim_default_params(sim_params *p);
  * kv-dtype, max-num-seqs, max-num-batched-tokens, block-size, max-model-len,
  * gpu-memory-utilization, reserved-mem, num-gpu-blocks, chunked-prefill, gpu-mem, hbm-bw,
  * bf16-flops, fp8-flops, link-bw, bw-eff, compute-eff, link-eff, step-overhead, comm-latency,
- * expert-skew, profile). 0 ok, 1 unknown key, -1 bad value (err says why). */
+ * expert-skew, flash-attention, profile). 0 ok, 1 unknown key, -1 bad value (err says why). */
 int sim_params_set(sim_params *p, const char *key, const char *value, char *err, size_t errlen);
 /* The keys sim_params_set accepts, NULL-terminated (for building getopt_long tables). */
 const char *const *sim_params_keys(void);

@@ -50,6 +50,7 @@ static const char help[] =
     "  --step-overhead DUR        fixed time per engine step (1.5ms)\n"
     "  --comm-latency DUR         per all-reduce / all-to-all (10us)\n"
     "  --expert-skew S            Zipf exponent of expert popularity (0 = uniform routing)\n"
+    "  --flash-attention on|off   off: attention scores go through HBM (eager attention) (on)\n"
     "  --profile FILE             efficiency factors from `dsperf sim --calibrate`\n";
 
 const char *sim_params_help(void) { return help; }
@@ -59,7 +60,7 @@ static const char *const keys[] = {
     "weight-dtype", "dtype", "kv-dtype", "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens", "block-size",
     "max-model-len", "gpu-memory-utilization", "reserved-mem", "num-gpu-blocks", "chunked-prefill",
     "enable-chunked-prefill", "gpu-mem", "hbm-bw", "bf16-flops", "fp8-flops", "link-bw", "bw-eff", "compute-eff",
-    "link-eff", "step-overhead", "comm-latency", "expert-skew", "profile", NULL,
+    "link-eff", "step-overhead", "comm-latency", "expert-skew", "flash-attention", "profile", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -166,6 +167,10 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "expert-skew")) {
         rc = units_parse_double(v, &p->factors.expert_skew); want = "a Zipf exponent >= 0 (0 = uniform)";
         if (!rc && (p->factors.expert_skew < 0 || p->factors.expert_skew > 10)) rc = -1;
+    } else if (!strcmp(key, "flash-attention")) {
+        bool on;
+        rc = parse_bool(v, &on); want = "on or off";
+        if (!rc) p->factors.no_flash_attention = !on;
     } else if (!strcmp(key, "profile")) {
         return sim_params_load_profile(p, v, err, errlen);
     } else {

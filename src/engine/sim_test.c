@@ -310,6 +310,7 @@ TEST(sim_params_parse) {
     CHECK(sim_params_set(&p, "step-overhead", "2ms", err, sizeof err) == 0);
     CHECK_NEAR(p.factors.step_overhead_s, 2e-3, 1e-12);
     CHECK(sim_params_set(&p, "chunked-prefill", "off", err, sizeof err) == 0 && !p.chunked_prefill);
+    CHECK(sim_params_set(&p, "flash-attention", "off", err, sizeof err) == 0 && p.factors.no_flash_attention);
     CHECK(sim_params_set(&p, "gpu-memory-utilization", "1.5", err, sizeof err) == -1);
     CHECK(strstr(err, "gpu-memory-utilization") != NULL);
     CHECK(sim_params_set(&p, "model", "gpt-5", err, sizeof err) == -1);
@@ -451,4 +452,25 @@ TEST(sim_fp8_kv_doubles_blocks) {
     CHECK_NEAR(ib.kv_bytes_per_token, 15552, 0);
     engine_destroy(a);
     engine_destroy(b);
+}
+
+/* Without flash attention the prefill's score matrix goes through HBM: heads x pairs x 2 bytes,
+ * written and read twice, every layer. */
+TEST(sim_no_flash_attention_adds_score_traffic) {
+    sim_params p;
+    sim_default_params(&p);
+    char err[256];
+    cost_model a, b;
+    CHECK(sim_params_cost(&p, &a, err, sizeof err) == 0);
+    p.factors.no_flash_attention = 1;
+    CHECK(sim_params_cost(&p, &b, err, sizeof err) == 0);
+    cost_batch cb;
+    cost_step sa, sb;
+    cost_prefill_batch(4096, &cb);
+    cost_step_time(&a, &cb, &sa);
+    cost_step_time(&b, &cb, &sb);
+    CHECK_NEAR(sb.bytes - sa.bytes, 4096.0 * 4097 / 2 * 27 * 16 * 2 * 4, 1);
+    CHECK(sb.t >= sa.t);
+    cost_free(&a);
+    cost_free(&b);
 }
