@@ -474,3 +474,47 @@ TEST(sim_no_flash_attention_adds_score_traffic) {
     cost_free(&a);
     cost_free(&b);
 }
+
+/* Under overload, priority scheduling serves the high-priority class first; fcfs does not care. */
+static void mean_ttft_by_class(bool priority, double *hi, double *lo) {
+    sim_params p;
+    sim_default_params(&p);
+    p.max_num_seqs = 8;
+    p.priority_scheduling = priority;
+    engine *e = make(&p);
+    static trace t;
+    memset(&t, 0, sizeof t);
+    int n = 200;
+    int64_t now = 0;
+    int next = 0;
+    for (;;) {
+        int64_t te = engine_next_event_ns(e), ta = next < n ? next * 2000000LL : ENGINE_NEVER;
+        if (te == ENGINE_NEVER && ta == ENGINE_NEVER) break;
+        if (ta <= te) {
+            now = ta;
+            engine_request r = {.id = (uint64_t)next, .prompt_tokens = 256, .max_tokens = 64, .priority = next % 4 == 0 ? 0 : 1};
+            CHECK(engine_submit(e, &r, now) == 0);
+            t.submit_ns[next++] = now;
+        } else {
+            engine_advance(e, now = te, on_event, &t);
+        }
+    }
+    double sh = 0, sl = 0;
+    for (int i = 0; i < n; i++) {
+        double ttft = (t.first_ns[i] - t.submit_ns[i]) / 1e9;
+        if (i % 4 == 0) sh += ttft; else sl += ttft;
+        CHECK(t.finished[i] && t.tokens[i] == 64);
+    }
+    *hi = sh / (n / 4);
+    *lo = sl / (n - n / 4);
+    engine_destroy(e);
+}
+
+TEST(sim_priority_scheduling) {
+    double fh, fl, ph, pl;
+    mean_ttft_by_class(false, &fh, &fl);
+    mean_ttft_by_class(true, &ph, &pl);
+    CHECK_MSG(fabs(fh / fl - 1) < 0.25, "fcfs: high %.3fs low %.3fs", fh, fl);
+    CHECK_MSG(ph < 0.2 * pl, "priority: high %.3fs low %.3fs", ph, pl);
+    CHECK(pl > fl);   /* the low class pays for it */
+}
