@@ -31,7 +31,10 @@ static void usage(FILE *f) {
         "  --output-len N             max_tokens for jsonl items without one (128)\n"
         "  --rate R/s | inf           open-loop arrival rate (inf: all at once)\n"
         "  --arrival KIND             poisson (default), gamma:K, constant, or trace (the jsonl timestamps)\n"
+        "  --max-concurrency N        open loop: cap in-flight requests; the excess waits in a measured\n"
+        "                             client queue\n"
         "  --concurrency N            closed loop: N users instead of --rate\n"
+        "  --think DUR                closed loop: pause between a user's requests (0)\n"
         "  --requests N               requests to simulate (1000)\n"
         "  --duration DUR             open loop: requests = rate x duration\n"
         "  --warmup N                 first N requests excluded from statistics\n"
@@ -91,22 +94,41 @@ static json_t *engine_section(engine *e, const sim_params *p, const sim_series *
     return o;
 }
 
-static json_t *config_section(const sim_params *p, const char *dataset, double rate, const char *arrival_spec,
-                              int concurrency, size_t n, uint64_t seed) {
-    json_t *t = json_pack("{s:s,s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b}", "engine", "sim",
-        "model", p->model_config[0] ? p->model_config : p->model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep,
-        "weight_dtype", p->weight_dtype, "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs,
-        "max_num_batched_tokens", p->max_num_batched_tokens, "block_size", p->block_size,
-        "gpu_memory_utilization", p->gpu_memory_utilization, "chunked_prefill", p->chunked_prefill);
-    json_t *load = json_object();
-    if (concurrency > 0) json_object_set_new(load, "concurrency", json_integer(concurrency));
+/* The same flat keys as bench's config (so compare and report read both), plus "sim": the engine
+ * settings. */
+typedef struct {
+    const char *dataset, *arrival;
+    double rate;
+    int concurrency, max_concurrency;
+    size_t requests, warmup;
+    int64_t think_ns;
+    uint64_t seed;
+} load_desc;
+
+static json_t *config_section(const sim_params *p, const load_desc *l) {
+    json_t *c = json_object();
+    const char *model = p->model_config[0] ? p->model_config : p->model;
+    json_object_set_new(c, "url", json_string("sim"));
+    json_object_set_new(c, "model", json_string(model));
+    json_object_set_new(c, "load", json_string(l->concurrency ? "closed" : "open"));
+    if (l->concurrency) json_object_set_new(c, "concurrency", json_integer(l->concurrency));
     else {
-        json_object_set_new(load, "rate_per_s", isinf(rate) ? json_string("inf") : json_real(rate));
-        json_object_set_new(load, "arrival", json_string(arrival_spec));
+        json_object_set_new(c, "rate_per_s", isinf(l->rate) || l->rate <= 0 ? json_null() : json_real(l->rate));
+        json_object_set_new(c, "arrival", json_string(isinf(l->rate) ? "all-at-once" : l->arrival));
+        json_object_set_new(c, "max_concurrency", l->max_concurrency ? json_integer(l->max_concurrency) : json_null());
     }
-    json_object_set_new(load, "requests", json_integer((json_int_t)n));
-    json_object_set_new(load, "seed", json_integer((json_int_t)seed));
-    return json_pack("{s:s,s:o,s:s,s:o}", "target", "sim", "sim", t, "dataset", dataset, "load", load);
+    json_object_set_new(c, "requests", json_integer((json_int_t)(l->requests - l->warmup)));
+    json_object_set_new(c, "warmup", json_integer((json_int_t)l->warmup));
+    json_object_set_new(c, "think_s", json_real(l->think_ns / 1e9));
+    json_object_set_new(c, "seed", json_integer((json_int_t)l->seed));
+    json_object_set_new(c, "dataset", json_string(l->dataset));
+    json_object_set_new(c, "ignore_eos", json_true());
+    json_object_set_new(c, "sim", json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b,s:s}",
+        "model", model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep, "weight_dtype", p->weight_dtype,
+        "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens", p->max_num_batched_tokens,
+        "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
+        "chunked_prefill", p->chunked_prefill, "scheduling_policy", p->priority_scheduling ? "priority" : "fcfs"));
+    return c;
 }
 
 static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_ns) {
@@ -127,7 +149,7 @@ static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_n
 }
 
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
-       O_PCT, O_OUTPUT_LEN, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP,
+       O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP,
        O_SIM = 2000 };
 
 int cmd_sim(int argc, char **argv) {
@@ -142,7 +164,8 @@ int cmd_sim(int argc, char **argv) {
         {"slo-tpot", required_argument, 0, O_SLO_TPOT}, {"slo-e2el", required_argument, 0, O_SLO_E2EL},
         {"quiet", no_argument, 0, O_QUIET}, {"calibrate", required_argument, 0, O_CALIBRATE},
         {"requests-jsonl", required_argument, 0, O_REQ_JSONL}, {"profile-out", required_argument, 0, O_PROFILE_OUT},
-        {"output-len", required_argument, 0, O_OUTPUT_LEN}, {"help", no_argument, 0, O_HELP},
+        {"output-len", required_argument, 0, O_OUTPUT_LEN}, {"max-concurrency", required_argument, 0, O_MAXCONC},
+        {"think", required_argument, 0, O_THINK}, {"help", no_argument, 0, O_HELP},
     };
     const size_t n_own = sizeof own / sizeof own[0];
     const char *const *keys = sim_params_keys();
@@ -160,7 +183,8 @@ int cmd_sim(int argc, char **argv) {
     const char *dataset = "random:in=1024,out=128", *arrival_spec = "poisson", *out_path = NULL, *req_out = NULL;
     const char *calibrate = NULL, *req_jsonl = NULL, *profile_out = "profile.json";
     double rate = 0;
-    long long concurrency = 0, n_req = 1000, warmup = 0, seed = 1, output_len = 128;
+    long long concurrency = 0, n_req = 1000, warmup = 0, seed = 1, output_len = 128, max_conc = 0;
+    int64_t think_ns = 0;
     int64_t duration_ns = 0, ns;
     int quiet = 0, c, idx, n_req_given = 0, rc = EXIT_USAGE;
     char err[512];
@@ -185,6 +209,8 @@ int cmd_sim(int argc, char **argv) {
         case O_REQ_OUT: req_out = optarg; break;
         case O_PCT: bad = summary_parse_percentiles(&so, optarg); break;
         case O_OUTPUT_LEN: bad = units_parse_int(optarg, 1, 1 << 24, &output_len); break;
+        case O_MAXCONC: bad = units_parse_int(optarg, 1, 1 << 24, &max_conc); break;
+        case O_THINK: bad = units_parse_duration_ns(optarg, &think_ns); break;
         case O_SLO_TTFT: bad = units_parse_duration_ns(optarg, &ns); so.slo_ttft_ms = ns / 1e6; break;
         case O_SLO_TPOT: bad = units_parse_duration_ns(optarg, &ns); so.slo_tpot_ms = ns / 1e6; break;
         case O_SLO_E2EL: bad = units_parse_duration_ns(optarg, &ns); so.slo_e2el_ms = ns / 1e6; break;
@@ -290,8 +316,14 @@ int cmd_sim(int argc, char **argv) {
         if (!(times = calloc(n, sizeof *times))) goto oom;
         if (!isinf(rate)) arrival_schedule(&arr, &g, 0, times, n);
     }
-    sim_workload w = {.n = n, .arrival_ns = times, .concurrency = (int)concurrency, .in_tokens = ins,
-                      .max_tokens = outs, .warmup = (size_t)warmup};
+    if (max_conc > 0 && concurrency > 0) {
+        log_error("sim: --max-concurrency caps an open loop; with --concurrency the users are the cap");
+        rc = EXIT_USAGE;
+        goto done;
+    }
+    sim_workload w = {.n = n, .arrival_ns = times, .concurrency = (int)concurrency, .think_ns = think_ns,
+                      .max_concurrency = (int)max_conc, .in_tokens = ins, .max_tokens = outs, .warmup = (size_t)warmup};
+    so.max_concurrency = (int)max_conc;
     if (sim_run(e, &w, &recs, &ser, err, sizeof err) < 0) {
         log_error("sim: %s", err);
         rc = EXIT_RUN_FAILED;
@@ -304,7 +336,10 @@ int cmd_sim(int argc, char **argv) {
         if (!args || asprintf(&cmdline, "dsperf %s", args) < 0) cmdline = NULL;
         free(args);
     }
-    cfg = config_section(&p, dataset, rate, replay ? "trace" : arrival_spec, (int)concurrency, n, (uint64_t)seed);
+    load_desc ld = {.dataset = dataset, .arrival = replay ? "trace" : arrival_spec, .rate = rate,
+                    .concurrency = (int)concurrency, .max_concurrency = (int)max_conc, .requests = n,
+                    .warmup = (size_t)warmup, .think_ns = think_ns, .seed = (uint64_t)seed};
+    cfg = config_section(&p, &ld);
     results_meta meta = {.producer = "sim", .command_line = cmdline, .config = cfg};
     doc = results_build(&recs, &so, &meta);
     if (!doc) goto oom;

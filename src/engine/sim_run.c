@@ -12,10 +12,15 @@
 typedef struct {
     recset *recs;
     const sim_workload *w;
-    size_t *ready;               /* closed loop: indices finished in the last advance (to refill) */
-    size_t n_ready;
-    size_t done;
+    int64_t *ready;              /* closed loop: FIFO of times users become ready (finish + think) */
+    size_t r_head, r_len, r_cap;
+    size_t in_flight;
 } run_ctx;
+
+/* Users become ready in finish order, and think time is constant: a FIFO keeps them sorted. */
+static void ready_push(run_ctx *c, int64_t t) {
+    c->ready[(c->r_head + c->r_len++) % c->r_cap] = t;
+}
 
 static void on_event(void *vctx, const engine_event *ev) {
     run_ctx *c = vctx;
@@ -31,8 +36,8 @@ static void on_event(void *vctx, const engine_event *ev) {
         r->end_ns = ev->t_ns;
         r->outcome = REC_OK;
         r->http_status = 200;
-        c->done++;
-        if (c->w->concurrency > 0) c->ready[c->n_ready++] = (size_t)ev->id;
+        c->in_flight--;
+        if (c->w->concurrency > 0) ready_push(c, ev->t_ns + c->w->think_ns);
     }
 }
 
@@ -86,9 +91,11 @@ static void series_sample_until(engine *e, sim_series *s, int64_t t, int64_t *ne
     }
 }
 
-static int submit_one(engine *e, const sim_workload *w, recset *recs, size_t i, int64_t t) {
+/* 0 submitted, 1 rejected (recorded as a failure), -1 out of memory. */
+static int submit_one(engine *e, const sim_workload *w, recset *recs, size_t i, int64_t sched, int64_t t) {
     record *r = &recs->v[i];
-    r->sched_ns = r->send_ns = t;
+    r->sched_ns = sched;
+    r->send_ns = t;
     engine_request q = {.id = i, .prompt_tokens = w->in_tokens[i], .max_tokens = w->max_tokens[i], .ignore_eos = true};
     /* chunk arrays sized once: no allocation per token */
     if (w->max_tokens[i] > 0 && !r->chunk_ns) {
@@ -125,9 +132,10 @@ int sim_run(engine *e, const sim_workload *w, recset *recs, sim_series *series, 
         r->outcome = REC_ERR_CANCELLED;   /* until it finishes */
     }
     run_ctx c = {.recs = recs, .w = w};
-    if (w->concurrency > 0 && !(c.ready = malloc(sizeof(size_t) * (size_t)w->concurrency))) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
+    if (w->concurrency > 0) {
+        c.r_cap = (size_t)w->concurrency;
+        if (!(c.ready = malloc(sizeof(int64_t) * c.r_cap))) { snprintf(err, errlen, "out of memory"); return -1; }
+        for (int u = 0; u < w->concurrency; u++) ready_push(&c, SIM_RUN_T0_NS);
     }
     if (series) {
         memset(series, 0, sizeof *series);
@@ -137,31 +145,38 @@ int sim_run(engine *e, const sim_workload *w, recset *recs, sim_series *series, 
         series->interval_ns = 10000000;   /* 10 ms, doubled as needed */
     }
     int64_t next_sample = SIM_RUN_T0_NS;
-    size_t next = 0;
+    size_t next = 0;     /* open loop: requests [q_head, next) arrived and wait in the client queue */
+    size_t q_head = 0;
     int64_t now = SIM_RUN_T0_NS;
-    if (!w->arrival_ns) {
-        for (; next < w->n && next < (size_t)w->concurrency; next++)
-            if (submit_one(e, w, recs, next, now) < 0) goto oom;
-            else if (recs->v[next].outcome == REC_ERR_HTTP) c.ready[c.n_ready++] = next;
-    }
     for (;;) {
-        /* closed loop: each finished (or rejected) request frees its user for the next one */
-        while (c.n_ready > 0 && next < w->n) {
-            c.n_ready--;
-            int rc = submit_one(e, w, recs, next, now);
-            if (rc < 0) goto oom;
-            if (rc > 0) c.ready[c.n_ready++] = next;
-            next++;
+        if (w->arrival_ns) {
+            while (q_head < next && (!w->max_concurrency || c.in_flight < (size_t)w->max_concurrency)) {
+                int rc = submit_one(e, w, recs, q_head, SIM_RUN_T0_NS + w->arrival_ns[q_head], now);
+                if (rc < 0) goto oom;
+                if (rc == 0) c.in_flight++;
+                q_head++;
+            }
+        } else {
+            /* closed loop: a ready user sends its next request; a rejection frees it at once */
+            while (c.r_len && c.ready[c.r_head] <= now && next < w->n) {
+                int64_t ready = c.ready[c.r_head];
+                c.r_head = (c.r_head + 1) % c.r_cap;
+                c.r_len--;
+                int rc = submit_one(e, w, recs, next, ready, now);
+                if (rc < 0) goto oom;
+                if (rc == 0) c.in_flight++;
+                else ready_push(&c, now + w->think_ns);
+                next++;
+            }
         }
-        c.n_ready = 0;
-        int64_t te = engine_next_event_ns(e);
-        int64_t ta = w->arrival_ns && next < w->n ? SIM_RUN_T0_NS + w->arrival_ns[next] : ENGINE_NEVER;
+        int64_t te = engine_next_event_ns(e), ta = ENGINE_NEVER;
+        if (w->arrival_ns) { if (next < w->n) ta = SIM_RUN_T0_NS + w->arrival_ns[next]; }
+        else if (c.r_len && next < w->n) ta = c.ready[c.r_head];
         if (te == ENGINE_NEVER && ta == ENGINE_NEVER) break;
         if (ta <= te) {
             series_sample_until(e, series, ta - 1, &next_sample);
             now = ta;
-            if (submit_one(e, w, recs, next, now) < 0) goto oom;
-            next++;
+            if (w->arrival_ns) next++;
         } else {
             series_sample_until(e, series, te - 1, &next_sample);
             now = te;

@@ -1,7 +1,8 @@
 /* sim_run — drives an engine on a virtual clock with a workload (open-loop arrival times or a
  * closed loop of N users) and measures each request as a client would: one record per request
  * (sched = send = arrival, a chunk per token event, first/last/end times, usage tokens), so the
- * lead's summary and results code treats a simulated run exactly like a `bench` run. Also samples
+ * lead's summary and results code treats a simulated run exactly like a `bench` run (also the
+ * open-loop client queue under --max-concurrency, and the closed loop's think time). Also samples
  * the engine's gauges into time series (running, waiting, KV usage, preemptions, step time,
  * batch tokens). */
 #ifndef DSP_SIM_RUN_H
@@ -18,6 +19,9 @@ typedef struct {
     size_t n;                    /* requests */
     const int64_t *arrival_ns;   /* open loop: offsets from the start (non-decreasing); NULL: closed loop */
     int concurrency;             /* closed loop: users, each sends its next request when the last finished */
+    int64_t think_ns;            /* closed loop: pause between a user's requests */
+    int max_concurrency;         /* open loop: cap on in-flight requests (0 none); the excess waits in
+                                  * a client queue and that wait is measured (send - sched) */
     const int32_t *in_tokens;    /* per request */
     const int32_t *max_tokens;   /* per request (ignore_eos: the exact output length) */
     size_t warmup;               /* the first `warmup` requests are marked warm-up */
