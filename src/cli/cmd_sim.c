@@ -35,20 +35,21 @@ static void usage(FILE *f) {
         "                             client queue\n"
         "  --concurrency N            closed loop: N users instead of --rate\n"
         "  --think DUR                closed loop: pause between a user's requests (0)\n"
-        "  --requests N               requests to simulate (1000)\n"
+        "  --requests N               measured requests (1000; a jsonl file: each line once)\n"
         "  --duration DUR             open loop: requests = rate x duration\n"
-        "  --warmup N                 first N requests excluded from statistics\n"
+        "  --warmup N                 extra requests first, excluded from statistics (0)\n"
         "  --seed S                   seed for arrivals and lengths (1)\n"
         "Output:\n"
         "  --out FILE                 results JSON (schema dsperf.results/1, producer \"sim\")\n"
-        "  --requests-out FILE        per-request JSONL\n"
+        "  --save-requests FILE       per-request JSONL (as bench; also --requests-out)\n"
         "  --percentiles LIST         (50,90,95,99,99.9)\n"
-        "  --slo-ttft DUR, --slo-tpot DUR, --slo-e2el DUR   goodput SLOs\n"
+        "  --slo ttft=200ms,tpot=50ms,e2el=10s   goodput SLOs, any subset (as bench)\n"
         "  --quiet                    no summary on stdout\n"
         "Calibration:\n"
-        "  --calibrate FILE           fit efficiency factors and step overhead to a measured results\n"
-        "                             JSON (with --requests-jsonl FILE of the same run for per-request\n"
-        "                             fits); writes the profile to --profile-out (default profile.json)\n"
+        "  --calibrate FILE           fit bw_eff, step overhead and compute_eff to a measured run: its\n"
+        "                             per-request JSONL (bench --save-requests), or its results JSON\n"
+        "                             (coarser: bw_eff only); the flags above/below give the setup;\n"
+        "                             writes the profile to --profile-out (default profile.json)\n"
         "  --requests-jsonl FILE      per-request JSONL of the run being calibrated against\n"
         "  --profile-out FILE\n"
         "Engine and hardware:\n%s\n"
@@ -56,7 +57,7 @@ static void usage(FILE *f) {
         "  dsperf sim --model deepseek-v2-lite --gpu h200 --tp 1 --dataset random:in=1024,out=128 \\\n"
         "             --rate 20/s --requests 5000 --out results.json\n"
         "  dsperf sim --model deepseek-v3 --gpu h200 --tp 8 --kv-dtype fp8 --concurrency 256 --requests 2000\n"
-        "  dsperf sim --calibrate measured.json --requests-jsonl measured.requests.jsonl --profile-out h200.json\n"
+        "  dsperf sim --calibrate measured.requests.jsonl --model deepseek-v2-lite --gpu h200 --profile-out h200.json\n"
         "  dsperf sim --profile h200.json --rate 30/s\n",
         sim_params_help());
 }
@@ -148,8 +149,25 @@ static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_n
     fprintf(f, "%s\n", "==================================================");
 }
 
+/* "ttft=200ms,tpot=50ms,e2el=10s", any subset. 0 ok, -1 malformed. */
+static int parse_slo(summary_opts *o, const char *spec) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        int64_t ns;
+        if (!eq || units_parse_duration_ns(eq + 1, &ns) < 0 || ns <= 0) return -1;
+        *eq = 0;
+        if (!strcmp(tok, "ttft")) o->slo_ttft_ms = ns / 1e6;
+        else if (!strcmp(tok, "tpot")) o->slo_tpot_ms = ns / 1e6;
+        else if (!strcmp(tok, "e2el")) o->slo_e2el_ms = ns / 1e6;
+        else return -1;
+    }
+    return 0;
+}
+
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
-       O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP,
+       O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP,
        O_SIM = 2000 };
 
 int cmd_sim(int argc, char **argv) {
@@ -165,7 +183,8 @@ int cmd_sim(int argc, char **argv) {
         {"quiet", no_argument, 0, O_QUIET}, {"calibrate", required_argument, 0, O_CALIBRATE},
         {"requests-jsonl", required_argument, 0, O_REQ_JSONL}, {"profile-out", required_argument, 0, O_PROFILE_OUT},
         {"output-len", required_argument, 0, O_OUTPUT_LEN}, {"max-concurrency", required_argument, 0, O_MAXCONC},
-        {"think", required_argument, 0, O_THINK}, {"help", no_argument, 0, O_HELP},
+        {"think", required_argument, 0, O_THINK}, {"slo", required_argument, 0, O_SLO},
+        {"save-requests", required_argument, 0, O_REQ_OUT}, {"help", no_argument, 0, O_HELP},
     };
     const size_t n_own = sizeof own / sizeof own[0];
     const char *const *keys = sim_params_keys();
@@ -186,7 +205,7 @@ int cmd_sim(int argc, char **argv) {
     long long concurrency = 0, n_req = 1000, warmup = 0, seed = 1, output_len = 128, max_conc = 0;
     int64_t think_ns = 0;
     int64_t duration_ns = 0, ns;
-    int quiet = 0, c, idx, n_req_given = 0, rc = EXIT_USAGE;
+    int quiet = 0, c, idx = 0, n_req_given = 0, rc = EXIT_USAGE;
     char err[512];
     optind = 1;
     opterr = 0;
@@ -211,6 +230,7 @@ int cmd_sim(int argc, char **argv) {
         case O_OUTPUT_LEN: bad = units_parse_int(optarg, 1, 1 << 24, &output_len); break;
         case O_MAXCONC: bad = units_parse_int(optarg, 1, 1 << 24, &max_conc); break;
         case O_THINK: bad = units_parse_duration_ns(optarg, &think_ns); break;
+        case O_SLO: bad = parse_slo(&so, optarg); break;
         case O_SLO_TTFT: bad = units_parse_duration_ns(optarg, &ns); so.slo_ttft_ms = ns / 1e6; break;
         case O_SLO_TPOT: bad = units_parse_duration_ns(optarg, &ns); so.slo_tpot_ms = ns / 1e6; break;
         case O_SLO_E2EL: bad = units_parse_duration_ns(optarg, &ns); so.slo_e2el_ms = ns / 1e6; break;
@@ -228,7 +248,7 @@ int cmd_sim(int argc, char **argv) {
         }
         }
         if (bad) {
-            log_error("sim: bad value '%s' for %s; see dsperf sim --help", optarg, argv[optind - 1]);
+            log_error("sim: bad value '%s' for --%s; see dsperf sim --help", optarg, opts[idx].name);
             free(opts);
             return EXIT_USAGE;
         }
