@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { RQ_FREE = 0, RQ_WAITING, RQ_RUNNING, RQ_ZOMBIE /* cancelled while its index sits in the waiting deque */ };
+enum { RQ_FREE = 0, RQ_WAITING, RQ_RUNNING, RQ_ZOMBIE /* cancelled while its index sits in the waiting heap */ };
 
 typedef struct {
     uint64_t id;
@@ -52,7 +52,7 @@ typedef struct {
     size_t wq_cap, wq_len;
     int64_t next_seq;
     int64_t n_waiting;          /* live waiting requests (zombies excluded) */
-    /* running, in admission order (the last is preempted first) */
+    /* running: fcfs in admission order, priority by (priority, seq); the last is preempted first */
     int32_t *run;
     int32_t n_run;
     int32_t n_stalled;
@@ -265,7 +265,7 @@ static void sim_cancel(engine *e, uint64_t id, int64_t now_ns) {
     map_del(s, id);
     s->blocked = false;
     if (r->state == RQ_WAITING) {
-        /* its index stays in the deque until it reaches the front */
+        /* its index stays in the heap until it reaches the top */
         r->state = RQ_ZOMBIE;
         free_blocks(s, r);
         s->n_waiting--;
