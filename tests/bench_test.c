@@ -33,6 +33,7 @@ static double err_status(json_t *r, const char *code) {
 }
 
 static void timing_at(int concurrency, int requests, int out_tokens) {
+    SKIP_IF_SANITIZED();
     test_server s;
     if (test_serve_start(&s, "--ttft 50ms --itl 10ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     char args[256];
@@ -62,6 +63,7 @@ TEST(bench_timing_closed_loop_512_streams) { timing_at(512, 1024, 10); }
  * at 400/s arrive within ~0.25 s; 4 slots of 140 ms each serve ~28/s, so the last request waits
  * ~3.3 s: p99 from schedule must exceed 2 s. */
 TEST(bench_open_loop_queue_is_measured) {
+    SKIP_IF_SANITIZED();
     test_server s;
     if (test_serve_start(&s, "--ttft 50ms --itl 10ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     json_t *r = bench_json(&s, "--rate 400/s --max-concurrency 4 --requests 100 --dataset random:in=8,out=10 --seed 3", NULL);
