@@ -47,7 +47,7 @@ void fixed_default_params(fixed_params *p) {
     p->tokens_per_chunk = 1;
     p->jitter = 0;
     p->seed = 1;
-    p->max_events_per_advance = 16384;
+    p->max_events_per_advance = 8192;
 }
 
 const char fixed_params_help[] =
@@ -56,7 +56,9 @@ const char fixed_params_help[] =
     "  --prefill-per-token D  added to TTFT per prompt token (default 0)\n"
     "  --capacity N           requests in service at once, later ones wait FIFO; 0 = unlimited (default 0)\n"
     "  --tokens-per-chunk K   tokens per emission, like MTP/speculative decoding (default 1)\n"
-    "  --jitter F             scale each TTFT and gap by 1 +- F, uniform, seeded by --seed (default 0 = off)\n";
+    "  --jitter F             scale each TTFT and gap by 1 +- F, uniform, seeded by --seed (default 0 = off)\n"
+    "  --max-events-per-advance N  emissions written per loop turn before the loop reads and accepts\n"
+    "                         again; bounds unfairness at --itl 0 (default 8192)\n";
 
 int fixed_params_set(fixed_params *p, const char *key, const char *value, char *err, size_t errlen) {
     long long n;
@@ -70,6 +72,14 @@ int fixed_params_set(fixed_params *p, const char *key, const char *value, char *
         if (key[0] == 't') p->ttft_ns = ns;
         else if (key[0] == 'i') p->itl_ns = ns;
         else p->prefill_per_token_ns = ns;
+        return 0;
+    }
+    if (!strcmp(key, "max-events-per-advance")) {
+        if (!value || units_parse_int(value, 1, 100000000LL, &n) < 0) {
+            snprintf(err, errlen, "--max-events-per-advance wants an integer >= 1, got '%s'", value ? value : "");
+            return -1;
+        }
+        p->max_events_per_advance = (int32_t)n;
         return 0;
     }
     if (!strcmp(key, "capacity") || !strcmp(key, "tokens-per-chunk")) {
@@ -341,7 +351,9 @@ static void fx_advance(engine *e, int64_t now_ns, engine_emit_fn emit, void *ctx
             free(q);
             admit_waiting(f, ev.t_ns);
         } else {
-            q->due_ns = chunk_due(f, q, q->chunk, ev.t_ns);
+            /* itl 0 has no grid: the next chunk is due when this one went out, so a request that
+             * arrives during a flood is not queued behind every token already "due at first" */
+            q->due_ns = f->p.itl_ns > 0 ? chunk_due(f, q, q->chunk, ev.t_ns) : now_ns;
             heap_push(f, q);
         }
         emit(ctx, &ev);

@@ -48,6 +48,7 @@ typedef struct stream {
     bool stall_counted;
     int32_t sent;                   /* tokens emitted so far */
     int64_t arrival_ns, sched_ns, first_ns, last_ns;   /* engine time */
+    int64_t last_write_wall_ns;     /* when something was last written to the client */
     struct stream *prev, *next;     /* all streams, for shutdown */
     struct stream *deferred_next;
 } stream;
@@ -58,7 +59,8 @@ struct server {
     engine *eng;
     struct event_base *base;
     struct evhttp *http;
-    struct event *timer, *stop_ev, *dur_ev, *sig_int, *sig_term;
+    struct event *timer, *stop_ev, *dur_ev, *sig_int, *sig_term, *sweep_ev;
+    int64_t loop_wall_ns;           /* wall clock at the start of the current timer callback */
     int stop_fd, listen_fd, port;
     int64_t armed_ns;               /* engine time the timer is armed for (ENGINE_NEVER: not armed) */
     int64_t t0_ns;                  /* wall = engine at start; engine = t0 + (wall - t0) * speedup */
@@ -68,6 +70,7 @@ struct server {
     stream *streams;
     stream *deferred;               /* cancels and frees to do after the current advance */
     bool in_advance;
+    int64_t advance_now;            /* engine time the current advance was called with */
     int64_t iter_t, iter_tokens;    /* tokens of the engine step being reported (same t_ns) */
     struct evbuffer *buf;           /* scratch for one chunk */
 };
@@ -87,10 +90,22 @@ void server_default_params(server_params *p) {
 
 /* ---- clocks ---- */
 
-static int64_t engine_now(const server *s) {
-    int64_t w = clock_now_ns();
-    if (s->p.speedup == 1.0) return w;
-    return s->t0_ns + (int64_t)((double)(w - s->t0_ns) * s->p.speedup);
+static int64_t engine_at(const server *s, int64_t wall_ns) {
+    if (s->p.speedup == 1.0) return wall_ns;
+    return s->t0_ns + (int64_t)((double)(wall_ns - s->t0_ns) * s->p.speedup);
+}
+
+static int64_t engine_now(const server *s) { return engine_at(s, clock_now_ns()); }
+
+/* When the loop woke up for the current callback: libevent caches it per iteration (as realtime).
+ * A request's arrival is taken from it, so a burst read in one wake-up shares one arrival time
+ * instead of each request's TTFT starting only when the loop got round to parsing it. */
+static int64_t loop_wake_ns(const server *s) {
+    struct timeval tv;
+    int64_t mono = clock_now_ns();
+    if (event_base_gettimeofday_cached(s->base, &tv) < 0) return mono;
+    int64_t age = clock_wall_ns() - ((int64_t)tv.tv_sec * NS_PER_S + (int64_t)tv.tv_usec * 1000);
+    return age > 0 && age < NS_PER_S ? mono - age : mono;
 }
 
 static double secs(const server *s, int64_t engine_ns) { (void)s; return (double)engine_ns / 1e9; }
@@ -195,6 +210,7 @@ static void stream_complete(stream *st) {
 
 static void send_chunk(stream *st, void (*flushed)(struct evhttp_connection *, void *)) {
     server *s = st->srv;
+    st->last_write_wall_ns = s->loop_wall_ns;
     if (flushed) evhttp_send_reply_chunk_with_cb(st->req, s->buf, flushed, st);
     else evhttp_send_reply_chunk(st->req, s->buf);
     evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
@@ -289,6 +305,7 @@ static void on_event(void *ctx, const engine_event *ev) {
         srv_hist_observe(&s->m.itl_s, secs(s, ev->t_ns - st->last_ns));
     }
     st->last_ns = ev->t_ns;
+    srv_hist_observe(&s->m.lateness_s, (double)(s->advance_now - ev->t_ns) / 1e9 / s->p.speedup);
     if (fin) st->in_engine = false;            /* the engine has let go of it */
     s->m.generation_tokens += (uint64_t)ev->n_tokens;
     s->iter_tokens += ev->n_tokens;
@@ -311,7 +328,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
     s->armed_ns = ENGINE_NEVER;
     s->in_advance = true;
     s->iter_t = INT64_MIN;
-    engine_advance(s->eng, engine_now(s), on_event, s);
+    s->loop_wall_ns = clock_now_ns();
+    s->advance_now = engine_now(s);
+    engine_advance(s->eng, s->advance_now, on_event, s);
     flush_iteration(s);
     s->in_advance = false;
     run_deferred(s);
@@ -368,7 +387,7 @@ static void handle_generate(server *s, struct evhttp_request *req, int api) {
     st->req = req;
     st->evcon = evhttp_request_get_connection(req);
     st->ident = (oai_ident){ .api = api, .seq = ++s->seq, .created = (int64_t)time(NULL), .model_json = s->model_json };
-    st->arrival_ns = engine_now(s);
+    st->arrival_ns = engine_at(s, loop_wake_ns(s));
     engine_request er = {
         .id = (uint64_t)(uintptr_t)st,
         .prompt_tokens = st->rq.prompt_tokens,
@@ -388,6 +407,7 @@ static void handle_generate(server *s, struct evhttp_request *req, int api) {
     s->streams = st;
     s->m.streams_open++;
     evhttp_connection_set_closecb(st->evcon, on_conn_close, st);
+    st->last_write_wall_ns = clock_now_ns();
     if (st->rq.stream) {
         struct evkeyvalq *h = evhttp_request_get_output_headers(req);
         evhttp_add_header(h, "Content-Type", "text/event-stream; charset=utf-8");
@@ -432,6 +452,29 @@ static void handle_request(struct evhttp_request *req, void *arg) {
         evhttp_send_reply(req, 200, NULL, b);
     }
     evbuffer_free(b);
+}
+
+/* Writes reveal a client that went away; a request with nothing to write for a while (waiting
+ * in the queue, in a stall, or non-streaming) is checked by peeking at its socket instead. */
+#define SWEEP_NS (100 * NS_PER_MS)
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg) {
+    server *s = arg;
+    (void)fd; (void)what;
+    int64_t now = clock_now_ns();
+    stream *next;
+    for (stream *st = s->streams; st; st = next) {
+        next = st->next;
+        if (!st->evcon || st->dropping || now - st->last_write_wall_ns < SWEEP_NS) continue;
+        struct bufferevent *bev = evhttp_connection_get_bufferevent(st->evcon);
+        int sfd = bev ? bufferevent_getfd(bev) : -1;
+        char c;
+        ssize_t r = sfd >= 0 ? recv(sfd, &c, 1, MSG_PEEK | MSG_DONTWAIT) : 1;
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            evhttp_connection_free(st->evcon);     /* on_conn_close cancels and counts */
+        else
+            st->last_write_wall_ns = now;          /* alive: look again in SWEEP_NS */
+    }
 }
 
 /* ---- setup and loop ---- */
@@ -523,6 +566,9 @@ int server_start(server **out, const server_params *p, engine *eng, char *err, s
     }
     s->listen_fd = -1;   /* owned by evhttp now */
     s->timer = evtimer_new(s->base, on_timer, s);
+    s->sweep_ev = event_new(s->base, -1, EV_PERSIST, on_sweep, s);
+    struct timeval sweep_tv = { .tv_sec = 0, .tv_usec = SWEEP_NS / 1000 };
+    event_add(s->sweep_ev, &sweep_tv);
     s->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     s->stop_ev = event_new(s->base, s->stop_fd, EV_READ | EV_PERSIST, on_stop, s);
     event_add(s->stop_ev, NULL);
@@ -562,6 +608,7 @@ void server_free(server *s) {
         stream_retire(st, true);
     }
     if (s->timer) event_free(s->timer);
+    if (s->sweep_ev) event_free(s->sweep_ev);
     if (s->stop_ev) event_free(s->stop_ev);
     if (s->dur_ev) event_free(s->dur_ev);
     if (s->sig_int) event_free(s->sig_int);

@@ -10,6 +10,8 @@ static const double itl_bounds[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.
                                     1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
 static const double latency_bounds[] = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
                                         40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+static const double late_bounds[] = {0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                     0.025, 0.05, 0.1, 0.25, 1.0};
 static const double iter_bounds[] = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
 
 #define NB(a) ((int)(sizeof a / sizeof a[0]))
@@ -29,6 +31,7 @@ void srv_metrics_init(srv_metrics *m) {
     hist_init(&m->prefill_s, latency_bounds, NB(latency_bounds));
     hist_init(&m->decode_s, latency_bounds, NB(latency_bounds));
     hist_init(&m->iteration_tokens, iter_bounds, NB(iter_bounds));
+    hist_init(&m->lateness_s, late_bounds, NB(late_bounds));
 }
 
 void srv_hist_observe(srv_hist *h, double v) {
@@ -107,6 +110,18 @@ void srv_metrics_render(const srv_metrics *m, const engine_stats *st, const char
     hist(o, "vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", &m->decode_s, ml);
     hist(o, "vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", &m->iteration_tokens, ml);
 
+    head(o, "dsperf_emit_lateness_seconds", "histogram",
+         "Wall time from when the engine said a token was due to when the server wrote it (server-side timing error).");
+    uint64_t cum = 0;
+    for (int i = 0; i <= m->lateness_s.n_bounds; i++) {
+        cum += m->lateness_s.counts[i];
+        if (i < m->lateness_s.n_bounds)
+            evbuffer_add_printf(o, "dsperf_emit_lateness_seconds_bucket{le=\"%g\"} %llu\n", m->lateness_s.bounds[i], (unsigned long long)cum);
+        else
+            evbuffer_add_printf(o, "dsperf_emit_lateness_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+    }
+    evbuffer_add_printf(o, "dsperf_emit_lateness_seconds_sum %.9g\ndsperf_emit_lateness_seconds_count %llu\n",
+                        m->lateness_s.sum, (unsigned long long)m->lateness_s.count);
     head(o, "dsperf_http_responses_total", "counter", "HTTP responses started, by status code.");
     for (int c = 100; c < 600; c++)
         if (m->http_status[c])

@@ -20,6 +20,7 @@ enum { SRV_FINISH_STOP, SRV_FINISH_LENGTH, SRV_FINISH_ABORT, SRV_N_FINISH };
 
 typedef struct {
     srv_hist ttft_s, itl_s, e2e_s, queue_s, prefill_s, decode_s, iteration_tokens;
+    srv_hist lateness_s;                  /* wall time between an emission's due time and its write */
     uint64_t prompt_tokens, generation_tokens;
     uint64_t success[SRV_N_FINISH];       /* by finished_reason */
     uint64_t http_status[600];            /* responses started, by status code */
