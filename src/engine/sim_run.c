@@ -325,7 +325,7 @@ int sim_workload_lengths(const char *spec, size_t *n, uint64_t seed, int32_t def
         return 0;
     }
     dataset *d;
-    if (dataset_open(spec, *n, seed, &d, err, errlen) < 0) return -1;
+    if (dataset_open(spec, *n, seed, NULL, &d, err, errlen) < 0) return -1;   /* lengths in words, as bench without a tokenizer */
     int stamped = d->n > 0;
     for (size_t i = 0; i < d->n; i++) stamped &= d->items[i].timestamp_ns >= 0;
     if (*n == 0) *n = d->n;

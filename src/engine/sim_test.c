@@ -387,7 +387,7 @@ TEST(sim_workload_matches_dataset) {
     char err[256];
     CHECK(sim_workload_lengths(spec, &n, 42, 128, &ins, &outs, &ts, err, sizeof err) == 0);
     dataset *d;
-    CHECK(dataset_open(spec, 50, 42, &d, err, sizeof err) == 0);
+    CHECK(dataset_open(spec, 50, 42, NULL, &d, err, sizeof err) == 0);
     int same = 0;
     for (size_t i = 0; i < 50; i++) same += ins[i] == d->items[i].in_tokens && outs[i] == d->items[i].max_tokens;
     CHECK_EQ_INT(same, 50);
