@@ -146,7 +146,7 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
         if (closed) {
             for (int u = 0; u < p->concurrency; u++) {
                 int64_t ready = s.user_ready_ns[u];
-                if (ready == INT64_MAX) continue;
+                if (ready == INT64_MAX || ready == INT64_MIN) continue;   /* busy, or done for good */
                 if (!more_to_schedule(&s, ready)) { s.user_ready_ns[u] = INT64_MIN; continue; }
                 if (ready <= now) {
                     s.user_ready_ns[u] = INT64_MAX;
