@@ -121,8 +121,16 @@ static void rule_client(diag_in *in, json_t *L, json_t *C) {
     double q = diag_num(d, "mean_queue_ms"), ttft = diag_num(d, "mean_ttft_ms");
     double ach = diag_num(d, "achieved_rate_per_s"), want = diag_num(d, "intended_rate_per_s");
     json_t *f = NULL;
+    double fs99 = diag_num(d, "p99_ttft_from_schedule_ms"), sv99 = diag_num(d, "p99_ttft_ms");
+    /* how much of what users waited was the client's own lag: a lag of a few ms under a
+     * 100 ms TTFT is worth a note, not the headline */
+    double impact = fs99 > 0 && sv99 >= 0 ? (fs99 - sv99) / fs99 : 1;
+    bool rate_short = isfinite(want) && ach < 0.9 * want;
     if (json_is_true(get(d, "client_fell_behind"))) {
-        f = diag_finding(L, "client_bound", 0.9, "the client fell behind its plan: it, not the server, limited the run");
+        double conf = rate_short || impact >= 0.3 ? 0.9 : 0.3 + 2 * impact;
+        f = diag_finding(L, "client_bound", conf, conf >= 0.6 ? "the client fell behind its plan: it, not the server, "
+                         "limited the run" : "the client lagged its plan slightly (%.0f%% of p99 TTFT from schedule)",
+                         100 * impact);
         diag_ev(f, NAN, NULL, "results.client_lag_reason", "%s", json_string_value(get(d, "client_lag_reason")));
     } else if (json_is_true(get(d, "client_queue_capped")) && q >= ttft) {
         double cap = diag_num(d, "max_concurrency");
@@ -142,8 +150,9 @@ static void rule_client(diag_in *in, json_t *L, json_t *C) {
                               "(server view p99 %.1f ms)", fs, diag_num(d, "p99_ttft_ms"));
     if (isfinite(share)) diag_ev(f, 100 * share, "%", "client.cpu_core_share", "client CPU %.0f%% of one core (%.2f us per chunk)",
                                  100 * share, diag_num(in->client, "cpu_us_per_chunk"));
-    diag_knob(f, "--max-concurrency", "raise", "the wait moves from the client queue to the server, which is what the run should measure");
-    diag_knob(f, "--rate", "lower", "a plan the client can keep");
+    if (json_is_true(get(d, "client_queue_capped")))
+        diag_knob(f, "--max-concurrency", "raise", "the wait moves from the client queue to the server, which is what the run should measure");
+    if (rate_short) diag_knob(f, "--rate", "lower", "a plan the client can keep");
     diag_knob(f, "client host", "move", "a machine with idle cores, or several clients");
 }
 
@@ -187,9 +196,9 @@ static void rule_kv(diag_in *in, json_t *L, json_t *C) {
             "KV usage max %.1f%%, mean %.1f%%", 100 * kv_max, 100 * kv_mean);
     if (isfinite(pre)) diag_ev(f, pre, "preemptions", in->eng_series ? "engine.preemptions_total" : "telemetry.server.series.preemptions",
                                "%.0f preemptions", pre);
-    if (isfinite(wait_mean)) diag_ev(f, wait_mean, "requests", "series.waiting", "mean waiting %.1f requests", wait_mean);
+    if (isfinite(wait_mean)) diag_ev(f, wait_mean, "requests", in->eng_series ? "engine.series.waiting" : "telemetry.server.series.waiting", "mean waiting %.1f requests", wait_mean);
     if (in->max_num_seqs > 0 && isfinite(run_max))
-        diag_ev(f, run_max, "requests", "series.running", "running at most %.0f of max_num_seqs %d: memory, not the "
+        diag_ev(f, run_max, "requests", in->eng_series ? "engine.series.running" : "telemetry.server.series.running", "running at most %.0f of max_num_seqs %d: memory, not the "
                 "sequence cap, stops admission", run_max, in->max_num_seqs);
     double kv_tok = diag_num(in->engine, "kv_tokens");
     if (isfinite(kv_tok)) diag_ev(f, kv_tok, "tokens", "engine.kv_tokens", "KV capacity %.0f tokens", kv_tok);
@@ -204,6 +213,11 @@ static void rule_kv(diag_in *in, json_t *L, json_t *C) {
 static void rule_queueing(diag_in *in, json_t *L, json_t *C) {
     const json_t *d = in->doc;
     const json_t *s = in->eng_series ? in->eng_series : srv_series(in);
+    const char *pre = in->eng_series ? "engine.series" : "telemetry.server.series";
+    char src_w[64], src_r[64], src_k[64];
+    snprintf(src_w, sizeof src_w, "%s.waiting", pre);
+    snprintf(src_r, sizeof src_r, "%s.running", pre);
+    snprintf(src_k, sizeof src_k, "%s.%s", pre, in->eng_series ? "kv_usage" : "kv_usage_pct");
     double wait_mean = s ? diag_mean(get(s, "waiting")) : NAN;
     double run_max = s ? diag_max(get(s, "running")) : NAN;
     double kv_max = in->eng_series ? diag_max(get(s, "kv_usage")) : s ? diag_max(get(s, "kv_usage_pct")) / 100 : NAN;
@@ -219,13 +233,26 @@ static void rule_queueing(diag_in *in, json_t *L, json_t *C) {
         double conf = (at_cap ? 0.85 : 0.7) * (e2el > 0 && ttft / e2el < 0.2 ? 0.6 : 1);
         f = diag_finding(L, "queueing", conf, "requests queue for admission%s: TTFT is mostly waiting",
                          at_cap ? " at max_num_seqs" : "");
-        diag_ev(f, wait_mean, "requests", "series.waiting", "mean waiting %.1f requests", wait_mean);
+        diag_ev(f, wait_mean, "requests", src_w, "mean waiting %.1f requests", wait_mean);
         if (isfinite(run_max)) {
             if (in->max_num_seqs > 0)
-                diag_ev(f, run_max, "requests", "series.running", "running max %.0f of max_num_seqs %d", run_max, in->max_num_seqs);
-            else diag_ev(f, run_max, "requests", "series.running", "running max %.0f", run_max);
+                diag_ev(f, run_max, "requests", src_r, "running max %.0f of max_num_seqs %d", run_max, in->max_num_seqs);
+            else {
+                /* running pinned at its max whenever requests wait points to a sequence cap */
+                const json_t *rs = get(s, "running"), *ws = get(s, "waiting");
+                size_t n = 0, pinned = 0;
+                for (size_t i = 0; i < json_array_size(ws) && i < json_array_size(rs); i++) {
+                    if (!(json_number_value(json_array_get(ws, i)) > 0)) continue;
+                    n++;
+                    if (json_number_value(json_array_get(rs, i)) >= run_max) pinned++;
+                }
+                if (n && pinned >= 0.8 * n)
+                    diag_ev(f, run_max, "requests", src_r, "running stays at %.0f in %.0f%% of the samples with requests "
+                            "waiting: a sequence cap (max_num_seqs)", run_max, 100.0 * pinned / n);
+                else diag_ev(f, run_max, "requests", src_r, "running max %.0f", run_max);
+            }
         }
-        if (isfinite(kv_max)) diag_ev(f, 100 * kv_max, "%", "series.kv_usage", "KV usage max %.0f%%: memory is not the limit", 100 * kv_max);
+        if (isfinite(kv_max)) diag_ev(f, 100 * kv_max, "%", src_k, "KV usage max %.0f%%: memory is not the limit", 100 * kv_max);
         double t0, t1;
         if (diag_span(get(s, "t_s"), get(s, "waiting"), DIAG_WAITING_MEAN, &t0, &t1)) diag_window(f, t0, t1);
     } else if (!isfinite(wait_mean) && ttft_min > 0 && ttft_med >= DIAG_TTFT_WAIT_RATIO * ttft_min) {
