@@ -136,17 +136,18 @@ void charts_saturation(rbuf *b, const rep_model *m) {
             svg_xband(&c, x0, c.x.hi, "sat", "over-saturated");
             break;
         }
-    svg_line(&c, x, out, n, "m-tok");
-    svg_points(&c, x, out, n, "m-tok", 3.5);
+    /* goodput first: below the SLO knee it equals throughput, and throughput must stay visible */
     if (any_good) {
         svg_line(&c, x, good, n, "m-good dash");
         svg_points(&c, x, good, n, "m-good", 2.5);
     }
+    svg_line(&c, x, out, n, "m-tok");
+    svg_points(&c, x, out, n, "m-tok", 3.5);
     if (m->knee) {
         char kl[64], ll[32];
         rep_load_label(m, rep_num(m->knee, "load"), ll, sizeof ll);
         snprintf(kl, sizeof kl, "knee %s", ll);
-        svg_vrule(&c, rep_num(m->knee, "load"), "knee", kl);
+        svg_vrule(&c, rep_num(m->knee, "load"), "knee", kl, true);
     }
     const char *cls[] = { "m-tok", "m-good dash" }, *txt[] = { "output tok/s", "goodput tok/s (within SLO)" };
     svg_legend(&c, cls, txt, any_good ? 2 : 1);
@@ -185,7 +186,7 @@ void charts_latency_vs_throughput(rbuf *b, const rep_model *m, const char *metri
     fig_open(b, id, title, "lower-right is better", "Points are labelled with their load level; dashed rule: the SLO.");
     svg_chart c = { 0 };
     char xl[64], yl[64], base[48];
-    svg_axis_fit(&c.x, 0, xhi, false, true);
+    svg_axis_fit(&c.x, 0, xhi * 1.05, false, true);
     snprintf(xl, sizeof xl, "output tokens/s");
     c.x.label = xl;
     svg_axis_fit(&c.y, ylo, yhi, true, true);
@@ -293,7 +294,7 @@ static void nines_from_samples(rbuf *b, const rep_model *m, const report_request
         svg_line(&c, x, y_ea, NINES_POINTS + 1, cls);
         char fl[64];
         snprintf(fl, sizeof fl, "failures: %.2g%%", 100.0 * rq->n_failed / (double)total);
-        svg_vrule(&c, nines_of(100 * ok_frac), "fail", fl);
+        svg_vrule(&c, nines_of(100 * ok_frac), "fail", fl, false);
     }
     double slo = rep_slo_ms(m->lv[0].r, metric);
     if (!isnan(slo)) {
@@ -518,7 +519,7 @@ void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq) {
     const json_t *gpu0 = json_object_get(json_array_get(json_object_get(tel, "gpu"), 0), "series");
     char note[200];
     snprintf(note, sizeof note, "Time since the first request of %s, seconds; every row shares this axis.", which);
-    rb_puts(b, "<figure id=\"fig-timeline\" class=\"wide\"><figcaption><b>Run timeline</b><br><span class=\"note\">");
+    rb_puts(b, "<figure id=\"fig-timeline\" class=\"wide\"><figcaption><span class=\"note\">");
     rb_esc(b, note);
     rb_puts(b, "</span></figcaption>");
 

@@ -86,7 +86,7 @@ void svg_points(svg_chart *c, const double *x, const double *y, size_t n, const 
 /* Text beside each point (e.g. the load level). */
 void svg_point_labels(svg_chart *c, const double *x, const double *y, const char *const *labels, size_t n);
 /* Vertical / horizontal rules at a data value, with a short label; dashed by class. */
-void svg_vrule(svg_chart *c, double x, const char *cls, const char *label);
+void svg_vrule(svg_chart *c, double x, const char *cls, const char *label, bool label_low);
 void svg_hrule(svg_chart *c, double y, const char *cls, const char *label);
 /* A shaded band between two x values over the whole plot height. */
 void svg_xband(svg_chart *c, double x0, double x1, const char *cls, const char *label);

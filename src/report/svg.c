@@ -47,20 +47,34 @@ void svg_axis_linear(svg_axis *a, double lo, double hi, int max_ticks) {
 void svg_axis_log(svg_axis *a, double lo, double hi) {
     if (!(lo > 0)) lo = hi > 0 ? hi / 10 : 1;
     if (!(hi > lo)) hi = lo * 10;
-    int d0 = (int)floor(log10(lo) + 1e-9), d1 = (int)ceil(log10(hi) - 1e-9);
-    if (d1 <= d0) d1 = d0 + 1;
+    /* a little air around the data, then ticks at 1-2-5 x 10^k inside (decades only when the
+     * range spans more than three); too few ticks inside falls back to whole decades */
+    double plo = lo / 1.15, phi = hi * 1.15;
+    int d0 = (int)floor(log10(plo)), d1 = (int)ceil(log10(phi));
+    bool minor = d1 - d0 <= 3;
+    int stride = (d1 - d0 + SVG_MAX_TICKS - 2) / (SVG_MAX_TICKS - 1);
+    if (stride < 1) stride = 1;
     a->kind = AXIS_LOG;
+    a->n_ticks = 0;
+    for (int d = d0; d <= d1 && a->n_ticks < SVG_MAX_TICKS; d += stride) {
+        for (int m = 1; m <= 5; m += m == 1 ? 1 : 3) {
+            double v = m * pow(10, d);
+            if ((m == 1 || minor) && v >= plo * (1 - 1e-9) && v <= phi * (1 + 1e-9) && a->n_ticks < SVG_MAX_TICKS)
+                a->ticks[a->n_ticks++] = v;
+        }
+    }
+    if (a->n_ticks >= 2) {
+        a->lo = plo;
+        a->hi = phi;
+        return;
+    }
+    d0 = (int)floor(log10(lo) + 1e-9);
+    d1 = (int)ceil(log10(hi) - 1e-9);
+    if (d1 <= d0) d1 = d0 + 1;
     a->lo = pow(10, d0);
     a->hi = pow(10, d1);
     a->n_ticks = 0;
-    int decades = d1 - d0, stride = (decades + SVG_MAX_TICKS - 2) / (SVG_MAX_TICKS - 1);
-    if (stride < 1) stride = 1;
-    for (int d = d0; d <= d1 && a->n_ticks < SVG_MAX_TICKS; d += stride) {
-        double base = pow(10, d);
-        a->ticks[a->n_ticks++] = base;
-        if (decades < 3 && d < d1)
-            for (int m = 2; m <= 5; m += 3) if (a->n_ticks < SVG_MAX_TICKS) a->ticks[a->n_ticks++] = m * base;
-    }
+    for (int d = d0; d <= d1 && a->n_ticks < SVG_MAX_TICKS; d++) a->ticks[a->n_ticks++] = pow(10, d);
 }
 
 void svg_axis_nines(svg_axis *a, int max_nines) {
@@ -230,14 +244,18 @@ void svg_point_labels(svg_chart *c, const double *x, const double *y, const char
     rb_puts(c->out, "<g class=\"plabel\">");
     for (size_t i = 0; i < n; i++) {
         if (!finite_pt(c, x[i], y[i]) || !labels[i]) continue;
-        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\">", svg_px(c, x[i]) + 5, svg_py(c, y[i]) - 5);
+        /* near the right edge the text goes to the left of its point, so the clip keeps it */
+        double px = svg_px(c, x[i]);
+        bool left = px > c->w - c->mr - 40;
+        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\"%s>", left ? px - 5 : px + 5, svg_py(c, y[i]) - 5,
+                  left ? " text-anchor=\"end\"" : "");
         rb_esc(c->out, labels[i]);
         rb_puts(c->out, "</text>");
     }
     rb_puts(c->out, "</g>");
 }
 
-void svg_vrule(svg_chart *c, double x, const char *cls, const char *label) {
+void svg_vrule(svg_chart *c, double x, const char *cls, const char *label, bool label_low) {
     if (!finite_pt(c, x, c->y.kind == AXIS_LOG ? c->y.lo : 0)) return;
     double px = svg_px(c, x);
     rb_puts(c->out, "<g class=\"rule ");
@@ -246,8 +264,8 @@ void svg_vrule(svg_chart *c, double x, const char *cls, const char *label) {
     if (label) {
         /* label on the side with more room */
         bool left = px > c->ml + (c->w - c->ml - c->mr) * 0.7;
-        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">", left ? px - 4 : px + 4, c->mt + 12,
-                  left ? "end" : "start");
+        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">", left ? px - 4 : px + 4,
+                  label_low ? c->h - c->mb - 8 : c->mt + 12, left ? "end" : "start");
         rb_esc(c->out, label);
         rb_puts(c->out, "</text>");
     }
@@ -277,7 +295,7 @@ void svg_xband(svg_chart *c, double x0, double x1, const char *cls, const char *
     rb_printf(c->out, "\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>", p0, c->mt, p1 - p0,
               c->h - c->mt - c->mb);
     if (label) {
-        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", (p0 + p1) / 2, c->h - c->mb - 6);
+        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", (p0 + p1) / 2, c->mt + 12);
         rb_esc(c->out, label);
         rb_puts(c->out, "</text>");
     }
