@@ -260,17 +260,27 @@ static void nines_from_samples(rbuf *b, const rep_model *m, const report_request
     size_t total = ea ? n + rq->n_failed : n;
     double max_n = floor(log10((double)total));
     if (max_n < 1) max_n = 1;
-    double x[NINES_POINTS + 1], y_ok[NINES_POINTS + 1], y_ea[NINES_POINTS + 1];
+    double x[NINES_POINTS + 3], y_ok[NINES_POINTS + 3], y_ea[NINES_POINTS + 3], x_ea[NINES_POINTS + 3];
     double ok_frac = (double)n / (double)total;
+    size_t n_ea = 0;
     for (int i = 0; i <= NINES_POINTS; i++) {
         double t = max_n * i / NINES_POINTS, q = 1 - pow(10, -t);
         x[i] = t;
         y_ok[i] = quantile(v, n, q);
-        y_ea[i] = q <= ok_frac ? quantile(v, n, q / ok_frac) : NAN;
+        if (q <= ok_frac) { x_ea[n_ea] = t; y_ea[n_ea++] = quantile(v, n, q / ok_frac); }
     }
-    char note[200];
-    snprintf(note, sizeof note, "Exact, from %zu per-request samples%s. Greyed: the tail with fewer than 10 samples behind it.",
-             n, ea ? "; solid = error-adjusted (failures count as +inf), dotted = successful requests only" : "");
+    if (ea) {
+        /* from the last successful quantile the curve goes vertical: the rest is +inf */
+        x_ea[n_ea] = nines_of(100 * ok_frac);
+        y_ea[n_ea++] = v[n - 1];
+        x_ea[n_ea] = x_ea[n_ea - 1];
+        y_ea[n_ea++] = v[n - 1] * 1e6;   /* far above the axis: the clip draws it to the top */
+    }
+    char note[320];
+    bool itl = !strcmp(metric, "itl");
+    snprintf(note, sizeof note, "Exact, from %zu %s%s. Greyed: the tail with fewer than 10 samples behind it.", n,
+             itl ? "inter-token gaps of the per-request file" : "per-request samples",
+             ea ? "; solid = error-adjusted (failures count as +inf), dotted = successful requests only" : "");
     char title[96], id[48];
     snprintf(title, sizeof title, "%s by percentile", name);
     snprintf(id, sizeof id, "fig-nines-%s", metric);
@@ -291,7 +301,7 @@ static void nines_from_samples(rbuf *b, const rep_model *m, const report_request
     snprintf(dotted, sizeof dotted, "%s dot", cls);
     svg_line(&c, x, y_ok, NINES_POINTS + 1, ea ? dotted : cls);
     if (ea) {
-        svg_line(&c, x, y_ea, NINES_POINTS + 1, cls);
+        svg_line(&c, x_ea, y_ea, n_ea, cls);
         char fl[64];
         snprintf(fl, sizeof fl, "failures: %.2g%%", 100.0 * rq->n_failed / (double)total);
         svg_vrule(&c, nines_of(100 * ok_frac), "fail", fl, false);
@@ -517,6 +527,7 @@ void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq) {
     const json_t *tel = json_object_get(r, "telemetry");
     const json_t *srv = json_object_get(json_object_get(tel, "server"), "series");
     const json_t *gpu0 = json_object_get(json_array_get(json_object_get(tel, "gpu"), 0), "series");
+    const json_t *hostser = json_object_get(json_object_get(tel, "host"), "series");
     char note[200];
     snprintf(note, sizeof note, "Time since the first request of %s, seconds; every row shares this axis.", which);
     rb_puts(b, "<figure id=\"fig-timeline\" class=\"wide\"><figcaption><span class=\"note\">");
@@ -568,14 +579,18 @@ void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq) {
         { srv && json_object_get(srv, "kv_usage_pct")
               ? series_of(json_object_get(srv, "t_s"), json_object_get(srv, "kv_usage_pct"), 1)
               : series_of(json_object_get(eng, "t_s"), json_object_get(eng, "kv_usage"), 100), "m-kv", "KV cache %", false },
-        { { 0 }, NULL, NULL, false },
+        { series_of(json_object_get(hostser, "t_s"), json_object_get(hostser, "cpu_util_pct"), 1), "m-host thin", "host CPU %", false },
     };
     const char *gpu_name = json_string_value(json_object_get(json_array_get(json_object_get(tel, "gpu"), 0), "name"));
-    char ut[96];
-    snprintf(ut, sizeof ut, "Utilisation (%s%s%%)", gpu_name ? gpu_name : (eng ? "simulated engine" : "server"),
-             gpu_name && json_array_size(json_object_get(tel, "gpu")) > 1 ? " #0, " : ", ");
-    tl_row(b, t_end, ut, "percent", u, 5, true, "GPU utilisation, tensor and DRAM activity and KV cache usage over time");
-    for (int i = 0; i < 5; i++) ts_free(&u[i].s);
+    char ut[160];
+    size_t ngpu = json_array_size(json_object_get(tel, "gpu"));
+    if (gpu_name)
+        snprintf(ut, sizeof ut, "Utilisation, %% (GPU: %s%s; KV cache from the %s)", gpu_name, ngpu > 1 ? " #0" : "",
+                 eng ? "simulated engine" : "server");
+    else
+        snprintf(ut, sizeof ut, "Utilisation, %% (KV cache from the %s)", eng ? "simulated engine" : "server");
+    tl_row(b, t_end, ut, "percent", u, 6, true, "GPU utilisation, tensor and DRAM activity, KV cache usage and host CPU over time");
+    for (int i = 0; i < 6; i++) ts_free(&u[i].s);
     if (!tel && !eng)
         rb_puts(b, "<p class=\"note\">No GPU or server telemetry in this document: the utilisation row is absent.</p>");
     rb_puts(b, "</figure>");

@@ -441,7 +441,7 @@ static void errors_section(rbuf *b, const rep_model *m, const report_opts *o) {
         rb_esc(b, ll);
         rb_puts(b, "</th>");
     }
-    rb_puts(b, "<th>first message</th></tr></thead><tbody>");
+    rb_puts(b, "<th class=\"l\">first message</th></tr></thead><tbody>");
     for (size_t c = 0; c < nc; c++) {
         bool http = classes[c][0] >= '0' && classes[c][0] <= '9';
         rb_puts(b, "<tr><td>");
@@ -455,7 +455,7 @@ static void errors_section(rbuf *b, const rep_model *m, const report_opts *o) {
             fmt_num(json_is_number(v) ? json_number_value(v) : 0, t, sizeof t);
             rb_printf(b, "<td>%s</td>", t);
         }
-        rb_puts(b, "<td style=\"text-align:left;white-space:normal\">");
+        rb_puts(b, "<td class=\"l\">");
         const report_requests *rq = o->requests;
         for (size_t k = 0; rq && k < rq->n_error_classes; k++)
             if (!strcmp(rq->first_error_class[k], http ? "http" : classes[c])) {

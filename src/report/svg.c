@@ -295,7 +295,8 @@ void svg_xband(svg_chart *c, double x0, double x1, const char *cls, const char *
     rb_printf(c->out, "\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>", p0, c->mt, p1 - p0,
               c->h - c->mt - c->mb);
     if (label) {
-        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", (p0 + p1) / 2, c->mt + 12);
+        /* anchored inside the band's right edge, so a narrow band at the plot edge keeps its text */
+        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", p1 - 4, c->mt + 12);
         rb_esc(c->out, label);
         rb_puts(c->out, "</text>");
     }
