@@ -394,6 +394,52 @@ TEST(report_cli_errors) {
     free(err);
 }
 
+/* Telemetry in the layout src/telemetry/README.md documents (a GPU with GPM columns, server
+ * scrape series with a gap): the run view draws each line, the table shows the means/peaks. */
+TEST(report_telemetry_lines) {
+    const char *res = tmp("tel.json");
+    CHECK_EQ_INT(sim_run(4, 40, res, NULL), 0);
+    json_t *r = test_load_json(res);
+    if (!r) { CHECK(r != NULL); return; }
+    json_object_del(r, "engine");   /* the server series must be what the KV line comes from */
+    json_t *tel = json_pack("{s:f,s:[{s:i,s:s,s:{s:[f,f,f,f],s:[f,f,n,f],s:[f,f,f,f],s:[f,f,f,f],s:[f,f,f,f]}}],"
+                            "s:{s:s,s:{s:[f,f,f],s:[f,n,f],s:[i,i,i],s:[i,i,i]}}}",
+                            "interval_s", 0.5, "gpu", "index", 0, "name", "NVIDIA H200", "series",
+                            "t_s", 0.0, 0.5, 1.0, 1.5, "util_gpu_pct", 50.0, 70.0, 90.0, "sm_util_pct", 40.0, 60.0, 80.0, 60.0,
+                            "tensor_util_pct", 10.0, 20.0, 30.0, 20.0, "dram_bw_util_pct", 5.0, 15.0, 25.0, 15.0,
+                            "server", "source", "vllm", "series", "t_s", 0.0, 0.5, 1.0, "kv_usage_pct", 12.0, 33.0,
+                            "running", 4, 4, 4, "waiting", 0, 1, 0);
+    CHECK(tel != NULL);
+    json_object_set_new(r, "telemetry", tel);
+    json_dump_file(r, res, 0);
+    const char *html = tmp("tel.html"), *csv = tmp("tel.csv");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "report %s -o %s --csv %s", res, html, csv);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *h = slurp(html), *c = slurp(csv);
+    CHECK(h && c);
+    if (h && c) {
+        const char *cls[] = { "m-gpu", "m-sm", "m-tensor", "m-dram", "m-kv", "m-running thin", "m-waiting thin" };
+        for (size_t i = 0; i < sizeof cls / sizeof cls[0]; i++) {
+            char want[64];
+            snprintf(want, sizeof want, "<path class=\"s %s\" d=\"M", cls[i]);
+            CHECK_MSG(strstr(h, want) != NULL, "no line %s", cls[i]);
+        }
+        CHECK(strstr(h, "GPU: NVIDIA H200") != NULL);
+        CHECK(strstr(h, "GPU telemetry aligned") != NULL);
+        /* the KV line has a gap at the null: two sub-paths */
+        const char *kv = strstr(h, "<path class=\"s m-kv\" d=\"");
+        int moves = 0;
+        for (const char *p = kv ? kv + strlen("<path class=\"s m-kv\" d=\"") : ""; *p && *p != '"'; p++) moves += *p == 'M';
+        CHECK_EQ_INT(moves, 2);
+        CHECK_NEAR(csv_value(c, 1, "gpu_util_pct"), 70, 1e-9);      /* mean of 50, 70, 90 (null skipped) */
+        CHECK_NEAR(csv_value(c, 1, "dram_bw_util_pct"), 15, 1e-9);
+        CHECK_NEAR(csv_value(c, 1, "kv_peak_pct"), 33, 1e-9);
+    }
+    free(h); free(c);
+    json_decref(r);
+}
+
 /* ---- headless Chromium ---- */
 
 static const char *find_chromium(void) {

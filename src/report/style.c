@@ -84,4 +84,5 @@ const char report_css[] =
     "footer{margin-top:30px;color:var(--muted);font-size:12px}\n"
     "@media print{body{font-size:11px}main{max-width:none;padding:0}nav{display:none}"
     ".grid2{grid-template-columns:1fr 1fr}section{break-inside:auto}h2{break-after:avoid}"
-    "figure,.finding,tr{break-inside:avoid}}\n";
+    "figure,.finding,tr{break-inside:avoid}.tablewrap{overflow:visible}table{font-size:9px}th,td{padding:3px 4px}"
+    "th{min-width:0}}\n";
