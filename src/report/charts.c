@@ -26,6 +26,8 @@ static size_t level_points(const rep_model *m, lvl_pt *pt, size_t cap) {
     size_t n = 0;
     for (size_t i = 0; i < m->n; i++) {
         const rep_level *l = &m->lv[i];
+        /* auto mode's closed-loop anchor has no offered load on this axis: table only */
+        if (l->kind && !strcmp(l->kind, "throughput")) continue;
         size_t k = 0;
         while (k < n && pt[k].load != l->load) k++;
         if (k == n) {
@@ -98,6 +100,28 @@ static void axis_label_log(svg_axis *a, char *buf, size_t len, const char *base)
 
 /* ---- saturation curve ---- */
 
+#define FIT_POINTS 48
+
+/* The sweep's two-segment fit of output tok/s over load: a rising line up to the break, a flat(ter)
+ * one after it. Sampled densely so the straight lines read right on a log load axis. */
+static bool fit_lines(svg_chart *c, const json_t *fit, double xlo, double xhi) {
+    double br = rep_num(fit, "break_load"), rs = rep_num(fit, "rise_slope"), ri = rep_num(fit, "rise_intercept");
+    double ts = rep_num(fit, "tail_slope"), ti = rep_num(fit, "tail_intercept");
+    if (!json_is_object(fit) || !isfinite(br) || !isfinite(rs) || !isfinite(ri) || !isfinite(ts) || !isfinite(ti)) return false;
+    double x[FIT_POINTS], y[FIT_POINTS];
+    for (int seg = 0; seg < 2; seg++) {
+        double a = seg ? br : xlo, b = seg ? xhi : br;
+        if (!(b > a)) continue;
+        for (int i = 0; i < FIT_POINTS; i++) {
+            double f = (double)i / (FIT_POINTS - 1);
+            x[i] = c->x.kind == AXIS_LOG && a > 0 ? a * pow(b / a, f) : a + (b - a) * f;
+            y[i] = seg ? ti + ts * x[i] : ri + rs * x[i];
+        }
+        svg_line(c, x, y, FIT_POINTS, "fit");
+    }
+    return true;
+}
+
 void charts_saturation(rbuf *b, const rep_model *m) {
     if (!m->sweep) return;
     lvl_pt pt[MAX_LEVELS];
@@ -116,10 +140,16 @@ void charts_saturation(rbuf *b, const rep_model *m) {
     range_of(out, n, &ylo, &yhi);
     range_of(good, n, &ylo, &yhi);
     if (isnan(xlo) || isnan(yhi)) return;
-    char note[256] = "";
+    char note[640] = "";
     const char *method = json_string_value(json_object_get(m->knee, "method"));
-    if (m->knee) snprintf(note, sizeof note, "Knee rule: %s", method ? method : "as decided by the sweep");
-    else snprintf(note, sizeof note, "No knee was found in the measured range.");
+    const char *why = json_string_value(json_object_get(m->knee, "decided_by"));
+    const char *conf = json_string_value(json_object_get(m->knee, "confidence"));
+    if (!why) why = json_string_value(json_object_get(m->doc, "knee_note"));
+    if (m->knee)
+        snprintf(note, sizeof note, "Knee rule: %s%s%s%s%s%s.", method ? method : "as decided by the sweep",
+                 conf ? " (confidence " : "", conf ? conf : "", conf ? ")" : "", why ? ": " : "", why ? why : "");
+    else
+        snprintf(note, sizeof note, "No knee in the measured range%s%s.", why ? ": " : "", why ? why : "");
     fig_open(b, "fig-saturation", "Saturation curve: output tokens/s vs offered load", "higher is better", note);
     svg_chart c = { 0 };
     char xl[96], yl[96];
@@ -143,14 +173,28 @@ void charts_saturation(rbuf *b, const rep_model *m) {
     }
     svg_line(&c, x, out, n, "m-tok");
     svg_points(&c, x, out, n, "m-tok", 3.5);
-    if (m->knee) {
-        char kl[64], ll[32];
-        rep_load_label(m, rep_num(m->knee, "load"), ll, sizeof ll);
-        snprintf(kl, sizeof kl, "knee %s", ll);
-        svg_vrule(&c, rep_num(m->knee, "load"), "knee", kl, true);
+    bool fit = fit_lines(&c, json_object_get(m->knee, "fit"), xlo, xhi);
+    const json_t *mg = m->max_goodput;
+    double boundary = rep_num(mg, "slo_boundary_load");
+    if (!isnan(boundary)) {
+        char bl[96], ll[32];
+        const char *by = json_string_value(json_object_get(mg, "slo_boundary_limited_by"));
+        rep_load_label(m, boundary, ll, sizeof ll);
+        snprintf(bl, sizeof bl, "SLO boundary %s%s%s", ll, by ? " by " : "", by ? by : "");
+        svg_vrule(&c, boundary, "slo", bl, 0.45);
     }
-    const char *cls[] = { "m-tok", "m-good dash" }, *txt[] = { "output tok/s", "goodput tok/s (within SLO)" };
-    svg_legend(&c, cls, txt, any_good ? 2 : 1);
+    if (m->knee) {
+        char kl[96], ll[32];
+        double kf = rep_num(m->knee, "knee_load_fit"), kload = rep_num(m->knee, "load");
+        rep_load_label(m, kload, ll, sizeof ll);
+        if (isfinite(kf) && kf != kload) snprintf(kl, sizeof kl, "knee %s (fit %.3g)", ll, kf);
+        else snprintf(kl, sizeof kl, "knee %s", ll);
+        svg_vrule(&c, kload, "knee", kl, 1);
+    }
+    const char *cls[] = { "m-tok", "m-good dash", "fit" };
+    const char *txt[] = { "output tok/s", "goodput tok/s (within SLO)", "two-segment fit" };
+    if (!any_good) { cls[1] = cls[2]; txt[1] = txt[2]; }
+    svg_legend(&c, cls, txt, (size_t)(1 + any_good + fit));
     svg_end(&c);
     fig_close(b);
 }
@@ -304,7 +348,7 @@ static void nines_from_samples(rbuf *b, const rep_model *m, const report_request
         svg_line(&c, x_ea, y_ea, n_ea, cls);
         char fl[64];
         snprintf(fl, sizeof fl, "failures: %.2g%%", 100.0 * rq->n_failed / (double)total);
-        svg_vrule(&c, nines_of(100 * ok_frac), "fail", fl, false);
+        svg_vrule(&c, nines_of(100 * ok_frac), "fail", fl, 0);
     }
     double slo = rep_slo_ms(m->lv[0].r, metric);
     if (!isnan(slo)) {
@@ -383,7 +427,7 @@ static void nines_from_percentiles(rbuf *b, const rep_model *m, const char *metr
         svg_line(&c, x[s], y[s], cnt[s], cl[s]);
         svg_points(&c, x[s], y[s], cnt[s], cls, 2.5);
         char ll[32];
-        rep_load_label(m, m->lv[idx[s]].load, ll, sizeof ll);
+        rep_level_label(m, &m->lv[idx[s]], ll, sizeof ll);
         snprintf(lab[s], sizeof lab[s], "%s%s", ll, m->lv[idx[s]].is_knee ? " (knee)" : "");
         cls_l[s] = cl[s];
         txt_l[s] = lab[s];
@@ -457,9 +501,22 @@ typedef struct {
     bool step;
 } tl_line;
 
+#define TL_MAX_WINDOWS 8
+
+/* Time windows the findings point at, shaded on every row with the finding's rank. */
+typedef struct {
+    double t0[TL_MAX_WINDOWS], t1[TL_MAX_WINDOWS];
+    char label[TL_MAX_WINDOWS][32];
+    size_t n;
+} tl_windows;
+
+static void draw_windows(svg_chart *c, const tl_windows *w) {
+    for (size_t i = 0; w && i < w->n; i++) svg_xband(c, w->t0[i], w->t1[i], "finding", w->label[i]);
+}
+
 /* One row of the run view: lines on a shared x axis [0, t_end]. */
 static void tl_row(rbuf *b, double t_end, const char *title, const char *ylabel, tl_line *lines, size_t n,
-                   bool zero_to_100, const char *aria) {
+                   bool zero_to_100, const char *aria, const tl_windows *w) {
     double lo = NAN, hi = NAN;
     size_t have = 0;
     for (size_t i = 0; i < n; i++) {
@@ -481,6 +538,7 @@ static void tl_row(rbuf *b, double t_end, const char *title, const char *ylabel,
     else svg_axis_linear(&c.y, 0, hi > 0 ? hi : 1, 5);
     c.y.label = ylabel;
     svg_begin(&c, b, 1200, 170, aria);
+    draw_windows(&c, w);
     const char *cls[8], *txt[8];
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -509,15 +567,36 @@ static const json_t *timeline_doc(const rep_model *m, char *why, size_t len) {
     }
     if (pick == (size_t)-1) pick = m->n - 1;
     char ll[32];
-    rep_load_label(m, m->lv[pick].load, ll, sizeof ll);
+    rep_level_label(m, &m->lv[pick], ll, sizeof ll);
     snprintf(why, len, "level %s%s", ll, m->lv[pick].is_knee ? " (the knee)" : "");
     return m->lv[pick].r;
 }
 
-void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq) {
+/* The windows of findings about this run (for a sweep: about the level shown, or about no level). */
+static void finding_windows(const json_t *diagnosis, const rep_model *m, const json_t *shown, tl_windows *w) {
+    double shown_load = NAN;
+    for (size_t i = 0; i < m->n; i++) if (m->lv[i].r == shown) shown_load = m->lv[i].load;
+    size_t i;
+    json_t *f;
+    w->n = 0;
+    json_array_foreach(json_object_get(diagnosis, "findings"), i, f) {
+        const json_t *win = json_object_get(f, "window");
+        double t0 = rep_num(win, "t0_s"), t1 = rep_num(win, "t1_s"), lvl = rep_num(f, "level");
+        if (!isfinite(t0) || !isfinite(t1) || t1 <= t0 || w->n == TL_MAX_WINDOWS) continue;
+        if (m->sweep && !isnan(lvl) && lvl != shown_load) continue;
+        w->t0[w->n] = t0;
+        w->t1[w->n] = t1;
+        snprintf(w->label[w->n], sizeof w->label[w->n], "finding %zu", i + 1);
+        w->n++;
+    }
+}
+
+void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, const json_t *diagnosis) {
     if (!m->n) return;
     char which[64];
     const json_t *r = timeline_doc(m, which, sizeof which);
+    tl_windows win;
+    finding_windows(diagnosis, m, r, &win);
     const json_t *tl = json_object_get(r, "timeline");
     const json_t *t = json_object_get(tl, "t_s");
     if (json_array_size(t) < 1) return;
@@ -536,9 +615,9 @@ void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq) {
 
     tl_line a[2] = { { series_of(t, json_object_get(tl, "output_tokens"), 1), "m-tok", "output tok/s", true },
                      { series_of(t, json_object_get(tl, "finished"), 1), "m-good thin", "requests finished/s", true } };
-    tl_row(b, t_end, "Throughput (per second)", "per second", a, 1, false, "Output tokens per second over time");
+    tl_row(b, t_end, "Throughput (per second)", "per second", a, 1, false, "Output tokens per second over time", &win);
     tl_line fin[1] = { a[1] };
-    tl_row(b, t_end, "Requests finished per second", "req/s", fin, 1, false, "Requests finished per second over time");
+    tl_row(b, t_end, "Requests finished per second", "req/s", fin, 1, false, "Requests finished per second over time", &win);
     ts_free(&a[0].s);
     ts_free(&a[1].s);
 
@@ -550,7 +629,7 @@ void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq) {
         { eng ? series_of(json_object_get(eng, "t_s"), json_object_get(eng, "waiting"), 1)
               : series_of(json_object_get(srv, "t_s"), json_object_get(srv, "waiting"), 1), "m-waiting thin", "waiting (server)", false },
     };
-    tl_row(b, t_end, "Concurrency and queues", "requests", q, 4, false, "Requests in flight and queued over time");
+    tl_row(b, t_end, "Concurrency and queues", "requests", q, 4, false, "Requests in flight and queued over time", &win);
     for (int i = 0; i < 4; i++) ts_free(&q[i].s);
 
     if (rq && !m->sweep && rq->n_ttft) {
@@ -564,6 +643,7 @@ void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq) {
         svg_axis_fit(&c.y, lo, hi, true, true);
         axis_label_log(&c.y, yl, sizeof yl, "TTFT (ms)");
         svg_begin(&c, b, 1200, 170, "TTFT of each request against its send time");
+        draw_windows(&c, &win);
         svg_points(&c, rq->send_s, rq->ttft_ms, rq->n_ttft, "m-ttft", 1.6);
         double slo = rep_slo_ms(r, "ttft");
         if (!isnan(slo)) svg_hrule(&c, slo, "slo", "SLO");
@@ -589,7 +669,7 @@ void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq) {
                  eng ? "simulated engine" : "server");
     else
         snprintf(ut, sizeof ut, "Utilisation, %% (KV cache from the %s)", eng ? "simulated engine" : "server");
-    tl_row(b, t_end, ut, "percent", u, 6, true, "GPU utilisation, tensor and DRAM activity, KV cache usage and host CPU over time");
+    tl_row(b, t_end, ut, "percent", u, 6, true, "GPU utilisation, tensor and DRAM activity, KV cache usage and host CPU over time", &win);
     for (int i = 0; i < 6; i++) ts_free(&u[i].s);
     if (!tel && !eng)
         rb_puts(b, "<p class=\"note\">No GPU or server telemetry in this document: the utilisation row is absent.</p>");

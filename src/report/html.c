@@ -80,7 +80,7 @@ static void tiles(rbuf *b, const rep_model *m) {
             tile(b, "knee", "not found", "throughput kept rising");
         }
         if (m->max_goodput) {
-            double g = rep_num(m->max_goodput, "goodput_tok_s");
+            double g = NAN;
             for (size_t i = 0; isnan(g) && i < m->n; i++) if (m->lv[i].is_max_goodput) g = rep_goodput_tok_s(m->lv[i].r);
             fmt_num(g, v, sizeof v);
             rep_load_label(m, rep_num(m->max_goodput, "load"), t, sizeof t);
@@ -361,7 +361,7 @@ static void cell_pair(rbuf *b, double a, double c, double slo) {
 static void levels_table(rbuf *b, const rep_model *m) {
     rb_puts(b, "<section id=\"levels\"><h2>");
     rb_puts(b, m->sweep ? "Per-load results" : "Run summary");
-    rb_puts(b, "</h2><div class=\"tablewrap\"><table><thead><tr><th>load</th><th>achieved req/s</th>"
+    rb_puts(b, "</h2><div class=\"tablewrap\"><table><thead><tr><th>load</th><th>req/s</th>"
                "<th>out tok/s</th><th>goodput tok/s</th><th>TTFT p50 / p99 (ms)</th><th>TPOT p50 / p99 (ms)</th>"
                "<th>ITL p99 (ms)</th><th>E2EL p99 (ms)</th><th>client queue p99 (ms)</th><th>err %</th>"
                "<th>GPU util %</th><th>DRAM BW %</th><th>KV peak %</th></tr></thead><tbody>");
@@ -369,17 +369,23 @@ static void levels_table(rbuf *b, const rep_model *m) {
         const rep_level *l = &m->lv[i];
         const json_t *r = l->r;
         char ll[48];
-        rep_load_label(m, l->load, ll, sizeof ll);
+        rep_level_label(m, l, ll, sizeof ll);
         rb_printf(b, "<tr%s><td>%s", l->is_knee ? " class=\"knee\"" : "", l->is_knee ? "\xe2\x96\xb6 " : "");
         rb_esc(b, ll);
         if (l->repeat > 0) rb_printf(b, " #%d", l->repeat + 1);
         if (l->saturated) rb_puts(b, " <span class=\"note\">saturated</span>");
         if (l->is_max_goodput) rb_puts(b, " <span class=\"note\">max goodput</span>");
         rb_puts(b, "</td>");
-        char n[64];
+        char n[64], ci[160];
         snprintf(n, sizeof n, "n=%.0f completed, %.0f failed", rep_num(r, "completed"), rep_num(r, "failed"));
-        cell_num(b, rep_num(r, "achieved_rate_per_s"), false, n);
-        cell_num(b, rep_num(r, "output_throughput"), false, n);
+        double lo, hi;
+        int k;
+        if (rep_ci(m, l->load, "output_throughput", &lo, &hi, &k))
+            snprintf(ci, sizeof ci, "%s; 95%% CI of the mean over %d repeats: %.0f\xe2\x80\x93%.0f tok/s", n, k, lo, hi);
+        else
+            snprintf(ci, sizeof ci, "%s", n);
+        cell_num(b, rep_num(r, "request_throughput"), false, n);
+        cell_num(b, rep_num(r, "output_throughput"), false, ci);
         cell_num(b, rep_goodput_tok_s(r), false, NULL);
         cell_pair(b, rep_pct(r, "ttft", 50), rep_pct(r, "ttft", 99), rep_slo_ms(r, "ttft"));
         cell_pair(b, rep_pct(r, "tpot", 50), rep_pct(r, "tpot", 99), rep_slo_ms(r, "tpot"));
@@ -436,7 +442,7 @@ static void errors_section(rbuf *b, const rep_model *m, const report_opts *o) {
     rb_puts(b, "<div class=\"tablewrap\"><table><thead><tr><th>class</th>");
     for (size_t i = 0; i < m->n; i++) {
         char ll[48];
-        rep_load_label(m, m->lv[i].load, ll, sizeof ll);
+        rep_level_label(m, &m->lv[i], ll, sizeof ll);
         rb_puts(b, "<th>");
         rb_esc(b, ll);
         rb_puts(b, "</th>");
@@ -581,7 +587,7 @@ static void build(rbuf *b, const rep_model *m, const report_opts *o) {
     charts_nines(b, m, o->requests, "itl", "ITL");
     charts_nines(b, m, o->requests, "e2el", "E2E latency");
     rb_puts(b, "</div></section><section id=\"timeline\"><h2>Run timeline</h2>");
-    charts_timeline(b, m, o->requests);
+    charts_timeline(b, m, o->requests, o->diagnosis);
     rb_puts(b, "</section>");
     errors_section(b, m, o);
     reproduce(b, m);

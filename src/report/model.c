@@ -59,6 +59,28 @@ void rep_load_label(const rep_model *m, double load, char *buf, size_t len) {
     else snprintf(buf, len, "c=%s", n);
 }
 
+void rep_level_label(const rep_model *m, const rep_level *l, char *buf, size_t len) {
+    char ld[40];
+    rep_load_label(m, l->load, ld, sizeof ld);
+    if (l->kind && !strcmp(l->kind, "synchronous")) snprintf(buf, len, "sync (%s)", ld);
+    else if (l->kind && !strcmp(l->kind, "throughput")) snprintf(buf, len, "max (%s)", ld);
+    else snprintf(buf, len, "%s", ld);
+}
+
+bool rep_ci(const rep_model *m, double load, const char *metric, double *lo, double *hi, int *n) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(m->doc, "ci"), "levels"), i, c) {
+        if (rep_num(c, "load") != load) continue;
+        const json_t *v = json_object_get(json_object_get(c, "metrics"), metric);
+        *lo = rep_num(v, "lo");
+        *hi = rep_num(v, "hi");
+        *n = (int)rep_num(v, "n");
+        return isfinite(*lo) && isfinite(*hi);
+    }
+    return false;
+}
+
 int rep_model_init(rep_model *m, const json_t *doc, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     m->doc = doc;
@@ -80,6 +102,7 @@ int rep_model_init(rep_model *m, const json_t *doc, char *err, size_t errlen) {
             rep_level *v = &m->lv[m->n++];
             v->r = r;
             v->load = rep_num(l, "load");
+            v->kind = json_string_value(json_object_get(l, "kind"));
             v->repeat = (int)(json_is_integer(json_object_get(l, "repeat")) ? json_integer_value(json_object_get(l, "repeat")) : 0);
             v->saturated = json_is_true(json_object_get(l, "saturated"));
             v->early_stopped = json_is_true(json_object_get(l, "early_stopped"));
@@ -193,14 +216,15 @@ void rep_verdict(const rep_model *m, const json_t *diagnosis, rbuf *out) {
             fmt_num(rep_num(m->knee, "output_throughput"), b, sizeof b);
             rb_printf(out, "; knee at %s (%s out tok/s)", a, b);
         } else {
-            rb_puts(out, "; no knee found in the measured range");
+            const char *why = json_string_value(json_object_get(m->doc, "knee_note"));
+            rb_printf(out, "; no knee found in the measured range%s%s", why ? " (" : "", why ? why : "");
+            if (why) rb_puts(out, ")");
         }
         if (m->max_goodput) {
             const json_t *r = NULL;
             for (size_t i = 0; i < m->n; i++) if (m->lv[i].is_max_goodput) r = m->lv[i].r;
-            double g = rep_num(m->max_goodput, "goodput_tok_s");
-            if (isnan(g)) g = rep_num(m->max_goodput, "output_goodput");
-            if (isnan(g) && r) g = rep_goodput_tok_s(r);
+            /* in tokens/s: the level's good requests x its mean output length */
+            double g = r ? rep_goodput_tok_s(r) : NAN;
             rep_load_label(m, rep_num(m->max_goodput, "load"), a, sizeof a);
             fmt_num(g, b, sizeof b);
             rb_printf(out, "; max goodput %s tok/s at %s", b, a);

@@ -85,8 +85,9 @@ void svg_steps(svg_chart *c, const double *x, const double *y, size_t n, const c
 void svg_points(svg_chart *c, const double *x, const double *y, size_t n, const char *cls, double r);
 /* Text beside each point (e.g. the load level). */
 void svg_point_labels(svg_chart *c, const double *x, const double *y, const char *const *labels, size_t n);
-/* Vertical / horizontal rules at a data value, with a short label; dashed by class. */
-void svg_vrule(svg_chart *c, double x, const char *cls, const char *label, bool label_low);
+/* Vertical / horizontal rules at a data value, with a short label; dashed by class. A vertical
+ * rule's label sits at label_at of the plot height (0 top, 1 bottom). */
+void svg_vrule(svg_chart *c, double x, const char *cls, const char *label, double label_at);
 void svg_hrule(svg_chart *c, double y, const char *cls, const char *label);
 /* A shaded band between two x values over the whole plot height. */
 void svg_xband(svg_chart *c, double x0, double x1, const char *cls, const char *label);
@@ -97,6 +98,7 @@ void svg_legend(svg_chart *c, const char *const *cls, const char *const *text, s
 
 typedef struct {
     double load;                 /* concurrency or request rate; NaN when unknown */
+    const char *kind;            /* sweep level kind: "synchronous", "throughput" (auto mode), ... or NULL */
     int repeat;
     bool saturated, early_stopped, is_knee, is_max_goodput;
     const json_t *r;             /* the level's results document (borrowed) */
@@ -124,6 +126,10 @@ double rep_goodput_tok_s(const json_t *r);
 double rep_error_pct(const json_t *r);
 /* "c=32", "8/s", or "run" when the load is unknown. */
 void rep_load_label(const rep_model *m, double load, char *buf, size_t len);
+/* A level's label: the load, or "sync" / "max" for auto mode's anchor runs. */
+void rep_level_label(const rep_model *m, const rep_level *l, char *buf, size_t len);
+/* The sweep's confidence interval of a metric at a load ("ci" section); false when absent. */
+bool rep_ci(const rep_model *m, double load, const char *metric, double *lo, double *hi, int *n);
 /* The load of a single results document from its config (concurrency or rate). */
 double rep_results_load(const json_t *r, const char **axis);
 /* Mean / max of a numeric series array (nulls skipped); NaN when empty. */
@@ -157,5 +163,5 @@ extern const char report_css[];
 void charts_saturation(rbuf *b, const rep_model *m);
 void charts_latency_vs_throughput(rbuf *b, const rep_model *m, const char *metric, const char *name);
 void charts_nines(rbuf *b, const rep_model *m, const report_requests *rq, const char *metric, const char *name);
-void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq);
+void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, const json_t *diagnosis);
 #endif

@@ -245,9 +245,9 @@ void svg_point_labels(svg_chart *c, const double *x, const double *y, const char
     for (size_t i = 0; i < n; i++) {
         if (!finite_pt(c, x[i], y[i]) || !labels[i]) continue;
         /* near the right edge the text goes to the left of its point, so the clip keeps it */
-        double px = svg_px(c, x[i]);
-        bool left = px > c->w - c->mr - 40;
-        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\"%s>", left ? px - 5 : px + 5, svg_py(c, y[i]) - 5,
+        double px = svg_px(c, x[i]), py = svg_py(c, y[i]);
+        bool left = px > c->w - c->mr - 40, below = py < c->mt + 12;
+        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\"%s>", left ? px - 5 : px + 5, below ? py + 13 : py - 5,
                   left ? " text-anchor=\"end\"" : "");
         rb_esc(c->out, labels[i]);
         rb_puts(c->out, "</text>");
@@ -255,7 +255,7 @@ void svg_point_labels(svg_chart *c, const double *x, const double *y, const char
     rb_puts(c->out, "</g>");
 }
 
-void svg_vrule(svg_chart *c, double x, const char *cls, const char *label, bool label_low) {
+void svg_vrule(svg_chart *c, double x, const char *cls, const char *label, double label_at) {
     if (!finite_pt(c, x, c->y.kind == AXIS_LOG ? c->y.lo : 0)) return;
     double px = svg_px(c, x);
     rb_puts(c->out, "<g class=\"rule ");
@@ -265,7 +265,7 @@ void svg_vrule(svg_chart *c, double x, const char *cls, const char *label, bool 
         /* label on the side with more room */
         bool left = px > c->ml + (c->w - c->ml - c->mr) * 0.7;
         rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">", left ? px - 4 : px + 4,
-                  label_low ? c->h - c->mb - 8 : c->mt + 12, left ? "end" : "start");
+                  c->mt + 12 + label_at * (c->h - c->mb - 8 - c->mt - 12), left ? "end" : "start");
         rb_esc(c->out, label);
         rb_puts(c->out, "</text>");
     }

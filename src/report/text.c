@@ -83,17 +83,17 @@ static void md_findings(rbuf *b, const rep_model *m, const json_t *diagnosis) {
 
 static void md_table(rbuf *b, const rep_model *m) {
     rb_printf(b, "\n## %s\n\n", m->sweep ? "Per-load results" : "Run summary");
-    rb_puts(b, "| load | achieved req/s | out tok/s | goodput tok/s | TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) |"
+    rb_puts(b, "| load | req/s | out tok/s | goodput tok/s | TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) |"
                " ITL p99 (ms) | E2EL p99 (ms) | queue p99 (ms) | err % | GPU util % | KV peak % |\n");
     rb_puts(b, "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (size_t i = 0; i < m->n; i++) {
         const rep_level *l = &m->lv[i];
         const json_t *r = l->r;
         char ll[48];
-        rep_load_label(m, l->load, ll, sizeof ll);
+        rep_level_label(m, l, ll, sizeof ll);
         rb_printf(b, "| %s%s%s%s |", l->is_knee ? "**\xe2\x96\xb6 " : "", ll, l->is_knee ? " (knee)**" : "",
                   l->saturated ? " saturated" : "");
-        md_num(b, rep_num(r, "achieved_rate_per_s"));
+        md_num(b, rep_num(r, "request_throughput"));
         md_num(b, rep_num(r, "output_throughput"));
         md_num(b, rep_goodput_tok_s(r));
         md_pair(b, rep_pct(r, "ttft", 50), rep_pct(r, "ttft", 99), rep_slo_ms(r, "ttft"));
@@ -117,7 +117,7 @@ static void md_errors(rbuf *b, const rep_model *m) {
         const json_t *r = m->lv[i].r;
         if (!(rep_num(r, "failed") > 0)) continue;
         char ll[48];
-        rep_load_label(m, m->lv[i].load, ll, sizeof ll);
+        rep_level_label(m, &m->lv[i], ll, sizeof ll);
         rb_printf(b, "- %s:", ll);
         const char *k;
         json_t *v;
