@@ -255,6 +255,59 @@ void charts_latency_vs_throughput(rbuf *b, const rep_model *m, const char *metri
     fig_close(b);
 }
 
+/* ---- latency breakdown vs load ---- */
+
+/* Stacked mean latency per level: client queue, time to first token, decode (E2E - TTFT). The
+ * means add up (E2E from schedule = queue + TTFT + decode), which percentiles would not. */
+void charts_breakdown(rbuf *b, const rep_model *m) {
+    if (!m->sweep || m->n < 2 || m->n > MAX_LEVELS) return;
+    double x[MAX_LEVELS], q[MAX_LEVELS], t[MAX_LEVELS], d[MAX_LEVELS], hi = 0;
+    char lab[MAX_LEVELS][40];
+    const char *labels[MAX_LEVELS];
+    size_t n = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        const json_t *r = m->lv[i].r;
+        double qq = rep_num(r, "mean_queue_ms"), tt = rep_num(r, "mean_ttft_ms"), ee = rep_num(r, "mean_e2el_ms");
+        if (isnan(tt) || isnan(ee)) continue;
+        x[n] = (double)n;
+        q[n] = isnan(qq) ? 0 : qq;
+        t[n] = tt;
+        d[n] = ee > tt ? ee - tt : 0;
+        if (q[n] + t[n] + d[n] > hi) hi = q[n] + t[n] + d[n];
+        rep_level_label(m, &m->lv[i], lab[n], sizeof lab[n]);
+        labels[n] = lab[n];
+        n++;
+    }
+    if (n < 2 || !(hi > 0)) return;
+    fig_open(b, "fig-breakdown", "Mean latency breakdown by load", "lower is better",
+             "Client queue (scheduled to sent), time to first token (queueing in the server and prefill), decode "
+             "(first to last token). Hover a bar for its value.");
+    svg_chart c = { 0 };
+    c.x.kind = AXIS_LINEAR;
+    c.x.lo = -0.6;
+    c.x.hi = (double)n - 0.4;
+    c.x.n_ticks = 0;
+    c.x.label = m->axis && !strcmp(m->axis, "rate") ? "offered load (requests/s)" : "offered load (concurrent users)";
+    svg_axis_linear(&c.y, 0, hi, 6);
+    c.y.label = "mean latency (ms)";
+    svg_begin(&c, b, 640, 320, "Mean latency per load level split into client queue, time to first token and decode");
+    double w = (c.w - c.ml - c.mr) / (double)n * 0.6;
+    for (size_t i = 0; i < n; i++) {
+        char tq[64], tt[64], td[64], v[24];
+        fmt_ms(q[i], v, sizeof v); snprintf(tq, sizeof tq, "%s: client queue %s", labels[i], v);
+        fmt_ms(t[i], v, sizeof v); snprintf(tt, sizeof tt, "%s: TTFT %s", labels[i], v);
+        fmt_ms(d[i], v, sizeof v); snprintf(td, sizeof td, "%s: decode %s", labels[i], v);
+        svg_bar(&c, x[i], w, 0, q[i], "m-queued", tq);
+        svg_bar(&c, x[i], w, q[i], q[i] + t[i], "m-ttft", tt);
+        svg_bar(&c, x[i], w, q[i] + t[i], q[i] + t[i] + d[i], "m-e2el", td);
+    }
+    svg_x_labels(&c, x, labels, n);
+    const char *cls[] = { "m-queued", "m-ttft", "m-e2el" }, *txt[] = { "client queue", "TTFT", "decode (E2E - TTFT)" };
+    svg_legend(&c, cls, txt, 3);
+    svg_end(&c);
+    fig_close(b);
+}
+
 /* ---- nines ---- */
 
 #define NINES_POINTS 160

@@ -236,7 +236,9 @@ static void verdict(rbuf *b, const rep_model *m, const report_opts *o) {
 
 static void evidence_value(rbuf *b, const json_t *e) {
     const json_t *v = json_object_get(e, "value");
-    if (!json_is_number(v)) return;
+    const char *text = str(e, "text");
+    /* diagnose usually writes the number into the sentence: show it again only when it is not */
+    if (!json_is_number(v) || (text && strpbrk(text, "0123456789"))) return;
     char n[48];
     fmt_num(json_number_value(v), n, sizeof n);
     rb_puts(b, " <b>");
@@ -290,13 +292,18 @@ static void finding(rbuf *b, const rep_model *m, const json_t *f, size_t rank) {
     double lvl = rep_num(f, "level");
     if (json_is_object(w) || !isnan(lvl)) {
         rb_puts(b, "<div class=\"note\">Look at: ");
-        if (json_is_object(w))
-            rb_printf(b, "<a href=\"#fig-timeline\">run timeline, t = %.0f\xe2\x80\x93%.0f s</a> ", rep_num(w, "t0_s"),
-                      rep_num(w, "t1_s"));
+        if (json_is_object(w)) {
+            double t0 = rep_num(w, "t0_s"), t1 = rep_num(w, "t1_s");
+            int prec = t1 - t0 < 10 ? 1 : 0;
+            rb_printf(b, "<a href=\"#fig-timeline\">run timeline, t = %.*f\xe2\x80\x93%.*f s</a> ", prec, t0, prec, t1);
+        }
+        size_t row = (size_t)-1;
+        for (size_t i = 0; !isnan(lvl) && i < m->n && row == (size_t)-1; i++) if (m->lv[i].load == lvl) row = i;
         if (!isnan(lvl)) {
             char ll[32];
             rep_load_label(m, lvl, ll, sizeof ll);
-            rb_puts(b, "<a href=\"#levels\">level ");
+            if (row != (size_t)-1) rb_printf(b, "<a href=\"#level-%zu\">level ", row);
+            else rb_puts(b, "<a href=\"#levels\">level ");
             rb_esc(b, ll);
             rb_puts(b, "</a>");
         }
@@ -336,6 +343,23 @@ static void findings(rbuf *b, const rep_model *m, const report_opts *o) {
         json_array_foreach(list, i, f) finding(b, m, f, i + 1);
     }
     roofline(b, json_object_get(o->diagnosis, "roofline"));
+    const json_t *checked = json_object_get(o->diagnosis, "checked");
+    size_t i, skipped = 0;
+    json_t *c;
+    json_array_foreach(checked, i, c) skipped += json_is_false(json_object_get(c, "ran"));
+    if (skipped) {
+        rb_printf(b, "<details><summary class=\"note\">%zu rule%s not checked for lack of data</summary><ul class=\"note\">",
+                  skipped, skipped > 1 ? "s" : "");
+        json_array_foreach(checked, i, c) {
+            if (!json_is_false(json_object_get(c, "ran"))) continue;
+            rb_puts(b, "<li><code>");
+            rb_esc(b, str(c, "rule"));
+            rb_puts(b, "</code>: ");
+            rb_esc(b, str(c, "why"));
+            rb_puts(b, "</li>");
+        }
+        rb_puts(b, "</ul></details>");
+    }
     rb_puts(b, "</section>");
 }
 
@@ -370,7 +394,7 @@ static void levels_table(rbuf *b, const rep_model *m) {
         const json_t *r = l->r;
         char ll[48];
         rep_level_label(m, l, ll, sizeof ll);
-        rb_printf(b, "<tr%s><td>%s", l->is_knee ? " class=\"knee\"" : "", l->is_knee ? "\xe2\x96\xb6 " : "");
+        rb_printf(b, "<tr id=\"level-%zu\"%s><td>%s", i, l->is_knee ? " class=\"knee\"" : "", l->is_knee ? "\xe2\x96\xb6 " : "");
         rb_esc(b, ll);
         if (l->repeat > 0) rb_printf(b, " #%d", l->repeat + 1);
         if (l->saturated) rb_puts(b, " <span class=\"note\">saturated</span>");
@@ -578,6 +602,7 @@ static void build(rbuf *b, const rep_model *m, const report_opts *o) {
         charts_saturation(b, m);
         charts_latency_vs_throughput(b, m, "ttft", "TTFT");
         charts_latency_vs_throughput(b, m, "tpot", "TPOT");
+        charts_breakdown(b, m);
         rb_puts(b, "</div></section>");
     }
     levels_table(b, m);

@@ -49,7 +49,10 @@ json_t *report_diagnosis(const json_t *doc) {
     if (!json_is_array(f)) return NULL;
     json_t *d = json_object();
     json_object_set_new(d, "findings", json_deep_copy(f));
-    const json_t *rf = json_object_get(doc, "roofline");
-    if (rf) json_object_set_new(d, "roofline", json_deep_copy(rf));
+    static const char *const extra[] = { "roofline", "checked" };
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *v = json_object_get(doc, extra[i]);
+        if (v) json_object_set_new(d, extra[i], json_deep_copy(v));
+    }
     return d;
 }

@@ -91,6 +91,10 @@ void svg_vrule(svg_chart *c, double x, const char *cls, const char *label, doubl
 void svg_hrule(svg_chart *c, double y, const char *cls, const char *label);
 /* A shaded band between two x values over the whole plot height. */
 void svg_xband(svg_chart *c, double x0, double x1, const char *cls, const char *label);
+/* A bar from y0 to y1 centred on x (stacked bars: one call per segment), with a hover title. */
+void svg_bar(svg_chart *c, double x, double width_px, double y0, double y1, const char *cls, const char *title);
+/* Category labels under the x axis (for bar charts whose x ticks are positions). */
+void svg_x_labels(svg_chart *c, const double *x, const char *const *labels, size_t n);
 /* A legend row above the plot: n entries of (class, text). */
 void svg_legend(svg_chart *c, const char *const *cls, const char *const *text, size_t n);
 
@@ -162,6 +166,7 @@ extern const char report_css[];
 /* Chart blocks (charts.c): each appends a <figure> or nothing when the data is missing. */
 void charts_saturation(rbuf *b, const rep_model *m);
 void charts_latency_vs_throughput(rbuf *b, const rep_model *m, const char *metric, const char *name);
+void charts_breakdown(rbuf *b, const rep_model *m);
 void charts_nines(rbuf *b, const rep_model *m, const report_requests *rq, const char *metric, const char *name);
 void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, const json_t *diagnosis);
 #endif

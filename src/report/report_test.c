@@ -320,6 +320,8 @@ TEST(report_sweep_html_csv) {
     CHECK(h && c && m && doc);
     if (h && c && m && doc) {
         CHECK(strstr(h, "id=\"fig-saturation\"") != NULL);
+        CHECK(strstr(h, "id=\"fig-breakdown\"") != NULL);
+        CHECK_EQ_INT(count(h, "<rect class=\"bar "), 12);   /* 4 levels x 3 segments */
         CHECK(strstr(h, "id=\"fig-lvt-ttft\"") != NULL);
         CHECK(strstr(h, "knee c=16") != NULL);
         CHECK_EQ_INT(count(h, "<tr class=\"knee\">"), 1);

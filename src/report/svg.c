@@ -280,7 +280,8 @@ void svg_hrule(svg_chart *c, double y, const char *cls, const char *label) {
     rb_esc(c->out, cls);
     rb_printf(c->out, "\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", c->ml, py, c->w - c->mr, py);
     if (label) {
-        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", c->w - c->mr - 4, py - 4);
+        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", c->w - c->mr - 4,
+                  py - 14 < c->mt ? py + 13 : py - 4);   /* below the rule when it runs along the top */
         rb_esc(c->out, label);
         rb_puts(c->out, "</text>");
     }
@@ -314,6 +315,30 @@ void svg_legend(svg_chart *c, const char *const *cls, const char *const *text, s
         rb_esc(c->out, text[i]);
         rb_puts(c->out, "</text>");
         x += 34 + 6.2 * (double)strlen(text[i]);
+    }
+    rb_printf(c->out, "</g><g clip-path=\"url(#cp%zu)\">", c->clip_id);
+}
+
+void svg_bar(svg_chart *c, double x, double width_px, double y0, double y1, const char *cls, const char *title) {
+    double px = svg_px(c, x), p0 = svg_py(c, y0), p1 = svg_py(c, y1);
+    if (!isfinite(px) || !isfinite(p0) || !isfinite(p1) || p0 <= p1) return;
+    rb_puts(c->out, "<rect class=\"bar ");
+    rb_esc(c->out, cls);
+    rb_printf(c->out, "\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">", px - width_px / 2, p1, width_px, p0 - p1);
+    if (title) {
+        rb_puts(c->out, "<title>");
+        rb_esc(c->out, title);
+        rb_puts(c->out, "</title>");
+    }
+    rb_puts(c->out, "</rect>");
+}
+
+void svg_x_labels(svg_chart *c, const double *x, const char *const *labels, size_t n) {
+    rb_puts(c->out, "</g><g class=\"axis\">");
+    for (size_t i = 0; i < n; i++) {
+        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", svg_px(c, x[i]), c->h - c->mb + 15);
+        rb_esc(c->out, labels[i]);
+        rb_puts(c->out, "</text>");
     }
     rb_printf(c->out, "</g><g clip-path=\"url(#cp%zu)\">", c->clip_id);
 }

@@ -60,7 +60,9 @@ static void md_findings(rbuf *b, const rep_model *m, const json_t *diagnosis) {
             rb_puts(b, "   - ");
             rb_md_cell(b, str(e, "text"));
             const json_t *v = json_object_get(e, "value");
-            if (json_is_number(v)) {
+            const char *text = str(e, "text");
+            /* the number is usually in the sentence already */
+            if (json_is_number(v) && !(text && strpbrk(text, "0123456789"))) {
                 char t[48];
                 fmt_num(json_number_value(v), t, sizeof t);
                 rb_printf(b, " **%s", t);
