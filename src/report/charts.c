@@ -666,13 +666,16 @@ void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, con
     rb_esc(b, note);
     rb_puts(b, "</span></figcaption>");
 
-    tl_line a[2] = { { series_of(t, json_object_get(tl, "output_tokens"), 1), "m-tok", "output tok/s", true },
-                     { series_of(t, json_object_get(tl, "finished"), 1), "m-good thin", "requests finished/s", true } };
-    tl_row(b, t_end, "Throughput (per second)", "per second", a, 1, false, "Output tokens per second over time", &win);
-    tl_line fin[1] = { a[1] };
-    tl_row(b, t_end, "Requests finished per second", "req/s", fin, 1, false, "Requests finished per second over time", &win);
+    tl_line a[1] = { { series_of(t, json_object_get(tl, "output_tokens"), 1), "m-tok", "output tok/s", true } };
+    tl_row(b, t_end, "Output tokens per second", "tok/s", a, 1, false, "Output tokens per second over time", &win);
     ts_free(&a[0].s);
-    ts_free(&a[1].s);
+    tl_line rs[3] = { { series_of(t, json_object_get(tl, "started"), 1), "m-inflight thin", "sent/s", true },
+                      { series_of(t, json_object_get(tl, "finished"), 1), "m-good", "finished/s", true },
+                      { series_of(t, json_object_get(tl, "failed"), 1), "m-queued", "failed/s", true } };
+    if (rep_series_max(json_object_get(tl, "failed")) <= 0) ts_free(&rs[2].s);   /* no failures: no flat line */
+    tl_row(b, t_end, "Requests per second: sent (achieved load), finished, failed", "req/s", rs, 3, false,
+           "Requests sent, finished and failed per second over time", &win);
+    for (int i = 0; i < 3; i++) ts_free(&rs[i].s);
 
     tl_line q[4] = {
         { series_of(t, json_object_get(tl, "in_flight"), 1), "m-inflight", "in flight (client)", true },
