@@ -51,6 +51,8 @@ typedef struct stream {
     int64_t last_write_wall_ns;     /* when something was last written to the client */
     struct stream *prev, *next;     /* all streams, for shutdown */
     struct stream *deferred_next;
+    bool flush_pending;             /* on the flush list of the current advance */
+    struct stream *flush_next;
 } stream;
 
 struct server {
@@ -69,6 +71,7 @@ struct server {
     srv_metrics m;
     stream *streams;
     stream *deferred;               /* cancels and frees to do after the current advance */
+    stream *flush_list;             /* streams written to during the current advance */
     bool in_advance;
     int64_t advance_now;            /* engine time the current advance was called with */
     int64_t iter_t, iter_tokens;    /* tokens of the engine step being reported (same t_ns) */
@@ -211,9 +214,35 @@ static void stream_complete(stream *st) {
 static void send_chunk(stream *st, void (*flushed)(struct evhttp_connection *, void *)) {
     server *s = st->srv;
     st->last_write_wall_ns = s->loop_wall_ns;
-    if (flushed) evhttp_send_reply_chunk_with_cb(st->req, s->buf, flushed, st);
-    else evhttp_send_reply_chunk(st->req, s->buf);
+    if (flushed) {
+        evhttp_send_reply_chunk_with_cb(st->req, s->buf, flushed, st);
+    } else {
+        evhttp_send_reply_chunk(st->req, s->buf);
+        if (s->in_advance && !st->flush_pending) {
+            st->flush_pending = true;
+            st->flush_next = s->flush_list;
+            s->flush_list = st;
+        }
+    }
     evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
+}
+
+/* After an advance, each stream written to gets one write() with all its chunks of this turn,
+ * instead of an epoll round trip per connection. When everything went out, the write interest
+ * evhttp enabled is withdrawn in the same turn, which the epoll changelist turns into no syscall.
+ * Partial writes and errors are left to the bufferevent as usual. Streams whose response ended
+ * in this turn are left to evhttp (it needs its write callback to finish the request). */
+static void flush_written(server *s) {
+    while (s->flush_list) {
+        stream *st = s->flush_list;
+        s->flush_list = st->flush_next;
+        st->flush_pending = false;
+        struct bufferevent *bev = st->evcon && st->req ? evhttp_connection_get_bufferevent(st->evcon) : NULL;
+        if (!bev || st->dropping) continue;
+        struct evbuffer *out = bufferevent_get_output(bev);
+        if (evbuffer_write(out, bufferevent_getfd(bev)) >= 0 && evbuffer_get_length(out) == 0)
+            bufferevent_disable(bev, EV_WRITE);
+    }
 }
 
 static void drop_flushed(struct evhttp_connection *evcon, void *arg) {
@@ -332,6 +361,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
     s->advance_now = engine_now(s);
     engine_advance(s->eng, s->advance_now, on_event, s);
     flush_iteration(s);
+    flush_written(s);
     s->in_advance = false;
     run_deferred(s);
     arm_timer(s);
@@ -544,6 +574,7 @@ int server_start(server **out, const server_params *p, engine *eng, char *err, s
     s->p.host = NULL;
     struct event_config *cfg = event_config_new();
     event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);   /* timerfd: sub-ms timer precision */
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST); /* enable+disable in one turn: no epoll_ctl */
     s->base = event_base_new_with_config(cfg);
     event_config_free(cfg);
     s->buf = evbuffer_new();
