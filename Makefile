@@ -16,7 +16,8 @@ ALL_C   := $(wildcard src/*.c src/*/*.c)
 TEST_C  := $(filter %_test.c,$(ALL_C)) $(wildcard tests/*_test.c)
 LIB_C   := $(filter-out src/main.c %_test.c,$(ALL_C))
 LIB_O   := $(LIB_C:%.c=$(BUILD)/%.o)
-TEST_O  := $(TEST_C:%.c=$(BUILD)/%.o) $(BUILD)/tests/harness.o
+TEST_SUP := $(filter-out %_test.c,$(wildcard tests/*.c))
+TEST_O  := $(TEST_C:%.c=$(BUILD)/%.o) $(TEST_SUP:%.c=$(BUILD)/%.o)
 
 .PHONY: all deps build test run-tests test-asan demo bench clean
 # Public targets check the Debian dependencies first, then re-enter make so that pkg-config's
@@ -30,7 +31,7 @@ deps:
 	@sh scripts/deps.sh
 
 dsperf: $(BUILD)/dsperf
-	@cp $< $@
+	@rm -f $@; cp $< $@
 
 $(BUILD)/dsperf: $(BUILD)/src/main.o $(LIB_O)
 	@echo "  LD $@"

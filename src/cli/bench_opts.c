@@ -1,0 +1,209 @@
+/* bench_opts — option parsing and validation for load runs. */
+#include "cli/bench_opts.h"
+#include "cli/cli.h"
+#include "common/units.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+"usage: dsperf bench --url URL [options]\n"
+"\n"
+"Load-test one OpenAI-compatible streaming endpoint with one load setting; print a summary;\n"
+"write results JSON (and per-request JSONL).\n"
+"\n"
+"target:\n"
+"  --url URL               base URL of the server, e.g. http://127.0.0.1:8000 (required)\n"
+"  --api completions|chat  endpoint: /v1/completions (default) or /v1/chat/completions\n"
+"  --model NAME            model to ask for (default: the first of GET /v1/models)\n"
+"  --header 'K: V'         extra HTTP header (repeatable); OPENAI_API_KEY is sent as a Bearer token\n"
+"  --insecure              do not verify TLS certificates\n"
+"  --timeout T             whole-request timeout (default 300s)\n"
+"load (closed loop or open loop):\n"
+"  --concurrency N         closed loop: N users, each sends when its last request finished\n"
+"  --think T               closed loop: pause between a user's requests (default 0)\n"
+"  --rate R/s              open loop: mean arrival rate (e.g. 20/s)\n"
+"  --arrival KIND          poisson (default), gamma:K (K<1 burstier), constant, trace (dataset timestamps)\n"
+"  --max-concurrency N     open loop: cap in-flight requests; the excess waits in a measured client queue\n"
+"  --requests N            measured requests (default 100 unless --duration is given)\n"
+"  --duration T            stop scheduling after T (e.g. 30s); in-flight requests then finish\n"
+"  --grace T               how long in-flight requests may finish after --duration (default 30s)\n"
+"  --warmup N              extra requests first, excluded from statistics (default 0)\n"
+"  --seed S                seed for arrivals and prompts (default 1)\n"
+"dataset:\n"
+"  --dataset SPEC          random:in=N,out=M,range=F (default random:in=1024,out=128) or jsonl:FILE\n"
+"  --ignore-eos            ask the server to ignore EOS (always on for random datasets)\n"
+"  --no-usage              do not ask for stream_options.include_usage\n"
+"statistics and output:\n"
+"  --slo ttft=200ms,tpot=50ms,e2el=10s   goodput SLOs (any subset)\n"
+"  --percentiles LIST      default 50,90,95,99,99.9\n"
+"  --out FILE              write results JSON (schema dsperf.results/1, vLLM-compatible names)\n"
+"  --save-requests FILE    write one JSON line per request with every timestamp\n"
+"  --quiet                 no summary and no progress; --no-progress: no live line\n"
+"\n"
+"examples:\n"
+"  dsperf bench --url http://127.0.0.1:8000 --concurrency 32 --requests 500 --out r.json\n"
+"  dsperf bench --url http://h:8000 --api chat --rate 20/s --max-concurrency 64 --duration 60s \\\n"
+"               --dataset random:in=2048,out=256 --slo ttft=500ms,tpot=50ms\n";
+
+enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_CONC, O_THINK, O_RATE, O_ARRIVAL,
+       O_MAXCONC, O_REQUESTS, O_DURATION, O_GRACE, O_WARMUP, O_SEED, O_DATASET, O_IGNORE_EOS, O_NO_USAGE,
+       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP };
+
+static const struct option long_opts[] = {
+    {"url", 1, 0, O_URL}, {"api", 1, 0, O_API}, {"model", 1, 0, O_MODEL}, {"header", 1, 0, O_HEADER},
+    {"insecure", 0, 0, O_INSECURE}, {"timeout", 1, 0, O_TIMEOUT}, {"concurrency", 1, 0, O_CONC},
+    {"think", 1, 0, O_THINK}, {"rate", 1, 0, O_RATE}, {"arrival", 1, 0, O_ARRIVAL},
+    {"max-concurrency", 1, 0, O_MAXCONC}, {"requests", 1, 0, O_REQUESTS}, {"duration", 1, 0, O_DURATION},
+    {"grace", 1, 0, O_GRACE}, {"warmup", 1, 0, O_WARMUP}, {"seed", 1, 0, O_SEED}, {"dataset", 1, 0, O_DATASET},
+    {"ignore-eos", 0, 0, O_IGNORE_EOS}, {"no-usage", 0, 0, O_NO_USAGE}, {"slo", 1, 0, O_SLO},
+    {"percentiles", 1, 0, O_PCT}, {"out", 1, 0, O_OUT}, {"save-requests", 1, 0, O_SAVE},
+    {"quiet", 0, 0, O_QUIET}, {"no-progress", 0, 0, O_NOPROG}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0},
+};
+
+static int bad(const char *flag, const char *val, const char *want) {
+    log_error("bad value '%s' for --%s: %s", val, flag, want);
+    return EXIT_USAGE;
+}
+
+/* "ttft=200ms,tpot=50ms,e2el=10s" */
+static int parse_slo(summary_opts *s, const char *spec) {
+    char *copy = strdup(spec), *save = NULL;
+    int rc = 0;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        int64_t ns;
+        if (!eq) { rc = -1; break; }
+        *eq = 0;
+        if (units_parse_duration_ns(eq + 1, &ns) < 0 || ns <= 0) { rc = -1; break; }
+        double ms = ns / 1e6;
+        if (!strcmp(t, "ttft")) s->slo_ttft_ms = ms;
+        else if (!strcmp(t, "tpot")) s->slo_tpot_ms = ms;
+        else if (!strcmp(t, "e2el")) s->slo_e2el_ms = ms;
+        else { rc = -1; break; }
+    }
+    free(copy);
+    return rc;
+}
+
+static int32_t count_words(void *ctx, const char *text, size_t len) {
+    (void)ctx;
+    return dataset_count_words(text, len);
+}
+
+int bench_opts_parse(bench_opts *b, int argc, char **argv) {
+    memset(b, 0, sizeof *b);
+    b->client.counter = (token_counter){ count_words, NULL, "words" };
+    b->client.api = OPENAI_COMPLETIONS;
+    b->client.timeout_ns = 300 * NS_PER_S;
+    b->client.include_usage = true;
+    b->client.api_key = getenv("OPENAI_API_KEY");
+    b->plan.grace_ns = 30 * NS_PER_S;
+    b->plan.seed = 1;
+    b->dataset_spec = "random:in=1024,out=128";
+    b->arrival_spec = "poisson";
+    summary_default_opts(&b->summary);
+    b->command_line = cli_join_argv(argc, argv);
+    b->headers = calloc((size_t)argc + 1, sizeof *b->headers);
+    double rate = 0;
+    long long v;
+    int64_t ns;
+    optind = 1;
+    opterr = 0;
+    for (;;) {
+        int c = getopt_long(argc, argv, "", long_opts, NULL);
+        if (c == -1) break;
+        const char *a = optarg;
+        switch (c) {
+        case O_URL: b->client.base_url = a; break;
+        case O_API:
+            if (!strcmp(a, "completions")) b->client.api = OPENAI_COMPLETIONS;
+            else if (!strcmp(a, "chat")) b->client.api = OPENAI_CHAT;
+            else return bad("api", a, "use completions or chat");
+            break;
+        case O_MODEL: b->client.model = a; break;
+        case O_HEADER:
+            if (!strchr(a, ':')) return bad("header", a, "use 'Name: value'");
+            b->headers[b->n_headers++] = a;
+            break;
+        case O_INSECURE: b->client.insecure = true; break;
+        case O_TIMEOUT: if (units_parse_duration_ns(a, &ns) < 0 || ns <= 0) return bad("timeout", a, "a duration such as 30s or 5m"); b->client.timeout_ns = ns; break;
+        case O_CONC: if (units_parse_int(a, 1, 1000000, &v) < 0) return bad("concurrency", a, "an integer >= 1"); b->plan.concurrency = (int)v; break;
+        case O_THINK: if (units_parse_duration_ns(a, &ns) < 0) return bad("think", a, "a duration such as 500ms"); b->plan.think_ns = ns; break;
+        case O_RATE: if (units_parse_rate_per_s(a, &rate) < 0 || rate <= 0) return bad("rate", a, "a rate such as 20/s"); break;
+        case O_ARRIVAL: b->arrival_spec = a; break;
+        case O_MAXCONC: if (units_parse_int(a, 1, 1000000, &v) < 0) return bad("max-concurrency", a, "an integer >= 1"); b->plan.max_concurrency = (int)v; break;
+        case O_REQUESTS: if (units_parse_int(a, 1, 100000000, &v) < 0) return bad("requests", a, "an integer >= 1"); b->plan.requests = (size_t)v; break;
+        case O_DURATION: if (units_parse_duration_ns(a, &ns) < 0 || ns <= 0) return bad("duration", a, "a duration such as 30s"); b->plan.duration_ns = ns; break;
+        case O_GRACE: if (units_parse_duration_ns(a, &ns) < 0) return bad("grace", a, "a duration such as 30s"); b->plan.grace_ns = ns; break;
+        case O_WARMUP: if (units_parse_int(a, 0, 100000000, &v) < 0) return bad("warmup", a, "an integer >= 0"); b->plan.warmup = (size_t)v; break;
+        case O_SEED: if (units_parse_int(a, 0, INT64_MAX, &v) < 0) return bad("seed", a, "a non-negative integer"); b->plan.seed = (uint64_t)v; break;
+        case O_DATASET: b->dataset_spec = a; break;
+        case O_IGNORE_EOS: b->ignore_eos = true; break;
+        case O_NO_USAGE: b->client.include_usage = false; break;
+        case O_SLO: if (parse_slo(&b->summary, a) < 0) return bad("slo", a, "use ttft=200ms,tpot=50ms,e2el=10s (any subset)"); break;
+        case O_PCT: if (summary_parse_percentiles(&b->summary, a) < 0) return bad("percentiles", a, "a list such as 50,90,99,99.9 within (0,100]"); break;
+        case O_OUT: b->out_path = a; break;
+        case O_SAVE: b->requests_path = a; break;
+        case O_QUIET: b->quiet = true; log_set_quiet(1); break;
+        case O_NOPROG: b->no_progress = true; break;
+        case O_HELP: fputs(usage_text, stdout); return EXIT_OK;
+        default:
+            if (optopt && optopt < 256) log_error("unknown option '-%c'; see dsperf bench --help", optopt);
+            else log_error("unknown or incomplete option '%s'; see dsperf bench --help", argv[optind - 1]);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) { log_error("unexpected argument '%s'; see dsperf bench --help", argv[optind]); return EXIT_USAGE; }
+    if (!b->client.base_url) { log_error("--url is required (e.g. --url http://127.0.0.1:8000); see dsperf bench --help"); return EXIT_USAGE; }
+    if (b->plan.concurrency && rate > 0) { log_error("--concurrency (closed loop) and --rate (open loop) exclude each other; pick one"); return EXIT_USAGE; }
+    if (!b->plan.concurrency && rate <= 0) {
+        if (!strcmp(b->arrival_spec, "trace")) rate = 1;   /* the dataset's timestamps set the pace */
+        else { log_error("give a load: --concurrency N (closed loop) or --rate R/s (open loop)"); return EXIT_USAGE; }
+    }
+    if (b->plan.max_concurrency && b->plan.concurrency) { log_error("--max-concurrency applies to open loop (--rate); with --concurrency the cap is the user count"); return EXIT_USAGE; }
+    if (!b->plan.concurrency) {
+        if (!strcmp(b->arrival_spec, "trace")) { b->plan.trace = true; b->plan.arr.rate_per_s = rate; }
+        else if (arrival_parse(b->arrival_spec, rate, &b->plan.arr) < 0) return bad("arrival", b->arrival_spec, "use poisson, gamma:K (K > 0), constant or trace");
+        b->summary.intended_rate_per_s = rate;
+        b->summary.max_concurrency = b->plan.max_concurrency;
+    }
+    if (!b->plan.requests && !b->plan.duration_ns) b->plan.requests = 100;
+    b->client.headers = b->headers;
+    return -1;
+}
+
+void bench_opts_free(bench_opts *b) {
+    free(b->command_line);
+    free(b->headers);
+}
+
+json_t *bench_opts_config_json(const bench_opts *b, const dataset *ds) {
+    json_t *c = json_object();
+    json_object_set_new(c, "url", json_string(b->client.base_url));
+    json_object_set_new(c, "api", json_string(b->client.api == OPENAI_CHAT ? "chat" : "completions"));
+    json_object_set_new(c, "model", json_string(b->client.model ? b->client.model : ""));
+    json_object_set_new(c, "load", json_string(b->plan.concurrency ? "closed" : "open"));
+    if (b->plan.concurrency) json_object_set_new(c, "concurrency", json_integer(b->plan.concurrency));
+    else {
+        json_object_set_new(c, "rate_per_s", json_real(b->plan.arr.rate_per_s));
+        json_object_set_new(c, "arrival", json_string(b->arrival_spec));
+        json_object_set_new(c, "max_concurrency", b->plan.max_concurrency ? json_integer(b->plan.max_concurrency) : json_null());
+    }
+    json_object_set_new(c, "requests", json_integer((json_int_t)b->plan.requests));
+    json_object_set_new(c, "duration_s", json_real(b->plan.duration_ns / 1e9));
+    json_object_set_new(c, "warmup", json_integer((json_int_t)b->plan.warmup));
+    json_object_set_new(c, "think_s", json_real(b->plan.think_ns / 1e9));
+    json_object_set_new(c, "seed", json_integer((json_int_t)b->plan.seed));
+    json_object_set_new(c, "timeout_s", json_real(b->client.timeout_ns / 1e9));
+    json_object_set_new(c, "dataset", json_string(b->dataset_spec));
+    json_object_set_new(c, "dataset_size", json_integer(ds ? (json_int_t)ds->n : 0));
+    json_object_set_new(c, "length_unit", json_string(ds ? ds->length_unit : "words"));
+    json_object_set_new(c, "ignore_eos", json_boolean(b->client.ignore_eos));
+    json_object_set_new(c, "include_usage", json_boolean(b->client.include_usage));
+    json_object_set_new(c, "token_counter", json_string(b->client.counter.name ? b->client.counter.name : "words"));
+    return c;
+}

@@ -1,0 +1,32 @@
+/* bench_opts — the options of a load run (target, load plan, dataset, statistics, outputs),
+ * parsed and validated once, shared by `bench` and `sweep`. */
+#ifndef DSP_BENCH_OPTS_H
+#define DSP_BENCH_OPTS_H
+#include "client/client.h"
+#include "load/runner.h"
+#include "metrics/summary.h"
+#include "dataset/dataset.h"
+#include <jansson.h>
+
+typedef struct {
+    client_opts client;
+    load_plan plan;
+    summary_opts summary;
+    const char *dataset_spec;
+    const char *arrival_spec;
+    const char *out_path;
+    const char *requests_path;
+    const char **headers;        /* NULL-terminated */
+    size_t n_headers;
+    bool ignore_eos;
+    bool quiet, no_progress;
+    char *command_line;
+} bench_opts;
+
+/* Returns -1 when the run should go ahead; otherwise the exit code to return now (0 after
+ * --help, 2 after a usage error, which has been reported in one line). */
+int bench_opts_parse(bench_opts *b, int argc, char **argv);
+void bench_opts_free(bench_opts *b);
+/* The configuration section of the results file. */
+json_t *bench_opts_config_json(const bench_opts *b, const dataset *ds);
+#endif

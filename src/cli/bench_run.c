@@ -1,0 +1,85 @@
+/* bench_run — shared orchestration of one load run for bench and sweep. */
+#include "cli/bench_run.h"
+#include "results/results.h"
+#include "common/log.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <sys/resource.h>
+
+void bench_raise_fd_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) { rl.rlim_cur = rl.rlim_max; setrlimit(RLIMIT_NOFILE, &rl); }
+}
+
+static void show_progress(void *ctx, const load_progress *p) {
+    (void)ctx;
+    char ttft[32] = "-";
+    if (!isnan(p->ttft_p50_ms)) snprintf(ttft, sizeof ttft, "%.1f ms", p->ttft_p50_ms);
+    char planned[32] = "";
+    if (p->planned) snprintf(planned, sizeof planned, "/%zu", p->planned);
+    fprintf(stderr, "\r\033[K[%5.0fs] done %zu%s  failed %zu  in-flight %zu  queued %zu  %.1f req/s  p50 TTFT %s",
+            p->elapsed_ns / 1e9, p->finished, planned, p->failed, p->in_flight, p->queued, p->rate_per_s, ttft);
+    fflush(stderr);
+}
+
+/* The client's own CPU cost, so a run can show it was not client-bound: CPU seconds of this
+ * process, its share of one core over the run, and CPU microseconds per received chunk. */
+static void add_client_cost(json_t *res, const recset *recs, int64_t wall_ns) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return;
+    double user_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+    double sys_s = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    uint64_t chunks = 0;
+    for (size_t i = 0; i < recs->n; i++) chunks += recs->v[i].n_chunks;
+    json_t *c = json_object();
+    json_object_set_new(c, "cpu_user_s", json_real(user_s));
+    json_object_set_new(c, "cpu_sys_s", json_real(sys_s));
+    json_object_set_new(c, "cpu_core_share", json_real(wall_ns > 0 ? (user_s + sys_s) / (wall_ns / 1e9) : 0));
+    json_object_set_new(c, "chunks", json_integer((json_int_t)chunks));
+    json_object_set_new(c, "cpu_us_per_chunk", chunks ? json_real((user_s + sys_s) * 1e6 / chunks) : json_null());
+    json_object_set_new(c, "chunks_per_s", json_real(wall_ns > 0 ? chunks / (wall_ns / 1e9) : 0));
+    json_object_set_new(c, "max_rss_kib", json_integer(ru.ru_maxrss));
+    json_object_set_new(res, "client", c);
+}
+
+int bench_prepare(bench_opts *b, dataset **ds, char **model) {
+    char err[1024];
+    *model = NULL;
+    *ds = NULL;
+    if (client_preflight(&b->client, model, NULL, err, sizeof err) < 0) {
+        log_error("%s", err);
+        return EXIT_USAGE;
+    }
+    if (!b->client.model) b->client.model = *model;
+    size_t n_hint = b->plan.requests ? b->plan.requests + b->plan.warmup : 10000;
+    if (dataset_open(b->dataset_spec, n_hint, b->plan.seed, ds, err, sizeof err) < 0) {
+        log_error("%s", err);
+        return EXIT_USAGE;
+    }
+    b->client.ignore_eos = (*ds)->ignore_eos || b->ignore_eos;
+    if (b->plan.trace && (*ds)->items[0].timestamp_ns < 0) {
+        log_error("--arrival trace needs a dataset with a \"timestamp\" on every line (jsonl:FILE)");
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
+int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, bool progress,
+                   recset *recs, bench_result *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    load_outcome lo;
+    if (load_run(&b->plan, &b->client, ds, recs, stop, progress ? show_progress : NULL, NULL, &lo, err, errlen) < 0) return -1;
+    if (progress) fprintf(stderr, "\r\033[K");
+    results_meta meta = {
+        .producer = "bench", .command_line = b->command_line, .config = bench_opts_config_json(b, ds),
+        .partial = lo.interrupted, .partial_reason = lo.interrupted ? "interrupted (SIGINT/SIGTERM): results cover what finished before the stop" : NULL,
+    };
+    out->results = results_build(recs, &b->summary, &meta);
+    json_decref(meta.config);
+    out->interrupted = lo.interrupted;
+    if (!out->results) { snprintf(err, errlen, "out of memory while computing the summary"); return -1; }
+    add_client_cost(out->results, recs, lo.end_ns - lo.start_ns);
+    return 0;
+}

@@ -1,0 +1,24 @@
+/* bench_run — one load setting from options to results: pre-flight and dataset (bench_prepare),
+ * then plan → records → results JSON (bench_run_once). `bench` runs it once; `sweep` once per
+ * load level. */
+#ifndef DSP_BENCH_RUN_H
+#define DSP_BENCH_RUN_H
+#include "cli/bench_opts.h"
+#include <signal.h>
+
+/* Pre-flight GET /v1/models (fills b->client.model when not given) and the dataset.
+ * Returns EXIT_OK, or EXIT_USAGE after reporting one clear line. *model is owned by the caller. */
+int bench_prepare(bench_opts *b, dataset **ds, char **model);
+
+typedef struct {
+    json_t *results;      /* the results document (owned by the caller), NULL on failure */
+    bool interrupted;     /* *stop was raised during the run */
+} bench_result;
+
+/* Runs b's plan once against ds; records go to recs (caller-owned, recset_init'ed).
+ * Returns 0, or -1 with err when the client could not be set up. */
+int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, bool progress,
+                   recset *recs, bench_result *out, char *err, size_t errlen);
+/* Raises RLIMIT_NOFILE to the hard limit (thousands of streams need thousands of descriptors). */
+void bench_raise_fd_limit(void);
+#endif

@@ -1,0 +1,60 @@
+/* dsperf sim CLI tests — results JSON like bench's plus the engine section; usage errors. */
+#include "harness.h"
+#include "results/results.h"
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static int run(const char *args) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s >/dev/null 2>&1", harness_bin(), args);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(sim_cli_results_json) {
+    char path[512], args[1024];
+    snprintf(path, sizeof path, "%s/sim.json", harness_tmpdir());
+    snprintf(args, sizeof args, "sim --model deepseek-v2-lite --gpu h200 --tp 1 --dataset random:in=1024,out=128 "
+             "--rate 20/s --requests 500 --out %s", path);
+    CHECK_EQ_INT(run(args), 0);
+    char err[256];
+    json_t *d = results_load(path, err, sizeof err);
+    CHECK_MSG(d != NULL, "%s", err);
+    if (!d) return;
+    CHECK_STR(json_string_value(json_object_get(d, "producer")), "sim");
+    CHECK_EQ_INT(json_integer_value(json_object_get(d, "completed")), 500);
+    CHECK_EQ_INT(json_integer_value(json_object_get(d, "total_output_tokens")), 500 * 128);
+    CHECK(json_number_value(json_object_get(d, "median_ttft_ms")) > 0);
+    CHECK(json_number_value(json_object_get(d, "median_tpot_ms")) > 0);
+    json_t *e = json_object_get(d, "engine");
+    json_t *s = json_object_get(e, "series");
+    static const char *const keys[] = {"t_s", "running", "waiting", "kv_usage", "preemptions", "step_ms", "batch_tokens"};
+    size_t n = json_array_size(json_object_get(s, "t_s"));
+    CHECK(n > 10);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) CHECK_EQ_INT(json_array_size(json_object_get(s, keys[i])), n);
+    CHECK_EQ_INT(json_integer_value(json_object_get(e, "generation_tokens_total")), 500 * 128);
+    /* the same seed gives the same run */
+    char path2[512];
+    snprintf(path2, sizeof path2, "%s/sim2.json", harness_tmpdir());
+    snprintf(args, sizeof args, "sim --dataset random:in=1024,out=128 --rate 20/s --requests 500 --quiet --out %s", path2);
+    CHECK_EQ_INT(run(args), 0);
+    json_t *d2 = results_load(path2, err, sizeof err);
+    CHECK(d2 && json_number_value(json_object_get(d2, "p99_itl_ms")) == json_number_value(json_object_get(d, "p99_itl_ms")));
+    json_decref(d2);
+    json_decref(d);
+    /* closed loop */
+    snprintf(args, sizeof args, "sim --concurrency 8 --requests 64 --quiet --out %s", path2);
+    CHECK_EQ_INT(run(args), 0);
+}
+
+TEST(sim_cli_usage_errors) {
+    CHECK_EQ_INT(run("sim --help"), 0);
+    CHECK_EQ_INT(run("sim --requests 10"), 2);                       /* neither rate nor concurrency */
+    CHECK_EQ_INT(run("sim --rate 5/s --concurrency 3"), 2);
+    CHECK_EQ_INT(run("sim --rate 5/s --dataset sharegpt:x"), 2);
+    CHECK_EQ_INT(run("sim --rate fast"), 2);
+    CHECK_EQ_INT(run("sim --rate 5/s --model gpt"), 2);
+    CHECK_EQ_INT(run("sim --rate 5/s --model deepseek-v3 --tp 1"), 2);  /* does not fit */
+    CHECK_EQ_INT(run("sim --rate 5/s --bogus 1"), 2);
+}

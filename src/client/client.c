@@ -1,0 +1,457 @@
+/* client — libcurl multi + epoll event loop for streamed completions.
+ *
+ * One thread owns everything: curl tells us which sockets to watch (socket callback → epoll) and
+ * when to call it back (timer callback → a deadline folded into the epoll timeout, at ns precision
+ * with epoll_pwait2). Response bytes go through the SSE parser and the OpenAI chunk interpreter
+ * straight into the request's record, stamped with the monotonic clock as they are handed to us. */
+#include "client/client.h"
+#include "client/sse.h"
+#include "common/clock.h"
+#include <curl/curl.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <errno.h>
+#include <time.h>
+
+#define ERROR_BODY_MAX 8192
+#define SSE_EVENT_MAX (4u << 20)
+
+typedef struct transfer {
+    client *c;
+    CURL *easy;
+    size_t rec;                 /* index into c->recs */
+    char *body;                 /* request body (owned) */
+    sse_parser sse;
+    openai_stream st;
+    long status;                /* HTTP status, read at the first body byte */
+    bool is_sse;                /* Content-Type was text/event-stream */
+    bool got_body;
+    char *errbody;              /* body of a non-2xx response (capped) */
+    size_t errlen;
+    struct transfer *prev, *next;
+} transfer;
+
+struct client {
+    client_opts o;
+    recset *recs;
+    client_done_fn done;
+    void *ctx;
+    CURLM *multi;
+    int epfd;
+    int64_t curl_deadline_ns;   /* when curl wants CURL_SOCKET_TIMEOUT; INT64_MAX none */
+    struct curl_slist *hdrs;
+    char *url;
+    size_t in_flight;
+    transfer *live;             /* list of in-flight transfers */
+    int finished_now;           /* transfers finished during the current poll */
+};
+
+static int g_curl_init;
+
+char *client_url(const char *base_url, const char *path) {
+    size_t bl = strlen(base_url);
+    while (bl && base_url[bl - 1] == '/') bl--;
+    if (bl >= 3 && !strncmp(base_url + bl - 3, "/v1", 3) && !strncmp(path, "/v1/", 4)) bl -= 3;
+    size_t pl = strlen(path);
+    char *u = malloc(bl + pl + 1);
+    if (!u) return NULL;
+    memcpy(u, base_url, bl);
+    memcpy(u + bl, path, pl + 1);
+    return u;
+}
+
+/* ---- curl → epoll glue ---- */
+
+static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *sockp) {
+    client *c = userp;
+    struct epoll_event ev = { .data.fd = s };
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(c->epfd, EPOLL_CTL_DEL, s, NULL);
+        return 0;
+    }
+    ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+    if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, s, &ev) < 0 && errno == ENOENT)
+        epoll_ctl(c->epfd, EPOLL_CTL_ADD, s, &ev);
+    return 0;
+}
+
+static int on_timer(CURLM *m, long timeout_ms, void *userp) {
+    client *c = userp;
+    c->curl_deadline_ns = timeout_ms < 0 ? INT64_MAX : clock_now_ns() + timeout_ms * NS_PER_MS;
+    return 0;
+}
+
+/* ---- per-transfer callbacks ---- */
+
+static int on_prereq(void *clientp, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port, int conn_local_port) {
+    transfer *t = clientp;
+    t->c->recs->v[t->rec].send_ns = clock_now_ns();
+    return CURL_PREREQFUNC_OK;
+}
+
+static int on_sse_event(void *ctx, const sse_event *ev) {
+    transfer *t = ctx;
+    record *r = &t->c->recs->v[t->rec];
+    return openai_stream_event(&t->st, r, ev->data, ev->data_len, ev->error, clock_now_ns(), &t->c->o.counter) ? 0 : 0;
+}
+
+static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
+    transfer *t = ud;
+    size_t len = size * n;
+    if (len > 13 && !strncasecmp(buf, "content-type:", 13)) {
+        const char *v = buf + 13;
+        while (*v == ' ') v++;
+        t->is_sse = !strncasecmp(v, "text/event-stream", 17);
+    }
+    return len;
+}
+
+static size_t on_write(char *buf, size_t size, size_t n, void *ud) {
+    transfer *t = ud;
+    size_t len = size * n;
+    if (!t->got_body) {
+        t->got_body = true;
+        curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
+    }
+    if (t->status < 200 || t->status >= 300 || !t->is_sse) {
+        /* keep the start of an error or non-SSE body for the message */
+        size_t room = ERROR_BODY_MAX - t->errlen;
+        size_t take = len < room ? len : room;
+        if (take) {
+            if (!t->errbody) t->errbody = malloc(ERROR_BODY_MAX + 1);
+            if (t->errbody) { memcpy(t->errbody + t->errlen, buf, take); t->errlen += take; t->errbody[t->errlen] = 0; }
+        }
+        if (t->status >= 200 && t->status < 300 && !t->is_sse) {
+            /* a 2xx that is not SSE may still be an event stream with a wrong content type
+             * (some proxies); parse it anyway and decide at the end */
+            sse_feed(&t->sse, buf, len, on_sse_event, t);
+        }
+        return len;
+    }
+    if (sse_feed(&t->sse, buf, len, on_sse_event, t) < 0) {
+        record *r = &t->c->recs->v[t->rec];
+        if (!r->error) r->error = strdup("SSE event larger than 4 MiB");
+        t->st.bad_json = true;
+    }
+    return len;
+}
+
+static void set_err(record *r, const char *msg) {
+    if (!r->error && msg) r->error = strdup(msg);
+}
+
+static rec_outcome classify(transfer *t, CURLcode res) {
+    record *r = &t->c->recs->v[t->rec];
+    char msg[600];
+    if (res == CURLE_OPERATION_TIMEDOUT) {
+        set_err(r, "timed out");
+        return REC_ERR_TIMEOUT;
+    }
+    if (res != CURLE_OK && !t->got_body) {
+        snprintf(msg, sizeof msg, "%s", curl_easy_strerror(res));
+        set_err(r, msg);
+        return REC_ERR_CONNECT;
+    }
+    long status = t->status;
+    if (!t->got_body) curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    r->http_status = (int32_t)status;
+    if (status < 200 || status >= 300) {
+        char em[400];
+        openai_error_message(t->errbody, t->errlen, em, sizeof em);
+        snprintf(msg, sizeof msg, "HTTP %ld%s%s", status, em[0] ? ": " : "", em);
+        set_err(r, msg);
+        return REC_ERR_HTTP;
+    }
+    if (t->st.stream_error) return REC_ERR_STREAM;
+    if (t->st.bad_json) return REC_ERR_JSON;
+    if (!t->is_sse && t->sse.n_events == 0) {
+        char em[300];
+        openai_error_message(t->errbody, t->errlen, em, sizeof em);
+        snprintf(msg, sizeof msg, "not an SSE stream (Content-Type is not text/event-stream): %.200s", em);
+        set_err(r, msg);
+        return REC_ERR_JSON;
+    }
+    if (res != CURLE_OK || !(t->st.done || t->st.finished)) {
+        snprintf(msg, sizeof msg, "stream ended before [DONE]%s%s", res != CURLE_OK ? ": " : "",
+                 res != CURLE_OK ? curl_easy_strerror(res) : "");
+        set_err(r, msg);
+        return REC_ERR_TRUNCATED;
+    }
+    return REC_OK;
+}
+
+static void transfer_free(transfer *t) {
+    if (t->easy) {
+        curl_multi_remove_handle(t->c->multi, t->easy);
+        curl_easy_cleanup(t->easy);
+    }
+    sse_free(&t->sse);
+    free(t->body);
+    free(t->errbody);
+    free(t);
+}
+
+static void unlink_transfer(client *c, transfer *t) {
+    if (t->prev) t->prev->next = t->next; else c->live = t->next;
+    if (t->next) t->next->prev = t->prev;
+    c->in_flight--;
+}
+
+static void finish(client *c, transfer *t, CURLcode res, int forced_outcome) {
+    record *r = &c->recs->v[t->rec];
+    if (forced_outcome < 0) sse_finish(&t->sse, on_sse_event, t);
+    r->end_ns = clock_now_ns();
+    r->outcome = forced_outcome >= 0 ? (uint8_t)forced_outcome : (uint8_t)classify(t, res);
+    if (forced_outcome >= 0) set_err(r, "cancelled: still in flight when the run stopped");
+    if (r->http_status == 0 && t->status) r->http_status = (int32_t)t->status;
+    r->last_ns = t->st.last_data_ns;
+    r->out_tokens_client = r->n_chunks ? t->st.tokens_client : (r->outcome == REC_OK ? 0 : -1);
+    if (!r->send_ns) r->send_ns = 0;
+    unlink_transfer(c, t);
+    size_t idx = t->rec;
+    transfer_free(t);
+    c->finished_now++;
+    if (c->done) c->done(c->ctx, idx);
+}
+
+static void drain_done(client *c) {
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(c->multi, &left))) {
+        if (m->msg != CURLMSG_DONE) continue;
+        transfer *t = NULL;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&t);
+        CURLcode res = m->data.result;
+        finish(c, t, res, -1);
+    }
+}
+
+/* ---- public API ---- */
+
+client *client_new(const client_opts *o, recset *recs, client_done_fn done, void *ctx, char *err, size_t errlen) {
+    if (!g_curl_init) { curl_global_init(CURL_GLOBAL_DEFAULT); g_curl_init = 1; }
+    client *c = calloc(1, sizeof *c);
+    if (!c) { snprintf(err, errlen, "out of memory"); return NULL; }
+    c->o = *o;
+    c->recs = recs;
+    c->done = done;
+    c->ctx = ctx;
+    c->curl_deadline_ns = INT64_MAX;
+    c->url = client_url(o->base_url, openai_path(o->api));
+    c->epfd = epoll_create1(EPOLL_CLOEXEC);
+    c->multi = curl_multi_init();
+    if (!c->url || c->epfd < 0 || !c->multi) { snprintf(err, errlen, "cannot set up the HTTP client: %s", strerror(errno)); client_free(c); return NULL; }
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+    long maxc = o->max_connections ? (long)o->max_connections : 1024;
+    curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, maxc);
+    c->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    c->hdrs = curl_slist_append(c->hdrs, "Accept: text/event-stream");
+    c->hdrs = curl_slist_append(c->hdrs, "Expect:");   /* no 100-continue round trip */
+    if (o->api_key && *o->api_key) {
+        char h[1024];
+        snprintf(h, sizeof h, "Authorization: Bearer %s", o->api_key);
+        c->hdrs = curl_slist_append(c->hdrs, h);
+    }
+    for (const char *const *h = o->headers; h && *h; h++) c->hdrs = curl_slist_append(c->hdrs, *h);
+    return c;
+}
+
+void client_free(client *c) {
+    if (!c) return;
+    while (c->live) {
+        transfer *t = c->live;
+        unlink_transfer(c, t);
+        transfer_free(t);
+    }
+    if (c->multi) curl_multi_cleanup(c->multi);
+    if (c->epfd >= 0) close(c->epfd);
+    curl_slist_free_all(c->hdrs);
+    free(c->url);
+    free(c);
+}
+
+static void common_easy_opts(CURL *e, const client_opts *o) {
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    if (getenv("DSPERF_CURL_VERBOSE")) curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
+    if (o->timeout_ns > 0) curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(o->timeout_ns / NS_PER_MS));
+    if (o->insecure) { curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L); curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L); }
+}
+
+int client_submit(client *c, size_t rec_index, const dataset_item *item) {
+    transfer *t = calloc(1, sizeof *t);
+    if (!t) return -1;
+    t->c = c;
+    t->rec = rec_index;
+    sse_init(&t->sse, SSE_EVENT_MAX);
+    t->body = openai_request_body(c->o.api, c->o.model, item, c->o.ignore_eos, c->o.include_usage);
+    t->easy = curl_easy_init();
+    if (!t->body || !t->easy) { transfer_free(t); return -1; }
+    record *r = &c->recs->v[rec_index];
+    r->max_tokens = item->max_tokens;
+    r->in_tokens = item->in_tokens;
+    CURL *e = t->easy;
+    common_easy_opts(e, &c->o);
+    curl_easy_setopt(e, CURLOPT_URL, c->url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->hdrs);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(t->body));
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
+    curl_easy_setopt(e, CURLOPT_PREREQDATA, t);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    t->next = c->live;
+    if (c->live) c->live->prev = t;
+    c->live = t;
+    c->in_flight++;
+    if (curl_multi_add_handle(c->multi, e) != CURLM_OK) {
+        unlink_transfer(c, t);
+        curl_easy_cleanup(t->easy);
+        t->easy = NULL;
+        transfer_free(t);
+        return -1;
+    }
+    /* kick it now so the request goes out without waiting for the next poll */
+    int running;
+    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    drain_done(c);
+    return 0;
+}
+
+size_t client_in_flight(const client *c) { return c->in_flight; }
+
+int client_poll(client *c, int64_t wake_at_ns) {
+    c->finished_now = 0;
+    struct epoll_event evs[256];
+    int running;
+    for (;;) {
+        int64_t now = clock_now_ns();
+        if (c->curl_deadline_ns <= now) {
+            c->curl_deadline_ns = INT64_MAX;
+            curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+            drain_done(c);
+            if (c->finished_now) return c->finished_now;
+            now = clock_now_ns();
+        }
+        /* even when the wake-up time has passed, look at the sockets once (zero wait) */
+        int64_t until = wake_at_ns < c->curl_deadline_ns ? wake_at_ns : c->curl_deadline_ns;
+        int64_t wait_ns = until - now;
+        if (wait_ns < 0) wait_ns = 0;
+        if (wait_ns > 100 * NS_PER_MS) wait_ns = 100 * NS_PER_MS;   /* stay responsive to signals */
+        struct timespec ts = { .tv_sec = wait_ns / NS_PER_S, .tv_nsec = wait_ns % NS_PER_S };
+        int n = epoll_pwait2(c->epfd, evs, 256, &ts, NULL);
+        if (n < 0) {
+            if (errno == EINTR) return c->finished_now;
+            if (errno == ENOSYS) {
+                n = epoll_wait(c->epfd, evs, 256, (int)((wait_ns + NS_PER_MS - 1) / NS_PER_MS));
+                if (n < 0) return c->finished_now;
+            } else return c->finished_now;
+        }
+        for (int i = 0; i < n; i++) {
+            int mask = 0;
+            if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) mask |= CURL_CSELECT_IN;
+            if (evs[i].events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
+            if (evs[i].events & EPOLLERR) mask |= CURL_CSELECT_ERR;
+            curl_multi_socket_action(c->multi, evs[i].data.fd, mask, &running);
+        }
+        if (n > 0) drain_done(c);
+        if (c->finished_now || clock_now_ns() >= wake_at_ns) return c->finished_now;
+    }
+}
+
+void client_abort_all(client *c, rec_outcome outcome) {
+    while (c->live) finish(c, c->live, CURLE_OK, (int)outcome);
+}
+
+/* ---- pre-flight ---- */
+
+typedef struct { char *p; size_t n; } membuf;
+
+static size_t mem_write(char *buf, size_t size, size_t n, void *ud) {
+    membuf *m = ud;
+    size_t len = size * n;
+    if (m->n + len > (1u << 20)) return 0;
+    char *np = realloc(m->p, m->n + len + 1);
+    if (!np) return 0;
+    memcpy(np + m->n, buf, len);
+    m->p = np;
+    m->n += len;
+    m->p[m->n] = 0;
+    return len;
+}
+
+#include <jansson.h>
+
+int client_preflight(const client_opts *o, char **model_out, char ***all_models, char *err, size_t errlen) {
+    if (!g_curl_init) { curl_global_init(CURL_GLOBAL_DEFAULT); g_curl_init = 1; }
+    if (strncmp(o->base_url, "http://", 7) && strncmp(o->base_url, "https://", 8)) {
+        snprintf(err, errlen, "bad --url '%s': it must start with http:// or https:// (e.g. http://127.0.0.1:8000)", o->base_url);
+        return -1;
+    }
+    char *url = client_url(o->base_url, "/v1/models");
+    CURL *e = curl_easy_init();
+    membuf mb = {0};
+    struct curl_slist *h = NULL;
+    if (o->api_key && *o->api_key) {
+        char hb[1024];
+        snprintf(hb, sizeof hb, "Authorization: Bearer %s", o->api_key);
+        h = curl_slist_append(h, hb);
+    }
+    for (const char *const *x = o->headers; x && *x; x++) h = curl_slist_append(h, *x);
+    common_easy_opts(e, o);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, mem_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &mb);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 15000L);
+    CURLcode res = curl_easy_perform(e);
+    long status = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    int rc = -1;
+    if (res != CURLE_OK) {
+        snprintf(err, errlen, "cannot reach %s: %s (is the server running and the URL right?)", url, curl_easy_strerror(res));
+    } else if (status == 401 || status == 403) {
+        snprintf(err, errlen, "GET %s returned HTTP %ld: the server wants credentials (set OPENAI_API_KEY or --header 'Authorization: Bearer ...')", url, status);
+    } else if (status != 200) {
+        snprintf(err, errlen, "GET %s returned HTTP %ld: this does not look like an OpenAI-compatible server (check the URL and path)", url, status);
+    } else {
+        json_t *j = json_loadb(mb.p ? mb.p : "", mb.n, 0, NULL);
+        json_t *data = j ? json_object_get(j, "data") : NULL;
+        size_t n = json_is_array(data) ? json_array_size(data) : 0;
+        if (!n) {
+            snprintf(err, errlen, "GET %s did not return an OpenAI model list ({\"data\":[{\"id\":...}]}); not an OpenAI-compatible server?", url);
+        } else {
+            const char *id = json_string_value(json_object_get(json_array_get(data, 0), "id"));
+            if (!id) snprintf(err, errlen, "GET %s: the model list has no \"id\"", url);
+            else {
+                *model_out = strdup(id);
+                if (all_models) {
+                    char **v = calloc(n + 1, sizeof *v);
+                    for (size_t i = 0; v && i < n; i++) {
+                        const char *x = json_string_value(json_object_get(json_array_get(data, i), "id"));
+                        v[i] = strdup(x ? x : "");
+                    }
+                    *all_models = v;
+                }
+                rc = 0;
+            }
+        }
+        json_decref(j);
+    }
+    curl_slist_free_all(h);
+    curl_easy_cleanup(e);
+    free(mb.p);
+    free(url);
+    return rc;
+}

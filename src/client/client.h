@@ -1,0 +1,50 @@
+/* client — the streaming HTTP client: many concurrent OpenAI-style streams over libcurl's multi
+ * interface driven by the socket-action API on one epoll loop (scales to thousands of streams).
+ * Each transfer fills one record in a recset: send time (libcurl's pre-request hook, just before
+ * the request bytes are written), the arrival of every content chunk, usage, and the outcome
+ * class. The load runner decides *when* to submit; the client only sends and measures. */
+#ifndef DSP_CLIENT_H
+#define DSP_CLIENT_H
+#include "client/openai.h"
+#include "metrics/record.h"
+#include "dataset/dataset.h"
+#include <stdint.h>
+#include <stdbool.h>
+
+typedef struct {
+    const char *base_url;        /* "http://127.0.0.1:8000" (a trailing /v1 is accepted) */
+    openai_api api;
+    const char *model;           /* resolved model name */
+    const char *const *headers;  /* extra "Name: value" headers, NULL-terminated, or NULL */
+    const char *api_key;         /* sent as Authorization: Bearer (NULL: none) */
+    int64_t timeout_ns;          /* whole-request timeout (0 none) */
+    bool insecure;               /* skip TLS verification */
+    bool ignore_eos;
+    bool include_usage;          /* stream_options.include_usage */
+    size_t max_connections;      /* connection cache size (>= peak concurrency) */
+    token_counter counter;       /* counts tokens in generated text */
+} client_opts;
+
+typedef struct client client;
+/* Called when a transfer has finished (any outcome); the record at rec_index is complete. */
+typedef void (*client_done_fn)(void *ctx, size_t rec_index);
+
+/* NULL with err on failure (bad URL, out of memory, epoll). */
+client *client_new(const client_opts *o, recset *recs, client_done_fn done, void *ctx, char *err, size_t errlen);
+void client_free(client *c);
+/* Starts the request for recs->v[rec_index] now (its sched_ns already set). 0 ok, -1 OOM. */
+int client_submit(client *c, size_t rec_index, const dataset_item *item);
+/* Waits for network events until wake_at_ns (absolute, monotonic) or until at least one transfer
+ * finished, whichever is first; processes them. Returns the number of transfers that finished. */
+int client_poll(client *c, int64_t wake_at_ns);
+size_t client_in_flight(const client *c);
+/* Ends every in-flight transfer now, marking its record with outcome (e.g. REC_ERR_CANCELLED). */
+void client_abort_all(client *c, rec_outcome outcome);
+
+/* Pre-flight: GET {base}/v1/models. On success *model_out (malloc'd) is the first model id.
+ * Returns 0, or -1 with a one-line diagnosis in err (connection refused, not an OpenAI server, ...). */
+int client_preflight(const client_opts *o, char **model_out, char ***all_models, char *err, size_t errlen);
+
+/* Joins base URL and path, tolerating a trailing "/" or "/v1" on the base. malloc'd. */
+char *client_url(const char *base_url, const char *path);
+#endif

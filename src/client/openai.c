@@ -1,0 +1,180 @@
+/* openai — request bodies and streamed-chunk interpretation for OpenAI-compatible servers. */
+#include "client/openai.h"
+#include <jansson.h>
+#include <string.h>
+#include <stdlib.h>
+#include <stdio.h>
+
+const char *openai_path(openai_api api) {
+    return api == OPENAI_CHAT ? "/v1/chat/completions" : "/v1/completions";
+}
+
+char *openai_request_body(openai_api api, const char *model, const dataset_item *item,
+                          bool ignore_eos, bool include_usage) {
+    json_t *o = json_object();
+    if (!o) return NULL;
+    if (model) json_object_set_new(o, "model", json_string(model));
+    if (api == OPENAI_CHAT) {
+        json_t *msgs = NULL;
+        if (item->messages_json) msgs = json_loads(item->messages_json, 0, NULL);
+        if (!msgs) {
+            msgs = json_array();
+            json_t *m = json_object();
+            json_object_set_new(m, "role", json_string("user"));
+            json_object_set_new(m, "content", json_string(item->prompt ? item->prompt : ""));
+            json_array_append_new(msgs, m);
+        }
+        json_object_set_new(o, "messages", msgs);
+    } else {
+        const char *prompt = item->prompt;
+        json_t *joined = NULL;
+        if (!prompt && item->messages_json) {
+            /* a chat-shaped item sent to the completions API: join the contents */
+            json_t *msgs = json_loads(item->messages_json, 0, NULL);
+            size_t i; json_t *m;
+            char *acc = strdup("");
+            json_array_foreach(msgs, i, m) {
+                const char *c = json_string_value(json_object_get(m, "content"));
+                if (!c) continue;
+                size_t a = strlen(acc), b = strlen(c);
+                char *n = realloc(acc, a + b + 2);
+                if (!n) break;
+                acc = n;
+                if (a) acc[a++] = '\n';
+                memcpy(acc + a, c, b + 1);
+            }
+            json_decref(msgs);
+            joined = json_string(acc);
+            free(acc);
+        }
+        json_object_set_new(o, "prompt", joined ? joined : json_string(prompt ? prompt : ""));
+    }
+    if (item->max_tokens >= 0) json_object_set_new(o, "max_tokens", json_integer(item->max_tokens));
+    if (ignore_eos) json_object_set_new(o, "ignore_eos", json_true());
+    json_object_set_new(o, "stream", json_true());
+    if (include_usage) {
+        json_t *so = json_object();
+        json_object_set_new(so, "include_usage", json_true());
+        json_object_set_new(o, "stream_options", so);
+    }
+    char *body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return body;
+}
+
+static void set_error(record *r, const char *msg) {
+    if (r->error) return;   /* keep the first */
+    r->error = strdup(msg);
+}
+
+static void error_from_json(record *r, json_t *err) {
+    char buf[512];
+    const char *msg = NULL;
+    if (json_is_string(err)) msg = json_string_value(err);
+    else if (json_is_object(err)) msg = json_string_value(json_object_get(err, "message"));
+    if (!msg) {
+        char *d = json_dumps(err, JSON_COMPACT);
+        snprintf(buf, sizeof buf, "%s", d ? d : "error");
+        free(d);
+        msg = buf;
+    }
+    set_error(r, msg);
+}
+
+int openai_stream_event(openai_stream *st, record *r, const char *data, size_t data_len,
+                        const char *error_field, int64_t t_ns, const token_counter *tc) {
+    if (error_field) {
+        /* llama.cpp: `error: {...}` ends the stream */
+        json_t *e = json_loads(error_field, 0, NULL);
+        json_t *inner = e ? json_object_get(e, "error") : NULL;
+        if (e) error_from_json(r, inner ? inner : e);
+        else set_error(r, error_field);
+        json_decref(e);
+        st->stream_error = true;
+        return 1;
+    }
+    if (!data) return 0;
+    if (data_len == 6 && !memcmp(data, "[DONE]", 6)) { st->done = true; return 1; }
+    json_error_t jerr;
+    json_t *o = json_loadb(data, data_len, 0, &jerr);
+    if (!o || !json_is_object(o)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "invalid JSON in stream: %.200s", data);
+        set_error(r, msg);
+        st->bad_json = true;
+        json_decref(o);
+        return 1;
+    }
+    st->last_data_ns = t_ns;
+    json_t *err = json_object_get(o, "error");
+    if (err && !json_is_null(err)) {
+        error_from_json(r, err);
+        st->stream_error = true;
+        json_decref(o);
+        return 1;
+    }
+    json_t *choices = json_object_get(o, "choices");
+    json_t *c0 = json_is_array(choices) ? json_array_get(choices, 0) : NULL;
+    if (c0) {
+        const char *text = json_string_value(json_object_get(c0, "text"));
+        size_t tlen = text ? json_string_length(json_object_get(c0, "text")) : 0;
+        const char *reasoning = NULL;
+        size_t rlen = 0;
+        json_t *delta = json_object_get(c0, "delta");
+        if (!text && delta) {
+            json_t *c = json_object_get(delta, "content");
+            text = json_string_value(c);
+            tlen = text ? json_string_length(c) : 0;
+            json_t *rc = json_object_get(delta, "reasoning_content");
+            if (!json_is_string(rc)) rc = json_object_get(delta, "reasoning");
+            reasoning = json_string_value(rc);
+            rlen = reasoning ? json_string_length(rc) : 0;
+        }
+        if (tlen + rlen > 0) {
+            int32_t k = 0;
+            if (tc && tc->count) {
+                if (tlen) k += tc->count(tc->ctx, text, tlen);
+                if (rlen) k += tc->count(tc->ctx, reasoning, rlen);
+            }
+            /* a chunk of only whitespace still carries a token the server generated */
+            if (k < 1) k = 1;
+            st->tokens_client += k;
+            if (r->n_chunks == 0) r->first_ns = t_ns;
+            if (record_add_chunk(r, t_ns, (unsigned)k) < 0) { json_decref(o); return 1; }
+        }
+        json_t *fr = json_object_get(c0, "finish_reason");
+        if (fr && !json_is_null(fr)) st->finished = true;
+    }
+    json_t *usage = json_object_get(o, "usage");
+    if (json_is_object(usage)) {
+        json_t *ct = json_object_get(usage, "completion_tokens");
+        json_t *pt = json_object_get(usage, "prompt_tokens");
+        if (json_is_integer(ct)) r->out_tokens_server = (int32_t)json_integer_value(ct);
+        if (json_is_integer(pt)) r->in_tokens_server = (int32_t)json_integer_value(pt);
+    }
+    json_decref(o);
+    return 0;
+}
+
+void openai_error_message(const char *body, size_t len, char *buf, size_t buflen) {
+    buf[0] = 0;
+    if (!body || !len) return;
+    json_t *o = json_loadb(body, len, 0, NULL);
+    const char *msg = NULL;
+    if (o) {
+        json_t *e = json_object_get(o, "error");
+        if (json_is_object(e)) msg = json_string_value(json_object_get(e, "message"));
+        else if (json_is_string(e)) msg = json_string_value(e);
+        if (!msg) msg = json_string_value(json_object_get(o, "detail"));
+        if (!msg) msg = json_string_value(json_object_get(o, "message"));
+    }
+    if (msg) snprintf(buf, buflen, "%s", msg);
+    else {
+        /* not JSON: the first line of the body, printable bytes only */
+        size_t j = 0;
+        for (size_t i = 0; i < len && j + 1 < buflen && body[i] != '\n'; i++)
+            buf[j++] = (body[i] >= 32 && body[i] < 127) ? body[i] : '?';
+        buf[j] = 0;
+    }
+    json_decref(o);
+}

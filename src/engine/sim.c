@@ -1,0 +1,549 @@
+/* sim — the simulated vLLM-like engine: a scheduler over a request pool, a paged KV block
+ * counter, and steps timed by the cost model. Passive: the driver submits, asks next_event_ns and
+ * advances the clock; every step's events are emitted at the step's end time.
+ *
+ * A request's tokens follow vLLM's bookkeeping: all known tokens = prompt + generated; computed =
+ * tokens whose KV is in the cache. A step schedules (known - computed) tokens for it (the whole
+ * or a chunk of the prompt, or 1 when decoding); when computed catches up with known, a token is
+ * sampled. Preemption by recompute drops the KV (computed = 0) and puts the request at the head of
+ * the waiting queue; re-admitted, it prefills prompt + generated tokens again.
+ * Per step the work is O(running); no allocation happens per token or per step. */
+#include "engine/sim.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { RQ_FREE = 0, RQ_WAITING, RQ_RUNNING, RQ_ZOMBIE /* cancelled while its index sits in the waiting deque */ };
+
+typedef struct {
+    uint64_t id;
+    int64_t arrival_ns;
+    int64_t stalled_until_ns;   /* fault injection: not schedulable before this */
+    int64_t stall_ns;
+    int32_t prompt, max_tokens, generated, computed;
+    int32_t blocks;             /* KV blocks held */
+    int32_t sched;              /* tokens scheduled in the step in flight */
+    int32_t stall_after;
+    uint8_t state;
+    uint8_t counted_prompt;     /* prompt_tokens_total counted once, not again on recompute */
+    int32_t next_free;
+} sim_req;
+
+typedef struct {
+    engine base;
+    sim_params p;
+    cost_model cost;
+    long long total_blocks, free_blocks;
+    int max_model_len;
+    /* request pool */
+    sim_req *reqs;
+    int32_t n_reqs, cap_reqs, free_head;
+    /* id -> pool index, open addressing with linear probing and backward-shift deletion */
+    uint64_t *map_keys;
+    int32_t *map_vals;          /* -1 empty */
+    size_t map_cap, map_n;
+    /* waiting: ring buffer of pool indices (FIFO; preempted requests go to the front) */
+    int32_t *wq;
+    size_t wq_cap, wq_head, wq_len;
+    int64_t n_waiting;          /* live waiting requests (zombies excluded) */
+    /* running, in admission order (the last is preempted first) */
+    int32_t *run;
+    int32_t n_run;
+    int32_t n_stalled;
+    bool blocked;               /* nothing can be scheduled until a submit, cancel or finish */
+    /* clock */
+    bool in_flight;
+    int64_t step_start_ns, step_end_ns;
+    int64_t clock_ns;           /* end of the last step (engine free from here) */
+    /* stats */
+    engine_stats st;
+    sim_info info;
+} sim_engine;
+
+static const char *finish_length = "length";
+
+/* --- id map --- */
+
+static size_t map_slot(uint64_t id, size_t cap) {
+    uint64_t h = id * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20) & (cap - 1);
+}
+
+static int map_grow(sim_engine *s) {
+    size_t ncap = s->map_cap ? s->map_cap * 2 : 1024;
+    uint64_t *nk = malloc(sizeof *nk * ncap);
+    int32_t *nv = malloc(sizeof *nv * ncap);
+    if (!nk || !nv) { free(nk); free(nv); return -1; }
+    for (size_t i = 0; i < ncap; i++) nv[i] = -1;
+    for (size_t i = 0; i < s->map_cap; i++) {
+        if (s->map_vals[i] < 0) continue;
+        size_t j = map_slot(s->map_keys[i], ncap);
+        while (nv[j] >= 0) j = (j + 1) & (ncap - 1);
+        nk[j] = s->map_keys[i];
+        nv[j] = s->map_vals[i];
+    }
+    free(s->map_keys);
+    free(s->map_vals);
+    s->map_keys = nk;
+    s->map_vals = nv;
+    s->map_cap = ncap;
+    return 0;
+}
+
+static int32_t map_get(const sim_engine *s, uint64_t id) {
+    if (!s->map_cap) return -1;
+    for (size_t j = map_slot(id, s->map_cap);; j = (j + 1) & (s->map_cap - 1)) {
+        if (s->map_vals[j] < 0) return -1;
+        if (s->map_keys[j] == id) return s->map_vals[j];
+    }
+}
+
+static int map_put(sim_engine *s, uint64_t id, int32_t v) {
+    if ((s->map_n + 1) * 2 > s->map_cap && map_grow(s) < 0) return -1;
+    size_t j = map_slot(id, s->map_cap);
+    while (s->map_vals[j] >= 0) {
+        if (s->map_keys[j] == id) return -1; /* duplicate id */
+        j = (j + 1) & (s->map_cap - 1);
+    }
+    s->map_keys[j] = id;
+    s->map_vals[j] = v;
+    s->map_n++;
+    return 0;
+}
+
+static void map_del(sim_engine *s, uint64_t id) {
+    size_t mask = s->map_cap - 1, j = map_slot(id, s->map_cap);
+    while (s->map_vals[j] >= 0 && s->map_keys[j] != id) j = (j + 1) & mask;
+    if (s->map_vals[j] < 0) return;
+    s->map_vals[j] = -1;
+    s->map_n--;
+    /* backward shift: move later entries of the probe run into the hole when allowed */
+    for (size_t k = (j + 1) & mask; s->map_vals[k] >= 0; k = (k + 1) & mask) {
+        size_t home = map_slot(s->map_keys[k], s->map_cap);
+        if (((k - home) & mask) >= ((k - j) & mask)) {
+            s->map_keys[j] = s->map_keys[k];
+            s->map_vals[j] = s->map_vals[k];
+            s->map_vals[k] = -1;
+            j = k;
+        }
+    }
+}
+
+/* --- pool and queues --- */
+
+static int32_t pool_alloc(sim_engine *s) {
+    if (s->free_head < 0) {
+        int32_t ncap = s->cap_reqs ? s->cap_reqs * 2 : 1024;
+        sim_req *n = realloc(s->reqs, sizeof *n * ncap);
+        if (!n) return -1;
+        s->reqs = n;
+        for (int32_t i = ncap - 1; i >= s->cap_reqs; i--) {
+            n[i].state = RQ_FREE;
+            n[i].next_free = s->free_head;
+            s->free_head = i;
+        }
+        s->cap_reqs = ncap;
+    }
+    int32_t i = s->free_head;
+    s->free_head = s->reqs[i].next_free;
+    return i;
+}
+
+static void pool_release(sim_engine *s, int32_t i) {
+    s->reqs[i].state = RQ_FREE;
+    s->reqs[i].next_free = s->free_head;
+    s->free_head = i;
+}
+
+/* Room for every live request: running ones may all be preempted back into the deque. */
+static int wq_reserve(sim_engine *s) {
+    size_t need = s->wq_len + (size_t)s->n_run + 1;
+    if (need <= s->wq_cap) return 0;
+    size_t ncap = s->wq_cap ? s->wq_cap * 2 : 1024;
+    while (ncap < need) ncap *= 2;
+    int32_t *n = malloc(sizeof *n * ncap);
+    if (!n) return -1;
+    for (size_t i = 0; i < s->wq_len; i++) n[i] = s->wq[(s->wq_head + i) % s->wq_cap];
+    free(s->wq);
+    s->wq = n;
+    s->wq_cap = ncap;
+    s->wq_head = 0;
+    return 0;
+}
+
+static void wq_push_back(sim_engine *s, int32_t i) {
+    s->wq[(s->wq_head + s->wq_len++) % s->wq_cap] = i;
+}
+
+static void wq_push_front(sim_engine *s, int32_t i) {
+    s->wq_head = (s->wq_head + s->wq_cap - 1) % s->wq_cap;
+    s->wq[s->wq_head] = i;
+    s->wq_len++;
+}
+
+/* Front of the waiting queue, releasing cancelled entries on the way; -1 when empty. */
+static int32_t wq_front(sim_engine *s) {
+    while (s->wq_len) {
+        int32_t i = s->wq[s->wq_head];
+        if (s->reqs[i].state == RQ_WAITING) return i;
+        pool_release(s, i);
+        s->wq_head = (s->wq_head + 1) % s->wq_cap;
+        s->wq_len--;
+    }
+    return -1;
+}
+
+static void wq_pop_front(sim_engine *s) {
+    s->wq_head = (s->wq_head + 1) % s->wq_cap;
+    s->wq_len--;
+}
+
+static int32_t blocks_for(const sim_engine *s, int64_t tokens) {
+    return (int32_t)((tokens + s->p.block_size - 1) / s->p.block_size);
+}
+
+static void free_blocks(sim_engine *s, sim_req *r) {
+    s->free_blocks += r->blocks;
+    r->blocks = 0;
+}
+
+/* --- engine ops --- */
+
+static int sim_submit(engine *e, const engine_request *q, int64_t now_ns) {
+    sim_engine *s = (sim_engine *)e;
+    if (q->prompt_tokens < 1 || q->max_tokens < 1) return -1;
+    int64_t need = (int64_t)q->prompt_tokens + q->max_tokens;
+    if (need > s->max_model_len || blocks_for(s, need) > s->total_blocks) return -1;
+    if (map_get(s, q->id) >= 0 || wq_reserve(s) < 0) return -1;
+    int32_t i = pool_alloc(s);
+    if (i < 0) return -1;
+    if (map_put(s, q->id, i) < 0) { pool_release(s, i); return -1; }
+    sim_req *r = &s->reqs[i];
+    memset(r, 0, sizeof *r);
+    s->blocked = false;
+    r->id = q->id;
+    r->arrival_ns = now_ns;
+    r->prompt = q->prompt_tokens;
+    r->max_tokens = q->max_tokens;
+    r->stall_after = q->stall_ns > 0 ? q->stall_after : 0;
+    r->stall_ns = q->stall_ns;
+    r->state = RQ_WAITING;
+    wq_push_back(s, i);
+    s->n_waiting++;
+    return 0;
+}
+
+static void remove_running_at(sim_engine *s, int32_t k) {
+    memmove(&s->run[k], &s->run[k + 1], sizeof(int32_t) * (size_t)(s->n_run - k - 1));
+    s->n_run--;
+}
+
+static void sim_cancel(engine *e, uint64_t id, int64_t now_ns) {
+    sim_engine *s = (sim_engine *)e;
+    int32_t i = map_get(s, id);
+    if (i < 0) return;
+    sim_req *r = &s->reqs[i];
+    map_del(s, id);
+    s->blocked = false;
+    if (r->state == RQ_WAITING) {
+        /* its index stays in the deque until it reaches the front */
+        r->state = RQ_ZOMBIE;
+        free_blocks(s, r);
+        s->n_waiting--;
+        return;
+    }
+    for (int32_t k = 0; k < s->n_run; k++)
+        if (s->run[k] == i) { remove_running_at(s, k); break; }
+    if (r->stalled_until_ns > 0) s->n_stalled--;
+    free_blocks(s, r);
+    pool_release(s, i);
+}
+
+/* Earliest time a step could start, given the engine is free from clock_ns. */
+static int64_t next_start_ns(sim_engine *s) {
+    int64_t t = ENGINE_NEVER;
+    if (s->blocked) return t;
+    if (s->n_run > s->n_stalled) return s->clock_ns;
+    int32_t w = wq_front(s);
+    if (w >= 0) t = s->reqs[w].arrival_ns > s->clock_ns ? s->reqs[w].arrival_ns : s->clock_ns;
+    if (s->n_stalled)
+        for (int32_t k = 0; k < s->n_run; k++) {
+            int64_t u = s->reqs[s->run[k]].stalled_until_ns;
+            if (u > 0 && u < t) t = u > s->clock_ns ? u : s->clock_ns;
+        }
+    return t;
+}
+
+static int64_t sim_next_event_ns(engine *e) {
+    sim_engine *s = (sim_engine *)e;
+    return s->in_flight ? s->step_end_ns : next_start_ns(s);
+}
+
+static void emit_simple(engine_emit_fn emit, void *ctx, uint64_t id, int64_t t, int flags) {
+    engine_event ev = {.id = id, .t_ns = t, .n_tokens = 0, .flags = flags, .finish_reason = NULL};
+    emit(ctx, &ev);
+}
+
+/* Preempts the last running request (recompute): KV dropped, back to the head of the queue. */
+static void preempt_last(sim_engine *s, int64_t t, engine_emit_fn emit, void *ctx) {
+    int32_t i = s->run[--s->n_run];
+    sim_req *r = &s->reqs[i];
+    free_blocks(s, r);
+    r->computed = 0;
+    r->sched = 0;
+    if (r->stalled_until_ns > 0) { r->stalled_until_ns = 0; s->n_stalled--; }
+    r->state = RQ_WAITING;
+    wq_push_front(s, i);   /* space: the deque holds every live request, reserved at submit */
+    s->n_waiting++;
+    s->st.preemptions_total++;
+    emit_simple(emit, ctx, r->id, t, ENGINE_EV_PREEMPTED);
+}
+
+/* Adds a request's scheduled chunk to the step's work. */
+static void account(sim_engine *s, const sim_req *r, int32_t n, cost_batch *b) {
+    int64_t known = (int64_t)r->prompt + r->generated;
+    b->tokens += n;
+    if (r->computed + n == known) b->seqs++;
+    if (n == 1 && r->computed >= r->prompt) {
+        b->decode_keys += r->computed + 1;
+        s->info.last_step_decode_tokens++;
+    } else {
+        b->prefill_pairs += (double)n * r->computed + (double)n * (n + 1) / 2;
+        b->prefill_keys_read += r->computed;
+        s->info.last_step_prefill_tokens += n;
+    }
+}
+
+/* Gives request r n more tokens of KV, preempting from the tail of the running list when blocks
+ * run out. Returns 0, or -1 when r itself had to be preempted. */
+static int grow_kv(sim_engine *s, int32_t idx, int32_t n, int64_t t, engine_emit_fn emit, void *ctx) {
+    sim_req *r = &s->reqs[idx];
+    int32_t need = blocks_for(s, (int64_t)r->computed + n) - r->blocks;
+    while (need > s->free_blocks) {
+        int32_t last = s->run[s->n_run - 1];
+        preempt_last(s, t, emit, ctx);
+        if (last == idx) return -1;
+    }
+    r = &s->reqs[idx];   /* the callback may have submitted (and moved the pool) */
+    if (need > 0) {
+        s->free_blocks -= need;
+        r->blocks += need;
+    }
+    return 0;
+}
+
+/* Admits waiting requests into the step (prefill or a chunk of it). whole: prompts must fit
+ * entirely (chunked prefill off). Returns tokens scheduled. */
+static int64_t admit(sim_engine *s, int64_t t, int64_t budget, bool whole, cost_batch *b, engine_emit_fn emit, void *ctx) {
+    int64_t used = 0;
+    while (budget > 0 && s->n_run < s->p.max_num_seqs) {
+        int32_t i = wq_front(s);
+        if (i < 0) break;
+        sim_req *r = &s->reqs[i];
+        if (r->arrival_ns > t) break;  /* submitted after this step began (serve lags the clock) */
+        int64_t pending = (int64_t)r->prompt + r->generated - r->computed;
+        int32_t n = (int32_t)(pending < budget ? pending : budget);
+        if (whole && pending > budget) {
+            /* a prompt longer than the token budget still runs, alone, rather than never */
+            if (b->tokens > 0) break;
+            n = (int32_t)pending;
+        }
+        int32_t need = blocks_for(s, (int64_t)r->computed + n) - r->blocks;
+        if (need > s->free_blocks) break;
+        s->free_blocks -= need;
+        r->blocks += need;
+        wq_pop_front(s);
+        s->n_waiting--;
+        r->state = RQ_RUNNING;
+        s->run[s->n_run++] = i;
+        account(s, r, n, b);
+        r->sched = n;
+        if (!r->counted_prompt) { s->st.prompt_tokens_total += r->prompt; r->counted_prompt = 1; }
+        emit_simple(emit, ctx, r->id, t, ENGINE_EV_SCHEDULED);
+        budget -= n;
+        used += n;
+    }
+    return used;
+}
+
+/* Forms the step starting at t. Returns false when nothing could be scheduled. */
+static bool form_step(sim_engine *s, int64_t t, engine_emit_fn emit, void *ctx) {
+    cost_batch b;
+    memset(&b, 0, sizeof b);
+    s->info.last_step_decode_tokens = s->info.last_step_prefill_tokens = 0;
+    int64_t budget = s->p.max_num_batched_tokens;
+    int64_t preempted_before = s->st.preemptions_total;
+    bool prefill_only = false;
+    if (!s->p.chunked_prefill && s->n_run < s->p.max_num_seqs) {
+        /* vLLM without chunked prefill: a step is all prefill when a waiting prompt fits */
+        int32_t w = wq_front(s);
+        if (w >= 0 && s->reqs[w].arrival_ns <= t) {
+            for (int32_t k = 0; k < s->n_run; k++) s->reqs[s->run[k]].sched = 0;
+            if (admit(s, t, budget, true, &b, emit, ctx) > 0) prefill_only = true;
+        }
+    }
+    if (!prefill_only) {
+        for (int32_t k = 0; k < s->n_run; k++) {
+            int32_t i = s->run[k];
+            sim_req *r = &s->reqs[i];
+            r->sched = 0;
+            if (r->stalled_until_ns > t) continue;
+            if (r->stalled_until_ns > 0) { r->stalled_until_ns = 0; s->n_stalled--; }
+            if (budget <= 0) continue;
+            int64_t pending = (int64_t)r->prompt + r->generated - r->computed;
+            int32_t n = (int32_t)(pending < budget ? pending : budget);
+            if (!s->p.chunked_prefill && n < pending) continue; /* unreachable in practice: prompts go whole */
+            if (grow_kv(s, i, n, t, emit, ctx) < 0) break;   /* r was the last one: nothing after it */
+            r = &s->reqs[i];
+            account(s, r, n, &b);
+            r->sched = n;
+            budget -= n;
+        }
+        /* vLLM admits nothing new in a step that had to preempt */
+        if (s->p.chunked_prefill && s->st.preemptions_total == preempted_before)
+            admit(s, t, budget, false, &b, emit, ctx);
+    }
+    if (b.tokens == 0) return false;
+    cost_step cs;
+    cost_step_time(&s->cost, &b, &cs);
+    int64_t dt = (int64_t)llround(cs.t * 1e9);
+    if (dt < 1) dt = 1;
+    s->in_flight = true;
+    s->step_start_ns = t;
+    s->step_end_ns = t + dt;
+    s->st.last_step_ns = dt;
+    s->st.last_step_tokens = b.tokens;
+    s->info.prefill_tokens_total += s->info.last_step_prefill_tokens;
+    s->info.busy_s += dt / 1e9;
+    s->st.steps_total++;
+    return true;
+}
+
+/* Completes the step in flight: samples tokens, emits them at the step's end, retires finished
+ * requests (keeping the running list in admission order). */
+static void finish_step(sim_engine *s, engine_emit_fn emit, void *ctx) {
+    int64_t t = s->step_end_ns;
+    int32_t kept = 0;
+    for (int32_t k = 0; k < s->n_run; k++) {
+        int32_t i = s->run[k];
+        sim_req *r = &s->reqs[i];
+        bool done = false;
+        if (r->sched > 0) {
+            r->computed += r->sched;
+            r->sched = 0;
+            if (r->computed == r->prompt + r->generated) {
+                r->generated++;
+                s->st.generation_tokens_total++;
+                int flags = ENGINE_EV_TOKENS;
+                if (r->generated == 1) flags |= ENGINE_EV_FIRST;
+                if (r->generated >= r->max_tokens) { flags |= ENGINE_EV_FINISHED; done = true; }
+                engine_event ev = {.id = r->id, .t_ns = t, .n_tokens = 1, .flags = flags,
+                                   .finish_reason = done ? finish_length : NULL};
+                if (!done && r->stall_after > 0 && r->generated == r->stall_after) {
+                    r->stalled_until_ns = t + r->stall_ns;
+                    r->stall_after = 0;
+                    s->n_stalled++;
+                }
+                if (done) {
+                    map_del(s, r->id);
+                    free_blocks(s, r);
+                    pool_release(s, i);
+                }
+                emit(ctx, &ev);
+            }
+        }
+        if (!done) s->run[kept++] = i;
+    }
+    s->n_run = kept;
+    s->in_flight = false;
+    s->blocked = false;
+    s->clock_ns = t;
+}
+
+static void sim_advance(engine *e, int64_t now_ns, engine_emit_fn emit, void *ctx) {
+    sim_engine *s = (sim_engine *)e;
+    for (;;) {
+        if (s->in_flight) {
+            if (s->step_end_ns > now_ns) return;
+            finish_step(s, emit, ctx);
+        }
+        int64_t t = next_start_ns(s);
+        if (t > now_ns) return;
+        if (!form_step(s, t, emit, ctx)) {
+            /* nothing fits now: the running requests are stalled (wait for the first to wake)
+             * or the queue head cannot get blocks (wait for a change from outside) */
+            int64_t wake = ENGINE_NEVER;
+            for (int32_t k = 0; k < s->n_run; k++) {
+                int64_t u = s->reqs[s->run[k]].stalled_until_ns;
+                if (u > t && u < wake) wake = u;
+            }
+            if (wake == ENGINE_NEVER) { s->blocked = true; return; }
+            s->clock_ns = wake;
+        }
+    }
+}
+
+static void sim_stats(engine *e, engine_stats *out) {
+    sim_engine *s = (sim_engine *)e;
+    *out = s->st;
+    out->running = s->n_run;
+    out->waiting = s->n_waiting;
+    out->kv_usage = s->total_blocks ? (double)(s->total_blocks - s->free_blocks) / s->total_blocks : 0;
+}
+
+static void sim_destroy(engine *e) {
+    sim_engine *s = (sim_engine *)e;
+    cost_free(&s->cost);
+    free(s->reqs);
+    free(s->map_keys);
+    free(s->map_vals);
+    free(s->wq);
+    free(s->run);
+    free(s);
+}
+
+static const engine_ops sim_ops = {
+    .name = "sim", .submit = sim_submit, .cancel = sim_cancel, .next_event_ns = sim_next_event_ns,
+    .advance = sim_advance, .stats = sim_stats, .destroy = sim_destroy,
+};
+
+engine *engine_sim_create(const sim_params *p, char *err, size_t errlen) {
+    if (p->n_gpus > 0 && p->n_gpus != p->tp) {
+        snprintf(err, errlen, "the engine models one instance of --tp %d GPUs; --gpus %d would be %d replicas (use dsperf plan)",
+                 p->tp, p->n_gpus, p->n_gpus / (p->tp ? p->tp : 1));
+        return NULL;
+    }
+    sim_engine *s = calloc(1, sizeof *s);
+    if (!s) { snprintf(err, errlen, "out of memory"); return NULL; }
+    s->base.ops = &sim_ops;
+    s->p = *p;
+    s->free_head = -1;
+    if (sim_params_cost(p, &s->cost, err, errlen) < 0) { free(s); return NULL; }
+    s->total_blocks = s->free_blocks = sim_params_kv_blocks(p, &s->cost);
+    if (s->total_blocks <= 0) {
+        snprintf(err, errlen, "%s does not fit: %.1f GiB of weights per GPU, %.1f GiB usable on %s "
+                 "(raise --tp, use --weight-dtype fp8, or a larger GPU)", s->cost.arch.name,
+                 s->cost.weight_bytes_per_gpu / 1073741824.0,
+                 (s->cost.gpu.mem_bytes * p->gpu_memory_utilization - p->reserved_bytes) / 1073741824.0, s->cost.gpu.name);
+        sim_destroy(&s->base);
+        return NULL;
+    }
+    s->max_model_len = p->max_model_len > 0 ? p->max_model_len : s->cost.arch.max_position;
+    s->run = malloc(sizeof(int32_t) * (size_t)p->max_num_seqs);
+    if (!s->run) { snprintf(err, errlen, "out of memory"); sim_destroy(&s->base); return NULL; }
+    s->st.last_step_ns = -1;
+    s->st.last_step_tokens = -1;
+    s->info.total_blocks = s->total_blocks;
+    s->info.weight_bytes_per_gpu = s->cost.weight_bytes_per_gpu;
+    s->info.kv_bytes_per_token = s->cost.kv_bytes_per_token;
+    return &s->base;
+}
+
+int sim_get_info(engine *e, sim_info *info) {
+    if (!e || e->ops != &sim_ops) return -1;
+    sim_engine *s = (sim_engine *)e;
+    *info = s->info;
+    info->used_blocks = s->total_blocks - s->free_blocks;
+    return 0;
+}

@@ -1,0 +1,72 @@
+/* sim — the simulated vLLM-like serving engine (engine_ops "sim") and its parameters.
+ *
+ * Discrete-event: continuous batching with max_num_seqs and max_num_batched_tokens, paged KV
+ * cache (block_size; blocks from GPU memory after weights x gpu_memory_utilization), chunked
+ * prefill on/off, preemption by recompute when blocks run out, FIFO. Each step's duration comes
+ * from the roofline cost model (cost_model.h). Used by `dsperf sim` (virtual clock, as fast as the
+ * CPU allows) and `dsperf serve --engine sim` (wall clock). */
+#ifndef DSP_SIM_H
+#define DSP_SIM_H
+#include "engine/engine.h"
+#include "engine/cost_model.h"
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct sim_params {
+    char model[128];                 /* catalog name or HF id (model_find) */
+    char model_config[512];          /* HF config.json path; "" = use the catalog */
+    char gpu[32];                    /* hw_find name */
+    double gpu_mem_bytes;            /* overrides of the GPU's catalog entry; 0 = catalog */
+    double hbm_bytes_per_s, bf16_flops, fp8_flops, link_bytes_per_s;
+    int n_gpus;                      /* 0 = tp (one instance); sim models one instance of tp GPUs */
+    int tp, ep;                      /* ep: 1 = experts split by TP; = tp: expert parallel */
+    char weight_dtype[16];           /* "auto" (the release's dtype), bf16, fp16, fp8, int8, int4 */
+    char kv_dtype[16];               /* "auto" (= bf16), bf16, fp16, fp8, int8 */
+    int max_num_seqs;
+    int max_num_batched_tokens;
+    int block_size;                  /* tokens per KV block */
+    int max_model_len;               /* 0 = the model's max_position_embeddings */
+    double gpu_memory_utilization;
+    double reserved_bytes;           /* per GPU outside weights and KV: activations, CUDA graphs, NCCL */
+    long long num_gpu_blocks;        /* > 0 overrides the memory computation (like vLLM's override) */
+    bool chunked_prefill;
+    cost_factors factors;            /* efficiency factors, overheads, expert skew */
+} sim_params;
+
+/* DeepSeek-V2-Lite on one H200, vLLM defaults (max_num_seqs 256, max_num_batched_tokens 8192,
+ * block 16, gpu_memory_utilization 0.9, chunked prefill on), default efficiency factors. */
+void sim_default_params(sim_params *p);
+/* key = long option name without "--" (model, model-config, gpu, gpus, tp, ep, weight-dtype,
+ * kv-dtype, max-num-seqs, max-num-batched-tokens, block-size, max-model-len,
+ * gpu-memory-utilization, reserved-mem, num-gpu-blocks, chunked-prefill, gpu-mem, hbm-bw,
+ * bf16-flops, fp8-flops, link-bw, bw-eff, compute-eff, link-eff, step-overhead, comm-latency,
+ * expert-skew, profile). 0 ok, 1 unknown key, -1 bad value (err says why). */
+int sim_params_set(sim_params *p, const char *key, const char *value, char *err, size_t errlen);
+/* The keys sim_params_set accepts, NULL-terminated (for building getopt_long tables). */
+const char *const *sim_params_keys(void);
+/* Option lines for --help. */
+const char *sim_params_help(void);
+/* Resolves model, GPU (with overrides) and dtypes and sets up the cost model. 0 ok, -1 with err
+ * (unknown model/GPU, bad config file, bad parallel sizes). cost_free() it. */
+int sim_params_cost(const sim_params *p, cost_model *c, char *err, size_t errlen);
+/* KV blocks per GPU from memory: (mem x utilization - weights - reserved) / (block_size x KV bytes
+ * per token), or the num_gpu_blocks override. <= 0 when the weights do not fit. */
+long long sim_params_kv_blocks(const sim_params *p, const cost_model *c);
+/* Reads a calibration profile (JSON written by `dsperf sim --calibrate`) into p->factors. */
+int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t errlen);
+
+/* The engine. Its emit callback may call engine_submit (new work is scheduled from the next
+ * step) but not engine_cancel: defer cancellations until advance returns. */
+engine *engine_sim_create(const sim_params *p, char *err, size_t errlen);
+
+/* Engine-side facts beyond engine_stats (for sim's results and serve's /metrics). */
+typedef struct {
+    long long total_blocks, used_blocks;
+    double weight_bytes_per_gpu, kv_bytes_per_token;
+    int64_t last_step_decode_tokens, last_step_prefill_tokens;
+    int64_t prefill_tokens_total;    /* incl. recomputation after preemption */
+    double busy_s;                   /* simulated time spent in steps */
+} sim_info;
+/* Fills info for an engine made by engine_sim_create; -1 for any other engine. */
+int sim_get_info(engine *e, sim_info *info);
+#endif

@@ -1,0 +1,42 @@
+/* sim_calibrate — fits the cost model's efficiency factors to a measured run, so the simulator
+ * reproduces a real deployment: ITL against the decoding batch gives the achievable HBM bandwidth
+ * fraction (slope) and the per-step overhead (intercept); TTFT against prompt length at low load
+ * gives the achievable compute fraction. Input: the run's per-request JSONL (dsperf bench
+ * --requests-out), or only its results JSON (a coarser fit of bw_eff from the median ITL).
+ * Output: a profile JSON that --profile reads back. */
+#ifndef DSP_SIM_CALIBRATE_H
+#define DSP_SIM_CALIBRATE_H
+#include "engine/sim.h"
+#include <stdio.h>
+
+typedef struct {
+    cost_factors factors;       /* fitted (unfitted ones keep the input values) */
+    int fitted_bw, fitted_overhead, fitted_compute;
+    long n_requests, n_itl_samples, n_itl_bins, n_ttft_points;
+    double itl_rmse_ms, ttft_rmse_ms;
+    double ttft_offset_ms;      /* mean TTFT the model does not explain (HTTP, tokenization, queue) */
+    char notes[6][256];
+    int n_notes;
+} sim_calibration;
+
+/* Per-request samples of a run (parsed from the JSONL). */
+typedef struct {
+    long n;
+    int64_t *send_ns, *first_ns, *last_ns;
+    int32_t *in_tokens, *out_tokens;
+    int64_t **chunk_ns;
+    uint32_t *n_chunks;
+} sim_calib_data;
+
+int sim_calib_load_jsonl(const char *path, sim_calib_data *d, char *err, size_t errlen);
+void sim_calib_data_free(sim_calib_data *d);
+/* Fits the factors for the setup in p (model, GPU, TP, dtypes) to d. 0 ok, -1 with err (too few
+ * samples). */
+int sim_calibrate(const sim_params *p, const sim_calib_data *d, sim_calibration *out, char *err, size_t errlen);
+/* results_path: a results JSON (aggregate fit) or a per-request JSONL; requests_jsonl (optional)
+ * the per-request JSONL of the same run. */
+int sim_calibrate_from_files(const sim_params *p, const char *results_path, const char *requests_jsonl,
+                             sim_calibration *out, char *err, size_t errlen);
+int sim_calibration_write(const sim_calibration *c, const sim_params *p, const char *path, char *err, size_t errlen);
+void sim_calibration_print(FILE *f, const sim_calibration *c, const char *path);
+#endif

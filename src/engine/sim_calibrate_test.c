@@ -1,0 +1,83 @@
+/* sim_calibrate tests — a run simulated with known factors, written as per-request JSONL, fits
+ * back to those factors; the CLI writes a profile that --profile reads. */
+#include "harness.h"
+#include "engine/sim_calibrate.h"
+#include "engine/sim_run.h"
+#include "results/results.h"
+#include "common/rng.h"
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/* 40 isolated requests of varied prompt length (TTFT at low load), then a Poisson burst (ITL at
+ * many batch sizes). */
+static int simulate(const sim_params *p, const char *jsonl) {
+    enum { N = 400 };
+    static int64_t arr[N];
+    static int32_t in[N], out[N];
+    rng g;
+    rng_seed(&g, 3);
+    int64_t t = 0;
+    for (int i = 0; i < N; i++) {
+        if (i < 40) { t += 2000000000LL; in[i] = 500 + (int)rng_below(&g, 7000); out[i] = 8; }
+        else { t += (int64_t)rng_exponential(&g, 1e9 / 40); in[i] = 200 + (int)rng_below(&g, 1800); out[i] = 64 + (int)rng_below(&g, 128); }
+        arr[i] = t;
+    }
+    char err[256];
+    engine *e = engine_sim_create(p, err, sizeof err);
+    if (!e) return -1;
+    recset rs;
+    recset_init(&rs);
+    sim_workload w = {.n = N, .arrival_ns = arr, .in_tokens = in, .max_tokens = out};
+    int rc = sim_run(e, &w, &rs, NULL, err, sizeof err);
+    if (!rc) rc = results_write_requests_jsonl(jsonl, &rs, err, sizeof err);
+    recset_free(&rs);
+    engine_destroy(e);
+    return rc;
+}
+
+TEST(sim_calibrate_recovers_factors) {
+    sim_params truth;
+    sim_default_params(&truth);
+    truth.factors.bw_eff = 0.62;
+    truth.factors.compute_eff = 0.41;
+    truth.factors.step_overhead_s = 3e-3;
+    char path[512];
+    snprintf(path, sizeof path, "%s/run.requests.jsonl", harness_tmpdir());
+    CHECK(simulate(&truth, path) == 0);
+    sim_params guess;
+    sim_default_params(&guess);
+    sim_calib_data d;
+    char err[256];
+    CHECK(sim_calib_load_jsonl(path, &d, err, sizeof err) == 0);
+    CHECK_EQ_INT(d.n, 400);
+    sim_calibration c;
+    CHECK_MSG(sim_calibrate(&guess, &d, &c, err, sizeof err) == 0, "%s", err);
+    if (getenv("SIM_TEST_VERBOSE")) sim_calibration_print(stdout, &c, "-");
+    CHECK(c.fitted_bw && c.fitted_overhead && c.fitted_compute);
+    CHECK_NEAR(c.factors.bw_eff, 0.62, 0.04);
+    CHECK_NEAR(c.factors.step_overhead_s * 1e3, 3.0, 0.4);
+    CHECK_NEAR(c.factors.compute_eff, 0.41, 0.04);
+    sim_calib_data_free(&d);
+}
+
+TEST(sim_calibrate_cli_profile_roundtrip) {
+    sim_params truth;
+    sim_default_params(&truth);
+    truth.factors.bw_eff = 0.5;
+    truth.factors.step_overhead_s = 2e-3;
+    char jsonl[512], prof[512], cmd[2048];
+    snprintf(jsonl, sizeof jsonl, "%s/m.requests.jsonl", harness_tmpdir());
+    snprintf(prof, sizeof prof, "%s/prof.json", harness_tmpdir());
+    CHECK(simulate(&truth, jsonl) == 0);
+    snprintf(cmd, sizeof cmd, "%s sim --quiet --calibrate %s --profile-out %s", harness_bin(), jsonl, prof);
+    int st = system(cmd);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    sim_params p;
+    sim_default_params(&p);
+    char err[256];
+    CHECK_MSG(sim_params_set(&p, "profile", prof, err, sizeof err) == 0, "%s", err);
+    CHECK_NEAR(p.factors.bw_eff, 0.5, 0.04);
+    CHECK_NEAR(p.factors.step_overhead_s, 2e-3, 0.4e-3);
+    CHECK(sim_params_set(&p, "profile", jsonl, err, sizeof err) == -1);   /* not a profile */
+}

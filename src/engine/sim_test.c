@@ -1,0 +1,377 @@
+/* sim tests — the simulated engine's event invariants and its physics: bandwidth-bound decode,
+ * GPU ratios, saturation with concurrency, preemption under a tiny KV budget, chunked prefill. */
+#include "harness.h"
+#include "engine/sim.h"
+#include "common/rng.h"
+#include "engine/sim_run.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXR 512
+
+typedef struct {
+    int64_t submit_ns[MAXR], first_ns[MAXR], last_ns[MAXR], sched_ns[MAXR];
+    int tokens[MAXR], finished[MAXR], firsts[MAXR], preempted[MAXR];
+    int64_t last_event_ns;
+    int order_errors, after_finish_errors;
+    /* ITL samples of requests flagged "watch" */
+    int watch[MAXR];
+    double itl_s[200000];
+    int n_itl;
+} trace;
+
+static void on_event(void *ctx, const engine_event *ev) {
+    trace *t = ctx;
+    int i = (int)ev->id;
+    if (ev->t_ns < t->last_event_ns) t->order_errors++;
+    t->last_event_ns = ev->t_ns;
+    if (t->finished[i]) t->after_finish_errors++;
+    if (ev->flags & ENGINE_EV_SCHEDULED) t->sched_ns[i] = ev->t_ns;
+    if (ev->flags & ENGINE_EV_PREEMPTED) t->preempted[i]++;
+    if (ev->flags & ENGINE_EV_FIRST) { t->firsts[i]++; t->first_ns[i] = ev->t_ns; }
+    if (ev->flags & ENGINE_EV_TOKENS) {
+        if (t->tokens[i] > 0 && t->watch[i] && t->n_itl < 200000) t->itl_s[t->n_itl++] = (ev->t_ns - t->last_ns[i]) / 1e9;
+        t->tokens[i] += ev->n_tokens;
+        t->last_ns[i] = ev->t_ns;
+    }
+    if (ev->flags & ENGINE_EV_FINISHED) t->finished[i] = 1;
+}
+
+/* Drives an engine on a virtual clock: request i arrives at arrive_ns[i]. Returns the end time. */
+static int64_t drive(engine *e, int n, const int64_t *arrive_ns, const int *prompt, const int *out, trace *t,
+                     int64_t *max_waiting) {
+    int next = 0;
+    int64_t now = 0;
+    if (max_waiting) *max_waiting = 0;
+    for (;;) {
+        int64_t te = engine_next_event_ns(e);
+        int64_t ta = next < n ? arrive_ns[next] : ENGINE_NEVER;
+        if (te == ENGINE_NEVER && ta == ENGINE_NEVER) break;
+        if (ta <= te) {
+            now = ta;
+            engine_request r = {.id = (uint64_t)next, .prompt_tokens = prompt[next], .max_tokens = out[next], .ignore_eos = true};
+            CHECK(engine_submit(e, &r, now) == 0);
+            t->submit_ns[next] = now;
+            next++;
+        } else {
+            now = te;
+            engine_advance(e, now, on_event, t);
+        }
+        if (max_waiting) {
+            engine_stats st;
+            engine_get_stats(e, &st);
+            if (st.waiting > *max_waiting) *max_waiting = st.waiting;
+        }
+    }
+    return now;
+}
+
+static engine *make(sim_params *p) {
+    char err[256] = "";
+    engine *e = engine_sim_create(p, err, sizeof err);
+    CHECK_MSG(e != NULL, "engine_sim_create: %s", err);
+    return e;
+}
+
+TEST(sim_event_invariants) {
+    sim_params p;
+    sim_default_params(&p);
+    p.max_num_seqs = 32;
+    p.max_num_batched_tokens = 2048;
+    engine *e = make(&p);
+    if (!e) return;
+    static trace t;
+    memset(&t, 0, sizeof t);
+    int n = 300, prompt[300], out[300];
+    int64_t arr[300];
+    rng g;
+    rng_seed(&g, 7);
+    int64_t now = 0;
+    for (int i = 0; i < n; i++) {
+        prompt[i] = 1 + (int)rng_below(&g, 3000);
+        out[i] = 1 + (int)rng_below(&g, 200);
+        now += (int64_t)rng_exponential(&g, 20e6);
+        arr[i] = now;
+    }
+    drive(e, n, arr, prompt, out, &t, NULL);
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        if (t.tokens[i] != out[i] || !t.finished[i] || t.firsts[i] != 1) bad++;
+        if (t.sched_ns[i] < t.submit_ns[i] || t.first_ns[i] <= t.sched_ns[i] || t.last_ns[i] < t.first_ns[i]) bad++;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(t.order_errors, 0);
+    CHECK_EQ_INT(t.after_finish_errors, 0);
+    engine_stats st;
+    engine_get_stats(e, &st);
+    CHECK_EQ_INT(st.running, 0);
+    CHECK_EQ_INT(st.waiting, 0);
+    CHECK_NEAR(st.kv_usage, 0, 0);
+    long long sum_out = 0;
+    for (int i = 0; i < n; i++) sum_out += out[i];
+    CHECK_EQ_INT(st.generation_tokens_total, sum_out);
+    CHECK(engine_next_event_ns(e) == ENGINE_NEVER);
+    engine_request big = {.id = 9999, .prompt_tokens = 200000, .max_tokens = 10};
+    CHECK(engine_submit(e, &big, now) == -1);   /* longer than max_model_len */
+    engine_destroy(e);
+}
+
+TEST(sim_cancel_frees_blocks) {
+    sim_params p;
+    sim_default_params(&p);
+    p.max_num_seqs = 4;
+    engine *e = make(&p);
+    if (!e) return;
+    static trace t;
+    memset(&t, 0, sizeof t);
+    for (int i = 0; i < 10; i++) {
+        engine_request r = {.id = (uint64_t)i, .prompt_tokens = 1000, .max_tokens = 500};
+        CHECK(engine_submit(e, &r, 0) == 0);
+    }
+    /* run a few steps: 4 running, 6 waiting */
+    for (int k = 0; k < 20; k++) engine_advance(e, engine_next_event_ns(e), on_event, &t);
+    engine_stats st;
+    engine_get_stats(e, &st);
+    CHECK_EQ_INT(st.running, 4);
+    CHECK_EQ_INT(st.waiting, 6);
+    CHECK(st.kv_usage > 0);
+    for (int i = 0; i < 10; i++) engine_cancel(e, (uint64_t)i, t.last_event_ns);
+    engine_get_stats(e, &st);
+    CHECK_EQ_INT(st.running, 0);
+    CHECK_EQ_INT(st.waiting, 0);
+    CHECK_NEAR(st.kv_usage, 0, 0);
+    engine_advance(e, engine_next_event_ns(e), on_event, &t);  /* the step in flight ends */
+    CHECK(engine_next_event_ns(e) == ENGINE_NEVER);
+    CHECK_EQ_INT(t.after_finish_errors, 0);
+    /* ids are reusable after cancel */
+    engine_request r = {.id = 3, .prompt_tokens = 10, .max_tokens = 2};
+    CHECK(engine_submit(e, &r, t.last_event_ns + 1) == 0);
+    engine_destroy(e);
+}
+
+/* Decode at batch 1: the step is bandwidth-bound and takes bytes / (BW x bw_eff) + overhead. */
+TEST(sim_decode_batch1_bandwidth_bound) {
+    sim_params p;
+    sim_default_params(&p);
+    char err[256];
+    cost_model c;
+    CHECK(sim_params_cost(&p, &c, err, sizeof err) == 0);
+    cost_batch b;
+    cost_step s;
+    cost_decode_batch(1, 1000, &b);
+    cost_step_time(&c, &b, &s);
+    CHECK_EQ_INT(s.bound, COST_BOUND_MEMORY);
+    CHECK(s.t_compute < s.t_mem / 10);
+    /* bytes: everything but routed experts and the embedding table + top_k experts + KV */
+    model_params mp;
+    model_count_params(model_find("deepseek-v2-lite"), &mp);
+    double want = (mp.nonexpert - mp.embed) * 2 + 6 * mp.expert * mp.n_moe_layers * 2 + 1001 * 31104.0;
+    CHECK_NEAR(s.bytes, want, want * 0.001);
+    CHECK_NEAR(s.t - s.t_overhead, want / (4.8e12 * p.factors.bw_eff), want / 4.8e12 * 0.01);
+    /* the engine's step for one decoding request matches */
+    engine *e = make(&p);
+    static trace t;
+    memset(&t, 0, sizeof t);
+    t.watch[0] = 1;
+    int prompt = 999, out = 20;
+    int64_t arr = 0;
+    drive(e, 1, &arr, &prompt, &out, &t, NULL);
+    CHECK(t.n_itl == 19);
+    CHECK_NEAR(t.itl_s[0], s.t, s.t * 0.01);
+    engine_destroy(e);
+    cost_free(&c);
+}
+
+TEST(sim_h200_vs_h100_decode_ratio) {
+    sim_params p;
+    sim_default_params(&p);
+    p.factors.step_overhead_s = 0;
+    char err[256];
+    cost_model a, b;
+    CHECK(sim_params_cost(&p, &a, err, sizeof err) == 0);
+    snprintf(p.gpu, sizeof p.gpu, "h100");
+    CHECK(sim_params_cost(&p, &b, err, sizeof err) == 0);
+    cost_batch cb;
+    cost_step sa, sb;
+    cost_decode_batch(8, 2000, &cb);
+    cost_step_time(&a, &cb, &sa);
+    cost_step_time(&b, &cb, &sb);
+    CHECK_NEAR(sa.t / sb.t, 3.35 / 4.8, 0.005);
+    cost_free(&a);
+    cost_free(&b);
+}
+
+/* Output throughput with n requests all present at t=0 (closed loop at concurrency n). */
+static double throughput_at(int n, int max_seqs) {
+    sim_params p;
+    sim_default_params(&p);
+    p.max_num_seqs = max_seqs;
+    engine *e = make(&p);
+    static trace t;
+    memset(&t, 0, sizeof t);
+    int prompt[MAXR], out[MAXR];
+    int64_t arr[MAXR];
+    for (int i = 0; i < n; i++) { prompt[i] = 512; out[i] = 256; arr[i] = 0; }
+    int64_t end = drive(e, n, arr, prompt, out, &t, NULL);
+    engine_destroy(e);
+    return n * 256.0 / (end / 1e9);
+}
+
+TEST(sim_throughput_rises_then_saturates) {
+    double t1 = throughput_at(1, 64), t8 = throughput_at(8, 64), t64 = throughput_at(64, 64);
+    double t128 = throughput_at(128, 64), t256 = throughput_at(256, 64);
+    /* MoE: 8 sequences touch ~35 of 64 experts instead of 6, so less than 8x */
+    CHECK_MSG(t8 > 3 * t1, "t1 %.0f t8 %.0f", t1, t8);
+    CHECK_MSG(t64 > 2 * t8, "t8 %.0f t64 %.0f", t8, t64);
+    /* beyond max_num_seqs the extra requests only queue */
+    CHECK_MSG(fabs(t256 / t128 - 1) < 0.05, "t128 %.0f t256 %.0f", t128, t256);
+    CHECK_MSG(t128 < 1.15 * t64, "t64 %.0f t128 %.0f", t64, t128);
+    if (getenv("SIM_TEST_VERBOSE")) printf("tok/s: 1 %.0f, 8 %.0f, 64 %.0f, 128 %.0f, 256 %.0f\n", t1, t8, t64, t128, t256);
+}
+
+TEST(sim_tiny_kv_preempts_and_queues) {
+    sim_params p;
+    sim_default_params(&p);
+    p.num_gpu_blocks = 400;   /* 6400 tokens: 64 requests of 1024 + 128 need 9216 */
+    engine *e = make(&p);
+    static trace t;
+    memset(&t, 0, sizeof t);
+    int prompt[64], out[64];
+    int64_t arr[64];
+    for (int i = 0; i < 64; i++) { prompt[i] = 1024; out[i] = 128; arr[i] = i * 1000000LL; }
+    int64_t maxw;
+    drive(e, 64, arr, prompt, out, &t, &maxw);
+    engine_stats st;
+    engine_get_stats(e, &st);
+    CHECK(st.preemptions_total > 0);
+    CHECK(maxw > 20);
+    int done = 0;
+    for (int i = 0; i < 64; i++) done += t.finished[i] && t.tokens[i] == 128;
+    CHECK_EQ_INT(done, 64);
+    /* with the default KV budget the same load neither preempts nor leaves anyone waiting long */
+    sim_params q;
+    sim_default_params(&q);
+    engine *e2 = make(&q);
+    memset(&t, 0, sizeof t);
+    drive(e2, 64, arr, prompt, out, &t, &maxw);
+    engine_get_stats(e2, &st);
+    CHECK_EQ_INT(st.preemptions_total, 0);
+    engine_destroy(e);
+    engine_destroy(e2);
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double p99(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_dbl);
+    return n ? v[(int)(0.99 * (n - 1))] : 0;
+}
+
+/* 32 decoding requests; long prompts arrive while they decode. Without chunked prefill each
+ * 8k prompt is a prefill-only step that stalls every decoder. */
+static double itl_p99_with(bool chunked) {
+    sim_params p;
+    sim_default_params(&p);
+    p.chunked_prefill = chunked;
+    p.max_num_batched_tokens = chunked ? 1024 : 8192;
+    engine *e = make(&p);
+    static trace t;
+    memset(&t, 0, sizeof t);
+    int n = 48, prompt[48], out[48];
+    int64_t arr[48];
+    for (int i = 0; i < 32; i++) { prompt[i] = 128; out[i] = 400; arr[i] = 0; t.watch[i] = 1; }
+    for (int i = 32; i < n; i++) { prompt[i] = 8000; out[i] = 4; arr[i] = 100000000LL + (i - 32) * 150000000LL; }
+    drive(e, n, arr, prompt, out, &t, NULL);
+    engine_destroy(e);
+    return p99(t.itl_s, t.n_itl);
+}
+
+TEST(sim_chunked_prefill_lowers_itl_tail) {
+    double off = itl_p99_with(false), on = itl_p99_with(true);
+    if (getenv("SIM_TEST_VERBOSE")) printf("p99 ITL chunked %.2fms unchunked %.2fms\n", on * 1e3, off * 1e3);
+    CHECK_MSG(on < off * 0.7, "p99 ITL chunked %.2fms vs unchunked %.2fms", on * 1e3, off * 1e3);
+}
+
+TEST(sim_params_parse) {
+    sim_params p;
+    sim_default_params(&p);
+    char err[256];
+    CHECK(sim_params_set(&p, "model", "deepseek-v3", err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, "tp", "8", err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, "kv-dtype", "fp8", err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, "hbm-bw", "4.8TB/s", err, sizeof err) == 0);
+    CHECK_NEAR(p.hbm_bytes_per_s, 4.8e12, 1);
+    CHECK(sim_params_set(&p, "bf16-flops", "989T", err, sizeof err) == 0);
+    CHECK_NEAR(p.bf16_flops, 989e12, 1);
+    CHECK(sim_params_set(&p, "step-overhead", "2ms", err, sizeof err) == 0);
+    CHECK_NEAR(p.factors.step_overhead_s, 2e-3, 1e-12);
+    CHECK(sim_params_set(&p, "chunked-prefill", "off", err, sizeof err) == 0 && !p.chunked_prefill);
+    CHECK(sim_params_set(&p, "gpu-memory-utilization", "1.5", err, sizeof err) == -1);
+    CHECK(strstr(err, "gpu-memory-utilization") != NULL);
+    CHECK(sim_params_set(&p, "model", "gpt-5", err, sizeof err) == -1);
+    CHECK(sim_params_set(&p, "no-such-option", "1", err, sizeof err) == 1);
+    /* V3 fp8 on 8 x H200 fits; on one it does not */
+    engine *e = engine_sim_create(&p, err, sizeof err);
+    CHECK_MSG(e != NULL, "%s", err);
+    engine_destroy(e);
+    p.tp = 1;
+    CHECK(engine_sim_create(&p, err, sizeof err) == NULL);
+    CHECK(strstr(err, "does not fit") != NULL);
+}
+
+TEST(sim_run_records_open_and_closed_loop) {
+    sim_params p;
+    sim_default_params(&p);
+    char err[256];
+    enum { N = 200 };
+    int64_t arr[N];
+    int32_t in[N], out[N];
+    for (int i = 0; i < N; i++) { arr[i] = i * 20000000LL; in[i] = 100 + i; out[i] = 1 + i % 50; }
+    in[7] = 10000000;   /* beyond the model length: rejected, recorded as a failure */
+    engine *e = make(&p);
+    recset rs;
+    recset_init(&rs);
+    sim_series ser;
+    sim_workload w = {.n = N, .arrival_ns = arr, .in_tokens = in, .max_tokens = out, .max_series_points = 64};
+    CHECK(sim_run(e, &w, &rs, &ser, err, sizeof err) == 0);
+    CHECK_EQ_INT(rs.n, N);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        record *r = &rs.v[i];
+        if (i == 7) { CHECK(r->outcome == REC_ERR_HTTP && r->http_status == 400 && r->error); continue; }
+        if (r->outcome != REC_OK || (int)r->n_chunks != out[i] || record_out_tokens(r) != out[i]) bad++;
+        if (r->sched_ns != SIM_RUN_T0_NS + arr[i] || r->send_ns != r->sched_ns || r->first_ns <= r->send_ns) bad++;
+        if (r->last_ns != r->chunk_ns[r->n_chunks - 1] || r->end_ns != r->last_ns || r->in_tokens != in[i]) bad++;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK(ser.n > 4 && ser.n <= 64);
+    int saw_running = 0;
+    for (size_t i = 0; i < ser.n; i++) saw_running |= ser.running[i] > 0;
+    CHECK(saw_running);
+    json_t *j = sim_series_json(&ser);
+    CHECK(json_array_size(json_object_get(j, "kv_usage")) == ser.n);
+    json_decref(j);
+    sim_series_free(&ser);
+    recset_free(&rs);
+    engine_destroy(e);
+
+    /* closed loop: never more than `concurrency` requests between send and end */
+    e = make(&p);
+    recset_init(&rs);
+    in[7] = 100;
+    sim_workload c = {.n = N, .concurrency = 5, .in_tokens = in, .max_tokens = out};
+    CHECK(sim_run(e, &c, &rs, NULL, err, sizeof err) == 0);
+    int maxc = 0;
+    for (int i = 0; i < N; i++) {
+        int k = 0;
+        for (int j = 0; j < N; j++) k += rs.v[j].send_ns <= rs.v[i].send_ns && rs.v[j].end_ns > rs.v[i].send_ns;
+        if (k > maxc) maxc = k;
+        CHECK(rs.v[i].outcome == REC_OK);
+    }
+    CHECK_EQ_INT(maxc, 5);
+    recset_free(&rs);
+    engine_destroy(e);
+}

@@ -1,0 +1,52 @@
+/* runner — executes a load plan against an endpoint: closed loop (N users, each sends its next
+ * request when the last finished, optional think time) or open loop (arrivals from a seeded
+ * process; --max-concurrency caps in-flight requests and the excess waits in a client FIFO whose
+ * wait is measured as queue time, never hidden). Every request gets a record whose sched_ns is
+ * when the plan intended to send it. Stops by request count or duration (in-flight requests then
+ * finish within a grace period), or early on *stop (Ctrl-C): what was measured is kept. */
+#ifndef DSP_RUNNER_H
+#define DSP_RUNNER_H
+#include "client/client.h"
+#include "load/arrival.h"
+#include "dataset/dataset.h"
+#include "metrics/record.h"
+#include <signal.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+typedef struct {
+    int concurrency;          /* closed loop: number of users (0 = open loop) */
+    arrival arr;              /* open loop arrivals (arr.rate_per_s > 0) */
+    bool trace;               /* open loop from the dataset's timestamps */
+    int max_concurrency;      /* open loop in-flight cap (0 = none) */
+    size_t requests;          /* measured requests to send (0 = until duration) */
+    int64_t duration_ns;      /* stop scheduling after this (0 = until requests) */
+    size_t warmup;            /* extra requests sent first and excluded from statistics */
+    int64_t think_ns;         /* closed loop: pause between a user's requests */
+    int64_t grace_ns;         /* after the duration, how long in-flight requests may finish */
+    uint64_t seed;
+} load_plan;
+
+typedef struct {
+    size_t planned;           /* 0 when duration-bound */
+    size_t sent, finished, failed, in_flight, queued;
+    int64_t elapsed_ns;
+    double ttft_p50_ms;       /* of the recent successes (NaN when none) */
+    double rate_per_s;        /* finished per second over the run so far */
+} load_progress;
+
+typedef void (*load_progress_fn)(void *ctx, const load_progress *p);
+
+typedef struct {
+    int64_t start_ns;         /* first scheduled send */
+    int64_t end_ns;
+    bool interrupted;         /* stopped by *stop */
+    bool grace_expired;       /* in-flight requests were cancelled at the end of the grace period */
+} load_outcome;
+
+/* Runs the plan; records go into recs (one per scheduled request). Returns 0, or -1 with err
+ * when the client could not be set up. */
+int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recset *recs,
+             volatile sig_atomic_t *stop, load_progress_fn progress, void *ctx,
+             load_outcome *out, char *err, size_t errlen);
+#endif

@@ -1,0 +1,119 @@
+/* Tests of the host readers: live /proc values are sane; NUMA placement on fixture trees
+ * (sysfs-like node and PCI directories, /proc/PID/status and numa_maps). */
+#include "harness.h"
+#include "common/clock.h"
+#include "telemetry/host.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+TEST(telemetry_host_sample_sane) {
+    host_sampler *h = host_sampler_new("/proc", getpid());
+    double a[HOST_COL_COUNT], b[HOST_COL_COUNT];
+    host_sample(h, clock_now_ns(), a);
+    CHECK(isnan(a[HOST_CPU_UTIL_PCT]));               /* needs two samples */
+    CHECK(a[HOST_MEM_USED_MIB] > 0 && a[HOST_MEM_AVAILABLE_MIB] > 0);
+    CHECK(a[HOST_LOAD1] >= 0);
+    CHECK(a[HOST_SERVER_RSS_MIB] > 0 && a[HOST_SERVER_RSS_MIB] < 1e6);
+    volatile double x = 0;                            /* burn ~50 ms of this thread's CPU */
+    int64_t end = clock_now_ns() + 50 * NS_PER_MS;
+    while (clock_now_ns() < end) x += 1;
+    host_sample(h, clock_now_ns(), b);
+    CHECK(b[HOST_CPU_UTIL_PCT] >= 0 && b[HOST_CPU_UTIL_PCT] <= 100);
+    CHECK(b[HOST_IOWAIT_PCT] >= 0 && b[HOST_IOWAIT_PCT] <= 100);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    /* we were busy for the whole interval: tick granularity (10 ms) and scheduling allow slack */
+    CHECK_MSG(b[HOST_SERVER_CPU_PCT] > 20 && b[HOST_SERVER_CPU_PCT] <= 100.0 * ncpu + 30,
+              "server_cpu_pct %.1f", b[HOST_SERVER_CPU_PCT]);
+    host_sampler_free(h);
+    /* a pid that does not exist: process columns unknown, machine columns still there */
+    h = host_sampler_new("/proc", 0x3fffffff);
+    host_sample(h, clock_now_ns(), a);
+    CHECK(isnan(a[HOST_SERVER_RSS_MIB]) && a[HOST_MEM_USED_MIB] > 0);
+    host_sampler_free(h);
+}
+
+TEST(telemetry_host_cpulist) {
+    static bool set[HOST_MAX_CPUS];
+    CHECK_EQ_INT(host_parse_cpulist("0-3,8,10-11\n", set), 7);
+    CHECK(set[0] && set[3] && !set[4] && set[8] && !set[9] && set[11]);
+    CHECK_EQ_INT(host_parse_cpulist("5", set), 1);
+    CHECK_EQ_INT(host_parse_cpulist("3-1", set), -1);
+    CHECK_EQ_INT(host_parse_cpulist("a-b", set), -1);
+}
+
+static void put(const char *root, const char *rel, const char *text) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    for (char *p = path + strlen(root) + 1; *p; p++)          /* mkdir -p of the parents */
+        if (*p == '/') { *p = 0; mkdir(path, 0755); *p = '/'; }
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+TEST(telemetry_host_numa_maps) {
+    const char *dir = harness_tmpdir();
+    put(dir, "maps", "7f00 default anon=10 dirty=10 N0=10 kernelpagesize_kB=4\n"
+                     "7f10 bind:1 file=/x mapped=3 N0=1 N1=2 kernelpagesize_kB=4\n"
+                     "7f20 default huge anon=2 dirty=2 N1=2 kernelpagesize_kB=2048\n"
+                     "7f30 default\n");
+    char path[512];
+    snprintf(path, sizeof path, "%s/maps", dir);
+    double kb[HOST_MAX_NODES];
+    CHECK_EQ_INT(host_numa_maps_kb(path, kb), 0);
+    CHECK_NEAR(kb[0], 44, 0);
+    CHECK_NEAR(kb[1], 8 + 4096, 0);
+    CHECK_NEAR(kb[2], 0, 0);
+    CHECK_EQ_INT(host_numa_maps_kb("/nonexistent/numa_maps", kb), -1);
+}
+
+/* Two nodes (CPUs 0-3 and 4-7), the GPU on node 1. Process 100 runs on node 0 with its
+ * memory there: cross-NUMA. Process 200 is pinned to node 1: fine. */
+TEST(telemetry_host_numa_placement) {
+    const char *root = harness_tmpdir();
+    put(root, "sys/devices/system/node/node0/cpulist", "0-3\n");
+    put(root, "sys/devices/system/node/node1/cpulist", "4-7\n");
+    put(root, "sys/bus/pci/devices/0000:1b:00.0/numa_node", "1\n");
+    put(root, "sys/bus/pci/devices/0000:9a:00.0/numa_node", "-1\n");
+    put(root, "proc/100/status", "Name:\tpython3\nCpus_allowed:\tff\nCpus_allowed_list:\t0-7\nMems_allowed_list:\t0-1\n");
+    put(root, "proc/100/numa_maps", "7f00 default anon=900 N0=900 kernelpagesize_kB=4\n7f10 default anon=100 N1=100 kernelpagesize_kB=4\n");
+    put(root, "proc/200/status", "Name:\tpython3\nCpus_allowed_list:\t4-7\n");
+    put(root, "proc/200/numa_maps", "7f00 bind:1 anon=1000 N1=1000 kernelpagesize_kB=4\n");
+    char proc[512];
+    snprintf(proc, sizeof proc, "%s/proc", root);
+    const char *bus[] = {"0000:1b:00.0", "0000:9a:00.0", ""};
+    CHECK_EQ_INT(host_pci_numa_node(root, bus[0]), 1);
+    CHECK_EQ_INT(host_pci_numa_node(root, bus[1]), -1);
+
+    json_t *j = host_numa_json(root, proc, 100, bus, 1);
+    CHECK_EQ_INT(json_array_size(json_object_get(j, "nodes")), 2);
+    CHECK(json_is_true(json_object_get(j, "cross_numa")));
+    json_t *srv = json_object_get(j, "server");
+    CHECK_STR(json_string_value(json_object_get(srv, "cpus_allowed")), "0-7");
+    CHECK_EQ_INT(json_array_size(json_object_get(srv, "cpu_nodes")), 2);
+    CHECK_NEAR(json_real_value(json_object_get(srv, "mem_off_gpu_node_pct")), 90, 1e-9);
+    CHECK(strstr(json_string_value(json_object_get(j, "why")), "CPUs of a node without its GPUs") != NULL);
+    json_decref(j);
+
+    j = host_numa_json(root, proc, 200, bus, 1);
+    CHECK(json_is_false(json_object_get(j, "cross_numa")));
+    CHECK_NEAR(json_real_value(json_object_get(json_object_get(j, "server"), "mem_off_gpu_node_pct")), 0, 1e-9);
+    json_decref(j);
+
+    /* GPU node unknown (-1, as on single-socket VMs): no verdict, said why */
+    j = host_numa_json(root, proc, 100, bus + 1, 2);
+    CHECK(json_is_null(json_object_get(j, "cross_numa")));
+    CHECK(json_is_null(json_object_get(json_array_get(json_object_get(j, "gpus"), 0), "numa_node")));
+    json_decref(j);
+
+    /* no pid: layout only */
+    j = host_numa_json(root, proc, 0, bus, 1);
+    CHECK(json_is_null(json_object_get(j, "cross_numa")) && !json_object_get(j, "server"));
+    json_decref(j);
+}

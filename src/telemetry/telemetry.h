@@ -1,0 +1,39 @@
+/* telemetry — the sampler thread that records GPU (NVML/GPM), host and server (/metrics)
+ * series on the same monotonic clock as the request records (clock_now_ns), so a report can
+ * draw them under the latency timeline and diagnosis can correlate them with phases of a run.
+ * JSON layout: src/telemetry/README.md. Unknown values are null, never zero. */
+#ifndef DSP_TELEMETRY_H
+#define DSP_TELEMETRY_H
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *gpus;               /* NULL: no GPU sampling; "all"; or indices "0,1" */
+    const char *server_metrics_url; /* NULL: no scraping; else http(s)://host:port/metrics */
+    bool host;                      /* CPU, memory, load, NUMA placement */
+    int server_pid;                 /* > 0: also CPU/RSS/NUMA of this process */
+    int64_t interval_ns;            /* default 100 ms; at least 10 ms */
+    int64_t scrape_timeout_ns;      /* default 500 ms */
+} telemetry_opts;
+
+typedef struct telemetry telemetry;
+
+void telemetry_default_opts(telemetry_opts *o);
+/* Validates the options and starts the thread. NULL + err on bad options (malformed GPU list,
+ * GPU index not present, bad URL, no such pid, interval < 10 ms). A missing NVML is a warning
+ * (telemetry_warning, and log_warn once), not an error: host and server sampling go on. */
+telemetry *telemetry_start(const telemetry_opts *o, char *err, size_t errlen);
+/* Stops and joins the thread (idempotent). Series stay readable. */
+void telemetry_stop(telemetry *t);
+/* One line about what could not be sampled (e.g. no NVML), or NULL. */
+const char *telemetry_warning(const telemetry *t);
+/* Series with times in seconds relative to t0_ns; new reference, caller decrefs. */
+json_t *telemetry_series_json(const telemetry *t, int64_t t0_ns);
+/* Per-run summary over samples with from_ns <= t <= to_ns: mean/max GPU, SM, tensor and DRAM
+ * utilisation, power, energy (and per output token when output_tokens > 0), max KV usage,
+ * preemptions, host CPU. New reference. */
+json_t *telemetry_summary_json(const telemetry *t, int64_t from_ns, int64_t to_ns, double output_tokens);
+void telemetry_free(telemetry *t);
+#endif

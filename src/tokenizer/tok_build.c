@@ -1,0 +1,418 @@
+/* tok_build — builds the tables a loaded tokenizer encodes with: the vocabulary (id -> string and a
+ * string -> id hash), the merge table keyed by the pair of token ids (so BPE never concatenates strings
+ * at run time), the added-token passes and the compiled pre-tokenizer regexes. Both loaders feed it. */
+#include "tokenizer/tok_internal.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdatomic.h>
+
+static atomic_uint_fast64_t tok_serial_next = 1;
+
+/* HF's \s (Oniguruma, Unicode White_Space). PCRE2 also counts U+180E, which HF does not. */
+#define WS_BODY "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+
+static uint64_t hash_bytes(const char *s, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, s, 8);
+        h = (h ^ v) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t v = 0;
+    memcpy(&v, s, n);
+    h = (h ^ v) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
+    return h;
+}
+
+static uint64_t hash_pair(uint32_t a, uint32_t b) {
+    uint64_t h = ((uint64_t)a << 32 | b) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 31);
+}
+
+static char *arena_dup(tokenizer *t, const char *s, size_t n) {
+    if (t->arena_used + n + 1 > t->arena_cap) {
+        size_t cap = n + 1 > (1u << 20) ? n + 1 + 64 : (1u << 20);
+        char *blk = malloc(cap);
+        if (!blk) return NULL;
+        memcpy(blk, &t->arena_blocks, sizeof(void *));
+        t->arena_blocks = blk;
+        t->arena_cur = blk;
+        t->arena_used = sizeof(void *);
+        t->arena_cap = cap;
+    }
+    char *p = t->arena_cur + t->arena_used;
+    memcpy(p, s, n);
+    p[n] = 0;
+    t->arena_used += n + 1;
+    return p;
+}
+
+int tok_buf_append(char **buf, size_t *len, size_t *cap, const void *data, size_t n) {
+    if (*len + n + 1 > *cap) {
+        size_t nc = *cap ? *cap : 256;
+        while (nc < *len + n + 1) nc *= 2;
+        char *nb = realloc(*buf, nc);
+        if (!nb) return -1;
+        *buf = nb;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, data, n);
+    *len += n;
+    (*buf)[*len] = 0;
+    return 0;
+}
+
+static int grow_vocab(tokenizer *t, size_t need) {
+    size_t cap = t->n_vocab;
+    if (need <= cap) return 0;
+    size_t nc = need;
+    char **s = realloc(t->tok_str, nc * sizeof *s);
+    if (!s) return -1;
+    t->tok_str = s;
+    uint32_t *l = realloc(t->tok_len, nc * sizeof *l);
+    if (!l) return -1;
+    t->tok_len = l;
+    uint8_t *f = realloc(t->tok_flags, nc);
+    if (!f) return -1;
+    t->tok_flags = f;
+    for (size_t i = cap; i < nc; i++) { s[i] = NULL; l[i] = 0; f[i] = 0; }
+    t->n_vocab = nc;
+    return 0;
+}
+
+static int map_rehash(tokenizer *t, size_t cap) {
+    uint32_t *m = calloc(cap, sizeof *m);
+    if (!m) return -1;
+    for (size_t id = 0; id < t->n_vocab; id++) {
+        if (!t->tok_str[id] || !t->map) continue;
+        size_t i = hash_bytes(t->tok_str[id], t->tok_len[id]) & (cap - 1);
+        while (m[i]) i = (i + 1) & (cap - 1);
+        m[i] = (uint32_t)id + 1;
+    }
+    free(t->map);
+    t->map = m;
+    t->map_mask = cap - 1;
+    return 0;
+}
+
+int tok_init(tokenizer *t, size_t hint, char *err, size_t errlen) {
+    memset(t, 0, sizeof *t);
+    t->serial = atomic_fetch_add(&tok_serial_next, 1);
+    t->bos_id = t->eos_id = -1;
+    size_t cap = 1024;
+    while (cap < hint * 2) cap *= 2;
+    t->map = calloc(cap, sizeof *t->map);
+    t->pairs = malloc(cap * sizeof *t->pairs);
+    if (!t->map || !t->pairs) { snprintf(err, errlen, "out of memory"); return -1; }
+    for (size_t i = 0; i < cap; i++) t->pairs[i].rank = -1;
+    t->map_mask = t->pairs_mask = cap - 1;
+    return 0;
+}
+
+int32_t tok_lookup(const tokenizer *t, const char *s, size_t len) {
+    size_t i = hash_bytes(s, len) & t->map_mask;
+    for (;;) {
+        uint32_t v = t->map[i];
+        if (!v) return -1;
+        uint32_t id = v - 1;
+        if (t->tok_len[id] == len && !memcmp(t->tok_str[id], s, len)) return (int32_t)id;
+        i = (i + 1) & t->map_mask;
+    }
+}
+
+int tok_set_token(tokenizer *t, int32_t id, const char *s, size_t len, char *err, size_t errlen) {
+    if (id < 0 || len > UINT32_MAX) { snprintf(err, errlen, "bad token id %d", id); return -1; }
+    if ((size_t)id >= t->n_vocab && grow_vocab(t, (size_t)id + 1)) goto oom;
+    if (t->tok_str[id]) {
+        if (t->tok_len[id] == len && !memcmp(t->tok_str[id], s, len)) return 0;
+        snprintf(err, errlen, "token id %d given two different strings", id);
+        return -1;
+    }
+    t->tok_str[id] = arena_dup(t, s, len);
+    if (!t->tok_str[id]) goto oom;
+    t->tok_len[id] = (uint32_t)len;
+    if (tok_lookup(t, s, len) >= 0) return 0; /* duplicate string: the first id keeps the mapping */
+    if (++t->map_filled * 2 > t->map_mask + 1 && map_rehash(t, (t->map_mask + 1) * 2)) goto oom;
+    size_t i = hash_bytes(s, len) & t->map_mask;
+    while (t->map[i]) {
+        if (t->map[i] == (uint32_t)id + 1) return 0; /* inserted by the rehash */
+        i = (i + 1) & t->map_mask;
+    }
+    t->map[i] = (uint32_t)id + 1;
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
+static int pairs_grow(tokenizer *t) {
+    size_t cap = (t->pairs_mask + 1) * 2;
+    tok_pair *p = malloc(cap * sizeof *p);
+    if (!p) return -1;
+    for (size_t i = 0; i < cap; i++) p[i].rank = -1;
+    for (size_t j = 0; j <= t->pairs_mask; j++) {
+        tok_pair *q = &t->pairs[j];
+        if (q->rank < 0) continue;
+        size_t i = hash_pair(q->left, q->right) & (cap - 1);
+        while (p[i].rank >= 0) i = (i + 1) & (cap - 1);
+        p[i] = *q;
+    }
+    free(t->pairs);
+    t->pairs = p;
+    t->pairs_mask = cap - 1;
+    return 0;
+}
+
+int tok_add_merge(tokenizer *t, const char *a, size_t alen, const char *b, size_t blen, char *err, size_t errlen) {
+    int32_t ia = tok_lookup(t, a, alen), ib = tok_lookup(t, b, blen);
+    if (alen + blen + 1 > t->scratch_cap) {
+        size_t nc = (alen + blen + 1) * 2;
+        char *s = realloc(t->scratch, nc);
+        if (!s) { snprintf(err, errlen, "out of memory"); return -1; }
+        t->scratch = s;
+        t->scratch_cap = nc;
+    }
+    memcpy(t->scratch, a, alen);
+    memcpy(t->scratch + alen, b, blen);
+    int32_t im = tok_lookup(t, t->scratch, alen + blen);
+    if (ia < 0 || ib < 0 || im < 0) {
+        snprintf(err, errlen, "merge %zu '%.*s %.*s': %s not in the vocabulary", t->n_merges, (int)alen, a,
+                 (int)blen, b, ia < 0 ? "left part" : ib < 0 ? "right part" : "merged token");
+        return -1;
+    }
+    if ((t->n_merges + 1) * 2 > t->pairs_mask + 1 && pairs_grow(t)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t i = hash_pair((uint32_t)ia, (uint32_t)ib) & t->pairs_mask;
+    while (t->pairs[i].rank >= 0 && !(t->pairs[i].left == (uint32_t)ia && t->pairs[i].right == (uint32_t)ib))
+        i = (i + 1) & t->pairs_mask;
+    /* A repeated pair takes the later rank, as HF's map built from the merge list does. */
+    t->pairs[i] = (tok_pair){(uint32_t)ia, (uint32_t)ib, (int32_t)t->n_merges, im};
+    t->n_merges++;
+    return 0;
+}
+
+int tok_add_added(tokenizer *t, const tok_added *a, char *err, size_t errlen) {
+    if (a->len == 0) return 0; /* HF ignores empty added tokens */
+    if (tok_set_token(t, a->id, a->text, a->len, err, errlen)) {
+        /* An added token may reuse the id of a vocabulary token with other text: the added one wins. */
+        if ((size_t)a->id >= t->n_vocab) return -1;
+        t->tok_str[a->id] = arena_dup(t, a->text, a->len);
+        if (!t->tok_str[a->id]) { snprintf(err, errlen, "out of memory"); return -1; }
+        t->tok_len[a->id] = a->len;
+    }
+    tok_added *n = realloc(t->added, (t->n_added + 1) * sizeof *n);
+    if (!n) { snprintf(err, errlen, "out of memory"); return -1; }
+    t->added = n;
+    n[t->n_added] = *a;
+    n[t->n_added].text = t->tok_str[a->id];
+    t->n_added++;
+    t->tok_flags[a->id] |= TOK_F_ADDED | (a->special ? TOK_F_SPECIAL : 0);
+    return 0;
+}
+
+/* Rewrites a pattern from HF's Oniguruma syntax into PCRE2: \s and \S become HF's whitespace class,
+ * \h / \H (hex digit in Oniguruma, horizontal space in PCRE2) become [0-9a-fA-F]. */
+static int translate(const char *p, size_t n, char **out, size_t *olen, char *err, size_t errlen) {
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    bool in_class = false;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char c = p[i];
+        if (c == '\\' && i + 1 < n) {
+            char e = p[++i];
+            if (e == 's') {
+                rc = in_class ? tok_buf_append(&buf, &len, &cap, WS_BODY, strlen(WS_BODY))
+                              : tok_buf_append(&buf, &len, &cap, "[" WS_BODY "]", strlen(WS_BODY) + 2);
+            } else if (e == 'S') {
+                if (in_class) {
+                    snprintf(err, errlen, "pre-tokenizer regex uses \\S inside a class (unsupported)");
+                    free(buf);
+                    return -1;
+                }
+                rc = tok_buf_append(&buf, &len, &cap, "[^" WS_BODY "]", strlen(WS_BODY) + 3);
+            } else if (e == 'h' || e == 'H') {
+                const char *h = in_class ? "0-9a-fA-F" : e == 'h' ? "[0-9a-fA-F]" : "[^0-9a-fA-F]";
+                if (in_class && e == 'H') {
+                    snprintf(err, errlen, "pre-tokenizer regex uses \\H inside a class (unsupported)");
+                    free(buf);
+                    return -1;
+                }
+                rc = tok_buf_append(&buf, &len, &cap, h, strlen(h));
+            } else {
+                char two[2] = {'\\', e};
+                rc = tok_buf_append(&buf, &len, &cap, two, 2);
+            }
+            continue;
+        }
+        if (!in_class && c == '[') {
+            in_class = true;
+            rc = tok_buf_append(&buf, &len, &cap, &c, 1);
+            /* A ']' right after '[' or '[^' is a literal. */
+            if (i + 1 < n && p[i + 1] == '^') rc = rc ? rc : tok_buf_append(&buf, &len, &cap, &p[++i], 1);
+            if (i + 1 < n && p[i + 1] == ']') rc = rc ? rc : tok_buf_append(&buf, &len, &cap, "\\]", 2), i++;
+            continue;
+        }
+        if (in_class && c == ']') in_class = false;
+        rc = tok_buf_append(&buf, &len, &cap, &c, 1);
+    }
+    if (rc || !buf) {
+        free(buf);
+        snprintf(err, errlen, rc ? "out of memory" : "empty pre-tokenizer regex");
+        return -1;
+    }
+    *out = buf;
+    *olen = len;
+    return 0;
+}
+
+int tok_add_stage(tokenizer *t, const char *pattern, size_t len, char *err, size_t errlen) {
+    if (t->n_stages >= TOK_MAX_STAGES) { snprintf(err, errlen, "more than %d pre-tokenizer splits", TOK_MAX_STAGES); return -1; }
+    char *pc;
+    size_t pclen;
+    if (translate(pattern, len, &pc, &pclen, err, errlen)) return -1;
+    int ec;
+    PCRE2_SIZE eoff;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pc, pclen, PCRE2_UTF | PCRE2_UCP, &ec, &eoff, NULL);
+    if (!re) {
+        PCRE2_UCHAR msg[160];
+        pcre2_get_error_message(ec, msg, sizeof msg);
+        snprintf(err, errlen, "pre-tokenizer regex /%.*s/ does not compile at %zu: %s", (int)len, pattern, (size_t)eoff, (char *)msg);
+        free(pc);
+        return -1;
+    }
+    free(pc);
+    if (pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0) t->jit_ok |= 1u << t->n_stages;
+    t->re[t->n_stages++] = re;
+    return 0;
+}
+
+/* GPT-2's byte -> character table: printable Latin-1 bytes map to themselves, the others to U+0100+k. */
+static uint32_t byte_char(int b) {
+    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) return (uint32_t)b;
+    int k = 0;
+    for (int x = 0; x < b; x++)
+        if (!((x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF))) k++;
+    return 256u + (uint32_t)k;
+}
+
+static int cmp_pass(const void *a, const void *b, void *ctx) {
+    const tok_added *ad = ctx;
+    const tok_added *x = &ad[*(const uint32_t *)a], *y = &ad[*(const uint32_t *)b];
+    uint8_t fx = (uint8_t)x->text[0], fy = (uint8_t)y->text[0];
+    if (fx != fy) return fx < fy ? -1 : 1;
+    if (x->len != y->len) return x->len > y->len ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int tok_finish(tokenizer *t, char *err, size_t errlen) {
+    for (int b = 0; b < 256; b++) {
+        uint32_t c = byte_char(b);
+        char u[2];
+        size_t n = 1;
+        if (c < 0x80) u[0] = (char)c;
+        else { u[0] = (char)(0xC0 | (c >> 6)); u[1] = (char)(0x80 | (c & 0x3F)); n = 2; }
+        t->byte_id[b] = tok_lookup(t, u, n);
+    }
+    for (int p = 0; p < 2; p++) {
+        tok_added_pass *ps = &t->pass[p];
+        ps->order = malloc((t->n_added + 1) * sizeof *ps->order);
+        if (!ps->order) { snprintf(err, errlen, "out of memory"); return -1; }
+        ps->n = 0;
+        for (size_t i = 0; i < t->n_added; i++)
+            if (t->added[i].normalized == (p == 1)) ps->order[ps->n++] = (uint32_t)i;
+        qsort_r(ps->order, ps->n, sizeof *ps->order, cmp_pass, t->added);
+        size_t k = 0;
+        for (int b = 0; b <= 256; b++) {
+            while (k < ps->n && (uint8_t)t->added[ps->order[k]].text[0] < b) k++;
+            ps->start[b] = (uint32_t)k;
+        }
+        ps->start[256] = (uint32_t)ps->n;
+    }
+    free(t->scratch);
+    t->scratch = NULL;
+    return 0;
+}
+
+void tok_release(tokenizer *t) {
+    for (size_t i = 0; i < t->n_stages; i++) pcre2_code_free(t->re[i]);
+    void *b = t->arena_blocks;
+    while (b) {
+        void *next;
+        memcpy(&next, b, sizeof next);
+        free(b);
+        b = next;
+    }
+    free(t->tok_str);
+    free(t->tok_len);
+    free(t->tok_flags);
+    free(t->map);
+    free(t->pairs);
+    free(t->added);
+    free(t->pass[0].order);
+    free(t->pass[1].order);
+    free(t->chat_template);
+    free(t->scratch);
+}
+
+/* Bytes of the valid UTF-8 sequence starting at s[0] (1..4), or 0 when s starts an invalid one;
+ * *bad gets the length of the maximal invalid subpart in that case. */
+static size_t utf8_seq(const uint8_t *s, size_t n, size_t *bad) {
+    uint8_t c = s[0];
+    if (c < 0x80) return 1;
+    size_t need;
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) need = 2;
+    else if (c >= 0xE0 && c <= 0xEF) { need = 3; if (c == 0xE0) lo = 0xA0; if (c == 0xED) hi = 0x9F; }
+    else if (c >= 0xF0 && c <= 0xF4) { need = 4; if (c == 0xF0) lo = 0x90; if (c == 0xF4) hi = 0x8F; }
+    else { *bad = 1; return 0; }
+    size_t k = 1;
+    for (; k < need; k++) {
+        if (k >= n) { *bad = k; return 0; }
+        uint8_t x = s[k];
+        if (k == 1 ? (x < lo || x > hi) : (x < 0x80 || x > 0xBF)) { *bad = k; return 0; }
+    }
+    return need;
+}
+
+size_t tok_utf8_valid_prefix(const char *s, size_t n) {
+    const uint8_t *u = (const uint8_t *)s;
+    size_t i = 0;
+    while (i < n) {
+        while (i + 8 <= n) {
+            uint64_t v;
+            memcpy(&v, u + i, 8);
+            if (v & 0x8080808080808080ull) break;
+            i += 8;
+        }
+        if (i >= n) break;
+        size_t bad, k = utf8_seq(u + i, n - i, &bad);
+        if (!k) return i;
+        i += k;
+    }
+    return n;
+}
+
+int tok_utf8_lossy(const char *s, size_t n, char **buf, size_t *len, size_t *cap) {
+    const uint8_t *u = (const uint8_t *)s;
+    size_t i = 0;
+    while (i < n) {
+        size_t good = tok_utf8_valid_prefix(s + i, n - i);
+        if (good && tok_buf_append(buf, len, cap, s + i, good)) return -1;
+        i += good;
+        if (i >= n) break;
+        size_t bad = 1;
+        utf8_seq(u + i, n - i, &bad);
+        if (tok_buf_append(buf, len, cap, "\xEF\xBF\xBD", 3)) return -1;
+        i += bad;
+    }
+    if (!*buf && tok_buf_append(buf, len, cap, "", 0)) return -1;
+    return 0;
+}

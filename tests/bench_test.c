@@ -1,0 +1,264 @@
+/* Integration tests of `dsperf bench` against `dsperf serve` on loopback (known timing, injected
+ * faults) and against a scripted raw-socket server (byte-exact real-server quirks). Tolerances
+ * come from the configured timing: the server emits on absolute deadlines, so medians must sit on
+ * the configured values within a couple of milliseconds even on a loaded 2-core machine. */
+#include "harness.h"
+#include "testutil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <signal.h>
+
+static json_t *bench_json(const test_server *s, const char *args, int *exit_code) {
+    char path[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/r%d.json", harness_tmpdir(), rand());
+    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --out %s %s", s->url, path, args);
+    char *err = NULL;
+    int rc = test_run(cmd, NULL, &err);
+    if (exit_code) *exit_code = rc;
+    if (rc != 0 && rc != 1) fprintf(stderr, "    bench exited %d: %s\n", rc, err ? err : "");
+    free(err);
+    return test_load_json(path);
+}
+
+static json_t *err_class(json_t *r) { return json_object_get(r, "errors"); }
+static double err_count(json_t *r, const char *cls) {
+    json_t *v = json_object_get(err_class(r), cls);
+    return json_is_number(v) ? json_number_value(v) : 0;
+}
+static double err_status(json_t *r, const char *code) {
+    json_t *v = json_object_get(json_object_get(err_class(r), "http_status"), code);
+    return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+static void timing_at(int concurrency, int requests, int out_tokens) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 50ms --itl 10ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char args[256];
+    snprintf(args, sizeof args, "--concurrency %d --requests %d --dataset random:in=16,out=%d", concurrency, requests, out_tokens);
+    json_t *r = bench_json(&s, args, NULL);
+    test_serve_stop(&s);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK_EQ_INT(test_num(r, "completed"), requests);
+    CHECK_EQ_INT(test_num(r, "failed"), 0);
+    CHECK_EQ_INT(test_num(r, "total_output_tokens"), (long long)requests * out_tokens);
+    CHECK_EQ_INT(test_num(r, "total_input_tokens"), (long long)requests * 16);
+    CHECK_NEAR(test_num(r, "median_ttft_ms"), 50.0, 2.0);
+    CHECK_NEAR(test_num(r, "median_itl_ms"), 10.0, 0.5);
+    CHECK_NEAR(test_num(r, "median_tpot_ms"), 10.0, 0.5);
+    /* E2EL = TTFT + (out-1) * ITL */
+    CHECK_NEAR(test_num(r, "median_e2el_ms"), 50.0 + (out_tokens - 1) * 10.0, 3.0);
+    json_decref(r);
+}
+
+TEST(bench_timing_closed_loop_1_stream) { timing_at(1, 20, 20); }
+TEST(bench_timing_closed_loop_64_streams) { timing_at(64, 256, 20); }
+TEST(bench_timing_closed_loop_512_streams) { timing_at(512, 1024, 10); }
+
+/* Open loop far above what 4 in-flight slots can serve: the server's view (TTFT from send) stays
+ * at 50 ms while the user's view (from the schedule) grows with the client backlog. 100 requests
+ * at 400/s arrive within ~0.25 s; 4 slots of 140 ms each serve ~28/s, so the last request waits
+ * ~3.3 s: p99 from schedule must exceed 2 s. */
+TEST(bench_open_loop_queue_is_measured) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 50ms --itl 10ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    json_t *r = bench_json(&s, "--rate 400/s --max-concurrency 4 --requests 100 --dataset random:in=8,out=10 --seed 3", NULL);
+    test_serve_stop(&s);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK_EQ_INT(test_num(r, "completed"), 100);
+    CHECK_NEAR(test_num(r, "median_ttft_ms"), 50.0, 2.0);
+    CHECK_NEAR(test_num(r, "p99_ttft_ms"), 50.0, 5.0);
+    CHECK(test_num(r, "p99_ttft_from_schedule_ms") > 2000.0);
+    CHECK(test_num(r, "mean_queue_ms") > 1000.0);
+    CHECK(test_num(r, "max_concurrent_requests") <= 4);
+    json_decref(r);
+}
+
+/* Every fault class, injected with a seed, is counted by the client exactly as the server says
+ * it injected it. */
+TEST(bench_faults_counted_exactly) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 5ms --itl 1ms --seed 7 --fail-rate 0.08 --status-429-rate 0.08 --drop-rate 0.08 --error-event-rate 0.08") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    json_t *r = bench_json(&s, "--concurrency 8 --requests 300 --dataset random:in=8,out=20", NULL);
+    char murl[128];
+    snprintf(murl, sizeof murl, "%s/metrics", s.url);
+    char *m = test_http_get(murl);
+    test_serve_stop(&s);
+    CHECK(r != NULL && m != NULL);
+    if (!r || !m) { json_decref(r); free(m); return; }
+    double inj500 = test_prom_value(m, "dsperf_injected_faults_total{kind=\"http_500\"}");
+    double inj429 = test_prom_value(m, "dsperf_injected_faults_total{kind=\"http_429\"}");
+    double injdrop = test_prom_value(m, "dsperf_injected_faults_total{kind=\"drop\"}");
+    double injerr = test_prom_value(m, "dsperf_injected_faults_total{kind=\"error_event\"}");
+    CHECK(inj500 > 0 && inj429 > 0 && injdrop > 0 && injerr > 0);
+    CHECK_EQ_INT(err_status(r, "500"), inj500);
+    CHECK_EQ_INT(err_status(r, "429"), inj429);
+    CHECK_EQ_INT(err_count(r, "http"), inj500 + inj429);
+    CHECK_EQ_INT(err_count(r, "truncated"), injdrop);
+    CHECK_EQ_INT(err_count(r, "stream"), injerr);
+    CHECK_EQ_INT(test_num(r, "completed") + test_num(r, "failed"), 300);
+    CHECK_EQ_INT(test_num(r, "failed"), inj500 + inj429 + injdrop + injerr);
+    json_decref(r);
+    free(m);
+}
+
+/* A stall is not a failure: it shows up as one long inter-token gap. */
+TEST(bench_stall_shows_in_itl_tail) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 10ms --itl 5ms --stall-rate 1 --stall 300ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    json_t *r = bench_json(&s, "--concurrency 2 --requests 4 --dataset random:in=8,out=20", NULL);
+    test_serve_stop(&s);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK_EQ_INT(test_num(r, "completed"), 4);
+    CHECK(test_num(r, "max_itl_ms") >= 300.0);
+    CHECK_NEAR(test_num(r, "median_itl_ms"), 5.0, 0.5);
+    json_decref(r);
+}
+
+/* Several tokens per chunk (speculative decoding / MTP): the chunk view keeps the chunk gaps, the
+ * per-token view divides them. */
+TEST(bench_multi_token_chunks_per_token_view) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 20ms --itl 12ms --tokens-per-chunk 3 --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    json_t *r = bench_json(&s, "--concurrency 2 --requests 6 --dataset random:in=8,out=30", NULL);
+    test_serve_stop(&s);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK_EQ_INT(test_num(r, "total_output_tokens"), 180);
+    CHECK_NEAR(test_num(r, "median_itl_ms"), 12.0, 0.5);
+    CHECK_NEAR(test_num(r, "median_itl_per_token_ms"), 4.0, 0.3);
+    json_decref(r);
+}
+
+TEST(bench_bad_input_one_line_exit_2) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/never.json", harness_tmpdir());
+    char cmd[1024], *err = NULL;
+    /* nothing listens on port 1 */
+    snprintf(cmd, sizeof cmd, "bench --url http://127.0.0.1:1 --concurrency 1 --out %s", path);
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
+    CHECK(err && strstr(err, "cannot reach") && strchr(err, '\n') == strrchr(err, '\n'));
+    free(err);
+    CHECK(access(path, F_OK) != 0);
+    const char *bad[] = {
+        "bench --concurrency 1",                                   /* no --url */
+        "bench --url http://127.0.0.1:1 --rate abc",
+        "bench --url http://127.0.0.1:1 --concurrency 0",
+        "bench --url http://127.0.0.1:1 --concurrency 2 --rate 3/s",
+        "bench --url http://127.0.0.1:1 --concurrency 2 --bogus",
+        "bench --url ftp://x --concurrency 2",
+        "bench --url http://127.0.0.1:1 --concurrency 2 --slo ttft=fast",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err = NULL;
+        int rc = test_run(bad[i], NULL, &err);
+        CHECK_MSG(rc == 2, "'%s' exited %d", bad[i], rc);
+        CHECK_MSG(err && strstr(err, "dsperf: error:"), "'%s' said: %s", bad[i], err ? err : "");
+        free(err);
+    }
+}
+
+TEST(bench_bad_target_and_dataset) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 5ms --itl 1ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char path[512], cmd[1024], *err = NULL;
+    snprintf(path, sizeof path, "%s/never.json", harness_tmpdir());
+    /* a wrong path: GET /nothing/v1/models is a 404 */
+    snprintf(cmd, sizeof cmd, "bench --url %s/nothing --concurrency 1 --out %s", s.url, path);
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
+    CHECK(err && strstr(err, "OpenAI-compatible"));
+    free(err); err = NULL;
+    snprintf(cmd, sizeof cmd, "bench --url %s --concurrency 1 --dataset jsonl:/nonexistent/x.jsonl --out %s", s.url, path);
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
+    CHECK(err && strstr(err, "/nonexistent/x.jsonl"));
+    free(err); err = NULL;
+    snprintf(cmd, sizeof cmd, "bench --url %s --concurrency 1 --dataset wat:1 --out %s", s.url, path);
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
+    free(err);
+    test_serve_stop(&s);
+    CHECK(access(path, F_OK) != 0);
+}
+
+/* Ctrl-C in the middle: what was measured is written, marked partial. */
+TEST(bench_interrupt_writes_partial_results) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 20ms --itl 5ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char path[512], cmd[1024];
+    snprintf(path, sizeof path, "%s/partial.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "bench --url %s --concurrency 4 --duration 60s --dataset random:in=8,out=20 --quiet --out %s", s.url, path);
+    int rc = test_run_interrupt(cmd, 1500, NULL, NULL);
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 1);
+    json_t *r = test_load_json(path);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK(json_is_true(json_object_get(r, "partial")));
+    CHECK(test_num(r, "completed") >= 10);
+    json_decref(r);
+}
+
+/* Byte-exact quirks of real servers, fed in 7-byte pieces: CRLF line ends, comments and
+ * keep-alives, a role-only first chunk, a chunk carrying two tokens, a usage-only chunk. */
+TEST(bench_real_server_quirks_chat_stream) {
+    const char *resp =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        ": keep-alive\r\n\r\n"
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\r\n\r\n"
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" Hello\"}}]}\r\n\r\n"
+        ":\r\n"
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" big world\"}}]}\r\n\r\n"
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\" hmm\"}}]}\r\n\r\n"
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\r\n\r\n"
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":4,\"total_tokens\":13}}\r\n\r\n"
+        "data: [DONE]\r\n\r\n";
+    int port;
+    test_script *sc = test_script_start(resp, strlen(resp), 7, &port);
+    test_server fake = { .port = port };
+    snprintf(fake.url, sizeof fake.url, "http://127.0.0.1:%d", port);
+    json_t *r = bench_json(&fake, "--api chat --concurrency 1 --requests 3 --dataset random:in=5,out=4", NULL);
+    test_script_stop(sc);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK_EQ_INT(test_num(r, "completed"), 3);
+    CHECK_EQ_INT(test_num(r, "total_output_tokens"), 12);   /* from usage */
+    CHECK_EQ_INT(test_num(r, "output_token_mismatches"), 0);  /* client counted 1+2+1 words */
+    json_decref(r);
+}
+
+static json_t *scripted(const char *resp, const char *args) {
+    int port;
+    test_script *sc = test_script_start(resp, strlen(resp), 0, &port);
+    test_server fake = { .port = port };
+    snprintf(fake.url, sizeof fake.url, "http://127.0.0.1:%d", port);
+    json_t *r = bench_json(&fake, args, NULL);
+    test_script_stop(sc);
+    return r;
+}
+
+TEST(bench_real_server_error_shapes_classified) {
+    struct { const char *resp, *cls; } cases[] = {
+        { "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+          "{\"error\":{\"message\":\"boom\",\"type\":\"server_error\",\"code\":500}}", "http" },
+        { "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n<html>hello</html>", "invalid_json" },
+        { "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+          "data: {\"choices\":[{\"text\":\" a\"}]}\n\nerror: {\"code\":500,\"message\":\"slot failed\"}\n\n", "stream" },
+        { "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+          "data: {\"choices\":[{\"text\":\" a\"}]}\n\ndata: {\"error\":{\"message\":\"oops\"}}\n\n", "stream" },
+        { "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+          "data: {\"choices\":[{\"text\":\" a\"}]}\n\ndata: {\"choices\":[{\"text\":\" b\"}]}\n\n", "truncated" },
+        { "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+          "data: {\"choices\":[{\"text\":\" a\"}]}\n\ndata: {not json\n\n", "invalid_json" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *r = scripted(cases[i].resp, "--concurrency 1 --requests 2 --dataset random:in=5,out=4");
+        CHECK_MSG(r != NULL, "case %zu: no results", i);
+        if (!r) continue;
+        CHECK_MSG(err_count(r, cases[i].cls) == 2, "case %zu: %s count %g", i, cases[i].cls, err_count(r, cases[i].cls));
+        CHECK_EQ_INT(test_num(r, "completed"), 0);
+        json_decref(r);
+    }
+}

@@ -1,0 +1,287 @@
+/* testutil — process and socket helpers for the integration tests. */
+#include "testutil.h"
+#include "harness.h"
+#include "common/fileio.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <signal.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/wait.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <time.h>
+
+/* Splits a command line on spaces; '...' groups. Returns argv (malloc'd, strings in buf). */
+static char **split_args(const char *args, char **buf_out) {
+    char *buf = strdup(args);
+    char **argv = calloc(strlen(args) + 3, sizeof *argv);
+    int n = 0;
+    argv[n++] = (char *)harness_bin();
+    char *p = buf, *w = buf;
+    while (*p) {
+        while (*p == ' ') p++;
+        if (!*p) break;
+        argv[n++] = w;
+        while (*p && *p != ' ') {
+            if (*p == '\'') { p++; while (*p && *p != '\'') *w++ = *p++; if (*p) p++; }
+            else *w++ = *p++;
+        }
+        if (*p) p++;
+        *w++ = 0;
+    }
+    argv[n] = NULL;
+    *buf_out = buf;
+    return argv;
+}
+
+static char *slurp_fd(int fd) {
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    for (;;) {
+        if (n + 1024 > cap) { cap *= 2; b = realloc(b, cap); }
+        ssize_t r = read(fd, b + n, cap - n - 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        n += (size_t)r;
+    }
+    b[n] = 0;
+    return b;
+}
+
+typedef struct { int fd; char *text; } reader;
+static void *read_thread(void *arg) { reader *r = arg; r->text = slurp_fd(r->fd); return NULL; }
+
+static int run_impl(const char *args, int interrupt_ms, char **out, char **err) {
+    int po[2], pe[2];
+    if (pipe(po) < 0 || pipe(pe) < 0) return -1;
+    char *buf;
+    char **argv = split_args(args, &buf);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(po[1], 1); dup2(pe[1], 2);
+        close(po[0]); close(pe[0]); close(po[1]); close(pe[1]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(po[1]); close(pe[1]);
+    reader ro = { po[0], NULL }, re = { pe[0], NULL };
+    pthread_t to, te;
+    pthread_create(&to, NULL, read_thread, &ro);
+    pthread_create(&te, NULL, read_thread, &re);
+    if (interrupt_ms > 0) {
+        struct timespec ts = { interrupt_ms / 1000, (interrupt_ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+        kill(pid, SIGINT);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    pthread_join(to, NULL);
+    pthread_join(te, NULL);
+    close(po[0]); close(pe[0]);
+    if (out) *out = ro.text; else free(ro.text);
+    if (err) *err = re.text; else { if (re.text && *re.text && getenv("DSPERF_TEST_VERBOSE")) fputs(re.text, stderr); free(re.text); }
+    free(argv);
+    free(buf);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int test_run(const char *args, char **out, char **err) { return run_impl(args, 0, out, err); }
+int test_run_interrupt(const char *args, int delay_ms, char **out, char **err) { return run_impl(args, delay_ms, out, err); }
+
+int test_serve_start(test_server *s, const char *args) {
+    char full[2048];
+    snprintf(full, sizeof full, "serve --port 0 --duration 300s %s", args ? args : "");
+    int po[2];
+    if (pipe(po) < 0) return -1;
+    char *buf;
+    char **argv = split_args(full, &buf);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(po[1], 1);
+        close(po[0]); close(po[1]);
+        if (!getenv("DSPERF_TEST_VERBOSE")) { int dn = open("/dev/null", O_WRONLY); dup2(dn, 2); }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    free(argv);
+    free(buf);
+    close(po[1]);
+    s->pid = pid;
+    s->port = 0;
+    char line[512];
+    size_t n = 0;
+    struct pollfd pf = { .fd = po[0], .events = POLLIN };
+    while (n < sizeof line - 1 && poll(&pf, 1, 10000) > 0) {
+        ssize_t r = read(po[0], line + n, 1);
+        if (r <= 0) break;
+        if (line[n] == '\n') { line[n] = 0; break; }
+        n++;
+    }
+    line[n] = 0;
+    close(po[0]);
+    const char *u = strstr(line, "http://");
+    if (!u) { kill(pid, SIGKILL); waitpid(pid, NULL, 0); return -1; }
+    snprintf(s->url, sizeof s->url, "%s", u);
+    const char *colon = strrchr(s->url, ':');
+    s->port = atoi(colon + 1);
+    return 0;
+}
+
+void test_serve_stop(test_server *s) {
+    if (s->pid > 0) {
+        kill(s->pid, SIGTERM);
+        for (int i = 0; i < 200; i++) {
+            if (waitpid(s->pid, NULL, WNOHANG) == s->pid) { s->pid = 0; return; }
+            usleep(10000);
+        }
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        s->pid = 0;
+    }
+}
+
+json_t *test_load_json(const char *path) { return json_load_file(path, 0, NULL); }
+
+double test_num(const json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+typedef struct { char *p; size_t n; } mbuf;
+static size_t mwrite(char *b, size_t s, size_t n, void *ud) {
+    mbuf *m = ud;
+    m->p = realloc(m->p, m->n + s * n + 1);
+    memcpy(m->p + m->n, b, s * n);
+    m->n += s * n;
+    m->p[m->n] = 0;
+    return s * n;
+}
+
+char *test_http_get(const char *url) {
+    CURL *e = curl_easy_init();
+    mbuf m = {0};
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, mwrite);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &m);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT, 10L);
+    CURLcode rc = curl_easy_perform(e);
+    curl_easy_cleanup(e);
+    if (rc != CURLE_OK) { free(m.p); return NULL; }
+    return m.p ? m.p : strdup("");
+}
+
+double test_prom_value(const char *text, const char *prefix) {
+    size_t pl = strlen(prefix);
+    for (const char *l = text; l && *l;) {
+        if (!strncmp(l, prefix, pl)) {
+            const char *sp = strrchr(l, ' ');
+            const char *nl = strchr(l, '\n');
+            /* the value is the last field of the line */
+            const char *v = l;
+            for (const char *q = l; q < (nl ? nl : l + strlen(l)); q++) if (*q == ' ') v = q + 1;
+            (void)sp;
+            return atof(v);
+        }
+        l = strchr(l, '\n');
+        if (l) l++;
+    }
+    return NAN;
+}
+
+/* ---- scripted server ---- */
+
+struct test_script {
+    int lfd;
+    pthread_t th;
+    volatile int stop;
+    char *resp;
+    size_t len, piece;
+};
+
+static void write_all(int fd, const char *p, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w <= 0) return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void *script_thread(void *arg) {
+    test_script *s = arg;
+    while (!s->stop) {
+        struct pollfd pf = { .fd = s->lfd, .events = POLLIN };
+        if (poll(&pf, 1, 50) <= 0) continue;
+        int fd = accept(s->lfd, NULL, NULL);
+        if (fd < 0) continue;
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        /* one request per connection: read the head (and any body), answer, close */
+        char req[65536];
+        size_t n = 0;
+        for (;;) {
+            struct pollfd rp = { .fd = fd, .events = POLLIN };
+            if (poll(&rp, 1, 2000) <= 0) break;
+            ssize_t r = read(fd, req + n, sizeof req - 1 - n);
+            if (r <= 0) break;
+            n += (size_t)r;
+            req[n] = 0;
+            char *end = strstr(req, "\r\n\r\n");
+            if (!end) continue;
+            const char *cl = strcasestr(req, "content-length:");
+            size_t body = cl ? (size_t)atol(cl + 15) : 0;
+            if (n >= (size_t)(end + 4 - req) + body) break;
+        }
+        if (!strncmp(req, "GET /v1/models", 14)) {
+            const char *b = "{\"object\":\"list\",\"data\":[{\"id\":\"scripted\",\"object\":\"model\"}]}";
+            char h[256];
+            snprintf(h, sizeof h, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", strlen(b));
+            write_all(fd, h, strlen(h));
+            write_all(fd, b, strlen(b));
+        } else {
+            for (size_t off = 0; off < s->len; off += s->piece) {
+                size_t k = s->len - off < s->piece ? s->len - off : s->piece;
+                write_all(fd, s->resp + off, k);
+                usleep(2000);
+            }
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+test_script *test_script_start(const char *response, size_t len, size_t piece, int *port) {
+    test_script *s = calloc(1, sizeof *s);
+    s->resp = malloc(len);
+    memcpy(s->resp, response, len);
+    s->len = len;
+    s->piece = piece ? piece : len;
+    s->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    bind(s->lfd, (struct sockaddr *)&a, sizeof a);
+    listen(s->lfd, 64);
+    socklen_t al = sizeof a;
+    getsockname(s->lfd, (struct sockaddr *)&a, &al);
+    *port = ntohs(a.sin_port);
+    pthread_create(&s->th, NULL, script_thread, s);
+    return s;
+}
+
+void test_script_stop(test_script *s) {
+    if (!s) return;
+    s->stop = 1;
+    pthread_join(s->th, NULL);
+    close(s->lfd);
+    free(s->resp);
+    free(s);
+}

@@ -1,0 +1,41 @@
+/* testutil — helpers for integration tests: run the dsperf binary as a child process (a server
+ * in the background, or a command to completion), read its results, and a scripted raw-socket
+ * HTTP server that replays byte-exact responses (for real-server quirks). Loopback only. */
+#ifndef DSP_TESTUTIL_H
+#define DSP_TESTUTIL_H
+#include <sys/types.h>
+#include <jansson.h>
+#include <stddef.h>
+
+typedef struct {
+    pid_t pid;
+    int port;
+    char url[64];
+} test_server;
+
+/* Starts `dsperf serve --port 0 <args>` and waits for its "listening on" line. 0 ok. */
+int test_serve_start(test_server *s, const char *args);
+void test_serve_stop(test_server *s);
+
+/* Runs `dsperf <args>` to completion (args split on spaces; single quotes group). Captures stdout
+ * and stderr into malloc'd strings when the pointers are non-NULL. Returns the exit code. */
+int test_run(const char *args, char **out, char **err);
+/* Same, but sends SIGINT after delay_ms. */
+int test_run_interrupt(const char *args, int delay_ms, char **out, char **err);
+
+/* Loads a JSON file (NULL on failure). */
+json_t *test_load_json(const char *path);
+double test_num(const json_t *o, const char *key);   /* NAN when absent */
+
+/* GET url → body (malloc'd) or NULL. */
+char *test_http_get(const char *url);
+/* Value of a Prometheus sample line "name{labels} value" whose text starts with prefix; NAN if absent. */
+double test_prom_value(const char *text, const char *line_prefix);
+
+/* A scripted server: answers GET /v1/models with one model, and every POST with `response`
+ * (raw bytes: status line, headers, body), written in pieces of `piece` bytes with a short pause
+ * between pieces so the client sees split reads. Runs in a thread until test_script_stop. */
+typedef struct test_script test_script;
+test_script *test_script_start(const char *response, size_t len, size_t piece, int *port);
+void test_script_stop(test_script *s);
+#endif
