@@ -349,12 +349,16 @@ TEST(server_timing_single_stream) {
     http_do(&p, "/v1/completions", "{\"prompt\":\"w w w w w w w w w w w w w w w w w w w w\",\"max_tokens\":30,\"stream\":true}", &r);
     CHECK_EQ_INT(r.n_events, 31);
     if (r.n_events == 31) {
-        double ttft = r.t_ms[0], gaps[29];
+        double ttft = r.t_ms[0], gaps[29], late[30];
         CHECK_MSG(ttft >= 52.0 - 0.5 && ttft <= 52.0 + 10.0, "TTFT %.3f ms, configured 52", ttft);
         for (int i = 1; i < 30; i++) gaps[i - 1] = r.t_ms[i] - r.t_ms[i - 1];
-        double span = r.t_ms[29] - r.t_ms[0];
         CHECK_NEAR(median(gaps, 29), 10.0, 2.0);
-        CHECK_NEAR(span, 290.0, 5.0);     /* absolute deadlines: no drift over 29 gaps */
+        /* absolute deadlines, no drift: against the grid of the least-late token, the last ten
+         * tokens are late by a little (scheduling noise), not by an amount that grew with k */
+        double anchor = 1e9;
+        for (int k = 0; k < 30; k++) if (r.t_ms[k] - 10.0 * k < anchor) anchor = r.t_ms[k] - 10.0 * k;
+        for (int k = 0; k < 10; k++) late[k] = r.t_ms[20 + k] - (anchor + 10.0 * (20 + k));
+        CHECK_MSG(median(late, 10) < 3.0, "tokens 20..29 late by a median %.3f ms against the grid", median(late, 10));
     }
     http_free(&r);
     srv_kill(&p);
