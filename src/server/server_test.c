@@ -386,9 +386,11 @@ TEST(server_capacity_queues_fifo) {
         /* whichever got in first: E2E ~ 50 + 9 x 10 = 140 ms; the other waits for it, then its own 50 ms */
         int a = t[0].r.t_ms[0] < t[1].r.t_ms[0] ? 0 : 1, b = 1 - a;
         double first_e2e = t[a].r.t_ms[9], second_ttft = t[b].r.t_ms[0];
-        CHECK_MSG(t[a].r.t_ms[0] >= 49.5 && t[a].r.t_ms[0] <= 60, "first TTFT %.2f", t[a].r.t_ms[0]);
-        CHECK_NEAR(first_e2e, 140.0, 10.0);
-        CHECK_NEAR(second_ttft, first_e2e + 50.0, 10.0);
+        /* tokens can be late under load, never early: one-sided tolerances. The second request
+         * enters service when the engine finishes the first (140 ms), however late that write. */
+        CHECK_MSG(t[a].r.t_ms[0] >= 49.5 && t[a].r.t_ms[0] <= 70, "first TTFT %.2f", t[a].r.t_ms[0]);
+        CHECK_MSG(first_e2e >= 139.5 && first_e2e <= 160, "first E2E %.2f, want 140", first_e2e);
+        CHECK_MSG(second_ttft >= 189.5 && second_ttft <= 210, "second TTFT %.2f, want 140 + 50", second_ttft);
     }
     http_free(&t[0].r);
     http_free(&t[1].r);
