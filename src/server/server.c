@@ -486,7 +486,8 @@ static void handle_request(struct evhttp_request *req, void *arg) {
 
 /* Writes reveal a client that went away; a request with nothing to write for a while (waiting
  * in the queue, in a stall, or non-streaming) is checked by peeking at its socket instead. */
-#define SWEEP_NS (100 * NS_PER_MS)
+#define SWEEP_NS (100 * NS_PER_MS)       /* how often */
+#define SWEEP_IDLE_NS (500 * NS_PER_MS) /* how long without a write before a stream is looked at */
 
 static void on_sweep(evutil_socket_t fd, short what, void *arg) {
     server *s = arg;
@@ -495,7 +496,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg) {
     stream *next;
     for (stream *st = s->streams; st; st = next) {
         next = st->next;
-        if (!st->evcon || st->dropping || now - st->last_write_wall_ns < SWEEP_NS) continue;
+        if (!st->evcon || st->dropping || now - st->last_write_wall_ns < SWEEP_IDLE_NS) continue;
         struct bufferevent *bev = evhttp_connection_get_bufferevent(st->evcon);
         int sfd = bev ? bufferevent_getfd(bev) : -1;
         char c;
@@ -503,7 +504,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg) {
         if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
             evhttp_connection_free(st->evcon);     /* on_conn_close cancels and counts */
         else
-            st->last_write_wall_ns = now;          /* alive: look again in SWEEP_NS */
+            st->last_write_wall_ns = now;          /* alive: look again in SWEEP_IDLE_NS */
     }
 }
 
