@@ -262,3 +262,29 @@ TEST(bench_real_server_error_shapes_classified) {
         json_decref(r);
     }
 }
+
+/* Telemetry rides along on the same clock: the server's own /metrics (vLLM names from the
+ * simulated engine) show requests running during the run; a missing NVML is a warning only. */
+TEST(bench_telemetry_server_metrics_and_host) {
+    test_server s;
+    if (test_serve_start(&s, "--engine sim --speedup 20") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char args[512];
+    snprintf(args, sizeof args, "--concurrency 16 --requests 64 --dataset random:in=1024,out=256 --server-metrics %s/metrics --host-metrics --telemetry-interval 20ms --gpu all", s.url);
+    int rc;
+    json_t *r = bench_json(&s, args, &rc);
+    test_serve_stop(&s);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK_EQ_INT(rc, 0);
+    json_t *tel = json_object_get(r, "telemetry");
+    json_t *srv = json_object_get(json_object_get(tel, "server"), "series");
+    json_t *running = json_object_get(srv, "running");
+    CHECK(json_array_size(running) >= 3);
+    double max_running = 0;
+    size_t i; json_t *v;
+    json_array_foreach(running, i, v) if (json_is_number(v) && json_number_value(v) > max_running) max_running = json_number_value(v);
+    CHECK(max_running >= 8 && max_running <= 16);
+    CHECK(json_is_object(json_object_get(json_object_get(tel, "host"), "series")));
+    CHECK(json_is_object(json_object_get(r, "telemetry_summary")));
+    json_decref(r);
+}

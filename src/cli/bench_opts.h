@@ -6,6 +6,7 @@
 #include "load/runner.h"
 #include "metrics/summary.h"
 #include "dataset/dataset.h"
+#include "telemetry/telemetry.h"
 #include <jansson.h>
 
 typedef struct {
@@ -19,6 +20,8 @@ typedef struct {
     const char **headers;        /* NULL-terminated */
     size_t n_headers;
     bool ignore_eos;
+    telemetry_opts telemetry;    /* samplers to run beside the load (none by default) */
+    bool telemetry_on;
     bool quiet, no_progress;
     char *command_line;
 } bench_opts;

@@ -69,8 +69,17 @@ int bench_prepare(bench_opts *b, dataset **ds, char **model) {
 int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, bool progress,
                    recset *recs, bench_result *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
+    telemetry *tel = NULL;
+    if (b->telemetry_on) {
+        /* bad telemetry options are usage errors: they were validated before the run */
+        tel = telemetry_start(&b->telemetry, err, errlen);
+        if (!tel) return -1;
+    }
     load_outcome lo;
-    if (load_run(&b->plan, &b->client, ds, recs, stop, progress ? show_progress : NULL, NULL, &lo, err, errlen) < 0) return -1;
+    if (load_run(&b->plan, &b->client, ds, recs, stop, progress ? show_progress : NULL, NULL, &lo, err, errlen) < 0) {
+        telemetry_free(tel);
+        return -1;
+    }
     if (progress) fprintf(stderr, "\r\033[K");
     results_meta meta = {
         .producer = "bench", .command_line = b->command_line, .config = bench_opts_config_json(b, ds),
@@ -81,5 +90,12 @@ int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop
     out->interrupted = lo.interrupted;
     if (!out->results) { snprintf(err, errlen, "out of memory while computing the summary"); return -1; }
     add_client_cost(out->results, recs, lo.end_ns - lo.start_ns);
+    if (tel) {
+        telemetry_stop(tel);
+        double out_tokens = json_number_value(json_object_get(out->results, "total_output_tokens"));
+        json_object_set_new(out->results, "telemetry", telemetry_series_json(tel, lo.start_ns));
+        json_object_set_new(out->results, "telemetry_summary", telemetry_summary_json(tel, lo.start_ns, lo.end_ns, out_tokens));
+        telemetry_free(tel);
+    }
     return 0;
 }
