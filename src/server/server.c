@@ -100,16 +100,6 @@ static int64_t engine_at(const server *s, int64_t wall_ns) {
 
 static int64_t engine_now(const server *s) { return engine_at(s, clock_now_ns()); }
 
-/* When the loop woke up for the current callback: libevent caches it per iteration (as realtime).
- * A request's arrival is taken from it, so a burst read in one wake-up shares one arrival time
- * instead of each request's TTFT starting only when the loop got round to parsing it. */
-static int64_t loop_wake_ns(const server *s) {
-    struct timeval tv;
-    int64_t mono = clock_now_ns();
-    if (event_base_gettimeofday_cached(s->base, &tv) < 0) return mono;
-    int64_t age = clock_wall_ns() - ((int64_t)tv.tv_sec * NS_PER_S + (int64_t)tv.tv_usec * 1000);
-    return age > 0 && age < NS_PER_S ? mono - age : mono;
-}
 
 static double secs(const server *s, int64_t engine_ns) { (void)s; return (double)engine_ns / 1e9; }
 
@@ -417,7 +407,10 @@ static void handle_generate(server *s, struct evhttp_request *req, int api) {
     st->req = req;
     st->evcon = evhttp_request_get_connection(req);
     st->ident = (oai_ident){ .api = api, .seq = ++s->seq, .created = (int64_t)time(NULL), .model_json = s->model_json };
-    st->arrival_ns = engine_at(s, loop_wake_ns(s));
+    /* arrival = when the request is handled, not the loop's wake-up: a burst read in one wake-up
+     * would otherwise have every token of every stream due at the same instants, and the writes
+     * of each instant serialised (measured: client-side median TTFT/E2EL several ms worse at 512) */
+    st->arrival_ns = engine_now(s);
     engine_request er = {
         .id = (uint64_t)(uintptr_t)st,
         .prompt_tokens = st->rq.prompt_tokens,
