@@ -291,6 +291,12 @@ static void finish(stream *st, const engine_event *ev) {
         oai_sse_done(s->buf);
         send_chunk(st, NULL);
         evhttp_send_reply_end(st->req);
+        /* The last token and [DONE] go out now (they are what a client times); evhttp writes the
+         * 5-byte terminating chunk from its write callback, which it needs to finish the request. */
+        struct bufferevent *bev = st->evcon ? evhttp_connection_get_bufferevent(st->evcon) : NULL;
+        struct evbuffer *out = bev ? bufferevent_get_output(bev) : NULL;
+        if (out && evbuffer_get_length(out) > 5)
+            evbuffer_write_atmost(out, bufferevent_getfd(bev), (ev_ssize_t)(evbuffer_get_length(out) - 5));
     } else {
         oai_body(s->buf, &st->ident, st->sent, reason, st->rq.prompt_tokens);
         reply(s, st->req, 200, "application/json", s->buf);
