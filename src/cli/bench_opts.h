@@ -14,6 +14,9 @@ typedef struct {
     load_plan plan;
     summary_opts summary;
     const char *dataset_spec;
+    const char *tokenizer_path;  /* --tokenizer: exact token lengths and counts */
+    tokenizer *tok;              /* loaded by bench_prepare */
+    double length_tolerance;
     const char *arrival_spec;
     const char *out_path;
     const char *requests_path;

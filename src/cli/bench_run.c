@@ -44,6 +44,11 @@ static void add_client_cost(json_t *res, const recset *recs, int64_t wall_ns) {
     json_object_set_new(res, "client", c);
 }
 
+static int32_t count_tokens(void *ctx, const char *text, size_t len) {
+    size_t n = tokenizer_count(ctx, text, len);
+    return n == (size_t)-1 ? 0 : (int32_t)n;
+}
+
 int bench_prepare(bench_opts *b, dataset **ds, char **model) {
     char err[1024];
     *model = NULL;
@@ -54,10 +59,22 @@ int bench_prepare(bench_opts *b, dataset **ds, char **model) {
     }
     if (!b->client.model) b->client.model = *model;
     size_t n_hint = b->plan.requests ? b->plan.requests + b->plan.warmup : 10000;
-    if (dataset_open(b->dataset_spec, n_hint, b->plan.seed, ds, err, sizeof err) < 0) {
+    if (b->tokenizer_path && !b->tok) {
+        if (tokenizer_load(b->tokenizer_path, &b->tok, err, sizeof err) < 0) {
+            log_error("--tokenizer %s: %s", b->tokenizer_path, err);
+            return EXIT_USAGE;
+        }
+        b->client.counter = (token_counter){ count_tokens, b->tok, "tokenizer" };
+    }
+    dataset_opts dop = { .tok = b->tok, .tolerance = b->length_tolerance };
+    if (dataset_open(b->dataset_spec, n_hint, b->plan.seed, &dop, ds, err, sizeof err) < 0) {
         log_error("%s", err);
         return EXIT_USAGE;
     }
+    dataset_count_for_api(*ds, b->tok, b->client.api == OPENAI_CHAT);
+    if (b->tok) log_info("dataset %s: %zu prompts of %d..%d tokens (mean %.1f) as the server will count them%s",
+                         b->dataset_spec, (*ds)->n, (*ds)->len_min, (*ds)->len_max, (*ds)->len_mean,
+                         (*ds)->rebuilt ? " (some random prompts rebuilt to hit their length)" : "");
     b->client.ignore_eos = (*ds)->ignore_eos || b->ignore_eos;
     if (b->plan.trace && (*ds)->items[0].timestamp_ns < 0) {
         log_error("--arrival trace needs a dataset with a \"timestamp\" on every line (jsonl:FILE)");
