@@ -1,6 +1,6 @@
-/* report — loading the documents a report reads, and where its findings come from. The report
- * calls diagnose when the binary has it; the reference is weak so the report also builds and
- * runs without the diagnose module, and then shows a document's own "findings" if it has any. */
+/* report — loading the documents a report reads, and where its findings come from: the
+ * document's own "findings" when it carries them, else diagnose_run() when the binary has the
+ * diagnose module. The reference is weak so the report builds and runs without that module. */
 #include "report/report_internal.h"
 #include "common/fileio.h"
 #include "diagnose/diagnose.h"
@@ -38,21 +38,23 @@ json_t *report_load(const char *path, char *err, size_t errlen) {
 }
 
 json_t *report_diagnosis(const json_t *doc) {
+    /* findings saved in the document win: they are what was concluded about this run */
+    const json_t *f = json_object_get(doc, "findings");
+    if (json_is_array(f)) {
+        json_t *d = json_object();
+        json_object_set_new(d, "findings", json_deep_copy(f));
+        static const char *const extra[] = { "roofline", "checked" };
+        for (size_t i = 0; i < 2; i++) {
+            const json_t *v = json_object_get(doc, extra[i]);
+            if (v) json_object_set_new(d, extra[i], json_deep_copy(v));
+        }
+        return d;
+    }
     if (diagnose_run && diagnose_default_opts) {
         diagnose_opts o;
         diagnose_default_opts(&o);
         char err[256];
-        json_t *d = diagnose_run(doc, &o, err, sizeof err);
-        if (d) return d;
+        return diagnose_run(doc, &o, err, sizeof err);   /* NULL: no findings shown */
     }
-    const json_t *f = json_object_get(doc, "findings");
-    if (!json_is_array(f)) return NULL;
-    json_t *d = json_object();
-    json_object_set_new(d, "findings", json_deep_copy(f));
-    static const char *const extra[] = { "roofline", "checked" };
-    for (size_t i = 0; i < 2; i++) {
-        const json_t *v = json_object_get(doc, extra[i]);
-        if (v) json_object_set_new(d, extra[i], json_deep_copy(v));
-    }
-    return d;
+    return NULL;
 }

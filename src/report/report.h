@@ -28,8 +28,9 @@ report_requests *report_requests_load(const char *path, char *err, size_t errlen
 void report_requests_free(report_requests *r);
 size_t report_requests_count(const report_requests *r);
 
-/* The findings to show: diagnose_run() over the document when diagnose is linked in, else the
- * document's own "findings" array (wrapped as {"findings": [...]}), else NULL. Caller decrefs. */
+/* The findings to show: the document's own "findings" array (wrapped as {"findings": [...]},
+ * with "roofline"/"checked" when present), else diagnose_run() over the document when diagnose is
+ * linked in, else NULL. Caller decrefs. */
 json_t *report_diagnosis(const json_t *doc);
 
 /* Writers. 0 ok, -1 with err filled (bad document, out of memory, write error). */
