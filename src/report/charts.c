@@ -514,6 +514,7 @@ void charts_nines(rbuf *b, const rep_model *m, const report_requests *rq, const 
 /* ---- time-aligned run view ---- */
 
 #define TL_MAX_POINTS 600
+#define SCATTER_MAX 4000
 
 typedef struct {
     double *x, *y;
@@ -691,7 +692,11 @@ void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, con
     if (rq && !m->sweep && rq->n_ttft) {
         double lo = NAN, hi = NAN;
         range_of(rq->ttft_ms, rq->n_ttft, &lo, &hi);
-        rb_puts(b, "<div class=\"tlrow\"><div class=\"tltitle\">TTFT of each request, at its send time</div>");
+        /* past SCATTER_MAX points the page gets heavy and the dots merge anyway: draw every k-th */
+        size_t stride = (rq->n_ttft + SCATTER_MAX - 1) / SCATTER_MAX;
+        rb_puts(b, "<div class=\"tlrow\"><div class=\"tltitle\">TTFT of each request, at its send time");
+        if (stride > 1) rb_printf(b, " (every %zu%s request of %zu)", stride, stride == 2 ? "nd" : stride == 3 ? "rd" : "th", rq->n_ttft);
+        rb_puts(b, "</div>");
         svg_chart c = { 0 };
         c.ml = 64; c.mt = 26; c.mb = 30;
         svg_axis_linear(&c.x, 0, t_end, 12);
@@ -700,7 +705,16 @@ void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, con
         axis_label_log(&c.y, yl, sizeof yl, "TTFT (ms)");
         svg_begin(&c, b, 1200, 170, "TTFT of each request against its send time");
         draw_windows(&c, &win);
-        svg_points(&c, rq->send_s, rq->ttft_ms, rq->n_ttft, "m-ttft", 1.6);
+        if (stride == 1) {
+            svg_points(&c, rq->send_s, rq->ttft_ms, rq->n_ttft, "m-ttft", 1.6);
+        } else {
+            size_t k = 0, cap = rq->n_ttft / stride + 1;
+            double *xs = malloc(cap * sizeof *xs), *ys = malloc(cap * sizeof *ys);
+            for (size_t i = 0; xs && ys && i < rq->n_ttft; i += stride) { xs[k] = rq->send_s[i]; ys[k] = rq->ttft_ms[i]; k++; }
+            if (xs && ys) svg_points(&c, xs, ys, k, "m-ttft", 1.6);
+            free(xs);
+            free(ys);
+        }
         double slo = rep_slo_ms(r, "ttft");
         if (!isnan(slo)) svg_hrule(&c, slo, "slo", "SLO");
         svg_end(&c);
