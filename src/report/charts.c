@@ -375,7 +375,9 @@ static void nines_from_samples(rbuf *b, const rep_model *m, const report_request
     }
     char note[320];
     bool itl = !strcmp(metric, "itl");
-    snprintf(note, sizeof note, "Exact, from %zu %s%s. Greyed: the tail with fewer than 10 samples behind it.", n,
+    char nn[32];
+    fmt_num((double)n, nn, sizeof nn);
+    snprintf(note, sizeof note, "Exact, from %s %s%s. Greyed: the tail with fewer than 10 samples behind it.", nn,
              itl ? "inter-token gaps of the per-request file" : "per-request samples",
              ea ? "; solid = error-adjusted (failures count as +inf), dotted = successful requests only" : "");
     char title[96], id[48];

@@ -135,7 +135,9 @@ static void tiles(rbuf *b, const rep_model *m) {
     }
     snprintf(v, sizeof v, "%.2g%%", ok + bad > 0 ? 100 * bad / (ok + bad) : 0.0);
     fmt_num(bad, t, sizeof t);
-    snprintf(s, sizeof s, "%s failed of %.0f", t, ok + bad);
+    char all[32];
+    fmt_num(ok + bad, all, sizeof all);
+    snprintf(s, sizeof s, "%s failed of %s", t, all);
     tile(b, "errors", v, s);
     rb_puts(b, "</div>");
 }
@@ -212,7 +214,9 @@ static void validity_badges(rbuf *b, const rep_model *m, const report_opts *o) {
     else if (tel_warn) { snprintf(t, sizeof t, "no GPU telemetry: %s", tel_warn); badge(b, "warn", t); }
     else if (!eng) badge(b, "", "no GPU telemetry");
     if (o->requests) {
-        snprintf(t, sizeof t, "%zu per-request samples", report_requests_count(o->requests));
+        char nn[32];
+        fmt_num((double)report_requests_count(o->requests), nn, sizeof nn);
+        snprintf(t, sizeof t, "%s per-request samples", nn);
         badge(b, "ok", t);
     }
 }
