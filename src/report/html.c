@@ -207,6 +207,19 @@ static void validity_badges(rbuf *b, const rep_model *m, const report_opts *o) {
                  cpu_share < 0.5 ? " (headroom)" : cpu_share < 0.8 ? " (busy)" : " (near its limit)");
         badge(b, cpu_share < 0.5 ? "ok" : cpu_share < 0.8 ? "warn" : "bad", t);
     }
+    /* coordinated omission: the user's view (from the schedule) against the server's (from send) */
+    const rep_level *h = headline_level(m);
+    if (!h && m->n) h = &m->lv[m->n - 1];
+    double fs = h ? rep_pct(h->r, "ttft_from_schedule", 99) : NAN, fsend = h ? rep_pct(h->r, "ttft", 99) : NAN;
+    if (isfinite(fs) && isfinite(fsend)) {
+        char a[24], c[24];
+        fmt_ms(fs, a, sizeof a);
+        fmt_ms(fsend, c, sizeof c);
+        bool off = fs > 1.1 * fsend && fs - fsend > 1;
+        snprintf(t, sizeof t, "%s p99 TTFT from schedule %s vs %s from send%s", off ? "client-side queueing:" : "CO-corrected:",
+                 a, c, m->sweep ? (h->is_knee ? " (knee)" : " (highest load)") : "");
+        badge(b, off ? "warn" : "ok", t);
+    }
     if (mism) { snprintf(t, sizeof t, "%ld output length mismatches (server vs client)", mism); badge(b, "warn", t); }
     if (early) { snprintf(t, sizeof t, "%ld level%s stopped early (over-saturated)", early, early > 1 ? "s" : ""); badge(b, "warn", t); }
     if (producer && !strcmp(producer, "sim")) badge(b, "", "simulated engine (virtual clock)");

@@ -469,7 +469,7 @@ static int chromium(const char *bin, const char *mode, const char *html, const c
     snprintf(profile, sizeof profile, "%s/chrome-profile-%d", harness_tmpdir(), rand());
     mkdir(profile, 0700);
     snprintf(cmd, sizeof cmd, "timeout 60 %s --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
-                              "--disable-background-networking --disable-component-update --disable-sync "
+                              "--disable-background-networking --disable-component-update --disable-sync --disable-dev-shm-usage "
                               "--user-data-dir=%s %s --window-size=1280,4000 file://%s > %s 2>/dev/null",
              bin, profile, mode, html, out);
     return system(cmd);
