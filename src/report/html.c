@@ -169,6 +169,7 @@ static void slo_badges(rbuf *b, const rep_model *m) {
 static void validity_badges(rbuf *b, const rep_model *m, const report_opts *o) {
     long warm = 0, mism = 0, partial = 0, behind = 0, early = 0, capped = 0;
     double cpu_share = NAN;
+    char behind_at[48] = "", cpu_at[48] = "";
     const char *why_behind = NULL, *why_partial = NULL, *producer = NULL, *tel_warn = NULL;
     bool tel = false, eng = false;
     for (size_t i = 0; i < m->n; i++) {
@@ -176,11 +177,19 @@ static void validity_badges(rbuf *b, const rep_model *m, const report_opts *o) {
         warm += (long)(rep_num(r, "warmup_requests") > 0 ? rep_num(r, "warmup_requests") : 0);
         mism += (long)(rep_num(r, "output_token_mismatches") > 0 ? rep_num(r, "output_token_mismatches") : 0);
         if (json_is_true(json_object_get(r, "partial"))) { partial++; why_partial = str(r, "partial_reason"); }
-        if (json_is_true(json_object_get(r, "client_fell_behind"))) { behind++; why_behind = str(r, "client_lag_reason"); }
+        if (json_is_true(json_object_get(r, "client_fell_behind"))) {
+            if (!behind++) {
+                rep_level_label(m, &m->lv[i], behind_at, sizeof behind_at);
+                why_behind = str(r, "client_lag_reason");
+            }
+        }
         if (json_is_true(json_object_get(r, "client_queue_capped"))) capped++;
         early += m->lv[i].early_stopped;
         double cs = rep_num(json_object_get(r, "client"), "cpu_core_share");
-        if (!isnan(cs) && (isnan(cpu_share) || cs > cpu_share)) cpu_share = cs;
+        if (!isnan(cs) && (isnan(cpu_share) || cs > cpu_share)) {
+            cpu_share = cs;
+            if (m->sweep) rep_level_label(m, &m->lv[i], cpu_at, sizeof cpu_at);
+        }
         producer = str(r, "producer");
         const json_t *t = json_object_get(r, "telemetry");
         if (json_array_size(json_object_get(t, "gpu"))) tel = true;
@@ -196,14 +205,15 @@ static void validity_badges(rbuf *b, const rep_model *m, const report_opts *o) {
         badge(b, "warn", t);
     }
     if (behind) {
-        snprintf(t, sizeof t, "client fell behind its plan%s%s", why_behind ? ": " : "", why_behind ? why_behind : "");
+        snprintf(t, sizeof t, "client fell behind its plan%s%s%s%s", m->sweep ? " at " : "", m->sweep ? behind_at : "",
+                 why_behind ? ": " : "", why_behind ? why_behind : "");
         badge(b, "bad", t);
     } else if (producer && !strcmp(producer, "bench")) {
         badge(b, "ok", "client kept its schedule");
     }
     if (capped) badge(b, "", "client queue capped by --max-concurrency (measured)");
     if (!isnan(cpu_share)) {
-        snprintf(t, sizeof t, "client CPU %.0f%% of one core%s", 100 * cpu_share,
+        snprintf(t, sizeof t, "client CPU %.0f%% of one core%s%s%s", 100 * cpu_share, cpu_at[0] ? " at " : "", cpu_at,
                  cpu_share < 0.5 ? " (headroom)" : cpu_share < 0.8 ? " (busy)" : " (near its limit)");
         badge(b, cpu_share < 0.5 ? "ok" : cpu_share < 0.8 ? "warn" : "bad", t);
     }
