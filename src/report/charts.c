@@ -435,9 +435,15 @@ static void nines_from_percentiles(rbuf *b, const rep_model *m, const char *metr
         const json_t *r = m->lv[idx[s]].r;
         char key[64];
         snprintf(key, sizeof key, "min_%s_ms", metric);
-        x[s][0] = 0;
-        y[s][0] = rep_num(r, key);
-        cnt[s] = 1;
+        /* the minimum anchors the curve at 0%, unless it is a stray far below the median (a
+         * near-zero ITL between two chunks of one read) that would stretch the log axis */
+        double mn = rep_num(r, key), med = rep_pct(r, metric, 50);
+        cnt[s] = 0;
+        if (isfinite(mn) && !(isfinite(med) && mn < med / 10)) {
+            x[s][0] = 0;
+            y[s][0] = mn;
+            cnt[s] = 1;
+        }
         for (size_t i = 0; i < np && cnt[s] < SVG_MAX_TICKS + 2; i++) {
             double p = json_number_value(json_array_get(pl, i));
             if (!(p > 0 && p < 100)) continue;
