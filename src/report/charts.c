@@ -388,7 +388,10 @@ static void nines_from_samples(rbuf *b, const rep_model *m, const report_request
     svg_axis_nines(&c.x, (int)max_n);
     c.x.label = "percentile (log scale of 1/(1-p))";
     char yl[64], base[48];
-    svg_axis_fit(&c.y, v[0], v[n - 1], true, true);
+    /* a stray minimum far below the median would stretch the log axis: the axis starts at
+     * median/10 then, and the curve's first point is clipped */
+    double med = quantile(v, n, 0.5), ylo = v[0] < med / 10 ? med / 10 : v[0];
+    svg_axis_fit(&c.y, ylo, v[n - 1], true, true);
     snprintf(base, sizeof base, "%s (ms)", name);
     axis_label_log(&c.y, yl, sizeof yl, base);
     svg_begin(&c, b, 640, 300, title);
