@@ -301,6 +301,17 @@ static const char *make_sweep(void) {
                             "levels", levels, "knee", "load", 16, "output_throughput",
                             json_number_value(json_object_get(knee_r, "output_throughput")), "method",
                             "two-segment fit", "max_goodput", "load", 16);
+    /* the analysis parts of a sweep document (src/sweep/sweep_doc.c layout): the fit, the SLO
+     * boundary, a confidence interval; the numbers only have to be drawable here */
+    json_object_set_new(json_object_get(doc, "knee"), "knee_load_fit", json_real(14.2));
+    json_object_set_new(json_object_get(doc, "knee"), "fit",
+                        json_pack("{s:f,s:f,s:f,s:f,s:f}", "break_load", 16.0, "rise_slope", 100.0, "rise_intercept",
+                                  300.0, "tail_slope", 1.0, "tail_intercept", 1900.0));
+    json_object_set_new(json_object_get(doc, "max_goodput"), "slo_boundary_load", json_real(40.5));
+    json_object_set_new(json_object_get(doc, "max_goodput"), "slo_boundary_limited_by", json_string("ttft"));
+    json_object_set_new(doc, "ci", json_pack("{s:[{s:f,s:{s:{s:f,s:f,s:i}}}]}", "levels", "load", 16.0, "metrics",
+                                             "output_throughput", "lo", 1000.0, "hi", 1100.0, "n", 3));
+    json_object_set_new(json_array_get(levels, 0), "kind", json_string("synchronous"));
     const char *path = tmp("sweep.json");
     int rc = json_dump_file(doc, path, 0);
     json_decref(doc);
@@ -324,7 +335,11 @@ TEST(report_sweep_html_csv) {
         /* 4 levels x (TTFT, decode): sim's closed loop has no client queue, and empty segments are not drawn */
         CHECK_EQ_INT(count(h, "<rect class=\"bar "), 8);
         CHECK(strstr(h, "id=\"fig-lvt-ttft\"") != NULL);
-        CHECK(strstr(h, "knee c=16") != NULL);
+        CHECK(strstr(h, "knee c=16 (fit 14.2)") != NULL);
+        CHECK_EQ_INT(count(h, "<path class=\"s fit\" d=\"M"), 3);   /* rise and tail segments, legend swatch */
+        CHECK(strstr(h, "SLO boundary c=40.5 by ttft") != NULL);
+        CHECK(strstr(h, "95% CI of the mean over 3 repeats: 1000\xe2\x80\x93" "1100 tok/s") != NULL);
+        CHECK(strstr(h, "<td>sync (c=1)") != NULL);
         CHECK_EQ_INT(count(h, " class=\"knee\"><td>"), 1);
         CHECK(strstr(h, "<tr id=\"level-2\" class=\"knee\">") != NULL);
         CHECK(strstr(h, "over-saturated") != NULL);
@@ -335,6 +350,8 @@ TEST(report_sweep_html_csv) {
             CHECK_NEAR(csv_value(c, i + 1, "output_throughput"), test_num(r, "output_throughput"), 1e-6 * test_num(r, "output_throughput"));
             CHECK_NEAR(csv_value(c, i + 1, "knee"), i == 2, 0);
             CHECK_NEAR(csv_value(c, i + 1, "saturated"), i == 3, 0);
+        static const double loads[] = { 1, 4, 16, 64 };
+        CHECK_NEAR(csv_value(c, i + 1, "load"), loads[i], 0);
         }
         CHECK(strstr(m, "**\xe2\x96\xb6 c=16 (knee)**") != NULL);
         /* throughput rises with load in the simulated engine: the verdict names the knee level's tok/s */
