@@ -405,7 +405,9 @@ static void nines_from_samples(rbuf *b, const rep_model *m, const report_request
     if (ea) {
         svg_line(&c, x_ea, y_ea, n_ea, cls);
         char fl[64];
-        snprintf(fl, sizeof fl, "failures: %.2g%%", 100.0 * rq->n_failed / (double)total);
+        char pc[24];
+        fmt_pct(100.0 * (double)rq->n_failed / (double)total, pc, sizeof pc);
+        snprintf(fl, sizeof fl, "failures: %s", pc);
         svg_vrule(&c, nines_of(100 * ok_frac), "fail", fl, 0);
     }
     double slo = rep_slo_ms(m->lv[0].r, metric);

@@ -133,7 +133,7 @@ static void tiles(rbuf *b, const rep_model *m) {
         if (!isnan(c)) ok += c;
         if (!isnan(f)) bad += f;
     }
-    snprintf(v, sizeof v, "%.2g%%", ok + bad > 0 ? 100 * bad / (ok + bad) : 0.0);
+    fmt_pct(ok + bad > 0 ? 100 * bad / (ok + bad) : 0.0, v, sizeof v);
     fmt_num(bad, t, sizeof t);
     char all[32];
     fmt_num(ok + bad, all, sizeof all);
@@ -160,7 +160,9 @@ static void slo_badges(rbuf *b, const rep_model *m) {
     double e = rep_error_pct(h->r);
     if (!isnan(e)) {
         char text[64];
-        snprintf(text, sizeof text, "%s errors %.2g%% %s 1%%", e <= 1 ? "\xe2\x9c\x93" : "\xe2\x9c\x97", e,
+        char pc[24];
+        fmt_pct(e, pc, sizeof pc);
+        snprintf(text, sizeof text, "%s errors %s %s 1%%", e <= 1 ? "\xe2\x9c\x93" : "\xe2\x9c\x97", pc,
                  e <= 1 ? "\xe2\x89\xa4" : ">");
         badge(b, e <= 1 ? "ok" : "bad", text);
     }
@@ -185,7 +187,8 @@ static void validity_badges(rbuf *b, const rep_model *m, const report_opts *o) {
         }
         if (json_is_true(json_object_get(r, "client_queue_capped"))) capped++;
         early += m->lv[i].early_stopped;
-        double cs = rep_num(json_object_get(r, "client"), "cpu_core_share");
+        /* over a run shorter than a second the CPU share is mostly start-up cost: not shown */
+        double cs = rep_num(r, "duration") >= 1 ? rep_num(json_object_get(r, "client"), "cpu_core_share") : NAN;
         if (!isnan(cs) && (isnan(cpu_share) || cs > cpu_share)) {
             cpu_share = cs;
             if (m->sweep) rep_level_label(m, &m->lv[i], cpu_at, sizeof cpu_at);
@@ -483,7 +486,8 @@ static void errors_section(rbuf *b, const rep_model *m, const report_opts *o) {
                     while (j < nc && strcmp(classes[j], code)) j++;
                     if (j == nc && nc < 64) classes[nc++] = code;
                 }
-            } else if (json_integer_value(v) > 0) {
+            } else if (json_integer_value(v) > 0 && !(strcmp(k, "http") == 0 &&
+                                                        json_object_size(json_object_get(json_object_get(m->lv[i].r, "errors"), "http_status")))) {
                 size_t j = 0;
                 while (j < nc && strcmp(classes[j], k)) j++;
                 if (j == nc && nc < 64) classes[nc++] = k;
@@ -668,7 +672,11 @@ static void build(rbuf *b, const rep_model *m, const report_opts *o) {
         rb_puts(b, "</div></section>");
     }
     levels_table(b, m);
-    rb_puts(b, "<section id=\"distribution\"><h2>Latency distribution</h2><div class=\"grid2\">");
+    rb_puts(b, "<section id=\"distribution\"><h2>Latency distribution</h2>");
+    double completed = 0;
+    for (size_t i = 0; i < m->n; i++) { double c = rep_num(m->lv[i].r, "completed"); if (c > 0) completed += c; }
+    if (completed <= 0) rb_puts(b, "<p>No request completed successfully: there is no latency to show.</p>");
+    rb_puts(b, "<div class=\"grid2\">");
     charts_nines(b, m, o->requests, "ttft", "TTFT");
     charts_nines(b, m, o->requests, "tpot", "TPOT");
     charts_nines(b, m, o->requests, "itl", "ITL");

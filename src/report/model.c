@@ -233,7 +233,8 @@ void rep_verdict(const rep_model *m, const json_t *diagnosis, rbuf *out) {
     } else {
         const json_t *r = m->lv[0].r;
         rep_load_label(m, m->lv[0].load, a, sizeof a);
-        fmt_num(rep_num(r, "completed"), b, sizeof b);
+        double ok = rep_num(r, "completed"), bad = rep_num(r, "failed");
+        fmt_num(ok + (isnan(bad) ? 0 : bad), b, sizeof b);
         rb_printf(out, "%s requests at %s: ", b, a);
         fmt_num(rep_num(r, "output_throughput"), b, sizeof b);
         rb_printf(out, "%s out tok/s", b);
@@ -241,7 +242,10 @@ void rep_verdict(const rep_model *m, const json_t *diagnosis, rbuf *out) {
         fmt_ms(rep_pct(r, "tpot", 99), c, sizeof c);
         rb_printf(out, ", p99 TTFT %s, p99 TPOT %s", b, c);
         double e = rep_error_pct(r);
-        if (!isnan(e)) rb_printf(out, ", %.2g%% errors", e);
+        if (!isnan(e)) {
+            fmt_pct(e, b, sizeof b);
+            rb_printf(out, ", %s errors", b);
+        }
         double g = rep_goodput_tok_s(r);
         if (!isnan(g)) {
             fmt_num(g, b, sizeof b);

@@ -177,3 +177,11 @@ void fmt_ms(double ms, char *buf, size_t len) {
     trim_zeros(n);
     snprintf(buf, len, "%s %s", n, unit);
 }
+
+void fmt_pct(double pct, char *buf, size_t len) {
+    if (!isfinite(pct)) { snprintf(buf, len, "n/a"); return; }
+    double a = fabs(pct);
+    if (a >= 10 || pct == 0) snprintf(buf, len, "%.0f%%", pct);
+    else if (a >= 1) snprintf(buf, len, "%.1f%%", pct);
+    else snprintf(buf, len, "%.2g%%", pct);
+}

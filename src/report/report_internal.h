@@ -34,6 +34,8 @@ void rb_csv_field(rbuf *b, const char *s);
 void fmt_num(double v, char *buf, size_t len);
 /* Compact tick label: 1500 -> "1.5k", 2e6 -> "2M", 0.25 -> "0.25". */
 void fmt_tick(double v, char *buf, size_t len);
+/* A percentage: 100 -> "100%", 3.4 -> "3.4%", 0.25 -> "0.25%". */
+void fmt_pct(double pct, char *buf, size_t len);
 /* A duration in ms as a person reads it: 0.42 -> "0.42 ms", 262 -> "262 ms", 1517 -> "1.52 s". */
 void fmt_ms(double ms, char *buf, size_t len);
 
@@ -80,7 +82,7 @@ double svg_px(const svg_chart *c, double x);
 double svg_py(const svg_chart *c, double y);
 /* A line through the finite points (a gap at NaN); cls picks the colour/dash from the CSS. */
 void svg_line(svg_chart *c, const double *x, const double *y, size_t n, const char *cls);
-/* The same as a step line (value holds until the next x). */
+/* The same as a step line (value holds until the next x; the last for the previous width). */
 void svg_steps(svg_chart *c, const double *x, const double *y, size_t n, const char *cls);
 void svg_points(svg_chart *c, const double *x, const double *y, size_t n, const char *cls, double r);
 /* Text beside each point (e.g. the load level). */

@@ -139,6 +139,10 @@ TEST(report_escape_and_format) {
     fmt_tick(25000, t, sizeof t); CHECK_STR(t, "25k");
     fmt_tick(2e6, t, sizeof t); CHECK_STR(t, "2M");
     fmt_tick(0.25, t, sizeof t); CHECK_STR(t, "0.25");
+    fmt_pct(100, t, sizeof t); CHECK_STR(t, "100%");
+    fmt_pct(3.42, t, sizeof t); CHECK_STR(t, "3.4%");
+    fmt_pct(0.25, t, sizeof t); CHECK_STR(t, "0.25%");
+    fmt_pct(0, t, sizeof t); CHECK_STR(t, "0%");
 }
 
 /* ---- end to end ---- */
@@ -367,10 +371,10 @@ TEST(report_sweep_html_csv) {
 /* bench against serve with injected failures: error classes, error-adjusted curves, first message. */
 TEST(report_bench_errors) {
     test_server s;
-    if (test_serve_start(&s, "--ttft 5ms --itl 1ms --seed 3 --fail-rate 0.1") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    if (test_serve_start(&s, "--ttft 5ms --itl 5ms --seed 3 --fail-rate 0.1") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     const char *res = tmp("bench.json"), *jl = tmp("bench.jsonl"), *html = tmp("bench.html"), *md = tmp("bench.md");
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency 4 --requests 200 --dataset random:in=8,out=8 "
+    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency 4 --requests 120 --dataset random:in=8,out=8 "
                               "--out %s --save-requests %s", s.url, res, jl);
     int rc = test_run(cmd, NULL, NULL);
     test_serve_stop(&s);
@@ -394,6 +398,32 @@ TEST(report_bench_errors) {
     }
     free(h); free(m);
     json_decref(r);
+}
+
+/* Nothing succeeded: the report still says what happened, with no empty charts. */
+TEST(report_all_failed) {
+    test_server s;
+    if (test_serve_start(&s, "--fail-rate 1") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    const char *res = tmp("fail.json"), *html = tmp("fail.html"), *md = tmp("fail.md");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency 2 --requests 10 --dataset random:in=8,out=8 --out %s",
+             s.url, res);
+    test_run(cmd, NULL, NULL);
+    test_serve_stop(&s);
+    snprintf(cmd, sizeof cmd, "report %s -o %s --md %s", res, html, md);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *h = slurp(html), *m = slurp(md);
+    CHECK(h && m);
+    if (h && m) {
+        CHECK(strstr(m, "**Verdict.** 10 requests at c=2: 0 out tok/s") != NULL);
+        CHECK(strstr(m, "100% errors") != NULL);
+        CHECK(strstr(m, "- c=2: HTTP 500 10;") != NULL);
+        CHECK(strstr(h, "No request completed successfully") != NULL);
+        CHECK(strstr(h, "id=\"fig-nines-") == NULL);
+        CHECK(strstr(h, "<td>HTTP 500</td>") != NULL);
+        CHECK(strstr(h, "<td>http</td>") == NULL);   /* the class total is not listed beside its statuses */
+    }
+    free(h); free(m);
 }
 
 TEST(report_cli_errors) {

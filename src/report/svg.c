@@ -222,7 +222,9 @@ void svg_steps(svg_chart *c, const double *x, const double *y, size_t n, const c
         double py = svg_py(c, y[i]);
         if (pen) rb_printf(c->out, "V%.1f", py);
         rb_printf(c->out, "%c%.1f %.1f", pen ? 'L' : 'M', svg_px(c, x[i]), py);
-        double xn = i + 1 < n && isfinite(x[i + 1]) ? x[i + 1] : NAN;
+        /* each value holds until the next x; the last one for the previous step's width (or 1),
+         * so a single bin still shows as a segment */
+        double xn = i + 1 < n ? x[i + 1] : x[i] + (i > 0 && isfinite(x[i - 1]) ? x[i] - x[i - 1] : 1);
         if (isfinite(xn)) rb_printf(c->out, "H%.1f", svg_px(c, xn));
         pen = true;
     }

@@ -128,7 +128,8 @@ static void md_errors(rbuf *b, const rep_model *m) {
                 const char *code;
                 json_t *n;
                 json_object_foreach(v, code, n) { rb_puts(b, " HTTP "); rb_md_cell(b, code); rb_printf(b, " %lld;", (long long)json_integer_value(n)); }
-            } else if (json_integer_value(v) > 0) {
+            } else if (json_integer_value(v) > 0 &&
+                       !(strcmp(k, "http") == 0 && json_object_size(json_object_get(json_object_get(r, "errors"), "http_status")))) {
                 rb_puts(b, " ");
                 rb_md_cell(b, k);
                 rb_printf(b, " %lld;", (long long)json_integer_value(v));
