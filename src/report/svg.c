@@ -336,8 +336,14 @@ void svg_bar(svg_chart *c, double x, double width_px, double y0, double y1, cons
 }
 
 void svg_x_labels(svg_chart *c, const double *x, const char *const *labels, size_t n) {
+    /* every k-th label when they would overlap (about 6.2 px per character at 11 px) */
+    size_t longest = 1;
+    for (size_t i = 0; i < n; i++) if (labels[i] && strlen(labels[i]) > longest) longest = strlen(labels[i]);
+    double room = n > 1 ? fabs(svg_px(c, x[1]) - svg_px(c, x[0])) : c->w;
+    size_t every = (size_t)ceil((6.2 * (double)longest + 6) / (room > 1 ? room : 1));
+    if (every < 1) every = 1;
     rb_puts(c->out, "</g><g class=\"axis\">");
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i += every) {
         rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", svg_px(c, x[i]), c->h - c->mb + 15);
         rb_esc(c->out, labels[i]);
         rb_puts(c->out, "</text>");
