@@ -273,6 +273,10 @@ TEST(report_html_injection_safe) {
         CHECK(strstr(h, "<b>t</b>") == NULL);
         CHECK(strstr(h, "&lt;script&gt;alert(1)&lt;/script&gt;") != NULL);
         CHECK(count(h, "&lt;script&gt;") >= 6);   /* title, command, finding fields */
+        /* the finding is listed, with its confidence, in both formats */
+        CHECK(strstr(h, "confidence 50%") != NULL);
+        CHECK(strstr(m, "1. **&lt;script&gt;") != NULL);
+        CHECK(strstr(m, ", confidence 50%") != NULL);
         /* Markdown: raw text only inside the indented code block (renderers show code verbatim) */
         for (const char *p = strcasestr(m, "<script"); p; p = strcasestr(p + 1, "<script")) {
             const char *bol = p;
