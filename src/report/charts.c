@@ -758,3 +758,71 @@ void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, con
         rb_puts(b, "<p class=\"note\">No GPU or server telemetry in this document: the utilisation row is absent.</p>");
     rb_puts(b, "</figure>");
 }
+
+/* ---- request Gantt ---- */
+
+#define GANTT_MAX 200
+
+typedef struct {
+    double send, first, end;
+    bool ok;
+} gantt_req;
+
+static int cmp_send(const void *a, const void *b) {
+    double x = ((const gantt_req *)a)->send, y = ((const gantt_req *)b)->send;
+    return (x > y) - (x < y);
+}
+
+/* About 200 requests in send order around the one with the worst TTFT: each a bar from its send
+ * to its first token (waiting + prefill) and on to its last token (decode); failures in red. */
+void charts_gantt(rbuf *b, const rep_model *m, const report_requests *rq) {
+    if (!rq || m->sweep || rq->n_g < 2) return;
+    gantt_req *g = malloc(rq->n_g * sizeof *g);
+    if (!g) return;
+    for (size_t i = 0; i < rq->n_g; i++)
+        g[i] = (gantt_req){ rq->g_send[i], rq->g_first[i], rq->g_end[i], rq->g_ok[i] != 0 };
+    qsort(g, rq->n_g, sizeof *g, cmp_send);
+    size_t worst = 0;
+    double wt = -1;
+    for (size_t i = 0; i < rq->n_g; i++) {
+        double t = isfinite(g[i].first) ? g[i].first - g[i].send : (g[i].ok ? -1 : g[i].end - g[i].send);
+        if (t > wt) { wt = t; worst = i; }
+    }
+    size_t k = rq->n_g < GANTT_MAX ? rq->n_g : GANTT_MAX;
+    size_t from = worst > k / 2 ? worst - k / 2 : 0;
+    if (from + k > rq->n_g) from = rq->n_g - k;
+    double t0 = g[from].send, t1 = t0;
+    for (size_t i = from; i < from + k; i++) if (g[i].end > t1) t1 = g[i].end;
+    char note[200], a[24];
+    fmt_ms(wt * 1000, a, sizeof a);
+    snprintf(note, sizeof note, "%zu requests in send order around the slowest first token (%s, request %zu of %zu). "
+                                "First sent at the top.", k, a, worst + 1, rq->n_g);
+    fig_open(b, "fig-gantt", "Requests around the worst TTFT", NULL, note);
+    svg_chart c = { 0 };
+    c.ml = 64;
+    svg_axis_linear(&c.x, t0, t1, 12);
+    c.x.label = "time since the first send (s)";
+    svg_axis_linear(&c.y, 0, (double)k, 6);
+    c.y.label = "requests (send order, first on top)";
+    double row_px = 340.0 / (double)k;
+    svg_begin(&c, b, 1200, 340 + c.mt + c.mb, "Timeline of individual requests around the worst time to first token");
+    static const char *const seg_cls[] = { "m-ttft", "m-e2el", "m-queued" };
+    for (int seg = 0; seg < 3; seg++) {
+        rb_printf(b, "<path class=\"gantt %s\" stroke-width=\"%.2f\" d=\"", seg_cls[seg], row_px > 6 ? 5 : row_px * 0.8);
+        for (size_t i = from; i < from + k; i++) {
+            double y = svg_py(&c, (double)(k - (i - from)) - 0.5), s0, s1;   /* first sent on top */
+            if (seg == 0) { if (!g[i].ok || !isfinite(g[i].first)) continue; s0 = g[i].send; s1 = g[i].first; }
+            else if (seg == 1) { if (!g[i].ok || !isfinite(g[i].first)) continue; s0 = g[i].first; s1 = g[i].end; }
+            else { if (g[i].ok) continue; s0 = g[i].send; s1 = g[i].end; }
+            double p0 = svg_px(&c, s0), p1 = svg_px(&c, s1);
+            if (p1 - p0 < 1) p1 = p0 + 1;   /* an instant still shows */
+            rb_printf(b, "M%.1f %.1fH%.1f", p0, y, p1);
+        }
+        rb_puts(b, "\"/>");
+    }
+    const char *cls[] = { "m-ttft", "m-e2el", "m-queued" }, *txt[] = { "send to first token", "decode", "failed" };
+    svg_legend(&c, cls, txt, 3);
+    svg_end(&c);
+    fig_close(b);
+    free(g);
+}

@@ -683,6 +683,7 @@ static void build(rbuf *b, const rep_model *m, const report_opts *o) {
     charts_nines(b, m, o->requests, "e2el", "E2E latency");
     rb_puts(b, "</div></section><section id=\"timeline\"><h2>Run timeline</h2>");
     charts_timeline(b, m, o->requests, o->diagnosis);
+    charts_gantt(b, m, o->requests);
     rb_puts(b, "</section>");
     errors_section(b, m, o);
     workload(b, m);

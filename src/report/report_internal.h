@@ -159,6 +159,10 @@ struct report_requests {
     size_t n_ttft, n_tpot, n_e2el, n_itl;
     char **first_error_class, **first_error_text;   /* first message per outcome class */
     size_t n_error_classes;
+    /* every sent request, for the Gantt view: seconds from the first send; first NaN when no token */
+    double *g_send, *g_first, *g_end;
+    unsigned char *g_ok;
+    size_t n_g;
 };
 
 /* The page's stylesheet (style.c). */
@@ -171,4 +175,6 @@ void charts_latency_vs_throughput(rbuf *b, const rep_model *m, const char *metri
 void charts_breakdown(rbuf *b, const rep_model *m);
 void charts_nines(rbuf *b, const rep_model *m, const report_requests *rq, const char *metric, const char *name);
 void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, const json_t *diagnosis);
+void charts_gantt(rbuf *b, const rep_model *m, const report_requests *rq);
+void charts_errors(rbuf *b, const rep_model *m);
 #endif

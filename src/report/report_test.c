@@ -240,6 +240,15 @@ TEST(report_single_run_md_csv) {
         CHECK(strstr(h, "Exact, from 120 per-request samples") != NULL);
         CHECK(strstr(h, "TTFT of each request") != NULL);
         CHECK(strstr(h, "class=\"s m-kv\"") != NULL);
+        /* the Gantt: 120 requests (under its cap of 200), TTFT and decode segments, no failures */
+        CHECK(strstr(h, "id=\"fig-gantt\"") != NULL);
+        CHECK(strstr(h, "120 requests in send order") != NULL);
+        const char *gt = strstr(h, "<path class=\"gantt m-ttft\"");
+        CHECK(gt != NULL);
+        const char *d = gt ? strstr(gt, " d=\"") : NULL;
+        int segs = 0;
+        for (const char *p = d ? d + 4 : ""; *p && *p != '"'; p++) segs += *p == 'M';
+        CHECK_EQ_INT(segs, 120);
         CHECK_EQ_INT(count(h, "<svg"), count(h, "</svg>"));
         CHECK(count(h, "<svg") >= 8);
     }

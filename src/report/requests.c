@@ -4,6 +4,7 @@
 #include "report/report_internal.h"
 #include "common/fileio.h"
 #include <errno.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,10 @@ void report_requests_free(report_requests *r) {
     free(r->tpot_sorted);
     free(r->e2el_sorted);
     free(r->itl_sorted);
+    free(r->g_send);
+    free(r->g_first);
+    free(r->g_end);
+    free(r->g_ok);
     for (size_t i = 0; i < r->n_error_classes; i++) {
         free(r->first_error_class[i]);
         free(r->first_error_text[i]);
@@ -77,7 +82,18 @@ static int note_error(report_requests *r, const char *cls, const char *text) {
 
 typedef struct {
     dvec send, ttft_t, ttft, tpot, e2el, itl;
+    dvec g_send, g_first, g_end, g_ok;
 } acc;
+
+/* Send, first token and end of a request in seconds (NaN when it did not happen). */
+static int add_gantt(acc *a, const json_t *o, bool ok) {
+    double send = num(o, "send_ns"), first = num(o, "first_ns"), last = num(o, "last_ns"), end = num(o, "end_ns");
+    if (!isfinite(send)) return 0;   /* never sent */
+    double stop = isfinite(last) && (!isfinite(end) || last > end) ? last : end;
+    if (!isfinite(stop)) stop = send;
+    return dv_push(&a->g_send, send / 1e9) | dv_push(&a->g_first, isfinite(first) ? first / 1e9 : NAN) |
+           dv_push(&a->g_end, stop / 1e9) | dv_push(&a->g_ok, ok);
+}
 
 static int add_line(report_requests *r, acc *a, const json_t *o) {
     if (json_is_true(json_object_get(o, "warmup"))) return 0;
@@ -85,11 +101,11 @@ static int add_line(report_requests *r, acc *a, const json_t *o) {
     const char *outcome = json_string_value(json_object_get(o, "outcome"));
     if (outcome && strcmp(outcome, "ok") != 0) {
         r->n_failed++;
-        return note_error(r, outcome, json_string_value(json_object_get(o, "error")));
+        return add_gantt(a, o, false) | note_error(r, outcome, json_string_value(json_object_get(o, "error")));
     }
     r->n_ok++;
     double ttft = num(o, "ttft_ms"), e2el = num(o, "e2el_ms"), send = num(o, "send_ns"), out = num(o, "out_tokens");
-    int rc = 0;
+    int rc = add_gantt(a, o, true);
     if (isfinite(ttft)) {
         rc |= dv_push(&a->ttft, ttft);
         rc |= dv_push(&a->send, isfinite(send) ? send / 1e9 : NAN) | dv_push(&a->ttft_t, ttft);
@@ -151,7 +167,16 @@ report_requests *report_requests_load(const char *path, char *err, size_t errlen
         r->tpot_sorted = sorted(&a.tpot, &r->n_tpot);
         r->e2el_sorted = sorted(&a.e2el, &r->n_e2el);
         r->itl_sorted = sorted(&a.itl, &r->n_itl);
+        r->n_g = a.g_send.n;
+        r->g_send = a.g_send.v;
+        r->g_first = a.g_first.v;
+        r->g_end = a.g_end.v;
+        r->g_ok = malloc(r->n_g ? r->n_g : 1);
+        for (size_t i = 0; r->g_ok && i < r->n_g; i++) r->g_ok[i] = a.g_ok.v[i] != 0;
+        a.g_send.v = a.g_first.v = a.g_end.v = NULL;
+        if (!r->g_ok) rc = -1;
     }
+    free(a.g_send.v); free(a.g_first.v); free(a.g_end.v); free(a.g_ok.v);
     free(a.send.v); free(a.ttft_t.v); free(a.ttft.v); free(a.tpot.v); free(a.e2el.v); free(a.itl.v);
     if (rc != 0) {
         if (rc == -1) snprintf(err, errlen, "out of memory reading %s", path);

@@ -55,7 +55,7 @@ const char report_css[] =
     ".m-gpu{stroke:var(--gpu);fill:var(--gpu)}.m-sm{stroke:var(--sm);fill:var(--sm)}"
     ".m-tensor{stroke:var(--tensor);fill:var(--tensor)}.m-dram{stroke:var(--dram);fill:var(--dram)}"
     ".m-kv{stroke:var(--kv);fill:var(--kv)}.m-host{stroke:var(--muted);fill:var(--muted)}\n"
-    "svg rect.bar{stroke:none;opacity:.85}\n"
+    "svg path.gantt{fill:none;stroke-linecap:butt}svg rect.bar{stroke:none;opacity:.85}\n"
     "svg path.s{fill:none}svg .pt circle{stroke:none}svg .fit{stroke:var(--muted);stroke-width:1.2;stroke-dasharray:2 3}\n"
     "svg .rule line{stroke-width:1.5;stroke-dasharray:5 4}svg .rule text{font-size:11px}\n"
     /* a halo in the panel colour keeps labels readable where they cross a line */
