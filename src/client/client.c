@@ -321,10 +321,8 @@ int client_submit(client *c, size_t rec_index, const dataset_item *item) {
         transfer_free(t);
         return -1;
     }
-    /* kick it now so the request goes out without waiting for the next poll */
-    int running;
-    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    drain_done(c);
+    /* curl has asked (timer callback) to be called back at once: the next client_poll sends
+     * every request submitted since, in one pass, instead of one pass per request */
     return 0;
 }
 
