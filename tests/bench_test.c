@@ -33,6 +33,7 @@ static double err_status(json_t *r, const char *code) {
 }
 
 static void timing_at(int concurrency, int requests, int out_tokens) {
+    SKIP_IF_SANITIZED();
     test_server s;
     if (test_serve_start(&s, "--ttft 50ms --itl 10ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     char args[256];
@@ -62,6 +63,7 @@ TEST(bench_timing_closed_loop_512_streams) { timing_at(512, 1024, 10); }
  * at 400/s arrive within ~0.25 s; 4 slots of 140 ms each serve ~28/s, so the last request waits
  * ~3.3 s: p99 from schedule must exceed 2 s. */
 TEST(bench_open_loop_queue_is_measured) {
+    SKIP_IF_SANITIZED();
     test_server s;
     if (test_serve_start(&s, "--ttft 50ms --itl 10ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     json_t *r = bench_json(&s, "--rate 400/s --max-concurrency 4 --requests 100 --dataset random:in=8,out=10 --seed 3", NULL);
@@ -261,4 +263,52 @@ TEST(bench_real_server_error_shapes_classified) {
         CHECK_EQ_INT(test_num(r, "completed"), 0);
         json_decref(r);
     }
+}
+
+/* Telemetry rides along on the same clock: the server's own /metrics (vLLM names from the
+ * simulated engine) show requests running during the run; a missing NVML is a warning only. */
+TEST(bench_telemetry_server_metrics_and_host) {
+    test_server s;
+    if (test_serve_start(&s, "--engine sim --speedup 20") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char args[512];
+    snprintf(args, sizeof args, "--concurrency 16 --requests 64 --dataset random:in=1024,out=256 --server-metrics %s/metrics --host-metrics --telemetry-interval 20ms --gpu all", s.url);
+    int rc;
+    json_t *r = bench_json(&s, args, &rc);
+    test_serve_stop(&s);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK_EQ_INT(rc, 0);
+    json_t *tel = json_object_get(r, "telemetry");
+    json_t *srv = json_object_get(json_object_get(tel, "server"), "series");
+    json_t *running = json_object_get(srv, "running");
+    CHECK(json_array_size(running) >= 3);
+    double max_running = 0;
+    size_t i; json_t *v;
+    json_array_foreach(running, i, v) if (json_is_number(v) && json_number_value(v) > max_running) max_running = json_number_value(v);
+    CHECK(max_running >= 8 && max_running <= 16);
+    CHECK(json_is_object(json_object_get(json_object_get(tel, "host"), "series")));
+    CHECK(json_is_object(json_object_get(r, "telemetry_summary")));
+    json_decref(r);
+}
+
+/* With the served model's tokenizer, prompts are exactly N tokens (checked before the run) and
+ * the input count is what the server sees: the prompt plus BOS. */
+TEST(bench_tokenizer_exact_input_lengths) {
+    char tok[512];
+    snprintf(tok, sizeof tok, "%s/tokenizers/deepseek-v3/tokenizer.json", harness_testdata());
+    if (access(tok, R_OK) != 0) SKIP("DeepSeek-V3 tokenizer.json not found under the test data");
+    test_server s;
+    if (test_serve_start(&s, "--ttft 5ms --itl 1ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char args[1024];
+    snprintf(args, sizeof args, "--concurrency 4 --requests 12 --dataset random:in=100,out=8 --tokenizer %s", tok);
+    json_t *r = bench_json(&s, args, NULL);
+    test_serve_stop(&s);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK_EQ_INT(test_num(r, "completed"), 12);
+    CHECK_EQ_INT(test_num(r, "total_input_tokens"), 12 * 101);
+    json_t *cfg = json_object_get(r, "config");
+    CHECK_STR(json_string_value(json_object_get(cfg, "length_unit")), "tokens");
+    CHECK_STR(json_string_value(json_object_get(cfg, "token_counter")), "tokenizer");
+    json_decref(r);
 }

@@ -35,8 +35,18 @@ static const char usage_text[] =
 "  --seed S                seed for arrivals and prompts (default 1)\n"
 "dataset:\n"
 "  --dataset SPEC          random:in=N,out=M,range=F (default random:in=1024,out=128) or jsonl:FILE\n"
+"                          also prefix:groups=G,prefix=P,suffix=S,out=M and sharegpt:FILE\n"
+"  --tokenizer PATH        the served model's tokenizer.json or GGUF: exact prompt lengths in tokens,\n"
+"                          output tokens counted exactly (default: lengths in words)\n"
+"  --length-tolerance F    allowed error of a declared prompt length in a jsonl file (default 0.05)\n"
 "  --ignore-eos            ask the server to ignore EOS (always on for random datasets)\n"
 "  --no-usage              do not ask for stream_options.include_usage\n"
+"telemetry (sampled on the same clock as the requests, kept in the results):\n"
+"  --gpu all|0,1           GPU utilization, tensor/DRAM activity (GPM), power, clocks via NVML\n"
+"  --server-metrics URL    scrape the server's Prometheus /metrics (vLLM, SGLang, TGI, llama.cpp)\n"
+"  --host-metrics          host CPU, memory and NUMA placement (with --server-pid: of the server)\n"
+"  --server-pid PID        the server process, for its CPU and NUMA placement\n"
+"  --telemetry-interval T  sampling interval (default 100ms)\n"
 "statistics and output:\n"
 "  --slo ttft=200ms,tpot=50ms,e2el=10s   goodput SLOs (any subset)\n"
 "  --percentiles LIST      default 50,90,95,99,99.9\n"
@@ -51,7 +61,7 @@ static const char usage_text[] =
 
 enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_CONC, O_THINK, O_RATE, O_ARRIVAL,
        O_MAXCONC, O_REQUESTS, O_DURATION, O_GRACE, O_WARMUP, O_SEED, O_DATASET, O_IGNORE_EOS, O_NO_USAGE,
-       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP };
+       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL };
 
 static const struct option long_opts[] = {
     {"url", 1, 0, O_URL}, {"api", 1, 0, O_API}, {"model", 1, 0, O_MODEL}, {"header", 1, 0, O_HEADER},
@@ -61,6 +71,9 @@ static const struct option long_opts[] = {
     {"grace", 1, 0, O_GRACE}, {"warmup", 1, 0, O_WARMUP}, {"seed", 1, 0, O_SEED}, {"dataset", 1, 0, O_DATASET},
     {"ignore-eos", 0, 0, O_IGNORE_EOS}, {"no-usage", 0, 0, O_NO_USAGE}, {"slo", 1, 0, O_SLO},
     {"percentiles", 1, 0, O_PCT}, {"out", 1, 0, O_OUT}, {"save-requests", 1, 0, O_SAVE},
+    {"gpu", 1, 0, O_GPU}, {"server-metrics", 1, 0, O_SMETRICS}, {"host-metrics", 0, 0, O_HOSTM},
+    {"server-pid", 1, 0, O_SPID}, {"telemetry-interval", 1, 0, O_TINT},
+    {"tokenizer", 1, 0, O_TOK}, {"length-tolerance", 1, 0, O_LENTOL},
     {"quiet", 0, 0, O_QUIET}, {"no-progress", 0, 0, O_NOPROG}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0},
 };
 
@@ -104,8 +117,10 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
     b->plan.grace_ns = 30 * NS_PER_S;
     b->plan.seed = 1;
     b->dataset_spec = "random:in=1024,out=128";
+    b->length_tolerance = 0.05;
     b->arrival_spec = "poisson";
     summary_default_opts(&b->summary);
+    telemetry_default_opts(&b->telemetry);
     b->command_line = cli_join_argv(argc, argv);
     b->headers = calloc((size_t)argc + 1, sizeof *b->headers);
     double rate = 0;
@@ -148,6 +163,13 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         case O_PCT: if (summary_parse_percentiles(&b->summary, a) < 0) return bad("percentiles", a, "a list such as 50,90,99,99.9 within (0,100]"); break;
         case O_OUT: b->out_path = a; break;
         case O_SAVE: b->requests_path = a; break;
+        case O_GPU: b->telemetry.gpus = a; b->telemetry_on = true; break;
+        case O_SMETRICS: b->telemetry.server_metrics_url = a; b->telemetry_on = true; break;
+        case O_HOSTM: b->telemetry.host = true; b->telemetry_on = true; break;
+        case O_SPID: if (units_parse_int(a, 1, 1 << 30, &v) < 0) return bad("server-pid", a, "a process id"); b->telemetry.server_pid = (int)v; b->telemetry.host = true; b->telemetry_on = true; break;
+        case O_TINT: if (units_parse_duration_ns(a, &ns) < 0 || ns < 10 * NS_PER_MS) return bad("telemetry-interval", a, "a duration of at least 10ms"); b->telemetry.interval_ns = ns; break;
+        case O_TOK: b->tokenizer_path = a; break;
+        case O_LENTOL: if (units_parse_double(a, &b->length_tolerance) < 0 || b->length_tolerance < 0 || b->length_tolerance >= 1) return bad("length-tolerance", a, "a fraction such as 0.05"); break;
         case O_QUIET: b->quiet = true; log_set_quiet(1); break;
         case O_NOPROG: b->no_progress = true; break;
         case O_HELP: fputs(usage_text, stdout); return EXIT_OK;
@@ -177,6 +199,8 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
 }
 
 void bench_opts_free(bench_opts *b) {
+    tokenizer_free(b->tok);
+    b->tok = NULL;
     free(b->command_line);
     free(b->headers);
 }
@@ -202,6 +226,17 @@ json_t *bench_opts_config_json(const bench_opts *b, const dataset *ds) {
     json_object_set_new(c, "dataset", json_string(b->dataset_spec));
     json_object_set_new(c, "dataset_size", json_integer(ds ? (json_int_t)ds->n : 0));
     json_object_set_new(c, "length_unit", json_string(ds ? ds->length_unit : "words"));
+    json_object_set_new(c, "tokenizer", b->tokenizer_path ? json_string(b->tokenizer_path) : json_null());
+    if (ds) {
+        /* tokenization pre-validation: the prompt lengths as measured before the run */
+        json_t *v = json_object();
+        json_object_set_new(v, "in_tokens_min", json_integer(ds->len_min));
+        json_object_set_new(v, "in_tokens_mean", json_real(ds->len_mean));
+        json_object_set_new(v, "in_tokens_max", json_integer(ds->len_max));
+        json_object_set_new(v, "rebuilt", json_integer((json_int_t)ds->rebuilt));
+        json_object_set_new(v, "skipped", json_integer((json_int_t)ds->skipped));
+        json_object_set_new(c, "dataset_lengths", v);
+    }
     json_object_set_new(c, "ignore_eos", json_boolean(b->client.ignore_eos));
     json_object_set_new(c, "include_usage", json_boolean(b->client.include_usage));
     json_object_set_new(c, "token_counter", json_string(b->client.counter.name ? b->client.counter.name : "words"));

@@ -6,6 +6,7 @@
 #include "load/runner.h"
 #include "metrics/summary.h"
 #include "dataset/dataset.h"
+#include "telemetry/telemetry.h"
 #include <jansson.h>
 
 typedef struct {
@@ -13,12 +14,17 @@ typedef struct {
     load_plan plan;
     summary_opts summary;
     const char *dataset_spec;
+    const char *tokenizer_path;  /* --tokenizer: exact token lengths and counts */
+    tokenizer *tok;              /* loaded by bench_prepare */
+    double length_tolerance;
     const char *arrival_spec;
     const char *out_path;
     const char *requests_path;
     const char **headers;        /* NULL-terminated */
     size_t n_headers;
     bool ignore_eos;
+    telemetry_opts telemetry;    /* samplers to run beside the load (none by default) */
+    bool telemetry_on;
     bool quiet, no_progress;
     char *command_line;
 } bench_opts;

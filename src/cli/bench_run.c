@@ -44,6 +44,11 @@ static void add_client_cost(json_t *res, const recset *recs, int64_t wall_ns) {
     json_object_set_new(res, "client", c);
 }
 
+static int32_t count_tokens(void *ctx, const char *text, size_t len) {
+    size_t n = tokenizer_count(ctx, text, len);
+    return n == (size_t)-1 ? 0 : (int32_t)n;
+}
+
 int bench_prepare(bench_opts *b, dataset **ds, char **model) {
     char err[1024];
     *model = NULL;
@@ -54,10 +59,22 @@ int bench_prepare(bench_opts *b, dataset **ds, char **model) {
     }
     if (!b->client.model) b->client.model = *model;
     size_t n_hint = b->plan.requests ? b->plan.requests + b->plan.warmup : 10000;
-    if (dataset_open(b->dataset_spec, n_hint, b->plan.seed, ds, err, sizeof err) < 0) {
+    if (b->tokenizer_path && !b->tok) {
+        if (tokenizer_load(b->tokenizer_path, &b->tok, err, sizeof err) < 0) {
+            log_error("--tokenizer %s: %s", b->tokenizer_path, err);
+            return EXIT_USAGE;
+        }
+        b->client.counter = (token_counter){ count_tokens, b->tok, "tokenizer" };
+    }
+    dataset_opts dop = { .tok = b->tok, .tolerance = b->length_tolerance };
+    if (dataset_open(b->dataset_spec, n_hint, b->plan.seed, &dop, ds, err, sizeof err) < 0) {
         log_error("%s", err);
         return EXIT_USAGE;
     }
+    dataset_count_for_api(*ds, b->tok, b->client.api == OPENAI_CHAT);
+    if (b->tok) log_info("dataset %s: %zu prompts of %d..%d tokens (mean %.1f) as the server will count them%s",
+                         b->dataset_spec, (*ds)->n, (*ds)->len_min, (*ds)->len_max, (*ds)->len_mean,
+                         (*ds)->rebuilt ? " (some random prompts rebuilt to hit their length)" : "");
     b->client.ignore_eos = (*ds)->ignore_eos || b->ignore_eos;
     if (b->plan.trace && (*ds)->items[0].timestamp_ns < 0) {
         log_error("--arrival trace needs a dataset with a \"timestamp\" on every line (jsonl:FILE)");
@@ -68,10 +85,25 @@ int bench_prepare(bench_opts *b, dataset **ds, char **model) {
 
 int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, bool progress,
                    recset *recs, bench_result *out, char *err, size_t errlen) {
-    memset(out, 0, sizeof *out);
-    load_outcome lo;
-    if (load_run(&b->plan, &b->client, ds, recs, stop, progress ? show_progress : NULL, NULL, &lo, err, errlen) < 0) return -1;
+    int rc = bench_run_once_hook(b, ds, stop, progress ? show_progress : NULL, NULL, recs, out, err, errlen);
     if (progress) fprintf(stderr, "\r\033[K");
+    return rc;
+}
+
+int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, load_progress_fn progress,
+                        void *ctx, recset *recs, bench_result *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    telemetry *tel = NULL;
+    if (b->telemetry_on) {
+        /* bad telemetry options are usage errors: they were validated before the run */
+        tel = telemetry_start(&b->telemetry, err, errlen);
+        if (!tel) return -1;
+    }
+    load_outcome lo;
+    if (load_run(&b->plan, &b->client, ds, recs, stop, progress, ctx, &lo, err, errlen) < 0) {
+        telemetry_free(tel);
+        return -1;
+    }
     results_meta meta = {
         .producer = "bench", .command_line = b->command_line, .config = bench_opts_config_json(b, ds),
         .partial = lo.interrupted, .partial_reason = lo.interrupted ? "interrupted (SIGINT/SIGTERM): results cover what finished before the stop" : NULL,
@@ -81,5 +113,12 @@ int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop
     out->interrupted = lo.interrupted;
     if (!out->results) { snprintf(err, errlen, "out of memory while computing the summary"); return -1; }
     add_client_cost(out->results, recs, lo.end_ns - lo.start_ns);
+    if (tel) {
+        telemetry_stop(tel);
+        double out_tokens = json_number_value(json_object_get(out->results, "total_output_tokens"));
+        json_object_set_new(out->results, "telemetry", telemetry_series_json(tel, lo.start_ns));
+        json_object_set_new(out->results, "telemetry_summary", telemetry_summary_json(tel, lo.start_ns, lo.end_ns, out_tokens));
+        telemetry_free(tel);
+    }
     return 0;
 }

@@ -17,7 +17,7 @@ static void on_signal(int sig) { (void)sig; g_stop = 1; }
 int cmd_bench(int argc, char **argv) {
     bench_opts b;
     int rc = bench_opts_parse(&b, argc, argv);
-    if (rc >= 0) return rc;   /* --help or a usage error (already reported) */
+    if (rc >= 0) { bench_opts_free(&b); return rc; }   /* --help or a usage error (reported) */
     bench_raise_fd_limit();
     dataset *ds = NULL;
     char *model = NULL;

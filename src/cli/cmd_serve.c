@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "server/server.h"
 #include "engine/fixed.h"
+#include "engine/sim.h"
 #include "common/units.h"
 #include "common/log.h"
 #include <getopt.h>
@@ -15,9 +16,10 @@ typedef struct { const char *key, *value; } serve_kv;
 
 /* Builds an engine from the options the server did not recognise. Returns NULL with err set;
  * every failure here is a usage error (unknown key or bad value). */
-typedef engine *(*serve_engine_factory)(const serve_kv *opts, int n_opts, uint64_t seed, char *err, size_t errlen);
+typedef engine *(*serve_engine_factory)(const serve_kv *opts, int n_opts, uint64_t seed, const char *served_model, char *err, size_t errlen);
 
-static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, char *err, size_t errlen) {
+static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, char *err, size_t errlen) {
+    (void)served_model;
     fixed_params p;
     fixed_default_params(&p);
     p.seed = seed;
@@ -29,12 +31,45 @@ static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, ch
     return engine_fixed_create(&p, err, errlen);
 }
 
+/* The simulated DeepSeek engine: the served --model picks the catalog model (HF ids work) unless
+ * the simulator's own --sim-model is given; every other unknown option is a simulator option. */
+static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, char *err, size_t errlen) {
+    (void)seed;
+    sim_params p;
+    sim_default_params(&p);
+    bool model_given = false;
+    for (int i = 0; i < n; i++) {
+        const char *key = opts[i].key;
+        if (!strcmp(key, "sim-model")) { key = "model"; model_given = true; }
+        int rc = sim_params_set(&p, key, opts[i].value, err, errlen);
+        if (rc == 1) snprintf(err, errlen, "unknown option --%s for --engine sim (see dsperf serve --help)", opts[i].key);
+        if (rc) return NULL;
+    }
+    if (!model_given && served_model) {
+        char e2[256];
+        if (sim_params_set(&p, "model", served_model, e2, sizeof e2) != 0) {
+            snprintf(err, errlen, "--engine sim does not know the model '%s' (dsperf plan --list shows the catalog; "
+                     "or give --sim-model NAME and keep --model as the served name)", served_model);
+            return NULL;
+        }
+    }
+    return engine_sim_create(&p, err, errlen);
+}
+
+static const char *fixed_help(void) { return fixed_params_help; }
+static const char *sim_help(void) {
+    static char buf[8192];
+    snprintf(buf, sizeof buf, "  --sim-model NAME       catalog model to simulate (default: the served --model)\n%s", sim_params_help());
+    return buf;
+}
+
 static const struct {
     const char *name;
     serve_engine_factory create;
-    const char *help;
+    const char *(*help)(void);
 } engines[] = {
-    {"fixed", fixed_from_options, fixed_params_help},
+    {"fixed", fixed_from_options, fixed_help},
+    {"sim", sim_from_options, sim_help},
 };
 #define N_ENGINES (int)(sizeof engines / sizeof engines[0])
 
@@ -87,7 +122,7 @@ static void usage(FILE *f) {
         "  --error-style S          llamacpp: 'error: {...}' line; openai: 'data: {\"error\":...}' then [DONE]\n"
         "                           (what vLLM sends) (default llamacpp)\n"
         "Every injected fault is counted in /metrics as dsperf_injected_faults_total{kind=...}.\n\n");
-    for (int i = 0; i < N_ENGINES; i++) fprintf(f, "engine options (--engine %s):\n%s\n", engines[i].name, engines[i].help);
+    for (int i = 0; i < N_ENGINES; i++) fprintf(f, "engine options (--engine %s):\n%s\n", engines[i].name, engines[i].help());
     fprintf(f,
         "examples:\n"
         "  dsperf serve --port 8000 --ttft 50ms --itl 10ms\n"
@@ -196,9 +231,9 @@ int cmd_serve(int argc, char **argv) {
     }
     int ei = -1;
     for (int i = 0; i < N_ENGINES; i++) if (!strcmp(engines[i].name, engine_name)) ei = i;
-    if (ei < 0) { log_error("unknown --engine '%s' (known: fixed)", engine_name); goto out; }
+    if (ei < 0) { log_error("unknown --engine '%s' (known: fixed, sim)", engine_name); goto out; }
     char err[256];
-    eng = engines[ei].create(kv, n_kv, sp.seed, err, sizeof err);
+    eng = engines[ei].create(kv, n_kv, sp.seed, sp.model, err, sizeof err);
     if (!eng) { log_error("%s", err); goto out; }
     sp.handle_signals = true;
     if (server_start(&srv, &sp, eng, err, sizeof err) < 0) { log_error("%s", err); rc = EXIT_RUN_FAILED; goto out; }

@@ -337,8 +337,12 @@ int client_poll(client *c, int64_t wake_at_ns) {
     for (;;) {
         int64_t now = clock_now_ns();
         if (c->curl_deadline_ns <= now) {
-            c->curl_deadline_ns = INT64_MAX;
             curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+            /* libcurl skips the timer callback when its next expiry is unchanged; ask it
+             * directly rather than assume the timer fired once and is gone */
+            long ms = -1;
+            curl_multi_timeout(c->multi, &ms);
+            c->curl_deadline_ns = ms < 0 ? INT64_MAX : clock_now_ns() + ms * NS_PER_MS;
             drain_done(c);
             if (c->finished_now) return c->finished_now;
             now = clock_now_ns();

@@ -1,5 +1,6 @@
 /* openai — request bodies and streamed-chunk interpretation for OpenAI-compatible servers. */
 #include "client/openai.h"
+#include "client/chunkscan.h"
 #include <jansson.h>
 #include <string.h>
 #include <stdlib.h>
@@ -81,6 +82,31 @@ static void error_from_json(record *r, json_t *err) {
     set_error(r, msg);
 }
 
+/* Counts the tokens of one raw JSON string span (decoding escapes when present). */
+static int32_t count_span(const token_counter *tc, const char *s, size_t n, bool escaped) {
+    if (!n || !tc || !tc->count) return 0;
+    if (!escaped) return tc->count(tc->ctx, s, n);
+    char stackbuf[2048];
+    char *buf = n * 2 + 8 <= sizeof stackbuf ? stackbuf : malloc(n * 2 + 8);
+    if (!buf) return 1;
+    long m = chunkscan_unescape(s, n, buf, n * 2 + 8);
+    int32_t k = m > 0 ? tc->count(tc->ctx, buf, (size_t)m) : 0;
+    if (buf != stackbuf) free(buf);
+    return k;
+}
+
+/* A content-carrying chunk becomes one chunk arrival with its token count. */
+static int add_content(openai_stream *st, record *r, const chunk_fields *f, int64_t t_ns, const token_counter *tc) {
+    if (f->text_len + f->reasoning_len == 0) return 0;
+    int32_t k = count_span(tc, f->text, f->text_len, f->text_escaped) +
+                count_span(tc, f->reasoning, f->reasoning_len, f->reasoning_escaped);
+    /* a chunk of only whitespace still carries a token the server generated */
+    if (k < 1) k = 1;
+    st->tokens_client += k;
+    if (r->n_chunks == 0) r->first_ns = t_ns;
+    return record_add_chunk(r, t_ns, (unsigned)k);
+}
+
 int openai_stream_event(openai_stream *st, record *r, const char *data, size_t data_len,
                         const char *error_field, int64_t t_ns, const token_counter *tc) {
     if (error_field) {
@@ -95,6 +121,16 @@ int openai_stream_event(openai_stream *st, record *r, const char *data, size_t d
     }
     if (!data) return 0;
     if (data_len == 6 && !memcmp(data, "[DONE]", 6)) { st->done = true; return 1; }
+    chunk_fields f;
+    if (chunkscan(data, data_len, &f) == 0 && !f.has_error) {
+        st->last_data_ns = t_ns;
+        if (add_content(st, r, &f, t_ns, tc) < 0) return 1;
+        if (f.finished) st->finished = true;
+        if (f.completion_tokens >= 0) r->out_tokens_server = (int32_t)f.completion_tokens;
+        if (f.prompt_tokens >= 0) r->in_tokens_server = (int32_t)f.prompt_tokens;
+        return 0;
+    }
+    /* anything unusual (errors, malformed JSON, odd types) goes through the full parser */
     json_error_t jerr;
     json_t *o = json_loadb(data, data_len, 0, &jerr);
     if (!o || !json_is_object(o)) {

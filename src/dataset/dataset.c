@@ -1,6 +1,7 @@
-/* dataset — random prompts of controlled length from real words, and JSONL files of prompts or
- * chat messages. Lengths are counted with the client's counter (words for now), so a prompt of
- * N units is N words joined by single spaces. */
+/* dataset — prompts of controlled length (random, prefix groups) from real words, and prompt files
+ * (JSONL, ShareGPT). Lengths are measured with the client's tokenizer when one is given (the
+ * vocabulary's single-token words joined with spaces add up exactly; each prompt is checked), else
+ * in words. */
 #include "dataset/dataset.h"
 #include "dataset/words.h"
 #include "common/rng.h"
@@ -12,6 +13,8 @@
 #include <errno.h>
 #include <ctype.h>
 #include <math.h>
+#include <unistd.h>
+#include <stdint.h>
 
 int32_t dataset_count_words(const char *text, size_t len) {
     int32_t n = 0;
@@ -24,12 +27,23 @@ int32_t dataset_count_words(const char *text, size_t len) {
     return n;
 }
 
-static dataset *ds_new(const char *spec, size_t n) {
+
+/* ---- length measure ---- */
+
+static int32_t measure(const dataset_opts *o, const char *text, size_t len) {
+    if (o && o->tok) {
+        size_t n = tokenizer_count(o->tok, text, len);
+        return n == (size_t)-1 ? -1 : (int32_t)n;
+    }
+    return dataset_count_words(text, len);
+}
+
+static dataset *ds_new(const char *spec, size_t n, const dataset_opts *o) {
     dataset *d = calloc(1, sizeof *d);
     if (!d) return NULL;
     d->items = calloc(n ? n : 1, sizeof *d->items);
     d->spec = strdup(spec);
-    d->length_unit = "words";
+    d->length_unit = o && o->tok ? "tokens" : "words";
     if (!d->items || !d->spec) { dataset_free(d); return NULL; }
     return d;
 }
@@ -42,26 +56,107 @@ void dataset_free(dataset *d) {
     free(d);
 }
 
-/* "in=1024,out=128,range=0.1" */
-static int parse_random(const char *args, long *in, long *out, double *range, char *err, size_t errlen) {
-    *in = 1024; *out = 128; *range = 0;
-    char *copy = strdup(args), *save = NULL;
+static void finish_stats(dataset *d) {
+    if (!d->n) return;
+    d->len_min = INT32_MAX;
+    d->len_max = 0;
+    double sum = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        int32_t v = d->items[i].in_tokens;
+        if (v < d->len_min) d->len_min = v;
+        if (v > d->len_max) d->len_max = v;
+        sum += v;
+    }
+    d->len_mean = sum / d->n;
+}
+
+/* ---- word sources and exact-length prompts ---- */
+
+typedef struct {
+    const char *const *words;
+    const char **owned;     /* tokenizer words array (strings belong to the tokenizer) */
+    size_t n;
+    bool leading_space;     /* tokenizer words are single tokens *with* their leading space */
+} word_source;
+
+static int words_open(word_source *w, const dataset_opts *o, char *err, size_t errlen) {
+    memset(w, 0, sizeof *w);
+    if (o && o->tok) {
+        const char **v;
+        size_t n;
+        if (tokenizer_single_token_words(o->tok, &v, &n) < 0 || n < 100) {
+            free((void *)v);
+            snprintf(err, errlen, "the tokenizer has too few single-token words to build exact-length prompts");
+            return -1;
+        }
+        w->owned = v;
+        w->words = v;
+        w->n = n;
+        w->leading_space = true;
+        return 0;
+    }
+    w->words = words_list(&w->n);
+    return 0;
+}
+
+static void words_close(word_source *w) { free(w->owned); }
+
+/* Appends k random words to buf (grown as needed). */
+static int append_words(char **buf, size_t *len, size_t *cap, const word_source *w, rng *r, int32_t k) {
+    for (int32_t i = 0; i < k; i++) {
+        const char *word = w->words[rng_below(r, w->n)];
+        size_t wl = strlen(word);
+        if (*len + wl + 2 > *cap) {
+            size_t nc = (*cap + wl + 2) * 2;
+            char *nb = realloc(*buf, nc);
+            if (!nb) return -1;
+            *buf = nb;
+            *cap = nc;
+        }
+        if (*len || w->leading_space) (*buf)[(*len)++] = ' ';
+        memcpy(*buf + *len, word, wl);
+        *len += wl;
+        (*buf)[*len] = 0;
+    }
+    return 0;
+}
+
+/* A prompt of exactly n tokens (in the dataset's unit). Words are additive by construction; the
+ * count is checked anyway, and a prompt that misses is rebuilt (counted in *rebuilt). */
+static char *exact_prompt(const word_source *w, const dataset_opts *o, rng *r, int32_t n, size_t *rebuilt) {
+    for (int attempt = 0; attempt < 8; attempt++) {
+        size_t cap = (size_t)n * 10 + 16, len = 0;
+        char *p = malloc(cap);
+        if (!p) return NULL;
+        p[0] = 0;
+        if (append_words(&p, &len, &cap, w, r, n) < 0) { free(p); return NULL; }
+        if (measure(o, p, len) == n) return p;
+        free(p);
+        (*rebuilt)++;
+    }
+    return NULL;
+}
+
+static int parse_kv_spec(const char *what, const char *args, const char *const *keys, double *vals, int nkeys, char *err, size_t errlen) {
+    char *copy = strdup(args ? args : ""), *save = NULL;
     int rc = 0;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (char *tok = strtok_r(copy, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
-        char *end = NULL;
         if (!eq) { rc = -1; break; }
         *eq = 0;
-        const char *v = eq + 1;
-        errno = 0;
-        if (!strcmp(tok, "in")) { *in = strtol(v, &end, 10); if (*end || *in < 1 || *in > 10000000) rc = -1; }
-        else if (!strcmp(tok, "out")) { *out = strtol(v, &end, 10); if (*end || *out < 1 || *out > 10000000) rc = -1; }
-        else if (!strcmp(tok, "range")) { *range = strtod(v, &end); if (*end || *range < 0 || *range >= 1) rc = -1; }
-        else rc = -1;
-        if (rc) break;
+        char *end;
+        double v = strtod(eq + 1, &end);
+        int k = 0;
+        while (k < nkeys && strcmp(tok, keys[k])) k++;
+        if (k == nkeys || *end || eq[1] == 0) rc = -1;
+        else vals[k] = v;
     }
     free(copy);
-    if (rc) snprintf(err, errlen, "bad dataset 'random:%s': expected random:in=N,out=M,range=F with N, M >= 1 and 0 <= F < 1", args);
+    if (rc) {
+        snprintf(err, errlen, "bad dataset '%s:%s': expected %s", what, args, !strcmp(what, "random")
+                 ? "random:in=N,out=M,range=F with N, M >= 1 and 0 <= F < 1"
+                 : "prefix:groups=G,prefix=P,suffix=S,out=M with G, P, M >= 1 and S >= 0");
+    }
     return rc;
 }
 
@@ -72,53 +167,108 @@ static int32_t draw_len(rng *r, long mean, double range) {
     return (int32_t)(lo + (long)rng_below(r, (uint64_t)(hi - lo + 1)));
 }
 
-static int open_random(const char *spec, const char *args, size_t n, uint64_t seed, dataset **out, char *err, size_t errlen) {
-    long in, outl;
-    double range;
-    if (parse_random(args, &in, &outl, &range, err, errlen) < 0) return -1;
-    size_t nw;
-    const char *const *w = words_list(&nw);
+static int open_random(const char *spec, const char *args, size_t n, uint64_t seed, const dataset_opts *o, dataset **out, char *err, size_t errlen) {
+    static const char *const keys[] = { "in", "out", "range" };
+    double v[3] = { 1024, 128, 0 };
+    if (parse_kv_spec("random", args, keys, v, 3, err, errlen) < 0) return -1;
+    if (v[0] < 1 || v[0] > 1e6 || v[1] < 1 || v[1] > 1e6 || v[2] < 0 || v[2] >= 1 || v[0] != floor(v[0]) || v[1] != floor(v[1])) {
+        snprintf(err, errlen, "bad dataset 'random:%s': expected random:in=N,out=M,range=F with N, M >= 1 and 0 <= F < 1", args);
+        return -1;
+    }
+    word_source w;
+    if (words_open(&w, o, err, errlen) < 0) return -1;
     if (n == 0) n = 1;
-    dataset *d = ds_new(spec, n);
-    if (!d) { snprintf(err, errlen, "out of memory"); return -1; }
+    dataset *d = ds_new(spec, n, o);
+    if (!d) { words_close(&w); snprintf(err, errlen, "out of memory"); return -1; }
     d->ignore_eos = true;
     rng r;
     rng_seed(&r, seed ^ 0x5eedda7a5e7ULL);
     for (size_t i = 0; i < n; i++) {
-        int32_t len = draw_len(&r, in, range);
-        size_t cap = (size_t)len * 14 + 1, at = 0;
-        char *p = malloc(cap);
-        if (!p) { dataset_free(d); snprintf(err, errlen, "out of memory"); return -1; }
-        for (int32_t k = 0; k < len; k++) {
-            const char *word = w[rng_below(&r, nw)];
-            size_t wl = strlen(word);
-            if (k) p[at++] = ' ';
-            memcpy(p + at, word, wl);
-            at += wl;
+        int32_t len = draw_len(&r, (long)v[0], v[2]);
+        char *p = exact_prompt(&w, o, &r, len, &d->rebuilt);
+        if (!p) {
+            snprintf(err, errlen, "could not build a prompt of exactly %d %s (the tokenizer's words do not add up); "
+                     "use a jsonl dataset instead", len, d->length_unit);
+            dataset_free(d); words_close(&w);
+            return -1;
         }
-        p[at] = 0;
-        d->items[i].prompt = p;
-        d->items[i].in_tokens = len;
-        d->items[i].max_tokens = draw_len(&r, outl, range);
-        d->items[i].timestamp_ns = -1;
-        d->n++;
+        dataset_item *it = &d->items[d->n++];
+        it->prompt = p;
+        it->in_tokens = len;
+        it->max_tokens = draw_len(&r, (long)v[1], v[2]);
+        it->timestamp_ns = -1;
+        it->group = -1;
     }
+    words_close(&w);
+    finish_stats(d);
     *out = d;
     return 0;
 }
 
-static int32_t messages_words(json_t *msgs) {
+static int open_prefix(const char *spec, const char *args, size_t n, uint64_t seed, const dataset_opts *o, dataset **out, char *err, size_t errlen) {
+    static const char *const keys[] = { "groups", "prefix", "suffix", "out" };
+    double v[4] = { 4, 1024, 128, 128 };
+    if (parse_kv_spec("prefix", args, keys, v, 4, err, errlen) < 0) return -1;
+    if (v[0] < 1 || v[0] > 100000 || v[1] < 1 || v[1] > 1e6 || v[2] < 0 || v[2] > 1e6 || v[3] < 1 || v[3] > 1e6) {
+        snprintf(err, errlen, "bad dataset 'prefix:%s': expected prefix:groups=G,prefix=P,suffix=S,out=M with G, P, M >= 1 and S >= 0", args);
+        return -1;
+    }
+    int groups = (int)v[0];
+    word_source w;
+    if (words_open(&w, o, err, errlen) < 0) return -1;
+    if (n == 0) n = 1;
+    dataset *d = ds_new(spec, n, o);
+    char **prefixes = calloc((size_t)groups, sizeof *prefixes);
+    if (!d || !prefixes) { dataset_free(d); free(prefixes); words_close(&w); snprintf(err, errlen, "out of memory"); return -1; }
+    d->ignore_eos = true;
+    rng r;
+    rng_seed(&r, seed ^ 0x9f3e11aULL);
+    int rc = 0;
+    for (int g = 0; g < groups && !rc; g++)
+        if (!(prefixes[g] = exact_prompt(&w, o, &r, (int32_t)v[1], &d->rebuilt))) rc = -1;
+    for (size_t i = 0; i < n && !rc; i++) {
+        int g = (int)(i % (size_t)groups);
+        char *suffix = v[2] > 0 ? exact_prompt(&w, o, &r, (int32_t)v[2], &d->rebuilt) : strdup("");
+        if (!suffix) { rc = -1; break; }
+        size_t pl = strlen(prefixes[g]), sl = strlen(suffix);
+        /* words need a separator; tokenizer words carry their own leading space */
+        size_t sep = (!w.leading_space && sl) ? 1 : 0;
+        char *p = malloc(pl + sep + sl + 1);
+        if (!p) { free(suffix); rc = -1; break; }
+        memcpy(p, prefixes[g], pl);
+        if (sep) p[pl] = ' ';
+        memcpy(p + pl + sep, suffix, sl + 1);
+        sl += sep;
+        free(suffix);
+        dataset_item *it = &d->items[d->n++];
+        it->prompt = p;
+        /* the join is checked like any prompt: tokens may merge across the seam */
+        it->in_tokens = measure(o, p, pl + sl);
+        it->max_tokens = (int32_t)v[3];
+        it->timestamp_ns = -1;
+        it->group = g;
+    }
+    for (int g = 0; g < groups; g++) free(prefixes[g]);
+    free(prefixes);
+    words_close(&w);
+    if (rc) { dataset_free(d); snprintf(err, errlen, "could not build prefix prompts of the requested lengths"); return -1; }
+    finish_stats(d);
+    *out = d;
+    return 0;
+}
+
+static int32_t messages_len(json_t *msgs, const dataset_opts *o) {
     int32_t n = 0;
     size_t i;
     json_t *m;
     json_array_foreach(msgs, i, m) {
         json_t *c = json_object_get(m, "content");
-        if (json_is_string(c)) n += dataset_count_words(json_string_value(c), json_string_length(c));
+        if (json_is_string(c)) n += measure(o, json_string_value(c), json_string_length(c));
     }
     return n;
 }
 
-static int open_jsonl(const char *spec, const char *path, dataset **out, char *err, size_t errlen) {
+static int open_jsonl(const char *spec, const char *path, const dataset_opts *o, dataset **out, char *err, size_t errlen) {
     char *text;
     size_t len;
     if (fileio_read_all(path, &text, &len) < 0) {
@@ -127,57 +277,157 @@ static int open_jsonl(const char *spec, const char *path, dataset **out, char *e
     }
     size_t lines = 1;
     for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
-    dataset *d = ds_new(spec, lines);
+    dataset *d = ds_new(spec, lines, o);
     if (!d) { free(text); snprintf(err, errlen, "out of memory"); return -1; }
     size_t lineno = 0;
     char *save = NULL;
     int rc = 0;
+    double tol = o ? o->tolerance : 0.05;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         lineno++;
         while (*line && isspace((unsigned char)*line)) line++;
         if (!*line) continue;
         json_error_t je;
-        json_t *o = json_loads(line, 0, &je);
-        if (!json_is_object(o)) {
-            snprintf(err, errlen, "%s line %zu: not a JSON object (%s); each line must be {\"prompt\": ...} or {\"messages\": [...]}", path, lineno, o ? "wrong type" : je.text);
-            json_decref(o);
+        json_t *obj = json_loads(line, 0, &je);
+        if (!json_is_object(obj)) {
+            snprintf(err, errlen, "%s line %zu: not a JSON object (%s); each line must be {\"prompt\": ...} or {\"messages\": [...]}", path, lineno, obj ? "wrong type" : je.text);
+            json_decref(obj);
             rc = -1;
             break;
         }
         dataset_item *it = &d->items[d->n];
         it->max_tokens = -1;
         it->timestamp_ns = -1;
-        json_t *p = json_object_get(o, "prompt"), *m = json_object_get(o, "messages");
+        it->group = -1;
+        json_t *p = json_object_get(obj, "prompt"), *m = json_object_get(obj, "messages");
         if (json_is_string(p)) {
             it->prompt = strdup(json_string_value(p));
-            it->in_tokens = dataset_count_words(it->prompt, json_string_length(p));
+            it->in_tokens = measure(o, it->prompt, json_string_length(p));
         } else if (json_is_array(m) && json_array_size(m) > 0) {
             it->messages_json = json_dumps(m, JSON_COMPACT);
-            it->in_tokens = messages_words(m);
+            it->in_tokens = messages_len(m, o);
         } else {
             snprintf(err, errlen, "%s line %zu: needs a \"prompt\" string or a non-empty \"messages\" array", path, lineno);
-            json_decref(o);
+            json_decref(obj);
             rc = -1;
             break;
         }
-        json_t *mt = json_object_get(o, "max_tokens");
-        if (json_is_integer(mt) && json_integer_value(mt) > 0) it->max_tokens = (int32_t)json_integer_value(mt);
-        json_t *ts = json_object_get(o, "timestamp");
-        if (json_is_number(ts)) it->timestamp_ns = (int64_t)llround(json_number_value(ts) * 1e9);
         d->n++;
-        json_decref(o);
+        json_t *mt = json_object_get(obj, "max_tokens");
+        if (json_is_integer(mt) && json_integer_value(mt) > 0) it->max_tokens = (int32_t)json_integer_value(mt);
+        json_t *ts = json_object_get(obj, "timestamp");
+        if (json_is_number(ts)) it->timestamp_ns = (int64_t)llround(json_number_value(ts) * 1e9);
+        json_t *want = json_object_get(obj, "input_tokens");
+        if (json_is_integer(want)) {
+            double w = (double)json_integer_value(want);
+            if (fabs(it->in_tokens - w) > tol * w + 0.5) {
+                snprintf(err, errlen, "%s line %zu: the prompt has %d %s but the line declares input_tokens %.0f "
+                         "(off by more than %.0f%%); fix the file or measure with the tokenizer it was made for",
+                         path, lineno, it->in_tokens, d->length_unit, w, tol * 100);
+                json_decref(obj);
+                rc = -1;
+                break;
+            }
+        }
+        json_decref(obj);
     }
     free(text);
     if (!rc && d->n == 0) { snprintf(err, errlen, "dataset file '%s' has no requests", path); rc = -1; }
     if (rc) { dataset_free(d); return -1; }
+    finish_stats(d);
     *out = d;
     return 0;
 }
 
-int dataset_open(const char *spec, size_t n_hint, uint64_t seed, dataset **out, char *err, size_t errlen) {
-    if (!strncmp(spec, "random:", 7)) return open_random(spec, spec + 7, n_hint, seed, out, err, errlen);
-    if (!strcmp(spec, "random")) return open_random(spec, "", n_hint, seed, out, err, errlen);
-    if (!strncmp(spec, "jsonl:", 6)) return open_jsonl(spec, spec + 6, out, err, errlen);
-    snprintf(err, errlen, "unknown dataset '%s': use random:in=N,out=M,range=F or jsonl:FILE", spec);
+/* ShareGPT: [{"id":..., "conversations":[{"from":"human","value":...},{"from":"gpt","value":...}, ...]}]
+ * The first human turn is the prompt; the next model turn's length is max_tokens. Conversations
+ * without such a pair, or with a prompt or reply under 4 units, are skipped (as vLLM does). */
+static int open_sharegpt(const char *spec, const char *path, const dataset_opts *o, dataset **out, char *err, size_t errlen) {
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) {
+        if (access(path, R_OK) != 0) snprintf(err, errlen, "cannot read dataset file '%s': %s", path, strerror(errno));
+        else snprintf(err, errlen, "%s: not valid JSON at line %d column %d: %s", path, je.line, je.column, je.text);
+        return -1;
+    }
+    if (!json_is_array(root)) {
+        snprintf(err, errlen, "%s: a ShareGPT file is a JSON array of {\"conversations\": [...]}", path);
+        json_decref(root);
+        return -1;
+    }
+    dataset *d = ds_new(spec, json_array_size(root), o);
+    if (!d) { json_decref(root); snprintf(err, errlen, "out of memory"); return -1; }
+    size_t i;
+    json_t *conv;
+    json_array_foreach(root, i, conv) {
+        json_t *turns = json_object_get(conv, "conversations");
+        if (!json_is_array(turns)) turns = json_object_get(conv, "conversation");
+        const char *prompt = NULL, *reply = NULL;
+        size_t plen = 0, rlen = 0;
+        size_t k;
+        json_t *t;
+        json_array_foreach(turns, k, t) {
+            const char *from = json_string_value(json_object_get(t, "from"));
+            if (!from) from = json_string_value(json_object_get(t, "role"));
+            json_t *val = json_object_get(t, "value");
+            if (!json_is_string(val)) val = json_object_get(t, "content");
+            if (!from || !json_is_string(val)) continue;
+            bool human = !strcmp(from, "human") || !strcmp(from, "user");
+            if (!prompt && human) { prompt = json_string_value(val); plen = json_string_length(val); }
+            else if (prompt && !human) { reply = json_string_value(val); rlen = json_string_length(val); break; }
+        }
+        if (!prompt || !reply) { d->skipped++; continue; }
+        int32_t pin = measure(o, prompt, plen), rout = measure(o, reply, rlen);
+        if (pin < 4 || rout < 4) { d->skipped++; continue; }
+        dataset_item *it = &d->items[d->n++];
+        it->prompt = strdup(prompt);
+        it->in_tokens = pin;
+        it->max_tokens = rout;
+        it->timestamp_ns = -1;
+        it->group = -1;
+    }
+    json_decref(root);
+    if (d->n == 0) { dataset_free(d); snprintf(err, errlen, "%s: no usable conversations (need a human turn followed by a reply, each of 4+ units)", path); return -1; }
+    finish_stats(d);
+    *out = d;
+    return 0;
+}
+
+void dataset_count_for_api(dataset *d, const tokenizer *tok, bool chat) {
+    for (size_t i = 0; i < d->n; i++) {
+        dataset_item *it = &d->items[i];
+        if (!tok) continue;   /* words: what was measured is what is reported */
+        size_t n = 0;
+        if (chat) {
+            const char *roles[64], *contents[64];
+            size_t k = 0;
+            json_t *msgs = it->messages_json ? json_loads(it->messages_json, 0, NULL) : NULL;
+            if (msgs) {
+                size_t j; json_t *m;
+                json_array_foreach(msgs, j, m) {
+                    if (k == 64) break;
+                    const char *role = json_string_value(json_object_get(m, "role"));
+                    const char *content = json_string_value(json_object_get(m, "content"));
+                    roles[k] = role ? role : "user";
+                    contents[k++] = content ? content : "";
+                }
+            } else { roles[0] = "user"; contents[0] = it->prompt ? it->prompt : ""; k = 1; }
+            if (tokenizer_chat_prompt_tokens(tok, roles, contents, k, &n) == 0) it->in_tokens = (int32_t)n;
+            json_decref(msgs);
+        } else if (it->prompt) {
+            size_t c = tokenizer_count(tok, it->prompt, strlen(it->prompt));
+            if (c != (size_t)-1) it->in_tokens = (int32_t)c + (tokenizer_add_bos_default(tok) ? 1 : 0);
+        }
+    }
+    finish_stats(d);
+}
+
+int dataset_open(const char *spec, size_t n_hint, uint64_t seed, const dataset_opts *o, dataset **out, char *err, size_t errlen) {
+    if (!strncmp(spec, "random:", 7)) return open_random(spec, spec + 7, n_hint, seed, o, out, err, errlen);
+    if (!strcmp(spec, "random")) return open_random(spec, "", n_hint, seed, o, out, err, errlen);
+    if (!strncmp(spec, "prefix:", 7)) return open_prefix(spec, spec + 7, n_hint, seed, o, out, err, errlen);
+    if (!strncmp(spec, "jsonl:", 6)) return open_jsonl(spec, spec + 6, o, out, err, errlen);
+    if (!strncmp(spec, "sharegpt:", 9)) return open_sharegpt(spec, spec + 9, o, out, err, errlen);
+    snprintf(err, errlen, "unknown dataset '%s': use random:in=N,out=M,range=F, prefix:groups=G,prefix=P,suffix=S,out=M, jsonl:FILE or sharegpt:FILE", spec);
     return -1;
 }

@@ -109,6 +109,8 @@ static void record_processes(gpu_stream *gs) {
     }
 }
 
+/* One scrape. Everything the JSON readers see is updated under the lock, so the series can be
+ * read while the thread runs (live progress). */
 static void scrape_once(telemetry *t) {
     double row[SRV_COL_COUNT + 1];
     for (int i = 0; i <= SRV_COL_COUNT; i++) row[i] = NAN;
@@ -118,24 +120,27 @@ static void scrape_once(telemetry *t) {
     int64_t t0 = clock_now_ns();
     int rc = srv_scrape(t->scr, &text, &len, err, sizeof err);
     int64_t t1 = clock_now_ns(), tm = t0 + (t1 - t0) / 2;   /* the server state is of mid-request */
-    t->scrapes++;
-    if (rc) {
-        t->scrape_errors++;
-        snprintf(t->scrape_error, sizeof t->scrape_error, "%s", err);
-    } else {
+    srv_engine engine = t->engine;
+    if (!rc) {
         prom_doc doc;
         if (prom_parse_flags(text, len, &doc, PROM_SKIP_BUCKETS) == 0) {
-            if (t->engine == SRV_ENGINE_UNKNOWN) t->engine = srv_detect_engine(&doc);
+            if (engine == SRV_ENGINE_UNKNOWN) engine = srv_detect_engine(&doc);
             srv_reading cur;
-            srv_read(&doc, t->engine, tm, &cur);
+            srv_read(&doc, engine, tm, &cur);
             srv_derive(t->have_prev ? &t->prev : NULL, &cur, row);
-            t->prev = cur;
+            t->prev = cur;               /* only this thread touches prev */
             t->have_prev = true;
             prom_doc_free(&doc);
         }
         row[SRV_SCRAPE_MS] = (double)(t1 - t0) / 1e6;
     }
     pthread_mutex_lock(&t->mu);
+    t->scrapes++;
+    t->engine = engine;
+    if (rc) {
+        t->scrape_errors++;
+        snprintf(t->scrape_error, sizeof t->scrape_error, "%s", err);
+    }
     series_append(&t->srv_s, tm, row);
     pthread_mutex_unlock(&t->mu);
 }
@@ -160,7 +165,9 @@ static void tick(telemetry *t) {
         pthread_mutex_unlock(&t->mu);
     }
     if (t->scr) scrape_once(t);
+    pthread_mutex_lock(&t->mu);
     t->ticks++;
+    pthread_mutex_unlock(&t->mu);
 }
 
 static void *run(void *arg) {
@@ -183,7 +190,9 @@ static void *run(void *arg) {
     }
     struct timespec cpu;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    pthread_mutex_lock(&t->mu);
     t->cpu_ns = (int64_t)cpu.tv_sec * NS_PER_S + cpu.tv_nsec;
+    pthread_mutex_unlock(&t->mu);
     return NULL;
 }
 

@@ -16,6 +16,7 @@ def dsperf_window(path, lo, hi):
     idx = [i for i, t in enumerate(s["t_s"]) if lo <= t <= hi]
     out = {k: mean([s[k][i] for i in idx]) for k in s if k != "t_s"}
     out["_sampler"] = d["telemetry"]["sampler"]
+    out["_summary"] = d["summary"]
     return out
 
 
@@ -77,6 +78,12 @@ def main():
         for name, good in checks:
             ok &= good
             print(f"  check  {name}: {'PASS' if good else 'FAIL'}")
+        sm = d["_summary"]
+        e, pw, win = sm.get("energy_j"), sm.get("power_w_mean_total"), sm.get("window_s")
+        if e is not None and pw is not None:
+            good = abs(e - pw * win) <= 0.05 * pw * win   # counter (read every 5 s) + power at the edges
+            ok &= good
+            print(f"  check  energy {e:.0f} J vs mean power x window {pw * win:.0f} J: {'PASS' if good else 'FAIL'}")
         s = d["_sampler"]
         print(f"  sampler: {s['ticks']} ticks in {s['wall_s']:.1f}s, cpu {s['cpu_s']:.3f}s = {s['cpu_pct_of_core']:.2f}% of a core")
     print("RESULT", "PASS" if ok else "FAIL")

@@ -1,0 +1,43 @@
+/* Tests for the chunk scanner: the fields of real chunk shapes (vLLM, SGLang, TGI, llama.cpp),
+ * escapes, and that anything malformed or unusual is refused (so jansson decides). */
+#include "harness.h"
+#include "client/chunkscan.h"
+#include <string.h>
+
+static int scan(const char *s, chunk_fields *f) { return chunkscan(s, strlen(s), f); }
+
+TEST(chunkscan_vllm_completion_and_chat_shapes) {
+    chunk_fields f;
+    CHECK(scan("{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"text\":\" hello\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}],\"usage\":null}", &f) == 0);
+    CHECK(f.has_choices && f.text && f.text_len == 6 && !memcmp(f.text, " hello", 6) && !f.finished && !f.has_usage);
+    CHECK(scan("{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}", &f) == 0);
+    CHECK(f.text && f.text_len == 0);
+    CHECK(scan("{\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"think\",\"content\":null},\"finish_reason\":\"length\"}]}", &f) == 0);
+    CHECK(!f.text && f.reasoning_len == 5 && f.finished);
+    CHECK(scan("{\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":4,\"total_tokens\":13,\"prompt_tokens_details\":null}}", &f) == 0);
+    CHECK(f.has_usage && f.prompt_tokens == 9 && f.completion_tokens == 4 && !f.has_choices);
+    /* llama.cpp adds timings objects and nested arrays */
+    CHECK(scan("{\"choices\":[{\"delta\":{\"content\":\"a\\nb\"},\"index\":0}],\"timings\":{\"predicted_ms\":1.5e1,\"x\":[1,2,{\"y\":true}]}}", &f) == 0);
+    CHECK(f.text_escaped && f.text_len == 4);
+}
+
+TEST(chunkscan_errors_and_malformed_are_refused_or_flagged) {
+    chunk_fields f;
+    CHECK(scan("{\"error\":{\"message\":\"boom\"}}", &f) == 0 && f.has_error);
+    CHECK(scan("{\"error\":null,\"choices\":[{\"text\":\"x\"}]}", &f) == 0 && !f.has_error);
+    const char *bad[] = { "{not json", "", "[1,2]", "{\"choices\":[{\"text\":\"x\"}]", "{\"a\":1}x", "{\"choices\":{\"text\":1}}",
+                          "{\"usage\":{\"completion_tokens\":1.5}}", "{\"choices\":[{\"text\":\"\x01\"}]}", "{\"a\":tru}" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK_MSG(scan(bad[i], &f) == -1, "accepted: %s", bad[i]);
+}
+
+TEST(chunkscan_unescape) {
+    char out[64];
+    const char *in = "a\\n\\t\\\"q\\\"\\\\\\/\\u00e9\\ud83d\\ude00";
+    long n = chunkscan_unescape(in, strlen(in), out, sizeof out);
+    const char *want = "a\n\t\"q\"\\/\xc3\xa9\xf0\x9f\x98\x80";
+    CHECK_EQ_INT(n, (long)strlen(want));
+    CHECK(n > 0 && !memcmp(out, want, (size_t)n));
+    CHECK(chunkscan_unescape("\\x", 2, out, sizeof out) == -1);
+    CHECK(chunkscan_unescape("\\ud83d", 6, out, sizeof out) == -1);   /* lone high surrogate */
+    CHECK(chunkscan_unescape("\\u12", 4, out, sizeof out) == -1);
+}
