@@ -90,6 +90,8 @@ static int render_ds2(const tokenizer *t, const char *const *roles, const char *
 
 int tokenizer_chat_render(const tokenizer *t, const char *const *roles, const char *const *contents,
                           size_t n_messages, char **out, size_t *len) {
+    *out = NULL;
+    *len = 0;
     if (t->chat == TOK_CHAT_NONE) return -2;
     for (size_t i = 0; i < n_messages; i++)
         if (!roles[i] || !contents[i]) return -EINVAL;
@@ -118,6 +120,8 @@ int tokenizer_chat_prompt_tokens(const tokenizer *t, const char *const *roles, c
 }
 
 int tokenizer_single_token_words(const tokenizer *t, const char ***words, size_t *n) {
+    *words = NULL; /* defined outputs on every path: callers may free(*words) after an error */
+    *n = 0;
     const char **w = NULL;
     size_t k = 0, cap = 0;
     char buf[256];

@@ -39,7 +39,8 @@ const char *tokenizer_token_text(const tokenizer *t, int32_t id);
 
 /* Words from the vocabulary that are exactly one token when preceded by a space ("Ġhello"), alphabetic
  * ASCII, checked by encoding, in id order: a prompt " w1 w2 w3 ..." has exactly as many tokens as words.
- * *words is a malloc'ed array (the caller frees the array only; the strings belong to t). */
+ * *words is a malloc'ed array (the caller frees the array only; the strings belong to t); NULL and 0
+ * on error. */
 int tokenizer_single_token_words(const tokenizer *t, const char ***words, size_t *n);
 
 /* Number of tokens of the prompt the server renders from chat messages with the model's chat template
