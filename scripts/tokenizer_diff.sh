@@ -78,5 +78,23 @@ if [ -f "$TD/deepseek-v3/tokenizer_config.json" ]; then
         echo "R1-style template not recognised: $(cat "$W/r1.txt")"
         status=1
     fi
+    # DeepSeek-LLM / V2's template (deepseek-llm-7b-chat, DeepSeek-V2-Chat), on the V3 vocabulary
+    mkdir -p "$W/ds2"
+    ln -s "$(cd "$TD/deepseek-v3" && pwd)/tokenizer.json" "$W/ds2/tokenizer.json"
+    node -e '
+      const fs = require("fs");
+      const c = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+      const q = "\x27";
+      c.chat_template = "{% if not add_generation_prompt is defined %}{% set add_generation_prompt = false %}{% endif %}" +
+        "{{ bos_token }}{% for message in messages %}{% if message[" + q + "role" + q + "] == " + q + "user" + q + " %}" +
+        "{{ " + q + "User: " + q + " + message[" + q + "content" + q + "] + " + q + "\\n\\n" + q + " }}" +
+        "{% elif message[" + q + "role" + q + "] == " + q + "assistant" + q + " %}" +
+        "{{ " + q + "Assistant: " + q + " + message[" + q + "content" + q + "] + eos_token }}" +
+        "{% elif message[" + q + "role" + q + "] == " + q + "system" + q + " %}" +
+        "{{ message[" + q + "content" + q + "] + " + q + "\\n\\n" + q + " }}{% endif %}{% endfor %}" +
+        "{% if add_generation_prompt %}{{ " + q + "Assistant:" + q + " }}{% endif %}";
+      fs.writeFileSync(process.argv[2], JSON.stringify(c));
+    ' "$TD/deepseek-v3/tokenizer_config.json" "$W/ds2/tokenizer_config.json"
+    chat_check "DeepSeek-LLM/V2" "$W/ds2"
 fi
 exit $status
