@@ -3,7 +3,8 @@
 # Rust core): random mixed-script texts (scripts/tok_hf.js gen) encoded by both, ids compared line by
 # line, for the V3 tokenizer.json and both GGUF vocabularies (converted to tokenizer.json for HF); then
 # random conversations rendered by the V3 chat template with @huggingface/jinja against
-# `dsperf tokenize --chat --render`. Not part of `make test` (needs npm). Exit 1 when anything differs.
+# `dsperf tokenize --chat --render`. Not part of `make test` (needs npm). Exit 1 when anything differs,
+# 3 when the npm packages could not be installed.
 #
 #   sh scripts/tokenizer_diff.sh [N_TEXTS] [SEED] [TESTDATA_DIR]
 set -eu
@@ -14,7 +15,7 @@ TD=${3:-../shared/testdata}/tokenizers
 [ -x ./dsperf ] || make -s build >/dev/null
 if [ ! -d node_modules/tokenizers ] || [ ! -d node_modules/@huggingface/jinja ]; then
     npm install --no-save --no-audit --no-fund tokenizers@0.23.2 @huggingface/jinja@0.5.11 >/dev/null 2>&1 ||
-        { echo "tokenizer_diff: npm install tokenizers failed" >&2; exit 1; }
+        { echo "tokenizer_diff: npm install tokenizers failed (registry unreachable?)" >&2; exit 3; }
 fi
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
