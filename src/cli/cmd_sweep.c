@@ -216,7 +216,10 @@ static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, co
     }
     recset_free(&recs);
     sweep_osd_free(&w.osd);
-    if (!b->quiet) sweep_print_level(stdout, lv, c->rate_axis ? "rate" : "concurrency"), fflush(stdout);
+    if (!b->quiet) {
+        sweep_print_level(stdout, lv, c->rate_axis ? "rate" : "concurrency", json_array_size(json_object_get(c->doc, "levels")) == 1);
+        fflush(stdout);
+    }
     *res_out = br.results;
     return interrupted || early ? 1 : 0;
 }
