@@ -197,6 +197,14 @@ TEST(diagnose_telemetry_throttling_and_numa) {
     CHECK(f && has_evidence_from(f, "util_gpu_pct"));
     CHECK(!finding(g, "healthy", NULL));
     json_decref(g);
+    /* NVLink at 400 GB/s of the H200's 900 GB/s: communication */
+    json_t *nvl = json_object_get(json_object_get(json_array_get(json_object_get(json_object_get(d, "telemetry"), "gpu"), 0),
+                                                  "series"), "gpm_nvlink_rx_mb_s");
+    for (size_t i = 0; i < json_array_size(nvl); i++) json_array_set_new(nvl, i, json_real(400000));
+    g = diag(d);
+    f = finding(g, "communication", NULL);
+    CHECK(f && has_evidence_from(f, "nvlink"));
+    json_decref(g);
     /* without the section none of them is claimed, and the rules say why they did not run */
     json_object_del(d, "telemetry");
     g = diag(d);
