@@ -13,11 +13,11 @@ TEST(serve_sim_matches_offline_sim) {
     char bpath[512], spath[512], cmd[1024];
     snprintf(bpath, sizeof bpath, "%s/bench.json", harness_tmpdir());
     snprintf(spath, sizeof spath, "%s/sim.json", harness_tmpdir());
-    snprintf(cmd, sizeof cmd, "bench --url %s --rate 12/s --requests 60 --dataset random:in=512,out=64 --quiet --out %s", s.url, bpath);
+    snprintf(cmd, sizeof cmd, "bench --url %s --rate 8/s --requests 60 --dataset random:in=4096,out=64 --quiet --out %s", s.url, bpath);
     int rc = test_run(cmd, NULL, NULL);
     test_serve_stop(&s);
     CHECK_EQ_INT(rc, 0);
-    snprintf(cmd, sizeof cmd, "sim --model deepseek-v2-lite --gpu h200 --rate 12/s --requests 60 --dataset random:in=512,out=64 --quiet --out %s", spath);
+    snprintf(cmd, sizeof cmd, "sim --model deepseek-v2-lite --gpu h200 --rate 8/s --requests 60 --dataset random:in=4096,out=64 --quiet --out %s", spath);
     CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
     json_t *b = test_load_json(bpath), *m = test_load_json(spath);
     CHECK(b && m);

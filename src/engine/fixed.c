@@ -57,8 +57,8 @@ const char fixed_params_help[] =
     "  --capacity N           requests in service at once, later ones wait FIFO; 0 = unlimited (default 0)\n"
     "  --tokens-per-chunk K   tokens per emission, like MTP/speculative decoding (default 1)\n"
     "  --jitter F             scale each TTFT and gap by 1 +- F, uniform, seeded by --seed (default 0 = off)\n"
-    "  --max-events-per-advance N  emissions written per loop turn before the loop reads and accepts\n"
-    "                         again; bounds unfairness at --itl 0 (default 8192)\n";
+    "  --max-events-per-advance N  emissions per loop turn before the loop reads and accepts again,\n"
+    "                         at least 4 per request in service; bounds unfairness at --itl 0 (default 8192)\n";
 
 int fixed_params_set(fixed_params *p, const char *key, const char *value, char *err, size_t errlen) {
     long long n;
@@ -319,7 +319,10 @@ static int64_t fx_next_event_ns(engine *e) {
  * Each request's state is updated before its event is emitted, so the callback may cancel. */
 static void fx_advance(engine *e, int64_t now_ns, engine_emit_fn emit, void *ctx) {
     fixed_engine *f = (fixed_engine *)e;
-    int budget = f->p.max_events_per_advance > 0 ? f->p.max_events_per_advance : 1;
+    /* at least 4 emissions per request in service, so with many streams each connection still
+     * gets several chunks per write */
+    int64_t budget = f->p.max_events_per_advance > 0 ? f->p.max_events_per_advance : 1;
+    if (budget < 4 * f->n_running) budget = 4 * f->n_running;
     while (f->heap_n && f->heap[0]->due_ns <= now_ns && budget-- > 0) {
         freq *q = f->heap[0];
         heap_remove(f, q);

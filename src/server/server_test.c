@@ -133,6 +133,9 @@ static double metric(const char *text, const char *series) {
     return -1;
 }
 
+/* Polls /metrics until `series` has value `want` or timeout; returns the last value seen. */
+static double wait_metric(const srv_proc *p, const char *series, double want, int timeout_ms);
+
 static double fault_count(const char *metrics, const char *kind) {
     char s[128];
     snprintf(s, sizeof s, "dsperf_injected_faults_total{kind=\"%s\"}", kind);
@@ -166,6 +169,21 @@ static int count_words(const char *s) {
     int n = 0, in = 0;
     for (; *s; s++) { int sp = *s == ' '; if (!sp && !in) n++; in = !sp; }
     return n;
+}
+
+static void http_do(const srv_proc *p, const char *path, const char *body, http_result *r);
+
+static double wait_metric(const srv_proc *p, const char *series, double want, int timeout_ms) {
+    double v = -1;
+    for (int waited = 0; waited <= timeout_ms; waited += 20) {
+        http_result r = {0};
+        http_do(p, "/metrics", NULL, &r);
+        v = metric(r.body ? r.body : "", series);
+        http_free(&r);
+        if (v == want) break;
+        usleep(20 * 1000);
+    }
+    return v;
 }
 
 /* ---- shape ---- */
@@ -349,12 +367,16 @@ TEST(server_timing_single_stream) {
     http_do(&p, "/v1/completions", "{\"prompt\":\"w w w w w w w w w w w w w w w w w w w w\",\"max_tokens\":30,\"stream\":true}", &r);
     CHECK_EQ_INT(r.n_events, 31);
     if (r.n_events == 31) {
-        double ttft = r.t_ms[0], gaps[29];
-        CHECK_MSG(ttft >= 52.0 - 0.5 && ttft <= 52.0 + 10.0, "TTFT %.3f ms, configured 52", ttft);
+        double ttft = r.t_ms[0], gaps[29], late[30];
+        CHECK_MSG(ttft >= 52.0 - 0.5 && ttft <= 52.0 + 15.0, "TTFT %.3f ms, configured 52", ttft);
         for (int i = 1; i < 30; i++) gaps[i - 1] = r.t_ms[i] - r.t_ms[i - 1];
-        double span = r.t_ms[29] - r.t_ms[0];
         CHECK_NEAR(median(gaps, 29), 10.0, 2.0);
-        CHECK_NEAR(span, 290.0, 5.0);     /* absolute deadlines: no drift over 29 gaps */
+        /* absolute deadlines, no drift: against the grid of the least-late token, the last ten
+         * tokens are late by a little (scheduling noise), not by an amount that grew with k */
+        double anchor = 1e9;
+        for (int k = 0; k < 30; k++) if (r.t_ms[k] - 10.0 * k < anchor) anchor = r.t_ms[k] - 10.0 * k;
+        for (int k = 0; k < 10; k++) late[k] = r.t_ms[20 + k] - (anchor + 10.0 * (20 + k));
+        CHECK_MSG(median(late, 10) < 3.0, "tokens 20..29 late by a median %.3f ms against the grid", median(late, 10));
     }
     http_free(&r);
     srv_kill(&p);
@@ -380,11 +402,16 @@ TEST(server_capacity_queues_fifo) {
     CHECK_EQ_INT(t[1].r.n_events, 11);
     if (t[0].r.n_events == 11 && t[1].r.n_events == 11) {
         /* whichever got in first: E2E ~ 50 + 9 x 10 = 140 ms; the other waits for it, then its own 50 ms */
-        int a = t[0].r.t_ms[0] < t[1].r.t_ms[0] ? 0 : 1, b = 1 - a;
-        double first_e2e = t[a].r.t_ms[9], second_ttft = t[b].r.t_ms[0];
-        CHECK_MSG(t[a].r.t_ms[0] >= 49.5 && t[a].r.t_ms[0] <= 60, "first TTFT %.2f", t[a].r.t_ms[0]);
-        CHECK_NEAR(first_e2e, 140.0, 10.0);
-        CHECK_NEAR(second_ttft, first_e2e + 50.0, 10.0);
+        double first_abs[2];
+        for (int i = 0; i < 2; i++) first_abs[i] = (double)t[i].r.t0 / 1e6 + t[i].r.t_ms[0];
+        int a = first_abs[0] < first_abs[1] ? 0 : 1, b = 1 - a;
+        /* both measured from the send of the request served first */
+        double first_e2e = t[a].r.t_ms[9], second_ttft = first_abs[b] - (double)t[a].r.t0 / 1e6;
+        /* tokens can be late under load, never early: one-sided tolerances. The second request
+         * enters service when the engine finishes the first (140 ms), however late that write. */
+        CHECK_MSG(t[a].r.t_ms[0] >= 49.5 && t[a].r.t_ms[0] <= 70, "first TTFT %.2f", t[a].r.t_ms[0]);
+        CHECK_MSG(first_e2e >= 139.5 && first_e2e <= 160, "first E2E %.2f, want 140", first_e2e);
+        CHECK_MSG(second_ttft >= 189.5 && second_ttft <= 210, "second first token at %.2f ms, want 140 + 50", second_ttft);
     }
     http_free(&t[0].r);
     http_free(&t[1].r);
@@ -398,8 +425,10 @@ TEST(server_speedup_scales_engine_time) {
     http_do(&p, "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":5,\"stream\":true}", &r);
     CHECK_EQ_INT(r.n_events, 6);
     if (r.n_events == 6) {
-        CHECK_MSG(r.t_ms[0] >= 49.5 && r.t_ms[0] <= 60, "TTFT %.2f ms, want 50 (500 ms / 10)", r.t_ms[0]);
-        CHECK_NEAR(r.t_ms[4] - r.t_ms[0], 40.0, 5.0);
+        CHECK_MSG(r.t_ms[0] >= 49.5 && r.t_ms[0] <= 65, "TTFT %.2f ms, want 50 (500 ms / 10)", r.t_ms[0]);
+        double gaps[4];
+        for (int i = 0; i < 4; i++) gaps[i] = r.t_ms[i + 1] - r.t_ms[i];
+        CHECK_NEAR(median(gaps, 4), 10.0, 3.0);
     }
     http_free(&r);
     srv_kill(&p);
@@ -481,7 +510,7 @@ TEST(server_faults_every_request) {
 TEST(server_faults_seeded_counts_match) {
     srv_proc p;
     if (srv_spawn(&p, "--ttft 1ms --itl 1ms --seed 7 --fail-rate 0.15 --status-429-rate 0.1 --drop-rate 0.15 "
-                      "--error-event-rate 0.15 --stall-rate 0.2 --stall 40ms") < 0) return;
+                      "--error-event-rate 0.15 --stall-rate 0.2 --stall 100ms") < 0) return;
     int seen[5] = {0}, clean = 0;   /* 500, 429, drop, error_event, stall */
     http_result r = {0};
     for (int i = 0; i < 40; i++) {
@@ -494,7 +523,7 @@ TEST(server_faults_seeded_counts_match) {
         else if (r.status == 429) seen[1]++;
         else if (!done && !err_ev && r.curl_rc != 0) seen[2]++;
         else if (err_ev) seen[3]++;
-        else if (done && max_gap >= 35) seen[4]++;
+        else if (done && max_gap >= 70) seen[4]++;
         else if (done) clean++;
         http_free(&r);
     }
@@ -521,10 +550,10 @@ TEST(server_client_disconnect_cancels) {
     http_do(&p, "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":200,\"stream\":true}", &r);
     CHECK(r.curl_rc != 0);
     http_free(&r);
-    usleep(150 * 1000);        /* the server notices on its next writes (every 5 ms) */
+    /* the server notices on its next writes (every 5 ms) */
+    CHECK_NEAR(wait_metric(&p, "dsperf_client_disconnects_total", 1, 2000), 1, 0);
     http_do(&p, "/metrics", NULL, &r);
     const char *m = r.body ? r.body : "";
-    CHECK_NEAR(metric(m, "dsperf_client_disconnects_total"), 1, 0);
     CHECK_NEAR(metric(m, "vllm:num_requests_running{model_name=\"deepseek-ai/DeepSeek-V2-Lite\"}"), 0, 0);
     CHECK_NEAR(metric(m, "dsperf_streams_open"), 0, 0);
     CHECK(metric(m, "vllm:generation_tokens_total{model_name=\"deepseek-ai/DeepSeek-V2-Lite\"}") < 100);
@@ -591,10 +620,10 @@ TEST(server_disconnect_while_queued) {
     CHECK(r.curl_rc != 0);
     CHECK_EQ_INT(r.n_events, 0);
     http_free(&r);
-    usleep(250 * 1000);         /* the sweep looks every 100 ms; A is still running (400 ms) */
+    /* the sweep looks every 100 ms; A is still running (400 ms) */
+    CHECK_NEAR(wait_metric(&p, "dsperf_client_disconnects_total", 1, 2000), 1, 0);
     http_do(&p, "/metrics", NULL, &r);
     const char *m = r.body ? r.body : "";
-    CHECK_NEAR(metric(m, "dsperf_client_disconnects_total"), 1, 0);
     CHECK_NEAR(metric(m, "vllm:num_requests_waiting{model_name=\"deepseek-ai/DeepSeek-V2-Lite\"}"), 0, 0);
     http_free(&r);
     pthread_join(th, NULL);

@@ -1,0 +1,134 @@
+/* cmd_report — `dsperf report`: turns a saved results or sweep file into a self-contained HTML
+ * page (and optionally Markdown and CSV). Every output is built in memory and written atomically,
+ * so a failed run never leaves half a report behind. */
+#include "cli/cli.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include "report/report.h"
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f) {
+    fputs("usage: dsperf report IN.json [-o report.html] [--md FILE] [--csv FILE] [--requests FILE.jsonl] [--title T]\n"
+          "Builds a report from a results file (dsperf bench / dsperf sim, schema dsperf.results/1) or a sweep\n"
+          "file (dsperf sweep, schema dsperf.sweep/1): one self-contained HTML page with inline SVG charts\n"
+          "(no network, no scripts; light/dark; prints to PDF): verdict, findings from the diagnosis,\n"
+          "saturation curve with the knee, latency vs throughput, per-load table, percentile plots,\n"
+          "time-aligned run view with telemetry, errors, and the command to reproduce.\n\n"
+          "Options:\n"
+          "  -o, --out FILE       HTML report (default report.html when no other output is asked for)\n"
+          "  --md FILE            Markdown summary (verdict, findings, table, errors); '-' for stdout\n"
+          "  --csv FILE           CSV, one row per load level (one row for a single run); '-' for stdout\n"
+          "  --requests FILE      per-request JSONL of the same run (bench --save-requests, sim --requests-out):\n"
+          "                       exact percentile curves and a TTFT-over-time scatter; without it the\n"
+          "                       curves are drawn from the percentiles stored in the results\n"
+          "  --title T            page title (default: from the document)\n"
+          "  -h, --help\n\n"
+          "Examples:\n"
+          "  dsperf sim --concurrency 32 --out run.json --requests-out run.jsonl\n"
+          "  dsperf report run.json -o run.html --requests run.jsonl\n"
+          "  dsperf report sweep.json -o sweep.html --md sweep.md --csv sweep.csv\n", f);
+}
+
+typedef int (*writer_fn)(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen);
+
+static int csv_writer(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen) {
+    (void)o;
+    return report_write_csv(f, doc, err, errlen);
+}
+
+/* Builds one output in memory, then writes it atomically (or to stdout for "-"). */
+static int emit(const char *path, writer_fn w, const json_t *doc, const report_opts *o) {
+    char *buf = NULL;
+    size_t len = 0;
+    char err[512] = "";
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) { log_error("report: out of memory"); return EXIT_RUN_FAILED; }
+    int rc = w(mem, doc, o, err, sizeof err);
+    if (fclose(mem) != 0 && rc == 0) { rc = -1; snprintf(err, sizeof err, "out of memory"); }
+    if (rc != 0) {
+        log_error("report: %s", err);
+        free(buf);
+        return EXIT_RUN_FAILED;
+    }
+    if (!strcmp(path, "-")) {
+        rc = fwrite(buf, 1, len, stdout) == len ? 0 : -1;
+        fflush(stdout);
+    } else {
+        rc = fileio_write_atomic(path, buf, len);
+    }
+    int e = errno;
+    free(buf);
+    if (rc != 0) {
+        log_error("report: cannot write %s: %s", path, strerror(e));
+        return EXIT_RUN_FAILED;
+    }
+    if (strcmp(path, "-") != 0) log_info("report written to %s", path);
+    return EXIT_OK;
+}
+
+enum { OPT_MD = 256, OPT_CSV, OPT_REQUESTS, OPT_TITLE };
+
+int cmd_report(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"out", required_argument, 0, 'o'}, {"md", required_argument, 0, OPT_MD},
+        {"csv", required_argument, 0, OPT_CSV}, {"requests", required_argument, 0, OPT_REQUESTS},
+        {"title", required_argument, 0, OPT_TITLE}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+    };
+    const char *out = NULL, *md = NULL, *csv = NULL, *requests = NULL;
+    report_opts ro;
+    report_default_opts(&ro);
+    int c, idx;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "o:h", opts, &idx)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case OPT_MD: md = optarg; break;
+        case OPT_CSV: csv = optarg; break;
+        case OPT_REQUESTS: requests = optarg; break;
+        case OPT_TITLE: ro.title = optarg; break;
+        case 'h': usage(stdout); return EXIT_OK;
+        default:
+            log_error("report: unknown or incomplete option '%s'; see dsperf report --help", argv[optind - 1]);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        log_error(optind >= argc ? "report: which file? usage: dsperf report IN.json -o report.html"
+                                 : "report: one input file expected; see dsperf report --help");
+        return EXIT_USAGE;
+    }
+    const char *in = argv[optind];
+    if (!out && !md && !csv) out = "report.html";
+    char err[512];
+    json_t *doc = report_load(in, err, sizeof err);
+    if (!doc) {
+        log_error("report: %s", err);
+        return EXIT_USAGE;
+    }
+    report_requests *rq = NULL;
+    if (requests) {
+        rq = report_requests_load(requests, err, sizeof err);
+        if (!rq) {
+            log_error("report: %s", err);
+            json_decref(doc);
+            return EXIT_USAGE;
+        }
+    }
+    json_t *diag = report_diagnosis(doc);
+    ro.requests = rq;
+    ro.diagnosis = diag;
+    ro.source_name = in;
+    int rc = EXIT_OK;
+    if (out) rc = emit(out, report_write_html, doc, &ro);
+    if (rc == EXIT_OK && md) rc = emit(md, report_write_markdown, doc, &ro);
+    if (rc == EXIT_OK && csv) rc = emit(csv, csv_writer, doc, &ro);
+    json_decref(diag);
+    report_requests_free(rq);
+    json_decref(doc);
+    return rc;
+}

@@ -1,0 +1,60 @@
+/* report — loading the documents a report reads, and where its findings come from: the
+ * document's own "findings" when it carries them, else diagnose_run() when the binary has the
+ * diagnose module. The reference is weak so the report builds and runs without that module. */
+#include "report/report_internal.h"
+#include "common/fileio.h"
+#include "diagnose/diagnose.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#pragma weak diagnose_run
+#pragma weak diagnose_default_opts
+
+json_t *report_load(const char *path, char *err, size_t errlen) {
+    char *text = NULL;
+    size_t len = 0;
+    if (fileio_read_all(path, &text, &len) != 0) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    json_error_t je;
+    json_t *doc = json_loadb(text, len, 0, &je);
+    free(text);
+    if (!doc) {
+        snprintf(err, errlen, "%s: not valid JSON (line %d: %s)", path, je.line, je.text);
+        return NULL;
+    }
+    const char *schema = json_string_value(json_object_get(doc, "schema"));
+    if (!json_is_object(doc) || !schema ||
+        (strncmp(schema, "dsperf.results/", 15) != 0 && strncmp(schema, "dsperf.sweep/", 13) != 0)) {
+        snprintf(err, errlen, "%s: not a dsperf results or sweep file (schema \"%s\", want dsperf.results/... or "
+                              "dsperf.sweep/...)", path, schema ? schema : "missing");
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+json_t *report_diagnosis(const json_t *doc) {
+    /* findings saved in the document win: they are what was concluded about this run */
+    const json_t *f = json_object_get(doc, "findings");
+    if (json_is_array(f)) {
+        json_t *d = json_object();
+        json_object_set_new(d, "findings", json_deep_copy(f));
+        static const char *const extra[] = { "roofline", "checked" };
+        for (size_t i = 0; i < 2; i++) {
+            const json_t *v = json_object_get(doc, extra[i]);
+            if (v) json_object_set_new(d, extra[i], json_deep_copy(v));
+        }
+        return d;
+    }
+    if (diagnose_run && diagnose_default_opts) {
+        diagnose_opts o;
+        diagnose_default_opts(&o);
+        char err[256];
+        return diagnose_run(doc, &o, err, sizeof err);   /* NULL: no findings shown */
+    }
+    return NULL;
+}

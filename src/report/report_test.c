@@ -1,0 +1,593 @@
+/* Tests of the report: axis/tick helpers, escaping and number formatting as units; then the real
+ * binary end to end — `dsperf sim` and `dsperf bench` against `dsperf serve` make the input
+ * documents, `dsperf report` turns them into HTML/Markdown/CSV whose numbers are checked against
+ * the documents, and headless Chromium renders the page (skipped when it is not installed). */
+#include "harness.h"
+#include "testutil.h"
+#include "report/report_internal.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- units ---- */
+
+TEST(report_svg_linear_ticks) {
+    svg_axis a = { 0 };
+    svg_axis_linear(&a, 0, 97, 6);
+    CHECK_NEAR(a.lo, 0, 1e-12);
+    CHECK_NEAR(a.hi, 100, 1e-9);
+    CHECK_EQ_INT(a.n_ticks, 6);
+    for (int i = 0; i < a.n_ticks; i++) CHECK_NEAR(a.ticks[i], 20.0 * i, 1e-9);
+    svg_axis_linear(&a, 0.013, 0.087, 6);
+    CHECK_NEAR(a.lo, 0, 1e-12);
+    CHECK_NEAR(a.hi, 0.1, 1e-12);
+    CHECK_NEAR(a.ticks[1] - a.ticks[0], 0.02, 1e-12);
+    /* a range that crosses zero has an exact 0 tick (no "-0" or 1e-17 label) */
+    svg_axis_linear(&a, -5, 5, 6);
+    int zero = 0;
+    for (int i = 0; i < a.n_ticks; i++) zero += a.ticks[i] == 0.0;
+    CHECK_EQ_INT(zero, 1);
+    CHECK(a.n_ticks <= 6);
+    /* never more ticks than asked, steps from the 1-2-2.5-5 ladder */
+    svg_axis_linear(&a, 0, 2940, 6);
+    CHECK(a.n_ticks <= 6 && a.hi >= 2940 && a.lo == 0);
+    CHECK_NEAR(a.ticks[1] - a.ticks[0], 1000, 1e-9);
+    /* a degenerate range is widened around the value */
+    svg_axis_linear(&a, 3, 3, 5);
+    CHECK(a.lo < 3 && a.hi > 3 && a.n_ticks >= 2);
+    svg_axis_linear(&a, 0, 0, 5);
+    CHECK(a.lo <= 0 && a.hi > 0);
+}
+
+TEST(report_svg_log_ticks) {
+    svg_axis a = { 0 };
+    svg_axis_log(&a, 3, 4500);
+    CHECK_EQ_INT(a.kind, AXIS_LOG);
+    CHECK(a.lo <= 3 && a.hi >= 4500);
+    CHECK(a.n_ticks >= 3);
+    for (int i = 0; i < a.n_ticks; i++) {
+        double l = log10(a.ticks[i]);
+        CHECK_NEAR(l, round(l), 1e-9);   /* > 3 decades: decades only */
+        CHECK(a.ticks[i] >= a.lo && a.ticks[i] <= a.hi);
+    }
+    /* under three decades: 1-2-5 ticks */
+    svg_axis_log(&a, 2.7, 60);
+    int has2 = 0, has5 = 0;
+    for (int i = 0; i < a.n_ticks; i++) { has2 |= fabs(a.ticks[i] - 20) < 1e-9; has5 |= fabs(a.ticks[i] - 5) < 1e-9; }
+    CHECK(has2 && has5);
+    /* frac: a decade is the same length everywhere */
+    svg_axis_log(&a, 1, 1000);
+    CHECK_NEAR(svg_axis_frac(&a, 100) - svg_axis_frac(&a, 10), svg_axis_frac(&a, 10) - svg_axis_frac(&a, 1), 1e-12);
+    CHECK(svg_axis_frac(&a, 0) < 0);   /* non-positive values fall off a log axis */
+    /* fit: log only for positive data spanning >= 10x */
+    svg_axis_fit(&a, 5, 40, true, true);
+    CHECK_EQ_INT(a.kind, AXIS_LINEAR);
+    CHECK_NEAR(a.lo, 0, 1e-12);
+    svg_axis_fit(&a, 5, 400, true, true);
+    CHECK_EQ_INT(a.kind, AXIS_LOG);
+}
+
+TEST(report_svg_nines_labels) {
+    svg_axis a = { 0 };
+    svg_axis_nines(&a, 4);
+    CHECK_EQ_INT(a.n_ticks, 5);
+    const char *want[] = { "0%", "90%", "99%", "99.9%", "99.99%" };
+    for (int i = 0; i < 5; i++) {
+        char t[32];
+        svg_tick_label(&a, a.ticks[i], t, sizeof t);
+        CHECK_STR(t, want[i]);
+    }
+    CHECK_NEAR(svg_axis_frac(&a, 2), 0.5, 1e-12);
+}
+
+TEST(report_svg_chart_marks) {
+    rbuf b;
+    rb_init(&b);
+    svg_chart c = { 0 };
+    svg_axis_linear(&c.x, 0, 10, 6);
+    svg_axis_linear(&c.y, 0, 100, 6);
+    c.x.label = "x <unit>";
+    svg_begin(&c, &b, 400, 200, "test & chart");
+    CHECK_NEAR(svg_px(&c, 0), c.ml, 1e-9);
+    CHECK_NEAR(svg_px(&c, 10), 400 - c.mr, 1e-9);
+    CHECK_NEAR(svg_py(&c, 0), 200 - c.mb, 1e-9);
+    CHECK_NEAR(svg_py(&c, 100), c.mt, 1e-9);
+    double x[] = { 0, 5, NAN, 10 }, y[] = { 0, 50, 20, 100 };
+    svg_line(&c, x, y, 4, "m-tok");
+    svg_end(&c);
+    CHECK(!b.oom);
+    CHECK(strstr(b.p, "aria-label=\"test &amp; chart\"") != NULL);
+    CHECK(strstr(b.p, "x &lt;unit&gt;") != NULL);
+    /* the NaN breaks the line: two sub-paths */
+    const char *d = strstr(b.p, "class=\"s m-tok\" d=\"");
+    CHECK(d != NULL);
+    if (d) {
+        int moves = 0;
+        for (const char *p = d + 19; *p && *p != '"'; p++) moves += *p == 'M';
+        CHECK_EQ_INT(moves, 2);
+    }
+    rb_free(&b);
+}
+
+TEST(report_escape_and_format) {
+    rbuf b;
+    rb_init(&b);
+    rb_esc(&b, "<a href='x'>&\"\x01ok");
+    CHECK_STR(b.p, "&lt;a href=&#39;x&#39;&gt;&amp;&quot;ok");
+    rb_free(&b);
+    rb_md_cell(&b, "a|b\n<c>");
+    CHECK_STR(b.p, "a\\|b &lt;c&gt;");
+    rb_free(&b);
+    rb_csv_field(&b, "say \"hi\", all");
+    CHECK_STR(b.p, "\"say \"\"hi\"\", all\"");
+    rb_free(&b);
+    char t[64];
+    fmt_num(3910, t, sizeof t); CHECK_STR(t, "3,910");
+    fmt_num(-1234567, t, sizeof t); CHECK_STR(t, "-1,234,567");
+    fmt_num(12.345, t, sizeof t); CHECK_STR(t, "12.3");
+    fmt_num(0.0123, t, sizeof t); CHECK_STR(t, "0.0123");
+    fmt_num(NAN, t, sizeof t); CHECK_STR(t, "n/a");
+    fmt_ms(1517, t, sizeof t); CHECK_STR(t, "1.52 s");
+    fmt_ms(20, t, sizeof t); CHECK_STR(t, "20 ms");
+    fmt_ms(261.5, t, sizeof t); CHECK_STR(t, "262 ms");
+    fmt_ms(0.42, t, sizeof t); CHECK_STR(t, "0.42 ms");
+    fmt_tick(1500, t, sizeof t); CHECK_STR(t, "1500");
+    fmt_tick(25000, t, sizeof t); CHECK_STR(t, "25k");
+    fmt_tick(2e6, t, sizeof t); CHECK_STR(t, "2M");
+    fmt_tick(0.25, t, sizeof t); CHECK_STR(t, "0.25");
+    fmt_pct(100, t, sizeof t); CHECK_STR(t, "100%");
+    fmt_pct(3.42, t, sizeof t); CHECK_STR(t, "3.4%");
+    fmt_pct(0.25, t, sizeof t); CHECK_STR(t, "0.25%");
+    fmt_pct(0, t, sizeof t); CHECK_STR(t, "0%");
+}
+
+/* ---- end to end ---- */
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
+    if (s) s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static size_t count(const char *hay, const char *needle) {
+    size_t n = 0;
+    for (const char *p = hay; p && (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+static const char *tmp(const char *name) {
+    static char buf[8][512];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", harness_tmpdir(), name);
+    return buf[k];
+}
+
+/* `dsperf sim` at concurrency c: results (and per-request JSONL when jsonl is non-NULL). */
+static int sim_run(int c, int requests, const char *out, const char *jsonl) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "sim --quiet --concurrency %d --requests %d --max-num-seqs 16 --slo-ttft 300ms "
+                              "--slo-tpot 30ms --out %s%s%s", c, requests, out, jsonl ? " --requests-out " : "",
+             jsonl ? jsonl : "");
+    return test_run(cmd, NULL, NULL);
+}
+
+/* CSV: the value of column `col` in data row `row` (1-based), NaN when absent or empty. */
+static double csv_value(const char *csv, int row, const char *col) {
+    const char *line = csv;
+    int ci = -1, i = 0;
+    for (const char *p = csv, *s = csv;; p++) {
+        if (*p == ',' || *p == '\n' || !*p) {
+            if ((size_t)(p - s) == strlen(col) && !strncmp(s, col, (size_t)(p - s))) ci = i;
+            i++;
+            s = p + 1;
+            if (*p != ',') { line = *p ? p + 1 : p; break; }
+        }
+    }
+    if (ci < 0) return NAN;
+    for (int r = 1; r < row && *line; r++) line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line);
+    for (int k = 0; k < ci && line; k++) {
+        line = strchr(line, ',');
+        if (line) line++;
+    }
+    if (!line || *line == ',' || *line == '\n' || !*line) return NAN;
+    return strtod(line, NULL);
+}
+
+TEST(report_single_run_md_csv) {
+    const char *res = tmp("single.json"), *jl = tmp("single.jsonl");
+    CHECK_EQ_INT(sim_run(8, 120, res, jl), 0);
+    json_t *r = test_load_json(res);
+    CHECK(r != NULL);
+    if (!r) return;
+    char cmd[2048];
+    const char *html = tmp("single.html"), *md = tmp("single.md"), *csv = tmp("single.csv");
+    snprintf(cmd, sizeof cmd, "report %s -o %s --md %s --csv %s --requests %s", res, html, md, csv, jl);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *c = slurp(csv), *m = slurp(md), *h = slurp(html);
+    CHECK(c && m && h);
+    if (c && m && h) {
+        CHECK_EQ_INT(count(c, "\n"), 2);   /* header + one row */
+        CHECK_NEAR(csv_value(c, 1, "load"), 8, 0);
+        CHECK_NEAR(csv_value(c, 1, "completed"), 120, 0);
+        CHECK_NEAR(csv_value(c, 1, "output_throughput"), test_num(r, "output_throughput"), 1e-6 * test_num(r, "output_throughput"));
+        CHECK_NEAR(csv_value(c, 1, "p99_ttft_ms"), test_num(r, "p99_ttft_ms"), 1e-6);
+        CHECK_NEAR(csv_value(c, 1, "p99_tpot_ms"), test_num(r, "p99_tpot_ms"), 1e-6);
+        /* goodput tok/s = good req/s x mean output tokens */
+        CHECK_NEAR(csv_value(c, 1, "goodput_tok_s"),
+                   test_num(r, "request_goodput") * test_num(r, "total_output_tokens") / test_num(r, "completed"), 1e-6);
+        CHECK(!isnan(csv_value(c, 1, "kv_peak_pct")));
+        /* Markdown: the verdict, the row, the command */
+        char want[64], n[32];
+        fmt_num(test_num(r, "output_throughput"), n, sizeof n);
+        snprintf(want, sizeof want, "%s out tok/s", n);
+        CHECK(strstr(m, "**Verdict.** 120 requests at c=8") != NULL);
+        CHECK(strstr(m, want) != NULL);
+        CHECK(strstr(m, "| c=8 |") != NULL);
+        CHECK(strstr(m, "    dsperf sim --quiet --concurrency 8") != NULL);
+        /* HTML: exact nines from 120 samples, the TTFT scatter, the engine's KV line */
+        CHECK(strstr(h, "Exact, from 120 per-request samples") != NULL);
+        CHECK(strstr(h, "TTFT of each request") != NULL);
+        CHECK(strstr(h, "class=\"s m-kv\"") != NULL);
+        /* the Gantt: 120 requests (under its cap of 200), TTFT and decode segments, no failures */
+        CHECK(strstr(h, "id=\"fig-gantt\"") != NULL);
+        CHECK(strstr(h, "120 requests in send order") != NULL);
+        const char *gt = strstr(h, "<path class=\"gantt m-ttft\"");
+        CHECK(gt != NULL);
+        const char *d = gt ? strstr(gt, " d=\"") : NULL;
+        int segs = 0;
+        for (const char *p = d ? d + 4 : ""; *p && *p != '"'; p++) segs += *p == 'M';
+        CHECK_EQ_INT(segs, 120);
+        CHECK_EQ_INT(count(h, "<svg"), count(h, "</svg>"));
+        CHECK(count(h, "<svg") >= 8);
+    }
+    free(c); free(m); free(h);
+    json_decref(r);
+}
+
+/* Everything a document carries is text to the page, never markup. */
+TEST(report_html_injection_safe) {
+    const char *res = tmp("inj.json");
+    CHECK_EQ_INT(sim_run(2, 20, res, NULL), 0);
+    json_t *r = test_load_json(res);
+    if (!r) { CHECK(r != NULL); return; }
+    const char *evil = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'&";
+    json_object_set_new(r, "command_line", json_string(evil));
+    json_object_set_new(json_object_get(r, "config"), "model", json_string(evil));
+    json_t *f = json_pack("[{s:s,s:s,s:f,s:[{s:s,s:f,s:s,s:s}],s:[{s:s,s:s,s:s}]}]", "class", evil, "title", evil,
+                          "confidence", 0.5, "evidence", "text", evil, "value", 1.0, "unit", evil, "source", evil,
+                          "knobs", "knob", evil, "direction", evil, "effect", evil);
+    json_object_set_new(r, "findings", f);
+    json_dump_file(r, res, 0);
+    const char *html = tmp("inj.html"), *md = tmp("inj.md");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "report %s -o %s --md %s --title <b>t</b>", res, html, md);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *h = slurp(html), *m = slurp(md);
+    CHECK(h && m);
+    if (h && m) {
+        CHECK(strcasestr(h, "<script") == NULL);
+        CHECK(strcasestr(h, "<img") == NULL);
+        CHECK(strstr(h, "<b>t</b>") == NULL);
+        CHECK(strstr(h, "&lt;script&gt;alert(1)&lt;/script&gt;") != NULL);
+        CHECK(count(h, "&lt;script&gt;") >= 6);   /* title, command, finding fields */
+        /* the finding is listed, with its confidence, in both formats */
+        CHECK(strstr(h, "confidence 50%") != NULL);
+        CHECK(strstr(m, "1. **&lt;script&gt;") != NULL);
+        CHECK(strstr(m, ", confidence 50%") != NULL);
+        /* Markdown: raw text only inside the indented code block (renderers show code verbatim) */
+        for (const char *p = strcasestr(m, "<script"); p; p = strcasestr(p + 1, "<script")) {
+            const char *bol = p;
+            while (bol > m && bol[-1] != '\n') bol--;
+            CHECK_MSG(!strncmp(bol, "    ", 4), "markup outside a code block: %.40s", bol);
+        }
+    }
+    free(h); free(m);
+    json_decref(r);
+}
+
+/* A sweep document assembled from real sim runs (the sweep command's own output has the same
+ * layout): knee row, saturation chart with the knee rule, one CSV row per level. */
+static const char *make_sweep(void) {
+    static const int loads[] = { 1, 4, 16, 64 };
+    json_t *levels = json_array();
+    for (int i = 0; i < 4; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "lv%d.json", loads[i]);
+        const char *p = tmp(name);
+        if (sim_run(loads[i], 6 * loads[i] + 16, p, NULL) != 0) { json_decref(levels); return NULL; }
+        json_t *r = test_load_json(p);
+        if (!r) { json_decref(levels); return NULL; }
+        json_array_append_new(levels, json_pack("{s:i,s:i,s:b,s:b,s:o}", "load", loads[i], "repeat", 0, "saturated",
+                                                loads[i] == 64, "early_stopped", 0, "results", r));
+    }
+    json_t *knee_r = json_object_get(json_array_get(levels, 2), "results");
+    json_t *doc = json_pack("{s:s,s:s,s:{},s:s,s:o,s:{s:i,s:f,s:s},s:{s:i}}", "schema", "dsperf.sweep/1",
+                            "command_line", "dsperf sweep --concurrency 1,4,16,64", "config", "axis", "concurrency",
+                            "levels", levels, "knee", "load", 16, "output_throughput",
+                            json_number_value(json_object_get(knee_r, "output_throughput")), "method",
+                            "two-segment fit", "max_goodput", "load", 16);
+    /* the analysis parts of a sweep document (src/sweep/sweep_doc.c layout): the fit, the SLO
+     * boundary, a confidence interval; the numbers only have to be drawable here */
+    json_object_set_new(json_object_get(doc, "knee"), "knee_load_fit", json_real(14.2));
+    json_object_set_new(json_object_get(doc, "knee"), "fit",
+                        json_pack("{s:f,s:f,s:f,s:f,s:f}", "break_load", 16.0, "rise_slope", 100.0, "rise_intercept",
+                                  300.0, "tail_slope", 1.0, "tail_intercept", 1900.0));
+    json_object_set_new(json_object_get(doc, "max_goodput"), "slo_boundary_load", json_real(40.5));
+    json_object_set_new(json_object_get(doc, "max_goodput"), "slo_boundary_limited_by", json_string("ttft"));
+    json_object_set_new(doc, "ci", json_pack("{s:[{s:f,s:{s:{s:f,s:f,s:i}}}]}", "levels", "load", 16.0, "metrics",
+                                             "output_throughput", "lo", 1000.0, "hi", 1100.0, "n", 3));
+    json_object_set_new(json_array_get(levels, 0), "kind", json_string("synchronous"));
+    const char *path = tmp("sweep.json");
+    int rc = json_dump_file(doc, path, 0);
+    json_decref(doc);
+    return rc == 0 ? path : NULL;
+}
+
+TEST(report_sweep_html_csv) {
+    const char *sw = make_sweep();
+    CHECK(sw != NULL);
+    if (!sw) return;
+    const char *html = tmp("sweep.html"), *csv = tmp("sweep.csv"), *md = tmp("sweep.md");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "report %s -o %s --csv %s --md %s", sw, html, csv, md);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *h = slurp(html), *c = slurp(csv), *m = slurp(md);
+    json_t *doc = test_load_json(sw);
+    CHECK(h && c && m && doc);
+    if (h && c && m && doc) {
+        CHECK(strstr(h, "id=\"fig-saturation\"") != NULL);
+        CHECK(strstr(h, "id=\"fig-breakdown\"") != NULL);
+        /* 4 levels x (TTFT, decode): sim's closed loop has no client queue, and empty segments are not drawn */
+        CHECK_EQ_INT(count(h, "<rect class=\"bar "), 8);
+        CHECK(strstr(h, "id=\"fig-lvt-ttft\"") != NULL);
+        CHECK(strstr(h, "knee c=16 (fit 14.2)") != NULL);
+        CHECK_EQ_INT(count(h, "<path class=\"s fit\" d=\"M"), 3);   /* rise and tail segments, legend swatch */
+        CHECK(strstr(h, "SLO boundary c=40.5 by ttft") != NULL);
+        CHECK(strstr(h, "95% CI of the mean over 3 repeats: 1000\xe2\x80\x93" "1100 tok/s") != NULL);
+        CHECK(strstr(h, "<td>sync (c=1)") != NULL);
+        CHECK_EQ_INT(count(h, " class=\"knee\"><td>"), 1);
+        CHECK(strstr(h, "<tr id=\"level-2\" class=\"knee\">") != NULL);
+        CHECK(strstr(h, "over-saturated") != NULL);
+        CHECK(strstr(h, "knee at c=16") != NULL);
+        CHECK_EQ_INT(count(c, "\n"), 5);
+        for (int i = 0; i < 4; i++) {
+            const json_t *r = json_object_get(json_array_get(json_object_get(doc, "levels"), (size_t)i), "results");
+            CHECK_NEAR(csv_value(c, i + 1, "output_throughput"), test_num(r, "output_throughput"), 1e-6 * test_num(r, "output_throughput"));
+            CHECK_NEAR(csv_value(c, i + 1, "knee"), i == 2, 0);
+            CHECK_NEAR(csv_value(c, i + 1, "saturated"), i == 3, 0);
+        static const double loads[] = { 1, 4, 16, 64 };
+        CHECK_NEAR(csv_value(c, i + 1, "load"), loads[i], 0);
+        }
+        CHECK(strstr(m, "**\xe2\x96\xb6 c=16 (knee)**") != NULL);
+        /* throughput rises with load in the simulated engine: the verdict names the knee level's tok/s */
+        char n[32], want[96];
+        fmt_num(json_number_value(json_object_get(json_object_get(doc, "knee"), "output_throughput")), n, sizeof n);
+        snprintf(want, sizeof want, "knee at c=16 (%s out tok/s)", n);
+        CHECK(strstr(m, want) != NULL);
+    }
+    free(h); free(c); free(m);
+    json_decref(doc);
+}
+
+/* bench against serve with injected failures: error classes, error-adjusted curves, first message. */
+TEST(report_bench_errors) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 5ms --itl 5ms --seed 3 --fail-rate 0.1") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    const char *res = tmp("bench.json"), *jl = tmp("bench.jsonl"), *html = tmp("bench.html"), *md = tmp("bench.md");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency 4 --requests 120 --dataset random:in=8,out=8 "
+                              "--out %s --save-requests %s", s.url, res, jl);
+    int rc = test_run(cmd, NULL, NULL);
+    test_serve_stop(&s);
+    CHECK(rc == 0 || rc == 1);
+    json_t *r = test_load_json(res);
+    if (!r) { CHECK(r != NULL); return; }
+    double failed = test_num(r, "failed");
+    CHECK(failed > 0);
+    snprintf(cmd, sizeof cmd, "report %s -o %s --md %s --requests %s", res, html, md, jl);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *h = slurp(html), *m = slurp(md);
+    CHECK(h && m);
+    if (h && m) {
+        CHECK(strstr(h, "<td>HTTP 500</td>") != NULL);
+        CHECK(strstr(h, "error-adjusted (failures count as +inf)") != NULL);
+        CHECK(strstr(h, "class=\"rule fail\"") != NULL);
+        CHECK(strstr(h, "client CPU") != NULL);            /* validity badge from "client" */
+        char want[64];
+        snprintf(want, sizeof want, "HTTP 500 %.0f;", failed);
+        CHECK(strstr(m, want) != NULL);
+    }
+    free(h); free(m);
+    json_decref(r);
+}
+
+/* Nothing succeeded: the report still says what happened, with no empty charts. */
+TEST(report_all_failed) {
+    test_server s;
+    if (test_serve_start(&s, "--fail-rate 1") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    const char *res = tmp("fail.json"), *html = tmp("fail.html"), *md = tmp("fail.md");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency 2 --requests 10 --dataset random:in=8,out=8 --out %s",
+             s.url, res);
+    test_run(cmd, NULL, NULL);
+    test_serve_stop(&s);
+    snprintf(cmd, sizeof cmd, "report %s -o %s --md %s", res, html, md);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *h = slurp(html), *m = slurp(md);
+    CHECK(h && m);
+    if (h && m) {
+        CHECK(strstr(m, "**Verdict.** 10 requests at c=2: 0 out tok/s") != NULL);
+        CHECK(strstr(m, "100% errors") != NULL);
+        CHECK(strstr(m, "- c=2: HTTP 500 10;") != NULL);
+        CHECK(strstr(h, "No request completed successfully") != NULL);
+        CHECK(strstr(h, "id=\"fig-nines-") == NULL);
+        CHECK(strstr(h, "<td>HTTP 500</td>") != NULL);
+        CHECK(strstr(h, "<td>http</td>") == NULL);   /* the class total is not listed beside its statuses */
+    }
+    free(h); free(m);
+}
+
+TEST(report_cli_errors) {
+    char *err = NULL;
+    CHECK_EQ_INT(test_run("report", NULL, &err), 2);
+    free(err); err = NULL;
+    CHECK_EQ_INT(test_run("report /nonexistent/x.json -o /dev/null", NULL, &err), 2);
+    CHECK(err && strstr(err, "cannot read") != NULL);
+    free(err); err = NULL;
+    const char *p = tmp("notours.json");
+    FILE *f = fopen(p, "w");
+    if (f) { fputs("{\"schema\":\"other/1\"}", f); fclose(f); }
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "report %s -o %s", p, tmp("x.html"));
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
+    CHECK(err && strstr(err, "not a dsperf results or sweep file") != NULL);
+    free(err); err = NULL;
+    CHECK_EQ_INT(test_run("report --bogus x", NULL, &err), 2);
+    free(err);
+}
+
+/* Telemetry in the layout src/telemetry/README.md documents (a GPU with GPM columns, server
+ * scrape series with a gap): the run view draws each line, the table shows the means/peaks. */
+TEST(report_telemetry_lines) {
+    const char *res = tmp("tel.json");
+    CHECK_EQ_INT(sim_run(4, 40, res, NULL), 0);
+    json_t *r = test_load_json(res);
+    if (!r) { CHECK(r != NULL); return; }
+    json_object_del(r, "engine");   /* the server series must be what the KV line comes from */
+    json_t *tel = json_pack("{s:f,s:[{s:i,s:s,s:{s:[f,f,f,f],s:[f,f,n,f],s:[f,f,f,f],s:[f,f,f,f],s:[f,f,f,f]}}],"
+                            "s:{s:s,s:{s:[f,f,f],s:[f,n,f],s:[i,i,i],s:[i,i,i]}}}",
+                            "interval_s", 0.5, "gpu", "index", 0, "name", "NVIDIA H200", "series",
+                            "t_s", 0.0, 0.5, 1.0, 1.5, "util_gpu_pct", 50.0, 70.0, 90.0, "sm_util_pct", 40.0, 60.0, 80.0, 60.0,
+                            "tensor_util_pct", 10.0, 20.0, 30.0, 20.0, "dram_bw_util_pct", 5.0, 15.0, 25.0, 15.0,
+                            "server", "source", "vllm", "series", "t_s", 0.0, 0.5, 1.0, "kv_usage_pct", 12.0, 33.0,
+                            "running", 4, 4, 4, "waiting", 0, 1, 0);
+    CHECK(tel != NULL);
+    json_object_set_new(r, "telemetry", tel);
+    json_dump_file(r, res, 0);
+    const char *html = tmp("tel.html"), *csv = tmp("tel.csv");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "report %s -o %s --csv %s", res, html, csv);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *h = slurp(html), *c = slurp(csv);
+    CHECK(h && c);
+    if (h && c) {
+        const char *cls[] = { "m-gpu", "m-sm", "m-tensor", "m-dram", "m-kv", "m-running thin", "m-waiting thin" };
+        for (size_t i = 0; i < sizeof cls / sizeof cls[0]; i++) {
+            char want[64];
+            snprintf(want, sizeof want, "<path class=\"s %s\" d=\"M", cls[i]);
+            CHECK_MSG(strstr(h, want) != NULL, "no line %s", cls[i]);
+        }
+        CHECK(strstr(h, "GPU: NVIDIA H200") != NULL);
+        CHECK(strstr(h, "GPU telemetry aligned") != NULL);
+        /* the KV line has a gap at the null: two sub-paths */
+        const char *kv = strstr(h, "<path class=\"s m-kv\" d=\"");
+        int moves = 0;
+        for (const char *p = kv ? kv + strlen("<path class=\"s m-kv\" d=\"") : ""; *p && *p != '"'; p++) moves += *p == 'M';
+        CHECK_EQ_INT(moves, 2);
+        CHECK_NEAR(csv_value(c, 1, "gpu_util_pct"), 70, 1e-9);      /* mean of 50, 70, 90 (null skipped) */
+        CHECK_NEAR(csv_value(c, 1, "dram_bw_util_pct"), 15, 1e-9);
+        CHECK_NEAR(csv_value(c, 1, "kv_peak_pct"), 33, 1e-9);
+    }
+    free(h); free(c);
+    json_decref(r);
+}
+
+/* ---- headless Chromium ---- */
+
+static const char *find_chromium(void) {
+    static const char *const names[] = { "chromium", "chromium-browser", "google-chrome", "google-chrome-stable" };
+    static char found[512];
+    const char *path = getenv("PATH");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *p = path ? path : "/usr/bin:/bin";
+        while (*p) {
+            size_t n = strcspn(p, ":");
+            snprintf(found, sizeof found, "%.*s/%s", (int)n, p, names[i]);
+            if (access(found, X_OK) == 0) return found;
+            p += n;
+            if (*p) p++;
+        }
+    }
+    return NULL;
+}
+
+/* Runs chromium headless with the flags CI uses; `mode` is "--screenshot=FILE" or "--dump-dom". */
+static int chromium(const char *bin, const char *mode, const char *html, const char *out) {
+    char profile[512], cmd[4096];
+    snprintf(profile, sizeof profile, "%s/chrome-profile-%d", harness_tmpdir(), rand());
+    mkdir(profile, 0700);
+    snprintf(cmd, sizeof cmd, "timeout 60 %s --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+                              "--disable-background-networking --disable-component-update --disable-sync --disable-dev-shm-usage "
+                              "--user-data-dir=%s %s --window-size=1280,4000 file://%s > %s 2>/dev/null",
+             bin, profile, mode, html, out);
+    return system(cmd);
+}
+
+/* PNG width/height from the IHDR chunk; 0 when the file is not a PNG. */
+static int png_size(const char *path, unsigned *w, unsigned *h, long *bytes) {
+    FILE *f = fopen(path, "rb");
+    unsigned char hd[24];
+    if (!f) return 0;
+    size_t n = fread(hd, 1, sizeof hd, f);
+    fseek(f, 0, SEEK_END);
+    *bytes = ftell(f);
+    fclose(f);
+    if (n < 24 || memcmp(hd, "\x89PNG\r\n\x1a\n", 8) || memcmp(hd + 12, "IHDR", 4)) return 0;
+    *w = (unsigned)hd[16] << 24 | (unsigned)hd[17] << 16 | (unsigned)hd[18] << 8 | hd[19];
+    *h = (unsigned)hd[20] << 24 | (unsigned)hd[21] << 16 | (unsigned)hd[22] << 8 | hd[23];
+    return 1;
+}
+
+TEST(report_chromium_render) {
+    const char *bin = find_chromium();
+    if (!bin) SKIP("chromium not installed (Debian package 'chromium'): browser rendering not checked");
+    const char *res = tmp("render.json"), *jl = tmp("render.jsonl"), *html = tmp("render.html");
+    CHECK_EQ_INT(sim_run(16, 160, res, jl), 0);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "report %s -o %s --requests %s", res, html, jl);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    /* the page as the browser parsed it: every chart is an <svg> with drawn paths */
+    const char *dom = tmp("render.dom");
+    CHECK_EQ_INT(chromium(bin, "--dump-dom", html, dom), 0);
+    char *d = slurp(dom), *src = slurp(html);
+    CHECK(d && src);
+    if (d && src) {
+        size_t svgs = count(d, "<svg");
+        CHECK(svgs >= 8);
+        CHECK_EQ_INT(svgs, count(src, "<svg"));
+        CHECK(count(d, "<path class=\"s ") >= svgs);
+        CHECK(count(d, "d=\"M") >= svgs);
+        CHECK(count(d, "<circle") >= 100);     /* the TTFT scatter: one per request */
+        CHECK(strstr(d, "id=\"verdict\"") != NULL);
+    }
+    free(d); free(src);
+    /* the screenshot: a real PNG of the window, far from blank (a blank page of the same size
+     * compresses to ~23 kB at 1280x4000; the report's text and charts do not) */
+    const char *png = tmp("render.png"), *blank_html = tmp("blank.html"), *blank_png = tmp("blank.png");
+    FILE *f = fopen(blank_html, "w");
+    if (f) { fputs("<!DOCTYPE html><html><body></body></html>", f); fclose(f); }
+    char shot[600];
+    snprintf(shot, sizeof shot, "--screenshot=%s", png);
+    CHECK_EQ_INT(chromium(bin, shot, html, "/dev/null"), 0);
+    snprintf(shot, sizeof shot, "--screenshot=%s", blank_png);
+    CHECK_EQ_INT(chromium(bin, shot, blank_html, "/dev/null"), 0);
+    unsigned w = 0, h = 0, bw = 0, bh = 0;
+    long bytes = 0, bbytes = 0;
+    CHECK(png_size(png, &w, &h, &bytes));
+    CHECK(png_size(blank_png, &bw, &bh, &bbytes));
+    CHECK_EQ_INT(w, 1280);
+    CHECK_EQ_INT(h, 4000);
+    CHECK_MSG(bytes > 8 * bbytes && bytes > 100000, "screenshot %ld bytes vs blank %ld", bytes, bbytes);
+}
