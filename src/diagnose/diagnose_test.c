@@ -256,6 +256,14 @@ TEST(diagnose_cli) {
     CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
     CHECK(err && strstr(err, "unknown model"));
     free(err);
+    /* --save stores the findings in the file itself, which stays a results document */
+    snprintf(cmd, sizeof cmd, "diagnose %s/cli.json --save", harness_tmpdir());
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "%s/cli.json", harness_tmpdir());
+    json_t *saved = test_load_json(cmd);
+    CHECK(json_is_array(json_object_get(saved, "findings")) && json_is_object(json_object_get(saved, "roofline")));
+    CHECK_STR(json_string_value(json_object_get(saved, "schema")), "dsperf.results/1");
+    json_decref(saved);
     CHECK_EQ_INT(test_run("diagnose /nonexistent.json", NULL, NULL), 2);
     CHECK_EQ_INT(test_run("diagnose", NULL, NULL), 2);
 }
