@@ -37,7 +37,7 @@ static const char usage_text[] =
 "per level (the bench options apply to each level):\n"
 "  --duration T | --requests N   how long each level runs (default 100 requests)\n"
 "  --warmup N              warm-up requests per level, excluded from its statistics\n"
-"  --repeats N             run each level N times (seeds seed..seed+N-1); means and 95%% t intervals\n"
+"  --repeats N             run each level N times (seeds seed..seed+N-1); means and 95% t intervals\n"
 "analysis:\n"
 "  --slo ttft=..,tpot=..,e2el=..   goodput SLOs: max goodput and the SLO boundary load\n"
 "  --slo-percentile P      percentile compared with the SLOs for the boundary (default 99)\n"
