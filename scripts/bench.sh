@@ -51,5 +51,5 @@ f="$OUT/timing-1000.json"
 echo "   ITL p50 error $(field $f "round((d['median_itl_ms']-10)*1000,1)") us, p99 error $(field $f "round((d['p99_itl_ms']-10)*1000,1)") us; TTFT p50 error $(field $f "round((d['median_ttft_ms']-50)*1000,1)") us"
 
 for extra in scripts/bench_tokenizer.sh scripts/bench_sim.sh; do
-  if [ -x "$extra" ]; then echo "== $extra"; "$extra" || echo "bench: $extra failed"; fi
+  if [ -f "$extra" ]; then echo "== $extra"; sh "$extra" || echo "bench: $extra failed"; fi
 done

@@ -310,5 +310,16 @@ TEST(bench_tokenizer_exact_input_lengths) {
     json_t *cfg = json_object_get(r, "config");
     CHECK_STR(json_string_value(json_object_get(cfg, "length_unit")), "tokens");
     CHECK_STR(json_string_value(json_object_get(cfg, "token_counter")), "tokenizer");
+    CHECK_STR(json_string_value(json_object_get(r, "output_tokens_source")), "server_usage");
+    json_decref(r);
+    /* without usage from the server, the tokenizer counts the generated text, and says so */
+    if (test_serve_start(&s, "--ttft 5ms --itl 1ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    snprintf(args, sizeof args, "--concurrency 2 --requests 4 --dataset random:in=20,out=8 --no-usage --tokenizer %s", tok);
+    r = bench_json(&s, args, NULL);
+    test_serve_stop(&s);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK_STR(json_string_value(json_object_get(r, "output_tokens_source")), "client_tokenizer");
+    CHECK(test_num(r, "total_output_tokens") >= 32);
     json_decref(r);
 }

@@ -49,6 +49,28 @@ static int32_t count_tokens(void *ctx, const char *text, size_t len) {
     return n == (size_t)-1 ? 0 : (int32_t)n;
 }
 
+/* Says where the output token counts came from: the server's usage (preferred), the client's
+ * counter over the generated text (tokenizer or words), or nothing but the chunk count. */
+static void add_token_sources(json_t *res, const recset *recs, const char *counter) {
+    size_t usage = 0, client = 0, chunks = 0;
+    for (size_t i = 0; i < recs->n; i++) {
+        const record *r = &recs->v[i];
+        if (r->warmup || r->outcome != REC_OK) continue;
+        if (r->out_tokens_server >= 0) usage++;
+        else if (r->out_tokens_client >= 0) client++;
+        else chunks++;
+    }
+    const char *src = usage && !client && !chunks ? "server_usage"
+                    : client && !usage && !chunks ? (counter && !strcmp(counter, "tokenizer") ? "client_tokenizer" : "client_words")
+                    : chunks && !usage && !client ? "chunk_count" : (usage + client + chunks ? "mixed" : "none");
+    json_object_set_new(res, "output_tokens_source", json_string(src));
+    json_t *n = json_object();
+    json_object_set_new(n, "server_usage", json_integer((json_int_t)usage));
+    json_object_set_new(n, "client_counter", json_integer((json_int_t)client));
+    json_object_set_new(n, "chunk_count", json_integer((json_int_t)chunks));
+    json_object_set_new(res, "output_tokens_sources", n);
+}
+
 int bench_prepare(bench_opts *b, dataset **ds, char **model) {
     char err[1024];
     *model = NULL;
@@ -113,6 +135,7 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
     out->interrupted = lo.interrupted;
     if (!out->results) { snprintf(err, errlen, "out of memory while computing the summary"); return -1; }
     add_client_cost(out->results, recs, lo.end_ns - lo.start_ns);
+    add_token_sources(out->results, recs, b->client.counter.name);
     if (tel) {
         telemetry_stop(tel);
         double out_tokens = json_number_value(json_object_get(out->results, "total_output_tokens"));
