@@ -502,7 +502,8 @@ static void errors_section(rbuf *b, const rep_model *m, const report_opts *o) {
         rb_esc(b, ll);
         rb_puts(b, "</th>");
     }
-    rb_puts(b, "<th class=\"l\">first message</th></tr></thead><tbody>");
+    const report_requests *rq = o->requests;
+    rb_puts(b, rq ? "<th class=\"l\">first message</th></tr></thead><tbody>" : "</tr></thead><tbody>");
     for (size_t c = 0; c < nc; c++) {
         bool http = classes[c][0] >= '0' && classes[c][0] <= '9';
         rb_puts(b, "<tr><td>");
@@ -516,9 +517,9 @@ static void errors_section(rbuf *b, const rep_model *m, const report_opts *o) {
             fmt_num(json_is_number(v) ? json_number_value(v) : 0, t, sizeof t);
             rb_printf(b, "<td>%s</td>", t);
         }
+        if (!rq) { rb_puts(b, "</tr>"); continue; }
         rb_puts(b, "<td class=\"l\">");
-        const report_requests *rq = o->requests;
-        for (size_t k = 0; rq && k < rq->n_error_classes; k++)
+        for (size_t k = 0; k < rq->n_error_classes; k++)
             if (!strcmp(rq->first_error_class[k], http ? "http" : classes[c])) {
                 rb_puts(b, "<code>");
                 char cut[241];
@@ -529,7 +530,9 @@ static void errors_section(rbuf *b, const rep_model *m, const report_opts *o) {
             }
         rb_puts(b, "</td></tr>");
     }
-    rb_puts(b, "</tbody></table></div></section>");
+    rb_puts(b, "</tbody></table></div><div class=\"grid2\" style=\"margin-top:12px\">");
+    charts_errors(b, m);
+    rb_puts(b, "</div></section>");
 }
 
 /* ---- workload ---- */

@@ -439,6 +439,47 @@ TEST(report_all_failed) {
     free(h); free(m);
 }
 
+/* A sweep whose levels failed in two ways: the errors chart stacks the classes per level. */
+TEST(report_sweep_errors_chart) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 2ms --itl 1ms --seed 5 --fail-rate 0.2 --status-429-rate 0.1") != 0) {
+        CHECK_MSG(0, "serve did not start");
+        return;
+    }
+    json_t *levels = json_array();
+    static const int loads[] = { 2, 8 };
+    for (int i = 0; i < 2; i++) {
+        char name[32], cmd[1024];
+        snprintf(name, sizeof name, "err%d.json", loads[i]);
+        const char *p = tmp(name);
+        snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency %d --requests 60 --dataset random:in=8,out=4 --out %s",
+                 s.url, loads[i], p);
+        test_run(cmd, NULL, NULL);
+        json_t *r = test_load_json(p);
+        if (r) json_array_append_new(levels, json_pack("{s:i,s:i,s:o}", "load", loads[i], "repeat", 0, "results", r));
+    }
+    test_serve_stop(&s);
+    CHECK_EQ_INT(json_array_size(levels), 2);
+    json_t *doc = json_pack("{s:s,s:s,s:o,s:n,s:n}", "schema", "dsperf.sweep/1", "axis", "concurrency", "levels", levels,
+                            "knee", "max_goodput");
+    const char *sw = tmp("errsweep.json"), *html = tmp("errsweep.html");
+    json_dump_file(doc, sw, 0);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "report %s -o %s", sw, html);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *h = slurp(html);
+    CHECK(h != NULL);
+    if (h) {
+        CHECK(strstr(h, "id=\"fig-errors\"") != NULL);
+        CHECK(strstr(h, "HTTP 500") != NULL && strstr(h, "HTTP 429") != NULL);
+        /* one bar segment per (level, class) that failed: both classes at both levels with 60 requests */
+        CHECK_EQ_INT(count(h, "<rect class=\"bar e"), 4);
+        CHECK(strstr(h, "no knee found") != NULL);
+    }
+    free(h);
+    json_decref(doc);
+}
+
 TEST(report_cli_errors) {
     char *err = NULL;
     CHECK_EQ_INT(test_run("report", NULL, &err), 2);
