@@ -85,6 +85,13 @@ int bench_prepare(bench_opts *b, dataset **ds, char **model) {
 
 int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, bool progress,
                    recset *recs, bench_result *out, char *err, size_t errlen) {
+    int rc = bench_run_once_hook(b, ds, stop, progress ? show_progress : NULL, NULL, recs, out, err, errlen);
+    if (progress) fprintf(stderr, "\r\033[K");
+    return rc;
+}
+
+int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, load_progress_fn progress,
+                        void *ctx, recset *recs, bench_result *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     telemetry *tel = NULL;
     if (b->telemetry_on) {
@@ -93,11 +100,10 @@ int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop
         if (!tel) return -1;
     }
     load_outcome lo;
-    if (load_run(&b->plan, &b->client, ds, recs, stop, progress ? show_progress : NULL, NULL, &lo, err, errlen) < 0) {
+    if (load_run(&b->plan, &b->client, ds, recs, stop, progress, ctx, &lo, err, errlen) < 0) {
         telemetry_free(tel);
         return -1;
     }
-    if (progress) fprintf(stderr, "\r\033[K");
     results_meta meta = {
         .producer = "bench", .command_line = b->command_line, .config = bench_opts_config_json(b, ds),
         .partial = lo.interrupted, .partial_reason = lo.interrupted ? "interrupted (SIGINT/SIGTERM): results cover what finished before the stop" : NULL,

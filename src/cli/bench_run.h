@@ -19,6 +19,10 @@ typedef struct {
  * Returns 0, or -1 with err when the client could not be set up. */
 int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, bool progress,
                    recset *recs, bench_result *out, char *err, size_t errlen);
+/* Same, with the caller's progress callback (called every plan.progress_interval_ns with the
+ * runner's counters; it may raise *stop to end the run early) instead of the live line. */
+int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, load_progress_fn progress,
+                        void *ctx, recset *recs, bench_result *out, char *err, size_t errlen);
 /* Raises RLIMIT_NOFILE to the hard limit (thousands of streams need thousands of descriptors). */
 void bench_raise_fd_limit(void);
 #endif

@@ -57,7 +57,7 @@ int cmd_plan(int argc, char **argv) {
     for (size_t i = 0; i < n_keys; i++) opts[n_own + i] = (struct option){keys[i], required_argument, 0, OPT_SIM + (int)i};
     plan_inputs in;
     plan_default_inputs(&in);
-    int list = 0, json = 0, rc = EXIT_OK, c, idx;
+    int list = 0, json = 0, rc = EXIT_OK, c, idx = 0;
     char err[512];
     long long v;
     int64_t ns;
@@ -90,7 +90,7 @@ int cmd_plan(int argc, char **argv) {
             }
         }
         if (bad) {
-            log_error("plan: bad value '%s' for %s", optarg, argv[optind - 1]);
+            log_error("plan: bad value '%s' for --%s; see dsperf plan --help", optarg, opts[idx].name);
             free(opts);
             return EXIT_USAGE;
         }

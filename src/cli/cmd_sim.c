@@ -25,24 +25,31 @@ static void usage(FILE *f) {
         "the same metrics and results JSON as `dsperf bench`, plus engine series (running, waiting,\n"
         "KV usage, preemptions, step time, batch tokens).\n\n"
         "Load:\n"
-        "  --dataset SPEC             random:in=N,out=M[,range=F] (lengths; default random:in=1024,out=128)\n"
+        "  --dataset SPEC             random:in=N,out=M[,range=F] (default random:in=1024,out=128; the same\n"
+        "                             lengths bench draws for the seed without a tokenizer), jsonl:FILE,\n"
+        "                             sharegpt:FILE or prefix:... (lengths in words; no prefix caching yet)\n"
+        "  --output-len N             max_tokens for jsonl items without one (128)\n"
         "  --rate R/s | inf           open-loop arrival rate (inf: all at once)\n"
-        "  --arrival KIND             poisson (default), gamma:K, constant\n"
+        "  --arrival KIND             poisson (default), gamma:K, constant, or trace (the jsonl timestamps)\n"
+        "  --max-concurrency N        open loop: cap in-flight requests; the excess waits in a measured\n"
+        "                             client queue\n"
         "  --concurrency N            closed loop: N users instead of --rate\n"
-        "  --requests N               requests to simulate (1000)\n"
+        "  --think DUR                closed loop: pause between a user's requests (0)\n"
+        "  --requests N               measured requests (1000; a jsonl file: each line once)\n"
         "  --duration DUR             open loop: requests = rate x duration\n"
-        "  --warmup N                 first N requests excluded from statistics\n"
+        "  --warmup N                 extra requests first, excluded from statistics (0)\n"
         "  --seed S                   seed for arrivals and lengths (1)\n"
         "Output:\n"
         "  --out FILE                 results JSON (schema dsperf.results/1, producer \"sim\")\n"
-        "  --requests-out FILE        per-request JSONL\n"
+        "  --save-requests FILE       per-request JSONL (as bench; also --requests-out)\n"
         "  --percentiles LIST         (50,90,95,99,99.9)\n"
-        "  --slo-ttft DUR, --slo-tpot DUR, --slo-e2el DUR   goodput SLOs\n"
+        "  --slo ttft=200ms,tpot=50ms,e2el=10s   goodput SLOs, any subset (as bench)\n"
         "  --quiet                    no summary on stdout\n"
         "Calibration:\n"
-        "  --calibrate FILE           fit efficiency factors and step overhead to a measured results\n"
-        "                             JSON (with --requests-jsonl FILE of the same run for per-request\n"
-        "                             fits); writes the profile to --profile-out (default profile.json)\n"
+        "  --calibrate FILE           fit bw_eff, step overhead and compute_eff to a measured run: its\n"
+        "                             per-request JSONL (bench --save-requests), or its results JSON\n"
+        "                             (coarser: bw_eff only); the flags above/below give the setup;\n"
+        "                             writes the profile to --profile-out (default profile.json)\n"
         "  --requests-jsonl FILE      per-request JSONL of the run being calibrated against\n"
         "  --profile-out FILE\n"
         "Engine and hardware:\n%s\n"
@@ -50,42 +57,9 @@ static void usage(FILE *f) {
         "  dsperf sim --model deepseek-v2-lite --gpu h200 --tp 1 --dataset random:in=1024,out=128 \\\n"
         "             --rate 20/s --requests 5000 --out results.json\n"
         "  dsperf sim --model deepseek-v3 --gpu h200 --tp 8 --kv-dtype fp8 --concurrency 256 --requests 2000\n"
-        "  dsperf sim --calibrate measured.json --requests-jsonl measured.requests.jsonl --profile-out h200.json\n"
+        "  dsperf sim --calibrate measured.requests.jsonl --model deepseek-v2-lite --gpu h200 --profile-out h200.json\n"
         "  dsperf sim --profile h200.json --rate 30/s\n",
         sim_params_help());
-}
-
-/* "random:in=1024,out=128,range=0.1" — lengths only: the simulator needs no prompt text, which
- * keeps 100k-request runs cheap. */
-static int parse_random(const char *spec, int *in, int *out, double *range) {
-    if (strncmp(spec, "random", 6)) return -1;
-    const char *s = spec + 6;
-    *in = 1024;
-    *out = 128;
-    *range = 0;
-    if (!*s) return 0;
-    if (*s++ != ':') return -1;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        if (!eq) return -1;
-        *eq = 0;
-        long long v;
-        double d;
-        if (!strcmp(tok, "in") && !units_parse_int(eq + 1, 1, 1 << 24, &v)) *in = (int)v;
-        else if (!strcmp(tok, "out") && !units_parse_int(eq + 1, 1, 1 << 24, &v)) *out = (int)v;
-        else if (!strcmp(tok, "range") && !units_parse_double(eq + 1, &d) && d >= 0 && d < 1) *range = d;
-        else return -1;
-    }
-    return 0;
-}
-
-static int32_t draw_len(rng *g, int base, double range) {
-    if (range <= 0) return base;
-    int lo = (int)floor(base * (1 - range)), hi = (int)ceil(base * (1 + range));
-    if (lo < 1) lo = 1;
-    return lo + (int32_t)rng_below(g, (uint64_t)(hi - lo + 1));
 }
 
 static json_t *engine_section(engine *e, const sim_params *p, const sim_series *ser) {
@@ -103,26 +77,59 @@ static json_t *engine_section(engine *e, const sim_params *p, const sim_series *
     json_object_set_new(o, "factors", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f}", "bw_eff", p->factors.bw_eff,
         "compute_eff", p->factors.compute_eff, "link_eff", p->factors.link_eff, "step_overhead_s",
         p->factors.step_overhead_s, "comm_latency_s", p->factors.comm_latency_s, "expert_skew", p->factors.expert_skew));
+    /* sampled gauges in a few numbers, for diagnosis at a glance */
+    double kv_max = 0, run_sum = 0;
+    long long wait_max = 0, run_max = 0;
+    for (size_t i = 0; i < ser->n; i++) {
+        if (ser->kv_usage[i] > kv_max) kv_max = ser->kv_usage[i];
+        if (ser->waiting[i] > wait_max) wait_max = ser->waiting[i];
+        if (ser->running[i] > run_max) run_max = ser->running[i];
+        run_sum += ser->running[i];
+    }
+    json_object_set_new(o, "kv_usage_max", json_real(kv_max));
+    json_object_set_new(o, "waiting_max", json_integer(wait_max));
+    json_object_set_new(o, "running_max", json_integer(run_max));
+    json_object_set_new(o, "running_mean", json_real(ser->n ? run_sum / ser->n : 0));
+    json_object_set_new(o, "max_num_seqs", json_integer(p->max_num_seqs));
     json_object_set_new(o, "series", sim_series_json(ser));
     return o;
 }
 
-static json_t *config_section(const sim_params *p, const char *dataset, double rate, const char *arrival_spec,
-                              int concurrency, size_t n, uint64_t seed) {
-    json_t *t = json_pack("{s:s,s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b}", "engine", "sim",
-        "model", p->model_config[0] ? p->model_config : p->model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep,
-        "weight_dtype", p->weight_dtype, "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs,
-        "max_num_batched_tokens", p->max_num_batched_tokens, "block_size", p->block_size,
-        "gpu_memory_utilization", p->gpu_memory_utilization, "chunked_prefill", p->chunked_prefill);
-    json_t *load = json_object();
-    if (concurrency > 0) json_object_set_new(load, "concurrency", json_integer(concurrency));
+/* The same flat keys as bench's config (so compare and report read both), plus "sim": the engine
+ * settings. */
+typedef struct {
+    const char *dataset, *arrival;
+    double rate;
+    int concurrency, max_concurrency;
+    size_t requests, warmup;
+    int64_t think_ns;
+    uint64_t seed;
+} load_desc;
+
+static json_t *config_section(const sim_params *p, const load_desc *l) {
+    json_t *c = json_object();
+    const char *model = p->model_config[0] ? p->model_config : p->model;
+    json_object_set_new(c, "url", json_string("sim"));
+    json_object_set_new(c, "model", json_string(model));
+    json_object_set_new(c, "load", json_string(l->concurrency ? "closed" : "open"));
+    if (l->concurrency) json_object_set_new(c, "concurrency", json_integer(l->concurrency));
     else {
-        json_object_set_new(load, "rate_per_s", isinf(rate) ? json_string("inf") : json_real(rate));
-        json_object_set_new(load, "arrival", json_string(arrival_spec));
+        json_object_set_new(c, "rate_per_s", isinf(l->rate) || l->rate <= 0 ? json_null() : json_real(l->rate));
+        json_object_set_new(c, "arrival", json_string(isinf(l->rate) ? "all-at-once" : l->arrival));
+        json_object_set_new(c, "max_concurrency", l->max_concurrency ? json_integer(l->max_concurrency) : json_null());
     }
-    json_object_set_new(load, "requests", json_integer((json_int_t)n));
-    json_object_set_new(load, "seed", json_integer((json_int_t)seed));
-    return json_pack("{s:s,s:o,s:s,s:o}", "target", "sim", "sim", t, "dataset", dataset, "load", load);
+    json_object_set_new(c, "requests", json_integer((json_int_t)(l->requests - l->warmup)));
+    json_object_set_new(c, "warmup", json_integer((json_int_t)l->warmup));
+    json_object_set_new(c, "think_s", json_real(l->think_ns / 1e9));
+    json_object_set_new(c, "seed", json_integer((json_int_t)l->seed));
+    json_object_set_new(c, "dataset", json_string(l->dataset));
+    json_object_set_new(c, "ignore_eos", json_true());
+    json_object_set_new(c, "sim", json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b,s:s}",
+        "model", model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep, "weight_dtype", p->weight_dtype,
+        "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens", p->max_num_batched_tokens,
+        "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
+        "chunked_prefill", p->chunked_prefill, "scheduling_policy", p->priority_scheduling ? "priority" : "fcfs"));
+    return c;
 }
 
 static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_ns) {
@@ -142,8 +149,25 @@ static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_n
     fprintf(f, "%s\n", "==================================================");
 }
 
+/* "ttft=200ms,tpot=50ms,e2el=10s", any subset. 0 ok, -1 malformed. */
+static int parse_slo(summary_opts *o, const char *spec) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        int64_t ns;
+        if (!eq || units_parse_duration_ns(eq + 1, &ns) < 0 || ns <= 0) return -1;
+        *eq = 0;
+        if (!strcmp(tok, "ttft")) o->slo_ttft_ms = ns / 1e6;
+        else if (!strcmp(tok, "tpot")) o->slo_tpot_ms = ns / 1e6;
+        else if (!strcmp(tok, "e2el")) o->slo_e2el_ms = ns / 1e6;
+        else return -1;
+    }
+    return 0;
+}
+
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
-       O_PCT, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP,
+       O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP,
        O_SIM = 2000 };
 
 int cmd_sim(int argc, char **argv) {
@@ -158,7 +182,9 @@ int cmd_sim(int argc, char **argv) {
         {"slo-tpot", required_argument, 0, O_SLO_TPOT}, {"slo-e2el", required_argument, 0, O_SLO_E2EL},
         {"quiet", no_argument, 0, O_QUIET}, {"calibrate", required_argument, 0, O_CALIBRATE},
         {"requests-jsonl", required_argument, 0, O_REQ_JSONL}, {"profile-out", required_argument, 0, O_PROFILE_OUT},
-        {"help", no_argument, 0, O_HELP},
+        {"output-len", required_argument, 0, O_OUTPUT_LEN}, {"max-concurrency", required_argument, 0, O_MAXCONC},
+        {"think", required_argument, 0, O_THINK}, {"slo", required_argument, 0, O_SLO},
+        {"save-requests", required_argument, 0, O_REQ_OUT}, {"help", no_argument, 0, O_HELP},
     };
     const size_t n_own = sizeof own / sizeof own[0];
     const char *const *keys = sim_params_keys();
@@ -176,9 +202,10 @@ int cmd_sim(int argc, char **argv) {
     const char *dataset = "random:in=1024,out=128", *arrival_spec = "poisson", *out_path = NULL, *req_out = NULL;
     const char *calibrate = NULL, *req_jsonl = NULL, *profile_out = "profile.json";
     double rate = 0;
-    long long concurrency = 0, n_req = 1000, warmup = 0, seed = 1;
+    long long concurrency = 0, n_req = 1000, warmup = 0, seed = 1, output_len = 128, max_conc = 0;
+    int64_t think_ns = 0;
     int64_t duration_ns = 0, ns;
-    int quiet = 0, c, idx, n_req_given = 0, rc = EXIT_USAGE;
+    int quiet = 0, c, idx = 0, n_req_given = 0, rc = EXIT_USAGE;
     char err[512];
     optind = 1;
     opterr = 0;
@@ -200,6 +227,10 @@ int cmd_sim(int argc, char **argv) {
         case O_OUT: out_path = optarg; break;
         case O_REQ_OUT: req_out = optarg; break;
         case O_PCT: bad = summary_parse_percentiles(&so, optarg); break;
+        case O_OUTPUT_LEN: bad = units_parse_int(optarg, 1, 1 << 24, &output_len); break;
+        case O_MAXCONC: bad = units_parse_int(optarg, 1, 1 << 24, &max_conc); break;
+        case O_THINK: bad = units_parse_duration_ns(optarg, &think_ns); break;
+        case O_SLO: bad = parse_slo(&so, optarg); break;
         case O_SLO_TTFT: bad = units_parse_duration_ns(optarg, &ns); so.slo_ttft_ms = ns / 1e6; break;
         case O_SLO_TPOT: bad = units_parse_duration_ns(optarg, &ns); so.slo_tpot_ms = ns / 1e6; break;
         case O_SLO_E2EL: bad = units_parse_duration_ns(optarg, &ns); so.slo_e2el_ms = ns / 1e6; break;
@@ -217,7 +248,7 @@ int cmd_sim(int argc, char **argv) {
         }
         }
         if (bad) {
-            log_error("sim: bad value '%s' for %s; see dsperf sim --help", optarg, argv[optind - 1]);
+            log_error("sim: bad value '%s' for --%s; see dsperf sim --help", optarg, opts[idx].name);
             free(opts);
             return EXIT_USAGE;
         }
@@ -240,37 +271,59 @@ int cmd_sim(int argc, char **argv) {
         if (!quiet) sim_calibration_print(stdout, &cal, profile_out);
         return EXIT_OK;
     }
-    if (concurrency > 0 && rate > 0) {
-        log_error("sim: give --rate (open loop) or --concurrency (closed loop), not both");
+    int replay = !strcmp(arrival_spec, "trace");
+    if (concurrency > 0 && (rate > 0 || replay)) {
+        log_error("sim: give --rate/--arrival trace (open loop) or --concurrency (closed loop), not both");
         return EXIT_USAGE;
     }
-    if (concurrency == 0 && rate == 0) {
-        log_error("sim: give --rate R/s (open loop) or --concurrency N (closed loop)");
+    if (concurrency == 0 && rate == 0 && !replay) {
+        log_error("sim: give --rate R/s (open loop), --concurrency N (closed loop) or --arrival trace");
         return EXIT_USAGE;
     }
     if (duration_ns > 0) {
-        if (concurrency > 0 || isinf(rate)) { log_error("sim: --duration needs a finite --rate"); return EXIT_USAGE; }
+        if (concurrency > 0 || replay || isinf(rate)) { log_error("sim: --duration needs a finite --rate"); return EXIT_USAGE; }
         if (!n_req_given) n_req = (long long)ceil(rate * duration_ns / 1e9);
     }
-    int in_len, out_len;
-    double range;
-    if (parse_random(dataset, &in_len, &out_len, &range) < 0) {
-        log_error("sim: --dataset '%s': expected random:in=N,out=M[,range=F] with 0 <= F < 1", dataset);
+    arrival arr;
+    if (!replay && concurrency == 0 && !isinf(rate) && arrival_parse(arrival_spec, rate, &arr) < 0) {
+        log_error("sim: --arrival '%s': expected poisson, gamma:K, constant or trace", arrival_spec);
         return EXIT_USAGE;
     }
-    arrival arr;
-    if (concurrency == 0 && !isinf(rate) && arrival_parse(arrival_spec, rate, &arr) < 0) {
-        log_error("sim: --arrival '%s': expected poisson, gamma:K or constant", arrival_spec);
+    /* as bench: warm-up requests come first and add to --requests */
+    size_t n = (size_t)(n_req + warmup);
+    if (!n_req_given && strncmp(dataset, "random", 6)) n = 0;   /* a file: every line once */
+    int64_t *times = NULL, *stamps = NULL;
+    int32_t *ins = NULL, *outs = NULL;
+    if (sim_workload_lengths(dataset, &n, (uint64_t)seed, (int32_t)output_len, &ins, &outs, &stamps, err, sizeof err) < 0) {
+        log_error("sim: --dataset: %s", err);
         return EXIT_USAGE;
+    }
+    if (replay && !stamps) {
+        log_error("sim: --arrival trace needs a dataset with a \"timestamp\" on every line (jsonl:FILE)");
+        free(ins); free(outs);
+        return EXIT_USAGE;
+    }
+    if (replay) {
+        /* bench's trace pacing: the gap between consecutive items, 0 when time goes back (or the
+         * file wraps around) */
+        times = stamps;
+        int64_t t = 0, prev = stamps[0];
+        times[0] = 0;
+        for (size_t i = 1; i < n; i++) {
+            int64_t cur = stamps[i];
+            t += cur > prev ? cur - prev : 0;
+            prev = cur;
+            times[i] = t;
+        }
+    } else {
+        free(stamps);
     }
     engine *e = engine_sim_create(&p, err, sizeof err);
     if (!e) {
         log_error("sim: %s", err);
+        free(ins); free(outs); free(times);
         return EXIT_USAGE;
     }
-    size_t n = (size_t)n_req;
-    int64_t *times = NULL;
-    int32_t *ins = malloc(sizeof(int32_t) * n), *outs = malloc(sizeof(int32_t) * n);
     recset recs;
     recset_init(&recs);
     sim_series ser;
@@ -279,38 +332,45 @@ int cmd_sim(int argc, char **argv) {
     char *cmdline = NULL;
     rng g;
     rng_seed(&g, (uint64_t)seed);
-    if (!ins || !outs) goto oom;
-    if (concurrency == 0) {
+    if (concurrency == 0 && !replay) {
         if (!(times = calloc(n, sizeof *times))) goto oom;
         if (!isinf(rate)) arrival_schedule(&arr, &g, 0, times, n);
     }
-    rng lg;
-    rng_seed(&lg, (uint64_t)seed ^ 0x5eed1e57ull);
-    for (size_t i = 0; i < n; i++) {
-        ins[i] = draw_len(&lg, in_len, range);
-        outs[i] = draw_len(&lg, out_len, range);
+    if (max_conc > 0 && concurrency > 0) {
+        log_error("sim: --max-concurrency caps an open loop; with --concurrency the users are the cap");
+        rc = EXIT_USAGE;
+        goto done;
     }
-    sim_workload w = {.n = n, .arrival_ns = times, .concurrency = (int)concurrency, .in_tokens = ins,
-                      .max_tokens = outs, .warmup = (size_t)warmup};
+    sim_workload w = {.n = n, .arrival_ns = times, .concurrency = (int)concurrency, .think_ns = think_ns,
+                      .max_concurrency = (int)max_conc, .in_tokens = ins, .max_tokens = outs, .warmup = (size_t)warmup};
+    so.max_concurrency = (int)max_conc;
     if (sim_run(e, &w, &recs, &ser, err, sizeof err) < 0) {
         log_error("sim: %s", err);
         rc = EXIT_RUN_FAILED;
         goto done;
     }
-    if (concurrency == 0 && !isinf(rate)) {
-        so.intended_rate_per_s = rate;
-        so.planned_duration_ns = times[n - 1];
-    }
+    if (concurrency == 0 && !isinf(rate) && !replay) so.intended_rate_per_s = rate;
+    if (times && n) so.planned_duration_ns = times[n - 1];
     {
         char *args = cli_join_argv(argc, argv);   /* argv[0] is "sim" */
         if (!args || asprintf(&cmdline, "dsperf %s", args) < 0) cmdline = NULL;
         free(args);
     }
-    cfg = config_section(&p, dataset, rate, arrival_spec, (int)concurrency, n, (uint64_t)seed);
+    load_desc ld = {.dataset = dataset, .arrival = replay ? "trace" : arrival_spec, .rate = rate,
+                    .concurrency = (int)concurrency, .max_concurrency = (int)max_conc, .requests = n,
+                    .warmup = (size_t)warmup, .think_ns = think_ns, .seed = (uint64_t)seed};
+    cfg = config_section(&p, &ld);
     results_meta meta = {.producer = "sim", .command_line = cmdline, .config = cfg};
     doc = results_build(&recs, &so, &meta);
     if (!doc) goto oom;
     json_object_set_new(doc, "engine", engine_section(e, &p, &ser));
+    json_t *tel = json_object_get(doc, "telemetry");
+    if (!json_is_object(tel)) {
+        tel = json_object();
+        json_object_set_new(tel, "interval_s", json_real(ser.interval_ns / 1e9));
+        json_object_set_new(doc, "telemetry", tel);
+    }
+    json_object_set_new(tel, "server", sim_series_server_json(&ser));
     rc = EXIT_OK;
     if (out_path && results_write_json(out_path, doc, err, sizeof err) < 0) {
         log_error("sim: %s", err);

@@ -15,18 +15,23 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: dsperf tokenize --tokenizer PATH [--ids|--count|--decode] [--bos] [TEXT|-]\n\n"
+            "usage: dsperf tokenize --tokenizer PATH [--ids|--count|--decode] [--bos] [--chat] [TEXT|-]\n\n"
             "Encodes TEXT (or standard input when TEXT is '-' or absent) with a Hugging Face tokenizer.json\n"
             "or the vocabulary of a GGUF file, identically to Hugging Face tokenizers.\n\n"
-            "  --tokenizer PATH  tokenizer.json (tokenizer_config.json beside it is read too) or .gguf\n"
+            "  --tokenizer PATH  tokenizer.json (tokenizer_config.json beside it is read too), a model\n"
+            "                    directory holding them, or a .gguf file\n"
             "  --ids             print the token ids, space-separated (default)\n"
             "  --count           print the number of tokens\n"
             "  --decode          read ids (space/comma separated) and print the text\n"
-            "  --bos             prepend the BOS token (the servers do when the model asks for it)\n\n"
+            "  --bos             prepend the BOS token (the servers do when the model asks for it)\n"
+            "  --chat            TEXT is a JSON array of {\"role\", \"content\"} messages: encode the prompt the\n"
+            "                    server renders with the model's chat template (DeepSeek-V3/R1 family)\n"
+            "  --render          with --chat: print the rendered prompt text instead\n\n"
             "examples:\n"
             "  dsperf tokenize --tokenizer deepseek-v3/tokenizer.json 'Hello world'\n"
             "  dsperf tokenize --tokenizer ggml-vocab-deepseek-llm.gguf --count - < prompt.txt\n"
-            "  dsperf tokenize --tokenizer tokenizer.json --decode '19923 2058'\n");
+            "  dsperf tokenize --tokenizer tokenizer.json --decode '19923 2058'\n"
+            "  dsperf tokenize --tokenizer tokenizer.json --chat --count '[{\"role\":\"user\",\"content\":\"Hi\"}]'\n");
 }
 
 static int read_stdin(char **out, size_t *len) {
@@ -85,6 +90,38 @@ static long rss_kb(const char *field) {
         if (!strncmp(line, field, fl)) v = strtol(line + fl + 1, NULL, 10);
     if (f) fclose(f);
     return v;
+}
+
+/* --chat: renders the messages (JSON array of {role, content}) into *text with the chat template. */
+static int chat_text(const tokenizer *t, const char *json, char **text, size_t *len) {
+    json_error_t je;
+    json_t *arr = json_loads(json, 0, &je);
+    if (!json_is_array(arr)) {
+        log_error("tokenize: --chat expects a JSON array of {\"role\", \"content\"} messages (%s)", arr ? "not an array" : je.text);
+        json_decref(arr);
+        return EXIT_USAGE;
+    }
+    size_t n = json_array_size(arr);
+    const char **roles = calloc(n + 1, sizeof *roles), **contents = calloc(n + 1, sizeof *contents);
+    int rc = roles && contents ? EXIT_OK : EXIT_RUN_FAILED;
+    for (size_t i = 0; i < n && rc == EXIT_OK; i++) {
+        json_t *m = json_array_get(arr, i);
+        roles[i] = json_string_value(json_object_get(m, "role"));
+        contents[i] = json_string_value(json_object_get(m, "content"));
+        if (!roles[i] || !contents[i]) {
+            log_error("tokenize: --chat message %zu needs string \"role\" and \"content\"", i);
+            rc = EXIT_USAGE;
+        }
+    }
+    if (rc == EXIT_OK) {
+        int r = tokenizer_chat_render(t, roles, contents, n, text, len);
+        if (r == -2) { log_error("tokenize: this tokenizer has no chat template dsperf can render (DeepSeek-V3/R1 family)"); rc = EXIT_USAGE; }
+        else if (r) { log_error("tokenize: rendering the chat prompt failed"); rc = EXIT_RUN_FAILED; }
+    }
+    free(roles);
+    free(contents);
+    json_decref(arr);
+    return rc;
 }
 
 /* Hidden: each line of FILE is a JSON string; prints its ids (" id id ...") one line per input, the
@@ -149,11 +186,12 @@ int cmd_tokenize(int argc, char **argv) {
     static const struct option opts[] = {
         {"tokenizer", required_argument, 0, 't'}, {"ids", no_argument, 0, 'i'}, {"count", no_argument, 0, 'c'},
         {"decode", no_argument, 0, 'd'}, {"bos", no_argument, 0, 'b'}, {"bench", required_argument, 0, 'B'}, {"lines", required_argument, 0, 'L'},
+        {"chat", no_argument, 0, 'C'}, {"render", no_argument, 0, 'R'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     const char *path = NULL, *bench = NULL, *lines = NULL;
     char mode = 'i';
-    bool bos = false;
+    bool bos = false, chat = false, render = false;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:h", opts, NULL)) != -1) {
@@ -163,6 +201,8 @@ int cmd_tokenize(int argc, char **argv) {
         case 'b': bos = true; break;
         case 'B': bench = optarg; break;
         case 'L': lines = optarg; break;
+        case 'C': chat = true; break;
+        case 'R': render = true; break;
         case 'h': usage(stdout); return EXIT_OK;
         default: usage(stderr); return EXIT_USAGE;
         }
@@ -189,7 +229,25 @@ int cmd_tokenize(int argc, char **argv) {
         return EXIT_USAGE;
     }
     int rc = EXIT_OK;
-    if (mode == 'd') {
+    if (chat) {
+        char *rendered;
+        size_t rl;
+        rc = mode == 'd' ? EXIT_USAGE : chat_text(t, text, &rendered, &rl);
+        if (mode == 'd') log_error("tokenize: --chat and --decode do not go together");
+        if (rc == EXIT_OK) {
+            free(text);
+            text = rendered;
+            len = rl;
+            bos = false; /* the template writes the BOS itself */
+            if (render) {
+                fwrite(text, 1, len, stdout);
+                mode = 0;
+            }
+        }
+    }
+    if (rc != EXIT_OK || mode == 0) {
+        /* done */
+    } else if (mode == 'd') {
         int32_t *ids;
         size_t n;
         int pr = parse_ids(text, &ids, &n);

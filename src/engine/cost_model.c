@@ -148,6 +148,8 @@ void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
     o->weight_bytes = c->dense_read_bytes + o->experts_touched * c->expert_bytes * imb + T * a->hidden * ACT_BYTES;
     o->kv_bytes = (b->decode_keys + b->prefill_keys_read + T) * c->kv_bytes_per_token;
     o->bytes = o->weight_bytes + o->kv_bytes;
+    if (c->f.no_flash_attention)   /* scores written, read for softmax, written, read for the values */
+        o->bytes += (b->decode_keys + b->prefill_pairs) * a->layers * ((double)a->heads / c->tp) * 2.0 * 4;
     double expert_flops_share = 0;
     if (model_is_moe(a)) expert_flops_share = 2.0 * a->top_k * c->params.expert * c->params.n_moe_layers / c->tp;
     double linear = T * (c->linear_flops_per_token + expert_flops_share * (imb - 1)) + b->seqs * c->head_flops_per_token;

@@ -6,7 +6,8 @@
  * flops: 2 x active matmul parameters per token (LM head only for sampled tokens) + attention
  * (MLA decode absorbed: 4 x heads x (kv_lora_rank + rope) per key per layer; prefill: 2 x heads x
  * (qk_head + v_head) per query-key pair, causal); t_comm: TP all-reduces (ring) and EP all-to-all
- * on the GPU link, plus a fixed latency per collective. Everything is per GPU: the GPUs of a
+ * on the GPU link, plus a fixed latency per collective. Without flash attention the score matrix
+ * (heads x query x key, bf16) is written and read back through HBM. Everything is per GPU: the GPUs of a
  * tensor-parallel instance work in lockstep. Used by the simulated engine and by `dsperf plan`. */
 #ifndef DSP_COST_MODEL_H
 #define DSP_COST_MODEL_H
@@ -20,6 +21,7 @@ typedef struct {
     double step_overhead_s;   /* per step: scheduling, launches, sampling (CUDA graphs make it small) */
     double comm_latency_s;    /* per collective (all-reduce / all-to-all) */
     double expert_skew;       /* Zipf exponent of expert popularity: 0 uniform routing */
+    int no_flash_attention;   /* 1: attention materializes its score matrix in HBM (eager attention) */
 } cost_factors;
 
 void cost_default_factors(cost_factors *f);

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { RQ_FREE = 0, RQ_WAITING, RQ_RUNNING, RQ_ZOMBIE /* cancelled while its index sits in the waiting deque */ };
+enum { RQ_FREE = 0, RQ_WAITING, RQ_RUNNING, RQ_ZOMBIE /* cancelled while its index sits in the waiting heap */ };
 
 typedef struct {
     uint64_t id;
@@ -25,6 +25,8 @@ typedef struct {
     int32_t blocks;             /* KV blocks held */
     int32_t sched;              /* tokens scheduled in the step in flight */
     int32_t stall_after;
+    int32_t priority;           /* lower runs first (priority policy); 0 under fcfs */
+    int64_t seq;                /* submission order: FIFO within a priority */
     uint8_t state;
     uint8_t counted_prompt;     /* prompt_tokens_total counted once, not again on recompute */
     int32_t next_free;
@@ -43,11 +45,14 @@ typedef struct {
     uint64_t *map_keys;
     int32_t *map_vals;          /* -1 empty */
     size_t map_cap, map_n;
-    /* waiting: ring buffer of pool indices (FIFO; preempted requests go to the front) */
+    /* waiting: binary min-heap of pool indices keyed by (priority, seq). Under fcfs every
+     * priority is 0, and since requests are admitted in seq order, preempted ones (older than
+     * anyone waiting) come out first: vLLM's "prepend to the waiting queue". */
     int32_t *wq;
-    size_t wq_cap, wq_head, wq_len;
+    size_t wq_cap, wq_len;
+    int64_t next_seq;
     int64_t n_waiting;          /* live waiting requests (zombies excluded) */
-    /* running, in admission order (the last is preempted first) */
+    /* running: fcfs in admission order, priority by (priority, seq); the last is preempted first */
     int32_t *run;
     int32_t n_run;
     int32_t n_stalled;
@@ -156,47 +161,58 @@ static void pool_release(sim_engine *s, int32_t i) {
     s->free_head = i;
 }
 
-/* Room for every live request: running ones may all be preempted back into the deque. */
+/* Room for every live request: running ones may all be preempted back into the heap. */
 static int wq_reserve(sim_engine *s) {
     size_t need = s->wq_len + (size_t)s->n_run + 1;
     if (need <= s->wq_cap) return 0;
     size_t ncap = s->wq_cap ? s->wq_cap * 2 : 1024;
     while (ncap < need) ncap *= 2;
-    int32_t *n = malloc(sizeof *n * ncap);
+    int32_t *n = realloc(s->wq, sizeof *n * ncap);
     if (!n) return -1;
-    for (size_t i = 0; i < s->wq_len; i++) n[i] = s->wq[(s->wq_head + i) % s->wq_cap];
-    free(s->wq);
     s->wq = n;
     s->wq_cap = ncap;
-    s->wq_head = 0;
     return 0;
 }
 
-static void wq_push_back(sim_engine *s, int32_t i) {
-    s->wq[(s->wq_head + s->wq_len++) % s->wq_cap] = i;
+static bool wq_before(const sim_engine *s, int32_t a, int32_t b) {
+    const sim_req *x = &s->reqs[a], *y = &s->reqs[b];
+    return x->priority != y->priority ? x->priority < y->priority : x->seq < y->seq;
 }
 
-static void wq_push_front(sim_engine *s, int32_t i) {
-    s->wq_head = (s->wq_head + s->wq_cap - 1) % s->wq_cap;
-    s->wq[s->wq_head] = i;
-    s->wq_len++;
+static void wq_push(sim_engine *s, int32_t i) {
+    size_t k = s->wq_len++;
+    while (k > 0) {
+        size_t up = (k - 1) / 2;
+        if (!wq_before(s, i, s->wq[up])) break;
+        s->wq[k] = s->wq[up];
+        k = up;
+    }
+    s->wq[k] = i;
 }
 
-/* Front of the waiting queue, releasing cancelled entries on the way; -1 when empty. */
+static void wq_pop(sim_engine *s) {
+    int32_t last = s->wq[--s->wq_len];
+    size_t k = 0, n = s->wq_len;
+    for (;;) {
+        size_t c = 2 * k + 1;
+        if (c >= n) break;
+        if (c + 1 < n && wq_before(s, s->wq[c + 1], s->wq[c])) c++;
+        if (!wq_before(s, s->wq[c], last)) break;
+        s->wq[k] = s->wq[c];
+        k = c;
+    }
+    if (n) s->wq[k] = last;
+}
+
+/* Head of the waiting queue, releasing cancelled entries on the way; -1 when empty. */
 static int32_t wq_front(sim_engine *s) {
     while (s->wq_len) {
-        int32_t i = s->wq[s->wq_head];
+        int32_t i = s->wq[0];
         if (s->reqs[i].state == RQ_WAITING) return i;
+        wq_pop(s);
         pool_release(s, i);
-        s->wq_head = (s->wq_head + 1) % s->wq_cap;
-        s->wq_len--;
     }
     return -1;
-}
-
-static void wq_pop_front(sim_engine *s) {
-    s->wq_head = (s->wq_head + 1) % s->wq_cap;
-    s->wq_len--;
 }
 
 static int32_t blocks_for(const sim_engine *s, int64_t tokens) {
@@ -228,8 +244,10 @@ static int sim_submit(engine *e, const engine_request *q, int64_t now_ns) {
     r->max_tokens = q->max_tokens;
     r->stall_after = q->stall_ns > 0 ? q->stall_after : 0;
     r->stall_ns = q->stall_ns;
+    r->priority = s->p.priority_scheduling ? q->priority : 0;
+    r->seq = s->next_seq++;
     r->state = RQ_WAITING;
-    wq_push_back(s, i);
+    wq_push(s, i);
     s->n_waiting++;
     return 0;
 }
@@ -247,7 +265,7 @@ static void sim_cancel(engine *e, uint64_t id, int64_t now_ns) {
     map_del(s, id);
     s->blocked = false;
     if (r->state == RQ_WAITING) {
-        /* its index stays in the deque until it reaches the front */
+        /* its index stays in the heap until it reaches the top */
         r->state = RQ_ZOMBIE;
         free_blocks(s, r);
         s->n_waiting--;
@@ -294,7 +312,7 @@ static void preempt_last(sim_engine *s, int64_t t, engine_emit_fn emit, void *ct
     r->sched = 0;
     if (r->stalled_until_ns > 0) { r->stalled_until_ns = 0; s->n_stalled--; }
     r->state = RQ_WAITING;
-    wq_push_front(s, i);   /* space: the deque holds every live request, reserved at submit */
+    wq_push(s, i);   /* space: the heap holds every live request, reserved at submit */
     s->n_waiting++;
     s->st.preemptions_total++;
     emit_simple(emit, ctx, r->id, t, ENGINE_EV_PREEMPTED);
@@ -333,6 +351,17 @@ static int grow_kv(sim_engine *s, int32_t idx, int32_t n, int64_t t, engine_emit
     return 0;
 }
 
+/* fcfs: the running list is in admission order (the newest is preempted first); priority: sorted
+ * by (priority, seq), so the lowest priority is at the tail, preempted first, scheduled last. */
+static void run_insert(sim_engine *s, int32_t i) {
+    int32_t k = s->n_run;
+    if (s->p.priority_scheduling)
+        while (k > 0 && wq_before(s, i, s->run[k - 1])) k--;
+    memmove(&s->run[k + 1], &s->run[k], sizeof(int32_t) * (size_t)(s->n_run - k));
+    s->run[k] = i;
+    s->n_run++;
+}
+
 /* Admits waiting requests into the step (prefill or a chunk of it). whole: prompts must fit
  * entirely (chunked prefill off). Returns tokens scheduled. */
 static int64_t admit(sim_engine *s, int64_t t, int64_t budget, bool whole, cost_batch *b, engine_emit_fn emit, void *ctx) {
@@ -353,10 +382,10 @@ static int64_t admit(sim_engine *s, int64_t t, int64_t budget, bool whole, cost_
         if (need > s->free_blocks) break;
         s->free_blocks -= need;
         r->blocks += need;
-        wq_pop_front(s);
+        wq_pop(s);
         s->n_waiting--;
         r->state = RQ_RUNNING;
-        s->run[s->n_run++] = i;
+        run_insert(s, i);
         account(s, r, n, b);
         r->sched = n;
         if (!r->counted_prompt) { s->st.prompt_tokens_total += r->prompt; r->counted_prompt = 1; }

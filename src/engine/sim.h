@@ -2,7 +2,7 @@
  *
  * Discrete-event: continuous batching with max_num_seqs and max_num_batched_tokens, paged KV
  * cache (block_size; blocks from GPU memory after weights x gpu_memory_utilization), chunked
- * prefill on/off, preemption by recompute when blocks run out, FIFO. Each step's duration comes
+ * prefill on/off, preemption by recompute when blocks run out, FIFO or priority scheduling. Each step's duration comes
  * from the roofline cost model (cost_model.h). Used by `dsperf sim` (virtual clock, as fast as the
  * CPU allows) and `dsperf serve --engine sim` (wall clock). */
 #ifndef DSP_SIM_H
@@ -30,6 +30,7 @@ typedef struct sim_params {
     double reserved_bytes;           /* per GPU outside weights and KV: activations, CUDA graphs, NCCL */
     long long num_gpu_blocks;        /* > 0 overrides the memory computation (like vLLM's override) */
     bool chunked_prefill;
+    bool priority_scheduling;        /* scheduling-policy priority: engine_request.priority, lower first */
     cost_factors factors;            /* efficiency factors, overheads, expert skew */
 } sim_params;
 
@@ -40,7 +41,7 @@ void sim_default_params(sim_params *p);
  * kv-dtype, max-num-seqs, max-num-batched-tokens, block-size, max-model-len,
  * gpu-memory-utilization, reserved-mem, num-gpu-blocks, chunked-prefill, gpu-mem, hbm-bw,
  * bf16-flops, fp8-flops, link-bw, bw-eff, compute-eff, link-eff, step-overhead, comm-latency,
- * expert-skew, profile). 0 ok, 1 unknown key, -1 bad value (err says why). */
+ * expert-skew, flash-attention, scheduling-policy, profile). 0 ok, 1 unknown key, -1 bad value (err says why). */
 int sim_params_set(sim_params *p, const char *key, const char *value, char *err, size_t errlen);
 /* The keys sim_params_set accepts, NULL-terminated (for building getopt_long tables). */
 const char *const *sim_params_keys(void);

@@ -109,53 +109,83 @@ static long count_below(const int64_t *v, long n, int64_t t, int inclusive) {
 
 /* One inter-token gap and the work of the step that produced it: the decoding batch, and the
  * prompts whose first token came in the same gap (their prefill ran in that step). */
-typedef struct { float itl_s; float bytes, t_comp, t_comm; } itl_sample;
+typedef struct { float itl_s; float bytes, t_comp, t_comm; int mixed; } itl_sample;
 
 #define MAX_ITL_SAMPLES 200000
 
+/* Requests sorted by first-token time and by last-token time, with prefix sums of per-request
+ * quantities, so sums over "decoding at t" (first < t <= last) are two binary searches. */
+enum { PS_IN, PS_PAIRS, PS_RATE, PS_FIRST_RATE, PS_COUNT };
 typedef struct {
-    int64_t *firsts;            /* sorted first-token times */
-    double *in_prefix, *pairs_prefix; /* prefix sums over firsts: prompt tokens, causal pairs */
-    int64_t *lasts;             /* sorted last-token times */
+    int64_t *firsts, *lasts;    /* sorted */
+    double *by_first[PS_COUNT]; /* prefix sums [n + 1] in first-token order */
+    double *by_last[PS_COUNT];  /* ... in last-token order */
     long n;
 } timeline_index;
+
+typedef struct { int64_t t; long i; } tl_key;
+
+static int cmp_key(const void *a, const void *b) {
+    int64_t x = ((const tl_key *)a)->t, y = ((const tl_key *)b)->t;
+    return x < y ? -1 : x > y;
+}
+
+/* Per-request quantities: prompt tokens, causal prefill pairs, decode rate (tokens per second of
+ * its decode span) and first-token time (s) x rate, so generated-by-t = t x rate - first x rate. */
+static void tl_quantities(const sim_calib_data *d, long i, double q[PS_COUNT]) {
+    double L = d->in_tokens[i];
+    double span = (d->last_ns[i] - d->first_ns[i]) / 1e9;
+    double rate = span > 0 ? (d->out_tokens[i] - 1) / span : 0;
+    q[PS_IN] = L;
+    q[PS_PAIRS] = L * (L + 1) / 2;
+    q[PS_RATE] = rate;
+    q[PS_FIRST_RATE] = d->first_ns[i] / 1e9 * rate;
+}
 
 static int tl_build(timeline_index *x, const sim_calib_data *d) {
     long n = d->n;
     x->n = n;
     x->firsts = malloc(sizeof(int64_t) * n);
     x->lasts = malloc(sizeof(int64_t) * n);
-    x->in_prefix = malloc(sizeof(double) * (n + 1));
-    x->pairs_prefix = malloc(sizeof(double) * (n + 1));
-    long *order = malloc(sizeof(long) * n);
-    if (!x->firsts || !x->lasts || !x->in_prefix || !x->pairs_prefix || !order) { free(order); return -1; }
-    /* sort request indices by first-token time (pack time and index for qsort) */
-    int64_t *key = malloc(sizeof(int64_t) * 2 * n);
-    if (!key) { free(order); return -1; }
-    for (long i = 0; i < n; i++) { key[2 * i] = d->first_ns[i]; key[2 * i + 1] = i; }
-    qsort(key, n, 2 * sizeof(int64_t), cmp_i64);
-    x->in_prefix[0] = x->pairs_prefix[0] = 0;
-    for (long k = 0; k < n; k++) {
-        long i = (long)key[2 * k + 1];
-        double L = d->in_tokens[i];
-        x->firsts[k] = key[2 * k];
-        x->in_prefix[k + 1] = x->in_prefix[k] + L;
-        x->pairs_prefix[k + 1] = x->pairs_prefix[k] + L * (L + 1) / 2;
-        x->lasts[k] = d->last_ns[i];
+    tl_key *key = malloc(sizeof(tl_key) * n);
+    int ok = x->firsts && x->lasts && key;
+    for (int k = 0; k < PS_COUNT; k++) {
+        x->by_first[k] = malloc(sizeof(double) * (n + 1));
+        x->by_last[k] = malloc(sizeof(double) * (n + 1));
+        ok = ok && x->by_first[k] && x->by_last[k];
+    }
+    if (!ok) { free(key); return -1; }
+    for (int pass = 0; pass < 2; pass++) {
+        for (long i = 0; i < n; i++) key[i] = (tl_key){pass ? d->last_ns[i] : d->first_ns[i], i};
+        qsort(key, n, sizeof *key, cmp_key);
+        double **ps = pass ? x->by_last : x->by_first;
+        for (int k = 0; k < PS_COUNT; k++) ps[k][0] = 0;
+        for (long j = 0; j < n; j++) {
+            double q[PS_COUNT];
+            tl_quantities(d, key[j].i, q);
+            for (int k = 0; k < PS_COUNT; k++) ps[k][j + 1] = ps[k][j] + q[k];
+            (pass ? x->lasts : x->firsts)[j] = key[j].t;
+        }
     }
     free(key);
-    free(order);
-    qsort(x->lasts, n, sizeof(int64_t), cmp_i64);
     return 0;
 }
 
 static void tl_free(timeline_index *x) {
-    free(x->firsts); free(x->lasts); free(x->in_prefix); free(x->pairs_prefix);
+    free(x->firsts);
+    free(x->lasts);
+    for (int k = 0; k < PS_COUNT; k++) { free(x->by_first[k]); free(x->by_last[k]); }
 }
 
-static int fit_itl(cost_model *cm, const sim_params *p, const sim_calib_data *d, double ctx, sim_calibration *c) {
+typedef struct { itl_sample *v; long m; } itl_set;
+
+/* Matches every gap (subsampled) with its step's work and computes, at bw_eff 1 and compute_eff 1,
+ * the step's bytes, compute time and communication: the fits then only rescale. */
+static int itl_build(cost_model *cm, const sim_params *p, const sim_calib_data *d, double ctx, sim_calibration *c,
+                     itl_set *out) {
     timeline_index x;
     memset(&x, 0, sizeof x);
+    memset(out, 0, sizeof *out);
     long total = 0;
     for (long i = 0; i < d->n; i++) total += d->n_chunks[i] > 1 ? d->n_chunks[i] - 1 : 0;
     c->n_itl_samples = total;
@@ -164,54 +194,44 @@ static int fit_itl(cost_model *cm, const sim_params *p, const sim_calib_data *d,
     itl_sample *v = malloc(sizeof(itl_sample) * (size_t)(total / stride + 2));
     unsigned char *seen = calloc((size_t)d->n + 2, 1);
     int rc = -1;
-    if (!v || !seen || tl_build(&x, d) < 0) goto out;
-    if (total < 10) goto out;
+    if (!v || !seen || tl_build(&x, d) < 0 || total < 10) goto out;
+    cost_factors keep = cm->f;
+    cm->f.compute_eff = 1;
+    cm->f.step_overhead_s = 0;
     long m = 0, k_all = 0;
     for (long i = 0; i < d->n; i++)
         for (uint32_t k = 1; k < d->n_chunks[i]; k++, k_all++) {
             if (k_all % stride) continue;
             int64_t t0 = d->chunk_ns[i][k - 1], t = d->chunk_ns[i][k];
-            /* decoding: first token before t, last at or after t */
-            long b = count_below(x.firsts, x.n, t, 0) - count_below(x.lasts, x.n, t, 0);
-            if (b < 1) b = 1;
+            /* decoding: first token before t, last at or after t; their context is the prompt
+             * plus what they generated by t (at their own average pace) */
+            long f = count_below(x.firsts, x.n, t, 0), l = count_below(x.lasts, x.n, t, 0);
+            long b = f - l;
+            double keys = x.by_first[PS_IN][f] - x.by_last[PS_IN][l] +
+                          t / 1e9 * (x.by_first[PS_RATE][f] - x.by_last[PS_RATE][l]) -
+                          (x.by_first[PS_FIRST_RATE][f] - x.by_last[PS_FIRST_RATE][l]);
+            if (b < 1) { b = 1; keys = ctx; }
             if (b <= d->n) seen[b] = 1;
             /* prompts that got their first token in (t0, t] were prefilled in this step */
             long a = count_below(x.firsts, x.n, t0, 1), z = count_below(x.firsts, x.n, t, 1);
-            double ptoks = x.in_prefix[z] - x.in_prefix[a], pairs = x.pairs_prefix[z] - x.pairs_prefix[a];
+            double ptoks = x.by_first[PS_IN][z] - x.by_first[PS_IN][a], pairs = x.by_first[PS_PAIRS][z] - x.by_first[PS_PAIRS][a];
             double cap = p->max_num_batched_tokens;
             if (ptoks > cap) { pairs *= cap / ptoks; ptoks = cap; }
             cost_batch cb;
             cost_decode_batch(b, ctx, &cb);
+            cb.decode_keys = keys > b ? keys : b;
             cb.tokens += (int64_t)ptoks;
             cb.seqs += z - a;
             cb.prefill_pairs = pairs;
             cost_step st;
             cost_step_time(cm, &cb, &st);
-            v[m++] = (itl_sample){(float)((t - t0) / 1e9), (float)st.bytes, (float)st.t_compute, (float)st.t_comm};
+            v[m++] = (itl_sample){(float)((t - t0) / 1e9), (float)st.bytes, (float)st.t_compute, (float)st.t_comm, z > a};
         }
+    cm->f = keep;
     for (long b = 1; b <= d->n; b++) c->n_itl_bins += seen[b];
-    double bw = cm->gpu.hbm_bytes_per_s, best = INFINITY, best_eff = 0, best_ov = 0;
-    /* coarse grid, then a fine one around the best point */
-    for (int pass = 0; pass < 2; pass++) {
-        double lo = pass ? fmax(0.01, best_eff - 0.01) : 0.02, hi = pass ? fmin(1.0, best_eff + 0.01) : 1.0;
-        double step = pass ? 0.0005 : 0.01;
-        for (double eff = lo; eff <= hi + 1e-9; eff += step) {
-            double sr = 0, sse = 0;
-            for (long j = 0; j < m; j++) sr += v[j].itl_s - (fmax(v[j].bytes / (bw * eff), v[j].t_comp) + v[j].t_comm);
-            double ov = c->n_itl_bins >= 2 ? fmax(0, sr / m) : cm->f.step_overhead_s;
-            for (long j = 0; j < m; j++) {
-                double e = v[j].itl_s - (fmax(v[j].bytes / (bw * eff), v[j].t_comp) + v[j].t_comm + ov);
-                sse += e * e;
-            }
-            if (sse < best) { best = sse; best_eff = eff; best_ov = ov; c->itl_rmse_ms = sqrt(sse / m) * 1e3; }
-        }
-    }
-    c->factors.bw_eff = fmin(1.0, best_eff);
-    c->fitted_bw = 1;
-    if (c->n_itl_bins >= 2) {
-        c->factors.step_overhead_s = best_ov;
-        c->fitted_overhead = 1;
-    }
+    out->v = v;
+    out->m = m;
+    v = NULL;
     rc = 0;
 out:
     free(v);
@@ -220,15 +240,124 @@ out:
     return rc;
 }
 
-/* TTFT of a prompt of L tokens alone on the engine: its chunks back to back. */
-static double prefill_s(cost_model *cm, int chunk, int L) {
+static double itl_pred(const itl_sample *v, double hbm, double bw, double ce) {
+    return fmax(v->bytes / (hbm * bw), v->t_comp / ce) + v->t_comm;
+}
+
+/* Sum of squared errors over the selected gaps (use[j]) for (bw_eff, compute_eff) and overhead
+ * *ov; with fit_ov, *ov becomes the mean residual (>= 0), which minimizes it. */
+static double itl_sse(const itl_set *s, const unsigned char *use, double hbm, double bw, double ce, int fit_ov,
+                      double *ov, long *n_used) {
+    double sr = 0, sse = 0;
+    long n = 0;
+    if (fit_ov) {
+        for (long j = 0; j < s->m; j++)
+            if (use[j]) { sr += s->v[j].itl_s - itl_pred(&s->v[j], hbm, bw, ce); n++; }
+        *ov = n ? fmax(0, sr / n) : *ov;
+    }
+    n = 0;
+    for (long j = 0; j < s->m; j++) {
+        if (!use[j]) continue;
+        double e = s->v[j].itl_s - itl_pred(&s->v[j], hbm, bw, ce) - *ov;
+        sse += e * e;
+        n++;
+    }
+    if (n_used) *n_used = n;
+    return sse;
+}
+
+/* One-dimensional grid fit (coarse 0.01, then 0.0005 around the best) of bw_eff (which = 0, with
+ * the overhead in closed form when fit_ov) or compute_eff (which = 1, overhead held), over the
+ * gaps in use[]. Returns the best SSE; *flat says whether the parameter hardly mattered. */
+static double grid_fit(const itl_set *s, const unsigned char *use, double hbm, int which, int fit_ov,
+                       double *bw, double *ce, double *ov, int *flat) {
+    double best = INFINITY, best_x = which ? *ce : *bw, best_ov = *ov, worst = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        double lo = pass ? fmax(0.01, best_x - 0.01) : 0.02, hi = pass ? fmin(1.0, best_x + 0.01) : 1.0;
+        double step = pass ? 0.0005 : 0.01, bx = best_x;
+        for (double x = lo; x <= hi + 1e-9; x += step) {
+            double o = *ov;
+            double e = itl_sse(s, use, hbm, which ? *bw : x, which ? x : *ce, fit_ov, &o, NULL);
+            if (!pass && e > worst) worst = e;
+            if (e < best) { best = e; bx = x; best_ov = o; }
+        }
+        best_x = bx;
+    }
+    if (which) *ce = best_x;
+    else *bw = best_x;
+    *ov = best_ov;
+    if (flat) *flat = worst < 1.05 * best;
+    return best;
+}
+
+/* Drops gaps the model misses by more than 3 rmse (steps it cannot see: a prompt split over two
+ * steps, a client hiccup), so a few outliers do not drag the fit. */
+static void trim(const itl_set *s, unsigned char *use, double hbm, double bw, double ce, double ov, double rmse) {
+    for (long j = 0; j < s->m; j++)
+        if (use[j] && fabs(s->v[j].itl_s - itl_pred(&s->v[j], hbm, bw, ce) - ov) > 3 * rmse) use[j] = 0;
+}
+
+/* Decode-only gaps give bw_eff and the overhead; gaps whose step carried a prefill give
+ * compute_eff (when ce_fixed <= 0). */
+static void itl_fit(const itl_set *s, double hbm, double ce_fixed, sim_calibration *c, int *ce_identified) {
+    unsigned char *dec = malloc((size_t)s->m + 1), *mix = malloc((size_t)s->m + 1);
+    if (!dec || !mix) { free(dec); free(mix); return; }
+    long n_dec = 0, n_mix = 0;
+    for (long j = 0; j < s->m; j++) {
+        dec[j] = !s->v[j].mixed;
+        mix[j] = (unsigned char)s->v[j].mixed;
+        n_dec += dec[j];
+        n_mix += mix[j];
+    }
+    if (n_dec < 50) { memset(dec, 1, (size_t)s->m); n_dec = s->m; }   /* too few: all gaps */
+    int fit_ov = c->n_itl_bins >= 2;
+    double bw = c->factors.bw_eff, ce = ce_fixed > 0 ? ce_fixed : c->factors.compute_eff, ov = c->factors.step_overhead_s;
+    long used;
+    for (int round = 0; round < 2; round++) {
+        double sse = grid_fit(s, dec, hbm, 0, fit_ov, &bw, &ce, &ov, NULL);
+        double rmse = sqrt(itl_sse(s, dec, hbm, bw, ce, 0, &ov, &used) / (used ? used : 1));
+        if (round == 0) trim(s, dec, hbm, bw, ce, ov, rmse);
+        (void)sse;
+    }
+    c->itl_rmse_ms = sqrt(itl_sse(s, dec, hbm, bw, ce, 0, &ov, &used) / (used ? used : 1)) * 1e3;
+    if (ce_identified) *ce_identified = 0;
+    if (ce_fixed <= 0 && n_mix >= 10) {
+        int flat = 1;
+        for (int round = 0; round < 2; round++) {
+            grid_fit(s, mix, hbm, 1, 0, &bw, &ce, &ov, round ? NULL : &flat);
+            double rmse = sqrt(itl_sse(s, mix, hbm, bw, ce, 0, &ov, &used) / (used ? used : 1));
+            if (round == 0) trim(s, mix, hbm, bw, ce, ov, rmse);
+        }
+        if (ce_identified) *ce_identified = !flat;
+        if (!flat) c->factors.compute_eff = ce;
+    }
+    c->factors.bw_eff = bw;
+    c->fitted_bw = 1;
+    if (fit_ov) {
+        c->factors.step_overhead_s = ov;
+        c->fitted_overhead = 1;
+    }
+    free(dec);
+    free(mix);
+}
+
+/* TTFT of a prompt of L tokens sent while `dec` requests decode at context ctx: on average half
+ * of the step in flight, then its chunks back to back, each sharing its step with the decoders. */
+static double prefill_s(cost_model *cm, int chunk, int L, long dec, double ctx) {
     double t = 0;
+    if (dec > 0) {
+        cost_batch b;
+        cost_step s;
+        cost_decode_batch(dec, ctx, &b);
+        cost_step_time(cm, &b, &s);
+        t = 0.5 * s.t;
+    }
     for (int done = 0; done < L;) {
         int n = L - done < chunk ? L - done : chunk;
         cost_batch b;
-        memset(&b, 0, sizeof b);
-        b.tokens = n;
-        b.seqs = done + n == L;
+        cost_decode_batch(dec, ctx, &b);
+        b.tokens += n;
+        b.seqs += done + n == L;
         b.prefill_pairs = (double)n * done + (double)n * (n + 1) / 2;
         b.prefill_keys_read = done;
         cost_step s;
@@ -239,26 +368,39 @@ static double prefill_s(cost_model *cm, int chunk, int L) {
     return t;
 }
 
-static void fit_ttft(cost_model *cm, const sim_params *p, const sim_calib_data *d, sim_calibration *c) {
+static int cmp_long(const void *a, const void *b) {
+    long x = *(const long *)a, y = *(const long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The lightest-loaded requests (fewest others in flight at send, at least 20 of them when the
+ * run has them, none queued behind max_num_seqs): TTFT against prompt length, with the decoders
+ * in flight at send added to each prefill step. */
+static void fit_ttft(cost_model *cm, const sim_params *p, const sim_calib_data *d, double ctx, sim_calibration *c) {
     long n = d->n;
-    int64_t *sends = malloc(sizeof(int64_t) * n), *lasts = malloc(sizeof(int64_t) * n);
-    long *others = malloc(sizeof(long) * n), *pick = malloc(sizeof(long) * n);
+    int64_t *sends = malloc(sizeof(int64_t) * n), *lasts = malloc(sizeof(int64_t) * n), *firsts = malloc(sizeof(int64_t) * n);
+    long *others = malloc(sizeof(long) * n), *pick = malloc(sizeof(long) * n), *sorted = malloc(sizeof(long) * n);
+    long *dec = malloc(sizeof(long) * n);
     double *pred = malloc(sizeof(double) * n);
-    if (!sends || !lasts || !others || !pick || !pred) goto out;
-    for (long i = 0; i < n; i++) { sends[i] = d->send_ns[i]; lasts[i] = d->last_ns[i]; }
+    if (!sends || !lasts || !firsts || !others || !pick || !sorted || !dec || !pred) goto out;
+    for (long i = 0; i < n; i++) { sends[i] = d->send_ns[i]; lasts[i] = d->last_ns[i]; firsts[i] = d->first_ns[i]; }
     qsort(sends, n, sizeof *sends, cmp_i64);
     qsort(lasts, n, sizeof *lasts, cmp_i64);
-    long min_others = n;
+    qsort(firsts, n, sizeof *firsts, cmp_i64);
     for (long i = 0; i < n; i++) {
-        others[i] = count_below(sends, n, d->send_ns[i], 1) - count_below(lasts, n, d->send_ns[i], 0) - 1;
-        if (others[i] < min_others) min_others = others[i];
+        int64_t t = d->send_ns[i];
+        others[i] = count_below(sends, n, t, 1) - count_below(lasts, n, t, 0) - 1;
+        dec[i] = count_below(firsts, n, t, 0) - count_below(lasts, n, t, 0);
+        if (dec[i] < 0) dec[i] = 0;
+        sorted[i] = others[i];
     }
+    qsort(sorted, n, sizeof *sorted, cmp_long);
+    long k = sorted[0];   /* the lightest load seen; it must be light */
     long np = 0;
-    for (long i = 0; i < n; i++) if (others[i] <= min_others) pick[np++] = i;
+    for (long i = 0; i < n; i++) if (others[i] <= k) pick[np++] = i;
     c->n_ttft_points = np;
-    if (np < 3 || min_others > 2) {
-        note(c, "TTFT: too few requests at low load (%ld with %ld others in flight): compute_eff kept at %.2f", np,
-             min_others, cm->f.compute_eff);
+    if (np < 3 || k > 2) {
+        note(c, "TTFT: too few requests at low load (%ld with %ld others in flight)", np, k);
         goto out;
     }
     double mean_l = 0, var_l = 0;
@@ -278,7 +420,7 @@ static void fit_ttft(cost_model *cm, const sim_params *p, const sim_calib_data *
             double sr = 0, sse = 0, sum_pred = 0;
             for (long j = 0; j < np; j++) {
                 long i = pick[j];
-                pred[j] = prefill_s(cm, chunk, d->in_tokens[i]);
+                pred[j] = prefill_s(cm, chunk, d->in_tokens[i], dec[i], ctx);
                 sum_pred += pred[j];
                 sr += (d->first_ns[i] - d->send_ns[i]) / 1e9 - pred[j];
             }
@@ -301,11 +443,10 @@ static void fit_ttft(cost_model *cm, const sim_params *p, const sim_calib_data *
     c->factors.compute_eff = best_eff;
     c->fitted_compute = 1;
     c->ttft_offset_ms = best_off * 1e3;
-    note(c, "TTFT: %ld requests at low load (%s) fit compute_eff %.3f (rmse %.2f ms%s%.2f ms unexplained offset)", np,
-         slope_fit ? "prompt lengths vary" : "one prompt length", best_eff, c->ttft_rmse_ms, slope_fit ? ", " : "",
-         slope_fit ? best_off * 1e3 : 0);
+    note(c, "TTFT: %ld requests sent with <= %ld others in flight (%s) fit compute_eff %.3f (rmse %.2f ms, %.2f ms unexplained offset)",
+         np, k, slope_fit ? "prompt lengths vary" : "one prompt length", best_eff, c->ttft_rmse_ms, best_off * 1e3);
 out:
-    free(sends); free(lasts); free(others); free(pick); free(pred);
+    free(sends); free(lasts); free(firsts); free(others); free(pick); free(sorted); free(dec); free(pred);
 }
 
 int sim_calibrate(const sim_params *p, const sim_calib_data *d, sim_calibration *out, char *err, size_t errlen) {
@@ -318,24 +459,47 @@ int sim_calibrate(const sim_params *p, const sim_calib_data *d, sim_calibration 
     for (long i = 0; i < d->n; i++) { in_mean += d->in_tokens[i]; out_mean += d->out_tokens[i]; }
     in_mean /= d->n;
     out_mean /= d->n;
-    /* the ITL fit needs compute_eff (steps with prefill), the TTFT fit needs the overhead: alternate */
+    double ctx = in_mean + out_mean / 2;
+    itl_set set;
+    cm.f = out->factors;
+    if (itl_build(&cm, p, d, ctx, out, &set) < 0) {
+        cost_free(&cm);
+        snprintf(err, errlen, "too few inter-token gaps to fit (%ld); needs requests with several output tokens",
+                 out->n_itl_samples);
+        return -1;
+    }
+    /* 1. all three from the gaps: steps that carried a prefill pin compute_eff */
+    int ce_from_itl = 0;
+    itl_fit(&set, cm.gpu.hbm_bytes_per_s, -1, out, &ce_from_itl);
+    sim_calibration joint = *out;
+    /* 2. TTFT at low load pins compute_eff more directly; alternate with the gap fit */
+    char ttft_note[256] = "";
+    int ttft_ok = 0;
     for (int round = 0; round < 3; round++) {
         cm.f = out->factors;
-        if (fit_itl(&cm, p, d, in_mean + out_mean / 2, out) < 0) {
-            cost_free(&cm);
-            snprintf(err, errlen, "too few inter-token gaps to fit (%ld); needs requests with several output tokens",
-                     out->n_itl_samples);
-            return -1;
-        }
-        cm.f = out->factors;
         out->n_notes = 0;
-        fit_ttft(&cm, p, d, out);
+        int had = out->fitted_compute;
+        out->fitted_compute = 0;
+        fit_ttft(&cm, p, d, ctx, out);
+        snprintf(ttft_note, sizeof ttft_note, "%s", out->n_notes ? out->notes[0] : "");
+        if (!out->fitted_compute) { out->fitted_compute = had; break; }
+        ttft_ok = 1;
+        itl_fit(&set, cm.gpu.hbm_bytes_per_s, out->factors.compute_eff, out, NULL);
     }
-    char ttft_note[256];
-    snprintf(ttft_note, sizeof ttft_note, "%s", out->n_notes ? out->notes[0] : "");
     out->n_notes = 0;
-    note(out, "ITL: %ld gaps at %ld decoding batch sizes fit bw_eff %.3f, step overhead %.2f ms (rmse %.2f ms)",
-         out->n_itl_samples, out->n_itl_bins, out->factors.bw_eff, out->factors.step_overhead_s * 1e3, out->itl_rmse_ms);
+    if (!out->fitted_compute) {
+        /* no low-load requests: the joint gap fit stands, compute_eff only if it mattered */
+        cost_factors keep = p->factors;
+        *out = joint;
+        out->n_notes = 0;
+        if (ce_from_itl) out->fitted_compute = 1;
+        else out->factors.compute_eff = keep.compute_eff;
+    }
+    free(set.v);
+    note(out, "ITL: %ld gaps at %ld decoding batch sizes fit bw_eff %.3f, step overhead %.2f ms%s (rmse %.2f ms)",
+         out->n_itl_samples, out->n_itl_bins, out->factors.bw_eff, out->factors.step_overhead_s * 1e3,
+         ce_from_itl && out->fitted_compute && !ttft_ok ? ", compute_eff from the steps that carried prefill" : "",
+         out->itl_rmse_ms);
     if (!out->fitted_overhead)
         note(out, "only one decoding batch size seen: step overhead kept at %.2f ms (run at several loads to fit it)",
              out->factors.step_overhead_s * 1e3);

@@ -44,12 +44,15 @@ static const char help[] =
     "  --reserved-mem BYTES       per GPU for activations, CUDA graphs, NCCL (2GiB)\n"
     "  --num-gpu-blocks N         KV blocks, overriding the memory computation\n"
     "  --chunked-prefill on|off   (on)\n"
+    "  --scheduling-policy P      fcfs (default) or priority (request priority, lower first; the lowest\n"
+    "                             is preempted first)\n"
     "  --gpu-mem B, --hbm-bw B/s, --bf16-flops F, --fp8-flops F, --link-bw B/s\n"
     "                             override the GPU catalog (e.g. --hbm-bw 4.8TB/s --bf16-flops 989T)\n"
     "  --bw-eff F, --compute-eff F, --link-eff F   achievable fractions of peak (0.85, 0.6, 0.7)\n"
     "  --step-overhead DUR        fixed time per engine step (1.5ms)\n"
     "  --comm-latency DUR         per all-reduce / all-to-all (10us)\n"
     "  --expert-skew S            Zipf exponent of expert popularity (0 = uniform routing)\n"
+    "  --flash-attention on|off   off: attention scores go through HBM (eager attention) (on)\n"
     "  --profile FILE             efficiency factors from `dsperf sim --calibrate`\n";
 
 const char *sim_params_help(void) { return help; }
@@ -59,7 +62,7 @@ static const char *const keys[] = {
     "weight-dtype", "dtype", "kv-dtype", "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens", "block-size",
     "max-model-len", "gpu-memory-utilization", "reserved-mem", "num-gpu-blocks", "chunked-prefill",
     "enable-chunked-prefill", "gpu-mem", "hbm-bw", "bf16-flops", "fp8-flops", "link-bw", "bw-eff", "compute-eff",
-    "link-eff", "step-overhead", "comm-latency", "expert-skew", "profile", NULL,
+    "link-eff", "step-overhead", "comm-latency", "expert-skew", "flash-attention", "scheduling-policy", "profile", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -166,6 +169,15 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "expert-skew")) {
         rc = units_parse_double(v, &p->factors.expert_skew); want = "a Zipf exponent >= 0 (0 = uniform)";
         if (!rc && (p->factors.expert_skew < 0 || p->factors.expert_skew > 10)) rc = -1;
+    } else if (!strcmp(key, "scheduling-policy")) {
+        if (!strcmp(v, "fcfs") || !strcmp(v, "fifo")) p->priority_scheduling = false;
+        else if (!strcmp(v, "priority")) p->priority_scheduling = true;
+        else rc = -1;
+        want = "fcfs or priority";
+    } else if (!strcmp(key, "flash-attention")) {
+        bool on;
+        rc = parse_bool(v, &on); want = "on or off";
+        if (!rc) p->factors.no_flash_attention = !on;
     } else if (!strcmp(key, "profile")) {
         return sim_params_load_profile(p, v, err, errlen);
     } else {

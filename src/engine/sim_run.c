@@ -1,6 +1,10 @@
 /* sim_run — the virtual-clock driver of an engine: arrivals, token events into records, and
  * engine gauges sampled into series. */
 #include "engine/sim_run.h"
+#include "common/rng.h"
+#include "dataset/dataset.h"
+#include "dataset/words.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,10 +12,15 @@
 typedef struct {
     recset *recs;
     const sim_workload *w;
-    size_t *ready;               /* closed loop: indices finished in the last advance (to refill) */
-    size_t n_ready;
-    size_t done;
+    int64_t *ready;              /* closed loop: FIFO of times users become ready (finish + think) */
+    size_t r_head, r_len, r_cap;
+    size_t in_flight;
 } run_ctx;
+
+/* Users become ready in finish order, and think time is constant: a FIFO keeps them sorted. */
+static void ready_push(run_ctx *c, int64_t t) {
+    c->ready[(c->r_head + c->r_len++) % c->r_cap] = t;
+}
 
 static void on_event(void *vctx, const engine_event *ev) {
     run_ctx *c = vctx;
@@ -27,14 +36,15 @@ static void on_event(void *vctx, const engine_event *ev) {
         r->end_ns = ev->t_ns;
         r->outcome = REC_OK;
         r->http_status = 200;
-        c->done++;
-        if (c->w->concurrency > 0) c->ready[c->n_ready++] = (size_t)ev->id;
+        c->in_flight--;
+        if (c->w->concurrency > 0) ready_push(c, ev->t_ns + c->w->think_ns);
     }
 }
 
 static int series_grow(sim_series *s, size_t cap) {
 #define GROW(f) do { void *p = realloc(s->f, cap * sizeof *s->f); if (!p) return -1; s->f = p; } while (0)
     GROW(t_s); GROW(running); GROW(waiting); GROW(batch_tokens); GROW(kv_usage); GROW(step_ms); GROW(preemptions);
+    GROW(prompt_tokens); GROW(gen_tokens); GROW(steps);
 #undef GROW
     s->cap = cap;
     return 0;
@@ -48,6 +58,7 @@ static void series_halve(sim_series *s) {
         s->t_s[k] = s->t_s[i]; s->running[k] = s->running[i]; s->waiting[k] = s->waiting[i];
         s->batch_tokens[k] = s->batch_tokens[i]; s->kv_usage[k] = s->kv_usage[i]; s->step_ms[k] = s->step_ms[i];
         s->preemptions[k] = s->preemptions[i];
+        s->prompt_tokens[k] = s->prompt_tokens[i]; s->gen_tokens[k] = s->gen_tokens[i]; s->steps[k] = s->steps[i];
     }
     s->n = k;
     s->interval_ns *= 2;
@@ -73,13 +84,18 @@ static void series_sample_until(engine *e, sim_series *s, int64_t t, int64_t *ne
         s->preemptions[i] = st.preemptions_total;
         s->step_ms[i] = st.last_step_ns >= 0 ? (float)(st.last_step_ns / 1e6) : 0;
         s->batch_tokens[i] = (int32_t)st.last_step_tokens;
+        s->prompt_tokens[i] = st.prompt_tokens_total;
+        s->gen_tokens[i] = st.generation_tokens_total;
+        s->steps[i] = st.steps_total;
         *next_sample += s->interval_ns;
     }
 }
 
-static int submit_one(engine *e, const sim_workload *w, recset *recs, size_t i, int64_t t) {
+/* 0 submitted, 1 rejected (recorded as a failure), -1 out of memory. */
+static int submit_one(engine *e, const sim_workload *w, recset *recs, size_t i, int64_t sched, int64_t t) {
     record *r = &recs->v[i];
-    r->sched_ns = r->send_ns = t;
+    r->sched_ns = sched;
+    r->send_ns = t;
     engine_request q = {.id = i, .prompt_tokens = w->in_tokens[i], .max_tokens = w->max_tokens[i], .ignore_eos = true};
     /* chunk arrays sized once: no allocation per token */
     if (w->max_tokens[i] > 0 && !r->chunk_ns) {
@@ -116,9 +132,10 @@ int sim_run(engine *e, const sim_workload *w, recset *recs, sim_series *series, 
         r->outcome = REC_ERR_CANCELLED;   /* until it finishes */
     }
     run_ctx c = {.recs = recs, .w = w};
-    if (w->concurrency > 0 && !(c.ready = malloc(sizeof(size_t) * (size_t)w->concurrency))) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
+    if (w->concurrency > 0) {
+        c.r_cap = (size_t)w->concurrency;
+        if (!(c.ready = malloc(sizeof(int64_t) * c.r_cap))) { snprintf(err, errlen, "out of memory"); return -1; }
+        for (int u = 0; u < w->concurrency; u++) ready_push(&c, SIM_RUN_T0_NS);
     }
     if (series) {
         memset(series, 0, sizeof *series);
@@ -128,31 +145,38 @@ int sim_run(engine *e, const sim_workload *w, recset *recs, sim_series *series, 
         series->interval_ns = 10000000;   /* 10 ms, doubled as needed */
     }
     int64_t next_sample = SIM_RUN_T0_NS;
-    size_t next = 0;
+    size_t next = 0;     /* open loop: requests [q_head, next) arrived and wait in the client queue */
+    size_t q_head = 0;
     int64_t now = SIM_RUN_T0_NS;
-    if (!w->arrival_ns) {
-        for (; next < w->n && next < (size_t)w->concurrency; next++)
-            if (submit_one(e, w, recs, next, now) < 0) goto oom;
-            else if (recs->v[next].outcome == REC_ERR_HTTP) c.ready[c.n_ready++] = next;
-    }
     for (;;) {
-        /* closed loop: each finished (or rejected) request frees its user for the next one */
-        while (c.n_ready > 0 && next < w->n) {
-            c.n_ready--;
-            int rc = submit_one(e, w, recs, next, now);
-            if (rc < 0) goto oom;
-            if (rc > 0) c.ready[c.n_ready++] = next;
-            next++;
+        if (w->arrival_ns) {
+            while (q_head < next && (!w->max_concurrency || c.in_flight < (size_t)w->max_concurrency)) {
+                int rc = submit_one(e, w, recs, q_head, SIM_RUN_T0_NS + w->arrival_ns[q_head], now);
+                if (rc < 0) goto oom;
+                if (rc == 0) c.in_flight++;
+                q_head++;
+            }
+        } else {
+            /* closed loop: a ready user sends its next request; a rejection frees it at once */
+            while (c.r_len && c.ready[c.r_head] <= now && next < w->n) {
+                int64_t ready = c.ready[c.r_head];
+                c.r_head = (c.r_head + 1) % c.r_cap;
+                c.r_len--;
+                int rc = submit_one(e, w, recs, next, ready, now);
+                if (rc < 0) goto oom;
+                if (rc == 0) c.in_flight++;
+                else ready_push(&c, now + w->think_ns);
+                next++;
+            }
         }
-        c.n_ready = 0;
-        int64_t te = engine_next_event_ns(e);
-        int64_t ta = w->arrival_ns && next < w->n ? SIM_RUN_T0_NS + w->arrival_ns[next] : ENGINE_NEVER;
+        int64_t te = engine_next_event_ns(e), ta = ENGINE_NEVER;
+        if (w->arrival_ns) { if (next < w->n) ta = SIM_RUN_T0_NS + w->arrival_ns[next]; }
+        else if (c.r_len && next < w->n) ta = c.ready[c.r_head];
         if (te == ENGINE_NEVER && ta == ENGINE_NEVER) break;
         if (ta <= te) {
             series_sample_until(e, series, ta - 1, &next_sample);
             now = ta;
-            if (submit_one(e, w, recs, next, now) < 0) goto oom;
-            next++;
+            if (w->arrival_ns) next++;
         } else {
             series_sample_until(e, series, te - 1, &next_sample);
             now = te;
@@ -192,8 +216,135 @@ json_t *sim_series_json(const sim_series *s) {
     return o;
 }
 
+static json_t *rate_or_null(double num, double den) {
+    return den > 0 ? json_real(num / den) : json_null();
+}
+
+json_t *sim_series_server_json(const sim_series *s) {
+    json_t *t = json_array(), *run = json_array(), *wait = json_array(), *kv = json_array(), *pre = json_array(),
+           *ptps = json_array(), *gtps = json_array(), *tps = json_array();
+    for (size_t i = 0; i < s->n; i++) {
+        json_array_append_new(t, json_real(s->t_s[i]));
+        json_array_append_new(run, json_integer(s->running[i]));
+        json_array_append_new(wait, json_integer(s->waiting[i]));
+        json_array_append_new(kv, json_real(100.0 * s->kv_usage[i]));
+        if (i == 0) {   /* counters need an interval, as for the first scrape */
+            json_array_append_new(pre, json_null());
+            json_array_append_new(ptps, json_null());
+            json_array_append_new(gtps, json_null());
+            json_array_append_new(tps, json_null());
+            continue;
+        }
+        double dt = s->t_s[i] - s->t_s[i - 1];
+        int64_t dsteps = s->steps[i] - s->steps[i - 1];
+        json_array_append_new(pre, json_integer(s->preemptions[i] - s->preemptions[i - 1]));
+        json_array_append_new(ptps, rate_or_null((double)(s->prompt_tokens[i] - s->prompt_tokens[i - 1]), dt));
+        json_array_append_new(gtps, rate_or_null((double)(s->gen_tokens[i] - s->gen_tokens[i - 1]), dt));
+        /* tokens per step over the interval: prompt tokens are counted when first scheduled, so
+         * this is an approximation for chunked prompts */
+        json_array_append_new(tps, rate_or_null((double)(s->prompt_tokens[i] - s->prompt_tokens[i - 1] +
+                                                         s->gen_tokens[i] - s->gen_tokens[i - 1]), (double)dsteps));
+    }
+    json_t *series = json_object();
+    json_object_set_new(series, "t_s", t);
+    json_object_set_new(series, "running", run);
+    json_object_set_new(series, "waiting", wait);
+    json_object_set_new(series, "kv_usage_pct", kv);
+    json_object_set_new(series, "preemptions", pre);
+    json_object_set_new(series, "prompt_tokens_per_s", ptps);
+    json_object_set_new(series, "generation_tokens_per_s", gtps);
+    json_object_set_new(series, "tokens_per_step", tps);
+    return json_pack("{s:n,s:s,s:I,s:i,s:n,s:o}", "url", "source", "sim", "scrapes", (json_int_t)s->n,
+                     "scrape_errors", 0, "last_error", "series", series);
+}
+
 void sim_series_free(sim_series *s) {
     free(s->t_s); free(s->running); free(s->waiting); free(s->batch_tokens);
     free(s->kv_usage); free(s->step_ms); free(s->preemptions);
+    free(s->prompt_tokens); free(s->gen_tokens); free(s->steps);
     memset(s, 0, sizeof *s);
+}
+
+/* The dataset module's random draw, replayed without the text: the same seed derivation and the
+ * same sequence of draws (prompt length, one word per length unit, output length). */
+#define DATASET_RANDOM_SEED_XOR 0x5eedda7a5e7ULL
+
+static int32_t draw_len(rng *r, long mean, double range) {
+    if (range <= 0) return (int32_t)mean;
+    long lo = (long)floor(mean * (1 - range)), hi = (long)ceil(mean * (1 + range));
+    if (lo < 1) lo = 1;
+    return (int32_t)(lo + (long)rng_below(r, (uint64_t)(hi - lo + 1)));
+}
+
+static int parse_random(const char *spec, long *in, long *out, double *range) {
+    *in = 1024;
+    *out = 128;
+    *range = 0;
+    const char *s = spec + 6;
+    if (!*s) return 0;
+    if (*s++ != ':') return -1;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '='), *end;
+        if (!eq) return -1;
+        *eq++ = 0;
+        if (!strcmp(tok, "in")) { *in = strtol(eq, &end, 10); if (*end || *in < 1) return -1; }
+        else if (!strcmp(tok, "out")) { *out = strtol(eq, &end, 10); if (*end || *out < 1) return -1; }
+        else if (!strcmp(tok, "range")) { *range = strtod(eq, &end); if (*end || *range < 0 || *range >= 1) return -1; }
+        else return -1;
+    }
+    return 0;
+}
+
+int sim_workload_lengths(const char *spec, size_t *n, uint64_t seed, int32_t default_out, int32_t **ins,
+                         int32_t **outs, int64_t **times_ns, char *err, size_t errlen) {
+    *ins = *outs = NULL;
+    *times_ns = NULL;
+    if (!strncmp(spec, "random", 6) && (!spec[6] || spec[6] == ':')) {
+        long in, out;
+        double range;
+        if (parse_random(spec, &in, &out, &range) < 0) {
+            snprintf(err, errlen, "bad dataset '%s': expected random:in=N,out=M,range=F with N, M >= 1 and 0 <= F < 1", spec);
+            return -1;
+        }
+        if (*n == 0) { snprintf(err, errlen, "a random dataset needs a request count"); return -1; }
+        *ins = malloc(sizeof(int32_t) * *n);
+        *outs = malloc(sizeof(int32_t) * *n);
+        if (!*ins || !*outs) goto oom;
+        size_t nw;
+        words_list(&nw);
+        rng r;
+        rng_seed(&r, seed ^ DATASET_RANDOM_SEED_XOR);
+        for (size_t i = 0; i < *n; i++) {
+            (*ins)[i] = draw_len(&r, in, range);
+            if (range > 0)   /* the words of the prompt; constant lengths draw nothing else */
+                for (int32_t k = 0; k < (*ins)[i]; k++) rng_below(&r, nw);
+            (*outs)[i] = draw_len(&r, out, range);
+        }
+        return 0;
+    }
+    dataset *d;
+    if (dataset_open(spec, *n, seed, NULL, &d, err, errlen) < 0) return -1;   /* lengths in words, as bench without a tokenizer */
+    int stamped = d->n > 0;
+    for (size_t i = 0; i < d->n; i++) stamped &= d->items[i].timestamp_ns >= 0;
+    if (*n == 0) *n = d->n;
+    *ins = malloc(sizeof(int32_t) * *n);
+    *outs = malloc(sizeof(int32_t) * *n);
+    if (stamped) *times_ns = malloc(sizeof(int64_t) * *n);
+    if (!*ins || !*outs || (stamped && !*times_ns)) { dataset_free(d); free(*times_ns); *times_ns = NULL; goto oom; }
+    for (size_t i = 0; i < *n; i++) {
+        const dataset_item *it = &d->items[i % d->n];   /* cycled, as bench does */
+        (*ins)[i] = it->in_tokens > 0 ? it->in_tokens : 1;
+        (*outs)[i] = it->max_tokens > 0 ? it->max_tokens : default_out;
+        if (stamped) (*times_ns)[i] = it->timestamp_ns;
+    }
+    dataset_free(d);
+    return 0;
+oom:
+    free(*ins);
+    free(*outs);
+    *ins = *outs = NULL;
+    snprintf(err, errlen, "out of memory");
+    return -1;
 }

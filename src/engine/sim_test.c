@@ -4,6 +4,7 @@
 #include "engine/sim.h"
 #include "common/rng.h"
 #include "engine/sim_run.h"
+#include "dataset/dataset.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -309,6 +310,7 @@ TEST(sim_params_parse) {
     CHECK(sim_params_set(&p, "step-overhead", "2ms", err, sizeof err) == 0);
     CHECK_NEAR(p.factors.step_overhead_s, 2e-3, 1e-12);
     CHECK(sim_params_set(&p, "chunked-prefill", "off", err, sizeof err) == 0 && !p.chunked_prefill);
+    CHECK(sim_params_set(&p, "flash-attention", "off", err, sizeof err) == 0 && p.factors.no_flash_attention);
     CHECK(sim_params_set(&p, "gpu-memory-utilization", "1.5", err, sizeof err) == -1);
     CHECK(strstr(err, "gpu-memory-utilization") != NULL);
     CHECK(sim_params_set(&p, "model", "gpt-5", err, sizeof err) == -1);
@@ -372,6 +374,188 @@ TEST(sim_run_records_open_and_closed_loop) {
         CHECK(rs.v[i].outcome == REC_OK);
     }
     CHECK_EQ_INT(maxc, 5);
+    recset_free(&rs);
+    engine_destroy(e);
+}
+
+/* sim draws the same request lengths as bench's dataset for the same seed, without the text. */
+TEST(sim_workload_matches_dataset) {
+    const char *spec = "random:in=300,out=40,range=0.3";
+    size_t n = 50;
+    int32_t *ins, *outs;
+    int64_t *ts;
+    char err[256];
+    CHECK(sim_workload_lengths(spec, &n, 42, 128, &ins, &outs, &ts, err, sizeof err) == 0);
+    dataset *d;
+    CHECK(dataset_open(spec, 50, 42, NULL, &d, err, sizeof err) == 0);
+    int same = 0;
+    for (size_t i = 0; i < 50; i++) same += ins[i] == d->items[i].in_tokens && outs[i] == d->items[i].max_tokens;
+    CHECK_EQ_INT(same, 50);
+    CHECK(ts == NULL);
+    dataset_free(d);
+    free(ins);
+    free(outs);
+    /* jsonl: lengths by the word counter, default max_tokens, timestamps, cycling */
+    char path[512];
+    snprintf(path, sizeof path, "%s/w.jsonl", harness_tmpdir());
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("{\"prompt\":\"one two three\",\"max_tokens\":7,\"timestamp\":1.5}\n"
+          "{\"messages\":[{\"role\":\"user\",\"content\":\"a b\"}],\"timestamp\":2.0}\n", f);
+    fclose(f);
+    char spec2[600];
+    snprintf(spec2, sizeof spec2, "jsonl:%s", path);
+    n = 5;
+    CHECK(sim_workload_lengths(spec2, &n, 1, 99, &ins, &outs, &ts, err, sizeof err) == 0);
+    CHECK(ins[0] == 3 && outs[0] == 7 && ins[1] == 2 && outs[1] == 99 && ins[4] == 3);
+    CHECK(ts && ts[0] == 1500000000LL && ts[1] == 2000000000LL && ts[2] == 1500000000LL);
+    free(ins);
+    free(outs);
+    free(ts);
+}
+
+/* A stall fault delays one request's next token; the others keep decoding. */
+TEST(sim_stall_fault_delays_one_request) {
+    sim_params p;
+    sim_default_params(&p);
+    engine *e = make(&p);
+    static trace t;
+    memset(&t, 0, sizeof t);
+    t.watch[0] = t.watch[1] = 1;
+    engine_request a = {.id = 0, .prompt_tokens = 100, .max_tokens = 20, .stall_after = 5, .stall_ns = 500000000};
+    engine_request b = {.id = 1, .prompt_tokens = 100, .max_tokens = 20};
+    CHECK(engine_submit(e, &a, 0) == 0);
+    CHECK(engine_submit(e, &b, 0) == 0);
+    for (int64_t now = 0; (now = engine_next_event_ns(e)) != ENGINE_NEVER;) engine_advance(e, now, on_event, &t);
+    CHECK(t.finished[0] && t.finished[1] && t.tokens[0] == 20 && t.tokens[1] == 20);
+    /* request 0's total time includes the 0.5 s stall, request 1's does not */
+    CHECK((t.last_ns[0] - t.first_ns[0]) > 500000000LL);
+    CHECK((t.last_ns[1] - t.first_ns[1]) < 200000000LL);
+    double maxgap = 0;
+    for (int i = 0; i < t.n_itl; i++) if (t.itl_s[i] > maxgap) maxgap = t.itl_s[i];
+    CHECK_NEAR(maxgap, 0.5, 0.01);
+    engine_destroy(e);
+}
+
+/* fp8 KV doubles the engine's blocks; the model's step does not depend on the KV budget. */
+TEST(sim_fp8_kv_doubles_blocks) {
+    sim_params p;
+    sim_default_params(&p);
+    engine *a = make(&p);
+    snprintf(p.kv_dtype, sizeof p.kv_dtype, "fp8");
+    engine *b = make(&p);
+    sim_info ia, ib;
+    CHECK(sim_get_info(a, &ia) == 0 && sim_get_info(b, &ib) == 0);
+    CHECK_NEAR((double)ib.total_blocks / ia.total_blocks, 2.0, 1e-4);
+    CHECK_NEAR(ia.kv_bytes_per_token, 31104, 0);
+    CHECK_NEAR(ib.kv_bytes_per_token, 15552, 0);
+    engine_destroy(a);
+    engine_destroy(b);
+}
+
+/* Without flash attention the prefill's score matrix goes through HBM: heads x pairs x 2 bytes,
+ * written and read twice, every layer. */
+TEST(sim_no_flash_attention_adds_score_traffic) {
+    sim_params p;
+    sim_default_params(&p);
+    char err[256];
+    cost_model a, b;
+    CHECK(sim_params_cost(&p, &a, err, sizeof err) == 0);
+    p.factors.no_flash_attention = 1;
+    CHECK(sim_params_cost(&p, &b, err, sizeof err) == 0);
+    cost_batch cb;
+    cost_step sa, sb;
+    cost_prefill_batch(4096, &cb);
+    cost_step_time(&a, &cb, &sa);
+    cost_step_time(&b, &cb, &sb);
+    CHECK_NEAR(sb.bytes - sa.bytes, 4096.0 * 4097 / 2 * 27 * 16 * 2 * 4, 1);
+    CHECK(sb.t >= sa.t);
+    cost_free(&a);
+    cost_free(&b);
+}
+
+/* Under overload, priority scheduling serves the high-priority class first; fcfs does not care. */
+static void mean_ttft_by_class(bool priority, double *hi, double *lo) {
+    sim_params p;
+    sim_default_params(&p);
+    p.max_num_seqs = 8;
+    p.priority_scheduling = priority;
+    engine *e = make(&p);
+    static trace t;
+    memset(&t, 0, sizeof t);
+    int n = 200;
+    int64_t now = 0;
+    int next = 0;
+    for (;;) {
+        int64_t te = engine_next_event_ns(e), ta = next < n ? next * 2000000LL : ENGINE_NEVER;
+        if (te == ENGINE_NEVER && ta == ENGINE_NEVER) break;
+        if (ta <= te) {
+            now = ta;
+            engine_request r = {.id = (uint64_t)next, .prompt_tokens = 256, .max_tokens = 64, .priority = next % 4 == 0 ? 0 : 1};
+            CHECK(engine_submit(e, &r, now) == 0);
+            t.submit_ns[next++] = now;
+        } else {
+            engine_advance(e, now = te, on_event, &t);
+        }
+    }
+    double sh = 0, sl = 0;
+    for (int i = 0; i < n; i++) {
+        double ttft = (t.first_ns[i] - t.submit_ns[i]) / 1e9;
+        if (i % 4 == 0) sh += ttft; else sl += ttft;
+        CHECK(t.finished[i] && t.tokens[i] == 64);
+    }
+    *hi = sh / (n / 4);
+    *lo = sl / (n - n / 4);
+    engine_destroy(e);
+}
+
+TEST(sim_priority_scheduling) {
+    double fh, fl, ph, pl;
+    mean_ttft_by_class(false, &fh, &fl);
+    mean_ttft_by_class(true, &ph, &pl);
+    CHECK_MSG(fabs(fh / fl - 1) < 0.25, "fcfs: high %.3fs low %.3fs", fh, fl);
+    CHECK_MSG(ph < 0.2 * pl, "priority: high %.3fs low %.3fs", ph, pl);
+    CHECK(pl > fl);   /* the low class pays for it */
+}
+
+/* Open loop with a concurrency cap: never more in flight than the cap, the excess waits in the
+ * client queue and that wait is in the records (send - sched). Closed loop think time spaces a
+ * user's requests. */
+TEST(sim_run_max_concurrency_and_think) {
+    sim_params p;
+    sim_default_params(&p);
+    char err[256];
+    enum { N = 120 };
+    int64_t arr[N];
+    int32_t in[N], out[N];
+    for (int i = 0; i < N; i++) { arr[i] = i * 5000000LL; in[i] = 512; out[i] = 100; }
+    engine *e = make(&p);
+    recset rs;
+    recset_init(&rs);
+    sim_workload w = {.n = N, .arrival_ns = arr, .max_concurrency = 3, .in_tokens = in, .max_tokens = out};
+    CHECK(sim_run(e, &w, &rs, NULL, err, sizeof err) == 0);
+    int maxc = 0, queued = 0;
+    for (int i = 0; i < N; i++) {
+        int k = 0;
+        for (int j = 0; j < N; j++) k += rs.v[j].send_ns <= rs.v[i].send_ns && rs.v[j].end_ns > rs.v[i].send_ns;
+        if (k > maxc) maxc = k;
+        queued += rs.v[i].send_ns > rs.v[i].sched_ns;
+        CHECK(rs.v[i].sched_ns == SIM_RUN_T0_NS + arr[i] && rs.v[i].outcome == REC_OK);
+    }
+    CHECK_EQ_INT(maxc, 3);
+    CHECK(queued > N / 2);
+    recset_free(&rs);
+    engine_destroy(e);
+    /* closed loop, 2 users, 1 s think: 10 requests per user need at least 9 s of thinking */
+    e = make(&p);
+    recset_init(&rs);
+    sim_workload c = {.n = 20, .concurrency = 2, .think_ns = 1000000000LL, .in_tokens = in, .max_tokens = out};
+    CHECK(sim_run(e, &c, &rs, NULL, err, sizeof err) == 0);
+    int64_t end = 0;
+    for (int i = 0; i < 20; i++) if (rs.v[i].end_ns > end) end = rs.v[i].end_ns;
+    CHECK((end - SIM_RUN_T0_NS) / 1e9 > 9.0);
+    CHECK((end - SIM_RUN_T0_NS) / 1e9 < 9.0 + 10 * 1.0);  /* each request well under a second */
     recset_free(&rs);
     engine_destroy(e);
 }

@@ -135,7 +135,8 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
     if (p->duration_ns > 0) s.deadline_ns = t0 + p->duration_ns;
     if (closed) for (int u = 0; u < p->concurrency; u++) s.user_ready_ns[u] = t0;
     s.next_arrival_ns = t0;
-    int64_t next_progress = t0 + NS_PER_S;
+    int64_t tick_ns = p->progress_interval_ns > 0 ? p->progress_interval_ns : NS_PER_S;
+    int64_t next_progress = t0 + tick_ns;
     int64_t grace_end = INT64_MAX;
 
     for (;;) {
@@ -145,7 +146,7 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
         if (closed) {
             for (int u = 0; u < p->concurrency; u++) {
                 int64_t ready = s.user_ready_ns[u];
-                if (ready == INT64_MAX) continue;
+                if (ready == INT64_MAX || ready == INT64_MIN) continue;   /* busy, or done for good */
                 if (!more_to_schedule(&s, ready)) { s.user_ready_ns[u] = INT64_MIN; continue; }
                 if (ready <= now) {
                     s.user_ready_ns[u] = INT64_MAX;
@@ -182,7 +183,7 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
             };
             progress(ctx, &pr);
         }
-        if (now >= next_progress) next_progress = now + NS_PER_S;
+        if (now >= next_progress) next_progress = now + tick_ns;
         if (next_progress < wake) wake = next_progress;
         client_poll(s.c, wake);
     }

@@ -25,6 +25,7 @@ typedef struct {
     int64_t think_ns;         /* closed loop: pause between a user's requests */
     int64_t grace_ns;         /* after the duration, how long in-flight requests may finish */
     uint64_t seed;
+    int64_t progress_interval_ns; /* how often the progress callback runs (0 = 1 s) */
 } load_plan;
 
 typedef struct {

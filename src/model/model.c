@@ -206,12 +206,17 @@ int model_load_hf_config(const char *path, model_arch *out, char *err, size_t er
     m.qk_rope_head_dim = jint(root, "qk_rope_head_dim", 64);
     m.v_head_dim = jint(root, "v_head_dim", 128);
     m.intermediate = jint(root, "intermediate_size", 4 * m.hidden);
-    m.n_routed_experts = jint(root, "n_routed_experts", 0);
-    m.n_shared_experts = jint(root, "n_shared_experts", 0);
+    /* DeepSeek names first; Mixtral's num_local_experts and Qwen-MoE's num_experts /
+     * shared_expert_intermediate_size / decoder_sparse_step map onto the same structure */
+    m.n_routed_experts = jint(root, "n_routed_experts", jint(root, "num_local_experts", jint(root, "num_experts", 0)));
     m.top_k = jint(root, "num_experts_per_tok", 0);
     m.moe_intermediate = jint(root, "moe_intermediate_size", m.intermediate);
+    m.n_shared_experts = jint(root, "n_shared_experts", 0);
+    int shared_inter = jint(root, "shared_expert_intermediate_size", 0);
+    if (!m.n_shared_experts && shared_inter > 0 && m.moe_intermediate > 0)
+        m.n_shared_experts = (shared_inter + m.moe_intermediate / 2) / m.moe_intermediate;
     m.first_k_dense = jint(root, "first_k_dense_replace", 0);
-    m.moe_layer_freq = jint(root, "moe_layer_freq", 1);
+    m.moe_layer_freq = jint(root, "moe_layer_freq", jint(root, "decoder_sparse_step", 1));
     m.mtp_layers = jint(root, "num_nextn_predict_layers", 0);
     m.native_dtype = DT_BF16;
     json_t *q = json_object_get(root, "quantization_config");

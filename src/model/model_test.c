@@ -99,3 +99,20 @@ TEST(model_hf_config_gqa_and_errors) {
     CHECK(strstr(err, "num_hidden_layers") != NULL);
     CHECK(model_load_hf_config("/nonexistent/config.json", &m, err, sizeof err) == -1);
 }
+
+/* Other MoE layouts read through the same fields: Mixtral-8x7B (num_local_experts) lands on its
+ * published 46.7B total and 12.9B active (12.75B without the embedding lookup). */
+TEST(model_hf_config_mixtral) {
+    const char *path = write_file("mixtral.json",
+        "{\"hidden_size\":4096,\"num_hidden_layers\":32,\"num_attention_heads\":32,\"num_key_value_heads\":8,"
+        "\"vocab_size\":32000,\"intermediate_size\":14336,\"num_local_experts\":8,\"num_experts_per_tok\":2}");
+    model_arch m;
+    char err[256];
+    CHECK(model_load_hf_config(path, &m, err, sizeof err) == 0);
+    model_params p;
+    model_count_params(&m, &p);
+    CHECK_NEAR(p.total / 1e9, 46.7, 46.7 * 0.01);
+    CHECK_NEAR((p.active + p.embed) / 1e9, 12.9, 12.9 * 0.02);
+    CHECK_EQ_INT(p.n_moe_layers, 32);
+    CHECK_EQ_INT((long long)model_kv_bytes_per_token(&m, DT_BF16, 1), 32 * 2 * 8 * 128 * 2);
+}

@@ -259,9 +259,10 @@ json_t *plan_to_json(const plan_inputs *in, const plan_result *r) {
     json_object_set_new(dec, "tokens_per_s", json_real(r->decode_tokens_per_s));
     json_object_set_new(dec, "bw_ceiling_tokens_per_s", json_real(r->bw_ceiling_tokens_per_s));
     json_object_set_new(o, "decode", dec);
-    json_object_set_new(o, "ceilings", json_pack("{s:f,s:I,s:f,s:f,s:I}",
+    json_object_set_new(o, "ceilings", json_pack("{s:f,s:I,s:f,s:f,s:f,s:I}",
         "single_stream_tokens_per_s", r->single_stream_tokens_per_s, "max_batch", (json_int_t)r->max_batch,
-        "max_batch_tokens_per_s", r->max_batch_tokens_per_s, "max_batch_bw_ceiling_tokens_per_s",
+        "max_batch_tokens_per_s", r->max_batch_tokens_per_s, "all_replicas_tokens_per_s",
+        r->replicas * r->max_batch_tokens_per_s, "max_batch_bw_ceiling_tokens_per_s",
         r->max_batch_bw_ceiling_tokens_per_s, "compute_bound_from_batch", (json_int_t)r->crossover_batch));
     json_t *rec = json_pack("{s:f,s:I,s:f}", "tpot_target_ms", in->tpot_target_s * 1e3,
         "max_num_seqs", (json_int_t)r->rec_max_num_seqs, "tpot_ms", r->rec_tpot_s * 1e3);
@@ -336,6 +337,9 @@ void plan_print(FILE *f, const plan_inputs *in, const plan_result *r) {
     if (r->max_batch > 0)
         fprintf(f, "  %-34s batch %lld: %.0f tokens/s (bandwidth roofline %.0f)\n", "largest batch that fits",
                 r->max_batch, r->max_batch_tokens_per_s, r->max_batch_bw_ceiling_tokens_per_s);
+    if (r->replicas > 1 && r->max_batch > 0)
+        fprintf(f, "  %-34s %d replicas x %.0f = %.0f tokens/s\n", "all GPUs (data parallel)", r->replicas,
+                r->max_batch_tokens_per_s, r->replicas * r->max_batch_tokens_per_s);
     if (r->crossover_batch > 0) fprintf(f, "  %-34s batch %lld\n", "decode turns compute-bound at", r->crossover_batch);
     else fprintf(f, "  %-34s never below batch 1M\n", "decode turns compute-bound at");
     fprintf(f, "\nCommunication per decode step (batch %d)\n", in->batch);

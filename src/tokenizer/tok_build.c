@@ -2,17 +2,19 @@
  * string -> id hash), the merge table keyed by the pair of token ids (so BPE never concatenates strings
  * at run time), the added-token passes and the compiled pre-tokenizer regexes. Both loaders feed it. */
 #include "tokenizer/tok_internal.h"
+#include "tokenizer/tok_unicode_new.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdatomic.h>
+#include <pthread.h>
 
 static atomic_uint_fast64_t tok_serial_next = 1;
 
 /* HF's \s (Oniguruma, Unicode White_Space). PCRE2 also counts U+180E, which HF does not. */
 #define WS_BODY "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 
-static uint64_t hash_bytes(const char *s, size_t n) {
+uint64_t tok_hash_bytes(const char *s, size_t n) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
     while (n >= 8) {
         uint64_t v;
@@ -67,33 +69,39 @@ int tok_buf_append(char **buf, size_t *len, size_t *cap, const void *data, size_
     return 0;
 }
 
+/* Ids may come in any order (tokenizer.json): capacity grows geometrically, n_vocab = highest id + 1. */
 static int grow_vocab(tokenizer *t, size_t need) {
-    size_t cap = t->n_vocab;
-    if (need <= cap) return 0;
-    size_t nc = need;
-    char **s = realloc(t->tok_str, nc * sizeof *s);
-    if (!s) return -1;
-    t->tok_str = s;
-    uint32_t *l = realloc(t->tok_len, nc * sizeof *l);
-    if (!l) return -1;
-    t->tok_len = l;
-    uint8_t *f = realloc(t->tok_flags, nc);
-    if (!f) return -1;
-    t->tok_flags = f;
-    for (size_t i = cap; i < nc; i++) { s[i] = NULL; l[i] = 0; f[i] = 0; }
-    t->n_vocab = nc;
+    if (need <= t->n_vocab) return 0;
+    if (need > t->vocab_cap) {
+        size_t nc = t->vocab_cap ? t->vocab_cap : 1024;
+        while (nc < need) nc *= 2;
+        char **s = realloc(t->tok_str, nc * sizeof *s);
+        if (!s) return -1;
+        t->tok_str = s;
+        uint32_t *l = realloc(t->tok_len, nc * sizeof *l);
+        if (!l) return -1;
+        t->tok_len = l;
+        uint8_t *f = realloc(t->tok_flags, nc);
+        if (!f) return -1;
+        t->tok_flags = f;
+        for (size_t i = t->vocab_cap; i < nc; i++) { s[i] = NULL; l[i] = 0; f[i] = 0; }
+        t->vocab_cap = nc;
+    }
+    t->n_vocab = need;
     return 0;
 }
 
+static void map_put(tok_slot *m, size_t mask, const char *str, uint32_t len, int32_t id) {
+    size_t i = tok_hash_bytes(str, len) & mask;
+    while (m[i].id1) i = (i + 1) & mask;
+    m[i] = (tok_slot){str, (uint32_t)id + 1, len};
+}
+
 static int map_rehash(tokenizer *t, size_t cap) {
-    uint32_t *m = calloc(cap, sizeof *m);
+    tok_slot *m = calloc(cap, sizeof *m);
     if (!m) return -1;
-    for (size_t id = 0; id < t->n_vocab; id++) {
-        if (!t->tok_str[id] || !t->map) continue;
-        size_t i = hash_bytes(t->tok_str[id], t->tok_len[id]) & (cap - 1);
-        while (m[i]) i = (i + 1) & (cap - 1);
-        m[i] = (uint32_t)id + 1;
-    }
+    for (size_t i = 0; i <= t->map_mask; i++)
+        if (t->map[i].id1) map_put(m, cap - 1, t->map[i].str, t->map[i].len, (int32_t)t->map[i].id1 - 1);
     free(t->map);
     t->map = m;
     t->map_mask = cap - 1;
@@ -104,23 +112,25 @@ int tok_init(tokenizer *t, size_t hint, char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
     t->serial = atomic_fetch_add(&tok_serial_next, 1);
     t->bos_id = t->eos_id = -1;
+    /* The string map is only used while loading (it may fill to 50%); the pair table is probed for every
+     * merge step of every encode, so it is kept at most 25% full. */
     size_t cap = 1024;
-    while (cap < hint * 2) cap *= 2;
+    while (cap < hint) cap *= 2;
     t->map = calloc(cap, sizeof *t->map);
-    t->pairs = malloc(cap * sizeof *t->pairs);
+    t->pairs = malloc(cap * 2 * sizeof *t->pairs);
     if (!t->map || !t->pairs) { snprintf(err, errlen, "out of memory"); return -1; }
-    for (size_t i = 0; i < cap; i++) t->pairs[i].rank = -1;
-    t->map_mask = t->pairs_mask = cap - 1;
+    for (size_t i = 0; i < cap * 2; i++) t->pairs[i].rank = -1;
+    t->map_mask = cap - 1;
+    t->pairs_mask = cap * 2 - 1;
     return 0;
 }
 
 int32_t tok_lookup(const tokenizer *t, const char *s, size_t len) {
-    size_t i = hash_bytes(s, len) & t->map_mask;
+    size_t i = tok_hash_bytes(s, len) & t->map_mask;
     for (;;) {
-        uint32_t v = t->map[i];
-        if (!v) return -1;
-        uint32_t id = v - 1;
-        if (t->tok_len[id] == len && !memcmp(t->tok_str[id], s, len)) return (int32_t)id;
+        const tok_slot *sl = &t->map[i];
+        if (!sl->id1) return -1;
+        if (sl->len == len && !memcmp(sl->str, s, len)) return (int32_t)sl->id1 - 1;
         i = (i + 1) & t->map_mask;
     }
 }
@@ -138,12 +148,7 @@ int tok_set_token(tokenizer *t, int32_t id, const char *s, size_t len, char *err
     t->tok_len[id] = (uint32_t)len;
     if (tok_lookup(t, s, len) >= 0) return 0; /* duplicate string: the first id keeps the mapping */
     if (++t->map_filled * 2 > t->map_mask + 1 && map_rehash(t, (t->map_mask + 1) * 2)) goto oom;
-    size_t i = hash_bytes(s, len) & t->map_mask;
-    while (t->map[i]) {
-        if (t->map[i] == (uint32_t)id + 1) return 0; /* inserted by the rehash */
-        i = (i + 1) & t->map_mask;
-    }
-    t->map[i] = (uint32_t)id + 1;
+    map_put(t->map, t->map_mask, t->tok_str[id], (uint32_t)len, id);
     return 0;
 oom:
     snprintf(err, errlen, "out of memory");
@@ -185,7 +190,7 @@ int tok_add_merge(tokenizer *t, const char *a, size_t alen, const char *b, size_
                  (int)blen, b, ia < 0 ? "left part" : ib < 0 ? "right part" : "merged token");
         return -1;
     }
-    if ((t->n_merges + 1) * 2 > t->pairs_mask + 1 && pairs_grow(t)) {
+    if ((t->n_merges + 1) * 4 > t->pairs_mask + 1 && pairs_grow(t)) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -207,9 +212,12 @@ int tok_add_added(tokenizer *t, const tok_added *a, char *err, size_t errlen) {
         if (!t->tok_str[a->id]) { snprintf(err, errlen, "out of memory"); return -1; }
         t->tok_len[a->id] = a->len;
     }
-    tok_added *n = realloc(t->added, (t->n_added + 1) * sizeof *n);
-    if (!n) { snprintf(err, errlen, "out of memory"); return -1; }
-    t->added = n;
+    tok_added *n = t->added;
+    if ((t->n_added & (t->n_added - 1)) == 0) { /* capacity: powers of two */
+        n = realloc(t->added, (t->n_added ? t->n_added * 2 : 1) * sizeof *n);
+        if (!n) { snprintf(err, errlen, "out of memory"); return -1; }
+        t->added = n;
+    }
     n[t->n_added] = *a;
     n[t->n_added].text = t->tok_str[a->id];
     t->n_added++;
@@ -217,9 +225,22 @@ int tok_add_added(tokenizer *t, const tok_added *a, char *err, size_t errlen) {
     return 0;
 }
 
+/* The code points HF's newer Unicode tables add to \p{X}, for X = L M N P S (NULL for others). */
+static const char *new_in_class(char x) {
+    switch (x) {
+    case 'L': return TOK_NEW_L;
+    case 'M': return TOK_NEW_M;
+    case 'N': return TOK_NEW_N;
+    case 'P': return TOK_NEW_P;
+    case 'S': return TOK_NEW_S;
+    default: return NULL;
+    }
+}
+
 /* Rewrites a pattern from HF's Oniguruma syntax into PCRE2: \s and \S become HF's whitespace class,
- * \h / \H (hex digit in Oniguruma, horizontal space in PCRE2) become [0-9a-fA-F]. */
-static int translate(const char *p, size_t n, char **out, size_t *olen, char *err, size_t errlen) {
+ * \h / \H (hex digit in Oniguruma, horizontal space in PCRE2) become [0-9a-fA-F], and \p{L|M|N|P|S}
+ * gain the code points assigned since PCRE2's Unicode version (tok_unicode_new.h). */
+static int translate(const char *p, size_t n, bool extend, char **out, size_t *olen, char *err, size_t errlen) {
     char *buf = NULL;
     size_t len = 0, cap = 0;
     bool in_class = false;
@@ -246,6 +267,13 @@ static int translate(const char *p, size_t n, char **out, size_t *olen, char *er
                     return -1;
                 }
                 rc = tok_buf_append(&buf, &len, &cap, h, strlen(h));
+            } else if (extend && e == 'p' && i + 3 < n && p[i + 1] == '{' && p[i + 3] == '}' && new_in_class(p[i + 2])) {
+                const char *extra = new_in_class(p[i + 2]);
+                char cls[5] = {'\\', 'p', '{', p[i + 2], '}'};
+                if (!in_class) rc |= tok_buf_append(&buf, &len, &cap, "[", 1);
+                rc |= tok_buf_append(&buf, &len, &cap, cls, 5) | tok_buf_append(&buf, &len, &cap, extra, strlen(extra));
+                if (!in_class) rc |= tok_buf_append(&buf, &len, &cap, "]", 1);
+                i += 3;
             } else {
                 char two[2] = {'\\', e};
                 rc = tok_buf_append(&buf, &len, &cap, two, 2);
@@ -275,23 +303,65 @@ static int translate(const char *p, size_t n, char **out, size_t *olen, char *er
 
 int tok_add_stage(tokenizer *t, const char *pattern, size_t len, char *err, size_t errlen) {
     if (t->n_stages >= TOK_MAX_STAGES) { snprintf(err, errlen, "more than %d pre-tokenizer splits", TOK_MAX_STAGES); return -1; }
-    char *pc;
-    size_t pclen;
-    if (translate(pattern, len, &pc, &pclen, err, errlen)) return -1;
-    int ec;
-    PCRE2_SIZE eoff;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pc, pclen, PCRE2_UTF | PCRE2_UCP, &ec, &eoff, NULL);
-    if (!re) {
-        PCRE2_UCHAR msg[160];
-        pcre2_get_error_message(ec, msg, sizeof msg);
-        snprintf(err, errlen, "pre-tokenizer regex /%.*s/ does not compile at %zu: %s", (int)len, pattern, (size_t)eoff, (char *)msg);
+    for (int x = 0; x < 2; x++) {
+        char *pc;
+        size_t pclen;
+        if (translate(pattern, len, x == 1, &pc, &pclen, err, errlen)) return -1;
+        int ec;
+        PCRE2_SIZE eoff;
+        pcre2_code *re = pcre2_compile((PCRE2_SPTR)pc, pclen, PCRE2_UTF | PCRE2_UCP, &ec, &eoff, NULL);
         free(pc);
-        return -1;
+        if (!re) {
+            PCRE2_UCHAR msg[160];
+            pcre2_get_error_message(ec, msg, sizeof msg);
+            snprintf(err, errlen, "pre-tokenizer regex /%.*s/ does not compile at %zu: %s", (int)len, pattern, (size_t)eoff, (char *)msg);
+            if (x == 1) pcre2_code_free(t->re[0][t->n_stages]);
+            return -1;
+        }
+        if (pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0) t->jit_ok[x] |= 1u << t->n_stages;
+        t->re[x][t->n_stages] = re;
     }
-    free(pc);
-    if (pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0) t->jit_ok |= 1u << t->n_stages;
-    t->re[t->n_stages++] = re;
+    t->n_stages++;
     return 0;
+}
+
+static uint8_t new_cp_bits[0x110000 / 8];
+static pthread_once_t new_cp_once = PTHREAD_ONCE_INIT;
+
+/* Parses the "\x{HEX}" / "\x{HEX}-\x{HEX}" lists of tok_unicode_new.h into a bitmap. */
+static void new_cp_init(void) {
+    const char *lists[] = {TOK_NEW_L, TOK_NEW_M, TOK_NEW_N, TOK_NEW_P, TOK_NEW_S};
+    for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++) {
+        const char *q = lists[k];
+        while ((q = strstr(q, "\\x{"))) {
+            unsigned long a = strtoul(q + 3, (char **)&q, 16), b = a;
+            if (*q == '}') q++;
+            if (q[0] == '-' && q[1] == '\\' && q[2] == 'x' && q[3] == '{') {
+                b = strtoul(q + 4, (char **)&q, 16);
+                if (*q == '}') q++;
+            }
+            for (unsigned long c = a; c <= b && c < 0x110000; c++) new_cp_bits[c >> 3] |= (uint8_t)(1u << (c & 7));
+        }
+    }
+}
+
+bool tok_has_new_cp(const char *s, size_t n) {
+    pthread_once(&new_cp_once, new_cp_init);
+    const uint8_t *u = (const uint8_t *)s;
+    for (size_t i = 0; i < n;) {
+        if (i + 8 <= n) {
+            uint64_t v;
+            memcpy(&v, u + i, 8);
+            if (!(v & 0x8080808080808080ull)) { i += 8; continue; }
+        }
+        uint8_t c = u[i];
+        if (c < 0xE1) { i += c < 0x80 ? 1 : 2; continue; } /* below U+1000: nothing new there */
+        uint32_t cp;
+        if (c < 0xF0) { cp = (uint32_t)(c & 0x0F) << 12 | (uint32_t)(u[i + 1] & 0x3F) << 6 | (u[i + 2] & 0x3F); i += 3; }
+        else { cp = (uint32_t)(c & 0x07) << 18 | (uint32_t)(u[i + 1] & 0x3F) << 12 | (uint32_t)(u[i + 2] & 0x3F) << 6 | (u[i + 3] & 0x3F); i += 4; }
+        if (new_cp_bits[cp >> 3] >> (cp & 7) & 1) return true;
+    }
+    return false;
 }
 
 /* GPT-2's byte -> character table: printable Latin-1 bytes map to themselves, the others to U+0100+k. */
@@ -303,13 +373,36 @@ static uint32_t byte_char(int b) {
     return 256u + (uint32_t)k;
 }
 
-static int cmp_pass(const void *a, const void *b, void *ctx) {
-    const tok_added *ad = ctx;
-    const tok_added *x = &ad[*(const uint32_t *)a], *y = &ad[*(const uint32_t *)b];
-    uint8_t fx = (uint8_t)x->text[0], fy = (uint8_t)y->text[0];
-    if (fx != fy) return fx < fy ? -1 : 1;
-    if (x->len != y->len) return x->len > y->len ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
+static uint32_t trie_new(tok_added_pass *ps, uint8_t byte) {
+    if (ps->n_nodes == ps->cap) {
+        size_t nc = ps->cap ? ps->cap * 2 : 64;
+        tok_trie_node *n = realloc(ps->nodes, nc * sizeof *n);
+        if (!n) return 0;
+        ps->nodes = n;
+        ps->cap = nc;
+        if (ps->n_nodes == 0) ps->n_nodes = 1; /* index 0 means "none" */
+    }
+    ps->nodes[ps->n_nodes] = (tok_trie_node){0, 0, -1, byte};
+    return (uint32_t)ps->n_nodes++;
+}
+
+static int trie_insert(tok_added_pass *ps, const tok_added *a, int32_t index) {
+    const uint8_t *s = (const uint8_t *)a->text;
+    uint32_t cur = ps->root[s[0]];
+    if (!cur && !(cur = ps->root[s[0]] = trie_new(ps, s[0]))) return -1;
+    for (size_t i = 1; i < a->len; i++) {
+        uint32_t c = ps->nodes[cur].child;
+        while (c && ps->nodes[c].byte != s[i]) c = ps->nodes[c].sibling;
+        if (!c) {
+            if (!(c = trie_new(ps, s[i]))) return -1;
+            ps->nodes[c].sibling = ps->nodes[cur].child;
+            ps->nodes[cur].child = c;
+        }
+        cur = c;
+    }
+    if (ps->nodes[cur].added < 0) ps->nodes[cur].added = index; /* same text twice: the first wins */
+    ps->n++;
+    return 0;
 }
 
 int tok_finish(tokenizer *t, char *err, size_t errlen) {
@@ -321,20 +414,17 @@ int tok_finish(tokenizer *t, char *err, size_t errlen) {
         else { u[0] = (char)(0xC0 | (c >> 6)); u[1] = (char)(0x80 | (c & 0x3F)); n = 2; }
         t->byte_id[b] = tok_lookup(t, u, n);
     }
-    for (int p = 0; p < 2; p++) {
-        tok_added_pass *ps = &t->pass[p];
-        ps->order = malloc((t->n_added + 1) * sizeof *ps->order);
-        if (!ps->order) { snprintf(err, errlen, "out of memory"); return -1; }
-        ps->n = 0;
-        for (size_t i = 0; i < t->n_added; i++)
-            if (t->added[i].normalized == (p == 1)) ps->order[ps->n++] = (uint32_t)i;
-        qsort_r(ps->order, ps->n, sizeof *ps->order, cmp_pass, t->added);
-        size_t k = 0;
-        for (int b = 0; b <= 256; b++) {
-            while (k < ps->n && (uint8_t)t->added[ps->order[k]].text[0] < b) k++;
-            ps->start[b] = (uint32_t)k;
+    for (size_t i = 0; i < t->n_added; i++) {
+        if (trie_insert(&t->pass[t->added[i].normalized ? 1 : 0], &t->added[i], (int32_t)i)) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
         }
-        ps->start[256] = (uint32_t)ps->n;
+    }
+    for (int p = 0; p < 2; p++) {
+        int first = -1, distinct = 0;
+        for (int b = 0; b < 256; b++)
+            if (t->pass[p].root[b]) { first = b; distinct++; }
+        t->pass[p].single_first = distinct == 1 ? first : -1;
     }
     free(t->scratch);
     t->scratch = NULL;
@@ -342,7 +432,10 @@ int tok_finish(tokenizer *t, char *err, size_t errlen) {
 }
 
 void tok_release(tokenizer *t) {
-    for (size_t i = 0; i < t->n_stages; i++) pcre2_code_free(t->re[i]);
+    for (size_t i = 0; i < t->n_stages; i++) {
+        pcre2_code_free(t->re[0][i]);
+        pcre2_code_free(t->re[1][i]);
+    }
     void *b = t->arena_blocks;
     while (b) {
         void *next;
@@ -356,8 +449,8 @@ void tok_release(tokenizer *t) {
     free(t->map);
     free(t->pairs);
     free(t->added);
-    free(t->pass[0].order);
-    free(t->pass[1].order);
+    free(t->pass[0].nodes);
+    free(t->pass[1].nodes);
     free(t->chat_template);
     free(t->scratch);
 }
@@ -382,9 +475,11 @@ static size_t utf8_seq(const uint8_t *s, size_t n, size_t *bad) {
     return need;
 }
 
-size_t tok_utf8_valid_prefix(const char *s, size_t n) {
+size_t tok_utf8_check(const char *s, size_t n, bool *has_new) {
     const uint8_t *u = (const uint8_t *)s;
     size_t i = 0;
+    bool nw = false;
+    if (has_new) pthread_once(&new_cp_once, new_cp_init);
     while (i < n) {
         while (i + 8 <= n) {
             uint64_t v;
@@ -394,11 +489,20 @@ size_t tok_utf8_valid_prefix(const char *s, size_t n) {
         }
         if (i >= n) break;
         size_t bad, k = utf8_seq(u + i, n - i, &bad);
-        if (!k) return i;
+        if (!k) break;
+        if (has_new && k >= 3 && !nw) {
+            uint32_t cp = k == 3 ? (uint32_t)(u[i] & 0x0F) << 12 | (uint32_t)(u[i + 1] & 0x3F) << 6 | (u[i + 2] & 0x3F)
+                                 : (uint32_t)(u[i] & 0x07) << 18 | (uint32_t)(u[i + 1] & 0x3F) << 12 |
+                                       (uint32_t)(u[i + 2] & 0x3F) << 6 | (u[i + 3] & 0x3F);
+            nw = new_cp_bits[cp >> 3] >> (cp & 7) & 1;
+        }
         i += k;
     }
-    return n;
+    if (has_new) *has_new = nw;
+    return i;
 }
+
+size_t tok_utf8_valid_prefix(const char *s, size_t n) { return tok_utf8_check(s, n, NULL); }
 
 int tok_utf8_lossy(const char *s, size_t n, char **buf, size_t *len, size_t *cap) {
     const uint8_t *u = (const uint8_t *)s;

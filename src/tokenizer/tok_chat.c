@@ -11,6 +11,16 @@
 
 static int put(char **b, size_t *l, size_t *c, const char *s) { return tok_buf_append(b, l, c, s, strlen(s)); }
 
+void tok_chat_detect(tokenizer *t) {
+    const char *tm = t->chat_template;
+    if (!tm || !strstr(tm, "<" U_BAR "User" U_BAR ">") || !strstr(tm, "<" U_BAR "Assistant" U_BAR ">")) return;
+    t->chat = TOK_CHAT_DEEPSEEK3;
+    /* DeepSeek-R1's variant of the template: '<｜Assistant｜><think>\n' opens the reply, and past
+     * assistant turns are cut to what follows their last </think>. */
+    t->chat_think_prompt = strstr(tm, "'<" U_BAR "Assistant" U_BAR "><think>\\n'") != NULL;
+    t->chat_strip_think = strstr(tm, "split('</think>')[-1]") != NULL;
+}
+
 /* The DeepSeek-V3 template: BOS, the system prompts joined by blank lines, then user turns as
  * <｜User｜>text, assistant turns as <｜Assistant｜>text<｜end▁of▁sentence｜>, tool outputs wrapped in
  * the tool-output markers, and <｜Assistant｜> to open the reply (add_generation_prompt). */
@@ -32,6 +42,11 @@ static int render_ds3(const tokenizer *t, const char *const *roles, const char *
             is_tool = false;
             rc |= put(b, l, c, "<" U_BAR "User" U_BAR ">") | put(b, l, c, m);
         } else if (!strcmp(r, "assistant")) {
+            if (!is_tool && t->chat_strip_think) { /* R1 strips only in this branch, as its template does */
+                const char *e, *last = NULL;
+                for (const char *q = m; (e = strstr(q, "</think>")); q = e + 1) last = e;
+                if (last) m = last + strlen("</think>");
+            }
             rc |= put(b, l, c, is_tool ? "<" U_BAR "tool" U_SP "outputs" U_SP "end" U_BAR ">" : "<" U_BAR "Assistant" U_BAR ">");
             rc |= put(b, l, c, m) | put(b, l, c, "<" U_BAR "end" U_SP "of" U_SP "sentence" U_BAR ">");
             is_tool = false;
@@ -44,7 +59,7 @@ static int render_ds3(const tokenizer *t, const char *const *roles, const char *
         }
     }
     if (is_tool) rc |= put(b, l, c, "<" U_BAR "tool" U_SP "outputs" U_SP "end" U_BAR ">");
-    else rc |= put(b, l, c, "<" U_BAR "Assistant" U_BAR ">");
+    else rc |= put(b, l, c, t->chat_think_prompt ? "<" U_BAR "Assistant" U_BAR "><think>\n" : "<" U_BAR "Assistant" U_BAR ">");
     return rc ? -ENOMEM : 0;
 }
 

@@ -263,8 +263,7 @@ int tok_load_gguf(tokenizer *t, const char *path, const uint8_t *data, size_t le
         c.off = kv[K_CHAT].off;
         if (rd_str(&c, &s, &l)) return -1;
         if (!(t->chat_template = strndup(s, l))) { snprintf(err, errlen, "out of memory"); return -1; }
-        if (strstr(t->chat_template, "<\xEF\xBD\x9CUser\xEF\xBD\x9C>") && strstr(t->chat_template, "<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>"))
-            t->chat = TOK_CHAT_DEEPSEEK3;
+        tok_chat_detect(t);
     }
     return tok_finish(t, err, errlen);
 }

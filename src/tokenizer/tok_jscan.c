@@ -174,9 +174,10 @@ static int parse_vocab(tokenizer *t, js *j) {
         ws(j);
         if (str(j, &k, &kl) || expect(j, ':')) return -1;
         ws(j);
-        char *e;
-        long long id = strtoll(j->p, &e, 10);
-        if (e == j->p || id < 0 || id > INT32_MAX) return fail(j, "vocab id is not a non-negative integer");
+        const char *e = j->p;
+        uint64_t id = 0;
+        while (e < j->end && *e >= '0' && *e <= '9' && id <= INT32_MAX) id = id * 10 + (uint64_t)(*e++ - '0');
+        if (e == j->p || id > INT32_MAX) return fail(j, "vocab id is not a non-negative integer");
         j->p = e;
         if (tok_set_token(t, (int32_t)id, k, kl, j->err, j->errlen)) return -1;
         int r = next_item(j, '}');
@@ -224,6 +225,7 @@ static int parse_merges(tokenizer *t, js *j) {
 int tok_jscan_model(tokenizer *t, const char *data, size_t len, char **skeleton, size_t *skel_len, char *err, size_t errlen) {
     js j = {data, data, data + len, err, errlen, NULL, 0, 0};
     const char *vr[2] = {0}, *mr[2] = {0};
+    bool vocab_done = false, merges_done = false;
     int rc = -1;
     if (expect(&j, '{')) goto out;
     ws(&j);
@@ -244,9 +246,20 @@ int tok_jscan_model(tokenizer *t, const char *data, size_t len, char **skeleton,
                 if (str(&j, &k, &kl) || expect(&j, ':')) goto out;
                 ws(&j);
                 const char *start = j.p;
-                if (skip(&j)) goto out;
-                if (kl == 5 && !memcmp(k, "vocab", 5)) { vr[0] = start; vr[1] = j.p; }
-                if (kl == 6 && !memcmp(k, "merges", 6)) { mr[0] = start; mr[1] = j.p; }
+                bool is_vocab = kl == 5 && !memcmp(k, "vocab", 5), is_merges = kl == 6 && !memcmp(k, "merges", 6);
+                /* Parsed where they stand (one pass over the 7.8 MB) unless merges come before the vocab
+                 * they refer to: then they are only located now and parsed after it. */
+                if (is_vocab && j.p < j.end && *j.p == '{') {
+                    if (parse_vocab(t, &j)) goto out;
+                    vr[0] = start; vr[1] = j.p; vocab_done = true;
+                } else if (is_merges && vocab_done && j.p < j.end && *j.p == '[') {
+                    if (parse_merges(t, &j)) goto out;
+                    mr[0] = start; mr[1] = j.p; merges_done = true;
+                } else {
+                    if (skip(&j)) goto out;
+                    if (is_vocab) { vr[0] = start; vr[1] = j.p; }
+                    if (is_merges) { mr[0] = start; mr[1] = j.p; }
+                }
                 if ((more = next_item(&j, '}')) < 0) goto out;
             }
         } else if (skip(&j)) {
@@ -257,10 +270,10 @@ int tok_jscan_model(tokenizer *t, const char *data, size_t len, char **skeleton,
         if (r == 0) break;
     }
     if (!vr[0] || !mr[0] || *vr[0] != '{' || *mr[0] != '[') { rc = 1; goto out; }
-    j.p = vr[0];
-    if (parse_vocab(t, &j)) goto out;
-    j.p = mr[0];
-    if (parse_merges(t, &j)) goto out;
+    if (!merges_done) {
+        j.p = mr[0];
+        if (parse_merges(t, &j)) goto out;
+    }
     /* The skeleton: vocab and merges emptied (first the one that comes first in the file). */
     const char *r1[2], *r2[2];
     const char *e1 = "{}", *e2 = "[]";

@@ -199,9 +199,7 @@ int tok_load_json(tokenizer *t, const char *path, const char *data, size_t len, 
         if (t->eos_id < 0 && strstr(t->added[i].text, "end\xE2\x96\x81of\xE2\x96\x81sentence")) t->eos_id = t->added[i].id;
     }
     if (load_config(t, path, err, errlen)) goto out;
-    if (t->chat_template && strstr(t->chat_template, "<\xEF\xBD\x9CUser\xEF\xBD\x9C>") &&
-        strstr(t->chat_template, "<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>"))
-        t->chat = TOK_CHAT_DEEPSEEK3;
+    tok_chat_detect(t);
     rc = tok_finish(t, err, errlen);
 out:
     json_decref(root);

@@ -7,7 +7,6 @@
  * Per-thread state (PCRE2 match data, JIT stack, word cache, scratch) lives in thread-local storage
  * freed at thread exit, so a const tokenizer serves many threads without locks. */
 #include "tokenizer/tok_internal.h"
-#include "common/fileio.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -233,17 +232,11 @@ static int bpe_heap(const tokenizer *t, tok_tls *c, size_t m, size_t *out_m) {
     return 0;
 }
 
-static uint64_t word_hash(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-    return h ^ (h >> 29);
-}
-
 /* BPE of one pre-tokenized word, through the per-thread cache. */
 static void bpe_word(const tokenizer *t, tok_tls *c, const char *w, size_t n, sink *s) {
     cache_entry *ce = NULL;
     if (n <= CACHE_WORD) {
-        ce = &c->cache[word_hash(w, n) & (CACHE_SLOTS - 1)];
+        ce = &c->cache[tok_hash_bytes(w, n) & (CACHE_SLOTS - 1)];
         if (ce->serial == t->serial && ce->wlen == n && !memcmp(ce->w, w, n)) {
             sink_put(s, ce->ids, ce->nids);
             return;
@@ -274,15 +267,24 @@ static void bpe_word(const tokenizer *t, tok_tls *c, const char *w, size_t n, si
 }
 
 /* Stage k of the regex chain on one piece: matches and the gaps between them are both pieces
- * (HF Split, behavior Isolated), each handed to stage k+1; after the last stage, BPE. */
-static void pretok(const tokenizer *t, tok_tls *c, size_t k, const char *p, size_t n, sink *s) {
+ * (HF Split, behavior Isolated), each handed to stage k+1; after the last stage, BPE. ext: the piece
+ * holds code points newer than PCRE2's tables, so the extended regexes are used; re-checked on each
+ * sub-piece, so one new emoji slows only the pieces around it. */
+static void pretok(const tokenizer *t, tok_tls *c, size_t k, const char *p, size_t n, int ext, sink *s);
+
+static void pretok_child(const tokenizer *t, tok_tls *c, size_t k, const char *p, size_t n, int ext, sink *s) {
+    pretok(t, c, k, p, n, ext && tok_has_new_cp(p, n), s);
+}
+
+static void pretok(const tokenizer *t, tok_tls *c, size_t k, const char *p, size_t n, int ext, sink *s) {
     if (n == 0 || s->err) return;
     if (k == t->n_stages) { bpe_word(t, c, p, n, s); return; }
+    const pcre2_code *re = t->re[ext][k];
+    bool jit = t->jit_ok[ext] >> k & 1;
     size_t pos = 0, search = 0;
     while (search < n && !s->err) {
-        int rc = (t->jit_ok >> k & 1)
-                     ? pcre2_jit_match(t->re[k], (PCRE2_SPTR)p, n, search, 0, c->md, c->mc)
-                     : pcre2_match(t->re[k], (PCRE2_SPTR)p, n, search, PCRE2_NO_UTF_CHECK, c->md, c->mc);
+        int rc = jit ? pcre2_jit_match(re, (PCRE2_SPTR)p, n, search, 0, c->md, c->mc)
+                     : pcre2_match(re, (PCRE2_SPTR)p, n, search, PCRE2_NO_UTF_CHECK, c->md, c->mc);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) { s->err = -EINVAL; return; }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(c->md);
@@ -292,11 +294,11 @@ static void pretok(const tokenizer *t, tok_tls *c, size_t k, const char *p, size
             while (search < n && ((uint8_t)p[search] & 0xC0) == 0x80) search++;
             continue;
         }
-        if (ms > pos) pretok(t, c, k + 1, p + pos, ms - pos, s);
-        pretok(t, c, k + 1, p + ms, me - ms, s);
+        if (ms > pos) pretok_child(t, c, k + 1, p + pos, ms - pos, ext, s);
+        pretok_child(t, c, k + 1, p + ms, me - ms, ext, s);
         pos = search = me;
     }
-    if (pos < n) pretok(t, c, k + 1, p + pos, n - pos, s);
+    if (pos < n) pretok_child(t, c, k + 1, p + pos, n - pos, ext, s);
 }
 
 /* Unicode White_Space (HF's char::is_whitespace) of the character starting at p. */
@@ -316,19 +318,28 @@ static size_t ws_len_at(const char *p, size_t n) {
 
 /* Added-token pass `pass` over p[0..n): matches become their ids, the text between goes to the next
  * pass (or the pre-tokenizer after the last one). */
-static void split_added(const tokenizer *t, tok_tls *c, int pass, const char *p, size_t n, sink *s) {
+static void split_added(const tokenizer *t, tok_tls *c, int pass, const char *p, size_t n, bool ext, sink *s) {
     if (n == 0 || s->err) return;
-    if (pass == 2) { pretok(t, c, 0, p, n, s); return; }
+    if (pass == 2) { pretok(t, c, 0, p, n, ext && tok_has_new_cp(p, n), s); return; }
     const tok_added_pass *ps = &t->pass[pass];
-    if (ps->n == 0) { split_added(t, c, pass + 1, p, n, s); return; }
+    if (ps->n == 0) { split_added(t, c, pass + 1, p, n, ext, s); return; }
     size_t gap = 0;
     for (size_t i = 0; i < n; i++) {
-        uint8_t b = (uint8_t)p[i];
-        uint32_t lo = ps->start[b], hi = ps->start[b + 1];
+        if (ps->single_first >= 0) { /* DeepSeek: every added token starts with '<' */
+            const char *q = memchr(p + i, ps->single_first, n - i);
+            if (!q) break;
+            i = (size_t)(q - p);
+        }
+        uint32_t node = ps->root[(uint8_t)p[i]];
+        if (!node) continue;
         const tok_added *hit = NULL;
-        for (uint32_t k = lo; k < hi; k++) {
-            const tok_added *a = &t->added[ps->order[k]];
-            if (a->len <= n - i && !memcmp(p + i, a->text, a->len)) { hit = a; break; }
+        for (size_t j = i + 1;; j++) { /* walk the trie; the last token end seen is the longest match */
+            if (ps->nodes[node].added >= 0) hit = &t->added[ps->nodes[node].added];
+            if (j >= n) break;
+            uint32_t c = ps->nodes[node].child;
+            while (c && ps->nodes[c].byte != (uint8_t)p[j]) c = ps->nodes[c].sibling;
+            if (!c) break;
+            node = c;
         }
         if (!hit) continue;
         size_t ms = i, me = i + hit->len;
@@ -344,24 +355,26 @@ static void split_added(const tokenizer *t, tok_tls *c, int pass, const char *p,
             size_t w;
             while (me < n && (w = ws_len_at(p + me, n - me))) me += w;
         }
-        split_added(t, c, pass + 1, p + gap, ms - gap, s);
+        split_added(t, c, pass + 1, p + gap, ms - gap, ext, s);
         sink_put(s, &hit->id, 1);
         gap = me;
         i = me - 1;
     }
-    split_added(t, c, pass + 1, p + gap, n - gap, s);
+    split_added(t, c, pass + 1, p + gap, n - gap, ext, s);
 }
 
 static int encode_into(const tokenizer *t, const char *text, size_t len, sink *s) {
     tok_tls *c = tls_get();
     if (!c) return -ENOMEM;
-    if (tok_utf8_valid_prefix(text, len) != len) {
+    bool has_new;
+    if (tok_utf8_check(text, len, &has_new) != len) {
         size_t tl = 0;
         if (tok_utf8_lossy(text, len, &c->text, &tl, &c->text_cap)) return -ENOMEM;
         text = c->text;
         len = tl;
+        tok_utf8_check(text, len, &has_new);
     }
-    split_added(t, c, 0, text, len, s);
+    split_added(t, c, 0, text, len, has_new, s);
     return s->err;
 }
 
@@ -458,6 +471,16 @@ const char *tokenizer_token_text(const tokenizer *t, int32_t id) {
 
 int tokenizer_load(const char *path, tokenizer **out, char *err, size_t errlen) {
     *out = NULL;
+    struct stat dst;
+    if (stat(path, &dst) == 0 && S_ISDIR(dst.st_mode)) { /* a model directory: its tokenizer.json */
+        size_t pl = strlen(path);
+        char *jp = malloc(pl + 16);
+        if (!jp) { snprintf(err, errlen, "out of memory"); return -1; }
+        snprintf(jp, pl + 16, "%s/tokenizer.json", path);
+        int rc = tokenizer_load(jp, out, err, errlen);
+        free(jp);
+        return rc;
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) { snprintf(err, errlen, "cannot open tokenizer '%s': %s", path, strerror(errno)); return -1; }
     struct stat st;

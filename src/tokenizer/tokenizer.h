@@ -11,7 +11,8 @@
 
 typedef struct tokenizer tokenizer;
 
-/* Loads a tokenizer.json or a GGUF file (recognised by content). 0 on success; negative on error with
+/* Loads a tokenizer.json or a GGUF file (recognised by content), or the tokenizer.json of a model
+ * directory. 0 on success; negative on error with
  * a one-line reason in err (missing file, truncated at offset N, unsupported model type, missing key). */
 int tokenizer_load(const char *path, tokenizer **out, char *err, size_t errlen);
 void tokenizer_free(tokenizer *t);

@@ -1,0 +1,111 @@
+/* cmd_diagnose — `dsperf diagnose FILE`: ranked findings with evidence for a saved results or
+ * sweep file, as text or JSON. */
+#include "cli/cli.h"
+#include "diagnose/diagnose.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include "common/units.h"
+#include "model/model.h"
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+"usage: dsperf diagnose FILE [--model M --gpu G --tp N --kv-dtype D] [--json]\n"
+"\n"
+"Names the bottleneck of a run from its results (bench, sim) or sweep file, with evidence from\n"
+"the file (summary, timeline, client cost, sim engine series, telemetry), a confidence, and the\n"
+"knobs to turn. Also the roofline efficiency: achieved decode tokens/s vs the HBM-bandwidth bound\n"
+"for the model, GPU, batch and context.\n"
+"\n"
+"options:\n"
+"  --model NAME     catalog model (deepseek-v3, deepseek-v2, deepseek-v2-lite, ...) when the file\n"
+"                   does not say (default: the sim config or the served model name)\n"
+"  --gpu NAME       catalog GPU (h200, h100, a100-80g, ...) (default: sim config or telemetry)\n"
+"  --tp N           tensor-parallel size (default: sim config, else the GPUs in telemetry, else 1)\n"
+"  --kv-dtype D     bf16, fp8, ... (default: sim config, else bf16)\n"
+"  --json           print the diagnosis as JSON\n"
+"\n"
+"examples:\n"
+"  dsperf diagnose results.json\n"
+"  dsperf diagnose sweep.json --json > diagnosis.json\n"
+"  dsperf diagnose results.json --model deepseek-v3 --gpu h200 --tp 8 --kv-dtype fp8\n";
+
+int cmd_diagnose(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"model", 1, 0, 'm'}, {"gpu", 1, 0, 'g'}, {"tp", 1, 0, 't'}, {"kv-dtype", 1, 0, 'k'},
+        {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+    };
+    diagnose_opts o;
+    diagnose_default_opts(&o);
+    bool as_json = false;
+    long long v;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            if (!model_find(optarg)) { log_error("unknown model '%s' for --model; see dsperf plan --list", optarg); return EXIT_USAGE; }
+            o.model = optarg;
+            break;
+        case 'g':
+            if (!hw_find(optarg)) { log_error("unknown GPU '%s' for --gpu; see dsperf plan --list", optarg); return EXIT_USAGE; }
+            o.gpu = optarg;
+            break;
+        case 't':
+            if (units_parse_int(optarg, 1, 1024, &v) < 0) { log_error("bad value '%s' for --tp: an integer >= 1", optarg); return EXIT_USAGE; }
+            o.tp = (int)v;
+            break;
+        case 'k': {
+            model_dtype d;
+            if (model_dtype_parse(optarg, DT_BF16, &d) < 0) { log_error("bad value '%s' for --kv-dtype: bf16, fp16, fp8 or int8", optarg); return EXIT_USAGE; }
+            o.kv_dtype = optarg;
+            break;
+        }
+        case 'j': as_json = true; break;
+        case 'h': fputs(usage_text, stdout); return EXIT_OK;
+        default:
+            log_error("unknown or incomplete option '%s'; see dsperf diagnose --help", argv[optind - 1]);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        log_error(optind >= argc ? "give one results or sweep file: dsperf diagnose results.json"
+                                 : "one file at a time (got '%s' too)", optind < argc - 1 ? argv[optind + 1] : "");
+        return EXIT_USAGE;
+    }
+    const char *path = argv[optind];
+    char *text = NULL;
+    size_t len = 0;
+    if (fileio_read_all(path, &text, &len) != 0) {
+        log_error("cannot read %s: %s", path, strerror(errno));
+        return EXIT_USAGE;
+    }
+    json_error_t je;
+    json_t *doc = json_loadb(text, len, 0, &je);
+    free(text);
+    if (!doc) {
+        log_error("%s: not valid JSON (line %d: %s)", path, je.line, je.text);
+        return EXIT_USAGE;
+    }
+    char err[512];
+    json_t *dg = diagnose_run(doc, &o, err, sizeof err);
+    json_decref(doc);
+    if (!dg) {
+        log_error("%s: %s", path, err);
+        return EXIT_USAGE;
+    }
+    if (as_json) {
+        char *s = json_dumps(dg, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
+        if (s) puts(s);
+        free(s);
+    } else {
+        diagnose_print(stdout, dg);
+    }
+    json_decref(dg);
+    return EXIT_OK;
+}

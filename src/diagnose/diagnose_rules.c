@@ -1,0 +1,485 @@
+/* diagnose_rules — one function per bottleneck class. Each rule reads what the document has
+ * (summary metrics, timeline, client cost, sim engine series, telemetry GPU/host/server series),
+ * says in `checked` what it used or why it could not run, and adds a finding with evidence,
+ * confidence and knobs when its condition holds. Thresholds are in diagnose_int.h. */
+#include "diagnose/diagnose_int.h"
+#include "plan/plan.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const json_t *get(const json_t *o, const char *k) { return json_object_get(o, k); }
+
+static void checked_add(json_t *checked, const char *rule, bool ran, const char *used) {
+    json_array_append_new(checked, json_pack("{s:s,s:b,s:s}", "rule", rule, "ran", ran, ran ? "used" : "why", used));
+}
+
+static double clamp01(double x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
+
+/* Telemetry helpers: the mean over GPUs of a column's mean; NAN when no GPU has it. */
+static double gpu_col_mean(const diag_in *in, const char *col) {
+    const json_t *gpus = get(in->tel, "gpu");
+    double s = 0;
+    int n = 0;
+    size_t i;
+    json_t *g;
+    json_array_foreach(gpus, i, g) {
+        double m = diag_mean(get(get(g, "series"), col));
+        if (isfinite(m)) { s += m; n++; }
+    }
+    return n ? s / n : NAN;
+}
+
+static const json_t *srv_series(const diag_in *in) { return get(get(in->tel, "server"), "series"); }
+
+/* ---- roofline ---- */
+
+void diag_roofline(diag_in *in) {
+    in->have_roof = false;
+    if (!in->have_model || !in->have_gpu) return;
+    const json_t *d = in->doc;
+    double done = diag_num(d, "completed");
+    double tpot = diag_num(d, "mean_tpot_ms");
+    if (!(done > 0) || !(tpot > 0)) return;
+    double in_tok = diag_num(d, "total_input_tokens") / done, out_tok = diag_num(d, "total_output_tokens") / done;
+    /* the decoding batch: the engine's own count, else the server's, else Little's law over the
+     * decode phase (request rate x mean time spent decoding) */
+    double b = NAN;
+    const char *src = NULL;
+    if (in->eng_series) {
+        const json_t *run = get(in->eng_series, "running");
+        double s = 0;
+        size_t n = 0, i;
+        json_t *v;
+        json_array_foreach(run, i, v) if (json_number_value(v) > 0) { s += json_number_value(v); n++; }
+        if (n) { b = s / n; src = "engine.series.running (mean while busy)"; }
+    }
+    if (!isfinite(b) && srv_series(in)) {
+        b = diag_mean(get(srv_series(in), "running"));
+        if (isfinite(b)) src = "telemetry.server.series.running (mean)";
+    }
+    if (!isfinite(b) || b < 1) {
+        double rt = diag_num(d, "request_throughput");
+        double dec_ms = diag_num(d, "mean_e2el_ms") - diag_num(d, "mean_ttft_ms");
+        b = rt * dec_ms / 1000.0;
+        src = "Little's law: request_throughput x (mean_e2el_ms - mean_ttft_ms)";
+    }
+    if (!(b >= 1)) b = 1;
+    plan_inputs pi;
+    plan_default_inputs(&pi);
+    sim_default_params(&pi.target);
+    char err[256];
+    if (sim_params_set(&pi.target, "model", in->model, err, sizeof err) != 0 ||
+        sim_params_set(&pi.target, "gpu", in->gpu, err, sizeof err) != 0) return;
+    char tp[16];
+    snprintf(tp, sizeof tp, "%d", in->tp > 0 ? in->tp : 1);
+    sim_params_set(&pi.target, "tp", tp, err, sizeof err);
+    if (in->kv_dtype[0]) sim_params_set(&pi.target, "kv-dtype", in->kv_dtype, err, sizeof err);
+    if (in->weight_dtype[0]) sim_params_set(&pi.target, "weight-dtype", in->weight_dtype, err, sizeof err);
+    pi.prompt_tokens = in_tok >= 1 ? (int)lround(in_tok) : 1;
+    pi.output_tokens = out_tok >= 1 ? (int)lround(out_tok) : 1;
+    pi.batch = (int)lround(b);
+    pi.context = in_tok + out_tok / 2;
+    plan_result r;
+    if (plan_compute(&pi, &r, err, sizeof err) < 0) return;
+    in->have_roof = true;
+    in->roof_batch = b;
+    in->roof_batch_source = src;
+    in->roof_context = pi.context;
+    in->roof_achieved = b * 1000.0 / tpot;
+    in->roof_bound = r.bw_ceiling_tokens_per_s * b / pi.batch;   /* per-sequence bound x the fractional batch */
+    in->roof_eff = in->roof_achieved / in->roof_bound;
+    in->roof_decode_ms = r.decode.t * 1e3;
+    in->roof_mem_bound = r.decode.bound == COST_BOUND_MEMORY;
+    in->roof_comm_share = r.decode.t > 0 ? r.decode.t_comm / r.decode.t : 0;
+    in->roof_prefill_ms = r.prefill_s * 1e3;
+    in->roof_prompt = pi.prompt_tokens;
+    in->roof_prefill_compute = r.prefill.bound == COST_BOUND_COMPUTE;
+}
+
+/* ---- rules ---- */
+
+static void rule_errors(diag_in *in, json_t *L, json_t *C) {
+    double ok = diag_num(in->doc, "completed"), bad = diag_num(in->doc, "failed");
+    checked_add(C, "errors", true, "results.completed, results.failed, results.errors");
+    if (!(ok + bad > 0) || bad / (ok + bad) < DIAG_ERROR_FRAC) return;
+    json_t *f = diag_finding(L, "errors", 0.9, "%.1f%% of requests failed", 100 * bad / (ok + bad));
+    diag_ev(f, bad, "requests", "results.failed", "%.0f of %.0f requests failed", bad, ok + bad);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)get(in->doc, "errors"), k, v)
+        if (json_is_integer(v) && json_integer_value(v) > 0)
+            diag_ev(f, (double)json_integer_value(v), "requests", "results.errors", "%s: %lld", k, (long long)json_integer_value(v));
+    diag_knob(f, "load", "lower", "fewer timeouts and cancellations; find the cause in the first error per class");
+}
+
+static void rule_client(diag_in *in, json_t *L, json_t *C) {
+    const json_t *d = in->doc;
+    checked_add(C, "client_bound", true, "results.client_fell_behind, client_queue_capped, queue and rate fields, client section");
+    double share = diag_num(in->client, "cpu_core_share");
+    double q = diag_num(d, "mean_queue_ms"), ttft = diag_num(d, "mean_ttft_ms");
+    double ach = diag_num(d, "achieved_rate_per_s"), want = diag_num(d, "intended_rate_per_s");
+    json_t *f = NULL;
+    double fs99 = diag_num(d, "p99_ttft_from_schedule_ms"), sv99 = diag_num(d, "p99_ttft_ms");
+    /* how much of what users waited was the client's own lag: a lag of a few ms under a
+     * 100 ms TTFT is worth a note, not the headline */
+    double impact = fs99 > 0 && sv99 >= 0 ? (fs99 - sv99) / fs99 : 1;
+    bool rate_short = isfinite(want) && ach < 0.9 * want;
+    if (json_is_true(get(d, "client_fell_behind"))) {
+        double conf = rate_short || impact >= 0.3 ? 0.9 : 0.3 + 2 * impact;
+        f = diag_finding(L, "client_bound", conf, conf >= 0.6 ? "the client fell behind its plan: it, not the server, "
+                         "limited the run" : "the client lagged its plan slightly (%.0f%% of p99 TTFT from schedule)",
+                         100 * impact);
+        diag_ev(f, NAN, NULL, "results.client_lag_reason", "%s", json_string_value(get(d, "client_lag_reason")));
+    } else if (json_is_true(get(d, "client_queue_capped")) && q >= ttft) {
+        double cap = diag_num(d, "max_concurrency");
+        f = diag_finding(L, "client_bound", 0.85, "the client's connection cap (%.0f) limited the run: requests "
+                         "waited in the client queue longer than for their first token", cap);
+        diag_ev(f, diag_num(d, "max_concurrent_requests"), "requests", "results.max_concurrent_requests",
+                "peak in flight %.0f = --max-concurrency %.0f", diag_num(d, "max_concurrent_requests"), cap);
+    } else if (share >= DIAG_CLIENT_CPU) {
+        f = diag_finding(L, "client_bound", 0.6, "the client used %.0f%% of a CPU core: its own speed may limit the run",
+                         100 * share);
+    }
+    if (!f) return;
+    diag_ev(f, q, "ms", "results.mean_queue_ms", "mean client queue %.1f ms vs mean TTFT %.1f ms", q, ttft);
+    if (isfinite(want)) diag_ev(f, ach, "req/s", "results.achieved_rate_per_s", "sent %.2f req/s of %.2f planned", ach, want);
+    double fs = diag_num(d, "p99_ttft_from_schedule_ms");
+    if (isfinite(fs)) diag_ev(f, fs, "ms", "results.p99_ttft_from_schedule_ms", "p99 TTFT from schedule %.1f ms "
+                              "(server view p99 %.1f ms)", fs, diag_num(d, "p99_ttft_ms"));
+    if (isfinite(share)) diag_ev(f, 100 * share, "%", "client.cpu_core_share", "client CPU %.0f%% of one core (%.2f us per chunk)",
+                                 100 * share, diag_num(in->client, "cpu_us_per_chunk"));
+    if (json_is_true(get(d, "client_queue_capped")))
+        diag_knob(f, "--max-concurrency", "raise", "the wait moves from the client queue to the server, which is what the run should measure");
+    if (rate_short) diag_knob(f, "--rate", "lower", "a plan the client can keep");
+    diag_knob(f, "client host", "move", "a machine with idle cores, or several clients");
+}
+
+static void rule_kv(diag_in *in, json_t *L, json_t *C) {
+    double kv_max = NAN, kv_mean = NAN, pre = NAN, wait_mean = NAN, run_max = NAN;
+    const json_t *t = NULL, *kv = NULL;
+    const char *src;
+    if (in->eng_series) {
+        t = get(in->eng_series, "t_s");
+        kv = get(in->eng_series, "kv_usage");
+        kv_max = diag_max(kv);
+        kv_mean = diag_mean(kv);
+        pre = diag_num(in->engine, "preemptions_total");
+        wait_mean = diag_mean(get(in->eng_series, "waiting"));
+        run_max = diag_max(get(in->eng_series, "running"));
+        src = "engine.series.kv_usage, engine.preemptions_total, engine.series.waiting";
+    } else if (srv_series(in) && get(srv_series(in), "kv_usage_pct")) {
+        const json_t *s = srv_series(in);
+        t = get(s, "t_s");
+        kv_max = diag_max(get(s, "kv_usage_pct")) / 100;
+        kv_mean = diag_mean(get(s, "kv_usage_pct")) / 100;
+        double sum = 0;
+        size_t i;
+        json_t *v;
+        json_array_foreach(get(s, "preemptions"), i, v) sum += json_number_value(v);
+        pre = sum;
+        wait_mean = diag_mean(get(s, "waiting"));
+        run_max = diag_max(get(s, "running"));
+        src = "telemetry.server.series.kv_usage_pct, preemptions, waiting";
+    } else {
+        checked_add(C, "kv_capacity", false, "no KV usage series (sim engine section or server /metrics telemetry)");
+        return;
+    }
+    checked_add(C, "kv_capacity", true, src);
+    bool full = kv_max >= DIAG_KV_FULL;
+    if (!full && !(pre > 0)) return;
+    double conf = pre > 0 && wait_mean >= DIAG_WAITING_MEAN ? 0.9 : pre > 0 ? 0.8 : 0.75;
+    json_t *f = diag_finding(L, "kv_capacity", conf, "KV cache full: %s", pre > 0 ? "requests are preempted and recomputed"
+                                                                               : "admission waits for free blocks");
+    diag_ev(f, 100 * kv_max, "%", in->eng_series ? "engine.series.kv_usage" : "telemetry.server.series.kv_usage_pct",
+            "KV usage max %.1f%%, mean %.1f%%", 100 * kv_max, 100 * kv_mean);
+    if (isfinite(pre)) diag_ev(f, pre, "preemptions", in->eng_series ? "engine.preemptions_total" : "telemetry.server.series.preemptions",
+                               "%.0f preemptions", pre);
+    if (isfinite(wait_mean)) diag_ev(f, wait_mean, "requests", in->eng_series ? "engine.series.waiting" : "telemetry.server.series.waiting", "mean waiting %.1f requests", wait_mean);
+    if (in->max_num_seqs > 0 && isfinite(run_max))
+        diag_ev(f, run_max, "requests", in->eng_series ? "engine.series.running" : "telemetry.server.series.running", "running at most %.0f of max_num_seqs %d: memory, not the "
+                "sequence cap, stops admission", run_max, in->max_num_seqs);
+    double kv_tok = diag_num(in->engine, "kv_tokens");
+    if (isfinite(kv_tok)) diag_ev(f, kv_tok, "tokens", "engine.kv_tokens", "KV capacity %.0f tokens", kv_tok);
+    double t0, t1;
+    if (t && kv && diag_span(t, kv, in->eng_series ? DIAG_KV_FULL : 100 * DIAG_KV_FULL, &t0, &t1)) diag_window(f, t0, t1);
+    diag_knob(f, "kv_cache_dtype", "fp8", "halves KV bytes per token: about twice the tokens fit");
+    diag_knob(f, "gpu_memory_utilization", "raise", "more memory for KV blocks");
+    diag_knob(f, "tensor_parallel_size", "raise", "weights split over more GPUs leave more memory for KV");
+    diag_knob(f, "max_num_seqs", "lower", "fewer preemptions (recomputation wastes prefill work)");
+}
+
+static void rule_queueing(diag_in *in, json_t *L, json_t *C) {
+    const json_t *d = in->doc;
+    const json_t *s = in->eng_series ? in->eng_series : srv_series(in);
+    const char *pre = in->eng_series ? "engine.series" : "telemetry.server.series";
+    char src_w[64], src_r[64], src_k[64];
+    snprintf(src_w, sizeof src_w, "%s.waiting", pre);
+    snprintf(src_r, sizeof src_r, "%s.running", pre);
+    snprintf(src_k, sizeof src_k, "%s.%s", pre, in->eng_series ? "kv_usage" : "kv_usage_pct");
+    double wait_mean = s ? diag_mean(get(s, "waiting")) : NAN;
+    double run_max = s ? diag_max(get(s, "running")) : NAN;
+    double kv_max = in->eng_series ? diag_max(get(s, "kv_usage")) : s ? diag_max(get(s, "kv_usage_pct")) / 100 : NAN;
+    double ttft_med = diag_num(d, "median_ttft_ms"), ttft_min = diag_num(d, "min_ttft_ms");
+    double ttft = diag_num(d, "mean_ttft_ms"), e2el = diag_num(d, "mean_e2el_ms");
+    checked_add(C, "queueing", true, isfinite(wait_mean) ? (in->eng_series ? "engine.series.waiting/running, config max_num_seqs"
+                                                                          : "telemetry.server.series.waiting/running")
+                                                         : "results.median_ttft_ms vs min_ttft_ms (no server series)");
+    json_t *f = NULL;
+    bool at_cap = in->max_num_seqs > 0 && run_max >= DIAG_SEQS_FULL * in->max_num_seqs;
+    if (isfinite(wait_mean) && wait_mean >= DIAG_WAITING_MEAN && !(kv_max >= DIAG_KV_FULL)) {
+        /* a queue that costs little of the end-to-end time matters less */
+        double conf = (at_cap ? 0.85 : 0.7) * (e2el > 0 && ttft / e2el < 0.2 ? 0.6 : 1);
+        f = diag_finding(L, "queueing", conf, "requests queue for admission%s: TTFT is mostly waiting",
+                         at_cap ? " at max_num_seqs" : "");
+        diag_ev(f, wait_mean, "requests", src_w, "mean waiting %.1f requests", wait_mean);
+        if (isfinite(run_max)) {
+            if (in->max_num_seqs > 0)
+                diag_ev(f, run_max, "requests", src_r, "running max %.0f of max_num_seqs %d", run_max, in->max_num_seqs);
+            else {
+                /* running pinned at its max whenever requests wait points to a sequence cap */
+                const json_t *rs = get(s, "running"), *ws = get(s, "waiting");
+                size_t n = 0, pinned = 0;
+                for (size_t i = 0; i < json_array_size(ws) && i < json_array_size(rs); i++) {
+                    if (!(json_number_value(json_array_get(ws, i)) > 0)) continue;
+                    n++;
+                    if (json_number_value(json_array_get(rs, i)) >= run_max) pinned++;
+                }
+                if (n && pinned >= 0.8 * n)
+                    diag_ev(f, run_max, "requests", src_r, "running stays at %.0f in %.0f%% of the samples with requests "
+                            "waiting: a sequence cap (max_num_seqs)", run_max, 100.0 * pinned / n);
+                else diag_ev(f, run_max, "requests", src_r, "running max %.0f", run_max);
+            }
+        }
+        if (isfinite(kv_max)) diag_ev(f, 100 * kv_max, "%", src_k, "KV usage max %.0f%%: memory is not the limit", 100 * kv_max);
+        double t0, t1;
+        if (diag_span(get(s, "t_s"), get(s, "waiting"), DIAG_WAITING_MEAN, &t0, &t1)) diag_window(f, t0, t1);
+    } else if (!isfinite(wait_mean) && ttft_min > 0 && ttft_med >= DIAG_TTFT_WAIT_RATIO * ttft_min) {
+        f = diag_finding(L, "queueing", 0.5, "TTFT median is %.1fx its minimum: requests wait inside the server before service",
+                         ttft_med / ttft_min);
+        diag_ev(f, ttft_med, "ms", "results.median_ttft_ms", "median TTFT %.1f ms vs min %.1f ms", ttft_med, ttft_min);
+    }
+    if (!f) return;
+    if (in->have_roof) diag_ev(f, in->roof_prefill_ms, "ms", "roofline (plan)", "a %.0f-token prefill alone takes about %.1f ms; "
+                               "mean TTFT %.1f ms", in->roof_prompt, in->roof_prefill_ms, ttft);
+    if (e2el > 0) diag_ev(f, 100 * ttft / e2el, "%", "results.mean_ttft_ms / mean_e2el_ms", "TTFT is %.0f%% of end-to-end latency",
+                          100 * ttft / e2el);
+    diag_knob(f, "max_num_seqs", "raise", "more requests decode at once (if KV memory allows), shorter waits; TPOT grows");
+    diag_knob(f, "replicas", "add", "the queue splits over instances");
+    diag_knob(f, "load", "lower", "stay below the knee");
+}
+
+static void rule_decode_bw(diag_in *in, json_t *L, json_t *C) {
+    if (!in->have_roof) {
+        checked_add(C, "decode_bandwidth", false, "no roofline: model or GPU unknown (give --model and --gpu) or no TPOT");
+        return;
+    }
+    double dram = gpu_col_mean(in, "dram_bw_util_pct"), tensor = gpu_col_mean(in, "tensor_util_pct");
+    checked_add(C, "decode_bandwidth", true, isfinite(dram) ? "roofline (plan) at the run's batch and context, results.mean_tpot_ms, "
+                "telemetry GPU dram_bw_util_pct/tensor_util_pct" : "roofline (plan) at the run's batch and context, results.mean_tpot_ms");
+    bool tel = isfinite(dram) && dram >= DIAG_DRAM_HIGH && (!isfinite(tensor) || tensor < DIAG_TENSOR_HIGH);
+    if (!(in->roof_mem_bound && in->roof_eff >= DIAG_ROOF_EFF) && !tel) return;
+    double conf = 0.5 + 0.4 * clamp01((in->roof_eff - DIAG_ROOF_EFF) / 0.35);
+    if (tel) conf = conf < 0.85 ? 0.85 : conf;
+    json_t *f = diag_finding(L, "decode_bandwidth", conf, "decode is HBM-bandwidth bound: %.0f%% of the bandwidth roofline "
+                             "at batch %.0f", 100 * in->roof_eff, in->roof_batch);
+    diag_ev(f, in->roof_achieved, "tok/s", "batch / results.mean_tpot_ms", "decode %.0f tok/s at batch %.1f, context %.0f",
+            in->roof_achieved, in->roof_batch, in->roof_context);
+    diag_ev(f, in->roof_bound, "tok/s", "roofline (plan): batch x HBM bandwidth / bytes per step",
+            "HBM roofline %.0f tok/s for %s on %s", in->roof_bound, in->model, in->gpu);
+    if (isfinite(dram)) diag_ev(f, dram, "%", "telemetry.gpu.series.dram_bw_util_pct", "DRAM bandwidth %.0f%%, tensor %.0f%%", dram, tensor);
+    diag_knob(f, "max_num_seqs", "raise", "a larger batch reads the weights once for more tokens: more tok/s, slower per user");
+    diag_knob(f, "kv_cache_dtype", "fp8", "fewer KV bytes read per token at long contexts");
+    diag_knob(f, "quantization", "fp8 weights", "fewer weight bytes per step");
+    diag_knob(f, "speculative decoding / MTP", "enable", "several tokens per weight read");
+}
+
+static void rule_prefill(diag_in *in, json_t *L, json_t *C) {
+    double tensor = gpu_col_mean(in, "tensor_util_pct");
+    double ttft = diag_num(in->doc, "mean_ttft_ms"), e2el = diag_num(in->doc, "mean_e2el_ms");
+    double tmin = diag_num(in->doc, "min_ttft_ms");
+    if (!in->have_roof && !isfinite(tensor)) {
+        checked_add(C, "prefill_compute", false, "no roofline (model/GPU unknown) and no tensor-activity telemetry");
+        return;
+    }
+    checked_add(C, "prefill_compute", true, isfinite(tensor) ? "telemetry tensor_util_pct, results TTFT/E2EL" :
+                "roofline (plan) prefill bound, results.min_ttft_ms, mean_ttft_ms / mean_e2el_ms");
+    double share = e2el > 0 ? ttft / e2el : NAN;
+    bool roof = in->have_roof && in->roof_prefill_compute && share >= DIAG_PREFILL_SHARE;
+    bool tel = isfinite(tensor) && tensor >= DIAG_TENSOR_HIGH;
+    if (!roof && !tel) return;
+    double conf = (tel ? 0.8 : 0.6) + 0.3 * clamp01((share - DIAG_PREFILL_SHARE) / 0.4);
+    json_t *f = diag_finding(L, "prefill_compute", conf > 0.95 ? 0.95 : conf, "prefill is compute bound and takes %.0f%% of "
+                             "end-to-end latency", 100 * share);
+    if (in->have_roof)
+        diag_ev(f, in->roof_prefill_ms, "ms", "roofline (plan)", "a %.0f-token prefill is compute bound: %.1f ms at the "
+                "tensor roofline; fastest TTFT measured %.1f ms", in->roof_prompt, in->roof_prefill_ms, tmin);
+    diag_ev(f, 100 * share, "%", "results.mean_ttft_ms / mean_e2el_ms", "mean TTFT %.1f ms of mean E2EL %.1f ms", ttft, e2el);
+    if (tel) diag_ev(f, tensor, "%", "telemetry.gpu.series.tensor_util_pct", "tensor activity %.0f%%", tensor);
+    diag_knob(f, "quantization", "fp8 weights", "twice the tensor rate on Hopper");
+    diag_knob(f, "tensor_parallel_size", "raise", "prefill FLOPs split over more GPUs");
+    diag_knob(f, "prefix caching", "enable", "shared prompt prefixes are not recomputed");
+}
+
+static void rule_interference(diag_in *in, json_t *L, json_t *C) {
+    double itl99 = diag_num(in->doc, "p99_itl_ms"), itl50 = diag_num(in->doc, "median_itl_ms");
+    double ratio = itl50 > 0 ? itl99 / itl50 : NAN;
+    double corr = NAN, step_max = NAN, step_med = NAN;
+    if (in->eng_series) {
+        const json_t *st = get(in->eng_series, "step_ms"), *bt = get(in->eng_series, "batch_tokens");
+        corr = diag_corr(st, bt);
+        step_max = diag_max(st);
+        step_med = diag_median(st);
+    }
+    checked_add(C, "prefill_interference", true, in->eng_series ? "results p99/median ITL, engine.series.step_ms vs batch_tokens"
+                                                                : "results p99/median ITL");
+    bool spikes = ratio >= DIAG_ITL_SPIKE;
+    bool aligned = corr >= DIAG_STEP_CORR && step_max >= DIAG_STEP_SPIKE * step_med;
+    if (!spikes) return;
+    if (in->eng_series && !aligned) return;
+    double conf = aligned ? (in->chunked_prefill == 0 ? 0.85 : 0.7) : 0.5;
+    json_t *f = diag_finding(L, "prefill_interference", conf, "decode stalls behind prefills: p99 ITL is %.1fx the median",
+                             ratio);
+    diag_ev(f, itl99, "ms", "results.p99_itl_ms", "ITL p99 %.1f ms vs median %.1f ms", itl99, itl50);
+    if (aligned) {
+        diag_ev(f, corr, NULL, "engine.series.step_ms ~ batch_tokens", "step time follows tokens per step (correlation %.2f)", corr);
+        diag_ev(f, step_max, "ms", "engine.series.step_ms", "longest step %.1f ms vs median %.1f ms", step_max, step_med);
+    }
+    if (in->chunked_prefill == 0) {
+        diag_ev(f, NAN, NULL, "config.sim.chunked_prefill", "chunked prefill is off: a whole prompt runs in one step");
+        diag_knob(f, "enable_chunked_prefill", "on", "prompts run in chunks beside decodes: ITL spikes shrink");
+    }
+    if (in->max_num_batched_tokens > 0) {
+        diag_ev(f, in->max_num_batched_tokens, "tokens", "config.sim.max_num_batched_tokens", "up to %d tokens per step",
+                in->max_num_batched_tokens);
+    }
+    diag_knob(f, "max_num_batched_tokens", "lower", "smaller prefill chunks per step: lower ITL tail, somewhat longer TTFT");
+    diag_knob(f, "disaggregated prefill", "consider", "prefill on other GPUs: no decode stalls");
+}
+
+static void rule_pcie(diag_in *in, json_t *L, json_t *C) {
+    if (!get(in->tel, "gpu")) { checked_add(C, "host_pcie", false, "no GPU telemetry"); return; }
+    double rx = gpu_col_mean(in, "gpm_pcie_rx_mb_s"), tx = gpu_col_mean(in, "gpm_pcie_tx_mb_s");
+    if (!isfinite(rx)) { rx = gpu_col_mean(in, "pcie_rx_mb_s"); tx = gpu_col_mean(in, "pcie_tx_mb_s"); }
+    if (!isfinite(rx)) { checked_add(C, "host_pcie", false, "GPU telemetry has no PCIe columns"); return; }
+    checked_add(C, "host_pcie", true, "telemetry.gpu.series PCIe rx/tx MB/s");
+    double sum = rx + (isfinite(tx) ? tx : 0);
+    if (sum < DIAG_PCIE_MB_S) return;
+    json_t *f = diag_finding(L, "host_pcie", 0.6, "heavy host<->GPU traffic: %.1f GB/s over PCIe", sum / 1000);
+    diag_ev(f, sum, "MB/s", "telemetry.gpu.series.pcie", "PCIe rx %.0f MB/s + tx %.0f MB/s (mean per GPU)", rx, tx);
+    diag_knob(f, "cpu offload / swap space", "remove", "weights or KV moved over PCIe every step are slow");
+    diag_knob(f, "PCIe link", "check", "gen and width (nvidia-smi -q); pinned host memory");
+}
+
+static void rule_comm(diag_in *in, json_t *L, json_t *C) {
+    double rx = gpu_col_mean(in, "gpm_nvlink_rx_mb_s"), tx = gpu_col_mean(in, "gpm_nvlink_tx_mb_s");
+    if (!isfinite(rx)) { rx = gpu_col_mean(in, "nvlink_rx_mb_s"); tx = gpu_col_mean(in, "nvlink_tx_mb_s"); }
+    const hw_gpu *g = in->have_gpu ? hw_find(in->gpu) : NULL;
+    bool tel = isfinite(rx) && g && g->link_bytes_per_s > 0;
+    bool model = in->have_roof && in->tp > 1;
+    if (!tel && !model) { checked_add(C, "communication", false, "single GPU (tp 1) and no NVLink telemetry"); return; }
+    checked_add(C, "communication", true, tel ? "telemetry NVLink rx/tx vs the GPU catalog's link bandwidth" :
+                "roofline (plan): modelled all-reduce time share of a decode step");
+    double frac = tel ? (rx + (isfinite(tx) ? tx : 0)) * 1e6 / g->link_bytes_per_s : NAN;
+    bool hit_tel = tel && frac >= DIAG_LINK_FRAC;
+    bool hit_model = model && in->roof_comm_share >= DIAG_COMM_SHARE;
+    if (!hit_tel && !hit_model) return;
+    json_t *f = diag_finding(L, "communication", hit_tel ? 0.65 : 0.5, "GPU-to-GPU communication takes a large share of each step");
+    if (hit_tel) diag_ev(f, 100 * frac, "%", "telemetry.gpu.series.nvlink", "NVLink traffic %.0f%% of %s bandwidth", 100 * frac, g->link_name);
+    if (model) diag_ev(f, 100 * in->roof_comm_share, "%", "roofline (plan)", "all-reduce about %.0f%% of a decode step at tp %d",
+                       100 * in->roof_comm_share, in->tp);
+    diag_knob(f, "tensor_parallel_size", "lower (more replicas)", "fewer all-reduces per token");
+    diag_knob(f, "expert parallel", "enable for MoE", "all-to-all of tokens instead of all-reduce of activations");
+}
+
+static void rule_underuse(diag_in *in, json_t *L, json_t *C) {
+    double util = gpu_col_mean(in, "util_gpu_pct");
+    double inflight = diag_mean(get(in->timeline, "in_flight"));
+    double step_med = in->eng_series ? diag_median(get(in->eng_series, "step_ms")) : NAN;
+    double ovh = in->step_overhead_s * 1e3;
+    bool tel = isfinite(util) && inflight >= 1 && util < DIAG_GPU_IDLE_UTIL;
+    bool sim = isfinite(step_med) && step_med > 0 && isfinite(ovh) && ovh / step_med >= DIAG_OVERHEAD_SHARE;
+    if (!isfinite(util) && !isfinite(step_med)) {
+        checked_add(C, "underutilization", false, "no GPU utilisation telemetry and no engine step series");
+        return;
+    }
+    checked_add(C, "underutilization", true, isfinite(util) ? "telemetry util_gpu_pct, results.timeline.in_flight"
+                                                            : "engine.series.step_ms, engine.factors.step_overhead_s");
+    if (!tel && !sim) return;
+    json_t *f = diag_finding(L, "underutilization", tel ? 0.65 : 0.45, tel ? "the GPU idles while requests are in flight" :
+                             "fixed per-step overhead is a large part of every step");
+    if (tel) diag_ev(f, util, "%", "telemetry.gpu.series.util_gpu_pct", "GPU busy %.0f%% with %.1f requests in flight on average",
+                     util, inflight);
+    if (sim) diag_ev(f, 100 * ovh / step_med, "%", "engine.factors.step_overhead_s / median engine.series.step_ms",
+                     "%.2f ms of a %.2f ms median step is fixed overhead (scheduling, launches, sampling)", ovh, step_med);
+    diag_knob(f, "CUDA graphs", "enable", "fewer kernel launches per step");
+    diag_knob(f, "max_num_seqs / load", "raise", "more work per step amortises the fixed cost");
+    diag_knob(f, "server CPU", "check", "scheduler and detokenizer threads must not starve");
+}
+
+static const char *reason_names(long bits, char *buf, size_t len) {
+    static const struct { long bit; const char *name; } t[] = {
+        {0x4, "SW power cap"}, {0x8, "HW slowdown"}, {0x20, "SW thermal"}, {0x40, "HW thermal"}, {0x80, "power brake"} };
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (bits & t[i].bit) snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? ", " : "", t[i].name);
+    return buf;
+}
+
+static void rule_throttle(diag_in *in, json_t *L, json_t *C) {
+    const json_t *gpus = get(in->tel, "gpu");
+    if (!json_array_size(gpus)) { checked_add(C, "throttling", false, "no GPU telemetry"); return; }
+    checked_add(C, "throttling", true, "telemetry.gpu.series.throttled, clock_event_reasons, sm_clock_mhz");
+    size_t i;
+    json_t *g;
+    json_array_foreach(gpus, i, g) {
+        const json_t *s = get(g, "series");
+        double frac = diag_frac_at_least(get(s, "throttled"), 1);
+        if (!(frac >= DIAG_THROTTLE_FRAC)) continue;
+        long bits = 0;
+        size_t k;
+        json_t *v;
+        json_array_foreach(get(s, "clock_event_reasons"), k, v) if (json_is_integer(v)) bits |= (long)json_integer_value(v);
+        char names[128];
+        json_t *f = diag_finding(L, "throttling", 0.8, "GPU %lld clocks were held down %.0f%% of the time",
+                                 (long long)json_integer_value(get(g, "index")), 100 * frac);
+        diag_ev(f, 100 * frac, "%", "telemetry.gpu.series.throttled", "throttled in %.0f%% of samples (%s)", 100 * frac,
+                reason_names(bits, names, sizeof names));
+        double clk = diag_mean(get(s, "sm_clock_mhz")), clk_max = diag_num(g, "sm_clock_max_mhz");
+        if (isfinite(clk)) diag_ev(f, clk, "MHz", "telemetry.gpu.series.sm_clock_mhz", "SM clock mean %.0f MHz of max %.0f MHz", clk, clk_max);
+        double t0, t1;
+        if (diag_span(get(s, "t_s"), get(s, "throttled"), 1, &t0, &t1)) diag_window(f, t0, t1);
+        diag_knob(f, "cooling / power limit", "check", "nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE; clocks recover");
+        diag_knob(f, "benchmark result", "distrust", "a throttled run under-states what the GPU can do");
+    }
+}
+
+static void rule_numa(diag_in *in, json_t *L, json_t *C) {
+    const json_t *numa = get(get(in->tel, "host"), "numa");
+    if (!numa) { checked_add(C, "cross_numa", false, "no host NUMA telemetry"); return; }
+    checked_add(C, "cross_numa", true, "telemetry.host.numa");
+    if (!json_is_true(get(numa, "cross_numa"))) return;
+    json_t *f = diag_finding(L, "cross_numa", 0.75, "the server runs across NUMA nodes from its GPUs");
+    const char *why = json_string_value(get(numa, "why"));
+    diag_ev(f, NAN, NULL, "telemetry.host.numa.why", "%s", why ? why : "cross_numa = true");
+    double off = diag_num(get(numa, "server"), "mem_off_gpu_node_pct");
+    if (isfinite(off)) diag_ev(f, off, "%", "telemetry.host.numa.server.mem_off_gpu_node_pct",
+                               "%.0f%% of the server's memory on a node without its GPUs", off);
+    diag_knob(f, "numactl", "--cpunodebind=N --membind=N", "N = the GPUs' node: host-side copies stay local");
+}
+
+void diag_rules(diag_in *in, json_t *list, json_t *checked) {
+    rule_errors(in, list, checked);
+    rule_client(in, list, checked);
+    rule_kv(in, list, checked);
+    rule_queueing(in, list, checked);
+    rule_decode_bw(in, list, checked);
+    rule_prefill(in, list, checked);
+    rule_interference(in, list, checked);
+    rule_pcie(in, list, checked);
+    rule_comm(in, list, checked);
+    rule_underuse(in, list, checked);
+    rule_throttle(in, list, checked);
+    rule_numa(in, list, checked);
+}

@@ -1,0 +1,253 @@
+/* Tests of the diagnosis rules on runs that produce each condition: `dsperf sim` configured to be
+ * KV-bound, queue-bound, decode-bandwidth-bound, prefill-bound and with prefill interference; a
+ * client starved of connections against `dsperf serve`; telemetry fixtures (throttling,
+ * cross-NUMA, PCIe, NVLink, an idle GPU) added to a simulated run. */
+#include "harness.h"
+#include "testutil.h"
+#include "diagnose/diagnose.h"
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *sim_doc(const char *args, const char *name) {
+    char path[512], cmd[1024];
+    snprintf(path, sizeof path, "%s/%s.json", harness_tmpdir(), name);
+    snprintf(cmd, sizeof cmd, "sim --quiet --out %s %s", path, args);
+    if (test_run(cmd, NULL, NULL) != 0) return NULL;
+    return test_load_json(path);
+}
+
+static json_t *diag(const json_t *doc) {
+    diagnose_opts o;
+    diagnose_default_opts(&o);
+    char err[256];
+    return diagnose_run(doc, &o, err, sizeof err);
+}
+
+static const json_t *finding(const json_t *dg, const char *cls, int *rank) {
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(dg, "findings"), i, f)
+        if (!strcmp(json_string_value(json_object_get(f, "class")), cls)) { if (rank) *rank = (int)i; return f; }
+    return NULL;
+}
+
+static const char *top_class(const json_t *dg) {
+    return json_string_value(json_object_get(json_array_get(json_object_get(dg, "findings"), 0), "class"));
+}
+
+static bool has_evidence_from(const json_t *f, const char *source_part) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(f, "evidence"), i, e)
+        if (strstr(json_string_value(json_object_get(e, "source")), source_part)) return true;
+    return false;
+}
+
+/* 2000 KV blocks (32k tokens) for 64 users of 1024 + 512 tokens (98k wanted): preemptions. */
+TEST(diagnose_sim_kv_bound) {
+    json_t *d = sim_doc("--concurrency 64 --requests 200 --dataset random:in=1024,out=512 --num-gpu-blocks 2000", "kv");
+    CHECK(d != NULL);
+    if (!d) return;
+    json_t *g = diag(d);
+    CHECK_STR(top_class(g), "kv_capacity");
+    const json_t *f = finding(g, "kv_capacity", NULL);
+    CHECK(f && json_number_value(json_object_get(f, "confidence")) >= 0.9);
+    CHECK(f && has_evidence_from(f, "engine.preemptions_total"));
+    CHECK(f && json_is_object(json_object_get(f, "window")));
+    json_decref(g);
+    json_decref(d);
+}
+
+/* max_num_seqs 8 under 64 users with plenty of KV: requests wait for a sequence slot. */
+TEST(diagnose_sim_queue_bound) {
+    json_t *d = sim_doc("--concurrency 64 --requests 300 --dataset random:in=256,out=128 --max-num-seqs 8", "q");
+    CHECK(d != NULL);
+    if (!d) return;
+    json_t *g = diag(d);
+    CHECK_STR(top_class(g), "queueing");
+    const json_t *f = finding(g, "queueing", NULL);
+    CHECK(f && json_number_value(json_object_get(f, "confidence")) >= 0.85);
+    CHECK(!finding(g, "kv_capacity", NULL));
+    /* the roofline's batch is the engine's running count: the cap */
+    CHECK_NEAR(test_num(json_object_get(g, "roofline"), "batch"), 8, 0.5);
+    json_decref(g);
+    json_decref(d);
+}
+
+/* 32 users, short prompts, long outputs: decode steps read the weights and KV; efficiency is
+ * the roofline's step time over the model's (bw_eff 0.85 plus 1.5 ms overhead per step). */
+TEST(diagnose_sim_decode_bandwidth) {
+    json_t *d = sim_doc("--concurrency 32 --requests 200 --dataset random:in=128,out=512", "bw");
+    CHECK(d != NULL);
+    if (!d) return;
+    json_t *g = diag(d);
+    CHECK_STR(top_class(g), "decode_bandwidth");
+    const json_t *r = json_object_get(g, "roofline");
+    CHECK_STR(json_string_value(json_object_get(r, "model")), "deepseek-v2-lite");
+    CHECK_STR(json_string_value(json_object_get(r, "gpu")), "h200");
+    CHECK_STR(json_string_value(json_object_get(r, "bound")), "memory");
+    double batch = test_num(r, "batch"), bound = test_num(r, "bound_tokens_per_s");
+    double expect = (batch / bound) / (test_num(r, "decode_step_ms_model") / 1e3);
+    CHECK_NEAR(test_num(r, "efficiency"), expect, 0.1 * expect);
+    CHECK(finding(g, "healthy", NULL) != NULL);
+    json_decref(g);
+    json_decref(d);
+}
+
+/* Chunked prefill off, 4k prompts arriving while others decode: whole-prompt steps stall ITL. */
+TEST(diagnose_sim_prefill_interference) {
+    json_t *d = sim_doc("--rate 4/s --requests 120 --dataset random:in=4096,out=256 --chunked-prefill off", "pi");
+    CHECK(d != NULL);
+    if (!d) return;
+    json_t *g = diag(d);
+    CHECK_STR(top_class(g), "prefill_interference");
+    const json_t *f = finding(g, "prefill_interference", NULL);
+    bool knob = false;
+    size_t i;
+    json_t *k;
+    json_array_foreach(json_object_get(f, "knobs"), i, k)
+        if (!strcmp(json_string_value(json_object_get(k, "knob")), "enable_chunked_prefill")) knob = true;
+    CHECK(knob);
+    CHECK(has_evidence_from(f, "engine.series.step_ms"));
+    json_decref(g);
+    json_decref(d);
+}
+
+TEST(diagnose_sim_prefill_compute) {
+    json_t *d = sim_doc("--rate 2/s --requests 60 --dataset random:in=8192,out=8", "pc");
+    CHECK(d != NULL);
+    if (!d) return;
+    json_t *g = diag(d);
+    CHECK_STR(top_class(g), "prefill_compute");
+    json_decref(g);
+    json_decref(d);
+}
+
+/* 300/s planned with 2 connections to a server that takes 30 ms per request (~67/s): the client
+ * queue, not the server, sets the latency users see. */
+TEST(diagnose_client_starved) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 10ms --itl 2ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char path[512], cmd[1024];
+    snprintf(path, sizeof path, "%s/starved.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "bench --url %s --rate 300/s --max-concurrency 2 --requests 60 --dataset random:in=8,out=10 "
+             "--quiet --out %s", s.url, path);
+    int rc = test_run(cmd, NULL, NULL);
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 0);
+    json_t *d = test_load_json(path);
+    CHECK(d != NULL);
+    if (!d) return;
+    json_t *g = diag(d);
+    CHECK_STR(top_class(g), "client_bound");
+    CHECK(has_evidence_from(finding(g, "client_bound", NULL), "results.mean_queue_ms"));
+    json_decref(g);
+    json_decref(d);
+}
+
+/* A small simulated run with a telemetry section as the sampler writes it. */
+static json_t *with_telemetry(const char *name) {
+    json_t *d = sim_doc("--concurrency 4 --requests 40 --dataset random:in=256,out=64", name);
+    if (!d) return NULL;
+    json_t *t = json_array(), *thr = json_array(), *why = json_array(), *clk = json_array(), *util = json_array();
+    json_t *pcie = json_array(), *nvl = json_array();
+    for (int i = 0; i < 20; i++) {
+        json_array_append_new(t, json_real(i * 0.1));
+        json_array_append_new(thr, json_integer(i >= 10));
+        json_array_append_new(why, json_integer(i >= 10 ? 0x4 | 0x20 : 0));
+        json_array_append_new(clk, json_integer(i >= 10 ? 1200 : 1980));
+        json_array_append_new(util, json_integer(30));
+        json_array_append_new(pcie, json_real(12000));
+        json_array_append_new(nvl, json_real(150000));
+    }
+    json_t *series = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "t_s", t, "throttled", thr, "clock_event_reasons", why,
+                               "sm_clock_mhz", clk, "util_gpu_pct", util, "gpm_pcie_rx_mb_s", pcie,
+                               "gpm_pcie_tx_mb_s", json_deep_copy(pcie), "gpm_nvlink_rx_mb_s", nvl);
+    json_t *gpu = json_pack("{s:i,s:s,s:i,s:o}", "index", 0, "name", "NVIDIA H200", "sm_clock_max_mhz", 1980, "series", series);
+    json_t *numa = json_pack("{s:b,s:s,s:{s:f}}", "cross_numa", 1, "why", "server may run on CPUs of node 1, GPU on node 0",
+                             "server", "mem_off_gpu_node_pct", 90.0);
+    json_object_set_new(d, "telemetry", json_pack("{s:f,s:[o],s:{s:o}}", "interval_s", 0.1, "gpu", gpu, "host", "numa", numa));
+    return d;
+}
+
+TEST(diagnose_telemetry_throttling_and_numa) {
+    json_t *d = with_telemetry("tel");
+    CHECK(d != NULL);
+    if (!d) return;
+    json_t *g = diag(d);
+    const json_t *f = finding(g, "throttling", NULL);
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(strstr(json_string_value(json_object_get(f, "title")), "50%") != NULL);
+        const json_t *w = json_object_get(f, "window");
+        CHECK_NEAR(test_num(w, "t0_s"), 1.0, 1e-9);
+        CHECK_NEAR(test_num(w, "t1_s"), 1.9, 1e-9);
+        const char *ev = json_string_value(json_object_get(json_array_get(json_object_get(f, "evidence"), 0), "text"));
+        CHECK(ev && strstr(ev, "SW power cap") && strstr(ev, "SW thermal"));
+    }
+    f = finding(g, "cross_numa", NULL);
+    CHECK(f && has_evidence_from(f, "mem_off_gpu_node_pct"));
+    /* PCIe 24 GB/s, NVLink 150 GB/s of 900 GB/s (17%: below the 30% threshold), GPU 30% busy */
+    CHECK(finding(g, "host_pcie", NULL) != NULL);
+    CHECK(finding(g, "communication", NULL) == NULL);
+    f = finding(g, "underutilization", NULL);
+    CHECK(f && has_evidence_from(f, "util_gpu_pct"));
+    CHECK(!finding(g, "healthy", NULL));
+    json_decref(g);
+    /* without the section none of them is claimed, and the rules say why they did not run */
+    json_object_del(d, "telemetry");
+    g = diag(d);
+    CHECK(!finding(g, "throttling", NULL) && !finding(g, "cross_numa", NULL) && !finding(g, "host_pcie", NULL));
+    bool said = false;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(g, "checked"), i, c)
+        if (!strcmp(json_string_value(json_object_get(c, "rule")), "throttling") && !json_is_true(json_object_get(c, "ran")))
+            said = true;
+    CHECK(said);
+    json_decref(g);
+    json_decref(d);
+}
+
+/* A sweep: per class the most confident level wins and the finding names its level. */
+TEST(diagnose_sweep_document) {
+    json_t *a = sim_doc("--concurrency 4 --requests 60 --dataset random:in=128,out=256", "s1");
+    json_t *b = sim_doc("--concurrency 64 --requests 200 --dataset random:in=256,out=128 --max-num-seqs 8", "s2");
+    CHECK(a && b);
+    if (!a || !b) { json_decref(a); json_decref(b); return; }
+    json_t *doc = json_pack("{s:s,s:s,s:[{s:f,s:o},{s:f,s:o}],s:n}", "schema", "dsperf.sweep/1", "axis", "concurrency",
+                            "levels", "load", 4.0, "results", a, "load", 64.0, "results", b, "knee");
+    json_t *g = diag(doc);
+    const json_t *f = finding(g, "queueing", NULL);
+    CHECK(f && test_num(f, "level") == 64);
+    CHECK(json_is_object(json_object_get(g, "roofline")));
+    json_decref(g);
+    json_decref(doc);
+}
+
+TEST(diagnose_cli) {
+    json_t *d = sim_doc("--concurrency 8 --requests 40 --dataset random:in=128,out=64", "cli");
+    CHECK(d != NULL);
+    json_decref(d);
+    char cmd[1024], *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd, "diagnose %s/cli.json --json", harness_tmpdir());
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    json_t *g = out ? json_loads(out, 0, NULL) : NULL;
+    CHECK(json_is_array(json_object_get(g, "findings")));
+    json_decref(g);
+    free(out);
+    out = NULL;
+    snprintf(cmd, sizeof cmd, "diagnose %s/cli.json", harness_tmpdir());
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    CHECK(out && strstr(out, "Roofline: decode"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "diagnose %s/cli.json --model nosuch", harness_tmpdir());
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
+    CHECK(err && strstr(err, "unknown model"));
+    free(err);
+    CHECK_EQ_INT(test_run("diagnose /nonexistent.json", NULL, NULL), 2);
+    CHECK_EQ_INT(test_run("diagnose", NULL, NULL), 2);
+}

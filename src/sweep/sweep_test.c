@@ -1,0 +1,277 @@
+/* Tests of the sweep analysis on numbers (ladders, knee, SLO crossing, over-saturation detector,
+ * intervals) and of `dsperf sweep` against `dsperf serve` with a fixed capacity, where the knee
+ * must sit at the configured capacity. Levels are short (about a second). */
+#include "harness.h"
+#include "testutil.h"
+#include "sweep/sweep.h"
+#include "common/rng.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t ladder(const char *spec, bool rate, double *v) {
+    size_t n = 0;
+    char err[256];
+    if (sweep_parse_ladder(spec, rate, v, SWEEP_MAX_LEVELS, &n, err, sizeof err) < 0) return 0;
+    return n;
+}
+
+TEST(sweep_ladder_forms) {
+    double v[SWEEP_MAX_LEVELS];
+    CHECK_EQ_INT(ladder("1,2,4..16", false, v), 5);
+    CHECK_NEAR(v[2], 4, 0); CHECK_NEAR(v[4], 16, 0);
+    CHECK_EQ_INT(ladder("1..256x2", false, v), 9);
+    CHECK_NEAR(v[8], 256, 0);
+    CHECK_EQ_INT(ladder("8..64 step 8", false, v), 8);
+    CHECK_NEAR(v[7], 64, 0);
+    /* 1, 5, ..., 37, then the top 40 */
+    CHECK_EQ_INT(ladder("1..40/s step 4", true, v), 11);
+    CHECK_NEAR(v[9], 37, 1e-9); CHECK_NEAR(v[10], 40, 1e-9);
+    CHECK_EQ_INT(ladder("2..20/s", true, v), 10);
+    CHECK_NEAR(v[1], 4, 1e-9);
+    CHECK_EQ_INT(ladder("8,2,4/s,4", true, v), 3);   /* sorted, duplicates dropped */
+    CHECK_NEAR(v[0], 2, 0);
+    CHECK_EQ_INT(ladder("1..100x2", false, v), 8);    /* 1..64 and the top 100 */
+    CHECK_NEAR(v[7], 100, 0);
+    double w[SWEEP_MAX_LEVELS];
+    size_t n;
+    char err[256];
+    CHECK(sweep_parse_ladder("0..4", false, w, SWEEP_MAX_LEVELS, &n, err, sizeof err) < 0);
+    CHECK(sweep_parse_ladder("8..2", false, w, SWEEP_MAX_LEVELS, &n, err, sizeof err) < 0);
+    CHECK(sweep_parse_ladder("abc", false, w, SWEEP_MAX_LEVELS, &n, err, sizeof err) < 0);
+    CHECK(sweep_parse_ladder("1..4x1", false, w, SWEEP_MAX_LEVELS, &n, err, sizeof err) < 0);
+    CHECK(sweep_parse_ladder("1..100000", false, w, SWEEP_MAX_LEVELS, &n, err, sizeof err) == 0);
+    CHECK(sweep_parse_ladder("1..1000 step 1", false, w, SWEEP_MAX_LEVELS, &n, err, sizeof err) < 0);
+}
+
+/* Throughput rises in proportion to load up to 16, then stays; latency is flat, then grows
+ * with the queue: the knee is at 16. */
+TEST(sweep_knee_two_segment_fit) {
+    double x[] = { 1, 2, 4, 8, 16, 32, 64 }, y[7], lat[7];
+    for (int i = 0; i < 7; i++) {
+        y[i] = 100 * (x[i] < 16 ? x[i] : 16);
+        lat[i] = x[i] <= 16 ? 50 : 50 * x[i] / 16;
+    }
+    sweep_knee k;
+    sweep_find_knee(x, y, lat, 7, &k);
+    CHECK(k.found);
+    CHECK_NEAR(x[k.index], 16, 0);
+    CHECK_NEAR(k.knee_load, 16, 0.5);
+    CHECK_NEAR(k.tail_slope, 0, 1e-9);
+    CHECK(k.sse_gain > 0.99);
+    CHECK(k.latency_upturn);
+    CHECK_NEAR(k.lat_ratio, 4, 1e-9);
+    /* still rising: no knee, and the reason says so */
+    for (int i = 0; i < 7; i++) y[i] = 100 * x[i];
+    sweep_find_knee(x, y, lat, 7, &k);
+    CHECK(!k.found);
+    CHECK(strstr(k.reason, "rising") != NULL);
+    sweep_find_knee(x, y, lat, 3, &k);
+    CHECK(!k.found);
+}
+
+TEST(sweep_slo_crossing_interpolates) {
+    double x[] = { 1, 2, 3, 4 }, v[] = { 10, 20, 40, 80 };
+    int where;
+    CHECK_NEAR(sweep_slo_crossing(x, v, 4, 30, &where), 2.5, 1e-12);
+    CHECK_EQ_INT(where, 0);
+    CHECK(isnan(sweep_slo_crossing(x, v, 4, 5, &where)));
+    CHECK_EQ_INT(where, -1);
+    CHECK(isnan(sweep_slo_crossing(x, v, 4, 100, &where)));
+    CHECK_EQ_INT(where, 1);
+}
+
+TEST(sweep_ci_t_interval) {
+    double v[] = { 10, 12, 14 }, m, sd, lo, hi;
+    sweep_ci_mean(v, 3, 0.95, &m, &sd, &lo, &hi);
+    CHECK_NEAR(m, 12, 1e-12);
+    CHECK_NEAR(sd, 2, 1e-12);
+    CHECK_NEAR(hi - m, 4.303 * 2 / sqrt(3), 1e-9);
+    CHECK_NEAR(m - lo, hi - m, 1e-12);
+    sweep_ci_mean(v, 1, 0.95, &m, &sd, &lo, &hi);
+    CHECK(isnan(lo) && isnan(hi));
+    CHECK_NEAR(sweep_t_quantile(0.975, 1000), 1.962, 0.001);
+    CHECK_NEAR(sweep_t_quantile(0.99, 40), 2.423, 0.002);
+}
+
+/* In-flight and TTFT growing steadily (with noise) is saturation; the same noise around a
+ * level is not. */
+TEST(sweep_osd_slopes) {
+    rng r;
+    rng_seed(&r, 7);
+    sweep_osd grow, flat;
+    sweep_osd_init(&grow, 2.0);
+    sweep_osd_init(&flat, 2.0);
+    for (int i = 0; i <= 40; i++) {
+        double t = i * 0.1;
+        sweep_osd_add_conc(&grow, t, 10 + 8 * t + rng_normal(&r) * 1.5);
+        sweep_osd_add_conc(&flat, t, 10 + rng_normal(&r) * 1.5);
+        for (int k = 0; k < 5; k++) {
+            double tt = t + k * 0.02;
+            sweep_osd_add_ttft(&grow, tt, 100 + 150 * tt + rng_normal(&r) * 20);
+            sweep_osd_add_ttft(&flat, tt, 100 + rng_normal(&r) * 20);
+        }
+    }
+    sweep_osd_verdict v;
+    sweep_osd_check(&grow, 4.0, false, &v);
+    CHECK(v.enough);
+    CHECK(v.saturated);
+    CHECK_NEAR(v.conc_slope, 8, 1.5);
+    CHECK_NEAR(v.ttft_slope, 150, 25);
+    sweep_osd_check(&flat, 4.0, false, &v);
+    CHECK(v.enough);
+    CHECK(!v.saturated);
+    /* before a whole window has passed, no verdict */
+    sweep_osd s;
+    sweep_osd_init(&s, 10.0);
+    for (int i = 0; i < 20; i++) { sweep_osd_add_conc(&s, i * 0.1, i); sweep_osd_add_ttft(&s, i * 0.1, i); }
+    sweep_osd_check(&s, 2.0, false, &v);
+    CHECK(!v.enough && !v.saturated);
+    sweep_osd_free(&s);
+    sweep_osd_free(&grow);
+    sweep_osd_free(&flat);
+}
+
+static json_t *run_sweep(const test_server *s, const char *args, int *rc, const char *name) {
+    char path[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/%s.json", harness_tmpdir(), name);
+    snprintf(cmd, sizeof cmd, "sweep --url %s --out %s %s", s->url, path, args);
+    char *out = NULL, *err = NULL;
+    *rc = test_run(cmd, &out, &err);
+    if (*rc != 0) fprintf(stderr, "    sweep exited %d: %s\n", *rc, err ? err : "");
+    free(out);
+    free(err);
+    return test_load_json(path);
+}
+
+static const json_t *level_res(const json_t *d, size_t i) {
+    return json_object_get(json_array_get(json_object_get(d, "levels"), i), "results");
+}
+
+/* Server capacity 4, TTFT 20 ms, ITL 2 ms, 10 tokens: E2E 38 ms, so throughput grows with
+ * concurrency up to 4 (105 req/s) and stays; above 4 requests wait: the knee is at c=4. */
+TEST(sweep_concurrency_knee_at_capacity) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 20ms --itl 2ms --capacity 4") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    int rc;
+    json_t *d = run_sweep(&s, "--concurrency 1..16x2 --duration 800ms --dataset random:in=8,out=10 "
+                              "--slo ttft=30ms --quiet", &rc, "knee");
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(d != NULL);
+    if (!d) return;
+    CHECK_STR(json_string_value(json_object_get(d, "schema")), "dsperf.sweep/1");
+    CHECK_STR(json_string_value(json_object_get(d, "axis")), "concurrency");
+    CHECK_EQ_INT(json_array_size(json_object_get(d, "levels")), 5);
+    CHECK_STR(json_string_value(json_object_get(level_res(d, 0), "schema")), "dsperf.results/1");
+    double e2el_s = 0.038;
+    if (!HARNESS_SANITIZED) {   /* rates hold in the optimized build; the structure holds everywhere */
+        CHECK_NEAR(test_num(level_res(d, 0), "request_throughput"), 1 / e2el_s, 0.15 / e2el_s);
+        CHECK_NEAR(test_num(level_res(d, 2), "request_throughput"), 4 / e2el_s, 0.6 / e2el_s);
+        CHECK_NEAR(test_num(level_res(d, 4), "request_throughput"), 4 / e2el_s, 0.6 / e2el_s);
+    }
+    const json_t *k = json_object_get(d, "knee");
+    CHECK(json_is_object(k));
+    CHECK_NEAR(test_num(k, "load"), 4, 0);
+    CHECK(json_is_true(json_object_get(json_object_get(k, "latency"), "upturn")));
+    if (!HARNESS_SANITIZED) CHECK_NEAR(test_num(k, "output_throughput"), 40 / e2el_s, 6 / e2el_s);
+    /* goodput: TTFT <= 30 ms holds up to c=4 (20 ms), not at 8 (a request waits one turn) */
+    const json_t *g = json_object_get(d, "max_goodput");
+    CHECK(json_is_object(g));
+    CHECK_NEAR(test_num(g, "load"), 4, 0);
+    double b = test_num(g, "slo_boundary_load");
+    CHECK(b > 4 && b < 8);
+    const json_t *lv;
+    size_t i;
+    json_array_foreach(json_object_get(d, "levels"), i, lv) CHECK(!json_is_true(json_object_get(lv, "saturated")));
+    json_decref(d);
+}
+
+/* Open loop at 4x the server's capacity: the detector stops the level, marks it saturated and
+ * the ladder ends there (400/s is never run). */
+TEST(sweep_rate_over_saturation_stops) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 20ms --itl 2ms --capacity 2") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    int rc;
+    json_t *d = run_sweep(&s, "--rate 10,200,400/s --duration 1500ms --osd-window 400ms --dataset random:in=8,out=10 "
+                              "--quiet", &rc, "osd");
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(d != NULL);
+    if (!d) return;
+    const json_t *lv = json_object_get(d, "levels");
+    CHECK_EQ_INT(json_array_size(lv), 2);
+    const json_t *hi = json_array_get(lv, 1);
+    CHECK(json_is_true(json_object_get(hi, "early_stopped")));
+    CHECK(json_is_true(json_object_get(hi, "saturated")));
+    CHECK(test_num(json_object_get(hi, "over_saturation"), "inflight_slope_per_s") > 10);
+    /* it stopped well before the planned 1.5 s of sending */
+    CHECK(test_num(json_object_get(hi, "results"), "duration") < 1.45);
+    CHECK(!json_is_true(json_object_get(json_array_get(lv, 0), "saturated")));
+    const json_t *k = json_object_get(d, "knee");
+    CHECK(json_is_object(k));
+    CHECK_NEAR(test_num(k, "load"), 10, 0);
+    json_decref(d);
+}
+
+TEST(sweep_repeats_give_intervals) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 10ms --itl 1ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    int rc;
+    json_t *d = run_sweep(&s, "--concurrency 1,2 --requests 6 --repeats 3 --dataset random:in=8,out=5 --quiet", &rc, "rep");
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(d != NULL);
+    if (!d) return;
+    CHECK_EQ_INT(json_array_size(json_object_get(d, "levels")), 6);
+    const json_t *cl = json_object_get(json_object_get(d, "ci"), "levels");
+    CHECK_EQ_INT(json_array_size(cl), 2);
+    const json_t *m = json_object_get(json_object_get(json_array_get(cl, 1), "metrics"), "median_ttft_ms");
+    CHECK_EQ_INT(test_num(m, "n"), 3);
+    CHECK(test_num(m, "lo") <= test_num(m, "mean") && test_num(m, "mean") <= test_num(m, "hi"));
+    CHECK_NEAR(test_num(m, "mean"), 10, 3);
+    /* each repeat used its own seed */
+    CHECK_EQ_INT(test_num(json_array_get(json_object_get(d, "levels"), 2), "seed"), 3);
+    json_decref(d);
+}
+
+TEST(sweep_interrupt_writes_partial) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 20ms --itl 2ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char path[512], cmd[1024];
+    snprintf(path, sizeof path, "%s/int.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sweep --url %s --concurrency 1..8x2 --duration 700ms --dataset random:in=8,out=10 --quiet "
+             "--out %s", s.url, path);
+    int rc = test_run_interrupt(cmd, 1100, NULL, NULL);
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 1);
+    json_t *d = test_load_json(path);
+    CHECK(d != NULL);
+    if (!d) return;
+    CHECK(json_is_true(json_object_get(d, "partial")));
+    size_t n = json_array_size(json_object_get(d, "levels"));
+    CHECK(n >= 1 && n <= 2);
+    json_decref(d);
+}
+
+TEST(sweep_usage_errors) {
+    const char *bad[] = {
+        "sweep --url http://127.0.0.1:1",
+        "sweep --url http://127.0.0.1:1 --concurrency 1,2 --rate 1/s",
+        "sweep --url http://127.0.0.1:1 --concurrency 0..4",
+        "sweep --url http://127.0.0.1:1 --rate 1..4 --repeats 0",
+        "sweep --url http://127.0.0.1:1 --auto --osd-window 1ms",
+        "sweep --concurrency 1,2",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *err = NULL;
+        CHECK_EQ_INT(test_run(bad[i], NULL, &err), 2);
+        CHECK(err && strstr(err, "dsperf:") && !strchr(strchr(err, '\n') ? strchr(err, '\n') + 1 : "", '\n'));
+        free(err);
+    }
+    char *out = NULL;
+    CHECK_EQ_INT(test_run("sweep --help", &out, NULL), 0);
+    CHECK(out && strstr(out, "examples:"));
+    free(out);
+}
