@@ -67,7 +67,7 @@ static int n_gpus(const json_t *r) {
     return n > 0 ? (int)n : 0;
 }
 
-static void tiles(rbuf *b, const rep_model *m) {
+static void tiles(rbuf *b, const rep_model *m, const json_t *diagnosis) {
     char v[64], s[96], t[48];
     rb_puts(b, "<div class=\"tiles\">");
     if (m->sweep) {
@@ -132,6 +132,14 @@ static void tiles(rbuf *b, const rep_model *m) {
         double c = rep_num(m->lv[i].r, "completed"), f = rep_num(m->lv[i].r, "failed");
         if (!isnan(c)) ok += c;
         if (!isnan(f)) bad += f;
+    }
+    const json_t *rf = json_object_get(diagnosis, "roofline");
+    double eff = rep_num(rf, "efficiency");
+    if (isfinite(eff)) {
+        fmt_pct(100 * eff, v, sizeof v);
+        fmt_num(rep_num(rf, "bound_tokens_per_s"), t, sizeof t);
+        snprintf(s, sizeof s, "of the HBM bound (%s tok/s)", t);
+        tile(b, "decode vs roofline", v, s);
     }
     fmt_pct(ok + bad > 0 ? 100 * bad / (ok + bad) : 0.0, v, sizeof v);
     fmt_num(bad, t, sizeof t);
@@ -255,7 +263,7 @@ static void verdict(rbuf *b, const rep_model *m, const report_opts *o) {
     rb_esc(b, s.p);
     rb_free(&s);
     rb_puts(b, "</p>");
-    tiles(b, m);
+    tiles(b, m, o->diagnosis);
     rb_puts(b, "<div class=\"badges\">");
     slo_badges(b, m);
     validity_badges(b, m, o);

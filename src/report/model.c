@@ -258,8 +258,8 @@ void rep_verdict(const rep_model *m, const json_t *diagnosis, rbuf *out) {
     if (title) {
         rb_puts(out, "; bottleneck: ");
         rb_puts(out, title);
-        double eff = rep_num(json_object_get(diagnosis, "roofline"), "efficiency");
-        if (isfinite(eff)) rb_printf(out, " (decode at %.0f%% of the bandwidth roofline)", 100 * eff);
     }
+    double eff = rep_num(json_object_get(diagnosis, "roofline"), "efficiency");
+    if (isfinite(eff)) rb_printf(out, "; decode at %.0f%% of the HBM-bandwidth roofline", 100 * eff);
     rb_puts(out, ".");
 }

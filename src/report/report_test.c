@@ -439,6 +439,50 @@ TEST(report_all_failed) {
     free(h); free(m);
 }
 
+/* The real `dsperf sweep` against the simulated engine (8 sequences at most, so throughput
+ * flattens from c=8): whatever the sweep decided is what the page shows. */
+TEST(report_real_sweep) {
+    test_server s;
+    if (test_serve_start(&s, "--engine sim --speedup 20 --max-num-seqs 8") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    const char *sw = tmp("real_sweep.json"), *html = tmp("real_sweep.html"), *csv = tmp("real_sweep.csv");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "sweep --url %s --concurrency 1..64x2 --requests 64 --dataset random:in=256,out=32 "
+                              "--slo ttft=50ms --out %s --quiet --no-progress", s.url, sw);
+    int rc = test_run(cmd, NULL, NULL);
+    test_serve_stop(&s);
+    CHECK(rc == 0 || rc == 1);
+    json_t *doc = test_load_json(sw);
+    if (!doc) { CHECK(doc != NULL); return; }
+    snprintf(cmd, sizeof cmd, "report %s -o %s --csv %s", sw, html, csv);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *h = slurp(html), *c = slurp(csv);
+    CHECK(h && c);
+    size_t nl = json_array_size(json_object_get(doc, "levels"));
+    CHECK(nl >= 5);
+    if (h && c) {
+        CHECK_EQ_INT(count(c, "\n"), nl + 1);
+        CHECK(strstr(h, "id=\"fig-saturation\"") != NULL);
+        CHECK_EQ_INT(count(h, "<tr id=\"level-"), nl);
+        const json_t *knee = json_object_get(doc, "knee");
+        if (json_is_object(knee)) {
+            char want[64];
+            snprintf(want, sizeof want, "knee at c=%.0f (", json_number_value(json_object_get(knee, "load")));
+            CHECK(strstr(h, want) != NULL);
+            CHECK_EQ_INT(count(h, " class=\"knee\"><td>"), 1);
+            CHECK(strstr(h, "<path class=\"s fit\"") != NULL);
+        } else {
+            CHECK(strstr(h, "no knee found") != NULL);
+        }
+        for (size_t i = 0; i < nl; i++) {
+            const json_t *r = json_object_get(json_array_get(json_object_get(doc, "levels"), i), "results");
+            CHECK_NEAR(csv_value(c, (int)i + 1, "output_throughput"), test_num(r, "output_throughput"),
+                       1e-6 * test_num(r, "output_throughput"));
+        }
+    }
+    free(h); free(c);
+    json_decref(doc);
+}
+
 /* A sweep whose levels failed in two ways: the errors chart stacks the classes per level. */
 TEST(report_sweep_errors_chart) {
     test_server s;
