@@ -885,7 +885,7 @@ void charts_errors(rbuf *b, const rep_model *m) {
     c.y.label = "failed (% of requests)";
     svg_begin(&c, b, 640, 300, "Failed requests per level, stacked by class");
     double w = (c.w - c.ml - c.mr) / (double)m->n * 0.6;
-    char css[ERR_CLASSES][16], txt[ERR_CLASSES][40];
+    char css[ERR_CLASSES][24], txt[ERR_CLASSES][40];
     const char *lc[ERR_CLASSES], *lt[ERR_CLASSES];
     for (size_t k = 0; k < nc; k++) {
         snprintf(css[k], sizeof css[k], "e%zu", k + 1);

@@ -170,8 +170,8 @@ static void slo_badges(rbuf *b, const rep_model *m) {
         char text[64];
         char pc[24];
         fmt_pct(e, pc, sizeof pc);
-        snprintf(text, sizeof text, "%s errors %s %s 1%%", e <= 1 ? "\xe2\x9c\x93" : "\xe2\x9c\x97", pc,
-                 e <= 1 ? "\xe2\x89\xa4" : ">");
+        snprintf(text, sizeof text, "%s errors %s %s 1%%%s", e <= 1 ? "\xe2\x9c\x93" : "\xe2\x9c\x97", pc,
+                 e <= 1 ? "\xe2\x89\xa4" : ">", m->sweep ? " at the knee" : "");
         badge(b, e <= 1 ? "ok" : "bad", text);
     }
 }
@@ -435,7 +435,18 @@ static void levels_table(rbuf *b, const rep_model *m) {
         rb_printf(b, "<tr id=\"level-%zu\"%s><td>%s", i, l->is_knee ? " class=\"knee\"" : "", l->is_knee ? "\xe2\x96\xb6 " : "");
         rb_esc(b, ll);
         if (l->repeat > 0) rb_printf(b, " #%d", l->repeat + 1);
-        if (l->saturated) rb_puts(b, " <span class=\"note\">saturated</span>");
+        if (l->saturated) {
+            /* the sweep's over-saturation verdict, when it judged: the two slopes and their t */
+            const json_t *os = json_object_get(l->level, "over_saturation");
+            char why[200] = "";
+            if (json_is_true(json_object_get(os, "judged")))
+                snprintf(why, sizeof why, "in-flight %+.2f/s (t=%.1f), TTFT %+.1f ms/s (t=%.1f), t critical %.2f",
+                         rep_num(os, "inflight_slope_per_s"), rep_num(os, "inflight_t"), rep_num(os, "ttft_slope_ms_per_s"),
+                         rep_num(os, "ttft_t"), rep_num(os, "t_critical"));
+            rb_puts(b, " <span class=\"note\"");
+            if (why[0]) { rb_puts(b, " title=\""); rb_esc(b, why); rb_puts(b, "\""); }
+            rb_puts(b, l->early_stopped ? ">saturated, stopped early</span>" : ">saturated</span>");
+        }
         if (l->is_max_goodput) rb_puts(b, " <span class=\"note\">max goodput</span>");
         rb_puts(b, "</td>");
         char n[64], ci[160];
