@@ -23,8 +23,9 @@ static void usage(FILE *f) {
           "  --md FILE            Markdown summary (verdict, findings, table, errors); '-' for stdout\n"
           "  --csv FILE           CSV, one row per load level (one row for a single run); '-' for stdout\n"
           "  --requests FILE      per-request JSONL of the same run (bench --save-requests, sim --requests-out):\n"
-          "                       exact percentile curves and a TTFT-over-time scatter; without it the\n"
-          "                       curves are drawn from the percentiles stored in the results\n"
+          "                       exact percentile curves, a TTFT-over-time scatter, a request Gantt and the\n"
+          "                       first error message per class; without it the curves are drawn from the\n"
+          "                       percentiles stored in the results (single-run documents only)\n"
           "  --title T            page title (default: from the document)\n"
           "  -h, --help\n\n"
           "Examples:\n"
@@ -111,6 +112,12 @@ int cmd_report(int argc, char **argv) {
         return EXIT_USAGE;
     }
     report_requests *rq = NULL;
+    const char *schema = json_string_value(json_object_get(doc, "schema"));
+    if (requests && schema && !strncmp(schema, "dsperf.sweep/", 13)) {
+        /* a sweep has one request file per level (sweep --save-requests PREFIX): none stands for all */
+        log_warn("report: --requests is for single-run documents; ignored for the sweep %s", in);
+        requests = NULL;
+    }
     if (requests) {
         rq = report_requests_load(requests, err, sizeof err);
         if (!rq) {
