@@ -658,6 +658,25 @@ TEST(report_chromium_render) {
         CHECK(strstr(d, "id=\"verdict\"") != NULL);
     }
     free(d); free(src);
+    /* a sweep page as well: bars, rules, bands and fit lines survive the browser's parser */
+    const char *sw = make_sweep(), *sw_html = tmp("render_sweep.html"), *sw_dom = tmp("render_sweep.dom");
+    CHECK(sw != NULL);
+    if (sw) {
+        snprintf(cmd, sizeof cmd, "report %s -o %s", sw, sw_html);
+        CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+        CHECK_EQ_INT(chromium(bin, "--dump-dom", sw_html, sw_dom), 0);
+        char *sd = slurp(sw_dom), *ss = slurp(sw_html);
+        CHECK(sd && ss);
+        if (sd && ss) {
+            CHECK_EQ_INT(count(sd, "<svg"), count(ss, "<svg"));
+            CHECK(count(sd, "<svg") >= 9);
+            CHECK_EQ_INT(count(sd, "<rect class=\"bar "), count(ss, "<rect class=\"bar "));
+            CHECK(strstr(sd, "<g class=\"rule knee\">") != NULL);
+            CHECK(strstr(sd, "<g class=\"band sat\">") != NULL);
+            CHECK(strstr(sd, "<path class=\"s fit\"") != NULL);
+        }
+        free(sd); free(ss);
+    }
     /* the screenshot: a real PNG of the window, far from blank (a blank page of the same size
      * compresses to ~23 kB at 1280x4000; the report's text and charts do not) */
     const char *png = tmp("render.png"), *blank_html = tmp("blank.html"), *blank_png = tmp("blank.png");
