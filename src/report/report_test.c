@@ -540,6 +540,24 @@ TEST(report_cli_errors) {
     CHECK(err && strstr(err, "not a dsperf results or sweep file") != NULL);
     free(err); err = NULL;
     CHECK_EQ_INT(test_run("report --bogus x", NULL, &err), 2);
+    free(err); err = NULL;
+    /* --diagnosis: a saved `diagnose --json` output is shown instead of diagnosing here */
+    const char *res = tmp("cli.json"), *dg = tmp("cli.diag.json"), *md = tmp("cli.md");
+    CHECK_EQ_INT(sim_run(2, 10, res, NULL), 0);
+    f = fopen(dg, "w");
+    if (f) { fputs("{\"findings\":[{\"class\":\"healthy\",\"title\":\"saved finding\",\"confidence\":0.9}]}", f); fclose(f); }
+    snprintf(cmd, sizeof cmd, "report %s --md %s --diagnosis %s", res, md, dg);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *m = slurp(md);
+    CHECK(m && strstr(m, "1. **saved finding** — `healthy`, confidence 90%") != NULL);
+    CHECK(m && strstr(m, "bottleneck: saved finding") != NULL);
+    free(m);
+    snprintf(cmd, sizeof cmd, "report %s --md %s --diagnosis %s", res, md, res);
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
+    CHECK(err && strstr(err, "not a diagnosis") != NULL);
+    free(err); err = NULL;
+    snprintf(cmd, sizeof cmd, "report %s --md %s --tp 0", res, md);
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
     free(err);
 }
 
