@@ -32,7 +32,8 @@ echo
     --dataset random:in=512,out=128 --slo ttft=500ms,tpot=30ms --server-metrics "$URL/metrics" \
     --out "$OUT/sweep.json"
 echo
-"$BIN" diagnose "$OUT/sweep.json" --gpu h200
+# --gpu: the client cannot see the simulated GPU; --save keeps the findings in the sweep file
+"$BIN" diagnose "$OUT/sweep.json" --gpu h200 --save
 "$BIN" diagnose "$OUT/sweep.json" --gpu h200 --json >"$OUT/diagnosis.json"
 echo
 if "$BIN" report --help >/dev/null 2>&1; then

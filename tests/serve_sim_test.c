@@ -8,6 +8,7 @@
 #include <string.h>
 
 TEST(serve_sim_matches_offline_sim) {
+    SKIP_IF_SANITIZED();
     test_server s;
     if (test_serve_start(&s, "--engine sim --model deepseek-v2-lite --gpu h200 --speedup 1") != 0) { CHECK_MSG(0, "serve --engine sim did not start"); return; }
     char bpath[512], spath[512], cmd[1024];

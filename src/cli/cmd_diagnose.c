@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "model/model.h"
+#include "results/results.h"
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -28,20 +29,23 @@ static const char usage_text[] =
 "  --tp N           tensor-parallel size (default: sim config, else the GPUs in telemetry, else 1)\n"
 "  --kv-dtype D     bf16, fp8, ... (default: sim config, else bf16)\n"
 "  --json           print the diagnosis as JSON\n"
+"  --save           also store it in FILE (\"findings\", \"roofline\", \"checked\", written\n"
+"                   atomically) so `dsperf report` shows this diagnosis\n"
 "\n"
 "examples:\n"
 "  dsperf diagnose results.json\n"
 "  dsperf diagnose sweep.json --json > diagnosis.json\n"
-"  dsperf diagnose results.json --model deepseek-v3 --gpu h200 --tp 8 --kv-dtype fp8\n";
+"  dsperf diagnose results.json --model deepseek-v3 --gpu h200 --tp 8 --kv-dtype fp8\n"
+"  dsperf diagnose sweep.json --gpu h200 --save && dsperf report sweep.json -o report.html\n";
 
 int cmd_diagnose(int argc, char **argv) {
     static const struct option opts[] = {
         {"model", 1, 0, 'm'}, {"gpu", 1, 0, 'g'}, {"tp", 1, 0, 't'}, {"kv-dtype", 1, 0, 'k'},
-        {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+        {"json", 0, 0, 'j'}, {"save", 0, 0, 's'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     diagnose_opts o;
     diagnose_default_opts(&o);
-    bool as_json = false;
+    bool as_json = false, save = false;
     long long v;
     int c;
     optind = 1;
@@ -67,6 +71,7 @@ int cmd_diagnose(int argc, char **argv) {
             break;
         }
         case 'j': as_json = true; break;
+        case 's': save = true; break;
         case 'h': fputs(usage_text, stdout); return EXIT_OK;
         default:
             log_error("unknown or incomplete option '%s'; see dsperf diagnose --help", argv[optind - 1]);
@@ -94,11 +99,21 @@ int cmd_diagnose(int argc, char **argv) {
     }
     char err[512];
     json_t *dg = diagnose_run(doc, &o, err, sizeof err);
-    json_decref(doc);
     if (!dg) {
+        json_decref(doc);
         log_error("%s: %s", path, err);
         return EXIT_USAGE;
     }
+    int rc = EXIT_OK;
+    if (save) {
+        static const char *const keys[] = { "findings", "roofline", "checked" };
+        for (int i = 0; i < 3; i++) json_object_set(doc, keys[i], json_object_get(dg, keys[i]));
+        if (results_write_json(path, doc, err, sizeof err) < 0) {
+            log_error("%s", err);
+            rc = EXIT_RUN_FAILED;
+        }
+    }
+    json_decref(doc);
     if (as_json) {
         char *s = json_dumps(dg, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
         if (s) puts(s);
@@ -107,5 +122,5 @@ int cmd_diagnose(int argc, char **argv) {
         diagnose_print(stdout, dg);
     }
     json_decref(dg);
-    return EXIT_OK;
+    return rc;
 }

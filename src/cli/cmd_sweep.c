@@ -37,7 +37,7 @@ static const char usage_text[] =
 "per level (the bench options apply to each level):\n"
 "  --duration T | --requests N   how long each level runs (default 100 requests)\n"
 "  --warmup N              warm-up requests per level, excluded from its statistics\n"
-"  --repeats N             run each level N times (seeds seed..seed+N-1); means and 95%% t intervals\n"
+"  --repeats N             run each level N times (seeds seed..seed+N-1); means and 95% t intervals\n"
 "analysis:\n"
 "  --slo ttft=..,tpot=..,e2el=..   goodput SLOs: max goodput and the SLO boundary load\n"
 "  --slo-percentile P      percentile compared with the SLOs for the boundary (default 99)\n"
@@ -159,7 +159,6 @@ typedef struct {
     json_t *doc;
     bool tty, rate_axis;
     uint64_t seed0;
-    int64_t max_conc_saved;
 } sweep_ctx;
 
 /* Runs one level (one repeat); appends it to doc. Returns 0, 1 when the sweep must stop
@@ -216,7 +215,10 @@ static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, co
     }
     recset_free(&recs);
     sweep_osd_free(&w.osd);
-    if (!b->quiet) sweep_print_level(stdout, lv, c->rate_axis ? "rate" : "concurrency"), fflush(stdout);
+    if (!b->quiet) {
+        sweep_print_level(stdout, lv, c->rate_axis ? "rate" : "concurrency", json_array_size(json_object_get(c->doc, "levels")) == 1);
+        fflush(stdout);
+    }
     *res_out = br.results;
     return interrupted || early ? 1 : 0;
 }
@@ -367,7 +369,7 @@ static json_t *new_doc(const bench_opts *b, json_t *config, const char *axis) {
     return d;
 }
 
-/* Runs all repeats of one level; 1 = stop the sweep, -1 = failure. *tput: mean request rate. */
+/* Runs all repeats of one level; 1 = stop the sweep, -1 = failure. *rps: their mean request rate. */
 static int run_repeats(sweep_ctx *c, const char *kind, double load, double *rps, char *err, size_t errlen) {
     double sum = 0;
     int n = 0;

@@ -25,7 +25,7 @@ static void usage(FILE *f) {
             "  --decode          read ids (space/comma separated) and print the text\n"
             "  --bos             prepend the BOS token (the servers do when the model asks for it)\n"
             "  --chat            TEXT is a JSON array of {\"role\", \"content\"} messages: encode the prompt the\n"
-            "                    server renders with the model's chat template (DeepSeek-V3/R1 family)\n"
+            "                    server renders with the model's chat template (DeepSeek-V3/R1, LLM/V2)\n"
             "  --render          with --chat: print the rendered prompt text instead\n\n"
             "examples:\n"
             "  dsperf tokenize --tokenizer deepseek-v3/tokenizer.json 'Hello world'\n"
@@ -115,7 +115,7 @@ static int chat_text(const tokenizer *t, const char *json, char **text, size_t *
     }
     if (rc == EXIT_OK) {
         int r = tokenizer_chat_render(t, roles, contents, n, text, len);
-        if (r == -2) { log_error("tokenize: this tokenizer has no chat template dsperf can render (DeepSeek-V3/R1 family)"); rc = EXIT_USAGE; }
+        if (r == -2) { log_error("tokenize: this tokenizer has no chat template dsperf can render (DeepSeek-V3/R1 or LLM/V2 family)"); rc = EXIT_USAGE; }
         else if (r) { log_error("tokenize: rendering the chat prompt failed"); rc = EXIT_RUN_FAILED; }
     }
     free(roles);

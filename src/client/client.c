@@ -321,8 +321,10 @@ int client_submit(client *c, size_t rec_index, const dataset_item *item) {
         transfer_free(t);
         return -1;
     }
-    /* curl has asked (timer callback) to be called back at once: the next client_poll sends
-     * every request submitted since, in one pass, instead of one pass per request */
+    /* kick it now so the request goes out without waiting for the next poll */
+    int running;
+    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    drain_done(c);
     return 0;
 }
 
@@ -335,8 +337,12 @@ int client_poll(client *c, int64_t wake_at_ns) {
     for (;;) {
         int64_t now = clock_now_ns();
         if (c->curl_deadline_ns <= now) {
-            c->curl_deadline_ns = INT64_MAX;
             curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+            /* libcurl skips the timer callback when its next expiry is unchanged; ask it
+             * directly rather than assume the timer fired once and is gone */
+            long ms = -1;
+            curl_multi_timeout(c->multi, &ms);
+            c->curl_deadline_ns = ms < 0 ? INT64_MAX : clock_now_ns() + ms * NS_PER_MS;
             drain_done(c);
             if (c->finished_now) return c->finished_now;
             now = clock_now_ns();

@@ -197,6 +197,14 @@ TEST(diagnose_telemetry_throttling_and_numa) {
     CHECK(f && has_evidence_from(f, "util_gpu_pct"));
     CHECK(!finding(g, "healthy", NULL));
     json_decref(g);
+    /* NVLink at 400 GB/s of the H200's 900 GB/s: communication */
+    json_t *nvl = json_object_get(json_object_get(json_array_get(json_object_get(json_object_get(d, "telemetry"), "gpu"), 0),
+                                                  "series"), "gpm_nvlink_rx_mb_s");
+    for (size_t i = 0; i < json_array_size(nvl); i++) json_array_set_new(nvl, i, json_real(400000));
+    g = diag(d);
+    f = finding(g, "communication", NULL);
+    CHECK(f && has_evidence_from(f, "nvlink"));
+    json_decref(g);
     /* without the section none of them is claimed, and the rules say why they did not run */
     json_object_del(d, "telemetry");
     g = diag(d);
@@ -248,6 +256,14 @@ TEST(diagnose_cli) {
     CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
     CHECK(err && strstr(err, "unknown model"));
     free(err);
+    /* --save stores the findings in the file itself, which stays a results document */
+    snprintf(cmd, sizeof cmd, "diagnose %s/cli.json --save", harness_tmpdir());
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "%s/cli.json", harness_tmpdir());
+    json_t *saved = test_load_json(cmd);
+    CHECK(json_is_array(json_object_get(saved, "findings")) && json_is_object(json_object_get(saved, "roofline")));
+    CHECK_STR(json_string_value(json_object_get(saved, "schema")), "dsperf.results/1");
+    json_decref(saved);
     CHECK_EQ_INT(test_run("diagnose /nonexistent.json", NULL, NULL), 2);
     CHECK_EQ_INT(test_run("diagnose", NULL, NULL), 2);
 }

@@ -121,7 +121,8 @@ int sweep_analyse(json_t *doc, double slo_percentile);
 /* The final table (<= 100 columns): header, knee, max goodput, one row per load (the knee row
  * marked with ▶ when utf8, '>' otherwise). */
 void sweep_print_table(FILE *f, const json_t *doc, bool utf8);
-/* One row for a level just measured (the live line). */
-void sweep_print_level(FILE *f, const json_t *level, const char *axis);
+/* One row for a level just measured (the live line), in the table's columns; with_header
+ * prints the column names first. */
+void sweep_print_level(FILE *f, const json_t *level, const char *axis, bool with_header);
 /* Reads a sweep file and checks its schema. NULL with err. */
 json_t *sweep_load(const char *path, char *err, size_t errlen);

@@ -263,17 +263,24 @@ static void row(FILE *f, const char *mark, const char *label, double rps, double
 
 static const char *state_of(bool sat, bool early) { return early ? "saturated (stopped)" : sat ? "saturated" : "ok"; }
 
-void sweep_print_level(FILE *f, const json_t *lv, const char *axis) {
+static void header(FILE *f) {
+    fprintf(f, "  %-8s %7s %9s %13s %8s %8s %7s %5s  %s\n", "load", "req/s", "tok/s", "TTFT p50/p99", "TPOT p99",
+            "E2E p99", "goodput", "err%", "state");
+}
+
+void sweep_print_level(FILE *f, const json_t *lv, const char *axis, bool with_header) {
     const json_t *r = json_object_get(lv, "results");
-    char label[32], rep[32] = "";
+    char label[32];
     load_label(label, sizeof label, axis, json_string_value(json_object_get(lv, "kind")), num(lv, "load"));
     long k = (long)json_integer_value(json_object_get(lv, "repeat"));
-    if (k > 0) snprintf(rep, sizeof rep, " #%ld", k + 1);
-    double ok = num(r, "completed"), bad = num(r, "failed");
-    fprintf(f, "level %s%s: %.2f req/s, %.0f out tok/s, TTFT p50/p99 %.0f/%.0f ms, TPOT p99 %.1f ms, "
-               "err %.0f/%.0f, %s\n", label, rep, num(r, "request_throughput"), num(r, "output_throughput"),
-            num(r, "median_ttft_ms"), num(r, "p99_ttft_ms"), num(r, "p99_tpot_ms"), bad, ok + bad,
-            state_of(json_is_true(json_object_get(lv, "saturated")), json_is_true(json_object_get(lv, "early_stopped"))));
+    char with_rep[64];
+    snprintf(with_rep, sizeof with_rep, "%s#%ld", label, k + 1);
+    if (k > 0 && strlen(with_rep) <= 8) memcpy(label, with_rep, strlen(with_rep) + 1);   /* the column is 8 wide */
+    if (with_header) header(f);
+    row(f, "  ", label, num(r, "request_throughput"), num(r, "output_throughput"), num(r, "median_ttft_ms"),
+        num(r, "p99_ttft_ms"), num(r, "p99_tpot_ms"), num(r, "p99_e2el_ms"), num(r, "request_goodput"),
+        level_metric(r, "error_rate"),
+        state_of(json_is_true(json_object_get(lv, "saturated")), json_is_true(json_object_get(lv, "early_stopped"))));
 }
 
 void sweep_print_table(FILE *f, const json_t *doc, bool utf8) {
@@ -327,8 +334,7 @@ void sweep_print_table(FILE *f, const json_t *doc, bool utf8) {
         }
         fputc('\n', f);
     }
-    fprintf(f, "  %-8s %7s %9s %13s %8s %8s %7s %5s  %s\n", "load", "req/s", "tok/s", "TTFT p50/p99", "TPOT p99",
-            "E2E p99", "goodput", "err%", "state");
+    header(f);
     size_t knee_idx = json_is_object(kn) ? (size_t)json_integer_value(json_object_get(kn, "load_index")) : SIZE_MAX;
     for (size_t k = 0; k < ng; k++) {
         char label[32];

@@ -275,3 +275,72 @@ TEST(sweep_usage_errors) {
     CHECK(out && strstr(out, "examples:"));
     free(out);
 }
+
+/* --auto: a synchronous run, a saturating run, then rates up to 1.25x the measured maximum
+ * (capacity 4 / 38 ms = 105 req/s). */
+TEST(sweep_auto_ladder) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 20ms --itl 2ms --capacity 4") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    int rc;
+    json_t *d = run_sweep(&s, "--auto --auto-levels 3 --auto-max-concurrency 16 --requests 30 --dataset random:in=8,out=10 "
+                              "--quiet", &rc, "auto");
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(d != NULL);
+    if (!d) return;
+    CHECK_STR(json_string_value(json_object_get(d, "axis")), "rate");
+    const json_t *lv = json_object_get(d, "levels");
+    CHECK_EQ_INT(json_array_size(lv), 5);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(lv, 0), "kind")), "synchronous");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(lv, 1), "kind")), "throughput");
+    double r_sync = test_num(json_array_get(lv, 0), "load"), r_max = test_num(json_array_get(lv, 1), "load");
+    CHECK_NEAR(r_sync, test_num(level_res(d, 0), "request_throughput"), 1e-9);
+    if (!HARNESS_SANITIZED) CHECK_NEAR(r_max, 4 / 0.038, 0.15 * 4 / 0.038);
+    /* rates r_sync + (1.25 r_max - r_sync) k / 3 */
+    CHECK_NEAR(test_num(json_array_get(lv, 4), "load"), 1.25 * r_max, 1e-6 * r_max);
+    CHECK_NEAR(test_num(json_array_get(lv, 2), "load"), r_sync + (1.25 * r_max - r_sync) / 3, 1e-6 * r_max);
+    CHECK_NEAR(test_num(level_res(d, 2), "intended_rate_per_s"), test_num(json_array_get(lv, 2), "load"), 1e-9);
+    json_decref(d);
+}
+
+/* The analysis and the table work on a document alone: synthetic levels, knee row marked, no
+ * line over 100 columns. */
+TEST(sweep_table_from_document) {
+    json_t *levels = json_array();
+    double loads[] = { 1, 2, 4, 8, 16, 32 };
+    for (int i = 0; i < 6; i++) {
+        double x = loads[i], tput = 100 * (x < 8 ? x : 8), ttft = x <= 8 ? 40 : 40 * x / 8;
+        json_t *r = json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:i,s:f,s:f,s:{s:f}}", "schema", "dsperf.results/1",
+            "output_throughput", tput, "request_throughput", tput / 10, "median_ttft_ms", ttft * 0.8, "p99_ttft_ms", ttft,
+            "p99_ttft_from_schedule_ms", ttft, "p99_tpot_ms", 5.0, "p99_e2el_ms", ttft + 50, "completed", 100, "failed", 0,
+            "duration", 2.0, "request_goodput", x <= 8 ? tput / 10 : 1.0, "goodput_slo", "ttft_ms", 50.0);
+        json_array_append_new(levels, json_pack("{s:f,s:i,s:s,s:b,s:b,s:o}", "load", x, "repeat", 0, "kind", "concurrency",
+                                                "saturated", 0, "early_stopped", 0, "results", r));
+    }
+    json_t *doc = json_pack("{s:s,s:s,s:{s:s,s:s},s:o}", "schema", SWEEP_SCHEMA, "axis", "concurrency", "config", "model",
+                            "deepseek-ai/DeepSeek-V2-Lite", "url", "http://127.0.0.1:8000", "levels", levels);
+    CHECK_EQ_INT(sweep_analyse(doc, 99), 0);
+    const json_t *k = json_object_get(doc, "knee");
+    CHECK_NEAR(test_num(k, "load"), 8, 0);
+    const json_t *g = json_object_get(doc, "max_goodput");
+    CHECK_NEAR(test_num(g, "load"), 8, 0);
+    /* p99 TTFT 40 at 8, 80 at 16: crosses 50 ms at 8 + 8 x 10/40 = 10 */
+    CHECK_NEAR(test_num(g, "slo_boundary_load"), 10, 1e-9);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    sweep_print_table(f, doc, true);
+    fclose(f);
+    CHECK(strstr(buf, "\u25b6 c=8 ") != NULL);
+    CHECK(strstr(buf, "KNEE c=8") != NULL);
+    /* columns, not bytes: UTF-8 continuation bytes do not count */
+    for (char *line = buf; line && *line;) {
+        char *nl = strchr(line, '\n');
+        size_t cols = 0;
+        for (char *p = line; p < (nl ? nl : line + strlen(line)); p++) if ((*p & 0xC0) != 0x80) cols++;
+        CHECK_MSG(cols <= 100, "line of %zu columns: %.*s", cols, (int)(nl ? nl - line : 80), line);
+        line = nl ? nl + 1 : NULL;
+    }
+    free(buf);
+    json_decref(doc);
+}

@@ -13,7 +13,15 @@ static int put(char **b, size_t *l, size_t *c, const char *s) { return tok_buf_a
 
 void tok_chat_detect(tokenizer *t) {
     const char *tm = t->chat_template;
-    if (!tm || !strstr(tm, "<" U_BAR "User" U_BAR ">") || !strstr(tm, "<" U_BAR "Assistant" U_BAR ">")) return;
+    if (!tm) return;
+    /* DeepSeek-LLM / V2 / Coder-V2 chat: "User: ...\n\n", "Assistant: ...<eos>", system text first-come. */
+    if (strstr(tm, "'User: ' + message['content'] + '\\n\\n'") &&
+        strstr(tm, "'Assistant: ' + message['content'] + eos_token") && strstr(tm, "{{ 'Assistant:' }}") &&
+        strstr(tm, "{{ message['content'] + '\\n\\n' }}")) {
+        t->chat = TOK_CHAT_DEEPSEEK2;
+        return;
+    }
+    if (!strstr(tm, "<" U_BAR "User" U_BAR ">") || !strstr(tm, "<" U_BAR "Assistant" U_BAR ">")) return;
     t->chat = TOK_CHAT_DEEPSEEK3;
     /* DeepSeek-R1's variant of the template: '<｜Assistant｜><think>\n' opens the reply, and past
      * assistant turns are cut to what follows their last </think>. */
@@ -63,14 +71,34 @@ static int render_ds3(const tokenizer *t, const char *const *roles, const char *
     return rc ? -ENOMEM : 0;
 }
 
+/* The DeepSeek-LLM/V2 template: BOS, then each message in order (system text + blank line,
+ * "User: text\n\n", "Assistant: text<eos>"), then "Assistant:" to open the reply. */
+static int render_ds2(const tokenizer *t, const char *const *roles, const char *const *contents, size_t n,
+                      char **b, size_t *l, size_t *c) {
+    int rc = 0;
+    if (t->bos_id >= 0) rc |= tok_buf_append(b, l, c, t->tok_str[t->bos_id], t->tok_len[t->bos_id]);
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(roles[i], "user")) rc |= put(b, l, c, "User: ") | put(b, l, c, contents[i]) | put(b, l, c, "\n\n");
+        else if (!strcmp(roles[i], "assistant")) {
+            rc |= put(b, l, c, "Assistant: ") | put(b, l, c, contents[i]);
+            if (t->eos_id >= 0) rc |= tok_buf_append(b, l, c, t->tok_str[t->eos_id], t->tok_len[t->eos_id]);
+        } else if (!strcmp(roles[i], "system")) rc |= put(b, l, c, contents[i]) | put(b, l, c, "\n\n");
+    }
+    rc |= put(b, l, c, "Assistant:");
+    return rc ? -ENOMEM : 0;
+}
+
 int tokenizer_chat_render(const tokenizer *t, const char *const *roles, const char *const *contents,
                           size_t n_messages, char **out, size_t *len) {
-    if (t->chat != TOK_CHAT_DEEPSEEK3) return -2;
+    *out = NULL;
+    *len = 0;
+    if (t->chat == TOK_CHAT_NONE) return -2;
     for (size_t i = 0; i < n_messages; i++)
         if (!roles[i] || !contents[i]) return -EINVAL;
     char *b = NULL;
     size_t l = 0, c = 0;
-    int rc = render_ds3(t, roles, contents, n_messages, &b, &l, &c);
+    int rc = t->chat == TOK_CHAT_DEEPSEEK2 ? render_ds2(t, roles, contents, n_messages, &b, &l, &c)
+                                           : render_ds3(t, roles, contents, n_messages, &b, &l, &c);
     if (rc) { free(b); return rc; }
     *out = b;
     *len = l;
@@ -92,6 +120,8 @@ int tokenizer_chat_prompt_tokens(const tokenizer *t, const char *const *roles, c
 }
 
 int tokenizer_single_token_words(const tokenizer *t, const char ***words, size_t *n) {
+    *words = NULL; /* defined outputs on every path: callers may free(*words) after an error */
+    *n = 0;
     const char **w = NULL;
     size_t k = 0, cap = 0;
     char buf[256];

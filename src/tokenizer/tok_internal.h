@@ -47,7 +47,7 @@ typedef struct {
     uint32_t len;
 } tok_slot;
 
-enum tok_chat_style { TOK_CHAT_NONE = 0, TOK_CHAT_DEEPSEEK3 };
+enum tok_chat_style { TOK_CHAT_NONE = 0, TOK_CHAT_DEEPSEEK3, TOK_CHAT_DEEPSEEK2 };
 
 struct tokenizer {
     uint64_t serial;           /* unique per load: keys the per-thread caches */

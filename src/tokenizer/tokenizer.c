@@ -435,6 +435,8 @@ static int decode_token(const char *s, size_t n, char **buf, size_t *len, size_t
 }
 
 int tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n, char **out, size_t *len) {
+    *out = NULL;
+    *len = 0;
     char *res = NULL, *bytes = NULL;
     size_t rl = 0, rc = 0, bl = 0, bc = 0;
     int err = 0;

@@ -39,13 +39,14 @@ const char *tokenizer_token_text(const tokenizer *t, int32_t id);
 
 /* Words from the vocabulary that are exactly one token when preceded by a space ("Ġhello"), alphabetic
  * ASCII, checked by encoding, in id order: a prompt " w1 w2 w3 ..." has exactly as many tokens as words.
- * *words is a malloc'ed array (the caller frees the array only; the strings belong to t). */
+ * *words is a malloc'ed array (the caller frees the array only; the strings belong to t); NULL and 0
+ * on error. */
 int tokenizer_single_token_words(const tokenizer *t, const char ***words, size_t *n);
 
 /* Number of tokens of the prompt the server renders from chat messages with the model's chat template
  * and add_generation_prompt=true (BOS included when the template writes it). Roles: "system", "user",
- * "assistant", "tool". Supports the DeepSeek-V3/R1 template family (<｜User｜>/<｜Assistant｜> markers);
- * returns -2 when the tokenizer has no chat template of that family. */
+ * "assistant", "tool". Supports the DeepSeek-V3/R1 template family (<｜User｜>/<｜Assistant｜> markers) and
+ * DeepSeek-LLM/V2's ("User: ...", "Assistant: ..."); returns -2 when the tokenizer has neither. */
 int tokenizer_chat_prompt_tokens(const tokenizer *t, const char *const *roles, const char *const *contents,
                                  size_t n_messages, size_t *n_tokens);
 /* The same prompt as text (malloc'ed, NUL-terminated); same return codes. */

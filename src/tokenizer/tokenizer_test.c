@@ -563,3 +563,35 @@ TEST(tokenizer_chat_r1_variant) {
     free(text);
     tokenizer_free(t);
 }
+
+/* DeepSeek-LLM / V2's template (deepseek-llm-7b-chat, DeepSeek-V2-Chat): messages in order as
+ * "User: ...\n\n" / "Assistant: ...<eos>" / system text, then "Assistant:". */
+TEST(tokenizer_chat_deepseek2_template) {
+    if (!have(all_vocabs[0])) SKIP("no testdata/tokenizers");
+    char p[1024], q[PATH_MAX];
+    snprintf(p, sizeof p, "%s/tokenizer.json", harness_tmpdir());
+    CHECK(realpath(td(all_vocabs[0]), q) != NULL);
+    CHECK_EQ_INT(symlink(q, p), 0);
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", harness_tmpdir());
+    const char *cfg =
+        "{\"bos_token\": \"<｜begin▁of▁sentence｜>\", \"eos_token\": \"<｜end▁of▁sentence｜>\", \"chat_template\": "
+        "\"{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ 'User: ' + message['content'] + "
+        "'\\\\n\\\\n' }}{% elif message['role'] == 'assistant' %}{{ 'Assistant: ' + message['content'] + eos_token }}"
+        "{% elif message['role'] == 'system' %}{{ message['content'] + '\\\\n\\\\n' }}{% endif %}{% endfor %}"
+        "{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}\"}";
+    write_file(p, cfg, strlen(cfg));
+    tokenizer *t = NULL;
+    char err[512];
+    CHECK_MSG(tokenizer_load(harness_tmpdir(), &t, err, sizeof err) == 0, "load: %s", err);
+    if (!t) return;
+    const char *roles[] = {"system", "user", "assistant", "user"};
+    const char *msgs[] = {"Be brief.", "Hi", "Hello", "Q"};
+    char *text;
+    size_t len, n;
+    CHECK_EQ_INT(tokenizer_chat_render(t, roles, msgs, 4, &text, &len), 0);
+    CHECK_STR(text, "<｜begin▁of▁sentence｜>Be brief.\n\nUser: Hi\n\nAssistant: Hello<｜end▁of▁sentence｜>User: Q\n\nAssistant:");
+    CHECK_EQ_INT(tokenizer_chat_prompt_tokens(t, roles, msgs, 4, &n), 0);
+    CHECK_EQ_INT(n, tokenizer_count(t, text, len));
+    free(text);
+    tokenizer_free(t);
+}
