@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/units.h"
 #include "report/report.h"
 #include <errno.h>
 #include <getopt.h>
@@ -23,14 +24,19 @@ static void usage(FILE *f) {
           "  --md FILE            Markdown summary (verdict, findings, table, errors); '-' for stdout\n"
           "  --csv FILE           CSV, one row per load level (one row for a single run); '-' for stdout\n"
           "  --requests FILE      per-request JSONL of the same run (bench --save-requests, sim --requests-out):\n"
-          "                       exact percentile curves and a TTFT-over-time scatter; without it the\n"
-          "                       curves are drawn from the percentiles stored in the results\n"
+          "                       exact percentile curves, a TTFT-over-time scatter, a request Gantt and the\n"
+          "                       first error message per class; without it the curves are drawn from the\n"
+          "                       percentiles stored in the results (single-run documents only)\n"
           "  --title T            page title (default: from the document)\n"
+          "  --diagnosis FILE     findings from `dsperf diagnose --json` instead of diagnosing here\n"
+          "  --model M, --gpu G, --tp N, --kv-dtype D\n"
+          "                       the deployment, for the diagnosis's roofline when the file does not say\n"
+          "                       (as in dsperf diagnose)\n"
           "  -h, --help\n\n"
           "Examples:\n"
           "  dsperf sim --concurrency 32 --out run.json --requests-out run.jsonl\n"
           "  dsperf report run.json -o run.html --requests run.jsonl\n"
-          "  dsperf report sweep.json -o sweep.html --md sweep.md --csv sweep.csv\n", f);
+          "  dsperf report sweep.json -o sweep.html --md sweep.md --csv sweep.csv --gpu h200\n", f);
 }
 
 typedef int (*writer_fn)(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen);
@@ -70,15 +76,36 @@ static int emit(const char *path, writer_fn w, const json_t *doc, const report_o
     return EXIT_OK;
 }
 
-enum { OPT_MD = 256, OPT_CSV, OPT_REQUESTS, OPT_TITLE };
+enum { OPT_MD = 256, OPT_CSV, OPT_REQUESTS, OPT_TITLE, OPT_DIAG, OPT_MODEL, OPT_GPU, OPT_TP, OPT_KV };
+
+/* A saved diagnosis: an object with a "findings" array. NULL with err. */
+static json_t *load_diagnosis(const char *path, char *err, size_t errlen) {
+    json_error_t je;
+    json_t *d = json_load_file(path, 0, &je);
+    if (!d) {
+        snprintf(err, errlen, "%s: %s (line %d)", path, je.text, je.line);
+        return NULL;
+    }
+    if (!json_is_array(json_object_get(d, "findings"))) {
+        snprintf(err, errlen, "%s: not a diagnosis (no \"findings\" array; make it with dsperf diagnose --json)", path);
+        json_decref(d);
+        return NULL;
+    }
+    return d;
+}
 
 int cmd_report(int argc, char **argv) {
     static const struct option opts[] = {
         {"out", required_argument, 0, 'o'}, {"md", required_argument, 0, OPT_MD},
         {"csv", required_argument, 0, OPT_CSV}, {"requests", required_argument, 0, OPT_REQUESTS},
-        {"title", required_argument, 0, OPT_TITLE}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+        {"title", required_argument, 0, OPT_TITLE}, {"diagnosis", required_argument, 0, OPT_DIAG},
+        {"model", required_argument, 0, OPT_MODEL}, {"gpu", required_argument, 0, OPT_GPU},
+        {"tp", required_argument, 0, OPT_TP}, {"kv-dtype", required_argument, 0, OPT_KV},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
-    const char *out = NULL, *md = NULL, *csv = NULL, *requests = NULL;
+    const char *out = NULL, *md = NULL, *csv = NULL, *requests = NULL, *diag_path = NULL;
+    report_deploy deploy = { 0 };
+    long long tp;
     report_opts ro;
     report_default_opts(&ro);
     int c, idx;
@@ -91,6 +118,17 @@ int cmd_report(int argc, char **argv) {
         case OPT_CSV: csv = optarg; break;
         case OPT_REQUESTS: requests = optarg; break;
         case OPT_TITLE: ro.title = optarg; break;
+        case OPT_DIAG: diag_path = optarg; break;
+        case OPT_MODEL: deploy.model = optarg; break;
+        case OPT_GPU: deploy.gpu = optarg; break;
+        case OPT_KV: deploy.kv_dtype = optarg; break;
+        case OPT_TP:
+            if (units_parse_int(optarg, 1, 1024, &tp) != 0) {
+                log_error("report: bad value '%s' for --tp (a GPU count, 1..1024)", optarg);
+                return EXIT_USAGE;
+            }
+            deploy.tp = (int)tp;
+            break;
         case 'h': usage(stdout); return EXIT_OK;
         default:
             log_error("report: unknown or incomplete option '%s'; see dsperf report --help", argv[optind - 1]);
@@ -111,6 +149,12 @@ int cmd_report(int argc, char **argv) {
         return EXIT_USAGE;
     }
     report_requests *rq = NULL;
+    const char *schema = json_string_value(json_object_get(doc, "schema"));
+    if (requests && schema && !strncmp(schema, "dsperf.sweep/", 13)) {
+        /* a sweep has one request file per level (sweep --save-requests PREFIX): none stands for all */
+        log_warn("report: --requests is for single-run documents; ignored for the sweep %s", in);
+        requests = NULL;
+    }
     if (requests) {
         rq = report_requests_load(requests, err, sizeof err);
         if (!rq) {
@@ -119,7 +163,18 @@ int cmd_report(int argc, char **argv) {
             return EXIT_USAGE;
         }
     }
-    json_t *diag = report_diagnosis(doc);
+    json_t *diag = NULL;
+    if (diag_path) {
+        diag = load_diagnosis(diag_path, err, sizeof err);
+        if (!diag) {
+            log_error("report: %s", err);
+            report_requests_free(rq);
+            json_decref(doc);
+            return EXIT_USAGE;
+        }
+    } else {
+        diag = report_diagnosis(doc, &deploy);
+    }
     ro.requests = rq;
     ro.diagnosis = diag;
     ro.source_name = in;

@@ -826,3 +826,90 @@ void charts_gantt(rbuf *b, const rep_model *m, const report_requests *rq) {
     fig_close(b);
     free(g);
 }
+
+/* ---- errors by class vs load ---- */
+
+#define ERR_CLASSES 6
+
+/* Failed requests per level stacked by class (HTTP statuses split out), as a share of the level's
+ * requests, so levels of different sizes compare. */
+void charts_errors(rbuf *b, const rep_model *m) {
+    if (!m->sweep || m->n < 2 || m->n > MAX_LEVELS) return;
+    const char *cls_name[ERR_CLASSES];
+    size_t nc = 0;
+    double total_failed = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        const json_t *e = json_object_get(m->lv[i].r, "errors");
+        const json_t *st = json_object_get(e, "http_status");
+        const char *k;
+        json_t *v;
+        total_failed += rep_num(m->lv[i].r, "failed") > 0 ? rep_num(m->lv[i].r, "failed") : 0;
+        json_object_foreach((json_t *)e, k, v) {
+            const char *names[64];
+            size_t nn = 0;
+            if (json_is_object(v)) {
+                const char *code;
+                json_t *cnt;
+                json_object_foreach(v, code, cnt) if (nn < 64 && json_integer_value(cnt) > 0) names[nn++] = code;
+            } else if (json_integer_value(v) > 0 && !(strcmp(k, "http") == 0 && json_object_size(st))) {
+                names[nn++] = k;
+            }
+            for (size_t j = 0; j < nn; j++) {
+                size_t c = 0;
+                while (c < nc && strcmp(cls_name[c], names[j])) c++;
+                if (c == nc && nc < ERR_CLASSES) cls_name[nc++] = names[j];
+            }
+        }
+    }
+    if (total_failed <= 0 || !nc) return;
+    double x[MAX_LEVELS], hi = 0;
+    char lab[MAX_LEVELS][40];
+    const char *labels[MAX_LEVELS];
+    for (size_t i = 0; i < m->n; i++) {
+        const json_t *r = m->lv[i].r;
+        x[i] = (double)i;
+        double e = rep_error_pct(r);
+        if (e > hi) hi = e;
+        rep_level_label(m, &m->lv[i], lab[i], sizeof lab[i]);
+        labels[i] = lab[i];
+    }
+    fig_open(b, "fig-errors", "Failed requests by class and load", "lower is better",
+             "Share of each level's requests that failed, stacked by class; HTTP statuses apart.");
+    svg_chart c = { 0 };
+    c.x.kind = AXIS_LINEAR;
+    c.x.lo = -0.6;
+    c.x.hi = (double)m->n - 0.4;
+    c.x.n_ticks = 0;
+    c.x.label = m->axis && !strcmp(m->axis, "rate") ? "offered load (requests/s)" : "offered load (concurrent users)";
+    svg_axis_linear(&c.y, 0, hi > 0 ? hi : 1, 6);
+    c.y.label = "failed (% of requests)";
+    svg_begin(&c, b, 640, 300, "Failed requests per level, stacked by class");
+    double w = (c.w - c.ml - c.mr) / (double)m->n * 0.6;
+    char css[ERR_CLASSES][24], txt[ERR_CLASSES][40];
+    const char *lc[ERR_CLASSES], *lt[ERR_CLASSES];
+    for (size_t k = 0; k < nc; k++) {
+        snprintf(css[k], sizeof css[k], "e%zu", k + 1);
+        bool http = cls_name[k][0] >= '0' && cls_name[k][0] <= '9';
+        snprintf(txt[k], sizeof txt[k], "%s%s", http ? "HTTP " : "", cls_name[k]);
+        lc[k] = css[k];
+        lt[k] = txt[k];
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        const json_t *r = m->lv[i].r, *e = json_object_get(r, "errors");
+        double all = rep_num(r, "completed") + rep_num(r, "failed"), y = 0;
+        if (!(all > 0)) continue;
+        for (size_t k = 0; k < nc; k++) {
+            bool http = cls_name[k][0] >= '0' && cls_name[k][0] <= '9';
+            double cnt = rep_num(http ? json_object_get(e, "http_status") : e, cls_name[k]);
+            if (!(cnt > 0)) continue;
+            char title[160];
+            snprintf(title, sizeof title, "%.40s: %.40s %.0f of %.0f", labels[i], txt[k], cnt, all);
+            svg_bar(&c, x[i], w, y, y + 100 * cnt / all, css[k], title);
+            y += 100 * cnt / all;
+        }
+    }
+    svg_x_labels(&c, x, labels, m->n);
+    svg_legend(&c, lc, lt, nc);
+    svg_end(&c);
+    fig_close(b);
+}

@@ -67,7 +67,7 @@ static int n_gpus(const json_t *r) {
     return n > 0 ? (int)n : 0;
 }
 
-static void tiles(rbuf *b, const rep_model *m) {
+static void tiles(rbuf *b, const rep_model *m, const json_t *diagnosis) {
     char v[64], s[96], t[48];
     rb_puts(b, "<div class=\"tiles\">");
     if (m->sweep) {
@@ -133,6 +133,14 @@ static void tiles(rbuf *b, const rep_model *m) {
         if (!isnan(c)) ok += c;
         if (!isnan(f)) bad += f;
     }
+    const json_t *rf = json_object_get(diagnosis, "roofline");
+    double eff = rep_num(rf, "efficiency");
+    if (isfinite(eff)) {
+        fmt_pct(100 * eff, v, sizeof v);
+        fmt_num(rep_num(rf, "bound_tokens_per_s"), t, sizeof t);
+        snprintf(s, sizeof s, "of the HBM bound (%s tok/s)", t);
+        tile(b, "decode vs roofline", v, s);
+    }
     fmt_pct(ok + bad > 0 ? 100 * bad / (ok + bad) : 0.0, v, sizeof v);
     fmt_num(bad, t, sizeof t);
     char all[32];
@@ -162,8 +170,8 @@ static void slo_badges(rbuf *b, const rep_model *m) {
         char text[64];
         char pc[24];
         fmt_pct(e, pc, sizeof pc);
-        snprintf(text, sizeof text, "%s errors %s %s 1%%", e <= 1 ? "\xe2\x9c\x93" : "\xe2\x9c\x97", pc,
-                 e <= 1 ? "\xe2\x89\xa4" : ">");
+        snprintf(text, sizeof text, "%s errors %s %s 1%%%s", e <= 1 ? "\xe2\x9c\x93" : "\xe2\x9c\x97", pc,
+                 e <= 1 ? "\xe2\x89\xa4" : ">", m->sweep ? " at the knee" : "");
         badge(b, e <= 1 ? "ok" : "bad", text);
     }
 }
@@ -255,7 +263,7 @@ static void verdict(rbuf *b, const rep_model *m, const report_opts *o) {
     rb_esc(b, s.p);
     rb_free(&s);
     rb_puts(b, "</p>");
-    tiles(b, m);
+    tiles(b, m, o->diagnosis);
     rb_puts(b, "<div class=\"badges\">");
     slo_badges(b, m);
     validity_badges(b, m, o);
@@ -427,7 +435,18 @@ static void levels_table(rbuf *b, const rep_model *m) {
         rb_printf(b, "<tr id=\"level-%zu\"%s><td>%s", i, l->is_knee ? " class=\"knee\"" : "", l->is_knee ? "\xe2\x96\xb6 " : "");
         rb_esc(b, ll);
         if (l->repeat > 0) rb_printf(b, " #%d", l->repeat + 1);
-        if (l->saturated) rb_puts(b, " <span class=\"note\">saturated</span>");
+        if (l->saturated) {
+            /* the sweep's over-saturation verdict, when it judged: the two slopes and their t */
+            const json_t *os = json_object_get(l->level, "over_saturation");
+            char why[200] = "";
+            if (json_is_true(json_object_get(os, "judged")))
+                snprintf(why, sizeof why, "in-flight %+.2f/s (t=%.1f), TTFT %+.1f ms/s (t=%.1f), t critical %.2f",
+                         rep_num(os, "inflight_slope_per_s"), rep_num(os, "inflight_t"), rep_num(os, "ttft_slope_ms_per_s"),
+                         rep_num(os, "ttft_t"), rep_num(os, "t_critical"));
+            rb_puts(b, " <span class=\"note\"");
+            if (why[0]) { rb_puts(b, " title=\""); rb_esc(b, why); rb_puts(b, "\""); }
+            rb_puts(b, l->early_stopped ? ">saturated, stopped early</span>" : ">saturated</span>");
+        }
         if (l->is_max_goodput) rb_puts(b, " <span class=\"note\">max goodput</span>");
         rb_puts(b, "</td>");
         char n[64], ci[160];
@@ -502,7 +521,8 @@ static void errors_section(rbuf *b, const rep_model *m, const report_opts *o) {
         rb_esc(b, ll);
         rb_puts(b, "</th>");
     }
-    rb_puts(b, "<th class=\"l\">first message</th></tr></thead><tbody>");
+    const report_requests *rq = o->requests;
+    rb_puts(b, rq ? "<th class=\"l\">first message</th></tr></thead><tbody>" : "</tr></thead><tbody>");
     for (size_t c = 0; c < nc; c++) {
         bool http = classes[c][0] >= '0' && classes[c][0] <= '9';
         rb_puts(b, "<tr><td>");
@@ -516,9 +536,9 @@ static void errors_section(rbuf *b, const rep_model *m, const report_opts *o) {
             fmt_num(json_is_number(v) ? json_number_value(v) : 0, t, sizeof t);
             rb_printf(b, "<td>%s</td>", t);
         }
+        if (!rq) { rb_puts(b, "</tr>"); continue; }
         rb_puts(b, "<td class=\"l\">");
-        const report_requests *rq = o->requests;
-        for (size_t k = 0; rq && k < rq->n_error_classes; k++)
+        for (size_t k = 0; k < rq->n_error_classes; k++)
             if (!strcmp(rq->first_error_class[k], http ? "http" : classes[c])) {
                 rb_puts(b, "<code>");
                 char cut[241];
@@ -529,7 +549,9 @@ static void errors_section(rbuf *b, const rep_model *m, const report_opts *o) {
             }
         rb_puts(b, "</td></tr>");
     }
-    rb_puts(b, "</tbody></table></div></section>");
+    rb_puts(b, "</tbody></table></div><div class=\"grid2\" style=\"margin-top:12px\">");
+    charts_errors(b, m);
+    rb_puts(b, "</div></section>");
 }
 
 /* ---- workload ---- */

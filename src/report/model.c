@@ -101,6 +101,7 @@ int rep_model_init(rep_model *m, const json_t *doc, char *err, size_t errlen) {
             if (!json_is_object(r)) continue;
             rep_level *v = &m->lv[m->n++];
             v->r = r;
+            v->level = l;
             v->load = rep_num(l, "load");
             v->kind = json_string_value(json_object_get(l, "kind"));
             v->repeat = (int)(json_is_integer(json_object_get(l, "repeat")) ? json_integer_value(json_object_get(l, "repeat")) : 0);
@@ -258,8 +259,8 @@ void rep_verdict(const rep_model *m, const json_t *diagnosis, rbuf *out) {
     if (title) {
         rb_puts(out, "; bottleneck: ");
         rb_puts(out, title);
-        double eff = rep_num(json_object_get(diagnosis, "roofline"), "efficiency");
-        if (isfinite(eff)) rb_printf(out, " (decode at %.0f%% of the bandwidth roofline)", 100 * eff);
     }
+    double eff = rep_num(json_object_get(diagnosis, "roofline"), "efficiency");
+    if (isfinite(eff)) rb_printf(out, "; decode at %.0f%% of the HBM-bandwidth roofline", 100 * eff);
     rb_puts(out, ".");
 }

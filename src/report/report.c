@@ -37,7 +37,7 @@ json_t *report_load(const char *path, char *err, size_t errlen) {
     return doc;
 }
 
-json_t *report_diagnosis(const json_t *doc) {
+json_t *report_diagnosis(const json_t *doc, const report_deploy *deploy) {
     /* findings saved in the document win: they are what was concluded about this run */
     const json_t *f = json_object_get(doc, "findings");
     if (json_is_array(f)) {
@@ -53,6 +53,12 @@ json_t *report_diagnosis(const json_t *doc) {
     if (diagnose_run && diagnose_default_opts) {
         diagnose_opts o;
         diagnose_default_opts(&o);
+        if (deploy) {
+            if (deploy->model) o.model = deploy->model;
+            if (deploy->gpu) o.gpu = deploy->gpu;
+            if (deploy->kv_dtype) o.kv_dtype = deploy->kv_dtype;
+            if (deploy->tp > 0) o.tp = deploy->tp;
+        }
         char err[256];
         return diagnose_run(doc, &o, err, sizeof err);   /* NULL: no findings shown */
     }

@@ -28,10 +28,16 @@ report_requests *report_requests_load(const char *path, char *err, size_t errlen
 void report_requests_free(report_requests *r);
 size_t report_requests_count(const report_requests *r);
 
+/* Deployment facts passed to diagnose (NULL/0: from the document), as `dsperf diagnose` takes them. */
+typedef struct {
+    const char *model, *gpu, *kv_dtype;
+    int tp;
+} report_deploy;
+
 /* The findings to show: the document's own "findings" array (wrapped as {"findings": [...]},
  * with "roofline"/"checked" when present), else diagnose_run() over the document when diagnose is
- * linked in, else NULL. Caller decrefs. */
-json_t *report_diagnosis(const json_t *doc);
+ * linked in (deploy may be NULL), else NULL. Caller decrefs. */
+json_t *report_diagnosis(const json_t *doc, const report_deploy *deploy);
 
 /* Writers. 0 ok, -1 with err filled (bad document, out of memory, write error). */
 int report_write_html(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen);

@@ -108,6 +108,7 @@ typedef struct {
     int repeat;
     bool saturated, early_stopped, is_knee, is_max_goodput;
     const json_t *r;             /* the level's results document (borrowed) */
+    const json_t *level;         /* the sweep's level object (load, kind, over_saturation, ...) or NULL */
 } rep_level;
 
 typedef struct {

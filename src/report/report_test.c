@@ -439,6 +439,91 @@ TEST(report_all_failed) {
     free(h); free(m);
 }
 
+/* The real `dsperf sweep` against the simulated engine (8 sequences at most, so throughput
+ * flattens from c=8): whatever the sweep decided is what the page shows. */
+TEST(report_real_sweep) {
+    test_server s;
+    if (test_serve_start(&s, "--engine sim --speedup 20 --max-num-seqs 8") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    const char *sw = tmp("real_sweep.json"), *html = tmp("real_sweep.html"), *csv = tmp("real_sweep.csv");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "sweep --url %s --concurrency 1..64x2 --requests 64 --dataset random:in=256,out=32 "
+                              "--slo ttft=50ms --out %s --quiet --no-progress", s.url, sw);
+    int rc = test_run(cmd, NULL, NULL);
+    test_serve_stop(&s);
+    CHECK(rc == 0 || rc == 1);
+    json_t *doc = test_load_json(sw);
+    if (!doc) { CHECK(doc != NULL); return; }
+    snprintf(cmd, sizeof cmd, "report %s -o %s --csv %s", sw, html, csv);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *h = slurp(html), *c = slurp(csv);
+    CHECK(h && c);
+    size_t nl = json_array_size(json_object_get(doc, "levels"));
+    CHECK(nl >= 5);
+    if (h && c) {
+        CHECK_EQ_INT(count(c, "\n"), nl + 1);
+        CHECK(strstr(h, "id=\"fig-saturation\"") != NULL);
+        CHECK_EQ_INT(count(h, "<tr id=\"level-"), nl);
+        const json_t *knee = json_object_get(doc, "knee");
+        if (json_is_object(knee)) {
+            char want[64];
+            snprintf(want, sizeof want, "knee at c=%.0f (", json_number_value(json_object_get(knee, "load")));
+            CHECK(strstr(h, want) != NULL);
+            CHECK_EQ_INT(count(h, " class=\"knee\"><td>"), 1);
+            CHECK(strstr(h, "<path class=\"s fit\"") != NULL);
+        } else {
+            CHECK(strstr(h, "no knee found") != NULL);
+        }
+        for (size_t i = 0; i < nl; i++) {
+            const json_t *r = json_object_get(json_array_get(json_object_get(doc, "levels"), i), "results");
+            CHECK_NEAR(csv_value(c, (int)i + 1, "output_throughput"), test_num(r, "output_throughput"),
+                       1e-6 * test_num(r, "output_throughput"));
+        }
+    }
+    free(h); free(c);
+    json_decref(doc);
+}
+
+/* A sweep whose levels failed in two ways: the errors chart stacks the classes per level. */
+TEST(report_sweep_errors_chart) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 2ms --itl 1ms --seed 5 --fail-rate 0.2 --status-429-rate 0.1") != 0) {
+        CHECK_MSG(0, "serve did not start");
+        return;
+    }
+    json_t *levels = json_array();
+    static const int loads[] = { 2, 8 };
+    for (int i = 0; i < 2; i++) {
+        char name[32], cmd[1024];
+        snprintf(name, sizeof name, "err%d.json", loads[i]);
+        const char *p = tmp(name);
+        snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency %d --requests 60 --dataset random:in=8,out=4 --out %s",
+                 s.url, loads[i], p);
+        test_run(cmd, NULL, NULL);
+        json_t *r = test_load_json(p);
+        if (r) json_array_append_new(levels, json_pack("{s:i,s:i,s:o}", "load", loads[i], "repeat", 0, "results", r));
+    }
+    test_serve_stop(&s);
+    CHECK_EQ_INT(json_array_size(levels), 2);
+    json_t *doc = json_pack("{s:s,s:s,s:o,s:n,s:n}", "schema", "dsperf.sweep/1", "axis", "concurrency", "levels", levels,
+                            "knee", "max_goodput");
+    const char *sw = tmp("errsweep.json"), *html = tmp("errsweep.html");
+    json_dump_file(doc, sw, 0);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "report %s -o %s", sw, html);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *h = slurp(html);
+    CHECK(h != NULL);
+    if (h) {
+        CHECK(strstr(h, "id=\"fig-errors\"") != NULL);
+        CHECK(strstr(h, "HTTP 500") != NULL && strstr(h, "HTTP 429") != NULL);
+        /* one bar segment per (level, class) that failed: both classes at both levels with 60 requests */
+        CHECK_EQ_INT(count(h, "<rect class=\"bar e"), 4);
+        CHECK(strstr(h, "no knee found") != NULL);
+    }
+    free(h);
+    json_decref(doc);
+}
+
 TEST(report_cli_errors) {
     char *err = NULL;
     CHECK_EQ_INT(test_run("report", NULL, &err), 2);
@@ -455,6 +540,24 @@ TEST(report_cli_errors) {
     CHECK(err && strstr(err, "not a dsperf results or sweep file") != NULL);
     free(err); err = NULL;
     CHECK_EQ_INT(test_run("report --bogus x", NULL, &err), 2);
+    free(err); err = NULL;
+    /* --diagnosis: a saved `diagnose --json` output is shown instead of diagnosing here */
+    const char *res = tmp("cli.json"), *dg = tmp("cli.diag.json"), *md = tmp("cli.md");
+    CHECK_EQ_INT(sim_run(2, 10, res, NULL), 0);
+    f = fopen(dg, "w");
+    if (f) { fputs("{\"findings\":[{\"class\":\"healthy\",\"title\":\"saved finding\",\"confidence\":0.9}]}", f); fclose(f); }
+    snprintf(cmd, sizeof cmd, "report %s --md %s --diagnosis %s", res, md, dg);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *m = slurp(md);
+    CHECK(m && strstr(m, "1. **saved finding** — `healthy`, confidence 90%") != NULL);
+    CHECK(m && strstr(m, "bottleneck: saved finding") != NULL);
+    free(m);
+    snprintf(cmd, sizeof cmd, "report %s --md %s --diagnosis %s", res, md, res);
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
+    CHECK(err && strstr(err, "not a diagnosis") != NULL);
+    free(err); err = NULL;
+    snprintf(cmd, sizeof cmd, "report %s --md %s --tp 0", res, md);
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
     free(err);
 }
 
@@ -573,6 +676,25 @@ TEST(report_chromium_render) {
         CHECK(strstr(d, "id=\"verdict\"") != NULL);
     }
     free(d); free(src);
+    /* a sweep page as well: bars, rules, bands and fit lines survive the browser's parser */
+    const char *sw = make_sweep(), *sw_html = tmp("render_sweep.html"), *sw_dom = tmp("render_sweep.dom");
+    CHECK(sw != NULL);
+    if (sw) {
+        snprintf(cmd, sizeof cmd, "report %s -o %s", sw, sw_html);
+        CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+        CHECK_EQ_INT(chromium(bin, "--dump-dom", sw_html, sw_dom), 0);
+        char *sd = slurp(sw_dom), *ss = slurp(sw_html);
+        CHECK(sd && ss);
+        if (sd && ss) {
+            CHECK_EQ_INT(count(sd, "<svg"), count(ss, "<svg"));
+            CHECK(count(sd, "<svg") >= 9);
+            CHECK_EQ_INT(count(sd, "<rect class=\"bar "), count(ss, "<rect class=\"bar "));
+            CHECK(strstr(sd, "<g class=\"rule knee\">") != NULL);
+            CHECK(strstr(sd, "<g class=\"band sat\">") != NULL);
+            CHECK(strstr(sd, "<path class=\"s fit\"") != NULL);
+        }
+        free(sd); free(ss);
+    }
     /* the screenshot: a real PNG of the window, far from blank (a blank page of the same size
      * compresses to ~23 kB at 1280x4000; the report's text and charts do not) */
     const char *png = tmp("render.png"), *blank_html = tmp("blank.html"), *blank_png = tmp("blank.png");
