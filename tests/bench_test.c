@@ -323,3 +323,54 @@ TEST(bench_tokenizer_exact_input_lengths) {
     CHECK(test_num(r, "total_output_tokens") >= 32);
     json_decref(r);
 }
+
+/* Several client threads split the plan but read as one client: every request index once, the
+ * same token totals, a constant-rate schedule that stays exactly constant across the shards, and
+ * a trace whose requests keep their own offsets. */
+TEST(bench_client_threads_shard_the_plan) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 5ms --itl 2ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char args[1024], reqs[512];
+    snprintf(reqs, sizeof reqs, "%s/c.jsonl", harness_tmpdir());
+    snprintf(args, sizeof args, "--concurrency 6 --requests 31 --client-threads 3 --dataset random:in=8,out=5 --save-requests %s", reqs);
+    json_t *r = bench_json(&s, args, NULL);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK_EQ_INT(test_num(r, "completed"), 31);
+        CHECK_EQ_INT(test_num(r, "total_output_tokens"), 155);
+        CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(r, "client"), "threads")), 3);
+        json_decref(r);
+    }
+    FILE *f = fopen(reqs, "r");
+    int seen[31] = {0}, lines = 0;
+    char line[65536];
+    while (f && fgets(line, sizeof line, f)) {
+        json_t *o = json_loads(line, 0, NULL);
+        long long ix = json_integer_value(json_object_get(o, "index"));
+        if (ix >= 0 && ix < 31) seen[ix]++;
+        lines++;
+        json_decref(o);
+    }
+    if (f) fclose(f);
+    CHECK_EQ_INT(lines, 31);
+    for (int i = 0; i < 31; i++) CHECK_MSG(seen[i] == 1, "index %d seen %d times", i, seen[i]);
+
+    /* constant 200/s over 2 threads: scheduled times 5 ms apart exactly, in index order */
+    snprintf(args, sizeof args, "--rate 200/s --arrival constant --requests 20 --client-threads 2 --dataset random:in=8,out=3 --save-requests %s", reqs);
+    r = bench_json(&s, args, NULL);
+    test_serve_stop(&s);
+    CHECK(r && test_num(r, "completed") == 20);
+    json_decref(r);
+    f = fopen(reqs, "r");
+    long long prev = -1, n = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        json_t *o = json_loads(line, 0, NULL);
+        long long sched = json_integer_value(json_object_get(o, "sched_ns"));
+        if (prev >= 0) CHECK_MSG(llabs(sched - prev - 5000000) <= 1, "gap %lld ns", sched - prev);
+        prev = sched;
+        n++;
+        json_decref(o);
+    }
+    if (f) fclose(f);
+    CHECK_EQ_INT(n, 20);
+}

@@ -33,6 +33,8 @@ static const char usage_text[] =
 "  --grace T               how long in-flight requests may finish after --duration (default 30s)\n"
 "  --warmup N              extra requests first, excluded from statistics (default 0)\n"
 "  --seed S                seed for arrivals and prompts (default 1)\n"
+"  --client-threads N      client event loops (default auto: one per 256 streams, at most half the\n"
+"                          CPUs; the plan is split between them)\n"
 "dataset:\n"
 "  --dataset SPEC          random:in=N,out=M,range=F (default random:in=1024,out=128) or jsonl:FILE\n"
 "                          also prefix:groups=G,prefix=P,suffix=S,out=M and sharegpt:FILE\n"
@@ -61,7 +63,7 @@ static const char usage_text[] =
 
 enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_CONC, O_THINK, O_RATE, O_ARRIVAL,
        O_MAXCONC, O_REQUESTS, O_DURATION, O_GRACE, O_WARMUP, O_SEED, O_DATASET, O_IGNORE_EOS, O_NO_USAGE,
-       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL };
+       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS };
 
 static const struct option long_opts[] = {
     {"url", 1, 0, O_URL}, {"api", 1, 0, O_API}, {"model", 1, 0, O_MODEL}, {"header", 1, 0, O_HEADER},
@@ -73,7 +75,7 @@ static const struct option long_opts[] = {
     {"percentiles", 1, 0, O_PCT}, {"out", 1, 0, O_OUT}, {"save-requests", 1, 0, O_SAVE},
     {"gpu", 1, 0, O_GPU}, {"server-metrics", 1, 0, O_SMETRICS}, {"host-metrics", 0, 0, O_HOSTM},
     {"server-pid", 1, 0, O_SPID}, {"telemetry-interval", 1, 0, O_TINT},
-    {"tokenizer", 1, 0, O_TOK}, {"length-tolerance", 1, 0, O_LENTOL},
+    {"client-threads", 1, 0, O_CTHREADS}, {"tokenizer", 1, 0, O_TOK}, {"length-tolerance", 1, 0, O_LENTOL},
     {"quiet", 0, 0, O_QUIET}, {"no-progress", 0, 0, O_NOPROG}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0},
 };
 
@@ -169,6 +171,7 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         case O_SPID: if (units_parse_int(a, 1, 1 << 30, &v) < 0) return bad("server-pid", a, "a process id"); b->telemetry.server_pid = (int)v; b->telemetry.host = true; b->telemetry_on = true; break;
         case O_TINT: if (units_parse_duration_ns(a, &ns) < 0 || ns < 10 * NS_PER_MS) return bad("telemetry-interval", a, "a duration of at least 10ms"); b->telemetry.interval_ns = ns; break;
         case O_TOK: b->tokenizer_path = a; break;
+        case O_CTHREADS: if (units_parse_int(a, 1, 64, &v) < 0) return bad("client-threads", a, "an integer from 1 to 64"); b->plan.client_threads = (int)v; break;
         case O_LENTOL: if (units_parse_double(a, &b->length_tolerance) < 0 || b->length_tolerance < 0 || b->length_tolerance >= 1) return bad("length-tolerance", a, "a fraction such as 0.05"); break;
         case O_QUIET: b->quiet = true; log_set_quiet(1); break;
         case O_NOPROG: b->no_progress = true; break;

@@ -26,11 +26,15 @@ static void show_progress(void *ctx, const load_progress *p) {
 
 /* The client's own CPU cost, so a run can show it was not client-bound: CPU seconds of this
  * process, its share of one core over the run, and CPU microseconds per received chunk. */
-static void add_client_cost(json_t *res, const recset *recs, int64_t wall_ns) {
+static double tv_s(struct timeval tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
+
+/* Only this run's CPU counts: `before` is the process's usage when the run started (a sweep runs
+ * many levels in one process). */
+static void add_client_cost(json_t *res, const recset *recs, int64_t wall_ns, const struct rusage *before) {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return;
-    double user_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
-    double sys_s = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    double user_s = tv_s(ru.ru_utime) - tv_s(before->ru_utime);
+    double sys_s = tv_s(ru.ru_stime) - tv_s(before->ru_stime);
     uint64_t chunks = 0;
     for (size_t i = 0; i < recs->n; i++) chunks += recs->v[i].n_chunks;
     json_t *c = json_object();
@@ -122,6 +126,8 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
         if (!tel) return -1;
     }
     load_outcome lo;
+    struct rusage ru_before;
+    getrusage(RUSAGE_SELF, &ru_before);
     if (load_run(&b->plan, &b->client, ds, recs, stop, progress, ctx, &lo, err, errlen) < 0) {
         telemetry_free(tel);
         return -1;
@@ -134,7 +140,8 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
     json_decref(meta.config);
     out->interrupted = lo.interrupted;
     if (!out->results) { snprintf(err, errlen, "out of memory while computing the summary"); return -1; }
-    add_client_cost(out->results, recs, lo.end_ns - lo.start_ns);
+    add_client_cost(out->results, recs, lo.end_ns - lo.start_ns, &ru_before);
+    json_object_set_new(json_object_get(out->results, "client"), "threads", json_integer(lo.client_threads));
     add_token_sources(out->results, recs, b->client.counter.name);
     if (tel) {
         telemetry_stop(tel);

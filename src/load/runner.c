@@ -1,16 +1,29 @@
-/* runner — the scheduling loop between a load plan and the client. */
+/* runner — the scheduling loop between a load plan and the client, sharded over client threads
+ * when one event loop would not keep up (see runner.h). */
 #include "load/runner.h"
 #include "common/clock.h"
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdatomic.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <unistd.h>
+
+/* What each shard publishes for the progress line (read by shard 0). */
+typedef struct {
+    atomic_size_t sent, finished, failed, in_flight, queued;
+} shard_counters;
 
 typedef struct {
-    const load_plan *p;
+    const load_plan *p;       /* this shard's slice of the plan */
     const dataset *ds;
-    recset *recs;
+    recset *recs;             /* this shard's records */
     client *c;
+    int shard, n_shards;
+    shard_counters *counters; /* [n_shards] */
+    int64_t t0_ns, first_arrival_ns;
     size_t total;             /* requests to schedule (warmup + measured); SIZE_MAX by duration */
     size_t scheduled;         /* records created */
     /* open loop */
@@ -47,7 +60,7 @@ static size_t fifo_len(const run_state *s) { return s->fifo_tail - s->fifo_head;
 static size_t new_request(run_state *s, int64_t sched_ns, uint16_t user) {
     record *r = recset_add(s->recs);
     if (!r) return SIZE_MAX;
-    r->index = (uint32_t)s->scheduled;
+    r->index = (uint32_t)(s->scheduled * (size_t)s->n_shards + (size_t)s->shard);
     r->warmup = s->scheduled < s->p->warmup;
     r->sched_ns = sched_ns;
     (void)user;
@@ -101,21 +114,43 @@ static double recent_ttft_p50_ms(const recset *rs) {
 
 static int64_t next_gap(run_state *s) {
     if (s->p->trace) {
-        /* trace replay: gap between consecutive timestamps of the dataset */
-        size_t k = s->scheduled % s->ds->n;
-        if (k == 0) return 0;
-        int64_t a = s->ds->items[k - 1].timestamp_ns, b = s->ds->items[k].timestamp_ns;
+        /* trace replay: this shard's next request is W items further on the shared timeline;
+         * a trace shorter than the run starts over from its beginning */
+        size_t n = s->ds->n, g = s->scheduled * (size_t)s->n_shards + (size_t)s->shard, prev = g - (size_t)s->n_shards;
+        int64_t b = s->ds->items[g % n].timestamp_ns, a = s->ds->items[prev % n].timestamp_ns;
+        if (g / n != prev / n) a = s->ds->items[0].timestamp_ns;
         return b > a ? b - a : 0;
     }
     return arrival_next_gap_ns(&s->p->arr, &s->r);
 }
 
-int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recset *recs,
-             volatile sig_atomic_t *stop, load_progress_fn progress, void *ctx,
-             load_outcome *out, char *err, size_t errlen) {
-    run_state s = { .p = p, .ds = ds, .recs = recs };
+static void publish(run_state *s) {
+    shard_counters *c = &s->counters[s->shard];
+    size_t q = fifo_len(s);
+    atomic_store_explicit(&c->sent, s->scheduled - q, memory_order_relaxed);
+    atomic_store_explicit(&c->finished, s->finished, memory_order_relaxed);
+    atomic_store_explicit(&c->failed, s->failed, memory_order_relaxed);
+    atomic_store_explicit(&c->in_flight, client_in_flight(s->c), memory_order_relaxed);
+    atomic_store_explicit(&c->queued, q, memory_order_relaxed);
+}
+
+static size_t sum_counter(const run_state *s, size_t off) {
+    size_t t = 0;
+    for (int k = 0; k < s->n_shards; k++)
+        t += atomic_load_explicit((atomic_size_t *)((char *)&s->counters[k] + off), memory_order_relaxed);
+    return t;
+}
+
+/* One shard's scheduling loop. Shard 0 also reports progress (summed over all shards). */
+static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t *stop,
+                     load_progress_fn progress, void *ctx, const load_plan *whole,
+                     load_outcome *out, char *err, size_t errlen) {
+    run_state s = *sp;
+    const load_plan *p = s.p;
+    recset *recs = s.recs;
     memset(out, 0, sizeof *out);
-    s.total = p->requests ? p->requests + p->warmup : SIZE_MAX;
+    /* a count-bound plan gives each shard its share (possibly only warm-up, possibly none) */
+    s.total = whole->requests ? p->requests + p->warmup : SIZE_MAX;
     s.deadline_ns = INT64_MAX;
     rng_seed(&s.r, p->seed);
     client_opts o = *co;
@@ -130,11 +165,11 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
         s.user_ready_ns = malloc(sizeof *s.user_ready_ns * (size_t)p->concurrency);
         if (!s.user_ready_ns) { client_free(s.c); snprintf(err, errlen, "out of memory"); return -1; }
     }
-    int64_t t0 = clock_now_ns();
+    int64_t t0 = s.t0_ns;
     out->start_ns = t0;
     if (p->duration_ns > 0) s.deadline_ns = t0 + p->duration_ns;
     if (closed) for (int u = 0; u < p->concurrency; u++) s.user_ready_ns[u] = t0;
-    s.next_arrival_ns = t0;
+    s.next_arrival_ns = s.first_arrival_ns;
     int64_t tick_ns = p->progress_interval_ns > 0 ? p->progress_interval_ns : NS_PER_S;
     int64_t next_progress = t0 + tick_ns;
     int64_t grace_end = INT64_MAX;
@@ -174,12 +209,17 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
         if (scheduling_over && s.deadline_ns != INT64_MAX && grace_end == INT64_MAX) grace_end = (now > s.deadline_ns ? now : s.deadline_ns) + p->grace_ns;
         if (now >= grace_end) { out->grace_expired = true; break; }
         if (grace_end < wake) wake = grace_end;
-        if (progress && now >= next_progress) {
+        publish(&s);
+        if (progress && s.shard == 0 && now >= next_progress) {
+            size_t finished = sum_counter(&s, offsetof(shard_counters, finished));
             load_progress pr = {
-                .planned = p->requests ? p->requests + p->warmup : 0, .sent = s.scheduled - fifo_len(&s),
-                .finished = s.finished, .failed = s.failed, .in_flight = client_in_flight(s.c),
-                .queued = fifo_len(&s), .elapsed_ns = now - t0, .ttft_p50_ms = recent_ttft_p50_ms(recs),
-                .rate_per_s = s.finished / ((now - t0) / 1e9),
+                .planned = whole->requests ? whole->requests + whole->warmup : 0,
+                .sent = sum_counter(&s, offsetof(shard_counters, sent)),
+                .finished = finished, .failed = sum_counter(&s, offsetof(shard_counters, failed)),
+                .in_flight = sum_counter(&s, offsetof(shard_counters, in_flight)),
+                .queued = sum_counter(&s, offsetof(shard_counters, queued)), .elapsed_ns = now - t0,
+                /* the TTFT sample is shard 0's: shards are statistically alike */
+                .ttft_p50_ms = recent_ttft_p50_ms(recs), .rate_per_s = finished / ((now - t0) / 1e9),
             };
             progress(ctx, &pr);
         }
@@ -195,8 +235,114 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
         if (!r->error) r->error = strdup("cancelled: never sent (still in the client queue when the run stopped)");
     }
     out->end_ns = clock_now_ns();
+    publish(&s);
     client_free(s.c);
     free(s.fifo);
     free(s.user_ready_ns);
     return 0;
+}
+
+int load_client_threads(const load_plan *p, int threads) {
+    size_t peak = p->concurrency ? (size_t)p->concurrency
+                : p->max_concurrency ? (size_t)p->max_concurrency : (size_t)(p->arr.rate_per_s * 2);
+    if (threads <= 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        long by_cpu = cpus > 1 ? cpus / 2 : 1;
+        long by_load = (long)(peak / 256) + 1;
+        threads = (int)(by_load < by_cpu ? by_load : by_cpu);
+        if (threads > 8) threads = 8;
+    }
+    /* a shard needs at least one user / one slot of the cap */
+    if (p->concurrency && threads > p->concurrency) threads = p->concurrency;
+    if (p->max_concurrency && threads > p->max_concurrency) threads = p->max_concurrency;
+    return threads < 1 ? 1 : threads;
+}
+
+/* share of n for shard k of w */
+static size_t share(size_t n, int k, int w) { return n / (size_t)w + ((size_t)k < n % (size_t)w); }
+
+typedef struct {
+    run_state s;
+    const client_opts *co;
+    volatile sig_atomic_t *stop;
+    const load_plan *whole;
+    load_outcome out;
+    int rc;
+    char err[256];
+} shard_job;
+
+static void *shard_thread(void *arg) {
+    shard_job *j = arg;
+    j->rc = run_shard(&j->s, j->co, j->stop, NULL, NULL, j->whole, &j->out, j->err, sizeof j->err);
+    return NULL;
+}
+
+static int by_index(const void *a, const void *b) {
+    const record *x = a, *y = b;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recset *recs,
+             volatile sig_atomic_t *stop, load_progress_fn progress, void *ctx,
+             load_outcome *out, char *err, size_t errlen) {
+    int w = load_client_threads(p, p->client_threads);
+    shard_counters *counters = calloc((size_t)w, sizeof *counters);
+    load_plan *plans = calloc((size_t)w, sizeof *plans);
+    shard_job *jobs = calloc((size_t)w, sizeof *jobs);
+    pthread_t *th = calloc((size_t)w, sizeof *th);
+    if (!counters || !plans || !jobs || !th) {
+        free(counters); free(plans); free(jobs); free(th);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int64_t t0 = clock_now_ns();
+    for (int k = 0; k < w; k++) {
+        load_plan *q = &plans[k];
+        *q = *p;
+        if (p->concurrency) q->concurrency = (int)share((size_t)p->concurrency, k, w);
+        if (p->max_concurrency) q->max_concurrency = (int)share((size_t)p->max_concurrency, k, w);
+        if (p->requests) q->requests = share(p->requests, k, w);
+        q->warmup = share(p->warmup, k, w);
+        if (!p->concurrency && !p->trace) q->arr.rate_per_s = p->arr.rate_per_s / w;
+        q->seed = p->seed + (uint64_t)k * 0x9e3779b97f4a7c15ULL;
+        jobs[k].s = (run_state){ .p = q, .ds = ds, .shard = k, .n_shards = w, .counters = counters, .t0_ns = t0,
+                                 .first_arrival_ns = t0 };
+        if (!p->concurrency) {
+            /* the shards' first arrivals interleave: a constant rate stays exactly constant, and
+             * a trace keeps each request's own offset */
+            if (p->trace) jobs[k].s.first_arrival_ns = t0 + (ds->items[(size_t)k % ds->n].timestamp_ns - ds->items[0].timestamp_ns);
+            else if (p->arr.kind == ARRIVAL_CONSTANT && p->arr.rate_per_s > 0) jobs[k].s.first_arrival_ns = t0 + (int64_t)(k * 1e9 / p->arr.rate_per_s);
+        }
+        jobs[k].co = co;
+        jobs[k].stop = stop;
+        jobs[k].whole = p;
+        if (k == 0) { jobs[k].s.recs = recs; continue; }
+        recset *own = malloc(sizeof *own);
+        if (!own) { jobs[k].rc = -1; continue; }
+        recset_init(own);
+        jobs[k].s.recs = own;
+    }
+    for (int k = 1; k < w; k++)
+        if (!jobs[k].rc && pthread_create(&th[k], NULL, shard_thread, &jobs[k]) != 0) jobs[k].rc = -2;
+    int rc = run_shard(&jobs[0].s, co, stop, progress, ctx, p, out, err, errlen);
+    for (int k = 1; k < w; k++) {
+        if (jobs[k].rc == 0) pthread_join(th[k], NULL);
+        if (jobs[k].rc && rc == 0) { rc = -1; snprintf(err, errlen, "%s", jobs[k].rc == -2 ? "cannot start a client thread" : jobs[k].err); }
+        if (jobs[k].out.interrupted) out->interrupted = true;
+        if (jobs[k].out.grace_expired) out->grace_expired = true;
+        if (jobs[k].out.end_ns > out->end_ns) out->end_ns = jobs[k].out.end_ns;
+        recset *own = jobs[k].s.recs;
+        if (!own) continue;
+        /* move the shard's records (and their chunk arrays) into the caller's set */
+        for (size_t i = 0; i < own->n; i++) {
+            record *r = recset_add(recs);
+            if (r) *r = own->v[i]; else record_free(&own->v[i]);
+        }
+        free(own->v);
+        free(own);
+    }
+    if (w > 1) qsort(recs->v, recs->n, sizeof *recs->v, by_index);
+    out->client_threads = w;
+    free(counters); free(plans); free(jobs); free(th);
+    return rc;
 }

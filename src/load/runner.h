@@ -3,7 +3,16 @@
  * process; --max-concurrency caps in-flight requests and the excess waits in a client FIFO whose
  * wait is measured as queue time, never hidden). Every request gets a record whose sched_ns is
  * when the plan intended to send it. Stops by request count or duration (in-flight requests then
- * finish within a grace period), or early on *stop (Ctrl-C): what was measured is kept. */
+ * finish within a grace period), or early on *stop (Ctrl-C): what was measured is kept.
+ *
+ * One client thread (an epoll loop over libcurl) ingests a few hundred thousand chunks a second
+ * when chunks arrive in bursts, but only ~100k/s when each arrives alone. Past that the plan is
+ * sharded over several threads, each running an independent slice: closed loop splits the users,
+ * open loop splits the rate (the superposition of W Poisson streams of R/W is Poisson of R;
+ * constant streams are phase-shifted to interleave exactly; gamma streams superpose smoother than
+ * one gamma stream), --max-concurrency and the request count split likewise, and a trace is dealt
+ * out request by request on one shared timeline. Request indices interleave (shard k sends
+ * k, k+W, ...), so the dataset and the per-request records read as from one client. */
 #ifndef DSP_RUNNER_H
 #define DSP_RUNNER_H
 #include "client/client.h"
@@ -26,7 +35,12 @@ typedef struct {
     int64_t grace_ns;         /* after the duration, how long in-flight requests may finish */
     uint64_t seed;
     int64_t progress_interval_ns; /* how often the progress callback runs (0 = 1 s) */
+    int client_threads;       /* client event loops, each on its own thread (0 = auto) */
 } load_plan;
+
+/* How many client threads a plan gets: `threads` when > 0, else auto — one per 256 concurrent
+ * streams, at most half the CPUs and 8, at least 1 (so 1 on a 2-core machine). */
+int load_client_threads(const load_plan *p, int threads);
 
 typedef struct {
     size_t planned;           /* 0 when duration-bound */
@@ -43,6 +57,7 @@ typedef struct {
     int64_t end_ns;
     bool interrupted;         /* stopped by *stop */
     bool grace_expired;       /* in-flight requests were cancelled at the end of the grace period */
+    int client_threads;       /* client event loops the plan ran on */
 } load_outcome;
 
 /* Runs the plan; records go into recs (one per scheduled request). Returns 0, or -1 with err
