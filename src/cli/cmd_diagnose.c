@@ -84,20 +84,13 @@ int cmd_diagnose(int argc, char **argv) {
         return EXIT_USAGE;
     }
     const char *path = argv[optind];
-    char *text = NULL;
-    size_t len = 0;
-    if (fileio_read_all(path, &text, &len) != 0) {
-        log_error("cannot read %s: %s", path, strerror(errno));
-        return EXIT_USAGE;
-    }
-    json_error_t je;
-    json_t *doc = json_loadb(text, len, 0, &je);
-    free(text);
-    if (!doc) {
-        log_error("%s: not valid JSON (line %d: %s)", path, je.line, je.text);
-        return EXIT_USAGE;
-    }
     char err[512];
+    static const char *const schemas[] = { "dsperf.results/", "dsperf.sweep/", NULL };
+    json_t *doc = results_load_doc(path, schemas, "results or sweep", err, sizeof err);
+    if (!doc) {
+        log_error("%s", err);
+        return EXIT_USAGE;
+    }
     json_t *dg = diagnose_run(doc, &o, err, sizeof err);
     if (!dg) {
         json_decref(doc);

@@ -8,33 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "results/results.h"
 
 #pragma weak diagnose_run
 #pragma weak diagnose_default_opts
 
 json_t *report_load(const char *path, char *err, size_t errlen) {
-    char *text = NULL;
-    size_t len = 0;
-    if (fileio_read_all(path, &text, &len) != 0) {
-        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    json_error_t je;
-    json_t *doc = json_loadb(text, len, 0, &je);
-    free(text);
-    if (!doc) {
-        snprintf(err, errlen, "%s: not valid JSON (line %d: %s)", path, je.line, je.text);
-        return NULL;
-    }
-    const char *schema = json_string_value(json_object_get(doc, "schema"));
-    if (!json_is_object(doc) || !schema ||
-        (strncmp(schema, "dsperf.results/", 15) != 0 && strncmp(schema, "dsperf.sweep/", 13) != 0)) {
-        snprintf(err, errlen, "%s: not a dsperf results or sweep file (schema \"%s\", want dsperf.results/... or "
-                              "dsperf.sweep/...)", path, schema ? schema : "missing");
-        json_decref(doc);
-        return NULL;
-    }
-    return doc;
+    static const char *const schemas[] = { "dsperf.results/", "dsperf.sweep/", NULL };
+    return results_load_doc(path, schemas, "results or sweep", err, errlen);
 }
 
 json_t *report_diagnosis(const json_t *doc, const report_deploy *deploy) {

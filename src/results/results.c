@@ -190,7 +190,7 @@ int results_write_requests_jsonl(const char *path, const recset *recs, char *err
     return bad ? -1 : 0;
 }
 
-json_t *results_load(const char *path, char *err, size_t errlen) {
+json_t *results_load_doc(const char *path, const char *const *schema_prefixes, const char *what, char *err, size_t errlen) {
     char *text = NULL;
     size_t len = 0;
     if (fileio_read_all(path, &text, &len) != 0) {
@@ -205,13 +205,19 @@ json_t *results_load(const char *path, char *err, size_t errlen) {
         return NULL;
     }
     const char *schema = json_string_value(json_object_get(doc, "schema"));
-    if (!json_is_object(doc) || !schema || strncmp(schema, "dsperf.results/", 15) != 0) {
-        snprintf(err, errlen, "%s: not a dsperf results file (schema \"%s\", want dsperf.results/...)", path,
-                 schema ? schema : "missing");
-        json_decref(doc);
-        return NULL;
-    }
-    return doc;
+    for (const char *const *p = schema_prefixes; schema && *p; p++)
+        if (!strncmp(schema, *p, strlen(*p))) return doc;
+    char want[160] = "";
+    for (const char *const *p = schema_prefixes; *p; p++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s...", p == schema_prefixes ? "" : " or ", *p);
+    snprintf(err, errlen, "%s: not a dsperf %s file (schema \"%s\", want %s)", path, what, schema ? schema : "missing", want);
+    json_decref(doc);
+    return NULL;
+}
+
+json_t *results_load(const char *path, char *err, size_t errlen) {
+    static const char *const schemas[] = { "dsperf.results/", NULL };
+    return results_load_doc(path, schemas, "results", err, errlen);
 }
 
 /* ---- terminal summary: vLLM's block, then dsperf's additions in the same style ---- */

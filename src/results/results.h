@@ -30,6 +30,10 @@ int results_write_json(const char *path, const json_t *results, char *err, size_
 int results_write_requests_jsonl(const char *path, const recset *recs, char *err, size_t errlen);
 /* Reads and checks a results file (schema prefix "dsperf.results/"). NULL with err filled. */
 json_t *results_load(const char *path, char *err, size_t errlen);
+/* Reads any dsperf document whose "schema" starts with one of the NULL-terminated prefixes
+ * (e.g. "dsperf.results/", "dsperf.sweep/"); `what` names it in the message ("results or sweep").
+ * NULL with a one-line err (unreadable, not JSON with line number, wrong schema). */
+json_t *results_load_doc(const char *path, const char *const *schema_prefixes, const char *what, char *err, size_t errlen);
 /* The compact summary table, vLLM's 40/10 "Serving Benchmark Result" block layout, from a
  * results document (so bench and sim print the same thing). */
 void results_print_summary(FILE *f, const json_t *results);

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "results/results.h"
 
 static json_t *jnum(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 static double num(const json_t *o, const char *k) {
@@ -351,24 +352,6 @@ void sweep_print_table(FILE *f, const json_t *doc, bool utf8) {
 }
 
 json_t *sweep_load(const char *path, char *err, size_t errlen) {
-    char *text = NULL;
-    size_t len = 0;
-    if (fileio_read_all(path, &text, &len) != 0) {
-        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    json_error_t je;
-    json_t *doc = json_loadb(text, len, 0, &je);
-    free(text);
-    if (!doc) {
-        snprintf(err, errlen, "%s: not valid JSON (line %d: %s)", path, je.line, je.text);
-        return NULL;
-    }
-    const char *schema = json_string_value(json_object_get(doc, "schema"));
-    if (!schema || strncmp(schema, "dsperf.sweep/", 13) != 0) {
-        snprintf(err, errlen, "%s: not a dsperf sweep file (schema \"%s\")", path, schema ? schema : "missing");
-        json_decref(doc);
-        return NULL;
-    }
-    return doc;
+    static const char *const schemas[] = { "dsperf.sweep/", NULL };
+    return results_load_doc(path, schemas, "sweep", err, errlen);
 }
