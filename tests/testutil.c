@@ -148,6 +148,35 @@ void test_serve_stop(test_server *s) {
     }
 }
 
+char *test_run_merged(const char *args, int *status) {
+    size_t clen = strlen(harness_bin()) + strlen(args) + 16;
+    char *cmd = malloc(clen);
+    snprintf(cmd, clen, "%s %s 2>&1", harness_bin(), args);
+    FILE *p = popen(cmd, "r");
+    free(cmd);
+    *status = -1;
+    if (!p) return NULL;
+    size_t cap = 1 << 16, n = 0, k;
+    char *buf = malloc(cap);
+    while (buf && (k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += k;
+        if (n + 1 == cap) buf = realloc(buf, cap *= 2);
+    }
+    if (buf) buf[n] = 0;
+    int st = pclose(p);
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return buf;
+}
+
+int test_run_into(const char *args, char *out, size_t cap) {
+    int st;
+    char *all = test_run_merged(args, &st);
+    if (!all) return -1;
+    snprintf(out, cap, "%s", all);
+    free(all);
+    return st;
+}
+
 json_t *test_load_json(const char *path) { return json_load_file(path, 0, NULL); }
 
 double test_num(const json_t *o, const char *key) {

@@ -23,6 +23,12 @@ int test_run(const char *args, char **out, char **err);
 /* Same, but sends SIGINT after delay_ms. */
 int test_run_interrupt(const char *args, int delay_ms, char **out, char **err);
 
+/* Runs `dsperf <args>` through the shell (quotes and redirections work), stdout and stderr merged
+ * into out (NUL-terminated, truncated to cap). Returns the exit code (-1 if it did not run). */
+int test_run_into(const char *args, char *out, size_t cap);
+/* The same, returning the whole merged output (malloc'd) and the exit code in *status. */
+char *test_run_merged(const char *args, int *status);
+
 /* Loads a JSON file (NULL on failure). */
 json_t *test_load_json(const char *path);
 double test_num(const json_t *o, const char *key);   /* NAN when absent */

@@ -1,16 +1,13 @@
 /* dsperf sim CLI tests — results JSON like bench's plus the engine section; usage errors. */
 #include "harness.h"
+#include "testutil.h"
 #include "results/results.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
-static int run(const char *args) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s >/dev/null 2>&1", harness_bin(), args);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+/* the exit code of `dsperf <args>`, output discarded */
+static int run(const char *args) { return test_run(args, NULL, NULL); }
 
 TEST(sim_cli_results_json) {
     char path[512], args[1024];

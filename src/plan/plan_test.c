@@ -1,5 +1,6 @@
 /* plan tests — KV capacity and dtypes, fitting, recommendations, and the CLI (table, JSON, errors). */
 #include "harness.h"
+#include "testutil.h"
 #include "plan/plan.h"
 #include <jansson.h>
 #include <stdlib.h>
@@ -75,30 +76,12 @@ TEST(plan_recommendation_meets_target) {
     CHECK(r.adaptive_max_num_seqs == 0 && r.replicas_needed > 1);
 }
 
-static char *run_capture(const char *args, int *status) {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", harness_bin(), args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    size_t k;
-    while (buf && (k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (n + 1 == cap) buf = realloc(buf, cap *= 2);
-    }
-    if (buf) buf[n] = 0;
-    int st = pclose(p);
-    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return buf;
-}
-
 TEST(plan_cli_table_json_errors) {
     int st;
-    char *out = run_capture("plan --list", &st);
+    char *out = test_run_merged("plan --list", &st);
     CHECK(st == 0 && out && strstr(out, "deepseek-v3") && strstr(out, "mi300x") && strstr(out, "70272"));
     free(out);
-    out = run_capture("plan --model deepseek-v3 --gpu h200 --tp 8 --kv-dtype fp8 --json", &st);
+    out = test_run_merged("plan --model deepseek-v3 --gpu h200 --tp 8 --kv-dtype fp8 --json", &st);
     CHECK_EQ_INT(st, 0);
     json_error_t je;
     json_t *o = out ? json_loads(out, 0, &je) : NULL;
@@ -107,16 +90,16 @@ TEST(plan_cli_table_json_errors) {
     CHECK(json_object_get(json_object_get(o, "communication"), "a2a_bytes_per_decode_step") != NULL);
     json_decref(o);
     free(out);
-    out = run_capture("plan --model deepseek-v2-lite --gpu h100 --rate 20/s", &st);
+    out = test_run_merged("plan --model deepseek-v2-lite --gpu h100 --rate 20/s", &st);
     CHECK(st == 0 && out && strstr(out, "Little's law") && strstr(out, "bandwidth-bound"));
     free(out);
-    out = run_capture("plan --gpu tpu-v5", &st);
+    out = test_run_merged("plan --gpu tpu-v5", &st);
     CHECK(st == 2 && out && strstr(out, "unknown GPU"));
     free(out);
-    out = run_capture("plan --tp 3", &st);
+    out = test_run_merged("plan --tp 3", &st);
     CHECK(st == 2 && out && strstr(out, "divide"));
     free(out);
-    out = run_capture("plan --batch zero", &st);
+    out = test_run_merged("plan --batch zero", &st);
     CHECK_EQ_INT(st, 2);
     free(out);
 }

@@ -1,6 +1,7 @@
 /* Tests of the NVML binding (skipped, with the reason, where there is no NVIDIA driver) and of
  * the `gpu` and `env` front-ends, which must work or fail cleanly on machines without a GPU. */
 #include "harness.h"
+#include "testutil.h"
 #include "common/clock.h"
 #include "telemetry/nvml.h"
 #include <jansson.h>
@@ -37,20 +38,9 @@ TEST(telemetry_nvml_sample) {
     nvml_close(n);
 }
 
-static int run_cmd(const char *args, char *out, size_t len) {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", harness_bin(), args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 TEST(telemetry_cli_env) {
     static char out[65536];
-    CHECK_EQ_INT(run_cmd("env --json", out, sizeof out), 0);
+    CHECK_EQ_INT(test_run_into("env --json", out, sizeof out), 0);
     json_error_t e;
     json_t *j = json_loads(out, 0, &e);
     CHECK_MSG(j != NULL, "env --json is not JSON: %s", e.text);
@@ -68,26 +58,26 @@ TEST(telemetry_cli_env) {
     }
     CHECK(saw_nofile && saw_gpu);
     json_decref(j);
-    CHECK_EQ_INT(run_cmd("env --bogus", out, sizeof out), 2);
+    CHECK_EQ_INT(test_run_into("env --bogus", out, sizeof out), 2);
 }
 
 TEST(telemetry_cli_gpu) {
     static char out[65536];
-    CHECK_EQ_INT(run_cmd("gpu --interval 1ms", out, sizeof out), 2);
+    CHECK_EQ_INT(test_run_into("gpu --interval 1ms", out, sizeof out), 2);
     CHECK(strstr(out, "--interval") != NULL);
-    CHECK_EQ_INT(run_cmd("gpu --prom nope", out, sizeof out), 2);
-    CHECK_EQ_INT(run_cmd("gpu --record x.json", out, sizeof out), 2);   /* needs --duration */
-    CHECK_EQ_INT(run_cmd("gpu --help", out, sizeof out), 0);
+    CHECK_EQ_INT(test_run_into("gpu --prom nope", out, sizeof out), 2);
+    CHECK_EQ_INT(test_run_into("gpu --record x.json", out, sizeof out), 2);   /* needs --duration */
+    CHECK_EQ_INT(test_run_into("gpu --help", out, sizeof out), 0);
     CHECK(strstr(out, "examples") != NULL);
     char err[256];
     nvml *n = nvml_open(err, sizeof err);
     if (!n) {
-        CHECK_EQ_INT(run_cmd("gpu --count 1", out, sizeof out), 1);
+        CHECK_EQ_INT(test_run_into("gpu --count 1", out, sizeof out), 1);
         CHECK(strstr(out, "libnvidia-ml.so.1") != NULL);
         /* the recorder still records the host without NVML */
         char args[512];
         snprintf(args, sizeof args, "gpu --record %s/t.json --duration 300ms --interval 50ms --host-metrics", harness_tmpdir());
-        CHECK_EQ_INT(run_cmd(args, out, sizeof out), 0);
+        CHECK_EQ_INT(test_run_into(args, out, sizeof out), 0);
         char path[512];
         snprintf(path, sizeof path, "%s/t.json", harness_tmpdir());
         json_t *j = json_load_file(path, 0, NULL);
@@ -99,6 +89,6 @@ TEST(telemetry_cli_gpu) {
         return;
     }
     nvml_close(n);
-    CHECK_EQ_INT(run_cmd("gpu --count 2 --interval 100ms --csv", out, sizeof out), 0);
+    CHECK_EQ_INT(test_run_into("gpu --count 2 --interval 100ms --csv", out, sizeof out), 0);
     CHECK(strncmp(out, "t_s,gpu,util_gpu_pct", 20) == 0);
 }

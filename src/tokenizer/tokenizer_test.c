@@ -2,6 +2,7 @@
  * text, HF's handling of invalid UTF-8, added tokens, error reporting, threads, the single-token word
  * list's additivity and the chat prompt count. Needs ../shared/testdata (skips without it). */
 #include "harness.h"
+#include "testutil.h"
 #include "tokenizer/tokenizer.h"
 #include "common/fileio.h"
 #include "common/rng.h"
@@ -415,42 +416,38 @@ TEST(tokenizer_chat_prompt_count) {
     tokenizer_free(t);
 }
 
-static int run_cmd(const char *args, char *out, size_t cap) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s tokenize %s 2>&1", harness_bin(), args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+/* `dsperf tokenize <args>`, output merged into out */
+static int tokenize_cmd(const char *args, char *out, size_t cap) {
+    char full[2048];
+    snprintf(full, sizeof full, "tokenize %s", args);
+    return test_run_into(full, out, cap);
 }
 
 TEST(tokenizer_cli) {
     if (!have(all_vocabs[0])) SKIP("no testdata/tokenizers");
     char args[1400], out[4096];
     snprintf(args, sizeof args, "--tokenizer %s --count 'Hello world'", td(all_vocabs[0]));
-    CHECK_EQ_INT(run_cmd(args, out, sizeof out), 0);
+    CHECK_EQ_INT(tokenize_cmd(args, out, sizeof out), 0);
     CHECK_STR(out, "2\n");
     snprintf(args, sizeof args, "--tokenizer %s --ids --bos 'Hello world'", td(all_vocabs[0]));
-    CHECK_EQ_INT(run_cmd(args, out, sizeof out), 0);
+    CHECK_EQ_INT(tokenize_cmd(args, out, sizeof out), 0);
     CHECK_STR(out, "0 19923 2058\n");
     snprintf(args, sizeof args, "--tokenizer %s --decode '19923, 2058'", td(all_vocabs[0]));
-    CHECK_EQ_INT(run_cmd(args, out, sizeof out), 0);
+    CHECK_EQ_INT(tokenize_cmd(args, out, sizeof out), 0);
     CHECK_STR(out, "Hello world");
     snprintf(args, sizeof args, "--tokenizer %s --count - < /dev/null", td(all_vocabs[1]));
-    CHECK_EQ_INT(run_cmd(args, out, sizeof out), 0);
+    CHECK_EQ_INT(tokenize_cmd(args, out, sizeof out), 0);
     CHECK_STR(out, "0\n");
     snprintf(args, sizeof args, "--tokenizer %s/missing.json x", harness_tmpdir());
-    CHECK_EQ_INT(run_cmd(args, out, sizeof out), 2);
+    CHECK_EQ_INT(tokenize_cmd(args, out, sizeof out), 2);
     CHECK(strstr(out, "cannot open") != NULL);
     CHECK(strchr(out, '\n') == out + strlen(out) - 1); /* one line */
-    CHECK_EQ_INT(run_cmd("--count x", out, sizeof out), 2);
+    CHECK_EQ_INT(test_run_into("tokenize --count x", out, sizeof out), 2);
     snprintf(args, sizeof args, "--tokenizer %s --chat --count '[{\"role\":\"user\",\"content\":\"Hello world\"}]'", td(all_vocabs[0]));
-    CHECK_EQ_INT(run_cmd(args, out, sizeof out), 0);
+    CHECK_EQ_INT(tokenize_cmd(args, out, sizeof out), 0);
     CHECK_STR(out, "5\n"); /* BOS <｜User｜> Hello ␣world <｜Assistant｜> */
     snprintf(args, sizeof args, "--tokenizer %s --chat --count 'Hello'", td(all_vocabs[0]));
-    CHECK_EQ_INT(run_cmd(args, out, sizeof out), 2);
+    CHECK_EQ_INT(tokenize_cmd(args, out, sizeof out), 2);
 }
 
 /* A small hand-made tokenizer.json exercising loader paths DeepSeek-V3's file does not: \u escapes in
