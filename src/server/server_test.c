@@ -3,6 +3,7 @@
  * through server.h. Timing tolerances are derived from the configured TTFT/ITL and are wide
  * enough for a loaded 2-core machine (a token can be late, never early). */
 #include "harness.h"
+#include "testutil.h"
 #include "server/server.h"
 #include "engine/fixed.h"
 #include "common/clock.h"
@@ -634,11 +635,11 @@ TEST(server_disconnect_while_queued) {
 
 /* ---- command line and the in-process API ---- */
 
+/* the exit code of `dsperf serve <args>`, output discarded */
 static int run_status(const char *args) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "'%s' serve %s >/dev/null 2>&1", harness_bin(), args);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char full[512];
+    snprintf(full, sizeof full, "serve %s", args);
+    return test_run(full, NULL, NULL);
 }
 
 TEST(server_cli_usage_errors) {
