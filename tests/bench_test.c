@@ -49,6 +49,7 @@ static void timing_at(int concurrency, int requests, int out_tokens) {
     CHECK_NEAR(test_num(r, "median_ttft_ms"), 50.0, 2.0);
     CHECK_NEAR(test_num(r, "median_itl_ms"), 10.0, 0.5);
     CHECK_NEAR(test_num(r, "median_tpot_ms"), 10.0, 0.5);
+    CHECK_EQ_INT(test_num(r, "new_connections"), concurrency);
     /* E2EL = TTFT + (out-1) * ITL */
     CHECK_NEAR(test_num(r, "median_e2el_ms"), 50.0 + (out_tokens - 1) * 10.0, 3.0);
     json_decref(r);
@@ -133,6 +134,8 @@ TEST(bench_multi_token_chunks_per_token_view) {
     CHECK_EQ_INT(test_num(r, "total_output_tokens"), 180);
     CHECK_NEAR(test_num(r, "median_itl_ms"), 12.0, 0.5);
     CHECK_NEAR(test_num(r, "median_itl_per_token_ms"), 4.0, 0.3);
+    /* keep-alive: each closed-loop user opens one connection and reuses it */
+    CHECK_EQ_INT(test_num(r, "new_connections"), 2);
     json_decref(r);
 }
 

@@ -208,6 +208,14 @@ static void finish(client *c, transfer *t, CURLcode res, int forced_outcome) {
     if (forced_outcome >= 0) set_err(r, "cancelled: still in flight when the run stopped");
     if (r->http_status == 0 && t->status) r->http_status = (int32_t)t->status;
     r->last_ns = t->st.last_data_ns;
+    /* a new connection's setup happens between sched and send: keep it apart from client lag */
+    long new_conns = 0;
+    curl_off_t conn_us = 0, app_us = 0;
+    if (t->easy && curl_easy_getinfo(t->easy, CURLINFO_NUM_CONNECTS, &new_conns) == CURLE_OK && new_conns > 0) {
+        curl_easy_getinfo(t->easy, CURLINFO_CONNECT_TIME_T, &conn_us);
+        curl_easy_getinfo(t->easy, CURLINFO_APPCONNECT_TIME_T, &app_us);
+        r->connect_ns = (int64_t)(app_us > conn_us ? app_us : conn_us) * NS_PER_US;
+    }
     r->out_tokens_client = r->n_chunks ? t->st.tokens_client : (r->outcome == REC_OK ? 0 : -1);
     if (!r->send_ns) r->send_ns = 0;
     unlink_transfer(c, t);

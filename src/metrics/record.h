@@ -33,6 +33,7 @@ typedef struct {
     int64_t first_ns;          /* first content chunk (0: none) */
     int64_t last_ns;           /* last data message before [DONE] / end (0: none) */
     int64_t end_ns;            /* transfer finished (success or failure) */
+    int64_t connect_ns;        /* time opening a new connection (incl. TLS) within the queue; 0 reused */
     int32_t in_tokens;         /* prompt length by the client's counter (-1 unknown) */
     int32_t in_tokens_server;  /* usage.prompt_tokens (-1 not given) */
     int32_t out_tokens_server; /* usage.completion_tokens (-1 not given) */

@@ -69,7 +69,9 @@ void summary_percentile_label(double p, char *buf, size_t len) {
 typedef struct {
     stats_samples ttft, tpot, e2el, queue, ttft_fs, e2el_fs;  /* ms, successful requests */
     stats_samples ttft_ea, e2el_ea, ttft_fs_ea, e2el_fs_ea;    /* ms, + +inf per failure */
-    stats_samples queue_sent;     /* ms, every sent request: the client-lag check */
+    stats_samples queue_sent;     /* ms, every sent request, less connection setup: the client-lag check */
+    size_t new_conns;             /* requests that opened a new connection */
+    double connect_ms_sum;
     hdr_hist *itl, *itl_tok;      /* ns: chunk view, per-token view */
     uint64_t multi_token_chunks;  /* later chunks (k >= 1) carrying m > 1 tokens */
     long total, completed, failed, warmup, good;
@@ -165,7 +167,10 @@ static int accumulate(acc *a, const recset *recs, const summary_opts *o) {
             if (!a->sends || r->send_ns < a->first_send) a->first_send = r->send_ns;
             if (!a->sends || r->send_ns > a->last_send) a->last_send = r->send_ns;
             a->sends++;
-            if (stats_add(&a->queue_sent, (double)rec_queue_ns(r) / NS_PER_MS)) return -1;
+            /* connection setup is not the client falling behind: leave it out of the lag check */
+            int64_t q = rec_queue_ns(r) - r->connect_ns;
+            if (stats_add(&a->queue_sent, (double)(q > 0 ? q : 0) / NS_PER_MS)) return -1;
+            if (r->connect_ns > 0) { a->new_conns++; a->connect_ms_sum += r->connect_ns / 1e6; }
         }
         if (rec_end(r) > a->last_end) a->last_end = rec_end(r);
         if ((r->outcome == REC_OK ? add_ok(a, r, o) : add_failed(a, r)) != 0) return -1;
@@ -367,7 +372,7 @@ done:
 
 /* ---- did the client keep its plan? ----
  * Rule: the client fell behind when
- *   (a) the p99 of queue time (send - sched) over sent requests exceeds
+ *   (a) the p99 of queue time (send - sched, less any new connection's setup) over sent requests exceeds
  *       max(10 ms, 10 % of the mean planned inter-arrival gap) — closed loop: 10 ms, the time
  *       from a freed slot to the next send — or
  *   (b) open loop, at least 10 sends, and the achieved send rate is below 90 % of the intended.
@@ -389,6 +394,8 @@ static void client_lag(json_t *obj, const acc *a, stats_samples *qs, const summa
                  o->intended_rate_per_s);
     int capped = why[0] && o->max_concurrency > 0 && peak_in_flight >= o->max_concurrency;
     json_object_set_new(obj, "client_lag_threshold_ms", json_real(thr_ms));
+    json_object_set_new(obj, "new_connections", json_integer((json_int_t)a->new_conns));
+    json_object_set_new(obj, "mean_connect_ms", a->new_conns ? json_real(a->connect_ms_sum / a->new_conns) : json_null());
     json_object_set_new(obj, "client_fell_behind", json_boolean(why[0] && !capped));
     json_object_set_new(obj, "client_lag_reason", why[0] && !capped ? json_string(why) : json_null());
     json_object_set_new(obj, "client_queue_capped", json_boolean(capped));

@@ -129,6 +129,7 @@ static void write_request_line(FILE *f, const record *r, int64_t t0) {
     put_rel(f, "end_ns", r->end_ns, t0);
     int sent = r->send_ns > 0;
     put_ms(f, "queue_ms", r->send_ns - r->sched_ns, sent && r->sched_ns > 0);
+    put_ms(f, "connect_ms", r->connect_ns, r->connect_ns > 0);
     put_ms(f, "ttft_ms", r->first_ns - r->send_ns, sent && r->first_ns > 0);
     put_ms(f, "e2el_ms", r->last_ns - r->send_ns, sent && r->last_ns > 0);
     put_int(f, "in_tokens", r->in_tokens, r->in_tokens >= 0);
