@@ -377,3 +377,34 @@ TEST(bench_client_threads_shard_the_plan) {
     if (f) fclose(f);
     CHECK_EQ_INT(n, 20);
 }
+
+/* --ramp '0->200/s over 1s' with constant spacing: request k is scheduled when Λ(t) = 100 t²
+ * reaches k+1, so request 24 comes 0.4 s after request 0 (0.5 s vs 0.1 s), and after the ramp
+ * requests are 5 ms apart. */
+TEST(bench_ramp_schedule) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 2ms --itl 1ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char args[1024], reqs[512];
+    snprintf(reqs, sizeof reqs, "%s/ramp.jsonl", harness_tmpdir());
+    snprintf(args, sizeof args, "--ramp '0->200/s over 1s' --arrival constant --requests 130 --dataset random:in=4,out=2 --save-requests %s", reqs);
+    json_t *r = bench_json(&s, args, NULL);
+    test_serve_stop(&s);
+    CHECK(r && test_num(r, "completed") == 130);
+    json_decref(r);
+    long long sched[130] = {0};
+    FILE *f = fopen(reqs, "r");
+    char line[65536];
+    while (f && fgets(line, sizeof line, f)) {
+        json_t *o = json_loads(line, 0, NULL);
+        long long ix = json_integer_value(json_object_get(o, "index"));
+        if (ix >= 0 && ix < 130) sched[ix] = json_integer_value(json_object_get(o, "sched_ns"));
+        json_decref(o);
+    }
+    if (f) fclose(f);
+    CHECK_NEAR((sched[24] - sched[0]) / 1e9, 0.4, 1e-6);
+    CHECK_NEAR((sched[99] - sched[0]) / 1e9, 0.9, 1e-6);
+    CHECK_NEAR((sched[129] - sched[128]) / 1e6, 5.0, 1e-3);
+    char *err = NULL;
+    CHECK_EQ_INT(test_run("bench --url http://127.0.0.1:1 --ramp '0->40/s'", NULL, &err), 2);
+    free(err);
+}

@@ -27,6 +27,8 @@ static const char usage_text[] =
 "  --think T               closed loop: pause between a user's requests (default 0)\n"
 "  --rate R/s              open loop: mean arrival rate (e.g. 20/s)\n"
 "  --arrival KIND          poisson (default), gamma:K (K<1 burstier), constant, trace (dataset timestamps)\n"
+"  --ramp 'A->B over T'    open loop: the rate climbs linearly from A to B over T, then holds B\n"
+"                          (e.g. --ramp '0->40/s over 60s'; replaces --rate)\n"
 "  --max-concurrency N     open loop: cap in-flight requests; the excess waits in a measured client queue\n"
 "  --requests N            measured requests (default 100 unless --duration is given)\n"
 "  --duration T            stop scheduling after T (e.g. 30s); in-flight requests then finish\n"
@@ -63,7 +65,7 @@ static const char usage_text[] =
 
 enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_CONC, O_THINK, O_RATE, O_ARRIVAL,
        O_MAXCONC, O_REQUESTS, O_DURATION, O_GRACE, O_WARMUP, O_SEED, O_DATASET, O_IGNORE_EOS, O_NO_USAGE,
-       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS };
+       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS, O_RAMP };
 
 static const struct option long_opts[] = {
     {"url", 1, 0, O_URL}, {"api", 1, 0, O_API}, {"model", 1, 0, O_MODEL}, {"header", 1, 0, O_HEADER},
@@ -75,7 +77,7 @@ static const struct option long_opts[] = {
     {"percentiles", 1, 0, O_PCT}, {"out", 1, 0, O_OUT}, {"save-requests", 1, 0, O_SAVE},
     {"gpu", 1, 0, O_GPU}, {"server-metrics", 1, 0, O_SMETRICS}, {"host-metrics", 0, 0, O_HOSTM},
     {"server-pid", 1, 0, O_SPID}, {"telemetry-interval", 1, 0, O_TINT},
-    {"client-threads", 1, 0, O_CTHREADS}, {"tokenizer", 1, 0, O_TOK}, {"length-tolerance", 1, 0, O_LENTOL},
+    {"client-threads", 1, 0, O_CTHREADS}, {"ramp", 1, 0, O_RAMP}, {"tokenizer", 1, 0, O_TOK}, {"length-tolerance", 1, 0, O_LENTOL},
     {"quiet", 0, 0, O_QUIET}, {"no-progress", 0, 0, O_NOPROG}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0},
 };
 
@@ -126,6 +128,7 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
     b->command_line = cli_join_argv(argc, argv);
     b->headers = calloc((size_t)argc + 1, sizeof *b->headers);
     double rate = 0;
+    const char *ramp = NULL;
     long long v;
     int64_t ns;
     optind = 1;
@@ -171,6 +174,7 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         case O_SPID: if (units_parse_int(a, 1, 1 << 30, &v) < 0) return bad("server-pid", a, "a process id"); b->telemetry.server_pid = (int)v; b->telemetry.host = true; b->telemetry_on = true; break;
         case O_TINT: if (units_parse_duration_ns(a, &ns) < 0 || ns < 10 * NS_PER_MS) return bad("telemetry-interval", a, "a duration of at least 10ms"); b->telemetry.interval_ns = ns; break;
         case O_TOK: b->tokenizer_path = a; break;
+        case O_RAMP: ramp = a; break;
         case O_CTHREADS: if (units_parse_int(a, 1, 64, &v) < 0) return bad("client-threads", a, "an integer from 1 to 64"); b->plan.client_threads = (int)v; break;
         case O_LENTOL: if (units_parse_double(a, &b->length_tolerance) < 0 || b->length_tolerance < 0 || b->length_tolerance >= 1) return bad("length-tolerance", a, "a fraction such as 0.05"); break;
         case O_QUIET: b->quiet = true; log_set_quiet(1); break;
@@ -184,6 +188,13 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
     }
     if (optind < argc) { log_error("unexpected argument '%s'; see dsperf bench --help", argv[optind]); return EXIT_USAGE; }
     if (!b->client.base_url) { log_error("--url is required (e.g. --url http://127.0.0.1:8000); see dsperf bench --help"); return EXIT_USAGE; }
+    arrival ramp_arr = {0};
+    if (ramp) {
+        if (arrival_parse_ramp(ramp, &ramp_arr) < 0) return bad("ramp", ramp, "use 'A->B over T', e.g. '0->40/s over 60s'");
+        if (rate > 0) { log_error("--ramp sets the rate; drop --rate"); return EXIT_USAGE; }
+        if (b->plan.concurrency) { log_error("--ramp is an open-loop plan; it excludes --concurrency"); return EXIT_USAGE; }
+        rate = ramp_arr.rate_per_s;
+    }
     if (b->plan.concurrency && rate > 0) { log_error("--concurrency (closed loop) and --rate (open loop) exclude each other; pick one"); return EXIT_USAGE; }
     if (!b->plan.concurrency && rate <= 0) {
         if (!strcmp(b->arrival_spec, "trace")) rate = 1;   /* the dataset's timestamps set the pace */
@@ -193,7 +204,13 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
     if (!b->plan.concurrency) {
         if (!strcmp(b->arrival_spec, "trace")) { b->plan.trace = true; b->plan.arr.rate_per_s = rate; }
         else if (arrival_parse(b->arrival_spec, rate, &b->plan.arr) < 0) return bad("arrival", b->arrival_spec, "use poisson, gamma:K (K > 0), constant or trace");
-        b->summary.intended_rate_per_s = rate;
+        if (ramp) {
+            if (b->plan.trace) { log_error("--ramp and --arrival trace exclude each other"); return EXIT_USAGE; }
+            b->plan.arr.ramp_from_per_s = ramp_arr.ramp_from_per_s;
+            b->plan.arr.ramp_ns = ramp_arr.ramp_ns;
+        }
+        /* a ramp has no single intended rate: the lag check then rests on queue time alone */
+        b->summary.intended_rate_per_s = ramp ? 0 : rate;
         b->summary.max_concurrency = b->plan.max_concurrency;
     }
     if (!b->plan.requests && !b->plan.duration_ns) b->plan.requests = 100;
@@ -218,6 +235,10 @@ json_t *bench_opts_config_json(const bench_opts *b, const dataset *ds) {
     else {
         json_object_set_new(c, "rate_per_s", json_real(b->plan.arr.rate_per_s));
         json_object_set_new(c, "arrival", json_string(b->arrival_spec));
+        if (b->plan.arr.ramp_ns > 0) {
+            json_object_set_new(c, "ramp_from_per_s", json_real(b->plan.arr.ramp_from_per_s));
+            json_object_set_new(c, "ramp_s", json_real(b->plan.arr.ramp_ns / 1e9));
+        }
         json_object_set_new(c, "max_concurrency", b->plan.max_concurrency ? json_integer(b->plan.max_concurrency) : json_null());
     }
     json_object_set_new(c, "requests", json_integer((json_int_t)b->plan.requests));

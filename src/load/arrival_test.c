@@ -74,3 +74,39 @@ TEST(arrival_schedule_seeded) {
     arrival_schedule(&a, &r1, 0, t1, 301);
     CHECK_EQ_INT(t1[300], 100000000000LL);
 }
+
+/* A constant-shaped ramp 0 -> 100/s over 2 s: arrival k lands where the expected count
+ * Λ(t) = 25 t² reaches k, i.e. at sqrt(k/25) s; 25 arrive in the first second, 75 in the second,
+ * then they come every 10 ms. */
+TEST(arrival_ramp_follows_the_integrated_rate) {
+    arrival a;
+    CHECK(arrival_parse("constant", 1, &a) == 0);
+    CHECK(arrival_parse_ramp("0->100/s over 2s", &a) == 0);
+    CHECK_NEAR(a.ramp_from_per_s, 0, 0);
+    CHECK_NEAR(a.rate_per_s, 100, 1e-12);
+    CHECK_EQ_INT(a.ramp_ns, 2000000000LL);
+    rng r;
+    rng_seed(&r, 1);
+    double lambda = 0;
+    int first = 0, second = 0;
+    int64_t prev = 0, t = 0;
+    for (int k = 1; k <= 120; k++) {
+        prev = t;
+        t = arrival_next_ramp_ns(&a, &r, &lambda);
+        CHECK_NEAR(t / 1e9, k <= 100 ? sqrt(k / 25.0) : 2.0 + (k - 100) / 100.0, 1e-9);
+        if (t <= 1000000000LL) first++;
+        else if (t <= 2000000000LL) second++;
+    }
+    CHECK_EQ_INT(first, 25);
+    CHECK_EQ_INT(second, 75);
+    CHECK_EQ_INT(t - prev, 10000000);
+    /* Poisson-shaped ramp 10 -> 30/s over 10 s: 200 expected arrivals in the ramp, then 30/s */
+    CHECK(arrival_parse("poisson", 1, &a) == 0);
+    CHECK(arrival_parse_ramp("10/s->30/s over 10s", &a) == 0);
+    lambda = 0;
+    int n = 0;
+    while ((t = arrival_next_ramp_ns(&a, &r, &lambda)) <= 10000000000LL) n++;
+    CHECK_NEAR(n, 200, 6 * sqrt(200.0));
+    const char *bad[] = { "0->40/s", "a->b over 1s", "0->0 over 1s", "5->10/s over -1s", "->10 over 1s" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK_MSG(arrival_parse_ramp(bad[i], &a) == -1, "accepted %s", bad[i]);
+}

@@ -24,6 +24,7 @@ typedef struct {
     int shard, n_shards;
     shard_counters *counters; /* [n_shards] */
     int64_t t0_ns, first_arrival_ns;
+    double lambda;            /* ramp: expected arrivals so far (operational time) */
     size_t total;             /* requests to schedule (warmup + measured); SIZE_MAX by duration */
     size_t scheduled;         /* records created */
     /* open loop */
@@ -170,6 +171,7 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
     if (p->duration_ns > 0) s.deadline_ns = t0 + p->duration_ns;
     if (closed) for (int u = 0; u < p->concurrency; u++) s.user_ready_ns[u] = t0;
     s.next_arrival_ns = s.first_arrival_ns;
+    if (!closed && p->arr.ramp_ns > 0) s.next_arrival_ns = t0 + arrival_next_ramp_ns(&p->arr, &s.r, &s.lambda);
     int64_t tick_ns = p->progress_interval_ns > 0 ? p->progress_interval_ns : NS_PER_S;
     int64_t next_progress = t0 + tick_ns;
     int64_t grace_end = INT64_MAX;
@@ -194,7 +196,8 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
             while (more_to_schedule(&s, s.next_arrival_ns) && s.next_arrival_ns <= now) {
                 size_t idx = new_request(&s, s.next_arrival_ns, 0);
                 if (idx == SIZE_MAX || fifo_push(&s, idx) < 0) { s.total = s.scheduled; break; }
-                s.next_arrival_ns += next_gap(&s);
+                s.next_arrival_ns = s.p->arr.ramp_ns > 0 ? s.t0_ns + arrival_next_ramp_ns(&s.p->arr, &s.r, &s.lambda)
+                                                         : s.next_arrival_ns + next_gap(&s);
             }
             while (fifo_len(&s) && (!p->max_concurrency || client_in_flight(s.c) < (size_t)p->max_concurrency)) {
                 size_t idx = s.fifo[s.fifo_head++ % s.fifo_cap];
@@ -303,7 +306,7 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
         if (p->max_concurrency) q->max_concurrency = (int)share((size_t)p->max_concurrency, k, w);
         if (p->requests) q->requests = share(p->requests, k, w);
         q->warmup = share(p->warmup, k, w);
-        if (!p->concurrency && !p->trace) q->arr.rate_per_s = p->arr.rate_per_s / w;
+        if (!p->concurrency && !p->trace) { q->arr.rate_per_s = p->arr.rate_per_s / w; q->arr.ramp_from_per_s = p->arr.ramp_from_per_s / w; }
         q->seed = p->seed + (uint64_t)k * 0x9e3779b97f4a7c15ULL;
         jobs[k].s = (run_state){ .p = q, .ds = ds, .shard = k, .n_shards = w, .counters = counters, .t0_ns = t0,
                                  .first_arrival_ns = t0 };
