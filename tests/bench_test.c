@@ -408,3 +408,36 @@ TEST(bench_ramp_schedule) {
     CHECK_EQ_INT(test_run("bench --url http://127.0.0.1:1 --ramp '0->40/s'", NULL, &err), 2);
     free(err);
 }
+
+/* Two request classes drawn 3:1 by weight, each with its own dataset and SLO, each summarised on
+ * its own: counts near the weights, and each class's token totals are exactly its own. */
+TEST(bench_request_classes_reported_separately) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 5ms --itl 1ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    json_t *r = bench_json(&s, "--rate 300/s --requests 160 --class 'chat;weight=3;dataset=random:in=16,out=10;slo=ttft=1s' "
+                               "--class 'batch;weight=1;dataset=random:in=64,out=30'", NULL);
+    test_serve_stop(&s);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK_EQ_INT(test_num(r, "completed"), 160);
+    json_t *cl = json_object_get(r, "classes");
+    CHECK_EQ_INT(json_array_size(cl), 2);
+    json_t *chat = json_array_get(cl, 0), *batch = json_array_get(cl, 1);
+    CHECK_STR(json_string_value(json_object_get(chat, "class")), "chat");
+    double nc = test_num(chat, "completed"), nb = test_num(batch, "completed");
+    CHECK_EQ_INT(nc + nb, 160);
+    CHECK_NEAR(nc, 120, 6 * sqrt(160 * 0.75 * 0.25));   /* binomial, 6 standard deviations */
+    CHECK_EQ_INT(test_num(chat, "total_output_tokens"), nc * 10);
+    CHECK_EQ_INT(test_num(batch, "total_output_tokens"), nb * 30);
+    CHECK_EQ_INT(test_num(chat, "total_input_tokens"), nc * 16);
+    CHECK_EQ_INT(test_num(batch, "total_input_tokens"), nb * 64);
+    CHECK(json_is_number(json_object_get(chat, "request_goodput")));    /* chat has an SLO */
+    CHECK(!json_object_get(batch, "request_goodput"));                   /* batch has none */
+    CHECK(!json_object_get(chat, "client_fell_behind"));                 /* a whole-run property */
+    json_decref(r);
+    char *err = NULL;
+    CHECK_EQ_INT(test_run("bench --url http://127.0.0.1:1 --rate 1/s --class 'a;weight=0'", NULL, &err), 2);
+    free(err); err = NULL;
+    CHECK_EQ_INT(test_run("bench --url http://127.0.0.1:1 --rate 1/s --class a --class a", NULL, &err), 2);
+    free(err);
+}

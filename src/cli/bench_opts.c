@@ -40,6 +40,9 @@ static const char usage_text[] =
 "dataset:\n"
 "  --dataset SPEC          random:in=N,out=M,range=F (default random:in=1024,out=128) or jsonl:FILE\n"
 "                          also prefix:groups=G,prefix=P,suffix=S,out=M and sharegpt:FILE\n"
+"  --class 'NAME;weight=W;dataset=SPEC;slo=ttft=..,tpot=..'   a request class (repeatable): each\n"
+"                          request draws its class by weight; every class is reported on its own\n"
+"                          (dataset and slo default to --dataset and --slo)\n"
 "  --tokenizer PATH        the served model's tokenizer.json or GGUF: exact prompt lengths in tokens,\n"
 "                          output tokens counted exactly (default: lengths in words)\n"
 "  --length-tolerance F    allowed error of a declared prompt length in a jsonl file (default 0.05)\n"
@@ -65,7 +68,7 @@ static const char usage_text[] =
 
 enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_CONC, O_THINK, O_RATE, O_ARRIVAL,
        O_MAXCONC, O_REQUESTS, O_DURATION, O_GRACE, O_WARMUP, O_SEED, O_DATASET, O_IGNORE_EOS, O_NO_USAGE,
-       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS, O_RAMP };
+       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS, O_RAMP, O_CLASS };
 
 static const struct option long_opts[] = {
     {"url", 1, 0, O_URL}, {"api", 1, 0, O_API}, {"model", 1, 0, O_MODEL}, {"header", 1, 0, O_HEADER},
@@ -77,7 +80,7 @@ static const struct option long_opts[] = {
     {"percentiles", 1, 0, O_PCT}, {"out", 1, 0, O_OUT}, {"save-requests", 1, 0, O_SAVE},
     {"gpu", 1, 0, O_GPU}, {"server-metrics", 1, 0, O_SMETRICS}, {"host-metrics", 0, 0, O_HOSTM},
     {"server-pid", 1, 0, O_SPID}, {"telemetry-interval", 1, 0, O_TINT},
-    {"client-threads", 1, 0, O_CTHREADS}, {"ramp", 1, 0, O_RAMP}, {"tokenizer", 1, 0, O_TOK}, {"length-tolerance", 1, 0, O_LENTOL},
+    {"client-threads", 1, 0, O_CTHREADS}, {"ramp", 1, 0, O_RAMP}, {"class", 1, 0, O_CLASS}, {"tokenizer", 1, 0, O_TOK}, {"length-tolerance", 1, 0, O_LENTOL},
     {"quiet", 0, 0, O_QUIET}, {"no-progress", 0, 0, O_NOPROG}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0},
 };
 
@@ -111,6 +114,26 @@ static int32_t count_words(void *ctx, const char *text, size_t len) {
     return dataset_count_words(text, len);
 }
 
+/* "NAME;weight=W;dataset=SPEC;slo=ttft=200ms,tpot=50ms" — ';' separates, as SPEC and slo use ','. */
+static int parse_class(bench_opts *b, bench_class *c, const char *spec) {
+    memset(c, 0, sizeof *c);
+    c->spec_copy = strdup(spec);
+    c->weight = 1;
+    c->dataset_spec = b->dataset_spec;
+    c->summary = b->summary;
+    char *save = NULL;
+    char *name = strtok_r(c->spec_copy, ";", &save);
+    if (!name || !*name || strchr(name, '=')) return -1;
+    c->name = name;
+    for (char *f = strtok_r(NULL, ";", &save); f; f = strtok_r(NULL, ";", &save)) {
+        if (!strncmp(f, "weight=", 7)) { if (units_parse_double(f + 7, &c->weight) < 0 || !(c->weight > 0)) return -1; }
+        else if (!strncmp(f, "dataset=", 8)) { if (!f[8]) return -1; c->dataset_spec = f + 8; }
+        else if (!strncmp(f, "slo=", 4)) { if (parse_slo(&c->summary, f + 4) < 0) return -1; }
+        else return -1;
+    }
+    return 0;
+}
+
 int bench_opts_parse(bench_opts *b, int argc, char **argv) {
     memset(b, 0, sizeof *b);
     b->client.counter = (token_counter){ count_words, NULL, "words" };
@@ -129,6 +152,7 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
     b->headers = calloc((size_t)argc + 1, sizeof *b->headers);
     double rate = 0;
     const char *ramp = NULL;
+    const char *class_specs[BENCH_MAX_CLASSES];
     long long v;
     int64_t ns;
     optind = 1;
@@ -175,6 +199,10 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         case O_TINT: if (units_parse_duration_ns(a, &ns) < 0 || ns < 10 * NS_PER_MS) return bad("telemetry-interval", a, "a duration of at least 10ms"); b->telemetry.interval_ns = ns; break;
         case O_TOK: b->tokenizer_path = a; break;
         case O_RAMP: ramp = a; break;
+        case O_CLASS:
+            if (b->n_classes == BENCH_MAX_CLASSES) { log_error("at most %d --class options", BENCH_MAX_CLASSES); return EXIT_USAGE; }
+            class_specs[b->n_classes++] = a;
+            break;
         case O_CTHREADS: if (units_parse_int(a, 1, 64, &v) < 0) return bad("client-threads", a, "an integer from 1 to 64"); b->plan.client_threads = (int)v; break;
         case O_LENTOL: if (units_parse_double(a, &b->length_tolerance) < 0 || b->length_tolerance < 0 || b->length_tolerance >= 1) return bad("length-tolerance", a, "a fraction such as 0.05"); break;
         case O_QUIET: b->quiet = true; log_set_quiet(1); break;
@@ -214,11 +242,23 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         b->summary.max_concurrency = b->plan.max_concurrency;
     }
     if (!b->plan.requests && !b->plan.duration_ns) b->plan.requests = 100;
+    for (int i = 0; i < b->n_classes; i++)
+        if (parse_class(b, &b->classes[i], class_specs[i]) < 0)
+            return bad("class", class_specs[i], "use 'NAME;weight=W;dataset=SPEC;slo=ttft=200ms,tpot=50ms' (weight > 0; dataset and slo optional)");
+    for (int i = 0; i < b->n_classes; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp(b->classes[i].name, b->classes[j].name)) { log_error("two --class options are named '%s'", b->classes[i].name); return EXIT_USAGE; }
     b->client.headers = b->headers;
     return -1;
 }
 
 void bench_opts_free(bench_opts *b) {
+    for (int i = 0; i < b->n_classes; i++) {
+        dataset_free(b->classes[i].ds);
+        free(b->classes[i].spec_copy);
+        b->classes[i].ds = NULL;
+        b->classes[i].spec_copy = NULL;
+    }
     tokenizer_free(b->tok);
     b->tok = NULL;
     free(b->command_line);
@@ -251,6 +291,17 @@ json_t *bench_opts_config_json(const bench_opts *b, const dataset *ds) {
     json_object_set_new(c, "dataset_size", json_integer(ds ? (json_int_t)ds->n : 0));
     json_object_set_new(c, "length_unit", json_string(ds ? ds->length_unit : "words"));
     json_object_set_new(c, "tokenizer", b->tokenizer_path ? json_string(b->tokenizer_path) : json_null());
+    if (b->n_classes) {
+        json_t *cl = json_array();
+        for (int i = 0; i < b->n_classes; i++) {
+            json_t *o = json_object();
+            json_object_set_new(o, "name", json_string(b->classes[i].name));
+            json_object_set_new(o, "weight", json_real(b->classes[i].weight));
+            json_object_set_new(o, "dataset", json_string(b->classes[i].dataset_spec));
+            json_array_append_new(cl, o);
+        }
+        json_object_set_new(c, "classes", cl);
+    }
     if (ds) {
         /* tokenization pre-validation: the prompt lengths as measured before the run */
         json_t *v = json_object();

@@ -9,6 +9,18 @@
 #include "telemetry/telemetry.h"
 #include <jansson.h>
 
+#define BENCH_MAX_CLASSES 16
+
+/* One request class (tenant) of a multi-class run. */
+typedef struct {
+    char *name;
+    double weight;
+    const char *dataset_spec;    /* points into the option text */
+    summary_opts summary;        /* the run's options with this class's SLOs */
+    dataset *ds;                 /* opened by bench_prepare */
+    char *spec_copy;             /* owns the strings above */
+} bench_class;
+
 typedef struct {
     client_opts client;
     load_plan plan;
@@ -27,6 +39,10 @@ typedef struct {
     bool telemetry_on;
     bool quiet, no_progress;
     char *command_line;
+    bench_class classes[BENCH_MAX_CLASSES];
+    int n_classes;               /* 0: one class, the --dataset */
+    const dataset *class_ds[BENCH_MAX_CLASSES];
+    double class_weight[BENCH_MAX_CLASSES];
 } bench_opts;
 
 /* Returns -1 when the run should go ahead; otherwise the exit code to return now (0 after

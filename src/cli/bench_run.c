@@ -75,6 +75,51 @@ static void add_token_sources(json_t *res, const recset *recs, const char *count
     json_object_set_new(res, "output_tokens_sources", n);
 }
 
+/* Every request class summarised on its own, with its own SLOs ("does one tenant's burst hurt
+ * another's tail?"). Whether the client kept its plan is a property of the whole run, so those
+ * fields stay at the top level only. */
+static void add_class_summaries(json_t *res, const recset *recs, const bench_opts *b) {
+    json_t *arr = json_array();
+    record *view = malloc((recs->n ? recs->n : 1) * sizeof *view);
+    if (!view) return;
+    for (int c = 0; c < b->n_classes; c++) {
+        recset sub = { .v = view, .n = 0, .cap = recs->n };
+        for (size_t i = 0; i < recs->n; i++)
+            if (recs->v[i].class_id == c) view[sub.n++] = recs->v[i];   /* shallow: the view owns nothing */
+        json_t *sm = summary_compute(&sub, &b->classes[c].summary);
+        if (!sm) continue;
+        static const char *const whole_run[] = { "client_fell_behind", "client_lag_reason", "client_lag_threshold_ms",
+            "client_queue_capped", "client_queue_reason", "intended_rate_per_s", "timeline", NULL };
+        for (const char *const *k = whole_run; *k; k++) json_object_del(sm, *k);
+        json_object_set_new(sm, "class", json_string(b->classes[c].name));
+        json_object_set_new(sm, "weight", json_real(b->classes[c].weight));
+        json_object_set_new(sm, "dataset", json_string(b->classes[c].dataset_spec));
+        json_array_append_new(arr, sm);
+    }
+    free(view);
+    json_object_set_new(res, "classes", arr);
+}
+
+/* The per-class lines under the summary table. */
+void bench_print_classes(FILE *f, const json_t *res) {
+    json_t *arr = json_object_get(res, "classes");
+    if (!json_array_size(arr)) return;
+    fprintf(f, "%s\n", "--------------------Per class---------------------");
+    fprintf(f, "%-12s %6s %6s %9s %9s %9s %9s %8s\n", "class", "ok", "failed", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "goodput");
+    size_t i;
+    json_t *c;
+    json_array_foreach(arr, i, c) {
+        json_t *g = json_object_get(c, "request_goodput");
+        char good[32] = "-";
+        if (json_is_number(g)) snprintf(good, sizeof good, "%.2f", json_number_value(g));
+        fprintf(f, "%-12.12s %6lld %6lld %9.2f %9.2f %9.2f %9.2f %8s\n", json_string_value(json_object_get(c, "class")),
+                json_integer_value(json_object_get(c, "completed")), json_integer_value(json_object_get(c, "failed")),
+                json_number_value(json_object_get(c, "median_ttft_ms")), json_number_value(json_object_get(c, "p99_ttft_ms")),
+                json_number_value(json_object_get(c, "median_tpot_ms")), json_number_value(json_object_get(c, "p99_tpot_ms")), good);
+    }
+    fprintf(f, "(latencies in ms; goodput in req/s, under each class's SLOs)\n");
+}
+
 int bench_prepare(bench_opts *b, dataset **ds, char **model) {
     char err[1024];
     *model = NULL;
@@ -102,6 +147,22 @@ int bench_prepare(bench_opts *b, dataset **ds, char **model) {
                          b->dataset_spec, (*ds)->n, (*ds)->len_min, (*ds)->len_max, (*ds)->len_mean,
                          (*ds)->rebuilt ? " (some random prompts rebuilt to hit their length)" : "");
     b->client.ignore_eos = (*ds)->ignore_eos || b->ignore_eos;
+    /* request classes: one dataset each; ignore_eos is asked for when any class controls its
+     * output length (it is one flag per client) */
+    for (int i = 0; i < b->n_classes; i++) {
+        bench_class *c = &b->classes[i];
+        if (dataset_open(c->dataset_spec, n_hint, b->plan.seed + (uint64_t)i + 1, &dop, &c->ds, err, sizeof err) < 0) {
+            log_error("--class %s: %s", c->name, err);
+            return EXIT_USAGE;
+        }
+        dataset_count_for_api(c->ds, b->tok, b->client.api == OPENAI_CHAT);
+        b->client.ignore_eos = b->client.ignore_eos || c->ds->ignore_eos;
+        b->class_ds[i] = c->ds;
+        b->class_weight[i] = c->weight;
+    }
+    b->plan.n_classes = b->n_classes;
+    b->plan.class_ds = b->class_ds;
+    b->plan.class_weight = b->class_weight;
     if (b->plan.trace && (*ds)->items[0].timestamp_ns < 0) {
         log_error("--arrival trace needs a dataset with a \"timestamp\" on every line (jsonl:FILE)");
         return EXIT_USAGE;
@@ -143,6 +204,7 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
     add_client_cost(out->results, recs, lo.end_ns - lo.start_ns, &ru_before);
     json_object_set_new(json_object_get(out->results, "client"), "threads", json_integer(lo.client_threads));
     add_token_sources(out->results, recs, b->client.counter.name);
+    if (b->n_classes) add_class_summaries(out->results, recs, b);
     if (tel) {
         telemetry_stop(tel);
         double out_tokens = json_number_value(json_object_get(out->results, "total_output_tokens"));

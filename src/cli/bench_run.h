@@ -23,6 +23,8 @@ int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop
  * runner's counters; it may raise *stop to end the run early) instead of the live line. */
 int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, load_progress_fn progress,
                         void *ctx, recset *recs, bench_result *out, char *err, size_t errlen);
+/* Prints the per-class lines of a multi-class run (nothing for one class). */
+void bench_print_classes(FILE *f, const json_t *results);
 /* Raises RLIMIT_NOFILE to the hard limit (thousands of streams need thousands of descriptors). */
 void bench_raise_fd_limit(void);
 #endif

@@ -43,7 +43,7 @@ int cmd_bench(int argc, char **argv) {
         exit_code = EXIT_RUN_FAILED;
     } else {
         json_t *res = br.results;
-        if (!b.quiet) results_print_summary(stdout, res);
+        if (!b.quiet) { results_print_summary(stdout, res); bench_print_classes(stdout, res); }
         if (b.out_path && results_write_json(b.out_path, res, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
         else if (b.out_path) log_info("results written to %s", b.out_path);
         if (b.requests_path && results_write_requests_jsonl(b.requests_path, &recs, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }

@@ -25,6 +25,8 @@ typedef struct {
     shard_counters *counters; /* [n_shards] */
     int64_t t0_ns, first_arrival_ns;
     double lambda;            /* ramp: expected arrivals so far (operational time) */
+    rng class_rng;            /* request classes are drawn from their own generator */
+    double class_weight_sum;
     size_t total;             /* requests to schedule (warmup + measured); SIZE_MAX by duration */
     size_t scheduled;         /* records created */
     /* open loop */
@@ -63,6 +65,12 @@ static size_t new_request(run_state *s, int64_t sched_ns, uint16_t user) {
     if (!r) return SIZE_MAX;
     r->index = (uint32_t)(s->scheduled * (size_t)s->n_shards + (size_t)s->shard);
     r->warmup = s->scheduled < s->p->warmup;
+    if (s->p->n_classes > 1) {
+        double u = rng_uniform(&s->class_rng) * s->class_weight_sum;
+        int c = 0;
+        while (c < s->p->n_classes - 1 && u >= s->p->class_weight[c]) u -= s->p->class_weight[c++];
+        r->class_id = (uint16_t)c;
+    }
     r->sched_ns = sched_ns;
     (void)user;
     s->scheduled++;
@@ -70,7 +78,9 @@ static size_t new_request(run_state *s, int64_t sched_ns, uint16_t user) {
 }
 
 static const dataset_item *item_for(run_state *s, size_t idx) {
-    return &s->ds->items[s->recs->v[idx].index % s->ds->n];
+    const record *r = &s->recs->v[idx];
+    const dataset *ds = s->p->n_classes > 1 ? s->p->class_ds[r->class_id] : s->ds;
+    return &ds->items[r->index % ds->n];
 }
 
 static void submit(run_state *s, size_t idx) {
@@ -171,6 +181,8 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
     if (p->duration_ns > 0) s.deadline_ns = t0 + p->duration_ns;
     if (closed) for (int u = 0; u < p->concurrency; u++) s.user_ready_ns[u] = t0;
     s.next_arrival_ns = s.first_arrival_ns;
+    rng_seed(&s.class_rng, p->seed ^ 0xc1a55e5ULL);
+    for (int c = 0; c < p->n_classes; c++) s.class_weight_sum += p->class_weight[c];
     if (!closed && p->arr.ramp_ns > 0) s.next_arrival_ns = t0 + arrival_next_ramp_ns(&p->arr, &s.r, &s.lambda);
     int64_t tick_ns = p->progress_interval_ns > 0 ? p->progress_interval_ns : NS_PER_S;
     int64_t next_progress = t0 + tick_ns;

@@ -36,6 +36,11 @@ typedef struct {
     uint64_t seed;
     int64_t progress_interval_ns; /* how often the progress callback runs (0 = 1 s) */
     int client_threads;       /* client event loops, each on its own thread (0 = auto) */
+    /* request classes (tenants): each request draws its class by weight, from a generator of
+     * its own so the arrival schedule does not change; n_classes <= 1: one class, load_run's ds */
+    int n_classes;
+    const dataset *const *class_ds;
+    const double *class_weight;
 } load_plan;
 
 /* How many client threads a plan gets: `threads` when > 0, else auto — one per 256 concurrent
