@@ -23,7 +23,7 @@ WEAK int cmd_env(int, char **);
 static const struct { const char *name; cmd_fn fn; const char *what; } commands[] = {
     {"bench", cmd_bench, "load-test one endpoint with one load setting; summary + results JSON"},
     {"sweep", cmd_sweep, "bench over a ladder of loads; find the knee and max goodput"},
-    {"serve", cmd_serve, "built-in OpenAI-compatible streaming server with known timing and faults"},
+    {"serve", cmd_serve, "built-in OpenAI-compatible streaming server: known timing and faults, or the simulated engine"},
     {"sim", cmd_sim, "the simulated DeepSeek engine offline, for capacity planning"},
     {"plan", cmd_plan, "calculators: weights/KV memory, KV capacity, roofline step times, max batch"},
     {"diagnose", cmd_diagnose, "name the bottleneck of a run, with evidence and knobs to turn"},
@@ -43,7 +43,7 @@ static void usage(FILE *f) {
             DSPERF_VERSION);
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (commands[i].fn) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].what);
-    fprintf(f, "\nexit codes: 0 ok, 1 run failed or gate failed, 2 usage error\n");
+    fprintf(f, "\nexit codes: 0 ok, 1 the run failed (or was interrupted: partial results), 2 usage error\n");
 }
 
 int main(int argc, char **argv) {
