@@ -32,27 +32,41 @@ static double err_status(json_t *r, const char *code) {
     return json_is_number(v) ? json_number_value(v) : 0;
 }
 
+/* The timing half of a run: medians on the configured values. Counts are exact and checked
+ * every time; the medians get one more run when the first is off, because a neighbour's burst on
+ * a shared 2-core machine can shift a whole run (both runs' numbers are printed when they fail). */
+static int timing_off(json_t *r, int out_tokens, char *why, size_t len) {
+    double ttft = test_num(r, "median_ttft_ms"), itl = test_num(r, "median_itl_ms"), tpot = test_num(r, "median_tpot_ms"),
+           e2el = test_num(r, "median_e2el_ms"), want_e2el = 50.0 + (out_tokens - 1) * 10.0;   /* TTFT + (out-1) ITL */
+    snprintf(why, len, "median TTFT %.3f (50 +- 2), ITL %.3f (10 +- 0.5), TPOT %.3f (10 +- 0.5), E2EL %.3f (%.0f +- 3) ms",
+             ttft, itl, tpot, e2el, want_e2el);
+    return !(fabs(ttft - 50) <= 2 && fabs(itl - 10) <= 0.5 && fabs(tpot - 10) <= 0.5 && fabs(e2el - want_e2el) <= 3);
+}
+
 static void timing_at(int concurrency, int requests, int out_tokens) {
     SKIP_IF_SANITIZED();
-    test_server s;
-    if (test_serve_start(&s, "--ttft 50ms --itl 10ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
-    char args[256];
-    snprintf(args, sizeof args, "--concurrency %d --requests %d --dataset random:in=16,out=%d", concurrency, requests, out_tokens);
-    json_t *r = bench_json(&s, args, NULL);
-    test_serve_stop(&s);
-    CHECK(r != NULL);
-    if (!r) return;
-    CHECK_EQ_INT(test_num(r, "completed"), requests);
-    CHECK_EQ_INT(test_num(r, "failed"), 0);
-    CHECK_EQ_INT(test_num(r, "total_output_tokens"), (long long)requests * out_tokens);
-    CHECK_EQ_INT(test_num(r, "total_input_tokens"), (long long)requests * 16);
-    CHECK_NEAR(test_num(r, "median_ttft_ms"), 50.0, 2.0);
-    CHECK_NEAR(test_num(r, "median_itl_ms"), 10.0, 0.5);
-    CHECK_NEAR(test_num(r, "median_tpot_ms"), 10.0, 0.5);
-    CHECK_EQ_INT(test_num(r, "new_connections"), concurrency);
-    /* E2EL = TTFT + (out-1) * ITL */
-    CHECK_NEAR(test_num(r, "median_e2el_ms"), 50.0 + (out_tokens - 1) * 10.0, 3.0);
-    json_decref(r);
+    char first[300] = "";
+    for (int attempt = 1; attempt <= 2; attempt++) {
+        test_server s;
+        if (test_serve_start(&s, "--ttft 50ms --itl 10ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+        char args[256];
+        snprintf(args, sizeof args, "--concurrency %d --requests %d --dataset random:in=16,out=%d", concurrency, requests, out_tokens);
+        json_t *r = bench_json(&s, args, NULL);
+        test_serve_stop(&s);
+        CHECK(r != NULL);
+        if (!r) return;
+        CHECK_EQ_INT(test_num(r, "completed"), requests);
+        CHECK_EQ_INT(test_num(r, "failed"), 0);
+        CHECK_EQ_INT(test_num(r, "total_output_tokens"), (long long)requests * out_tokens);
+        CHECK_EQ_INT(test_num(r, "total_input_tokens"), (long long)requests * 16);
+        CHECK_EQ_INT(test_num(r, "new_connections"), concurrency);
+        char why[300];
+        int off = timing_off(r, out_tokens, why, sizeof why);
+        json_decref(r);
+        if (!off) return;
+        if (attempt == 1) { snprintf(first, sizeof first, "%s", why); fprintf(stderr, "    run 1 off, measuring again: %s\n", why); continue; }
+        CHECK_MSG(0, "both runs off: run 1: %s; run 2: %s", first, why);
+    }
 }
 
 TEST(bench_timing_closed_loop_1_stream) { timing_at(1, 20, 20); }
