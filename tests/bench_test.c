@@ -87,7 +87,7 @@ TEST(bench_open_loop_queue_is_measured) {
     if (!r) return;
     CHECK_EQ_INT(test_num(r, "completed"), 100);
     CHECK_NEAR(test_num(r, "median_ttft_ms"), 50.0, 2.0);
-    CHECK_NEAR(test_num(r, "p99_ttft_ms"), 50.0, 5.0);
+    CHECK_NEAR(test_num(r, "p99_ttft_ms"), 50.0, 10.0);   /* ~50 ms, against seconds from schedule */
     CHECK(test_num(r, "p99_ttft_from_schedule_ms") > 2000.0);
     CHECK(test_num(r, "mean_queue_ms") > 1000.0);
     CHECK(test_num(r, "max_concurrent_requests") <= 4);
