@@ -95,7 +95,10 @@ static int on_prereq(void *clientp, char *conn_primary_ip, char *conn_local_ip, 
 static int on_sse_event(void *ctx, const sse_event *ev) {
     transfer *t = ctx;
     record *r = &t->c->recs->v[t->rec];
-    return openai_stream_event(&t->st, r, ev->data, ev->data_len, ev->error, clock_now_ns(), &t->c->o.counter) ? 0 : 0;
+    /* after [DONE] or an error the rest of the body is still read (so the connection can be
+     * reused); the stream state already says how it ended */
+    openai_stream_event(&t->st, r, ev->data, ev->data_len, ev->error, clock_now_ns(), &t->c->o.counter);
+    return 0;
 }
 
 static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
@@ -217,7 +220,6 @@ static void finish(client *c, transfer *t, CURLcode res, int forced_outcome) {
         r->connect_ns = (int64_t)(app_us > conn_us ? app_us : conn_us) * NS_PER_US;
     }
     r->out_tokens_client = r->n_chunks ? t->st.tokens_client : (r->outcome == REC_OK ? 0 : -1);
-    if (!r->send_ns) r->send_ns = 0;
     unlink_transfer(c, t);
     size_t idx = t->rec;
     transfer_free(t);

@@ -60,7 +60,7 @@ static int fifo_push(run_state *s, size_t idx) {
 static size_t fifo_len(const run_state *s) { return s->fifo_tail - s->fifo_head; }
 
 /* Creates the record for the next request, scheduled at sched_ns. SIZE_MAX on OOM. */
-static size_t new_request(run_state *s, int64_t sched_ns, uint16_t user) {
+static size_t new_request(run_state *s, int64_t sched_ns) {
     record *r = recset_add(s->recs);
     if (!r) return SIZE_MAX;
     r->index = (uint32_t)(s->scheduled * (size_t)s->n_shards + (size_t)s->shard);
@@ -72,7 +72,6 @@ static size_t new_request(run_state *s, int64_t sched_ns, uint16_t user) {
         r->class_id = (uint16_t)c;
     }
     r->sched_ns = sched_ns;
-    (void)user;
     s->scheduled++;
     return s->recs->n - 1;
 }
@@ -199,14 +198,14 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
                 if (!more_to_schedule(&s, ready)) { s.user_ready_ns[u] = INT64_MIN; continue; }
                 if (ready <= now) {
                     s.user_ready_ns[u] = INT64_MAX;
-                    size_t idx = new_request(&s, ready, (uint16_t)u);
+                    size_t idx = new_request(&s, ready);
                     if (idx == SIZE_MAX) { s.user_ready_ns[u] = INT64_MIN; continue; }
                     submit(&s, idx);
                 } else if (ready != INT64_MIN && ready < wake) wake = ready;
             }
         } else {
             while (more_to_schedule(&s, s.next_arrival_ns) && s.next_arrival_ns <= now) {
-                size_t idx = new_request(&s, s.next_arrival_ns, 0);
+                size_t idx = new_request(&s, s.next_arrival_ns);
                 if (idx == SIZE_MAX || fifo_push(&s, idx) < 0) { s.total = s.scheduled; break; }
                 s.next_arrival_ns = s.p->arr.ramp_ns > 0 ? s.t0_ns + arrival_next_ramp_ns(&s.p->arr, &s.r, &s.lambda)
                                                          : s.next_arrival_ns + next_gap(&s);
