@@ -331,10 +331,9 @@ int client_submit(client *c, size_t rec_index, const dataset_item *item) {
         transfer_free(t);
         return -1;
     }
-    /* kick it now so the request goes out without waiting for the next poll */
-    int running;
-    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    drain_done(c);
+    /* libcurl has set its timer to "now": the next client_poll sends it, together with every
+     * other request submitted before that poll (one pass for a burst, not one per request) */
+    c->curl_deadline_ns = clock_now_ns();
     return 0;
 }
 
