@@ -4,6 +4,7 @@
  * the configured values within a couple of milliseconds even on a loaded 2-core machine. */
 #include "harness.h"
 #include "testutil.h"
+#include "common/fileio.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -448,6 +449,18 @@ TEST(bench_request_classes_reported_separately) {
     CHECK(json_is_number(json_object_get(chat, "request_goodput")));    /* chat has an SLO */
     CHECK(!json_object_get(batch, "request_goodput"));                   /* batch has none */
     CHECK(!json_object_get(chat, "client_fell_behind"));                 /* a whole-run property */
+    /* the report shows the classes side by side */
+    char path[512], html[512], cmd[1200];
+    snprintf(path, sizeof path, "%s/classes.json", harness_tmpdir());
+    snprintf(html, sizeof html, "%s/classes.html", harness_tmpdir());
+    json_dump_file(r, path, 0);
+    snprintf(cmd, sizeof cmd, "report %s -o %s", path, html);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *page = NULL;
+    size_t len = 0;
+    CHECK(fileio_read_all(html, &page, &len) == 0);
+    CHECK(page && strstr(page, "Request classes") && strstr(page, ">chat<") && strstr(page, ">batch<"));
+    free(page);
     json_decref(r);
     char *err = NULL;
     CHECK_EQ_INT(test_run("bench --url http://127.0.0.1:1 --rate 1/s --class 'a;weight=0'", NULL, &err), 2);

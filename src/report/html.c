@@ -588,6 +588,52 @@ static void workload(rbuf *b, const rep_model *m) {
     rb_puts(b, "</tbody></table></div></section>");
 }
 
+/* ---- request classes ---- */
+
+/* One row per class (per level in a sweep): does one tenant's burst hurt another's tail? */
+static void classes_section(rbuf *b, const rep_model *m) {
+    bool any = false;
+    for (size_t i = 0; i < m->n && !any; i++) any = json_array_size(json_object_get(m->lv[i].r, "classes")) > 0;
+    if (!any) return;
+    rb_puts(b, "<section id=\"classes\"><h2>Request classes</h2><p class=\"note\">Each class is summarised on "
+               "its own, under its own SLOs; the client's own pace is judged for the whole run.</p>"
+               "<div class=\"tablewrap\"><table><thead><tr>");
+    if (m->sweep) rb_puts(b, "<th>load</th>");
+    rb_puts(b, "<th>class</th><th>weight</th><th>dataset</th><th>completed</th><th>failed</th><th>TTFT p50 / p99 (ms)</th>"
+               "<th>TPOT p50 / p99 (ms)</th><th>E2E p99 (ms)</th><th>out tok/s</th><th>goodput (req/s)</th></tr></thead><tbody>");
+    for (size_t i = 0; i < m->n; i++) {
+        size_t k;
+        json_t *c;
+        json_array_foreach(json_object_get(m->lv[i].r, "classes"), k, c) {
+            rb_puts(b, "<tr>");
+            if (m->sweep) {
+                char ll[48];
+                rep_level_label(m, &m->lv[i], ll, sizeof ll);
+                rb_puts(b, "<td>");
+                rb_esc(b, ll);
+                rb_puts(b, "</td>");
+            }
+            rb_puts(b, "<td>");
+            rb_esc(b, str(c, "class") ? str(c, "class") : "?");
+            rb_puts(b, "</td>");
+            cell_num(b, rep_num(c, "weight"), false, NULL);
+            rb_puts(b, "<td><code>");
+            rb_esc(b, str(c, "dataset") ? str(c, "dataset") : "");
+            rb_puts(b, "</code></td>");
+            cell_num(b, rep_num(c, "completed"), false, NULL);
+            double failed = rep_num(c, "failed");
+            cell_num(b, failed, failed > 0, NULL);
+            cell_pair(b, rep_num(c, "median_ttft_ms"), rep_num(c, "p99_ttft_ms"), NAN);
+            cell_pair(b, rep_num(c, "median_tpot_ms"), rep_num(c, "p99_tpot_ms"), NAN);
+            cell_num(b, rep_num(c, "p99_e2el_ms"), false, NULL);
+            cell_num(b, rep_num(c, "output_throughput"), false, NULL);
+            cell_num(b, rep_num(c, "request_goodput"), false, NULL);
+            rb_puts(b, "</tr>");
+        }
+    }
+    rb_puts(b, "</tbody></table></div></section>");
+}
+
 /* ---- reproduce ---- */
 
 static void env_row(rbuf *b, const char *k, const json_t *v) {
@@ -694,6 +740,7 @@ static void build(rbuf *b, const rep_model *m, const report_opts *o) {
         rb_puts(b, "</div></section>");
     }
     levels_table(b, m);
+    classes_section(b, m);
     rb_puts(b, "<section id=\"distribution\"><h2>Latency distribution</h2>");
     double completed = 0;
     for (size_t i = 0; i < m->n; i++) { double c = rep_num(m->lv[i].r, "completed"); if (c > 0) completed += c; }
