@@ -89,26 +89,6 @@ static int bad(const char *flag, const char *val, const char *want) {
     return EXIT_USAGE;
 }
 
-/* "ttft=200ms,tpot=50ms,e2el=10s" */
-static int parse_slo(summary_opts *s, const char *spec) {
-    char *copy = strdup(spec), *save = NULL;
-    int rc = 0;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(t, '=');
-        int64_t ns;
-        if (!eq) { rc = -1; break; }
-        *eq = 0;
-        if (units_parse_duration_ns(eq + 1, &ns) < 0 || ns <= 0) { rc = -1; break; }
-        double ms = ns / 1e6;
-        if (!strcmp(t, "ttft")) s->slo_ttft_ms = ms;
-        else if (!strcmp(t, "tpot")) s->slo_tpot_ms = ms;
-        else if (!strcmp(t, "e2el")) s->slo_e2el_ms = ms;
-        else { rc = -1; break; }
-    }
-    free(copy);
-    return rc;
-}
-
 static int32_t count_words(void *ctx, const char *text, size_t len) {
     (void)ctx;
     return dataset_count_words(text, len);
@@ -128,7 +108,7 @@ static int parse_class(bench_opts *b, bench_class *c, const char *spec) {
     for (char *f = strtok_r(NULL, ";", &save); f; f = strtok_r(NULL, ";", &save)) {
         if (!strncmp(f, "weight=", 7)) { if (units_parse_double(f + 7, &c->weight) < 0 || !(c->weight > 0)) return -1; }
         else if (!strncmp(f, "dataset=", 8)) { if (!f[8]) return -1; c->dataset_spec = f + 8; }
-        else if (!strncmp(f, "slo=", 4)) { if (parse_slo(&c->summary, f + 4) < 0) return -1; }
+        else if (!strncmp(f, "slo=", 4)) { if (summary_parse_slo(&c->summary, f + 4) < 0) return -1; }
         else return -1;
     }
     return 0;
@@ -188,7 +168,7 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         case O_DATASET: b->dataset_spec = a; break;
         case O_IGNORE_EOS: b->ignore_eos = true; break;
         case O_NO_USAGE: b->client.include_usage = false; break;
-        case O_SLO: if (parse_slo(&b->summary, a) < 0) return bad("slo", a, "use ttft=200ms,tpot=50ms,e2el=10s (any subset)"); break;
+        case O_SLO: if (summary_parse_slo(&b->summary, a) < 0) return bad("slo", a, "use ttft=200ms,tpot=50ms,e2el=10s (any subset)"); break;
         case O_PCT: if (summary_parse_percentiles(&b->summary, a) < 0) return bad("percentiles", a, "a list such as 50,90,99,99.9 within (0,100]"); break;
         case O_OUT: b->out_path = a; break;
         case O_SAVE: b->requests_path = a; break;

@@ -149,23 +149,6 @@ static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_n
     fprintf(f, "%s\n", "==================================================");
 }
 
-/* "ttft=200ms,tpot=50ms,e2el=10s", any subset. 0 ok, -1 malformed. */
-static int parse_slo(summary_opts *o, const char *spec) {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", spec);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        int64_t ns;
-        if (!eq || units_parse_duration_ns(eq + 1, &ns) < 0 || ns <= 0) return -1;
-        *eq = 0;
-        if (!strcmp(tok, "ttft")) o->slo_ttft_ms = ns / 1e6;
-        else if (!strcmp(tok, "tpot")) o->slo_tpot_ms = ns / 1e6;
-        else if (!strcmp(tok, "e2el")) o->slo_e2el_ms = ns / 1e6;
-        else return -1;
-    }
-    return 0;
-}
-
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
        O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP,
        O_SIM = 2000 };
@@ -230,7 +213,7 @@ int cmd_sim(int argc, char **argv) {
         case O_OUTPUT_LEN: bad = units_parse_int(optarg, 1, 1 << 24, &output_len); break;
         case O_MAXCONC: bad = units_parse_int(optarg, 1, 1 << 24, &max_conc); break;
         case O_THINK: bad = units_parse_duration_ns(optarg, &think_ns); break;
-        case O_SLO: bad = parse_slo(&so, optarg); break;
+        case O_SLO: bad = summary_parse_slo(&so, optarg); break;
         case O_SLO_TTFT: bad = units_parse_duration_ns(optarg, &ns); so.slo_ttft_ms = ns / 1e6; break;
         case O_SLO_TPOT: bad = units_parse_duration_ns(optarg, &ns); so.slo_tpot_ms = ns / 1e6; break;
         case O_SLO_E2EL: bad = units_parse_duration_ns(optarg, &ns); so.slo_e2el_ms = ns / 1e6; break;

@@ -14,6 +14,7 @@
  *   included — they held a connection too; tokens/s counts successful requests' chunks only, as
  *   output_throughput does. */
 #include "metrics/summary.h"
+#include "common/units.h"
 #include "metrics/stats.h"
 #include "metrics/hdr.h"
 #include <math.h>
@@ -31,6 +32,25 @@ void summary_default_opts(summary_opts *o) {
     memset(o, 0, sizeof *o);
     for (size_t i = 0; i < sizeof def / sizeof def[0]; i++) o->percentiles[i] = def[i];
     o->n_percentiles = (int)(sizeof def / sizeof def[0]);
+}
+
+int summary_parse_slo(summary_opts *o, const char *spec) {
+    char *copy = strdup(spec), *save = NULL;
+    int rc = copy ? 0 : -1;
+    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        int64_t ns;
+        if (!eq) { rc = -1; break; }
+        *eq = 0;
+        if (units_parse_duration_ns(eq + 1, &ns) < 0 || ns <= 0) { rc = -1; break; }
+        double ms = ns / 1e6;
+        if (!strcmp(t, "ttft")) o->slo_ttft_ms = ms;
+        else if (!strcmp(t, "tpot")) o->slo_tpot_ms = ms;
+        else if (!strcmp(t, "e2el")) o->slo_e2el_ms = ms;
+        else { rc = -1; break; }
+    }
+    free(copy);
+    return rc;
 }
 
 int summary_parse_percentiles(summary_opts *o, const char *list) {

@@ -27,6 +27,9 @@ typedef struct {
 void summary_default_opts(summary_opts *o);
 /* Parses "50,90,99,99.9" into o->percentiles. 0 ok, -1 malformed or out of (0,100]. */
 int summary_parse_percentiles(summary_opts *o, const char *list);
+/* Parses SLOs "ttft=200ms,tpot=50ms,e2el=10s" (any subset, durations with units) into o.
+ * 0 ok, -1 malformed (o may be partly set). */
+int summary_parse_slo(summary_opts *o, const char *spec);
 
 /* Computes every metric over the non-warm-up records and returns them as a JSON object with
  * vLLM's field names (completed, failed, duration, request_throughput, output_throughput,

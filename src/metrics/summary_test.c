@@ -341,3 +341,15 @@ TEST(metrics_summary_never_sent_is_queued) {
     json_decref(j);
     recset_free(&s);
 }
+
+TEST(metrics_parse_slo) {
+    summary_opts o;
+    summary_default_opts(&o);
+    CHECK(summary_parse_slo(&o, "ttft=200ms,e2el=10s") == 0);
+    CHECK_NEAR(o.slo_ttft_ms, 200, 1e-9);
+    CHECK_NEAR(o.slo_e2el_ms, 10000, 1e-9);
+    CHECK(o.slo_tpot_ms <= 0);
+    CHECK(summary_parse_slo(&o, "tpot=fast") == -1);
+    CHECK(summary_parse_slo(&o, "itl=5ms") == -1);
+    CHECK(summary_parse_slo(&o, "ttft") == -1);
+}
