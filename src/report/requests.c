@@ -3,33 +3,12 @@
  * TTFT-over-time scatter, and the first error message of each failure class. */
 #include "report/report_internal.h"
 #include "common/fileio.h"
+#include "metrics/stats.h"
 #include <errno.h>
 #include <stdbool.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct {
-    double *v;
-    size_t n, cap;
-} dvec;
-
-static int dv_push(dvec *d, double x) {
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 256;
-        double *p = realloc(d->v, cap * sizeof *p);
-        if (!p) return -1;
-        d->v = p;
-        d->cap = cap;
-    }
-    d->v[d->n++] = x;
-    return 0;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static double num(const json_t *o, const char *k) {
     const json_t *v = json_object_get(o, k);
@@ -81,8 +60,8 @@ static int note_error(report_requests *r, const char *cls, const char *text) {
 }
 
 typedef struct {
-    dvec send, ttft_t, ttft, tpot, e2el, itl;
-    dvec g_send, g_first, g_end, g_ok;
+    stats_samples send, ttft_t, ttft, tpot, e2el, itl;
+    stats_samples g_send, g_first, g_end, g_ok;
 } acc;
 
 /* Send, first token and end of a request in seconds (NaN when it did not happen). */
@@ -91,8 +70,8 @@ static int add_gantt(acc *a, const json_t *o, bool ok) {
     if (!isfinite(send)) return 0;   /* never sent */
     double stop = isfinite(last) && (!isfinite(end) || last > end) ? last : end;
     if (!isfinite(stop)) stop = send;
-    return dv_push(&a->g_send, send / 1e9) | dv_push(&a->g_first, isfinite(first) ? first / 1e9 : NAN) |
-           dv_push(&a->g_end, stop / 1e9) | dv_push(&a->g_ok, ok);
+    return stats_add(&a->g_send, send / 1e9) | stats_add(&a->g_first, isfinite(first) ? first / 1e9 : NAN) |
+           stats_add(&a->g_end, stop / 1e9) | stats_add(&a->g_ok, ok);
 }
 
 static int add_line(report_requests *r, acc *a, const json_t *o) {
@@ -107,21 +86,22 @@ static int add_line(report_requests *r, acc *a, const json_t *o) {
     double ttft = num(o, "ttft_ms"), e2el = num(o, "e2el_ms"), send = num(o, "send_ns"), out = num(o, "out_tokens");
     int rc = add_gantt(a, o, true);
     if (isfinite(ttft)) {
-        rc |= dv_push(&a->ttft, ttft);
-        rc |= dv_push(&a->send, isfinite(send) ? send / 1e9 : NAN) | dv_push(&a->ttft_t, ttft);
+        rc |= stats_add(&a->ttft, ttft);
+        rc |= stats_add(&a->send, isfinite(send) ? send / 1e9 : NAN) | stats_add(&a->ttft_t, ttft);
     }
-    if (isfinite(e2el)) rc |= dv_push(&a->e2el, e2el);
-    if (isfinite(ttft) && isfinite(e2el) && out > 1) rc |= dv_push(&a->tpot, (e2el - ttft) / (out - 1));
+    if (isfinite(e2el)) rc |= stats_add(&a->e2el, e2el);
+    if (isfinite(ttft) && isfinite(e2el) && out > 1) rc |= stats_add(&a->tpot, (e2el - ttft) / (out - 1));
     const json_t *ch = json_object_get(o, "chunk_ns");
     for (size_t k = 1; k < json_array_size(ch); k++) {
         double g = json_number_value(json_array_get(ch, k)) - json_number_value(json_array_get(ch, k - 1));
-        rc |= dv_push(&a->itl, g / 1e6);
+        rc |= stats_add(&a->itl, g / 1e6);
     }
     return rc;
 }
 
-static double *sorted(dvec *d, size_t *n) {
-    qsort(d->v, d->n, sizeof *d->v, cmp_double);
+/* Sorts the samples (as the metrics module does) and hands the array over. */
+static double *sorted(stats_samples *d, size_t *n) {
+    stats_sort(d);
     *n = d->n;
     double *v = d->v;
     d->v = NULL;
