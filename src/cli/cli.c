@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include <stdlib.h>
 #include <string.h>
+#include <getopt.h>
 
 /* Quotes an argument the way a POSIX shell would need it, so the line can be pasted back. */
 char *cli_join_argv(int argc, char **argv) {
@@ -25,4 +26,14 @@ char *cli_join_argv(int argc, char **argv) {
     }
     *p = 0;
     return out;
+}
+
+struct option *cli_options_with_keys(const struct option *own, size_t n_own, const char *const *keys, int first_val) {
+    size_t n_keys = 0;
+    while (keys && keys[n_keys]) n_keys++;
+    struct option *opts = calloc(n_own + n_keys + 1, sizeof *opts);
+    if (!opts) return NULL;
+    memcpy(opts, own, n_own * sizeof *own);
+    for (size_t i = 0; i < n_keys; i++) opts[n_own + i] = (struct option){ keys[i], required_argument, 0, first_val + (int)i };
+    return opts;
 }

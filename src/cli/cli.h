@@ -5,8 +5,15 @@
 #define DSP_CLI_H
 
 #define DSPERF_VERSION "0.1.0"
+#include <stddef.h>
 
 typedef int (*cmd_fn)(int argc, char **argv);
+
+struct option;
+/* A getopt_long table: the command's own options followed by one required-argument option per
+ * key (e.g. the simulator's keys from sim_params_keys()), key i getting the value first_val + i.
+ * NULL-terminated; free() it. NULL on out-of-memory. */
+struct option *cli_options_with_keys(const struct option *own, size_t n_own, const char *const *keys, int first_val);
 
 /* Joined argv for results ("the exact command line"); owned by the caller. */
 char *cli_join_argv(int argc, char **argv);

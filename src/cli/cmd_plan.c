@@ -47,14 +47,9 @@ int cmd_plan(int argc, char **argv) {
         {"rate", required_argument, 0, OPT_RATE}, {"p99-target", required_argument, 0, OPT_P99},
         {"help", no_argument, 0, OPT_HELP},
     };
-    const size_t n_own = sizeof own / sizeof own[0];
     const char *const *keys = sim_params_keys();
-    size_t n_keys = 0;
-    while (keys[n_keys]) n_keys++;
-    struct option *opts = calloc(n_own + n_keys + 1, sizeof *opts);
+    struct option *opts = cli_options_with_keys(own, sizeof own / sizeof own[0], keys, OPT_SIM);
     if (!opts) return EXIT_RUN_FAILED;
-    memcpy(opts, own, sizeof own);
-    for (size_t i = 0; i < n_keys; i++) opts[n_own + i] = (struct option){keys[i], required_argument, 0, OPT_SIM + (int)i};
     plan_inputs in;
     plan_default_inputs(&in);
     int list = 0, json = 0, rc = EXIT_OK, c, idx = 0;

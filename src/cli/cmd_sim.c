@@ -169,14 +169,9 @@ int cmd_sim(int argc, char **argv) {
         {"think", required_argument, 0, O_THINK}, {"slo", required_argument, 0, O_SLO},
         {"save-requests", required_argument, 0, O_REQ_OUT}, {"help", no_argument, 0, O_HELP},
     };
-    const size_t n_own = sizeof own / sizeof own[0];
     const char *const *keys = sim_params_keys();
-    size_t n_keys = 0;
-    while (keys[n_keys]) n_keys++;
-    struct option *opts = calloc(n_own + n_keys + 1, sizeof *opts);
+    struct option *opts = cli_options_with_keys(own, sizeof own / sizeof own[0], keys, O_SIM);
     if (!opts) return EXIT_RUN_FAILED;
-    memcpy(opts, own, sizeof own);
-    for (size_t i = 0; i < n_keys; i++) opts[n_own + i] = (struct option){keys[i], required_argument, 0, O_SIM + (int)i};
 
     sim_params p;
     sim_default_params(&p);
