@@ -30,6 +30,7 @@ typedef struct transfer {
     bool is_sse;                /* Content-Type was text/event-stream */
     bool got_body;
     char *errbody;              /* body of a non-2xx response (capped) */
+    int64_t read_ns;            /* when the bytes being parsed were handed to us */
     size_t errlen;
     struct transfer *prev, *next;
 } transfer;
@@ -97,7 +98,7 @@ static int on_sse_event(void *ctx, const sse_event *ev) {
     record *r = &t->c->recs->v[t->rec];
     /* after [DONE] or an error the rest of the body is still read (so the connection can be
      * reused); the stream state already says how it ended */
-    openai_stream_event(&t->st, r, ev->data, ev->data_len, ev->error, clock_now_ns(), &t->c->o.counter);
+    openai_stream_event(&t->st, r, ev->data, ev->data_len, ev->error, t->read_ns, &t->c->o.counter);
     return 0;
 }
 
@@ -115,6 +116,8 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
 static size_t on_write(char *buf, size_t size, size_t n, void *ud) {
     transfer *t = ud;
     size_t len = size * n;
+    /* every event in one read arrived together: one clock read stamps them all */
+    t->read_ns = clock_now_ns();
     if (!t->got_body) {
         t->got_body = true;
         curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);

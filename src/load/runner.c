@@ -34,8 +34,11 @@ typedef struct {
     size_t fifo_head, fifo_tail, fifo_cap;
     int64_t next_arrival_ns;
     rng r;
-    /* closed loop: users that finished and wait (think time) before their next request */
-    int64_t *user_ready_ns;   /* per user; INT64_MAX = busy */
+    /* closed loop: when each free user may send again, in the order they became free. Users are
+     * interchangeable and the think time is constant, so the times only grow: a ring, read from
+     * the front, costs O(1) per request instead of a scan over every user. */
+    int64_t *ready_ns;        /* [concurrency] */
+    size_t ready_head, ready_n;
     /* counters */
     size_t finished, failed;
     int64_t deadline_ns;      /* end of scheduling (duration), INT64_MAX none */
@@ -93,16 +96,23 @@ static void submit(run_state *s, size_t idx) {
     }
 }
 
+static void ready_push(run_state *s, int64_t t_ns) {
+    size_t cap = (size_t)s->p->concurrency;
+    if (s->ready_n < cap) s->ready_ns[(s->ready_head + s->ready_n++) % cap] = t_ns;
+}
+
+static int64_t ready_pop(run_state *s) {
+    int64_t t = s->ready_ns[s->ready_head];
+    s->ready_head = (s->ready_head + 1) % (size_t)s->p->concurrency;
+    s->ready_n--;
+    return t;
+}
+
 static void on_done(void *ctx, size_t idx) {
     run_state *s = ctx;
     s->finished++;
     if (s->recs->v[idx].outcome != REC_OK) s->failed++;
-    if (s->user_ready_ns) {
-        /* closed loop: the user who sent it is free after its think time; users are
-         * interchangeable, so take the first busy slot */
-        for (int u = 0; u < s->p->concurrency; u++)
-            if (s->user_ready_ns[u] == INT64_MAX) { s->user_ready_ns[u] = s->recs->v[idx].end_ns + s->p->think_ns; break; }
-    }
+    if (s->ready_ns) ready_push(s, s->recs->v[idx].end_ns + s->p->think_ns);   /* its user is free again */
 }
 
 static bool more_to_schedule(const run_state *s, int64_t at_ns) {
@@ -172,13 +182,13 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
     if (!s.c) return -1;
     bool closed = p->concurrency > 0;
     if (closed) {
-        s.user_ready_ns = malloc(sizeof *s.user_ready_ns * (size_t)p->concurrency);
-        if (!s.user_ready_ns) { client_free(s.c); snprintf(err, errlen, "out of memory"); return -1; }
+        s.ready_ns = malloc(sizeof *s.ready_ns * (size_t)p->concurrency);
+        if (!s.ready_ns) { client_free(s.c); snprintf(err, errlen, "out of memory"); return -1; }
     }
     int64_t t0 = s.t0_ns;
     out->start_ns = t0;
     if (p->duration_ns > 0) s.deadline_ns = t0 + p->duration_ns;
-    if (closed) for (int u = 0; u < p->concurrency; u++) s.user_ready_ns[u] = t0;
+    if (closed) for (int u = 0; u < p->concurrency; u++) ready_push(&s, t0);
     s.next_arrival_ns = s.first_arrival_ns;
     rng_seed(&s.class_rng, p->seed ^ 0xc1a55e5ULL);
     for (int c = 0; c < p->n_classes; c++) s.class_weight_sum += p->class_weight[c];
@@ -192,16 +202,13 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
         if (stop && *stop) { out->interrupted = true; break; }
         int64_t wake = now + NS_PER_S;
         if (closed) {
-            for (int u = 0; u < p->concurrency; u++) {
-                int64_t ready = s.user_ready_ns[u];
-                if (ready == INT64_MAX || ready == INT64_MIN) continue;   /* busy, or done for good */
-                if (!more_to_schedule(&s, ready)) { s.user_ready_ns[u] = INT64_MIN; continue; }
-                if (ready <= now) {
-                    s.user_ready_ns[u] = INT64_MAX;
-                    size_t idx = new_request(&s, ready);
-                    if (idx == SIZE_MAX) { s.user_ready_ns[u] = INT64_MIN; continue; }
-                    submit(&s, idx);
-                } else if (ready != INT64_MIN && ready < wake) wake = ready;
+            while (s.ready_n) {
+                int64_t ready = s.ready_ns[s.ready_head];
+                if (!more_to_schedule(&s, ready)) { ready_pop(&s); continue; }   /* this user is done */
+                if (ready > now) { if (ready < wake) wake = ready; break; }
+                ready_pop(&s);
+                size_t idx = new_request(&s, ready);
+                if (idx != SIZE_MAX) submit(&s, idx);
             }
         } else {
             while (more_to_schedule(&s, s.next_arrival_ns) && s.next_arrival_ns <= now) {
@@ -252,7 +259,7 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
     publish(&s);
     client_free(s.c);
     free(s.fifo);
-    free(s.user_ready_ns);
+    free(s.ready_ns);
     return 0;
 }
 
