@@ -394,6 +394,8 @@ static int open_sharegpt(const char *spec, const char *path, const dataset_opts 
 }
 
 void dataset_count_for_api(dataset *d, const tokenizer *tok, bool chat) {
+    if (d->api_counted) return;   /* counts are adjusted once */
+    d->api_counted = true;
     for (size_t i = 0; i < d->n; i++) {
         dataset_item *it = &d->items[i];
         if (!tok) continue;   /* words: what was measured is what is reported */
@@ -415,8 +417,9 @@ void dataset_count_for_api(dataset *d, const tokenizer *tok, bool chat) {
             if (tokenizer_chat_prompt_tokens(tok, roles, contents, k, &n) == 0) it->in_tokens = (int32_t)n;
             json_decref(msgs);
         } else if (it->prompt) {
-            size_t c = tokenizer_count(tok, it->prompt, strlen(it->prompt));
-            if (c != (size_t)-1) it->in_tokens = (int32_t)c + (tokenizer_add_bos_default(tok) ? 1 : 0);
+            /* the prompt was counted with this tokenizer when the dataset was opened: only the
+             * server's BOS is missing */
+            if (it->in_tokens >= 0) it->in_tokens += tokenizer_add_bos_default(tok) ? 1 : 0;
         }
     }
     finish_stats(d);

@@ -39,6 +39,7 @@ typedef struct {
     double len_mean;
     size_t rebuilt;        /* random prompts rebuilt because their length was off */
     size_t skipped;        /* file entries left out (too short, no reply, ...) */
+    bool api_counted;      /* dataset_count_for_api has run */
 } dataset;
 
 typedef struct {
@@ -49,8 +50,9 @@ typedef struct {
 /* Loads or generates the dataset for spec. n_hint is how many random prompts to make (the run's
  * request count; cycled when the run is longer). Returns 0, or -1 with a one-line err. */
 int dataset_open(const char *spec, size_t n_hint, uint64_t seed, const dataset_opts *o, dataset **out, char *err, size_t errlen);
-/* Sets every item's in_tokens to what the server will count: with a tokenizer, the prompt plus BOS
- * (completions) or the chat template's rendering (chat); without one, words. */
+/* Sets every item's in_tokens to what the server will count: with a tokenizer (the one the
+ * dataset was opened with), the prompt plus BOS (completions) or the chat template's rendering
+ * (chat); without one, words. Runs once per dataset; later calls do nothing. */
 void dataset_count_for_api(dataset *d, const tokenizer *tok, bool chat);
 void dataset_free(dataset *d);
 /* Counts length units (words) in text. */

@@ -52,8 +52,13 @@ TEST(dataset_random_exact_tokens_with_v3_tokenizer) {
     int32_t before = d->items[0].in_tokens;
     dataset_count_for_api(d, t, false);
     CHECK_EQ_INT(d->items[0].in_tokens, before + (tokenizer_add_bos_default(t) ? 1 : 0));
+    dataset_count_for_api(d, t, false);   /* once only: no second BOS */
+    CHECK_EQ_INT(d->items[0].in_tokens, before + (tokenizer_add_bos_default(t) ? 1 : 0));
+    dataset_free(d);
+    /* the same prompts sent to the chat API: the template's markers come on top */
+    CHECK(dataset_open("random:in=300,out=5,range=0.5", 40, 9, &o, &d, err, sizeof err) == 0);
     dataset_count_for_api(d, t, true);
-    CHECK(d->items[0].in_tokens > before);
+    CHECK(d->items[0].in_tokens > before + 1);
     dataset_free(d);
     tokenizer_free(t);
 }
