@@ -62,10 +62,11 @@ TEST(metrics_stats_percentile_infinite_tail) {
 }
 
 TEST(metrics_hdr_buckets) {
-    /* identity below 256, each bucket contains its value, width <= lo/128 above */
+    /* identity below 2^(SUB_BITS+1), each bucket contains its value, width <= lo/2^SUB_BITS above */
+    const int64_t sub = INT64_C(1) << HDR_SUB_BITS;
     rng r;
     rng_seed(&r, 7);
-    for (int64_t v = 0; v < 256; v++) CHECK_EQ_INT(hdr_bucket_of(v), v);
+    for (int64_t v = 0; v < 2 * sub; v++) CHECK_EQ_INT(hdr_bucket_of(v), v);
     for (int i = 0; i < 20000; i++) {
         int64_t v = (int64_t)exp(rng_uniform(&r) * log(2e14));
         int64_t lo, hi;
@@ -73,7 +74,7 @@ TEST(metrics_hdr_buckets) {
         CHECK(b < HDR_BUCKETS);
         hdr_bucket_range(b, &lo, &hi);
         CHECK_MSG(lo <= v && v < hi, "v=%lld in [%lld,%lld)", (long long)v, (long long)lo, (long long)hi);
-        if (v >= 256) CHECK((double)(hi - lo) <= (double)lo / 128.0);
+        if (v >= 2 * sub) CHECK((double)(hi - lo) <= (double)lo / (double)sub);
     }
     /* the top bucket ends at 2^48 */
     int64_t lo, hi;

@@ -8,7 +8,7 @@
  * - Only REC_OK records feed latency statistics and throughputs (as in vLLM); failures are
  *   counted by class and enter the "error-adjusted" percentiles as +infinity latency.
  * - Request-level metrics are exact over stored samples (numpy "linear" percentiles); pooled
- *   ITL is an HDR histogram (relative error <= HDR_REL_ERROR = 0.39 %).
+ *   ITL is an HDR histogram (relative error <= HDR_REL_ERROR = 0.049 %).
  * - Empty sample sets give JSON null, never a made-up 0.
  * - In-flight counts (timeline, peak_concurrent_requests) cover every sent request, failed ones
  *   included — they held a connection too; tokens/s counts successful requests' chunks only, as
