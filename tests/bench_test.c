@@ -123,6 +123,45 @@ TEST(bench_faults_counted_exactly) {
     free(m);
 }
 
+/* serve --threads 3: connections spread over three loops, each with its own engine; /metrics
+ * is their sum, so tokens, successes and injected faults still match what the client saw. */
+TEST(bench_against_multi_loop_server) {
+    test_server s;
+    if (test_serve_start(&s, "--threads 3 --ttft 5ms --itl 2ms --seed 3 --fail-rate 0.05 --drop-rate 0.05") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    json_t *r = bench_json(&s, "--concurrency 24 --requests 240 --client-threads 2 --dataset random:in=8,out=6", NULL);
+    char murl[128];
+    snprintf(murl, sizeof murl, "%s/metrics", s.url);
+    char *m = test_http_get(murl);
+    test_serve_stop(&s);
+    CHECK(r != NULL && m != NULL);
+    if (!r || !m) { json_decref(r); free(m); return; }
+    double inj500 = test_prom_value(m, "dsperf_injected_faults_total{kind=\"http_500\"}");
+    double injdrop = test_prom_value(m, "dsperf_injected_faults_total{kind=\"drop\"}");
+    CHECK(inj500 > 0 && injdrop > 0);
+    CHECK_EQ_INT(err_status(r, "500"), inj500);
+    CHECK_EQ_INT(err_count(r, "truncated"), injdrop);
+    CHECK_EQ_INT(test_num(r, "completed") + test_num(r, "failed"), 240);
+    CHECK_EQ_INT(test_num(r, "failed"), inj500 + injdrop);
+    double done = test_num(r, "completed");
+    CHECK_EQ_INT(test_num(r, "total_output_tokens"), done * 6);
+    CHECK_EQ_INT(test_prom_value(m, "vllm:request_success_total{finished_reason=\"length\""), done);
+    /* the generation counter also holds the tokens of dropped streams, sent before the drop */
+    CHECK(test_prom_value(m, "vllm:generation_tokens_total") >= done * 6);
+    double loops[3], sum = 0;
+    int busy = 0;
+    for (int i = 0; i < 3; i++) {
+        char k[64];
+        snprintf(k, sizeof k, "dsperf_loop_requests_total{loop=\"%d\"}", i);
+        loops[i] = test_prom_value(m, k);
+        sum += loops[i];
+        busy += loops[i] > 0;
+    }
+    CHECK_EQ_INT(sum, 240);
+    CHECK_MSG(busy >= 2, "24 connections all landed on one loop: %g %g %g", loops[0], loops[1], loops[2]);
+    json_decref(r);
+    free(m);
+}
+
 /* A stall is not a failure: it shows up as one long inter-token gap. */
 TEST(bench_stall_shows_in_itl_tail) {
     test_server s;

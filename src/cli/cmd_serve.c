@@ -75,7 +75,7 @@ static const struct {
 
 enum {
     O_HOST = 1000, O_PORT, O_MODEL, O_ENGINE, O_SPEEDUP, O_DURATION, O_SEED, O_FAIL, O_429, O_DROP,
-    O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_HELP,
+    O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_THREADS, O_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -94,6 +94,7 @@ static const struct option long_opts[] = {
     {"error-event-rate", required_argument, 0, O_ERR_RATE},
     {"error-style", required_argument, 0, O_ERR_STYLE},
     {"default-max-tokens", required_argument, 0, O_DEFAULT_MAX},
+    {"threads", required_argument, 0, O_THREADS},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -112,7 +113,12 @@ static void usage(FILE *f) {
         "  --speedup K              engine time runs K times faster than wall time (default 1)\n"
         "  --duration T             exit after T (default: run until SIGINT/SIGTERM)\n"
         "  --default-max-tokens N   tokens when a request sets no max_tokens (default 256)\n"
-        "fault injection (decided per request in arrival order from one rng seeded by --seed):\n"
+        "  --threads N              event loops, each on its own thread with its own socket on the port\n"
+        "                           (SO_REUSEPORT) and its own engine; /metrics shows their sum. For\n"
+        "                           thousands of streams; --engine fixed without --capacity (a shared\n"
+        "                           queue or one simulated batch cannot be split) (default 1)\n"
+        "fault injection (decided per request in arrival order from one rng seeded by --seed;\n"
+        "with --threads, one rng per loop seeded by --seed + loop):\n"
         "  --seed N                 (default 1)\n"
         "  --fail-rate F            answer HTTP 500 with a JSON error\n"
         "  --status-429-rate F      answer HTTP 429\n"
@@ -153,7 +159,7 @@ int cmd_serve(int argc, char **argv) {
     char **sargv = calloc((size_t)argc + 1, sizeof *sargv);
     serve_kv *kv = calloc((size_t)argc + 1, sizeof *kv);
     int sargc = 0, n_kv = 0, rc = EXIT_USAGE;
-    engine *eng = NULL;
+    engine **engs = NULL;
     server *srv = NULL;
     if (!sargv || !kv) { log_error("out of memory"); goto out; }
     sargv[sargc++] = argv[0];
@@ -214,6 +220,10 @@ int cmd_serve(int argc, char **argv) {
             if (units_parse_int(v, 1, 10000000, &n) < 0) { log_error("--default-max-tokens wants 1..10000000, got '%s'", v); goto out; }
             sp.default_max_tokens = (int32_t)n;
             break;
+        case O_THREADS:
+            if (units_parse_int(v, 1, 64, &n) < 0) { log_error("--threads wants 1..64, got '%s'", v); goto out; }
+            sp.threads = (int)n;
+            break;
         case O_FAIL: if (parse_rate("fail-rate", v, &sp.fail_rate) < 0) goto out; break;
         case O_429: if (parse_rate("status-429-rate", v, &sp.status_429_rate) < 0) goto out; break;
         case O_DROP: if (parse_rate("drop-rate", v, &sp.drop_rate) < 0) goto out; break;
@@ -232,11 +242,26 @@ int cmd_serve(int argc, char **argv) {
     int ei = -1;
     for (int i = 0; i < N_ENGINES; i++) if (!strcmp(engines[i].name, engine_name)) ei = i;
     if (ei < 0) { log_error("unknown --engine '%s' (known: fixed, sim)", engine_name); goto out; }
+    if (sp.threads > 1) {
+        /* each loop has its own engine: only an engine with no shared state splits unchanged */
+        bool capacity = false;
+        for (int i = 0; i < n_kv; i++)
+            if (!strcmp(kv[i].key, "capacity") && kv[i].value && strcmp(kv[i].value, "0")) capacity = true;
+        if (strcmp(engine_name, "fixed") || capacity) {
+            log_error("--threads %d needs --engine fixed without --capacity: every loop has its own engine, so a shared "
+                      "queue or one simulated batch would be split (use --threads 1)", sp.threads);
+            goto out;
+        }
+    }
     char err[256];
-    eng = engines[ei].create(kv, n_kv, sp.seed, sp.model, err, sizeof err);
-    if (!eng) { log_error("%s", err); goto out; }
+    engs = calloc((size_t)sp.threads, sizeof *engs);
+    if (!engs) { log_error("out of memory"); goto out; }
+    for (int i = 0; i < sp.threads; i++) {
+        engs[i] = engines[ei].create(kv, n_kv, sp.seed + (uint64_t)i, sp.model, err, sizeof err);
+        if (!engs[i]) { log_error("%s", err); goto out; }
+    }
     sp.handle_signals = true;
-    if (server_start(&srv, &sp, eng, err, sizeof err) < 0) { log_error("%s", err); rc = EXIT_RUN_FAILED; goto out; }
+    if (server_start(&srv, &sp, engs, err, sizeof err) < 0) { log_error("%s", err); rc = EXIT_RUN_FAILED; goto out; }
     bool v6 = strchr(sp.host, ':') != NULL;
     printf("dsperf serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", sp.host, v6 ? "]" : "", server_port(srv));
     fflush(stdout);
@@ -244,7 +269,8 @@ int cmd_serve(int argc, char **argv) {
     rc = EXIT_OK;
 out:
     server_free(srv);
-    engine_destroy(eng);
+    for (int i = 0; engs && i < sp.threads; i++) engine_destroy(engs[i]);
+    free(engs);
     for (int i = 0; i < n_kv; i++) free((char *)kv[i].key);
     free(kv);
     free(sargv);

@@ -1,6 +1,7 @@
 /* server — the HTTP/SSE layer of `dsperf serve` (see server.h and README.md here).
  *
- * One libevent loop thread. A request becomes a `stream` submitted to the engine with the
+ * One libevent loop per thread (--threads; each with its own listening socket on the port,
+ * SO_REUSEPORT, and its own engine; /metrics sums them). A request becomes a `stream` submitted to the engine with the
  * stream's address as its id; one timer is kept armed at the engine's next event time, and when
  * it fires the engine is advanced to now and every event is written to its connection at once
  * (evhttp_send_reply_chunk). Faults are decided per request, in arrival order, from one seeded
@@ -17,6 +18,7 @@
 #include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -33,8 +35,10 @@
 
 enum { FAULT_NONE, FAULT_DROP, FAULT_STALL, FAULT_ERROR_EVENT };
 
+typedef struct worker worker;
+
 typedef struct stream {
-    server *srv;
+    worker *srv;
     struct evhttp_request *req;     /* NULL once the response is complete or the connection gone */
     struct evhttp_connection *evcon;
     oai_request rq;
@@ -55,15 +59,20 @@ typedef struct stream {
     struct stream *flush_next;
 } stream;
 
-struct server {
+/* One event loop: its own listening socket (SO_REUSEPORT when there are several), engine,
+ * streams, fault rng and metrics. Nothing in it is touched by another thread except `m` and the
+ * engine's stats, read by another worker's /metrics under `lock` (taken only when threads > 1). */
+struct worker {
+    server *top;
+    int index;                      /* 0..threads-1; worker 0 runs in server_run's thread */
     server_params p;
-    char *model, *model_json;
+    const char *model, *model_json; /* the server's */
     engine *eng;
     struct event_base *base;
     struct evhttp *http;
-    struct event *timer, *stop_ev, *dur_ev, *sig_int, *sig_term, *sweep_ev;
+    struct event *timer, *stop_ev, *sweep_ev;
     int64_t loop_wall_ns;           /* wall clock at the start of the current timer callback */
-    int stop_fd, listen_fd, port;
+    int stop_fd, listen_fd;
     int64_t armed_ns;               /* engine time the timer is armed for (ENGINE_NEVER: not armed) */
     int64_t t0_ns;                  /* wall = engine at start; engine = t0 + (wall - t0) * speedup */
     rng fault_rng;
@@ -76,7 +85,25 @@ struct server {
     int64_t advance_now;            /* engine time the current advance was called with */
     int64_t iter_t, iter_tokens;    /* tokens of the engine step being reported (same t_ns) */
     struct evbuffer *buf;           /* scratch for one chunk */
+    bool locking;                   /* threads > 1 */
+    pthread_mutex_t lock;           /* recursive: close callbacks can run inside a timer callback */
+    pthread_t thread;
+    bool thread_started;
 };
+
+struct server {
+    server_params p;
+    char *model, *model_json;
+    int port, n;
+    worker **w;
+    struct event *dur_ev, *sig_int, *sig_term;   /* on worker 0's loop */
+};
+
+/* Every libevent callback that changes a worker's metrics or engine holds its lock, so another
+ * worker's /metrics reads a consistent copy. A worker never holds its own lock while taking
+ * another's (the /metrics path takes none of its own), so there is no lock-order cycle. */
+static void wlock(worker *s) { if (s->locking) pthread_mutex_lock(&s->lock); }
+static void wunlock(worker *s) { if (s->locking) pthread_mutex_unlock(&s->lock); }
 
 void server_default_params(server_params *p) {
     memset(p, 0, sizeof *p);
@@ -87,23 +114,24 @@ void server_default_params(server_params *p) {
     p->speedup = 1.0;
     p->default_max_tokens = 256;
     p->seed = 1;
+    p->threads = 1;
     p->stall_ns = 2 * NS_PER_S;
     p->error_style = SERVER_ERROR_STYLE_LLAMACPP;
 }
 
 /* ---- clocks ---- */
 
-static int64_t engine_at(const server *s, int64_t wall_ns) {
+static int64_t engine_at(const worker *s, int64_t wall_ns) {
     if (s->p.speedup == 1.0) return wall_ns;
     return s->t0_ns + (int64_t)((double)(wall_ns - s->t0_ns) * s->p.speedup);
 }
 
-static int64_t engine_now(const server *s) { return engine_at(s, clock_now_ns()); }
+static int64_t engine_now(const worker *s) { return engine_at(s, clock_now_ns()); }
 
 
-static double secs(const server *s, int64_t engine_ns) { (void)s; return (double)engine_ns / 1e9; }
+static double secs(const worker *s, int64_t engine_ns) { (void)s; return (double)engine_ns / 1e9; }
 
-static void arm_timer(server *s) {
+static void arm_timer(worker *s) {
     int64_t next = engine_next_event_ns(s->eng);
     if (next == ENGINE_NEVER) {
         if (s->armed_ns != ENGINE_NEVER) evtimer_del(s->timer);
@@ -121,17 +149,17 @@ static void arm_timer(server *s) {
 
 /* ---- responses ---- */
 
-static void count_status(server *s, int status) {
+static void count_status(worker *s, int status) {
     if (status >= 100 && status < 600) s->m.http_status[status]++;
 }
 
-static void reply(server *s, struct evhttp_request *req, int status, const char *ctype, struct evbuffer *body) {
+static void reply(worker *s, struct evhttp_request *req, int status, const char *ctype, struct evbuffer *body) {
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", ctype);
     count_status(s, status);
     evhttp_send_reply(req, status, NULL, body);
 }
 
-static void reply_error(server *s, struct evhttp_request *req, int status, const char *msg) {
+static void reply_error(worker *s, struct evhttp_request *req, int status, const char *msg) {
     struct evbuffer *b = evbuffer_new();
     oai_error_body(b, status, msg);
     reply(s, req, status, "application/json", b);
@@ -141,7 +169,7 @@ static void reply_error(server *s, struct evhttp_request *req, int status, const
 /* ---- stream lifetime ---- */
 
 static void stream_unlink_free(stream *st) {
-    server *s = st->srv;
+    worker *s = st->srv;
     if (st->prev) st->prev->next = st->next; else s->streams = st->next;
     if (st->next) st->next->prev = st->prev;
     s->m.streams_open--;
@@ -150,7 +178,7 @@ static void stream_unlink_free(stream *st) {
 
 /* Leaves the engine (now, or after the current advance) and frees the stream if free_now. */
 static void stream_retire(stream *st, bool free_now) {
-    server *s = st->srv;
+    worker *s = st->srv;
     st->free_when_cancelled = st->free_when_cancelled || free_now;
     if (s->in_advance) {
         if (!st->deferred) {
@@ -168,7 +196,7 @@ static void stream_retire(stream *st, bool free_now) {
     if (st->free_when_cancelled) stream_unlink_free(st);
 }
 
-static void run_deferred(server *s) {
+static void run_deferred(worker *s) {
     while (s->deferred) {
         stream *st = s->deferred;
         s->deferred = st->deferred_next;
@@ -180,8 +208,9 @@ static void run_deferred(server *s) {
 /* The connection is going away: the client closed it, the server dropped it, or shutdown. */
 static void on_conn_close(struct evhttp_connection *evcon, void *arg) {
     stream *st = arg;
-    server *s = st->srv;
+    worker *s = st->srv;
     (void)evcon;
+    wlock(s);
     if (st->req && !evhttp_request_get_connection(st->req))
         evhttp_send_reply_end(st->req);    /* evhttp detached it from the dying connection: free it */
     st->req = NULL;
@@ -191,6 +220,7 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg) {
         s->m.success[SRV_FINISH_ABORT]++;
     }
     stream_retire(st, true);
+    wunlock(s);
 }
 
 /* Ends a response normally: the connection is kept alive for the next request. */
@@ -202,7 +232,7 @@ static void stream_complete(stream *st) {
 }
 
 static void send_chunk(stream *st, void (*flushed)(struct evhttp_connection *, void *)) {
-    server *s = st->srv;
+    worker *s = st->srv;
     st->last_write_wall_ns = s->loop_wall_ns;
     if (flushed) {
         evhttp_send_reply_chunk_with_cb(st->req, s->buf, flushed, st);
@@ -222,7 +252,7 @@ static void send_chunk(stream *st, void (*flushed)(struct evhttp_connection *, v
  * evhttp enabled is withdrawn in the same turn, which the epoll changelist turns into no syscall.
  * Partial writes and errors are left to the bufferevent as usual. Streams whose response ended
  * in this turn are left to evhttp (it needs its write callback to finish the request). */
-static void flush_written(server *s) {
+static void flush_written(worker *s) {
     while (s->flush_list) {
         stream *st = s->flush_list;
         s->flush_list = st->flush_next;
@@ -236,14 +266,17 @@ static void flush_written(server *s) {
 }
 
 static void drop_flushed(struct evhttp_connection *evcon, void *arg) {
-    (void)arg;
+    stream *st = arg;
+    worker *s = st->srv;
+    wlock(s);
     evhttp_connection_free(evcon);     /* on_conn_close frees the stream */
+    wunlock(s);
 }
 
 /* ---- faults ---- */
 
 static void inject_drop(stream *st) {
-    server *s = st->srv;
+    worker *s = st->srv;
     s->m.faults[SRV_FAULT_DROP]++;
     s->m.success[SRV_FINISH_ABORT]++;
     st->dropping = true;
@@ -257,7 +290,7 @@ static void inject_drop(stream *st) {
 }
 
 static void inject_error_event(stream *st) {
-    server *s = st->srv;
+    worker *s = st->srv;
     s->m.faults[SRV_FAULT_ERROR_EVENT]++;
     s->m.success[SRV_FINISH_ABORT]++;
     const char *msg = "injected error event (dsperf serve --error-event-rate)";
@@ -273,13 +306,13 @@ static void inject_error_event(stream *st) {
 
 /* ---- engine events ---- */
 
-static void flush_iteration(server *s) {
+static void flush_iteration(worker *s) {
     if (s->iter_tokens > 0) srv_hist_observe(&s->m.iteration_tokens, (double)s->iter_tokens);
     s->iter_tokens = 0;
 }
 
 static void finish(stream *st, const engine_event *ev) {
-    server *s = st->srv;
+    worker *s = st->srv;
     if (!st->req) return;
     const char *reason = ev->finish_reason ? ev->finish_reason : "length";
     st->in_engine = false;
@@ -306,7 +339,7 @@ static void finish(stream *st, const engine_event *ev) {
 }
 
 static void on_event(void *ctx, const engine_event *ev) {
-    server *s = ctx;
+    worker *s = ctx;
     stream *st = (stream *)(uintptr_t)ev->id;
     if (!st->req || !st->in_engine || st->dropping) return;     /* already answered or being dropped */
     if (ev->t_ns != s->iter_t) { flush_iteration(s); s->iter_t = ev->t_ns; }
@@ -348,8 +381,9 @@ static void on_event(void *ctx, const engine_event *ev) {
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg) {
-    server *s = arg;
+    worker *s = arg;
     (void)fd; (void)what;
+    wlock(s);
     s->armed_ns = ENGINE_NEVER;
     s->in_advance = true;
     s->iter_t = INT64_MIN;
@@ -361,6 +395,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
     s->in_advance = false;
     run_deferred(s);
     arm_timer(s);
+    wunlock(s);
 }
 
 /* ---- requests ---- */
@@ -368,7 +403,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
 /* Draws every fault decision for one request, always the same number of draws, so the faults
  * injected over N requests depend only on the seed and the arrival order. Returns an HTTP
  * status to answer with (500/429) or 0, and sets st->fault. */
-static int decide_faults(server *s, stream *st) {
+static int decide_faults(worker *s, stream *st) {
     double u500 = rng_uniform(&s->fault_rng), u429 = rng_uniform(&s->fault_rng);
     double udrop = rng_uniform(&s->fault_rng), uerr = rng_uniform(&s->fault_rng);
     double ustall = rng_uniform(&s->fault_rng), upoint = rng_uniform(&s->fault_rng);
@@ -383,12 +418,13 @@ static int decide_faults(server *s, stream *st) {
     return 0;
 }
 
-static void handle_generate(server *s, struct evhttp_request *req, int api) {
+static void handle_generate(worker *s, struct evhttp_request *req, int api) {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     const char *body = (const char *)evbuffer_pullup(in, -1);
     stream *st = calloc(1, sizeof *st);
     char err[256];
+    s->m.generate_requests++;
     if (!st) { reply_error(s, req, 500, "out of memory"); return; }
     if (oai_parse_request(api, body ? body : "", len, s->p.default_max_tokens, &st->rq, err, sizeof err) < 0) {
         free(st);
@@ -412,7 +448,7 @@ static void handle_generate(server *s, struct evhttp_request *req, int api) {
     st->srv = s;
     st->req = req;
     st->evcon = evhttp_request_get_connection(req);
-    st->ident = (oai_ident){ .api = api, .seq = ++s->seq, .created = (int64_t)time(NULL), .model_json = s->model_json };
+    st->ident = (oai_ident){ .api = api, .seq = (++s->seq - 1) * (uint64_t)s->top->n + (uint64_t)s->index + 1, .created = (int64_t)time(NULL), .model_json = s->model_json };
     /* arrival = when the request is handled, not the loop's wake-up: a burst read in one wake-up
      * would otherwise have every token of every stream due at the same instants, and the writes
      * of each instant serialised (measured: client-side median TTFT/E2EL several ms worse at 512) */
@@ -447,8 +483,54 @@ static void handle_generate(server *s, struct evhttp_request *req, int api) {
     if (!s->in_advance) arm_timer(s);
 }
 
+static void add_known(int64_t *a, int64_t b) { if (*a >= 0 && b >= 0) *a += b; else *a = -1; }
+
+static void stats_add(engine_stats *a, const engine_stats *b) {
+    add_known(&a->running, b->running);
+    add_known(&a->waiting, b->waiting);
+    add_known(&a->preemptions_total, b->preemptions_total);
+    add_known(&a->prompt_tokens_total, b->prompt_tokens_total);
+    add_known(&a->generation_tokens_total, b->generation_tokens_total);
+    add_known(&a->steps_total, b->steps_total);
+    if (a->kv_usage >= 0 && b->kv_usage >= 0) a->kv_usage += b->kv_usage; else a->kv_usage = -1;
+}
+
+/* Sums every worker's metrics and engine stats: this worker's directly (only its own thread
+ * writes them), the others' under their locks. */
+static void handle_metrics(worker *s, struct evhttp_request *req) {
+    wlock(s);
+    s->m.http_status[200]++;      /* counted before rendering so this scrape shows itself */
+    wunlock(s);
+    srv_metrics tot, one;
+    engine_stats es_tot, es;
+    srv_metrics_init(&tot);
+    memset(&es_tot, 0, sizeof es_tot);
+    int kv_n = 0;
+    uint64_t *per_loop = calloc((size_t)s->top->n, sizeof *per_loop);
+    for (int i = 0; i < s->top->n; i++) {
+        worker *w = s->top->w[i];
+        if (w != s) wlock(w);
+        one = w->m;
+        if (per_loop) per_loop[i] = one.generate_requests;
+        engine_get_stats(w->eng, &es);
+        if (w != s) wunlock(w);
+        srv_metrics_add(&tot, &one);
+        if (i == 0) es_tot = es;
+        else stats_add(&es_tot, &es);
+        if (es.kv_usage >= 0) kv_n++;
+    }
+    if (kv_n > 1 && es_tot.kv_usage >= 0) es_tot.kv_usage /= kv_n;   /* mean over the loops' engines */
+    struct evbuffer *b = evbuffer_new();
+    srv_metrics_render(&tot, &es_tot, s->model, b);
+    if (per_loop) srv_metrics_render_loops(per_loop, s->top->n, b);
+    free(per_loop);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    evhttp_send_reply(req, 200, NULL, b);
+    evbuffer_free(b);
+}
+
 static void handle_request(struct evhttp_request *req, void *arg) {
-    server *s = arg;
+    worker *s = arg;
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
@@ -458,29 +540,29 @@ static void handle_request(struct evhttp_request *req, void *arg) {
     if (api < 0 && !get_path) {
         char msg[300];
         snprintf(msg, sizeof msg, "no route for %.200s (try /v1/completions, /v1/chat/completions, /v1/models, /health, /metrics)", path);
+        wlock(s);
         reply_error(s, req, 404, msg);
+        wunlock(s);
         return;
     }
     if ((api >= 0 && cmd != EVHTTP_REQ_POST) || (get_path && cmd != EVHTTP_REQ_GET)) {
+        wlock(s);
         reply_error(s, req, 405, api >= 0 ? "use POST" : "use GET");
+        wunlock(s);
         return;
     }
-    if (api >= 0) { handle_generate(s, req, api); return; }
+    if (!strcmp(path, "/metrics") && cmd == EVHTTP_REQ_GET) { handle_metrics(s, req); return; }
+    wlock(s);
+    if (api >= 0) { handle_generate(s, req, api); wunlock(s); return; }
     struct evbuffer *b = evbuffer_new();
     if (!strcmp(path, "/health")) {
         reply(s, req, 200, "application/json", b);
     } else if (!strcmp(path, "/v1/models")) {
         oai_models_body(b, s->model_json, (int64_t)time(NULL));
         reply(s, req, 200, "application/json", b);
-    } else {
-        engine_stats es;
-        engine_get_stats(s->eng, &es);
-        count_status(s, 200);     /* counted before rendering so this scrape shows itself */
-        srv_metrics_render(&s->m, &es, s->model, b);
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-        evhttp_send_reply(req, 200, NULL, b);
     }
     evbuffer_free(b);
+    wunlock(s);
 }
 
 /* Writes reveal a client that went away; a request with nothing to write for a while (waiting
@@ -489,10 +571,11 @@ static void handle_request(struct evhttp_request *req, void *arg) {
 #define SWEEP_IDLE_NS (500 * NS_PER_MS) /* how long without a write before a stream is looked at */
 
 static void on_sweep(evutil_socket_t fd, short what, void *arg) {
-    server *s = arg;
+    worker *s = arg;
     (void)fd; (void)what;
     int64_t now = clock_now_ns();
     stream *next;
+    wlock(s);
     for (stream *st = s->streams; st; st = next) {
         next = st->next;
         if (!st->evcon || st->dropping || now - st->last_write_wall_ns < SWEEP_IDLE_NS) continue;
@@ -505,16 +588,23 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg) {
         else
             st->last_write_wall_ns = now;          /* alive: look again in SWEEP_IDLE_NS */
     }
+    wunlock(s);
 }
 
 /* ---- setup and loop ---- */
 
 static void on_stop(evutil_socket_t fd, short what, void *arg) {
-    server *s = arg;
+    worker *s = arg;
     (void)what;
     uint64_t v;
     if (fd == s->stop_fd && read(fd, &v, sizeof v) < 0) { /* nothing to do: the loop stops anyway */ }
     event_base_loopbreak(s->base);
+}
+
+/* A signal or the duration, on worker 0's loop: every loop stops. */
+static void on_stop_all(evutil_socket_t fd, short what, void *arg) {
+    (void)fd; (void)what;
+    server_stop(arg);
 }
 
 static void raise_nofile(void) {
@@ -525,20 +615,24 @@ static void raise_nofile(void) {
     }
 }
 
-static int open_listener(server *s, const char *host, char *err, size_t errlen) {
+/* Binds `port` (0: a free one, stored in *bound). With several loops every loop has its own
+ * socket on the same port (SO_REUSEPORT), and the kernel spreads connections over them. */
+static int open_listener(const server_params *p, int port, bool reuseport, int *fd_out, int *bound, char *err, size_t errlen) {
+    const char *host = p->host ? p->host : "127.0.0.1";
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
-    char port[16];
-    snprintf(port, sizeof port, "%d", s->p.port);
-    int rc = getaddrinfo(host, port, &hints, &ai);
+    char port_s[16];
+    snprintf(port_s, sizeof port_s, "%d", port);
+    int rc = getaddrinfo(host, port_s, &hints, &ai);
     if (rc) { snprintf(err, errlen, "cannot resolve --host '%s': %s", host, gai_strerror(rc)); return -1; }
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd >= 0) {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (reuseport) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);   /* inherited by accepted sockets */
     }
-    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, s->p.backlog) < 0) {
-        snprintf(err, errlen, "cannot listen on %s port %d: %s", host, s->p.port, strerror(errno));
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, p->backlog) < 0) {
+        snprintf(err, errlen, "cannot listen on %s port %d: %s", host, port, strerror(errno));
         if (fd >= 0) close(fd);
         freeaddrinfo(ai);
         return -1;
@@ -547,90 +641,13 @@ static int open_listener(server *s, const char *host, char *err, size_t errlen) 
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     getsockname(fd, (struct sockaddr *)&ss, &sl);
-    s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                             : ((struct sockaddr_in *)&ss)->sin_port);
-    s->listen_fd = fd;
+    *bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                            : ((struct sockaddr_in *)&ss)->sin_port);
+    *fd_out = fd;
     return 0;
 }
 
-int server_start(server **out, const server_params *p, engine *eng, char *err, size_t errlen) {
-    *out = NULL;
-    if (p->speedup <= 0) { snprintf(err, errlen, "speedup must be > 0"); return -1; }
-    raise_nofile();
-    server *s = calloc(1, sizeof *s);
-    if (!s) { snprintf(err, errlen, "out of memory"); return -1; }
-    s->p = *p;
-    s->eng = eng;
-    s->stop_fd = s->listen_fd = -1;
-    s->armed_ns = ENGINE_NEVER;
-    s->t0_ns = clock_now_ns();
-    rng_seed(&s->fault_rng, p->seed);
-    srv_metrics_init(&s->m);
-    s->model = strdup(p->model);
-    json_t *mj = json_string(p->model);
-    s->model_json = mj ? json_dumps(mj, JSON_ENCODE_ANY) : NULL;
-    json_decref(mj);
-    s->p.model = s->model;
-    s->p.host = NULL;
-    struct event_config *cfg = event_config_new();
-    event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);   /* timerfd: sub-ms timer precision */
-    event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST); /* enable+disable in one turn: no epoll_ctl */
-    s->base = event_base_new_with_config(cfg);
-    event_config_free(cfg);
-    s->buf = evbuffer_new();
-    if (!s->model || !s->model_json || !s->base || !s->buf) {
-        snprintf(err, errlen, "cannot set up the event loop");
-        server_free(s);
-        return -1;
-    }
-    if (open_listener(s, p->host ? p->host : "127.0.0.1", err, errlen) < 0) { server_free(s); return -1; }
-    s->http = evhttp_new(s->base);
-    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
-                                        EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
-    evhttp_set_max_body_size(s->http, 64 << 20);
-    evhttp_set_timeout(s->http, 600);
-    evhttp_set_gencb(s->http, handle_request, s);
-    if (!evhttp_accept_socket_with_handle(s->http, s->listen_fd)) {
-        snprintf(err, errlen, "evhttp cannot accept on the listening socket");
-        server_free(s);
-        return -1;
-    }
-    s->listen_fd = -1;   /* owned by evhttp now */
-    s->timer = evtimer_new(s->base, on_timer, s);
-    s->sweep_ev = event_new(s->base, -1, EV_PERSIST, on_sweep, s);
-    struct timeval sweep_tv = { .tv_sec = 0, .tv_usec = SWEEP_NS / 1000 };
-    event_add(s->sweep_ev, &sweep_tv);
-    s->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    s->stop_ev = event_new(s->base, s->stop_fd, EV_READ | EV_PERSIST, on_stop, s);
-    event_add(s->stop_ev, NULL);
-    if (p->duration_ns > 0) {
-        s->dur_ev = evtimer_new(s->base, on_stop, s);
-        struct timeval tv = { .tv_sec = p->duration_ns / NS_PER_S, .tv_usec = (p->duration_ns % NS_PER_S) / 1000 };
-        evtimer_add(s->dur_ev, &tv);
-    }
-    if (p->handle_signals) {
-        s->sig_int = evsignal_new(s->base, SIGINT, on_stop, s);
-        s->sig_term = evsignal_new(s->base, SIGTERM, on_stop, s);
-        event_add(s->sig_int, NULL);
-        event_add(s->sig_term, NULL);
-    }
-    *out = s;
-    return 0;
-}
-
-int server_port(const server *s) { return s->port; }
-
-int server_run(server *s) {
-    event_base_dispatch(s->base);
-    return 0;
-}
-
-void server_stop(server *s) {
-    uint64_t one = 1;
-    if (s && s->stop_fd >= 0 && write(s->stop_fd, &one, sizeof one) < 0) { /* already signalled */ }
-}
-
-void server_free(server *s) {
+static void worker_free(worker *s) {
     if (!s) return;
     if (s->http) evhttp_free(s->http);    /* closes connections: on_conn_close cancels their requests */
     while (s->streams) {                    /* anything left without a connection */
@@ -641,13 +658,146 @@ void server_free(server *s) {
     if (s->timer) event_free(s->timer);
     if (s->sweep_ev) event_free(s->sweep_ev);
     if (s->stop_ev) event_free(s->stop_ev);
-    if (s->dur_ev) event_free(s->dur_ev);
-    if (s->sig_int) event_free(s->sig_int);
-    if (s->sig_term) event_free(s->sig_term);
     if (s->stop_fd >= 0) close(s->stop_fd);
     if (s->listen_fd >= 0) close(s->listen_fd);
     if (s->buf) evbuffer_free(s->buf);
     if (s->base) event_base_free(s->base);
+    if (s->locking) pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static worker *worker_new(server *top, int index, engine *eng, char *err, size_t errlen) {
+    worker *s = calloc(1, sizeof *s);
+    if (!s) { snprintf(err, errlen, "out of memory"); return NULL; }
+    s->top = top;
+    s->index = index;
+    s->p = top->p;
+    s->model = top->model;
+    s->model_json = top->model_json;
+    s->eng = eng;
+    s->stop_fd = s->listen_fd = -1;
+    s->armed_ns = ENGINE_NEVER;
+    s->t0_ns = top->w[0] ? top->w[0]->t0_ns : clock_now_ns();   /* one engine clock for all loops */
+    rng_seed(&s->fault_rng, top->p.seed + (uint64_t)index);
+    srv_metrics_init(&s->m);
+    if (top->n > 1) {
+        pthread_mutexattr_t a;
+        pthread_mutexattr_init(&a);
+        pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+        pthread_mutex_init(&s->lock, &a);
+        pthread_mutexattr_destroy(&a);
+        s->locking = true;
+    }
+    struct event_config *cfg = event_config_new();
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);   /* timerfd: sub-ms timer precision */
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST); /* enable+disable in one turn: no epoll_ctl */
+    s->base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    s->buf = evbuffer_new();
+    if (!s->base || !s->buf) {
+        snprintf(err, errlen, "cannot set up the event loop");
+        worker_free(s);
+        return NULL;
+    }
+    int bound;
+    if (open_listener(&top->p, index ? top->port : top->p.port, top->n > 1, &s->listen_fd, &bound, err, errlen) < 0) {
+        worker_free(s);
+        return NULL;
+    }
+    if (index == 0) top->port = bound;
+    s->p.host = NULL;
+    s->http = evhttp_new(s->base);
+    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                        EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+    evhttp_set_max_body_size(s->http, 64 << 20);
+    evhttp_set_timeout(s->http, 600);
+    evhttp_set_gencb(s->http, handle_request, s);
+    if (!evhttp_accept_socket_with_handle(s->http, s->listen_fd)) {
+        snprintf(err, errlen, "evhttp cannot accept on the listening socket");
+        worker_free(s);
+        return NULL;
+    }
+    s->listen_fd = -1;   /* owned by evhttp now */
+    s->timer = evtimer_new(s->base, on_timer, s);
+    s->sweep_ev = event_new(s->base, -1, EV_PERSIST, on_sweep, s);
+    struct timeval sweep_tv = { .tv_sec = 0, .tv_usec = SWEEP_NS / 1000 };
+    event_add(s->sweep_ev, &sweep_tv);
+    s->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    s->stop_ev = event_new(s->base, s->stop_fd, EV_READ | EV_PERSIST, on_stop, s);
+    event_add(s->stop_ev, NULL);
+    return s;
+}
+
+int server_start(server **out, const server_params *p, engine *const *engines, char *err, size_t errlen) {
+    *out = NULL;
+    if (p->speedup <= 0) { snprintf(err, errlen, "speedup must be > 0"); return -1; }
+    int n = p->threads > 0 ? p->threads : 1;
+    raise_nofile();
+    server *s = calloc(1, sizeof *s);
+    worker **w = calloc((size_t)n, sizeof *w);
+    if (!s || !w) { free(s); free(w); snprintf(err, errlen, "out of memory"); return -1; }
+    s->p = *p;
+    s->n = n;
+    s->w = w;
+    s->model = strdup(p->model);
+    json_t *mj = json_string(p->model);
+    s->model_json = mj ? json_dumps(mj, JSON_ENCODE_ANY) : NULL;
+    json_decref(mj);
+    if (!s->model || !s->model_json) { snprintf(err, errlen, "out of memory"); server_free(s); return -1; }
+    s->p.model = s->model;
+    for (int i = 0; i < n; i++) {
+        if (!(s->w[i] = worker_new(s, i, engines[i], err, errlen))) { server_free(s); return -1; }
+    }
+    s->p.host = NULL;   /* the caller's string; not needed after binding */
+    worker *w0 = s->w[0];
+    if (p->duration_ns > 0) {
+        s->dur_ev = evtimer_new(w0->base, on_stop_all, s);
+        struct timeval tv = { .tv_sec = p->duration_ns / NS_PER_S, .tv_usec = (p->duration_ns % NS_PER_S) / 1000 };
+        evtimer_add(s->dur_ev, &tv);
+    }
+    if (p->handle_signals) {
+        s->sig_int = evsignal_new(w0->base, SIGINT, on_stop_all, s);
+        s->sig_term = evsignal_new(w0->base, SIGTERM, on_stop_all, s);
+        event_add(s->sig_int, NULL);
+        event_add(s->sig_term, NULL);
+    }
+    *out = s;
+    return 0;
+}
+
+int server_port(const server *s) { return s->port; }
+
+static void *worker_main(void *arg) {
+    worker *s = arg;
+    event_base_dispatch(s->base);
+    return NULL;
+}
+
+int server_run(server *s) {
+    for (int i = 1; i < s->n; i++)
+        s->w[i]->thread_started = pthread_create(&s->w[i]->thread, NULL, worker_main, s->w[i]) == 0;
+    event_base_dispatch(s->w[0]->base);
+    server_stop(s);                         /* worker 0 stopped: so do the others */
+    for (int i = 1; i < s->n; i++) {
+        if (s->w[i]->thread_started) pthread_join(s->w[i]->thread, NULL);
+        s->w[i]->thread_started = false;
+    }
+    return 0;
+}
+
+void server_stop(server *s) {
+    uint64_t one = 1;
+    for (int i = 0; s && i < s->n; i++)
+        if (s->w[i] && s->w[i]->stop_fd >= 0 && write(s->w[i]->stop_fd, &one, sizeof one) < 0) { /* already signalled */ }
+}
+
+void server_free(server *s) {
+    if (!s) return;
+    if (s->dur_ev) event_free(s->dur_ev);
+    if (s->sig_int) event_free(s->sig_int);
+    if (s->sig_term) event_free(s->sig_term);
+    for (int i = 0; i < s->n; i++) worker_free(s->w[i]);
+    free(s->w);
     free(s->model);
     free(s->model_json);
     free(s);

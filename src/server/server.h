@@ -1,6 +1,6 @@
 /* server — the HTTP/SSE layer of `dsperf serve`: an OpenAI-compatible server (libevent evhttp,
- * one event-loop thread) that streams tokens when an engine (engine/engine.h) says they are due,
- * injects seeded faults, and exposes vLLM-named Prometheus metrics computed from engine events.
+ * one or more event-loop threads, each with its own engine) that streams tokens when an engine
+ * (engine/engine.h) says they are due, injects seeded faults, and exposes vLLM-named Prometheus metrics computed from engine events.
  * It knows nothing about how an engine decides timing, so any engine plugs in unchanged. */
 #ifndef DSP_SERVER_H
 #define DSP_SERVER_H
@@ -27,6 +27,7 @@ typedef struct {
     int64_t stall_ns;            /* length of that gap (2 s) */
     double error_event_rate;     /* an error event mid-stream, then the end */
     int error_style;             /* SERVER_ERROR_STYLE_* */
+    int threads;                 /* event loops, each with its own engine and SO_REUSEPORT socket (1) */
     bool handle_signals;         /* stop cleanly on SIGINT/SIGTERM (for the command, not threads) */
 } server_params;
 
@@ -34,15 +35,17 @@ typedef struct server server;
 
 void server_default_params(server_params *p);
 
-/* Binds and listens (raising RLIMIT_NOFILE to its hard limit first). The engine stays owned by
- * the caller and must outlive the server. Returns 0, or -1 with err filled. */
-int server_start(server **out, const server_params *p, engine *eng, char *err, size_t errlen);
+/* Binds and listens (raising RLIMIT_NOFILE to its hard limit first). engines[i] serves loop i
+ * (p->threads of them; the kernel spreads connections over the loops, so each engine sees its
+ * share of the streams and /metrics shows their sum). The engines stay owned by the caller and
+ * must outlive the server. Returns 0, or -1 with err filled. */
+int server_start(server **out, const server_params *p, engine *const *engines, char *err, size_t errlen);
 
 /* The bound port (useful with port 0). */
 int server_port(const server *s);
 
-/* Runs the event loop in the calling thread until server_stop(), the duration, or a signal.
- * Returns 0. */
+/* Runs loop 0 in the calling thread (the others on threads of their own) until server_stop(),
+ * the duration, or a signal; returns when every loop has stopped. Returns 0. */
 int server_run(server *s);
 
 /* Asks a running server to stop; safe from another thread or a signal handler. */

@@ -42,6 +42,32 @@ void srv_hist_observe(srv_hist *h, double v) {
     h->count++;
 }
 
+static void hist_add(srv_hist *a, const srv_hist *b) {
+    for (int i = 0; i <= a->n_bounds; i++) a->counts[i] += b->counts[i];
+    a->sum += b->sum;
+    a->count += b->count;
+}
+
+void srv_metrics_add(srv_metrics *a, const srv_metrics *b) {
+    hist_add(&a->ttft_s, &b->ttft_s);
+    hist_add(&a->itl_s, &b->itl_s);
+    hist_add(&a->e2e_s, &b->e2e_s);
+    hist_add(&a->queue_s, &b->queue_s);
+    hist_add(&a->prefill_s, &b->prefill_s);
+    hist_add(&a->decode_s, &b->decode_s);
+    hist_add(&a->iteration_tokens, &b->iteration_tokens);
+    hist_add(&a->lateness_s, &b->lateness_s);
+    a->prompt_tokens += b->prompt_tokens;
+    a->generation_tokens += b->generation_tokens;
+    for (int i = 0; i < SRV_N_FINISH; i++) a->success[i] += b->success[i];
+    for (int i = 0; i < 600; i++) a->http_status[i] += b->http_status[i];
+    for (int i = 0; i < SRV_N_FAULTS; i++) a->faults[i] += b->faults[i];
+    a->client_disconnects += b->client_disconnects;
+    a->streams_open += b->streams_open;
+    a->generate_requests += b->generate_requests;
+}
+
+
 const char *srv_fault_name(int kind) {
     static const char *names[SRV_N_FAULTS] = {"http_500", "http_429", "drop", "stall", "error_event"};
     return kind >= 0 && kind < SRV_N_FAULTS ? names[kind] : "unknown";
@@ -135,4 +161,10 @@ void srv_metrics_render(const srv_metrics *m, const engine_stats *st, const char
     evbuffer_add_printf(o, "dsperf_client_disconnects_total %llu\n", (unsigned long long)m->client_disconnects);
     head(o, "dsperf_streams_open", "gauge", "Generation requests with an open connection.");
     evbuffer_add_printf(o, "dsperf_streams_open %lld\n", (long long)m->streams_open);
+}
+
+void srv_metrics_render_loops(const uint64_t *requests, int n_loops, struct evbuffer *o) {
+    head(o, "dsperf_loop_requests_total", "counter", "Generation requests handled by each event loop (serve --threads).");
+    for (int i = 0; i < n_loops; i++)
+        evbuffer_add_printf(o, "dsperf_loop_requests_total{loop=\"%d\"} %llu\n", i, (unsigned long long)requests[i]);
 }

@@ -27,11 +27,16 @@ typedef struct {
     uint64_t faults[SRV_N_FAULTS];        /* injected faults by kind */
     uint64_t client_disconnects;          /* clients gone before their request finished */
     int64_t streams_open;                 /* requests with a live connection */
+    uint64_t generate_requests;           /* generation requests handled (per loop: the spread) */
 } srv_metrics;
 
 void srv_metrics_init(srv_metrics *m);
 void srv_hist_observe(srv_hist *h, double v);
+/* a += b (both from srv_metrics_init): /metrics of a server with several loops is their sum. */
+void srv_metrics_add(srv_metrics *a, const srv_metrics *b);
 /* Appends the whole exposition to out. model_label is the model name (escaped here). */
 void srv_metrics_render(const srv_metrics *m, const engine_stats *st, const char *model, struct evbuffer *out);
+/* Appends dsperf_loop_requests_total{loop="i"}: generation requests each event loop handled. */
+void srv_metrics_render_loops(const uint64_t *requests, int n_loops, struct evbuffer *out);
 const char *srv_fault_name(int kind);
 #endif

@@ -648,6 +648,9 @@ TEST(server_cli_usage_errors) {
     CHECK_EQ_INT(run_status("--engine warp"), 2);
     CHECK_EQ_INT(run_status("--drop-rate 1.5"), 2);
     CHECK_EQ_INT(run_status("--port 99999"), 2);
+    CHECK_EQ_INT(run_status("--threads 2 --capacity 4"), 2);   /* a shared queue cannot be split */
+    CHECK_EQ_INT(run_status("--threads 2 --engine sim"), 2);
+    CHECK_EQ_INT(run_status("--threads 0"), 2);
     CHECK_EQ_INT(run_status("--help"), 0);
     CHECK_EQ_INT(run_status("--duration 100ms"), 0);     /* exits by itself, cleanly */
 }
@@ -666,7 +669,7 @@ TEST(server_in_thread_api) {
     server_default_params(&sp);
     sp.model = "m";
     server *s = NULL;
-    CHECK_EQ_INT(server_start(&s, &sp, e, err, sizeof err), 0);
+    CHECK_EQ_INT(server_start(&s, &sp, &e, err, sizeof err), 0);
     if (!s) { engine_destroy(e); return; }
     srv_proc p = { .port = server_port(s) };
     snprintf(p.base, sizeof p.base, "http://127.0.0.1:%d", p.port);
