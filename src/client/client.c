@@ -30,6 +30,8 @@ typedef struct transfer {
     bool is_sse;                /* Content-Type was text/event-stream */
     bool got_body;
     char *errbody;              /* body of a non-2xx response (capped) */
+    bool added;                 /* handed to the multi handle (not pending) */
+    struct transfer *pending_next;
     int64_t read_ns;            /* when the bytes being parsed were handed to us */
     size_t errlen;
     struct transfer *prev, *next;
@@ -45,10 +47,20 @@ struct client {
     int64_t curl_deadline_ns;   /* when curl wants CURL_SOCKET_TIMEOUT; INT64_MAX none */
     struct curl_slist *hdrs;
     char *url;
-    size_t in_flight;
+    size_t in_flight;           /* submitted and not finished (pending ones included) */
     transfer *live;             /* list of in-flight transfers */
+    transfer *pending_head, *pending_tail;   /* submitted, not yet handed to libcurl (FIFO) */
+    CURL **pool;                /* easy handles of finished transfers, options kept, for reuse */
+    size_t pool_n, pool_cap;
     int finished_now;           /* transfers finished during the current poll */
 };
+
+/* Submitted requests are handed to libcurl (and so sent) at most this many per turn of the
+ * loop, with a look at the sockets in between: a closed loop whose streams all end together
+ * resubmits hundreds of requests at once, and sending them in one pass (~20 us each) held
+ * back the reads of every other stream for milliseconds, which showed up as ITL error. Their
+ * own wait is measured as queue time (send_ns is taken when the bytes go out). */
+#define SEND_BATCH 4
 
 static int g_curl_init;
 
@@ -189,10 +201,23 @@ static rec_outcome classify(transfer *t, CURLcode res) {
     return REC_OK;
 }
 
+/* A finished transfer's easy handle keeps its options and buffers for the next request
+ * (curl_easy_init/cleanup per request was a tenth of the client's CPU at short requests). */
+static void easy_release(client *c, CURL *e) {
+    if (c->pool_n == c->pool_cap) {
+        size_t cap = c->pool_cap ? c->pool_cap * 2 : 64;
+        CURL **np = realloc(c->pool, cap * sizeof *np);
+        if (!np) { curl_easy_cleanup(e); return; }
+        c->pool = np;
+        c->pool_cap = cap;
+    }
+    c->pool[c->pool_n++] = e;
+}
+
 static void transfer_free(transfer *t) {
     if (t->easy) {
-        curl_multi_remove_handle(t->c->multi, t->easy);
-        curl_easy_cleanup(t->easy);
+        if (t->added) curl_multi_remove_handle(t->c->multi, t->easy);
+        easy_release(t->c, t->easy);
     }
     sse_free(&t->sse);
     free(t->body);
@@ -282,6 +307,9 @@ void client_free(client *c) {
         unlink_transfer(c, t);
         transfer_free(t);
     }
+    c->pending_head = c->pending_tail = NULL;
+    for (size_t i = 0; i < c->pool_n; i++) curl_easy_cleanup(c->pool[i]);
+    free(c->pool);
     if (c->multi) curl_multi_cleanup(c->multi);
     if (c->epfd >= 0) close(c->epfd);
     curl_slist_free_all(c->hdrs);
@@ -298,6 +326,20 @@ static void common_easy_opts(CURL *e, const client_opts *o) {
     if (o->insecure) { curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L); curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L); }
 }
 
+/* A pooled easy handle, or a new one with the options every request shares. */
+static CURL *easy_get(client *c) {
+    if (c->pool_n) return c->pool[--c->pool_n];
+    CURL *e = curl_easy_init();
+    if (!e) return NULL;
+    common_easy_opts(e, &c->o);
+    curl_easy_setopt(e, CURLOPT_URL, c->url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->hdrs);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
+    return e;
+}
+
 int client_submit(client *c, size_t rec_index, const dataset_item *item) {
     transfer *t = calloc(1, sizeof *t);
     if (!t) return -1;
@@ -305,39 +347,47 @@ int client_submit(client *c, size_t rec_index, const dataset_item *item) {
     t->rec = rec_index;
     sse_init(&t->sse, SSE_EVENT_MAX);
     t->body = openai_request_body(c->o.api, c->o.model, item, c->o.ignore_eos, c->o.include_usage);
-    t->easy = curl_easy_init();
+    t->easy = easy_get(c);
     if (!t->body || !t->easy) { transfer_free(t); return -1; }
     record *r = &c->recs->v[rec_index];
     r->max_tokens = item->max_tokens;
     r->in_tokens = item->in_tokens;
     CURL *e = t->easy;
-    common_easy_opts(e, &c->o);
-    curl_easy_setopt(e, CURLOPT_URL, c->url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->hdrs);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(t->body));
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
-    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
     curl_easy_setopt(e, CURLOPT_PREREQDATA, t);
     curl_easy_setopt(e, CURLOPT_PRIVATE, t);
     t->next = c->live;
     if (c->live) c->live->prev = t;
     c->live = t;
     c->in_flight++;
-    if (curl_multi_add_handle(c->multi, e) != CURLM_OK) {
-        unlink_transfer(c, t);
-        curl_easy_cleanup(t->easy);
-        t->easy = NULL;
-        transfer_free(t);
-        return -1;
-    }
-    /* libcurl has set its timer to "now": the next client_poll sends it, together with every
-     * other request submitted before that poll (one pass for a burst, not one per request) */
-    c->curl_deadline_ns = clock_now_ns();
+    if (c->pending_tail) c->pending_tail->pending_next = t; else c->pending_head = t;
+    c->pending_tail = t;
     return 0;
+}
+
+/* Hands up to SEND_BATCH pending requests to libcurl and lets it send them. */
+static void send_pending(client *c) {
+    int running;
+    for (int k = 0; k < SEND_BATCH && c->pending_head; k++) {
+        transfer *t = c->pending_head;
+        c->pending_head = t->pending_next;
+        if (!c->pending_head) c->pending_tail = NULL;
+        if (curl_multi_add_handle(c->multi, t->easy) != CURLM_OK) {
+            set_err(&c->recs->v[t->rec], "client: libcurl would not take the request");
+            finish(c, t, CURLE_OUT_OF_MEMORY, REC_ERR_CONNECT);
+            continue;
+        }
+        t->added = true;
+    }
+    /* libcurl set its timer to "now" for each: one timeout action sends them all */
+    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    long ms = -1;
+    curl_multi_timeout(c->multi, &ms);
+    c->curl_deadline_ns = ms < 0 ? INT64_MAX : clock_now_ns() + ms * NS_PER_MS;
+    drain_done(c);
 }
 
 size_t client_in_flight(const client *c) { return c->in_flight; }
@@ -347,6 +397,10 @@ int client_poll(client *c, int64_t wake_at_ns) {
     struct epoll_event evs[256];
     int running;
     for (;;) {
+        if (c->pending_head) {
+            send_pending(c);
+            if (c->finished_now) return c->finished_now;
+        }
         int64_t now = clock_now_ns();
         if (c->curl_deadline_ns <= now) {
             curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
@@ -361,7 +415,7 @@ int client_poll(client *c, int64_t wake_at_ns) {
         }
         /* even when the wake-up time has passed, look at the sockets once (zero wait) */
         int64_t until = wake_at_ns < c->curl_deadline_ns ? wake_at_ns : c->curl_deadline_ns;
-        int64_t wait_ns = until - now;
+        int64_t wait_ns = c->pending_head ? 0 : until - now;   /* more to send: only look */
         if (wait_ns < 0) wait_ns = 0;
         if (wait_ns > 100 * NS_PER_MS) wait_ns = 100 * NS_PER_MS;   /* stay responsive to signals */
         struct timespec ts = { .tv_sec = wait_ns / NS_PER_S, .tv_nsec = wait_ns % NS_PER_S };
@@ -386,6 +440,7 @@ int client_poll(client *c, int64_t wake_at_ns) {
 }
 
 void client_abort_all(client *c, rec_outcome outcome) {
+    c->pending_head = c->pending_tail = NULL;    /* every pending transfer is also on the live list */
     while (c->live) finish(c, c->live, CURLE_OK, (int)outcome);
 }
 
