@@ -12,6 +12,7 @@
 #include "server/server_metrics.h"
 #include "common/clock.h"
 #include "common/rng.h"
+#include "common/fdlimit.h"
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/buffer.h>
@@ -28,7 +29,6 @@
 #include <netdb.h>
 #include <time.h>
 #include <sys/socket.h>
-#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -607,14 +607,6 @@ static void on_stop_all(evutil_socket_t fd, short what, void *arg) {
     server_stop(arg);
 }
 
-static void raise_nofile(void) {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-}
-
 /* Binds `port` (0: a free one, stored in *bound). With several loops every loop has its own
  * socket on the same port (SO_REUSEPORT), and the kernel spreads connections over them. */
 static int open_listener(const server_params *p, int port, bool reuseport, int *fd_out, int *bound, char *err, size_t errlen) {
@@ -732,7 +724,7 @@ int server_start(server **out, const server_params *p, engine *const *engines, c
     *out = NULL;
     if (p->speedup <= 0) { snprintf(err, errlen, "speedup must be > 0"); return -1; }
     int n = p->threads > 0 ? p->threads : 1;
-    raise_nofile();
+    fd_limit_prepare();     /* before the loops' threads exist: see common/fdlimit.h */
     server *s = calloc(1, sizeof *s);
     worker **w = calloc((size_t)n, sizeof *w);
     if (!s || !w) { free(s); free(w); snprintf(err, errlen, "out of memory"); return -1; }
