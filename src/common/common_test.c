@@ -3,6 +3,8 @@
 #include "common/units.h"
 #include "common/rng.h"
 #include "common/fileio.h"
+#include "common/fdlimit.h"
+#include <sys/resource.h>
 #include <string.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -75,4 +77,21 @@ TEST(fileio_atomic_write_roundtrip) {
     CHECK_STR(data, "hello");
     free(data);
     CHECK(fileio_write_atomic("/nonexistent-dir/x", "a", 1) == -1);
+}
+
+/* The descriptor table is sized up front: /proc/self/status shows it as FDSize. */
+TEST(fdlimit_table_grown_up_front) {
+    long limit = fd_limit_prepare();
+    CHECK(limit > 0);
+    struct rlimit rl;
+    CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+    CHECK(rl.rlim_cur == rl.rlim_max);
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) SKIP("no /proc/self/status");
+    char line[256];
+    long fdsize = -1;
+    while (fgets(line, sizeof line, f)) if (!strncmp(line, "FDSize:", 7)) fdsize = atol(line + 7);
+    fclose(f);
+    long want = limit < 65536 ? limit : 65536;
+    CHECK_MSG(fdsize >= want, "FDSize %ld, wanted >= %ld", fdsize, want);
 }
