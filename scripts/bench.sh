@@ -73,5 +73,5 @@ read -r late50 late250 < "$OUT/timing-1000.late"
 echo "   server emissions within 50 us of due: $late50, within 250 us: $late250"
 
 for extra in scripts/bench_tokenizer.sh scripts/bench_sim.sh; do
-  if [ -f "$extra" ]; then echo "== $extra"; bash "$extra" || echo "bench: $extra failed"; fi
+  if [ -f "$extra" ]; then echo "== $extra"; bash "$extra" "$BIN" || echo "bench: $extra failed"; fi
 done

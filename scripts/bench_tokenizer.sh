@@ -13,7 +13,8 @@ set -eu
 cd "$(dirname "$0")/.."
 TD=${1:-../shared/testdata}/tokenizers
 [ -f "$TD/deepseek-v3/tokenizer.json" ] || { echo "bench_tokenizer: no $TD/deepseek-v3/tokenizer.json" >&2; exit 2; }
-[ -x ./dsperf ] || make -s build >/dev/null
+BIN=${DSPERF_BIN:-./dsperf}
+[ -x "$BIN" ] || make -s build >/dev/null
 if [ ! -d node_modules/tokenizers ]; then
     npm install --no-save --no-audit --no-fund tokenizers@0.23.2 >/dev/null 2>&1 ||
         { echo "bench_tokenizer: npm install tokenizers failed" >&2; exit 1; }
@@ -29,7 +30,7 @@ cat "$W/en_code.txt" "$W/multi.txt" > "$W/mixed.txt"
 echo "text: $(wc -c < "$W/mixed.txt") bytes ($(wc -c < "$W/en_code.txt") English/C, $(wc -c < "$W/multi.txt") mixed-script)"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), one thread"
 v3="$TD/deepseek-v3/tokenizer.json"
-ours=$(./dsperf tokenize --tokenizer "$v3" --bench "$W/mixed.txt")
+ours=$("$BIN" tokenize --tokenizer "$v3" --bench "$W/mixed.txt")
 hf=$(node scripts/tok_hf.js bench "$v3" "$W/mixed.txt")
 field() { echo "$1" | sed -n "s/.*\"$2\": *\([0-9.]*\).*/\1/p"; }
 # memory: dsperf = resident growth while loading (the tables), HF = resident size of the node process.
@@ -40,7 +41,7 @@ printf '%-26s %10s %10s %10s %16s\n' "deepseek-v3 HF tokenizers" "$(field "$hf" 
     "$(field "$hf" load_ms)" "$(field "$hf" rss_mb) process"
 for g in deepseek-llm/ggml-vocab-deepseek-llm.gguf deepseek-coder/ggml-vocab-deepseek-coder.gguf; do
     [ -f "$TD/$g" ] || continue
-    o=$(./dsperf tokenize --tokenizer "$TD/$g" --bench "$W/mixed.txt")
+    o=$("$BIN" tokenize --tokenizer "$TD/$g" --bench "$W/mixed.txt")
     printf '%-26s %10s %10s %10s %16s\n' "$(dirname $g) dsperf" "$(field "$o" tokens)" "$(field "$o" mb_per_s)" \
         "$(field "$o" load_ms)" "$(field "$o" rss_tokenizer_mb) tables"
 done
