@@ -1,0 +1,452 @@
+/* sweep_run — running a sweep: options, the levels (each one bench run watched by the
+ * over-saturation detector), repeats, the auto ladder, and the atomic rewrite of the sweep file
+ * after every level, so Ctrl-C or a crash loses at most the level in progress. Used by
+ * `dsperf sweep` and, once per server configuration, by `dsperf tune`. */
+#include "cli/sweep_run.h"
+#include "cli/cli.h"
+#include "cli/bench_run.h"
+#include "results/results.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/units.h"
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* g_stop: the whole sweep stops (a signal); g_level_stop: the level in progress stops (a signal
+ * or the over-saturation detector). */
+static volatile sig_atomic_t g_stop, g_level_stop;
+void sweep_run_request_stop(void) { g_stop = 1; g_level_stop = 1; }
+bool sweep_run_stop_requested(void) { return g_stop != 0; }
+
+/* What the progress hook of one level needs. */
+typedef struct {
+    sweep_osd osd;
+    bool watch, fired;
+    const recset *recs;
+    size_t cursor;
+    int64_t last_ns;            /* records whose first token came after this are new */
+    int64_t t0_ns;
+    size_t planned;
+    int64_t duration_ns;
+    bool tty;
+    char label[32];
+    sweep_osd_verdict verdict;
+    double sat_since;           /* when the current run of saturated verdicts began (-1 none) */
+} level_watch;
+
+static void on_tick(void *ctx, const load_progress *p) {
+    level_watch *w = ctx;
+    int64_t now = clock_now_ns();
+    if (!w->t0_ns) w->t0_ns = now - p->elapsed_ns;
+    bool scheduling = (!p->planned || p->sent + p->queued < p->planned) &&
+                      (!w->duration_ns || p->elapsed_ns < w->duration_ns);
+    if (scheduling) {
+        /* the plan is still sending: a backlog that grows now is the server falling behind */
+        sweep_osd_add_conc(&w->osd, p->elapsed_ns / 1e9, (double)(p->in_flight + p->queued));
+        const recset *rs = w->recs;
+        while (w->cursor < rs->n && (rs->v[w->cursor].first_ns || rs->v[w->cursor].end_ns)) w->cursor++;
+        size_t from = w->cursor;
+        /* a request that got its first token before the cursor's was already counted */
+        while (from > 0 && rs->v[from - 1].first_ns > w->last_ns) from--;
+        for (size_t i = from; i < rs->n; i++) {
+            const record *r = &rs->v[i];
+            if (r->first_ns > w->last_ns && r->first_ns <= now && r->sched_ns > 0)
+                sweep_osd_add_ttft(&w->osd, (r->first_ns - w->t0_ns) / 1e9, (r->first_ns - r->sched_ns) / 1e6);
+        }
+        w->last_ns = now;
+        if (w->watch && !w->fired) {
+            double t = p->elapsed_ns / 1e9;
+            sweep_osd_check(&w->osd, t, false, &w->verdict);
+            /* "keep climbing": the verdict must hold for a further whole window, so a Poisson
+             * burst (or the ramp-up at the start) that looks like a trend in one window does not
+             * stop a level */
+            if (!w->verdict.saturated) w->sat_since = -1;
+            else if (w->sat_since < 0) w->sat_since = t;
+            else if (t - w->sat_since >= w->osd.window_s) { w->fired = true; g_level_stop = 1; }
+        }
+    }
+    if (w->tty) {
+        char ttft[32] = "-";
+        if (!isnan(p->ttft_p50_ms)) snprintf(ttft, sizeof ttft, "%.0f ms", p->ttft_p50_ms);
+        fprintf(stderr, "\r\033[K  %s: %4.0fs done %zu failed %zu in-flight %zu queued %zu  %.1f req/s  p50 TTFT %s",
+                w->label, p->elapsed_ns / 1e9, p->finished, p->failed, p->in_flight, p->queued, p->rate_per_s, ttft);
+        fflush(stderr);
+    }
+}
+
+static json_t *verdict_json(const sweep_osd_verdict *v, double window_s) {
+    if (!v->enough) return json_pack("{s:b,s:s}", "judged", 0, "why", "too few samples in the window");
+    return json_pack("{s:b,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:f,s:s}", "judged", 1, "window_s", window_s,
+        "inflight_slope_per_s", v->conc_slope, "inflight_t", isfinite(v->conc_t) ? v->conc_t : 1e9, "inflight_mean",
+        v->conc_mean, "ttft_slope_ms_per_s", v->ttft_slope, "ttft_t", isfinite(v->ttft_t) ? v->ttft_t : 1e9,
+        "ttft_mean_ms", v->ttft_mean, "t_critical", v->t_crit, "inflight_samples", (json_int_t)v->conc_n,
+        "ttft_samples", (json_int_t)v->ttft_n, "t0_s", isfinite(v->t0_s) ? v->t0_s : 0, "t1_s", v->t1_s, "rule",
+        "both slopes > 0 with one-sided t > t_critical (99%), in-flight rise >= max(2, 10% of mean), "
+        "TTFT (from schedule) rise >= 10% of mean; early stop when this holds for two windows in a row");
+}
+
+/* Sets the plan of b for one level. */
+static int set_level(bench_opts *b, bool rate_axis, double load, uint64_t seed) {
+    b->plan.seed = seed;
+    if (!rate_axis) {
+        b->plan.concurrency = (int)load;
+        b->plan.arr.rate_per_s = 0;
+        b->summary.intended_rate_per_s = 0;
+        b->summary.max_concurrency = 0;
+        return 0;
+    }
+    b->plan.concurrency = 0;
+    if (arrival_parse(b->arrival_spec, load, &b->plan.arr) < 0) return -1;
+    b->summary.intended_rate_per_s = load;
+    b->summary.max_concurrency = b->plan.max_concurrency;
+    return 0;
+}
+
+typedef struct {
+    bench_opts *b;
+    const dataset *ds;
+    const sweep_opts *so;
+    json_t *doc;
+    bool tty, rate_axis;
+    uint64_t seed0;
+} sweep_ctx;
+
+/* Runs one level (one repeat); appends it to doc. Returns 0, 1 when the sweep must stop
+ * (interrupted or saturated), -1 on a run failure (err filled). *res_out borrows the results. */
+static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, const json_t **res_out, char *err,
+                     size_t errlen) {
+    bench_opts *b = c->b;
+    bool rate = strcmp(kind, "rate") == 0;
+    if (set_level(b, rate, load, c->seed0 + (uint64_t)repeat) < 0) { snprintf(err, errlen, "bad arrival"); return -1; }
+    int64_t tick = c->so->osd_window_ns / 10;
+    if (tick < 50 * NS_PER_MS) tick = 50 * NS_PER_MS;
+    if (tick > NS_PER_S) tick = NS_PER_S;
+    b->plan.progress_interval_ns = tick;
+    level_watch w = { .watch = c->so->early_stop, .tty = c->tty, .planned = b->plan.requests ? b->plan.requests + b->plan.warmup : 0,
+                      .duration_ns = b->plan.duration_ns, .sat_since = -1 };
+    sweep_osd_init(&w.osd, c->so->osd_window_ns / 1e9);
+    if (rate) snprintf(w.label, sizeof w.label, "%.3g/s", load);
+    else snprintf(w.label, sizeof w.label, "c=%.0f", load);
+    recset recs;
+    recset_init(&recs);
+    w.recs = &recs;
+    g_level_stop = g_stop;
+    bench_result br;
+    int rc = bench_run_once_hook(b, c->ds, &g_level_stop, on_tick, &w, &recs, &br, err, errlen);
+    if (c->tty) fprintf(stderr, "\r\033[K");
+    if (rc < 0) { recset_free(&recs); sweep_osd_free(&w.osd); return -1; }
+    bool interrupted = g_stop != 0;
+    bool early = w.fired && !interrupted;
+    sweep_osd_verdict v = w.verdict;
+    if (!early) {
+        double end_s = w.osd.cn ? w.osd.ct[w.osd.cn - 1] : 0;
+        sweep_osd_check(&w.osd, end_s, true, &v);
+    }
+    if (early) {
+        json_object_set_new(br.results, "partial_reason",
+                            json_string("over-saturation early stop: in-flight requests and TTFT kept climbing; "
+                                        "requests still in flight were cancelled"));
+    }
+    json_t *lv = json_object();
+    json_object_set_new(lv, "load", json_real(load));
+    json_object_set_new(lv, "repeat", json_integer(repeat));
+    json_object_set_new(lv, "kind", json_string(kind));
+    json_object_set_new(lv, "seed", json_integer((json_int_t)b->plan.seed));
+    json_object_set_new(lv, "saturated", json_boolean(early || (v.enough && v.saturated)));
+    json_object_set_new(lv, "early_stopped", json_boolean(early));
+    json_object_set_new(lv, "interrupted", json_boolean(interrupted));
+    json_object_set_new(lv, "over_saturation", verdict_json(&v, w.osd.window_s));
+    json_object_set_new(lv, "results", br.results);
+    json_array_append_new(json_object_get(c->doc, "levels"), lv);
+    if (c->so->save_prefix) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s.%zu.%d.jsonl", c->so->save_prefix, json_array_size(json_object_get(c->doc, "levels")) - 1, repeat);
+        if (results_write_requests_jsonl(path, &recs, err, errlen) < 0) log_warn("%s", err);
+    }
+    recset_free(&recs);
+    sweep_osd_free(&w.osd);
+    if (!b->quiet) {
+        sweep_print_level(stdout, lv, c->rate_axis ? "rate" : "concurrency", json_array_size(json_object_get(c->doc, "levels")) == 1);
+        fflush(stdout);
+    }
+    *res_out = br.results;
+    return interrupted || early ? 1 : 0;
+}
+
+/* UTF-8 box and arrow characters only where the terminal's locale says UTF-8. */
+static bool utf8_tty(void) {
+    if (!isatty(STDOUT_FILENO)) return false;
+    const char *vars[] = { "LC_ALL", "LC_CTYPE", "LANG" };
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return strcasestr(v, "utf-8") || strcasestr(v, "utf8");
+    }
+    return false;
+}
+
+static int save(sweep_ctx *c, char *err, size_t errlen) {
+    sweep_analyse(c->doc, c->so->slo_pct);
+    return results_write_json(c->so->out_path, c->doc, err, errlen);
+}
+
+/* Splits argv into sweep's own options and the rest, which go to bench_opts_parse with a
+ * placeholder load. Returns -1 to go on, or an exit code. */
+static int parse_own(int argc, char **argv, sweep_opts *so, const char *cmd, const char *help_text) {
+    memset(so, 0, sizeof *so);
+    so->out_path = "sweep.json";
+    so->early_stop = true;
+    so->auto_levels = 6;
+    so->auto_max_conc = 128;
+    so->repeats = 1;
+    so->slo_pct = 99;
+    so->osd_window_ns = 5 * NS_PER_S;
+    so->print_table = true;
+    char **v = calloc((size_t)argc + 4, sizeof *v);
+    int n = 0;
+    v[n++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *eq = strchr(a, '=');
+        size_t nlen = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
+#define IS(name) (strlen(name) == nlen && !strncmp(a, name, nlen))
+#define VAL() (eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL))
+        const char *val;
+        long long ll;
+        if ((IS("--help") || IS("-h")) && help_text) { fputs(help_text, stdout); free(v); return EXIT_OK; }
+        else if (IS("--concurrency") || IS("--rate")) {
+            bool is_rate = IS("--rate");
+            if (!(val = VAL())) goto missing;
+            /* "--rate 1..40/s step 4" typed without quotes: the step comes as two more words */
+            if (i + 2 < argc && !strcmp(argv[i + 1], "step")) {
+                snprintf(so->ladder_buf, sizeof so->ladder_buf, "%s step %s", val, argv[i + 2]);
+                val = so->ladder_buf;
+                i += 2;
+            }
+            if (is_rate) so->rate_ladder = val;
+            else so->conc_ladder = val;
+        }
+        else if (IS("--auto")) so->autom = true;
+        else if (IS("--no-early-stop")) so->early_stop = false;
+        else if (IS("--out")) { if (!(so->out_path = VAL())) goto missing; }
+        else if (IS("--save-requests")) { if (!(so->save_prefix = VAL())) goto missing; }
+        else if (IS("--auto-levels") || IS("--auto-max-concurrency") || IS("--repeats")) {
+            const char *name = a;
+            if (!(val = VAL())) goto missing;
+            if (units_parse_int(val, 1, IS("--auto-levels") ? 64 : 100000, &ll) < 0) {
+                log_error("bad value '%s' for %.*s: an integer >= 1", val, (int)nlen, name);
+                free(v);
+                return EXIT_USAGE;
+            }
+            if (IS("--auto-levels")) so->auto_levels = (int)ll;
+            else if (IS("--repeats")) so->repeats = (int)ll;
+            else so->auto_max_conc = (int)ll;
+        } else if (IS("--slo-percentile")) {
+            if (!(val = VAL())) goto missing;
+            if (units_parse_double(val, &so->slo_pct) < 0 || !(so->slo_pct > 0 && so->slo_pct <= 100)) {
+                log_error("bad value '%s' for --slo-percentile: a percentile in (0, 100]", val);
+                free(v);
+                return EXIT_USAGE;
+            }
+        } else if (IS("--osd-window")) {
+            if (!(val = VAL())) goto missing;
+            if (units_parse_duration_ns(val, &so->osd_window_ns) < 0 || so->osd_window_ns < 100 * NS_PER_MS) {
+                log_error("bad value '%s' for --osd-window: a duration >= 100ms such as 5s", val);
+                free(v);
+                return EXIT_USAGE;
+            }
+        } else v[n++] = argv[i];
+        continue;
+    missing:
+        log_error("%.*s needs a value; see dsperf %s --help", (int)nlen, a, cmd);
+        free(v);
+        return EXIT_USAGE;
+#undef IS
+#undef VAL
+    }
+    int modes = !!so->conc_ladder + !!so->rate_ladder + so->autom;
+    if (modes != 1) {
+        if (modes) log_error("give one ladder: --concurrency, --rate or --auto");
+        else log_error("give a ladder: --concurrency 1..64x2, --rate 1..20/s step 2 or --auto; see dsperf %s --help", cmd);
+        free(v);
+        return EXIT_USAGE;
+    }
+    /* a placeholder load so bench's checks (open vs closed loop options) apply */
+    v[n++] = so->rate_ladder ? "--rate" : "--concurrency";
+    v[n++] = so->rate_ladder ? "1/s" : "1";
+    so->bargv = v;
+    so->bargc = n;
+    return -1;
+}
+
+static json_t *sweep_config(const sweep_opts *so, const bench_opts *b, const dataset *ds, const char *axis) {
+    json_t *c = bench_opts_config_json(b, ds);
+    json_object_del(c, "concurrency");
+    json_object_del(c, "rate_per_s");
+    json_object_set_new(c, "load", json_string(strcmp(axis, "rate") ? "closed" : "open"));
+    json_object_set_new(c, "mode", json_string(so->autom ? "auto" : axis));
+    json_object_set_new(c, "ladder", so->autom ? json_null() : json_string(so->conc_ladder ? so->conc_ladder : so->rate_ladder));
+    json_object_set_new(c, "repeats", json_integer(so->repeats));
+    json_object_set_new(c, "early_stop", json_boolean(so->early_stop));
+    json_object_set_new(c, "osd_window_s", json_real(so->osd_window_ns / 1e9));
+    json_object_set_new(c, "slo_percentile", json_real(so->slo_pct));
+    if (so->autom) {
+        json_object_set_new(c, "auto_levels", json_integer(so->auto_levels));
+        json_object_set_new(c, "auto_max_concurrency", json_integer(so->auto_max_conc));
+    }
+    json_t *slo = json_object();
+    if (b->summary.slo_ttft_ms > 0) json_object_set_new(slo, "ttft_ms", json_real(b->summary.slo_ttft_ms));
+    if (b->summary.slo_tpot_ms > 0) json_object_set_new(slo, "tpot_ms", json_real(b->summary.slo_tpot_ms));
+    if (b->summary.slo_e2el_ms > 0) json_object_set_new(slo, "e2el_ms", json_real(b->summary.slo_e2el_ms));
+    json_object_set_new(c, "slo", slo);
+    return c;
+}
+
+static json_t *new_doc(const bench_opts *b, json_t *config, const char *axis) {
+    char date[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_t *d = json_object();
+    json_object_set_new(d, "schema", json_string(SWEEP_SCHEMA));
+    json_object_set_new(d, "tool", json_string("dsperf"));
+    json_object_set_new(d, "version", json_string(DSPERF_VERSION));
+    json_object_set_new(d, "command_line", json_string(b->command_line ? b->command_line : ""));
+    json_object_set_new(d, "date", json_string(date));
+    json_object_set_new(d, "environment", json_null());
+    json_object_set_new(d, "config", config);
+    json_object_set_new(d, "axis", json_string(axis));
+    json_object_set_new(d, "partial", json_false());
+    json_object_set_new(d, "partial_reason", json_null());
+    json_object_set_new(d, "levels", json_array());
+    json_object_set_new(d, "knee", json_null());
+    json_object_set_new(d, "max_goodput", json_null());
+    json_object_set_new(d, "ci", json_null());
+    return d;
+}
+
+/* Runs all repeats of one level; 1 = stop the sweep, -1 = failure. *rps: their mean request rate. */
+static int run_repeats(sweep_ctx *c, const char *kind, double load, double *rps, char *err, size_t errlen) {
+    double sum = 0;
+    int n = 0;
+    for (int k = 0; k < c->so->repeats; k++) {
+        const json_t *res = NULL;
+        int rc = run_level(c, kind, load, k, &res, err, errlen);
+        if (rc < 0) return -1;
+        if (!json_object_get(c->doc, "environment") || json_is_null(json_object_get(c->doc, "environment")))
+            json_object_set(c->doc, "environment", json_object_get(res, "environment"));
+        double r = json_number_value(json_object_get(res, "request_throughput"));
+        if (isfinite(r)) { sum += r; n++; }
+        char e2[512];
+        if (save(c, e2, sizeof e2) < 0) log_warn("%s", e2);
+        if (rc == 1) return 1;
+    }
+    if (rps) *rps = n ? sum / n : NAN;
+    return 0;
+}
+
+int sweep_opts_parse(sweep_opts *so, bench_opts *b, int argc, char **argv, const char *cmd, const char *help_text) {
+    memset(b, 0, sizeof *b);
+    int rc = parse_own(argc, argv, so, cmd, help_text);
+    if (rc >= 0) return rc;
+    char err[1024];
+    if (!so->autom && sweep_parse_ladder(so->conc_ladder ? so->conc_ladder : so->rate_ladder, so->rate_ladder != NULL,
+                                         so->ladder, SWEEP_MAX_LEVELS, &so->n_levels, err, sizeof err) < 0) {
+        log_error("bad ladder for --%s: %s", so->conc_ladder ? "concurrency" : "rate", err);
+        free(so->bargv);
+        so->bargv = NULL;
+        return EXIT_USAGE;
+    }
+    rc = bench_opts_parse(b, so->bargc, so->bargv);
+    if (rc >= 0) {
+        bench_opts_free(b);
+        free(so->bargv);
+        so->bargv = NULL;
+        return rc;
+    }
+    free(b->command_line);
+    b->command_line = cli_join_argv(argc, argv);   /* the command's own line, not the rewritten one */
+    b->out_path = NULL;
+    b->requests_path = NULL;
+    return -1;
+}
+
+void sweep_opts_free(sweep_opts *so, bench_opts *b) {
+    bench_opts_free(b);
+    free(so->bargv);
+    so->bargv = NULL;
+}
+
+int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
+    *doc_out = NULL;
+    char err[1024];
+    dataset *ds = NULL;
+    char *model = NULL;
+    int rc = bench_prepare(b, &ds, &model);
+    if (rc != EXIT_OK) {
+        dataset_free(ds);
+        free(model);
+        return rc;
+    }
+    const char *axis = so->conc_ladder ? "concurrency" : "rate";
+    sweep_ctx c = { .b = b, .ds = ds, .so = so, .rate_axis = !so->conc_ladder, .seed0 = b->plan.seed,
+                    .tty = isatty(STDERR_FILENO) && !b->quiet && !b->no_progress };
+    c.doc = new_doc(b, sweep_config(so, b, ds, axis), axis);
+    if (!b->quiet) log_info("sweep %s model %s: %s, %s per level%s", b->client.base_url, b->client.model,
+                            so->autom ? "auto (synchronous, throughput, then rates)" : axis,
+                            b->plan.duration_ns ? "duration" : "request count", so->repeats > 1 ? ", repeated" : "");
+    int exit_code = EXIT_OK, r = 0;
+    if (so->autom) {
+        double r_sync = NAN, r_max = NAN;
+        r = run_repeats(&c, "synchronous", 1, &r_sync, err, sizeof err);
+        if (r == 0) r = run_repeats(&c, "throughput", so->auto_max_conc, &r_max, err, sizeof err);
+        if (r == 0 && !(r_sync > 0 && r_max > 0)) {
+            snprintf(err, sizeof err, "the synchronous or saturating run completed no request; no rates to sweep");
+            r = -1;
+        }
+        /* the anchors' load is their achieved request rate, so every level reads on one axis */
+        json_t *lvs = json_object_get(c.doc, "levels");
+        size_t i;
+        json_t *lv;
+        json_array_foreach(lvs, i, lv) json_object_set_new(lv, "load", json_real(json_number_value(
+            json_object_get(json_object_get(lv, "results"), "request_throughput"))));
+        if (r == 0) {
+            c.rate_axis = true;
+            /* the max must be exceeded for the plateau to show: rates up to 1.25x it */
+            double top = 1.25 * r_max;
+            for (int k = 1; k <= so->auto_levels && r == 0; k++)
+                r = run_repeats(&c, "rate", r_sync + (top - r_sync) * k / so->auto_levels, NULL, err, sizeof err);
+        }
+        json_object_set_new(c.doc, "axis", json_string("rate"));
+    } else {
+        for (size_t i = 0; i < so->n_levels && r == 0; i++)
+            r = run_repeats(&c, so->conc_ladder ? "concurrency" : "rate", so->ladder[i], NULL, err, sizeof err);
+    }
+    if (r < 0) {
+        log_error("%s", err);
+        exit_code = EXIT_RUN_FAILED;
+        json_object_set_new(c.doc, "partial", json_true());
+        json_object_set_new(c.doc, "partial_reason", json_string(err));
+    } else if (g_stop) {
+        json_object_set_new(c.doc, "partial", json_true());
+        json_object_set_new(c.doc, "partial_reason", json_string("interrupted (SIGINT/SIGTERM): the levels measured so far are kept"));
+        exit_code = EXIT_RUN_FAILED;
+    }
+    if (save(&c, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
+    if (!b->quiet && so->print_table) {
+        fputc('\n', stdout);
+        sweep_print_table(stdout, c.doc, utf8_tty());
+        log_info("sweep written to %s", so->out_path);
+    }
+    *doc_out = c.doc;
+    dataset_free(ds);
+    /* b->client.model may point at model: keep the name for the caller in the document only */
+    if (b->client.model == model) b->client.model = NULL;
+    free(model);
+    return exit_code;
+}
