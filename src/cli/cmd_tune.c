@@ -407,6 +407,15 @@ int cmd_tune(int argc, char **argv) {
     bool quiet = b.quiet;
     sweep_opts_free(&so, &b);
     free_argv(pargv, pargc);
+    /* a grid key no placeholder uses gives configurations that differ only in name */
+    for (size_t k = 0; k < t.grid.n; k++) {
+        char ph[160];
+        snprintf(ph, sizeof ph, "{%s}", t.grid.axes[k].key);
+        bool used = strstr(t.server_cmd, ph) || strstr(t.url, ph);
+        for (int i = 1; i < t.nrest && !used; i++) used = strstr(t.rest[i], ph) != NULL;
+        if (!used) log_warn("grid key %s appears in no placeholder ({%s}): its configurations differ only in name",
+                            t.grid.axes[k].key, t.grid.axes[k].key);
+    }
     bench_raise_fd_limit();
     struct sigaction sa = { .sa_handler = on_signal };
     sigaction(SIGINT, &sa, NULL);

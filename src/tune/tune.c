@@ -252,12 +252,18 @@ json_t *tune_config_summary(const json_t *doc, double gpus, const char *objectiv
             n++;
         }
         double completed = mean_over(levels, first, n, "completed");
+        double failed = mean_over(levels, first, n, "failed");
+        double err_rate = completed + (isfinite(failed) ? failed : 0) > 0 ? (isfinite(failed) ? failed : 0) /
+                          (completed + (isfinite(failed) ? failed : 0)) : NAN;
+        /* a level whose requests mostly failed (a server that died, or refused) measured nothing
+         * worth ranking: its latencies cover the few that got through */
+        bool usable = completed > 0 && !(err_rate > TUNE_MAX_ERROR_RATE);
         double out = mean_over(levels, first, n, "output_throughput");
         double gp = mean_over(levels, first, n, "request_goodput");
         double lat = mean_over(levels, first, n, lat_key);
         bool sat = false;
         for (size_t r = 0; r < n; r++) sat = sat || json_is_true(json_object_get(json_array_get(levels, first + r), "saturated"));
-        bool meets = completed > 0;
+        bool meets = usable;
         json_t *why = json_object();
         if (slo_given) {
             const char *metric;
@@ -283,11 +289,13 @@ json_t *tune_config_summary(const json_t *doc, double gpus, const char *objectiv
         json_object_set_new(pt, "request_goodput_per_gpu", jnum(gp / per));
         json_object_set_new(pt, "latency_ms", jnum(lat));
         json_object_set_new(pt, "saturated", json_boolean(sat));
+        json_object_set_new(pt, "error_rate", jnum(err_rate));
+        json_object_set_new(pt, "usable", json_boolean(usable));
         json_object_set_new(pt, "meets_slo", slo_given ? json_boolean(meets) : json_null());
         json_object_set_new(pt, "slo_values", why);
         size_t idx = json_array_size(points);
         json_array_append_new(points, pt);
-        if (completed > 0 && isfinite(out) && out > best_out_v) { best_out_v = out; best_out = (long)idx; }
+        if (usable && isfinite(out) && out > best_out_v) { best_out_v = out; best_out = (long)idx; }
         if (slo_given && meets && isfinite(gp) &&
             (gp > best_slo_gp || (gp == best_slo_gp && out > best_slo_tie))) {
             best_slo_gp = gp;
@@ -423,7 +431,7 @@ int tune_analyse(json_t *doc) {
         size_t j;
         json_t *p;
         json_array_foreach(json_object_get(s, "points"), j, p) {
-            if (!(num(p, "completed") > 0)) continue;
+            if (!json_is_true(json_object_get(p, "usable"))) continue;
             if (np == cap) {
                 cap *= 2;
                 x = realloc(x, cap * sizeof *x); y = realloc(y, cap * sizeof *y);
@@ -492,9 +500,12 @@ int tune_analyse(json_t *doc) {
     const char *axis = json_string_value(json_object_get(json_object_get(bc, "summary"), "axis"));
     bool conc = axis && !strcmp(axis, "concurrency");
     char buys[768], h1[32], h2[32], h3[32];
-    int n = snprintf(buys, sizeof buys, "%s: %s %s at %s %s, %s output tok/s per GPU, %s %.0f ms", cfg_label(bc),
-                     human(h1, sizeof h1, bv.score), unit, conc ? "concurrency" : "rate", human(h2, sizeof h2, bv.load),
-                     human(h3, sizeof h3, bv.out_per_gpu), lat_field ? lat_field : "latency", bv.latency);
+    int n = slo ? snprintf(buys, sizeof buys, "%s: %s %s at %s %s, %s output tok/s per GPU, %s %.0f ms", cfg_label(bc),
+                           human(h1, sizeof h1, bv.score), unit, conc ? "concurrency" : "rate", human(h2, sizeof h2, bv.load),
+                           human(h3, sizeof h3, bv.out_per_gpu), lat_field ? lat_field : "latency", bv.latency)
+                : snprintf(buys, sizeof buys, "%s: %s %s at %s %s, %s %.0f ms", cfg_label(bc), human(h1, sizeof h1, bv.score),
+                           unit, conc ? "concurrency" : "rate", human(h2, sizeof h2, bv.load),
+                           lat_field ? lat_field : "latency", bv.latency);
     if (ref >= 0 && n > 0 && (size_t)n < sizeof buys) {
         const json_t *rc = json_array_get(configs, (size_t)ref);
         rank_view rv;
@@ -539,7 +550,7 @@ void tune_print(FILE *f, const json_t *doc) {
     char plabel[32], lathead[48];
     summary_percentile_label(isfinite(pct) ? pct : 99, plabel, sizeof plabel);
     snprintf(lathead, sizeof lathead, "p%s %s", plabel, obj ? obj : "e2el");
-    fprintf(f, "%-2s %-3s %-24s %-7s %13s %16s %15s %9s\n", "", "#", "settings", "status", slo ? "goodput/GPU" : "max tok/s/GPU",
+    fprintf(f, "%-2s %-3s %-22s %-11s %13s %16s %15s %9s\n", "", "#", "settings", "status", slo ? "goodput/GPU" : "max tok/s/GPU",
             "knee tok/s/GPU", "knee TTFT/TPOT", lathead);
     size_t i;
     const json_t *c;
@@ -568,7 +579,7 @@ void tune_print(FILE *f, const json_t *doc) {
         }
         char mark[8] = "";
         snprintf(mark, sizeof mark, "%s%s", (long)i == best ? "*" : "", json_is_true(json_object_get(c, "on_front")) ? "P" : "");
-        fprintf(f, "%-2s %-3zu %-24.24s %-7.7s %13s %16s %15s %9s\n", mark, i, cfg_label(c), st ? st : "?", a, k, tt, l);
+        fprintf(f, "%-2s %-3zu %-22.22s %-11.11s %13s %16s %15s %9s\n", mark, i, cfg_label(c), st ? st : "?", a, k, tt, l);
     }
     fprintf(f, "(value@load; * recommended, P on the Pareto front; knee p99 TTFT/TPOT and %s in ms, the latter\n"
                " at the %s column's load; per GPU%s)\n", lathead, slo ? "goodput" : "max throughput",

@@ -17,6 +17,8 @@
 #define TUNE_MAX_KEYS 16
 #define TUNE_MAX_VALUES 64
 #define TUNE_MAX_CONFIGS 4096
+/* A load whose failed share is above this is not ranked (not on the front, not recommended). */
+#define TUNE_MAX_ERROR_RATE 0.01
 
 /* ---- grid ----
  * One axis per key; values are strings. tune_grid_add takes "key=v1,v2,..." where a value may be
@@ -94,7 +96,8 @@ bool tune_objective_valid(const char *objective);
 
 /* The per-configuration summary of a sweep document: its operating points (one per load, mean
  * over repeats: load, output throughput (and per GPU), request goodput (and per GPU), the
- * objective latency, whether every SLO holds at P), the knee, the max output throughput, the
+ * objective latency, the error rate, "usable" (completed requests and an error rate <=
+ * TUNE_MAX_ERROR_RATE), whether every SLO holds at P and it is usable), the knee, the max output throughput, the
  * sweep's max goodput and the best SLO-compliant level. gpus <= 0: unknown (per-GPU = per
  * config). NULL when the document has no levels. */
 json_t *tune_config_summary(const json_t *sweep_doc, double gpus, const char *objective);

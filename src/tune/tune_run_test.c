@@ -131,14 +131,20 @@ TEST(tune_failed_configs_recorded) {
 TEST(tune_nothing_measured_exit_1) {
     char out[512], cmd[1024];
     snprintf(out, sizeof out, "%s/none.json", harness_tmpdir());
-    snprintf(cmd, sizeof cmd, "tune --server-cmd 'false {port}' --concurrency 1 --requests 1 --out %s", out);
+    snprintf(cmd, sizeof cmd, "tune --server-cmd 'false {port} {tp}' --grid tp=1,2 --gpus-key tp --concurrency 1 "
+             "--requests 1 --out %s", out);
     char *err = NULL;
     CHECK_EQ_INT(test_run(cmd, NULL, &err), 1);
     CHECK(err && strstr(err, "no configuration could be measured"));
     free(err);
     json_t *d = test_load_json(out);
     CHECK(d != NULL);
-    CHECK_STR(json_string_value(json_object_get(cfg_at(d, 0), "status")), "failed");
+    CHECK_EQ_INT(json_array_size(json_object_get(d, "configs")), 2);
+    for (size_t i = 0; i < 2; i++) {
+        CHECK_STR(json_string_value(json_object_get(cfg_at(d, i), "status")), "failed");
+        CHECK(strstr(json_string_value(json_object_get(cfg_at(d, i), "error")), "exited with status 1") != NULL);
+        CHECK_NEAR(test_num(cfg_at(d, i), "gpus"), i + 1, 0);   /* --gpus-key tp */
+    }
     CHECK(json_is_null(json_object_get(d, "recommendation")));
     json_decref(d);
 }
@@ -175,7 +181,7 @@ TEST(tune_usage_errors) {
 TEST(tune_interrupt_stops_server) {
     char out[512], cmd[2048];
     snprintf(out, sizeof out, "%s/int.json", harness_tmpdir());
-    snprintf(cmd, sizeof cmd, "tune --server-cmd '%s serve --port {port} --ttft 5ms --itl 2ms' --grid c=1,2 "
+    snprintf(cmd, sizeof cmd, "tune --server-cmd '%s serve --port {port} --ttft {ttft} --itl 2ms' --grid ttft=5ms,6ms "
              "--concurrency 2 --duration 20s --dataset random:in=8,out=10 --quiet --out %s", harness_bin(), out);
     CHECK_EQ_INT(test_run_interrupt(cmd, 1500, NULL, NULL), 1);
     json_t *d = test_load_json(out);
@@ -186,5 +192,29 @@ TEST(tune_interrupt_stops_server) {
     const json_t *c = cfg_at(d, 0);
     CHECK_STR(json_string_value(json_object_get(c, "status")), "interrupted");
     CHECK(!listening((int)json_integer_value(json_object_get(c, "port"))));
+    json_decref(d);
+}
+
+/* A server that exits in the middle of the sweep: the levels before are kept, the one it died in
+ * (nearly every request refused) is not ranked, and the configuration says what happened. */
+TEST(tune_server_dies_mid_sweep) {
+    char out[512], cmd[2048];
+    snprintf(out, sizeof out, "%s/dies.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "tune --server-cmd '%s serve --port {port} --ttft 5ms --itl 2ms --duration {life}' "
+             "--grid life=1500ms --concurrency 2,4 --duration 1s --dataset random:in=8,out=10 --quiet --out %s",
+             harness_bin(), out);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    json_t *d = test_load_json(out);
+    CHECK(d != NULL);
+    if (!d) return;
+    const json_t *c = cfg_at(d, 0);
+    CHECK_STR(json_string_value(json_object_get(c, "status")), "partial");
+    CHECK(strstr(json_string_value(json_object_get(c, "error")), "exited with status 0 during the sweep") != NULL);
+    CHECK(json_is_true(json_object_get(point_at(c, 0), "usable")));
+    CHECK(json_is_false(json_object_get(point_at(c, 1), "usable")));
+    CHECK(test_num(point_at(c, 1), "error_rate") > 0.5);
+    const json_t *front = json_object_get(json_object_get(d, "pareto"), "front");
+    CHECK_EQ_INT(json_array_size(front), 1);
+    CHECK_NEAR(test_num(json_array_get(front, 0), "load"), 2, 0);
     json_decref(d);
 }
