@@ -131,19 +131,23 @@ TEST(tune_failed_configs_recorded) {
 TEST(tune_nothing_measured_exit_1) {
     char out[512], cmd[1024];
     snprintf(out, sizeof out, "%s/none.json", harness_tmpdir());
-    snprintf(cmd, sizeof cmd, "tune --server-cmd 'false {port} {tp}' --grid tp=1,2 --gpus-key tp --concurrency 1 "
-             "--requests 1 --out %s", out);
+    /* two axes after one --grid, as the product brief writes them */
+    snprintf(cmd, sizeof cmd, "tune --server-cmd 'false {port} {tp} {kv}' --grid tp=1,2 kv=auto,fp8 --gpus-key tp "
+             "--concurrency 1 --requests 1 --out %s", out);
     char *err = NULL;
     CHECK_EQ_INT(test_run(cmd, NULL, &err), 1);
     CHECK(err && strstr(err, "no configuration could be measured"));
     free(err);
     json_t *d = test_load_json(out);
     CHECK(d != NULL);
-    CHECK_EQ_INT(json_array_size(json_object_get(d, "configs")), 2);
-    for (size_t i = 0; i < 2; i++) {
-        CHECK_STR(json_string_value(json_object_get(cfg_at(d, i), "status")), "failed");
-        CHECK(strstr(json_string_value(json_object_get(cfg_at(d, i), "error")), "exited with status 1") != NULL);
-        CHECK_NEAR(test_num(cfg_at(d, i), "gpus"), i + 1, 0);   /* --gpus-key tp */
+    CHECK_EQ_INT(json_array_size(json_object_get(d, "configs")), 4);
+    const char *labels[4] = { "tp=1 kv=auto", "tp=1 kv=fp8", "tp=2 kv=auto", "tp=2 kv=fp8" };
+    for (size_t i = 0; i < 4; i++) {
+        const json_t *c = cfg_at(d, i);
+        CHECK_STR(json_string_value(json_object_get(c, "label")), labels[i]);
+        CHECK_STR(json_string_value(json_object_get(c, "status")), "failed");
+        CHECK(strstr(json_string_value(json_object_get(c, "error")), "exited with status 1") != NULL);
+        CHECK_NEAR(test_num(c, "gpus"), i < 2 ? 1 : 2, 0);   /* --gpus-key tp */
     }
     CHECK(json_is_null(json_object_get(d, "recommendation")));
     json_decref(d);
