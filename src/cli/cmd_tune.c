@@ -45,6 +45,7 @@ static const char usage_text[] =
 "  --gpus-key KEY          GPUs per configuration = the value of grid key KEY (e.g. tp)\n"
 "  --objective M           latency of the Pareto front: e2el (default), ttft or tpot, at the\n"
 "                          --slo-percentile (default p99), server-view as goodput is judged\n"
+"  --dry-run               print every configuration's command and URL, start nothing\n"
 "  --out FILE              tune results, schema dsperf.tune/1 (default tune.json); beside it\n"
 "                          FILE-stem.<i>.log (server output) and FILE-stem.<i>.sweep.json\n"
 "\n"
@@ -74,6 +75,7 @@ static void on_signal(int sig) { (void)sig; g_stop = 1; sweep_run_request_stop()
 typedef struct {
     const char *server_cmd, *url, *out_path, *gpus_key, *objective;
     double gpus;
+    bool dry_run;
     int64_t health_timeout_ns, stop_grace_ns;
     tune_grid grid;
     char **rest;                /* the sweep options, argv-style (rest[0] = "tune") */
@@ -113,6 +115,7 @@ static int parse_own(int argc, char **argv, tune_opts *t) {
 #define VAL() (eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL))
         const char *val;
         if (IS("--help") || IS("-h")) { fputs(usage_text, stdout); return EXIT_OK; }
+        else if (IS("--dry-run")) t->dry_run = true;
         else if (IS("--server-cmd")) { if (!(t->server_cmd = VAL())) goto missing; }
         else if (IS("--url")) { if (!(t->url = VAL())) goto missing; }
         else if (IS("--out")) { if (!(t->out_path = VAL())) goto missing; }
@@ -402,6 +405,28 @@ int cmd_tune(int argc, char **argv) {
         free(stem);
         free_opts(&t);
         return rc == EXIT_OK ? EXIT_USAGE : rc;
+    }
+    if (t.dry_run) {
+        sweep_opts_free(&so, &b);
+        free_argv(pargv, pargc);
+        for (size_t i = 0; i < total; i++) {
+            tune_grid_point(&t.grid, i, choice);
+            char err[256];
+            char *label = tune_grid_label(&t.grid, choice);
+            char *cmd = tune_template_render(t.server_cmd, &t.grid, choice, -1, true, err, sizeof err);
+            char *url = tune_template_render(t.url, &t.grid, choice, -1, true, err, sizeof err);
+            double g = config_gpus(&t, choice);
+            char gpus[48] = "";
+            if (g > 0) snprintf(gpus, sizeof gpus, " %g GPU%s", g, g == 1 ? "" : "s");
+            printf("%zu [%s]%s: %s\n   url %s, log %s.%zu.log, sweep %s.%zu.sweep.json\n", i,
+                   label && *label ? label : "no grid", gpus, cmd ? cmd : "?", url ? url : "?", stem, i, stem, i);
+            free(label);
+            free(cmd);
+            free(url);
+        }
+        free(stem);
+        free_opts(&t);
+        return EXIT_OK;
     }
     json_t *doc = new_doc(&t, argc, argv, &b, so.slo_pct);
     bool quiet = b.quiet;

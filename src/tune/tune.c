@@ -188,7 +188,10 @@ char *tune_template_render(const char *tmpl, const tune_grid *g, const size_t *c
         char key[128];
         snprintf(key, sizeof key, "%.*s", (int)nlen, name);
         const char *v = tune_grid_lookup(g, choice, key);
-        if (!strcmp(key, "port")) fprintf(f, "%d", port);
+        if (!strcmp(key, "port")) {
+            if (port >= 0) fprintf(f, "%d", port);
+            else fputs("{port}", f);
+        }
         else if (v) fputs(v, f);
         else if (strict) { unknown_key_err(g, name, nlen, err, errlen); fclose(f); free(out); return NULL; }
         else fprintf(f, "{%s}", key);
@@ -260,6 +263,14 @@ json_t *tune_config_summary(const json_t *doc, double gpus, const char *objectiv
         bool usable = completed > 0 && !(err_rate > TUNE_MAX_ERROR_RATE);
         double out = mean_over(levels, first, n, "output_throughput");
         double gp = mean_over(levels, first, n, "request_goodput");
+        /* the spread of goodput over repeats: is one configuration's lead beyond noise? */
+        double gv[64], gmean = NAN, gsd = NAN, glo = NAN, ghi = NAN;
+        size_t gn = 0;
+        for (size_t r = 0; r < n && gn < 64; r++) {
+            double v = num(json_object_get(json_array_get(levels, first + r), "results"), "request_goodput");
+            if (isfinite(v)) gv[gn++] = v;
+        }
+        if (gn >= 2) sweep_ci_mean(gv, gn, 0.95, &gmean, &gsd, &glo, &ghi);
         double lat = mean_over(levels, first, n, lat_key);
         bool sat = false;
         for (size_t r = 0; r < n; r++) sat = sat || json_is_true(json_object_get(json_array_get(levels, first + r), "saturated"));
@@ -287,6 +298,8 @@ json_t *tune_config_summary(const json_t *doc, double gpus, const char *objectiv
         json_object_set_new(pt, "output_throughput_per_gpu", jnum(out / per));
         json_object_set_new(pt, "request_goodput", jnum(gp));
         json_object_set_new(pt, "request_goodput_per_gpu", jnum(gp / per));
+        json_object_set_new(pt, "request_goodput_per_gpu_ci95", gn >= 2 ? json_pack("[o,o]", jnum(glo / per), jnum(ghi / per))
+                                                                          : json_null());
         json_object_set_new(pt, "latency_ms", jnum(lat));
         json_object_set_new(pt, "saturated", json_boolean(sat));
         json_object_set_new(pt, "error_rate", jnum(err_rate));
@@ -345,9 +358,10 @@ json_t *tune_config_summary(const json_t *doc, double gpus, const char *objectiv
     json_object_set_new(s, "meets_slo", slo_given ? json_boolean(best_slo >= 0) : json_null());
     if (best_slo >= 0) {
         const json_t *p = json_array_get(points, (size_t)best_slo);
-        json_object_set_new(s, "goodput_under_slo", json_pack("{s:O,s:O,s:O,s:O,s:O,s:O}", "load", json_object_get(p, "load"),
+        json_object_set_new(s, "goodput_under_slo", json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "load", json_object_get(p, "load"),
             "request_goodput", json_object_get(p, "request_goodput"), "request_goodput_per_gpu",
-            json_object_get(p, "request_goodput_per_gpu"), "output_throughput", json_object_get(p, "output_throughput"),
+            json_object_get(p, "request_goodput_per_gpu"), "request_goodput_per_gpu_ci95",
+            json_object_get(p, "request_goodput_per_gpu_ci95"), "output_throughput", json_object_get(p, "output_throughput"),
             "output_throughput_per_gpu", json_object_get(p, "output_throughput_per_gpu"), "latency_ms",
             json_object_get(p, "latency_ms")));
     } else {
@@ -517,6 +531,29 @@ int tune_analyse(json_t *doc) {
             snprintf(buys + n, sizeof buys - (size_t)n, "; the %s %s %s", ref == 0 ? "default" : "weakest", cfg_label(rc),
                      slo ? "met the SLO at no measured load" : "completed no request");
     }
+    /* the runner-up, and whether the lead is beyond the repeats' noise */
+    long second = -1;
+    for (size_t k = 0; k < nc; k++) {
+        if ((long)k == best || !cand[k].measured || !cand[k].eligible || !isfinite(cand[k].score)) continue;
+        if (second < 0 || cand[k].score > cand[second].score) second = (long)k;
+    }
+    json_t *ru = json_null();
+    if (second >= 0) {
+        const json_t *sc = json_array_get(configs, (size_t)second);
+        const json_t *bci = json_object_get(json_object_get(json_object_get(bc, "summary"), "goodput_under_slo"),
+                                            "request_goodput_per_gpu_ci95");
+        const json_t *sci = json_object_get(json_object_get(json_object_get(sc, "summary"), "goodput_under_slo"),
+                                            "request_goodput_per_gpu_ci95");
+        const char *sep = "single runs: --repeats N tells the lead from noise";
+        if (slo && json_array_size(bci) == 2 && json_array_size(sci) == 2) {
+            double blo = json_number_value(json_array_get(bci, 0)), shi = json_number_value(json_array_get(sci, 1));
+            sep = blo > shi ? "separated: the 95% goodput intervals do not overlap"
+                            : "not separated: the 95% goodput intervals overlap";
+        } else if (!slo) sep = "ranked on throughput: no interval";
+        ru = json_pack("{s:I,s:s,s:o,s:o,s:s}", "config", (json_int_t)second, "label", cfg_label(sc), "score",
+                       jnum(cand[second].score), "lead", jnum(cand[second].score > 0 ? bv.score / cand[second].score : NAN),
+                       "noise", sep);
+    }
     json_t *r = json_object();
     json_object_set_new(r, "config", json_integer(best));
     json_object_set_new(r, "label", json_string(cfg_label(bc)));
@@ -527,6 +564,7 @@ int tune_analyse(json_t *doc) {
     json_object_set_new(r, "load", jnum(bv.load));
     json_object_set_new(r, "compared_with", ref >= 0 ? json_integer(ref) : json_null());
     json_object_set_new(r, "buys", json_string(buys));
+    json_object_set_new(r, "runner_up", ru);
     json_object_set_new(doc, "recommendation", r);
     json_object_set_new(doc, "recommendation_note", json_null());
     free(cand);
@@ -594,7 +632,13 @@ void tune_print(FILE *f, const json_t *doc) {
                     num(p, "load"), num(p, "output_throughput_per_gpu"), num(p, "latency_ms"),
                     json_is_false(json_object_get(p, "meets_slo")) ? "  (misses the SLO)" : "");
     }
-    if (json_is_object(rec)) fprintf(f, "Recommendation: %s\n", json_string_value(json_object_get(rec, "buys")));
+    if (json_is_object(rec)) {
+        fprintf(f, "Recommendation: %s\n", json_string_value(json_object_get(rec, "buys")));
+        const json_t *ru = json_object_get(rec, "runner_up");
+        if (json_is_object(ru))
+            fprintf(f, "Runner-up: %s, %.2fx behind; %s\n", json_string_value(json_object_get(ru, "label")),
+                    num(ru, "lead"), json_string_value(json_object_get(ru, "noise")));
+    }
     else fprintf(f, "No recommendation: %s\n", json_string_value(json_object_get(doc, "recommendation_note")));
     const char *note = json_string_value(json_object_get(doc, "target_note"));
     if (note) fprintf(f, "Note: %s\n", note);

@@ -55,8 +55,8 @@ char *tune_grid_label(const tune_grid *g, const size_t *choice);
  * configuration's port; every other NAME must be a grid key. */
 /* Checks that every placeholder in tmpl is port or a grid key. 0 ok, -1 with err naming it. */
 int tune_template_check(const char *tmpl, const tune_grid *g, char *err, size_t errlen);
-/* Substitutes the placeholders (malloc'd). strict: an unknown NAME is an error (NULL with err);
- * otherwise it is left as written. */
+/* Substitutes the placeholders (malloc'd); port < 0 leaves {port} as written (a dry run). strict:
+ * an unknown NAME is an error (NULL with err); otherwise it is left as written. */
 char *tune_template_render(const char *tmpl, const tune_grid *g, const size_t *choice, int port, bool strict,
                            char *err, size_t errlen);
 

@@ -179,6 +179,12 @@ TEST(tune_usage_errors) {
     CHECK_EQ_INT(test_run("tune --help", &out, NULL), 0);
     CHECK(out && strstr(out, "examples:"));
     free(out);
+    /* --dry-run shows the filled templates and starts nothing */
+    out = NULL;
+    CHECK_EQ_INT(test_run("tune --server-cmd 'vllm serve M --port {port} -tp {tp}' --grid tp=1,2 --gpus-key tp "
+                          "--concurrency 1 --dry-run --out x/t.json", &out, NULL), 0);
+    CHECK(out && strstr(out, "1 [tp=2] 2 GPUs: vllm serve M --port {port} -tp 2") && strstr(out, "x/t.1.sweep.json"));
+    free(out);
 }
 
 /* Ctrl-C in the middle of a configuration: the server is stopped, the file says partial. */

@@ -182,3 +182,47 @@ TEST(tune_speedup_detected) {
     CHECK_NEAR(tune_detect_speedup("./dsperf serve --speedup=2.5"), 2.5, 0);
     CHECK_NEAR(tune_detect_speedup("vllm serve M --port 1"), 1, 0);
 }
+
+/* One load, three repeats with the given goodputs (req/s), TTFT within the SLO. */
+static json_t *repeat_sweep(const double *gp) {
+    json_t *lv = json_array();
+    for (int r = 0; r < 3; r++) {
+        json_t *res = json_pack("{s:f,s:f,s:f,s:f,s:f,s:{s:f}}", "completed", 100.0, "output_throughput", gp[r] * 100,
+                                "request_goodput", gp[r], "p99_ttft_ms", 50.0, "p99_e2el_ms", 300.0, "goodput_slo",
+                                "ttft_ms", 100.0);
+        json_array_append_new(lv, json_pack("{s:f,s:s,s:i,s:o}", "load", 8.0, "kind", "concurrency", "repeat", r, "results", res));
+    }
+    return json_pack("{s:s,s:{s:f},s:o}", "axis", "concurrency", "config", "slo_percentile", 99.0, "levels", lv);
+}
+
+static const json_t *runner_up_of(const double *a, const double *b, json_t **doc_out) {
+    json_t *sa = repeat_sweep(a), *sb = repeat_sweep(b);
+    json_t *doc = json_pack("{s:s,s:{s:f},s:[{s:s,s:o},{s:s,s:o}]}", "objective", "e2el", "slo", "ttft_ms", 100.0, "configs",
+                            "label", "a", "summary", tune_config_summary(sa, 1, "e2el"), "label", "b", "summary",
+                            tune_config_summary(sb, 1, "e2el"));
+    json_decref(sa);
+    json_decref(sb);
+    tune_analyse(doc);
+    *doc_out = doc;
+    return json_object_get(json_object_get(doc, "recommendation"), "runner_up");
+}
+
+/* With repeats, the lead over the runner-up is called separated only when the 95% intervals of
+ * goodput do not overlap. */
+TEST(tune_runner_up_and_noise) {
+    json_t *doc;
+    const double hi[3] = { 10, 11, 12 }, lo[3] = { 5, 5.5, 6 }, close[3] = { 9.5, 10.5, 11.5 };
+    const json_t *ru = runner_up_of(lo, hi, &doc);
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(doc, "recommendation"), "config")), 1);
+    CHECK_STR(json_string_value(json_object_get(ru, "label")), "a");
+    CHECK_NEAR(json_number_value(json_object_get(ru, "lead")), 2, 1e-9);
+    CHECK(strncmp(json_string_value(json_object_get(ru, "noise")), "separated", 9) == 0);
+    /* the interval of the mean of 10, 11, 12 is 11 +- 4.303 x 1/sqrt(3) */
+    const json_t *ci = json_object_get(json_object_get(json_object_get(json_array_get(json_object_get(doc, "configs"), 1),
+                                       "summary"), "goodput_under_slo"), "request_goodput_per_gpu_ci95");
+    CHECK_NEAR(json_number_value(json_array_get(ci, 0)), 11 - 4.303 / sqrt(3), 0.01);
+    json_decref(doc);
+    ru = runner_up_of(close, hi, &doc);
+    CHECK(strncmp(json_string_value(json_object_get(ru, "noise")), "not separated", 13) == 0);
+    json_decref(doc);
+}
