@@ -11,6 +11,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "common/fileio.h"
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,6 +48,7 @@ static const char usage_text[] =
 "  --objective M           latency of the Pareto front: e2el (default), ttft or tpot, at the\n"
 "                          --slo-percentile (default p99), server-view as goodput is judged\n"
 "  --dry-run               print every configuration's command and URL, start nothing\n"
+"  --show FILE             print the table, front and recommendation of a saved tune file\n"
 "  --out FILE              tune results, schema dsperf.tune/1 (default tune.json); beside it\n"
 "                          FILE-stem.<i>.log (server output) and FILE-stem.<i>.sweep.json\n"
 "\n"
@@ -384,7 +387,30 @@ static json_t *new_doc(const tune_opts *t, int argc, char **argv, const bench_op
     return d;
 }
 
+/* --show FILE: the saved file re-analysed and printed. */
+static int show(const char *path) {
+    char *text = NULL;
+    size_t len = 0;
+    if (fileio_read_all(path, &text, &len) < 0) { log_error("cannot read %s: %s", path, strerror(errno)); return EXIT_USAGE; }
+    json_error_t je;
+    json_t *doc = json_loadb(text, len, 0, &je);
+    free(text);
+    const char *schema = doc ? json_string_value(json_object_get(doc, "schema")) : NULL;
+    if (!schema || strcmp(schema, TUNE_SCHEMA)) {
+        if (doc) log_error("%s is not a tune file (schema %s, want %s)", path, schema ? schema : "none", TUNE_SCHEMA);
+        else log_error("%s: invalid JSON at line %d: %s", path, je.line, je.text);
+        json_decref(doc);
+        return EXIT_USAGE;
+    }
+    tune_analyse(doc);
+    tune_print(stdout, doc);
+    json_decref(doc);
+    return EXIT_OK;
+}
+
 int cmd_tune(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--show")) return show(argv[i + 1]);
     tune_opts t;
     int rc = parse_own(argc, argv, &t);
     if (rc >= 0) { free_opts(&t); return rc; }

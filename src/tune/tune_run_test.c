@@ -99,6 +99,12 @@ TEST(tune_sim_larger_batch_wins) {
     const char *note = json_string_value(json_object_get(d, "target_note"));
     CHECK(note && strstr(note, "--speedup 2"));
     json_decref(d);
+    /* the saved file prints the same recommendation */
+    char show[600], *text = NULL;
+    snprintf(show, sizeof show, "tune --show %s", out);
+    CHECK_EQ_INT(test_run(show, &text, NULL), 0);
+    CHECK(text && strstr(text, "Recommendation: seqs=32") && strstr(text, "Runner-up: seqs=4"));
+    free(text);
 }
 
 /* A server that exits at once (with a message in its log) and one that never answers are
@@ -163,6 +169,7 @@ TEST(tune_usage_errors) {
         "tune --server-cmd 'x {port}' --concurrency 1 --objective fast",
         "tune --server-cmd 'x --port 8000' --concurrency 1",
         "tune --server-cmd 'x {port}' --concurrency 1 --no-such-option",
+        "tune --show /nonexistent/tune.json",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *err = NULL;
