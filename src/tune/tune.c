@@ -550,8 +550,10 @@ int tune_analyse(json_t *doc) {
             sep = blo > shi ? "separated: the 95% goodput intervals do not overlap"
                             : "not separated: the 95% goodput intervals overlap";
         } else if (!slo) sep = "ranked on throughput: no interval";
-        ru = json_pack("{s:I,s:s,s:o,s:o,s:s}", "config", (json_int_t)second, "label", cfg_label(sc), "score",
-                       jnum(cand[second].score), "lead", jnum(cand[second].score > 0 ? bv.score / cand[second].score : NAN),
+        double lead = cand[second].score > 0 ? bv.score / cand[second].score : NAN;
+        /* a lead can be statistically clear and still too small to act on */
+        ru = json_pack("{s:I,s:s,s:o,s:o,s:b,s:s}", "config", (json_int_t)second, "label", cfg_label(sc), "score",
+                       jnum(cand[second].score), "lead", jnum(lead), "marginal", isfinite(lead) && lead < TUNE_MARGINAL_LEAD,
                        "noise", sep);
     }
     json_t *r = json_object();
@@ -636,8 +638,9 @@ void tune_print(FILE *f, const json_t *doc) {
         fprintf(f, "Recommendation: %s\n", json_string_value(json_object_get(rec, "buys")));
         const json_t *ru = json_object_get(rec, "runner_up");
         if (json_is_object(ru))
-            fprintf(f, "Runner-up: %s, %.2fx behind; %s\n", json_string_value(json_object_get(ru, "label")),
-                    num(ru, "lead"), json_string_value(json_object_get(ru, "noise")));
+            fprintf(f, "Runner-up: %s, %.2fx behind%s; %s\n", json_string_value(json_object_get(ru, "label")),
+                    num(ru, "lead"), json_is_true(json_object_get(ru, "marginal")) ? " (marginal: < 5%)" : "",
+                    json_string_value(json_object_get(ru, "noise")));
     }
     else fprintf(f, "No recommendation: %s\n", json_string_value(json_object_get(doc, "recommendation_note")));
     const char *note = json_string_value(json_object_get(doc, "target_note"));

@@ -19,6 +19,8 @@
 #define TUNE_MAX_CONFIGS 4096
 /* A load whose failed share is above this is not ranked (not on the front, not recommended). */
 #define TUNE_MAX_ERROR_RATE 0.01
+/* A lead over the runner-up below this ratio is called marginal, however clear statistically. */
+#define TUNE_MARGINAL_LEAD 1.05
 
 /* ---- grid ----
  * One axis per key; values are strings. tune_grid_add takes "key=v1,v2,..." where a value may be

@@ -217,6 +217,7 @@ TEST(tune_runner_up_and_noise) {
     CHECK_STR(json_string_value(json_object_get(ru, "label")), "a");
     CHECK_NEAR(json_number_value(json_object_get(ru, "lead")), 2, 1e-9);
     CHECK(strncmp(json_string_value(json_object_get(ru, "noise")), "separated", 9) == 0);
+    CHECK(json_is_false(json_object_get(ru, "marginal")));
     /* the interval of the mean of 10, 11, 12 is 11 +- 4.303 x 1/sqrt(3) */
     const json_t *ci = json_object_get(json_object_get(json_object_get(json_array_get(json_object_get(doc, "configs"), 1),
                                        "summary"), "goodput_under_slo"), "request_goodput_per_gpu_ci95");
