@@ -74,6 +74,12 @@ int tune_free_port(char *err, size_t errlen);
 /* Starts /bin/sh -c cmd in a new process group, stdin from /dev/null, stdout and stderr appended
  * to log_path. 0 ok, -1 with err. */
 int tune_proc_start(tune_proc *p, const char *cmd, const char *log_path, char *err, size_t errlen);
+/* Runs argv[0] (a path) with argv in a new process group, stdin and stdout to /dev/null, stderr
+ * appended to log_path. 0 ok, -1 with err. */
+int tune_proc_spawn(tune_proc *p, char *const argv[], const char *log_path, char *err, size_t errlen);
+/* Waits for the process to exit; when *stop is raised first, stops it (tune_proc_stop with
+ * grace_ns) and returns -1. 0 when it exited (p->status). */
+int tune_proc_wait(tune_proc *p, volatile sig_atomic_t *stop, int64_t grace_ns);
 /* True while the process has not exited (reaps it when it has). */
 bool tune_proc_alive(tune_proc *p);
 /* Polls GET <base>/health, then <base>/v1/models, every 200 ms until one answers 200.

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+static void sleep_ms(int ms);
+
 int tune_free_port(char *err, size_t errlen) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) { snprintf(err, errlen, "socket: %s", strerror(errno)); return -1; }
@@ -31,10 +33,13 @@ int tune_free_port(char *err, size_t errlen) {
     return ntohs(a.sin_port);
 }
 
-int tune_proc_start(tune_proc *p, const char *cmd, const char *log_path, char *err, size_t errlen) {
+/* Forks a child in its own process group with stdin from /dev/null, stdout to /dev/null when
+ * out_null (else the log) and stderr to log_path, and execs path with argv. */
+static int spawn(tune_proc *p, const char *path, char *const argv[], const char *log_path, bool out_null, char *err,
+                 size_t errlen) {
     memset(p, 0, sizeof *p);
     int log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0) { snprintf(err, errlen, "cannot open the server log %s: %s", log_path, strerror(errno)); return -1; }
+    if (log_fd < 0) { snprintf(err, errlen, "cannot open the log %s: %s", log_path, strerror(errno)); return -1; }
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
@@ -45,23 +50,41 @@ int tune_proc_start(tune_proc *p, const char *cmd, const char *log_path, char *e
     }
     if (pid == 0) {
         setpgid(0, 0);
-        /* if tune dies without stopping it (SIGKILL), the shell gets SIGTERM rather than lingering */
+        /* if tune dies without stopping it (SIGKILL), the child gets SIGTERM rather than lingering */
         prctl(PR_SET_PDEATHSIG, SIGTERM);
-        /* the server must not inherit tune's handlers or ignored signals */
+        /* the child must not inherit tune's handlers or ignored signals */
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGPIPE, SIG_DFL);
-        int null_fd = open("/dev/null", O_RDONLY);
-        if (null_fd >= 0) dup2(null_fd, 0);
-        dup2(log_fd, 1);
+        int null_in = open("/dev/null", O_RDONLY), null_out = out_null ? open("/dev/null", O_WRONLY) : -1;
+        if (null_in >= 0) dup2(null_in, 0);
+        dup2(null_out >= 0 ? null_out : log_fd, 1);
         dup2(log_fd, 2);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        execv(path, argv);
+        dprintf(2, "cannot run %s: %s\n", path, strerror(errno));
         _exit(127);
     }
     setpgid(pid, pid);   /* also here: whichever runs first, the group exists before we signal it */
     close(log_fd);
     p->pid = pid;
     return 0;
+}
+
+int tune_proc_spawn(tune_proc *p, char *const argv[], const char *log_path, char *err, size_t errlen) {
+    return spawn(p, argv[0], argv, log_path, true, err, errlen);
+}
+
+int tune_proc_wait(tune_proc *p, volatile sig_atomic_t *stop, int64_t grace_ns) {
+    while (tune_proc_alive(p)) {
+        if (stop && *stop) { tune_proc_stop(p, grace_ns); return -1; }
+        sleep_ms(5);
+    }
+    return 0;
+}
+
+int tune_proc_start(tune_proc *p, const char *cmd, const char *log_path, char *err, size_t errlen) {
+    char *const argv[] = { "sh", "-c", (char *)cmd, NULL };
+    return spawn(p, "/bin/sh", argv, log_path, false, err, errlen);
 }
 
 bool tune_proc_alive(tune_proc *p) {
