@@ -13,6 +13,8 @@
 #include "common/units.h"
 #include "common/fileio.h"
 #include <errno.h>
+#include <stdarg.h>
+#include <sys/wait.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,9 +22,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <wordexp.h>
 
 static const char usage_text[] =
-"usage: dsperf tune --server-cmd TEMPLATE --grid KEY=V1,V2,... [--grid ...]\n"
+"usage: dsperf tune (--server-cmd TEMPLATE | --sim-flags FLAGS) --grid KEY=V1,V2,... [--grid ...]\n"
 "                   (--concurrency LADDER | --rate LADDER | --auto) [sweep options] [options]\n"
 "\n"
 "Searches server settings. For every combination of the --grid values (cartesian product) it\n"
@@ -40,6 +43,11 @@ static const char usage_text[] =
 "                          ({{ is a literal brace; ${VAR} is left to the shell)\n"
 "  --grid KEY=V1,V2,...    one axis; repeat it or list several after one --grid; a value may be\n"
 "                          a numeric range like a sweep ladder: seqs=16..256x2\n"
+"  --sim-flags FLAGS       instead of a server: `dsperf sim FLAGS` per level, on the simulator's\n"
+"                          virtual clock (seconds for a whole grid; engine and hardware flags\n"
+"                          such as '--model deepseek-v3 --tp {tp} --max-num-seqs {seqs}'); per GPU\n"
+"                          uses its --gpus/--tp unless --gpus/--gpus-key say otherwise; levels\n"
+"                          run --requests N (default 10 x load, 200..20000) or, open loop, --duration\n"
 "  --url URL               where the server answers (default http://127.0.0.1:{port})\n"
 "  --health-timeout T      how long a server may take to become healthy (default 10m)\n"
 "  --stop-grace T          SIGTERM to SIGKILL (default 10s)\n"
@@ -69,6 +77,8 @@ static const char usage_text[] =
 "  dsperf tune --server-cmd 'dsperf serve --engine sim --port {port} --max-num-seqs {seqs} --speedup 10'\n"
 "      --grid seqs=4,16,64 --concurrency 4..64x2 --duration 5s --dataset random:in=512,out=128\n"
 "      --slo ttft=2s,tpot=20ms\n"
+"  dsperf tune --sim-flags '--model deepseek-v3 --gpu h200 --tp 8 --max-num-seqs {seqs} --kv-dtype {kv}'\n"
+"      --grid seqs=64..512x2 kv=bf16,fp8 --concurrency 16..512x2 --slo ttft=2s,tpot=50ms\n"
 "  dsperf tune --server-cmd 'vllm serve M --port {port} -tp {tp}' --grid tp=1,2,4 --gpus-key tp\n"
 "      --rate 2..40/s step 4 --duration 60s --objective ttft\n";
 
@@ -76,7 +86,7 @@ static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { (void)sig; g_stop = 1; sweep_run_request_stop(); }
 
 typedef struct {
-    const char *server_cmd, *url, *out_path, *gpus_key, *objective;
+    const char *server_cmd, *sim_flags, *url, *out_path, *gpus_key, *objective;
     double gpus;
     bool dry_run;
     int64_t health_timeout_ns, stop_grace_ns;
@@ -120,6 +130,7 @@ static int parse_own(int argc, char **argv, tune_opts *t) {
         if (IS("--help") || IS("-h")) { fputs(usage_text, stdout); return EXIT_OK; }
         else if (IS("--dry-run")) t->dry_run = true;
         else if (IS("--server-cmd")) { if (!(t->server_cmd = VAL())) goto missing; }
+        else if (IS("--sim-flags")) { if (!(t->sim_flags = VAL())) goto missing; }
         else if (IS("--url")) { if (!(t->url = VAL())) goto missing; }
         else if (IS("--out")) { if (!(t->out_path = VAL())) goto missing; }
         else if (IS("--gpus-key")) { if (!(t->gpus_key = VAL())) goto missing; }
@@ -160,15 +171,24 @@ static int parse_own(int argc, char **argv, tune_opts *t) {
 #undef IS
 #undef VAL
     }
-    if (!t->server_cmd) {
-        log_error("--server-cmd is required: the launch template, e.g. 'vllm serve M --port {port} --max-num-seqs {seqs}'");
+    if (!t->server_cmd == !t->sim_flags) {
+        log_error(t->server_cmd ? "--server-cmd and --sim-flags exclude each other; give one"
+                                : "give --server-cmd (a launch template, e.g. 'vllm serve M --port {port} --max-num-seqs {seqs}') "
+                                  "or --sim-flags (e.g. '--max-num-seqs {seqs}')");
         return EXIT_USAGE;
     }
-    if (tune_template_check(t->server_cmd, &t->grid, err, sizeof err) < 0) { log_error("--server-cmd: %s", err); return EXIT_USAGE; }
-    if (tune_template_check(t->url, &t->grid, err, sizeof err) < 0) { log_error("--url: %s", err); return EXIT_USAGE; }
-    if (!strstr(t->server_cmd, "{port}") && strstr(t->url, "{port}")) {
-        log_error("--server-cmd has no {port} but --url does: add --port {port} to the command or give the fixed --url");
-        return EXIT_USAGE;
+    if (t->sim_flags) {
+        /* no server: the template has no port, and the load runs on the simulator's clock */
+        if (strstr(t->sim_flags, "{port}")) { log_error("--sim-flags: {port} has no meaning without a server"); return EXIT_USAGE; }
+        if (tune_template_check(t->sim_flags, &t->grid, err, sizeof err) < 0) { log_error("--sim-flags: %s", err); return EXIT_USAGE; }
+        t->url = "sim";
+    } else {
+        if (tune_template_check(t->server_cmd, &t->grid, err, sizeof err) < 0) { log_error("--server-cmd: %s", err); return EXIT_USAGE; }
+        if (tune_template_check(t->url, &t->grid, err, sizeof err) < 0) { log_error("--url: %s", err); return EXIT_USAGE; }
+        if (!strstr(t->server_cmd, "{port}") && strstr(t->url, "{port}")) {
+            log_error("--server-cmd has no {port} but --url does: add --port {port} to the command or give the fixed --url");
+            return EXIT_USAGE;
+        }
     }
     if (tune_grid_size(&t->grid) > TUNE_MAX_CONFIGS) {
         log_error("the grid has more than %d configurations; give fewer values", TUNE_MAX_CONFIGS);
@@ -340,6 +360,227 @@ static bool run_config(const tune_opts *t, size_t idx, size_t total, const char 
     return measured;
 }
 
+/* ---- --sim-flags: the offline simulator, one `dsperf sim` run per level ---- */
+
+/* Requests per level when neither --requests nor (open loop) --duration was given: enough for a
+ * p99 at every level. */
+static size_t sim_default_requests(double load) {
+    double n = 10 * load;
+    return n < 200 ? 200 : n > 20000 ? 20000 : (size_t)n;
+}
+
+static bool arg_given(const tune_opts *t, const char *name) {
+    size_t n = strlen(name);
+    for (int i = 1; i < t->nrest; i++)
+        if (!strncmp(t->rest[i], name, n) && (t->rest[i][n] == 0 || t->rest[i][n] == '=')) return true;
+    return false;
+}
+
+typedef struct { char **v; int n, cap; } argvec;
+static void av_add(argvec *a, const char *s) {
+    if (a->n + 2 > a->cap) { a->cap = a->cap ? 2 * a->cap : 32; a->v = realloc(a->v, (size_t)a->cap * sizeof *a->v); }
+    a->v[a->n++] = strdup(s);
+    a->v[a->n] = NULL;
+}
+static void av_addf(argvec *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void av_addf(argvec *a, const char *fmt, ...) {
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    av_add(a, buf);
+}
+static void av_free(argvec *a) { for (int i = 0; i < a->n; i++) free(a->v[i]); free(a->v); }
+
+/* `dsperf sim` for one level: the configuration's flags, then the load from the sweep options. */
+static void sim_level_args(argvec *a, const char *exe, const wordexp_t *we, const bench_opts *b, const sweep_opts *so,
+                           bool requests_given, double load, uint64_t seed, const char *out) {
+    av_add(a, exe);
+    av_add(a, "sim");
+    for (size_t i = 0; i < we->we_wordc; i++) av_add(a, we->we_wordv[i]);
+    av_add(a, "--dataset");
+    av_add(a, b->dataset_spec);
+    av_add(a, "--seed");
+    av_addf(a, "%llu", (unsigned long long)seed);
+    av_add(a, "--quiet");
+    av_add(a, "--out");
+    av_add(a, out);
+    if (so->rate_ladder) {
+        av_add(a, "--rate");
+        av_addf(a, "%.9g/s", load);
+        av_add(a, "--arrival");
+        av_add(a, b->arrival_spec);
+        if (b->plan.max_concurrency) { av_add(a, "--max-concurrency"); av_addf(a, "%d", b->plan.max_concurrency); }
+    } else {
+        av_add(a, "--concurrency");
+        av_addf(a, "%.0f", load);
+        if (b->plan.think_ns) { av_add(a, "--think"); av_addf(a, "%lldns", (long long)b->plan.think_ns); }
+    }
+    if (requests_given) { av_add(a, "--requests"); av_addf(a, "%zu", b->plan.requests); }
+    else if (so->rate_ladder && b->plan.duration_ns) { av_add(a, "--duration"); av_addf(a, "%lldns", (long long)b->plan.duration_ns); }
+    else { av_add(a, "--requests"); av_addf(a, "%zu", sim_default_requests(load)); }
+    if (b->plan.warmup) { av_add(a, "--warmup"); av_addf(a, "%zu", b->plan.warmup); }
+    char slo[160] = "";
+    size_t n = 0;
+    if (b->summary.slo_ttft_ms > 0) n += (size_t)snprintf(slo + n, sizeof slo - n, "ttft=%.9gms,", b->summary.slo_ttft_ms);
+    if (b->summary.slo_tpot_ms > 0 && n < sizeof slo) n += (size_t)snprintf(slo + n, sizeof slo - n, "tpot=%.9gms,", b->summary.slo_tpot_ms);
+    if (b->summary.slo_e2el_ms > 0 && n < sizeof slo) n += (size_t)snprintf(slo + n, sizeof slo - n, "e2el=%.9gms,", b->summary.slo_e2el_ms);
+    if (n && n < sizeof slo) { slo[n - 1] = 0; av_add(a, "--slo"); av_add(a, slo); }
+    char pct[256] = "";
+    n = 0;
+    for (int i = 0; i < b->summary.n_percentiles && n < sizeof pct; i++)
+        n += (size_t)snprintf(pct + n, sizeof pct - n, "%s%.9g", i ? "," : "", b->summary.percentiles[i]);
+    if (n) { av_add(a, "--percentiles"); av_add(a, pct); }
+}
+
+/* The sweep document of a simulated configuration, as sweep_run would start it. */
+static json_t *sim_sweep_doc(const tune_opts *t, const sweep_opts *so, const bench_opts *b, const char *flags) {
+    json_t *slo = json_object();
+    if (b->summary.slo_ttft_ms > 0) json_object_set_new(slo, "ttft_ms", json_real(b->summary.slo_ttft_ms));
+    if (b->summary.slo_tpot_ms > 0) json_object_set_new(slo, "tpot_ms", json_real(b->summary.slo_tpot_ms));
+    if (b->summary.slo_e2el_ms > 0) json_object_set_new(slo, "e2el_ms", json_real(b->summary.slo_e2el_ms));
+    const char *axis = so->rate_ladder ? "rate" : "concurrency";
+    json_t *cfg = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:f,s:o}", "url", "sim", "sim_flags", flags, "mode", axis, "ladder",
+                            so->rate_ladder ? so->rate_ladder : so->conc_ladder, "dataset", b->dataset_spec, "repeats",
+                            so->repeats, "slo_percentile", so->slo_pct, "slo", slo);
+    (void)t;
+    return json_pack("{s:s,s:s,s:s,s:s,s:n,s:o,s:s,s:b,s:n,s:[],s:n,s:n,s:n}", "schema", SWEEP_SCHEMA, "tool", "dsperf",
+                     "version", DSPERF_VERSION, "command_line", b->command_line ? b->command_line : "", "environment",
+                     "config", cfg, "axis", axis, "partial", 0, "partial_reason", "levels", "knee", "max_goodput", "ci");
+}
+
+static const char *self_exe(void) {
+    static char path[4096];
+    if (!path[0]) {
+        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+        if (n <= 0) snprintf(path, sizeof path, "dsperf");
+        else path[n] = 0;
+    }
+    return path;
+}
+
+/* Runs configuration idx on the offline simulator; fills cfg. True when it measured anything. */
+static bool run_config_sim(const tune_opts *t, size_t idx, size_t total, const char *stem, json_t *cfg) {
+    size_t choice[TUNE_MAX_KEYS];
+    tune_grid_point(&t->grid, idx, choice);
+    char err[1024];
+    const char *label = json_string_value(json_object_get(cfg, "label"));
+    char *flags = tune_template_render(t->sim_flags, &t->grid, choice, -1, true, err, sizeof err);
+    char log_path[1024], sweep_path[1024], level_path[1100];
+    snprintf(log_path, sizeof log_path, "%s.%zu.log", stem, idx);
+    snprintf(sweep_path, sizeof sweep_path, "%s.%zu.sweep.json", stem, idx);
+    snprintf(level_path, sizeof level_path, "%s.%zu.level.json", stem, idx);
+    remove(log_path);
+    json_object_set_new(cfg, "sim_flags", json_string(flags ? flags : ""));
+    json_object_set_new(cfg, "log", json_string(log_path));
+    json_object_set_new(cfg, "sweep_file", json_string(sweep_path));
+    log_info("config %zu/%zu [%s]: dsperf sim %s", idx + 1, total, label && *label ? label : "no grid", flags ? flags : "?");
+    wordexp_t we;
+    int wrc = flags ? wordexp(flags, &we, WRDE_NOCMD) : -1;
+    if (wrc != 0) {
+        if (flags) snprintf(err, sizeof err, "cannot split --sim-flags '%s' into words (unbalanced quotes or $(...))", flags);
+        json_object_set_new(cfg, "status", json_string("failed"));
+        json_object_set_new(cfg, "error", json_string(err));
+        free(flags);
+        return false;
+    }
+    int sargc;
+    char **sargv = config_argv(t, choice, 1, "http://127.0.0.1:1", sweep_path, &sargc);
+    sweep_opts so;
+    bench_opts b;
+    int rc = sweep_opts_parse(&so, &b, sargc, sargv, "tune", NULL);
+    bool measured = false;
+    json_t *sdoc = NULL;
+    if (rc < 0) {
+        bool requests_given = arg_given(t, "--requests");
+        sdoc = sim_sweep_doc(t, &so, &b, flags);
+        json_t *levels = json_object_get(sdoc, "levels");
+        const char *kind = so.rate_ladder ? "rate" : "concurrency";
+        for (size_t i = 0; i < so.n_levels && !g_stop && rc < 0; i++) {
+            for (int k = 0; k < so.repeats && !g_stop; k++) {
+                argvec a = { 0 };
+                sim_level_args(&a, self_exe(), &we, &b, &so, requests_given, so.ladder[i], b.plan.seed + (uint64_t)k, level_path);
+                if (i == 0 && k == 0) {
+                    char *line = cli_join_argv(a.n, a.v);
+                    json_object_set_new(cfg, "command", json_string(line));
+                    free(line);
+                }
+                tune_proc p;
+                int r = tune_proc_spawn(&p, a.v, log_path, err, sizeof err);
+                av_free(&a);
+                if (r < 0) { rc = EXIT_RUN_FAILED; break; }
+                if (tune_proc_wait(&p, &g_stop, t->stop_grace_ns) < 0) break;
+                if (!WIFEXITED(p.status) || WEXITSTATUS(p.status) != 0) {
+                    char st[64];
+                    tune_describe_status(p.status, st, sizeof st);
+                    snprintf(err, sizeof err, "dsperf sim %s at %s %.6g", st, kind, so.ladder[i]);
+                    rc = EXIT_RUN_FAILED;
+                    break;
+                }
+                json_error_t je;
+                json_t *res = json_load_file(level_path, 0, &je);
+                remove(level_path);
+                if (!res) { snprintf(err, sizeof err, "dsperf sim wrote no results: %s", je.text); rc = EXIT_RUN_FAILED; break; }
+                json_t *lv = json_pack("{s:f,s:i,s:s,s:I,s:b,s:b,s:b,s:n,s:o}", "load", so.ladder[i], "repeat", k, "kind", kind,
+                                       "seed", (json_int_t)(b.plan.seed + (uint64_t)k), "saturated", 0, "early_stopped", 0,
+                                       "interrupted", 0, "over_saturation", "results", res);
+                json_array_append_new(levels, lv);
+                if (json_is_null(json_object_get(sdoc, "environment")))
+                    json_object_set(sdoc, "environment", json_object_get(res, "environment"));
+                if (!b.quiet) {
+                    sweep_print_level(stdout, lv, kind, json_array_size(levels) == 1);
+                    fflush(stdout);
+                }
+                sweep_analyse(sdoc, so.slo_pct);
+                char e2[512];
+                if (results_write_json(sweep_path, sdoc, e2, sizeof e2) < 0) log_warn("%s", e2);
+            }
+        }
+        if (rc >= 0 || g_stop) {
+            json_object_set_new(sdoc, "partial", json_true());
+            json_object_set_new(sdoc, "partial_reason", json_string(g_stop ? "interrupted (SIGINT/SIGTERM)" : err));
+        }
+        sweep_analyse(sdoc, so.slo_pct);
+        char e2[512];
+        if (results_write_json(sweep_path, sdoc, e2, sizeof e2) < 0) log_warn("%s", e2);
+        sweep_opts_free(&so, &b);
+    } else {
+        snprintf(err, sizeof err, "the sweep options do not apply to this configuration (see the error line above)");
+    }
+    wordfree(&we);
+    /* GPUs: --gpus or --gpus-key, else the simulator's own (its config's gpus or tp) */
+    double g = config_gpus(t, choice);
+    if (g <= 0 && sdoc && json_array_size(json_object_get(sdoc, "levels"))) {
+        const json_t *sim = json_object_get(json_object_get(json_object_get(json_array_get(json_object_get(sdoc, "levels"), 0),
+                                                                            "results"), "config"), "sim");
+        const json_t *v = json_object_get(sim, "gpus");
+        if (!json_is_number(v)) v = json_object_get(sim, "tp");
+        if (json_is_number(v)) {
+            g = json_number_value(v);
+            json_object_set_new(cfg, "gpus", json_real(g));
+            json_object_set_new(cfg, "gpus_source", json_string("the simulator's --gpus/--tp"));
+        }
+    }
+    json_t *sum = sdoc ? tune_config_summary(sdoc, g, t->objective) : NULL;
+    measured = sum != NULL;
+    const char *status = g_stop ? "interrupted" : !measured ? "failed" : rc < 0 ? "ok" : "partial";
+    json_object_set_new(cfg, "status", json_string(status));
+    if (rc >= 0) {
+        json_object_set_new(cfg, "error", json_string(err));
+        char *tail = tune_log_tail(log_path, 20, 4096);
+        json_object_set_new(cfg, "log_tail", json_string(tail));
+        if (!g_stop) log_warn("config %zu [%s]: %s%s%s", idx + 1, label, err, *tail ? ": " : "",
+                              *tail ? (strrchr(tail, '\n') ? strrchr(tail, '\n') + 1 : tail) : "");
+        free(tail);
+    }
+    if (sum) json_object_set_new(cfg, "summary", sum);
+    json_decref(sdoc);
+    free_argv(sargv, sargc);
+    free(flags);
+    return measured;
+}
+
 static json_t *new_doc(const tune_opts *t, int argc, char **argv, const bench_opts *b, double slo_pct) {
     char date[32];
     time_t now = time(NULL);
@@ -364,8 +605,10 @@ static json_t *new_doc(const tune_opts *t, int argc, char **argv, const bench_op
     json_object_set_new(d, "version", json_string(DSPERF_VERSION));
     json_object_set_new(d, "command_line", json_string(line));
     json_object_set_new(d, "date", json_string(date));
-    json_object_set_new(d, "server_cmd", json_string(t->server_cmd));
-    json_object_set_new(d, "url", json_string(t->url));
+    json_object_set_new(d, "mode", json_string(t->sim_flags ? "sim" : "server"));
+    json_object_set_new(d, "server_cmd", t->server_cmd ? json_string(t->server_cmd) : json_null());
+    json_object_set_new(d, "sim_flags", t->sim_flags ? json_string(t->sim_flags) : json_null());
+    json_object_set_new(d, "url", t->sim_flags ? json_null() : json_string(t->url));
     json_object_set_new(d, "grid", grid);
     json_object_set_new(d, "sweep_options", json_string(sweep_line ? sweep_line : ""));
     json_object_set_new(d, "gpus", t->gpus > 0 ? json_real(t->gpus) : json_null());
@@ -432,6 +675,20 @@ int cmd_tune(int argc, char **argv) {
         free_opts(&t);
         return rc == EXIT_OK ? EXIT_USAGE : rc;
     }
+    if (t.sim_flags) {
+        const char *why = so.autom ? "--auto needs a live server; give --concurrency or --rate"
+                        : so.conc_ladder && b.plan.duration_ns && !arg_given(&t, "--requests")
+                        ? "closed-loop levels on the simulator need --requests N (it runs on a virtual clock, not for a --duration)"
+                        : NULL;
+        if (why) {
+            log_error("--sim-flags: %s", why);
+            sweep_opts_free(&so, &b);
+            free_argv(pargv, pargc);
+            free(stem);
+            free_opts(&t);
+            return EXIT_USAGE;
+        }
+    }
     if (t.dry_run) {
         sweep_opts_free(&so, &b);
         free_argv(pargv, pargc);
@@ -439,13 +696,18 @@ int cmd_tune(int argc, char **argv) {
             tune_grid_point(&t.grid, i, choice);
             char err[256];
             char *label = tune_grid_label(&t.grid, choice);
-            char *cmd = tune_template_render(t.server_cmd, &t.grid, choice, -1, true, err, sizeof err);
+            char *cmd = t.sim_flags ? tune_template_render(t.sim_flags, &t.grid, choice, -1, true, err, sizeof err)
+                                    : tune_template_render(t.server_cmd, &t.grid, choice, -1, true, err, sizeof err);
             char *url = tune_template_render(t.url, &t.grid, choice, -1, true, err, sizeof err);
             double g = config_gpus(&t, choice);
             char gpus[48] = "";
             if (g > 0) snprintf(gpus, sizeof gpus, " %g GPU%s", g, g == 1 ? "" : "s");
-            printf("%zu [%s]%s: %s\n   url %s, log %s.%zu.log, sweep %s.%zu.sweep.json\n", i,
-                   label && *label ? label : "no grid", gpus, cmd ? cmd : "?", url ? url : "?", stem, i, stem, i);
+            if (t.sim_flags)
+                printf("%zu [%s]%s: dsperf sim %s\n   log %s.%zu.log, sweep %s.%zu.sweep.json\n", i,
+                       label && *label ? label : "no grid", gpus, cmd ? cmd : "?", stem, i, stem, i);
+            else
+                printf("%zu [%s]%s: %s\n   url %s, log %s.%zu.log, sweep %s.%zu.sweep.json\n", i,
+                       label && *label ? label : "no grid", gpus, cmd ? cmd : "?", url ? url : "?", stem, i, stem, i);
             free(label);
             free(cmd);
             free(url);
@@ -462,7 +724,7 @@ int cmd_tune(int argc, char **argv) {
     for (size_t k = 0; k < t.grid.n; k++) {
         char ph[160];
         snprintf(ph, sizeof ph, "{%s}", t.grid.axes[k].key);
-        bool used = strstr(t.server_cmd, ph) || strstr(t.url, ph);
+        bool used = strstr(t.sim_flags ? t.sim_flags : t.server_cmd, ph) || strstr(t.url, ph);
         for (int i = 1; i < t.nrest && !used; i++) used = strstr(t.rest[i], ph) != NULL;
         if (!used) log_warn("grid key %s appears in no placeholder ({%s}): its configurations differ only in name",
                             t.grid.axes[k].key, t.grid.axes[k].key);
@@ -491,10 +753,13 @@ int cmd_tune(int argc, char **argv) {
         json_object_set_new(cfg, "error", json_null());
         json_array_append_new(configs, cfg);
         save(doc, t.out_path);
-        if (run_config(&t, i, total, stem, cfg)) measured++;
+        if (t.sim_flags ? run_config_sim(&t, i, total, stem, cfg) : run_config(&t, i, total, stem, cfg)) measured++;
         double k = json_number_value(json_object_get(cfg, "speedup"));
         if (k > 0) speedup = k;
-        if (speedup != 1) {
+        if (t.sim_flags) {
+            json_object_set_new(doc, "target_note", json_string("the offline simulator (`dsperf sim`) on a virtual clock: "
+                "figures are the simulated hardware's, without network or client costs"));
+        } else if (speedup != 1) {
             char note[400];
             snprintf(note, sizeof note, "the server runs `dsperf serve --speedup %g`: engine time runs %gx wall time, so "
                      "throughputs are %gx and latencies 1/%g of what the simulated hardware would give; the ranking holds",

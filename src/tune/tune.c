@@ -471,21 +471,33 @@ int tune_analyse(json_t *doc) {
     for (size_t k = 0; k < np; k++) if (front[k]) ord[no++] = k;
     for (size_t a = 1; a < no; a++)
         for (size_t b = a; b > 0 && x[ord[b]] < x[ord[b - 1]]; b--) { size_t t = ord[b]; ord[b] = ord[b - 1]; ord[b - 1] = t; }
+    size_t last = (size_t)-1;
     for (size_t k = 0; k < no; k++) {
         size_t q = ord[k];
         json_t *cc = json_array_get(configs, pc[q]);
         json_object_set_new(cc, "on_front", json_true());
+        /* configurations that behave alike at a load (below their limits, settings often do not
+         * matter) give one front entry, naming the others */
+        if (last != (size_t)-1 && fabs(x[q] - x[last]) <= TUNE_ALIKE * fabs(x[last]) &&
+            fabs(y[q] - y[last]) <= TUNE_ALIKE * fabs(y[last])) {
+            json_t *prev = json_array_get(fp, json_array_size(fp) - 1);
+            json_array_append_new(json_object_get(prev, "alike"), json_pack("{s:I,s:s}", "config", (json_int_t)pc[q], "label",
+                                                                            cfg_label(cc)));
+            continue;
+        }
+        last = q;
         const json_t *p = json_array_get(json_object_get(json_object_get(cc, "summary"), "points"), pl[q]);
-        json_array_append_new(fp, json_pack("{s:I,s:s,s:O,s:f,s:f,s:O}", "config", (json_int_t)pc[q], "label", cfg_label(cc),
+        json_array_append_new(fp, json_pack("{s:I,s:s,s:O,s:f,s:f,s:O,s:[]}", "config", (json_int_t)pc[q], "label", cfg_label(cc),
             "load", json_object_get(p, "load"), "output_throughput_per_gpu", x[q], "latency_ms", y[q], "meets_slo",
-            json_object_get(p, "meets_slo")));
+            json_object_get(p, "meets_slo"), "alike"));
     }
     free(ord);
     char ydesc[128];
     snprintf(ydesc, sizeof ydesc, "%s (lower is better)", lat_field ? lat_field : "latency");
     json_object_set_new(doc, "pareto", json_pack("{s:s,s:s,s:s,s:o}", "x", "output_throughput_per_gpu (higher is better)",
-        "y", ydesc, "method", "every measured (configuration, load) point; kept when no other point has at least its "
-        "throughput per GPU and at most its latency, one of them strictly", "front", fp));
+        "y", ydesc, "method", "every usable (configuration, load) point; kept when no other point has at least its "
+        "throughput per GPU and at most its latency, one of them strictly; points within 0.5% on both axes are one "
+        "entry (\"alike\" names the others)", "front", fp));
     free(x); free(y); free(pc); free(pl); free(front);
 
     long best = tune_recommend(cand, nc);
@@ -594,9 +606,11 @@ void tune_print(FILE *f, const json_t *doc) {
             "knee tok/s/GPU", "knee TTFT/TPOT", lathead);
     size_t i;
     const json_t *c;
+    bool gpus_unknown = false;
     json_array_foreach(configs, i, c) {
         const json_t *s = json_object_get(c, "summary");
         const char *st = json_string_value(json_object_get(c, "status"));
+        if (json_is_object(s) && !json_is_number(json_object_get(c, "gpus"))) gpus_unknown = true;
         char a[32] = "-", k[32] = "-", tt[40] = "-", l[32] = "-";
         if (json_is_object(s)) {
             const json_t *g = slo ? json_object_get(s, "goodput_under_slo") : json_object_get(s, "max_output_throughput");
@@ -623,16 +637,21 @@ void tune_print(FILE *f, const json_t *doc) {
     }
     fprintf(f, "(value@load; * recommended, P on the Pareto front; knee p99 TTFT/TPOT and %s in ms, the latter\n"
                " at the %s column's load; per GPU%s)\n", lathead, slo ? "goodput" : "max throughput",
-            json_is_null(json_object_get(doc, "gpus")) && !json_is_string(json_object_get(doc, "gpus_key"))
-                ? " = per configuration: GPUs unknown (--gpus)" : "");
+            gpus_unknown ? " = per configuration: GPUs unknown (--gpus)" : "");
     const json_t *front = json_object_get(json_object_get(doc, "pareto"), "front");
     if (json_array_size(front)) {
         fprintf(f, "Pareto front (output tok/s per GPU vs %s):\n", json_string_value(json_object_get(json_object_get(doc, "pareto"), "y")));
         const json_t *p;
         json_array_foreach(front, i, p)
-            fprintf(f, "  %-26.26s load %-8.4g %10.1f tok/s/GPU %10.0f ms%s\n", json_string_value(json_object_get(p, "label")),
-                    num(p, "load"), num(p, "output_throughput_per_gpu"), num(p, "latency_ms"),
+        {
+            char lab[64];
+            size_t alike = json_array_size(json_object_get(p, "alike"));
+            if (alike) snprintf(lab, sizeof lab, "%.18s (+%zu alike)", json_string_value(json_object_get(p, "label")), alike);
+            else snprintf(lab, sizeof lab, "%s", json_string_value(json_object_get(p, "label")));
+            fprintf(f, "  %-30.30s load %-8.4g %10.1f tok/s/GPU %8.0f ms%s\n", lab, num(p, "load"),
+                    num(p, "output_throughput_per_gpu"), num(p, "latency_ms"),
                     json_is_false(json_object_get(p, "meets_slo")) ? "  (misses the SLO)" : "");
+        }
     }
     if (json_is_object(rec)) {
         fprintf(f, "Recommendation: %s\n", json_string_value(json_object_get(rec, "buys")));

@@ -21,6 +21,8 @@
 #define TUNE_MAX_ERROR_RATE 0.01
 /* A lead over the runner-up below this ratio is called marginal, however clear statistically. */
 #define TUNE_MARGINAL_LEAD 1.05
+/* Front points within this fraction on both axes are one entry (configurations alike there). */
+#define TUNE_ALIKE 0.005
 
 /* ---- grid ----
  * One axis per key; values are strings. tune_grid_add takes "key=v1,v2,..." where a value may be

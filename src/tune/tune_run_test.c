@@ -170,6 +170,10 @@ TEST(tune_usage_errors) {
         "tune --server-cmd 'x --port 8000' --concurrency 1",
         "tune --server-cmd 'x {port}' --concurrency 1 --no-such-option",
         "tune --show /nonexistent/tune.json",
+        "tune --sim-flags '--max-num-seqs {seqs} --port {port}' --grid seqs=1 --concurrency 1",
+        "tune --sim-flags '--max-num-seqs 4' --server-cmd 'x {port}' --concurrency 1",
+        "tune --sim-flags '--max-num-seqs 4' --auto",
+        "tune --sim-flags '--max-num-seqs 4' --concurrency 1,2 --duration 10s",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *err = NULL;
@@ -233,5 +237,47 @@ TEST(tune_server_dies_mid_sweep) {
     const json_t *front = json_object_get(json_object_get(d, "pareto"), "front");
     CHECK_EQ_INT(json_array_size(front), 1);
     CHECK_NEAR(test_num(json_array_get(front, 0), "load"), 2, 0);
+    json_decref(d);
+}
+
+/* --sim-flags: every level is one `dsperf sim` run on the virtual clock, so each point equals
+ * what `dsperf sim` gives for the same flags, load and seed; per GPU uses the simulator's --tp. */
+TEST(tune_sim_flags_match_offline_sim) {
+    char out[512], cmd[2048];
+    snprintf(out, sizeof out, "%s/simtune.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "tune --sim-flags '--max-num-seqs {seqs} --tp 2' --grid seqs=0,4,32 --concurrency 2,16 "
+             "--requests 200 --dataset random:in=64,out=32 --slo ttft=100ms --quiet --out %s", out);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    json_t *d = test_load_json(out);
+    CHECK(d != NULL);
+    if (!d) return;
+    CHECK_STR(json_string_value(json_object_get(d, "mode")), "sim");
+    /* max-num-seqs 0 is refused by the simulator: failed, with its message, and tune goes on */
+    const json_t *c0 = cfg_at(d, 0);
+    CHECK_STR(json_string_value(json_object_get(c0, "status")), "failed");
+    CHECK(strstr(json_string_value(json_object_get(c0, "log_tail")), "max-num-seqs") != NULL);
+    const int seqs[2] = { 4, 32 }, loads[2] = { 2, 16 };
+    for (int c = 0; c < 2; c++) {
+        const json_t *cfg = cfg_at(d, (size_t)c + 1);
+        CHECK_STR(json_string_value(json_object_get(cfg, "status")), "ok");
+        CHECK_NEAR(test_num(cfg, "gpus"), 2, 0);
+        for (int l = 0; l < 2; l++) {
+            char path[600], sim[1024];
+            snprintf(path, sizeof path, "%s/direct.json", harness_tmpdir());
+            snprintf(sim, sizeof sim, "sim --max-num-seqs %d --tp 2 --concurrency %d --requests 200 --dataset "
+                     "random:in=64,out=32 --seed 1 --quiet --out %s", seqs[c], loads[l], path);
+            CHECK_EQ_INT(test_run(sim, NULL, NULL), 0);
+            json_t *r = test_load_json(path);
+            double want = test_num(r, "output_throughput");
+            json_decref(r);
+            const json_t *p = point_at(cfg, (size_t)l);
+            CHECK_NEAR(test_num(p, "output_throughput"), want, 1e-6 * want);
+            CHECK_NEAR(test_num(p, "output_throughput_per_gpu"), want / 2, 1e-6 * want);
+        }
+    }
+    /* as on the live server: 32 seqs carry 16 users within the SLO, 4 seqs queue them */
+    CHECK(json_is_false(json_object_get(point_at(cfg_at(d, 1), 1), "meets_slo")));
+    CHECK(json_is_true(json_object_get(point_at(cfg_at(d, 2), 1), "meets_slo")));
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(d, "recommendation"), "config")), 2);
     json_decref(d);
 }

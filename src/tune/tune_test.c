@@ -227,3 +227,21 @@ TEST(tune_runner_up_and_noise) {
     CHECK(strncmp(json_string_value(json_object_get(ru, "noise")), "not separated", 13) == 0);
     json_decref(doc);
 }
+
+/* Configurations that behave alike at a load give one front entry naming the others. */
+TEST(tune_front_merges_alike_configs) {
+    json_t *s0 = fake_sweep(1000, 50, 1500, 400), *s1 = fake_sweep(1000, 50, 1500, 400);
+    json_t *doc = json_pack("{s:s,s:{s:f},s:[{s:s,s:o},{s:s,s:o}]}", "objective", "e2el", "slo", "ttft_ms", 100.0, "configs",
+                            "label", "a", "summary", tune_config_summary(s0, 1, "e2el"), "label", "b", "summary",
+                            tune_config_summary(s1, 1, "e2el"));
+    tune_analyse(doc);
+    const json_t *front = json_object_get(json_object_get(doc, "pareto"), "front");
+    CHECK_EQ_INT(json_array_size(front), 2);
+    const json_t *alike = json_object_get(json_array_get(front, 0), "alike");
+    CHECK_EQ_INT(json_array_size(alike), 1);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(alike, 0), "label")), "b");
+    CHECK(json_is_true(json_object_get(json_array_get(json_object_get(doc, "configs"), 1), "on_front")));
+    json_decref(doc);
+    json_decref(s0);
+    json_decref(s1);
+}
