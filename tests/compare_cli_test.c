@@ -1,0 +1,99 @@
+/* Integration tests of `dsperf compare`: two bench runs against `dsperf serve` on loopback, one
+ * with a slower first token, gated the way a pipeline would; and bad input. */
+#include "harness.h"
+#include "testutil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A bench run against serve with the given TTFT; writes dir/name.json. 0 ok. */
+static int bench_to(const char *ttft, const char *extra_serve, const char *name, char *path, size_t len) {
+    test_server s;
+    char sargs[256];
+    snprintf(sargs, sizeof sargs, "--ttft %s --itl 2ms %s", ttft, extra_serve);
+    if (test_serve_start(&s, sargs) != 0) return -1;
+    snprintf(path, len, "%s/%s.json", harness_tmpdir(), name);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency 4 --requests 120 --dataset random:in=8,out=4 --out %s", s.url, path);
+    int rc = test_run(cmd, NULL, NULL);
+    test_serve_stop(&s);
+    return rc == 0 || rc == 1 ? 0 : -1;
+}
+
+TEST(compare_cli_gate_passes_a_rerun_and_fails_a_regression) {
+    char base[512], rerun[512], slow[512], faulty[512];
+    if (bench_to("20ms", "", "base", base, sizeof base) || bench_to("20ms", "", "rerun", rerun, sizeof rerun) ||
+        bench_to("30ms", "", "slow", slow, sizeof slow) || bench_to("20ms", "--fail-rate 0.1 --seed 3", "faulty", faulty, sizeof faulty)) {
+        CHECK_MSG(0, "bench runs failed");
+        return;
+    }
+    char cmd[2048], outp[512];
+    int st;
+    /* the same server twice: TTFT differs by noise only (the median: a neighbour's burst on a
+     * shared machine can move a p99 of 120 requests for real) */
+    snprintf(cmd, sizeof cmd, "compare %s %s --gate 'median_ttft_ms:+10%%,errors:0'", base, rerun);
+    char *out = test_run_merged(cmd, &st);
+    CHECK_MSG(st == 0, "rerun gated as a regression (exit %d):\n%s", st, out);
+    CHECK(out && strstr(out, "gate: PASSED"));
+    free(out);
+    /* TTFT 20 -> 30 ms: +50 %, far beyond noise */
+    snprintf(outp, sizeof outp, "%s/cmp.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "compare %s %s --gate 'median_ttft_ms:+10%%,errors:0' --out %s", base, slow, outp);
+    out = test_run_merged(cmd, &st);
+    CHECK_EQ_INT(st, 1);
+    CHECK(out && strstr(out, "gate: FAILED") && strstr(out, "FAIL median_ttft_ms:+10%"));
+    free(out);
+    json_t *d = test_load_json(outp);
+    CHECK(d != NULL);
+    if (d) {
+        CHECK_STR(json_string_value(json_object_get(d, "schema")), "dsperf.compare/1");
+        size_t i;
+        json_t *m;
+        int seen = 0;
+        json_array_foreach(json_object_get(d, "metrics"), i, m) {
+            if (strcmp(json_string_value(json_object_get(m, "name")), "median_ttft_ms")) continue;
+            seen = 1;
+            /* the server's TTFT went from 20 to 30 ms: +50 % within a few points */
+            CHECK_NEAR(json_number_value(json_object_get(m, "change_pct")), 50, 5);
+            CHECK(json_number_value(json_object_get(m, "ci_low_pct")) > 40);
+            CHECK_STR(json_string_value(json_object_get(m, "verdict")), "worse");
+        }
+        CHECK(seen);
+        json_decref(d);
+    }
+    /* injected HTTP 500s: errors:0 fails, and the count is the server's */
+    snprintf(cmd, sizeof cmd, "compare %s %s --gate errors:0 --md", base, faulty);
+    out = test_run_merged(cmd, &st);
+    CHECK_EQ_INT(st, 1);
+    CHECK(out && strstr(out, "| metric | baseline | candidate |") && strstr(out, "**gate: FAILED**"));
+    free(out);
+}
+
+TEST(compare_cli_bad_input) {
+    char base[512];
+    if (bench_to("5ms", "", "b", base, sizeof base)) { CHECK_MSG(0, "bench run failed"); return; }
+    char cmd[2048];
+    int st;
+    const char *cases[][2] = {
+        {"--gate 'p99_ttft_ms:10%'", "direction"},
+        {"--gate 'p99_nonsense_ms:+5%'", "neither run has"},
+        {"--confidence 2", "--confidence"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *opt = cases[i][0];
+        snprintf(cmd, sizeof cmd, "compare %s %s %s", base, base, opt);
+        char *out = test_run_merged(cmd, &st);
+        CHECK_MSG(st == 2, "%s: exit %d", opt, st);
+        CHECK_MSG(out && strstr(out, cases[i][1]), "%s: %s", opt, out ? out : "");
+        free(out);
+    }
+    snprintf(cmd, sizeof cmd, "compare %s /nonexistent/cand.json", base);
+    char *out = test_run_merged(cmd, &st);
+    CHECK_EQ_INT(st, 2);
+    CHECK(out && strstr(out, "candidate:"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "compare %s", base);
+    out = test_run_merged(cmd, &st);
+    CHECK_EQ_INT(st, 2);
+    free(out);
+}
