@@ -19,7 +19,10 @@ static void usage(FILE *f) {
           "its change, a bootstrap confidence interval of the change computed from the runs' samples, the\n"
           "Mann-Whitney p-value of the distribution, and a verdict (better, worse, no significant change).\n"
           "Latency intervals use the per-request samples stored in each results file; throughput intervals\n"
-          "use the per-second timeline (runs of at least 7 s).\n\n"
+          "use the per-second timeline (runs of at least 7 s).\n"
+          "Two sweeps (dsperf sweep, dsperf.sweep/1) compare their headline numbers (knee_load,\n"
+          "knee_output_throughput, peak_output_throughput, max_goodput, max_goodput_load, slo_boundary_load)\n"
+          "and every load both ran, level by level; a gate rule on another metric holds at every level.\n\n"
           "Gate rules (comma-separated, --gate may repeat); the exit code is 1 when any rule fails:\n"
           "  METRIC:+X%     fails when METRIC rises by more than X% and the rise is beyond noise\n"
           "  METRIC:-X%     fails when METRIC falls by more than X% and the fall is beyond noise\n"
@@ -44,7 +47,8 @@ static void usage(FILE *f) {
           "Examples:\n"
           "  dsperf compare base.json cand.json\n"
           "  dsperf compare base.json cand.json --gate 'p99_ttft_ms:+10%,output_throughput:-5%,errors:0'\n"
-          "  dsperf compare base.json cand.json --gate 'p99_tpot_ms:<=50' --md >> $GITHUB_STEP_SUMMARY\n", f);
+          "  dsperf compare base.json cand.json --gate 'p99_tpot_ms:<=50' --md >> $GITHUB_STEP_SUMMARY\n"
+          "  dsperf compare nightly-old.json nightly-new.json --gate 'max_goodput:-5%,p99_ttft_ms:+15%'   (sweeps)\n", f);
 }
 
 enum { O_GATE = 1000, O_METRICS, O_CONF, O_RESAMPLES, O_SEED, O_MD, O_OUT, O_MIN_EFFECT, O_HELP };
@@ -144,9 +148,18 @@ int cmd_compare(int argc, char **argv) {
     o.candidate_path = argv[optind + 1];
     o.rules = rules;
     o.n_rules = n_rules;
-    if (!(base = results_load(o.baseline_path, err, sizeof err))) { log_error("baseline: %s", err); goto out; }
-    if (!(cand = results_load(o.candidate_path, err, sizeof err))) { log_error("candidate: %s", err); goto out; }
-    if (!(doc = compare_runs(base, cand, &o, err, sizeof err))) { log_error("%s", err); goto out; }
+    static const char *const schemas[] = {"dsperf.results/", "dsperf.sweep/", NULL};
+    if (!(base = results_load_doc(o.baseline_path, schemas, "results or sweep", err, sizeof err))) { log_error("baseline: %s", err); goto out; }
+    if (!(cand = results_load_doc(o.candidate_path, schemas, "results or sweep", err, sizeof err))) { log_error("candidate: %s", err); goto out; }
+    bool sweep_b = !strncmp(json_string_value(json_object_get(base, "schema")), "dsperf.sweep/", 13);
+    bool sweep_c = !strncmp(json_string_value(json_object_get(cand, "schema")), "dsperf.sweep/", 13);
+    if (sweep_b != sweep_c) {
+        log_error("compare a results file with a results file, or a sweep with a sweep (the baseline is a %s, the candidate a %s)",
+                  sweep_b ? "sweep" : "results file", sweep_c ? "sweep" : "results file");
+        goto out;
+    }
+    doc = sweep_b ? compare_sweeps(base, cand, &o, err, sizeof err) : compare_runs(base, cand, &o, err, sizeof err);
+    if (!doc) { log_error("%s", err); goto out; }
     compare_print(stdout, doc, md);
     if (out_path && results_write_json(out_path, doc, err, sizeof err) < 0) {
         log_error("%s", err);

@@ -99,6 +99,7 @@ typedef struct {
     double ci_lo, ci_hi;     /* of cand - base, in the metric's unit */
     double p_mwu;            /* distribution shift, NAN when not tested */
     char basis[96];          /* what the interval was computed from */
+    const char *no_ci_why;   /* why there is no interval (NULL: "no samples") */
 } metric_cmp;
 
 static double num(const json_t *doc, const char *key) {
@@ -212,6 +213,9 @@ static void infer(metric_cmp *m, const json_t *base, const json_t *cand, const c
         b = second_samples(cand, series, &nb);
         stat = INFER_MEAN;
         if (a && b) snprintf(m->basis, sizeof m->basis, "per-second %s, %zu / %zu s", series, na, nb);
+        else m->no_ci_why = "under 5 whole seconds of timeline";
+    } else {
+        m->no_ci_why = "no per-request samples for this metric";
     }
     if (a && b) {
         double lo, hi;
@@ -251,7 +255,7 @@ static const char *verdict(const metric_cmp *m, double min_effect_pct) {
     else moved = m->cand > m->base ? 1 : m->cand < m->base ? -1 : 0;
     if (!moved) return m->have_ci ? "no significant change" : "same";
     double pct = pct_of(m->cand - m->base, m->base);
-    if (m->have_ci && isfinite(pct) && fabs(pct) < min_effect_pct) return "negligible";
+    if (isfinite(pct) && fabs(pct) < min_effect_pct) return m->have_ci ? "negligible" : "same";
     const char *tag = m->have_ci ? "" : " (not tested)";
     static char buf[64];
     if (!m->dir) snprintf(buf, sizeof buf, "%s%s", moved > 0 ? "higher" : "lower", tag);
@@ -313,7 +317,9 @@ static json_t *eval_rule(const gate_rule *r, const metric_cmp *m, bool *passed) 
             if (rel && b != 0) snprintf(ci, sizeof ci, ", interval %+.1f%%..%+.1f%%", pct_of(m->ci_lo, b), pct_of(m->ci_hi, b));
             else snprintf(ci, sizeof ci, ", interval %+g..%+g", m->ci_lo, m->ci_hi);
         }
-        const char *tail = !m->have_ci ? " (no samples: not tested for noise)"
+        char no_ci[96];
+        snprintf(no_ci, sizeof no_ci, " (%s: not tested for noise)", m->no_ci_why ? m->no_ci_why : "no samples");
+        const char *tail = !m->have_ci ? no_ci
                          : beyond && !real ? " (within noise)" : "";
         snprintf(why, sizeof why, "%s %g -> %g, %s%s; allowed %s%g%s%s", m->name, b, c, change, ci,
                  up ? "+" : "-", r->value, rel ? "%" : "", tail);
@@ -365,7 +371,10 @@ static json_t *config_warnings(const json_t *base, const json_t *cand) {
         json_array_append_new(w, json_string("the baseline run is partial (interrupted): its numbers cover part of the plan"));
     if (json_is_true(json_object_get(cand, "partial")))
         json_array_append_new(w, json_string("the candidate run is partial (interrupted): the gate fails"));
-    if (!json_object_get(base, "samples") || !json_object_get(cand, "samples"))
+    /* a sweep keeps its samples in its levels' results */
+    const json_t *rb = json_object_get(json_array_get(json_object_get(base, "levels"), 0), "results");
+    const json_t *rc = json_object_get(json_array_get(json_object_get(cand, "levels"), 0), "results");
+    if (!json_object_get(rb ? rb : base, "samples") || !json_object_get(rc ? rc : cand, "samples"))
         json_array_append_new(w, json_string("a run has no samples (written by an older dsperf): latency changes are not tested for noise"));
     return w;
 }
@@ -425,6 +434,169 @@ json_t *compare_runs(const json_t *base, const json_t *cand, const compare_opts 
     return doc;
 }
 
+/* ---- sweeps ---- */
+
+typedef struct { const char *name; const char *obj; const char *key; } headline_def;
+
+static const headline_def headlines[] = {
+    {"knee_load", "knee", "load"},
+    {"knee_output_throughput", "knee", "output_throughput"},
+    {"peak_output_throughput", NULL, NULL},
+    {"max_goodput", "max_goodput", "request_goodput"},
+    {"max_goodput_load", "max_goodput", "load"},
+    {"slo_boundary_load", "max_goodput", "slo_boundary_load"},
+};
+
+static const headline_def *headline_of(const char *name) {
+    for (size_t i = 0; i < sizeof headlines / sizeof headlines[0]; i++)
+        if (!strcmp(headlines[i].name, name)) return &headlines[i];
+    return NULL;
+}
+
+static double headline_value(const json_t *sweep, const headline_def *h) {
+    if (h->obj) return num(json_object_get(sweep, h->obj), h->key);
+    double peak = NAN;              /* the highest output throughput of any level */
+    size_t i;
+    json_t *lv;
+    json_array_foreach(json_object_get(sweep, "levels"), i, lv) {
+        double x = num(json_object_get(lv, "results"), "output_throughput");
+        if (isfinite(x) && (!isfinite(peak) || x > peak)) peak = x;
+    }
+    return peak;
+}
+
+/* The first level of the sweep at this load (repeats after the first are left out). */
+static const json_t *level_at(const json_t *sweep, double load) {
+    size_t i;
+    json_t *lv;
+    json_array_foreach(json_object_get(sweep, "levels"), i, lv)
+        if (fabs(num(lv, "load") - load) <= 1e-9 * fabs(load) && json_object_get(lv, "results")) return lv;
+    return NULL;
+}
+
+static const char *sweep_level_metrics[] = {"output_throughput", "p99_ttft_ms", "p99_tpot_ms", "p99_e2el_ms", "error_rate"};
+
+json_t *compare_sweeps(const json_t *base, const json_t *cand, const compare_opts *o, char *err, size_t errlen) {
+    const char *ab = json_string_value(json_object_get(base, "axis")), *ac = json_string_value(json_object_get(cand, "axis"));
+    if (!ab || !ac || strcmp(ab, ac)) {
+        snprintf(err, errlen, "the sweeps have different axes (%s vs %s): compare sweeps over the same kind of load",
+                 ab ? ab : "?", ac ? ac : "?");
+        return NULL;
+    }
+    /* headline rules are checked once; the rest at every level */
+    gate_rule level_rules[64];
+    int n_level = 0;
+    for (int i = 0; i < o->n_rules && n_level < 64; i++)
+        if (!headline_of(o->rules[i].metric)) level_rules[n_level++] = o->rules[i];
+    json_t *levels = json_array();
+    size_t i;
+    json_t *lv;
+    compare_opts lo = *o;
+    lo.rules = level_rules;
+    lo.n_rules = n_level;
+    if (!o->metrics) {
+        lo.metrics = sweep_level_metrics;
+        lo.n_metrics = (int)(sizeof sweep_level_metrics / sizeof sweep_level_metrics[0]);
+    }
+    json_array_foreach(json_object_get(base, "levels"), i, lv) {
+        double load = num(lv, "load");
+        const json_t *other = level_at(cand, load);
+        if (!json_object_get(lv, "results") || !other || level_at(base, load) != lv) continue;
+        json_t *c = compare_runs(json_object_get(lv, "results"), json_object_get(other, "results"), &lo, err, errlen);
+        if (!c) { json_decref(levels); return NULL; }
+        json_array_append_new(levels, json_pack("{s:f,s:o}", "load", load, "comparison", c));
+    }
+    if (!json_array_size(levels)) {
+        json_decref(levels);
+        snprintf(err, errlen, "the sweeps have no %s level in common: nothing to compare level by level", ab);
+        return NULL;
+    }
+    json_t *doc = json_object();
+    json_object_set_new(doc, "schema", json_string(COMPARE_SCHEMA));
+    json_object_set_new(doc, "kind", json_string("sweep"));
+    json_object_set_new(doc, "axis", json_string(ab));
+    json_object_set_new(doc, "baseline", run_info(base, o->baseline_path));
+    json_object_set_new(doc, "candidate", run_info(cand, o->candidate_path));
+    json_object_set_new(doc, "confidence", json_real(o->confidence));
+    json_object_set_new(doc, "resamples", json_integer(o->resamples));
+    json_object_set_new(doc, "min_effect_pct", json_real(o->min_effect_pct));
+    json_t *warn = config_warnings(base, cand);
+    size_t nb = json_array_size(json_object_get(base, "levels")), nc = json_array_size(json_object_get(cand, "levels"));
+    if (json_array_size(levels) < nb || json_array_size(levels) < nc) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%zu of %zu / %zu levels are at loads both sweeps ran; the rest are left out",
+                 json_array_size(levels), nb, nc);
+        json_array_append_new(warn, json_string(msg));
+    }
+    json_object_set_new(doc, "warnings", warn);
+    /* headline: points only (one number per sweep) */
+    json_t *list = json_array();
+    metric_cmp m;
+    for (size_t h = 0; h < sizeof headlines / sizeof headlines[0]; h++) {
+        memset(&m, 0, sizeof m);
+        snprintf(m.name, sizeof m.name, "%s", headlines[h].name);
+        m.base = headline_value(base, &headlines[h]);
+        m.cand = headline_value(cand, &headlines[h]);
+        m.dir = +1;                 /* more throughput, goodput or load before a limit is better */
+        m.p_mwu = NAN;
+        if (isfinite(m.base) || isfinite(m.cand)) json_array_append_new(list, metric_json(&m, o->min_effect_pct));
+    }
+    json_object_set_new(doc, "metrics", list);
+    json_t *names = json_array();
+    for (int k = 0; k < lo.n_metrics; k++) json_array_append_new(names, json_string(lo.metrics[k]));
+    for (int k = 0; k < n_level; k++) {
+        bool dup = false;
+        for (int j = 0; j < lo.n_metrics; j++) dup = dup || !strcmp(lo.metrics[j], level_rules[k].metric);
+        for (int j = 0; j < k; j++) dup = dup || !strcmp(level_rules[j].metric, level_rules[k].metric);
+        if (!dup) json_array_append_new(names, json_string(level_rules[k].metric));
+    }
+    json_object_set_new(doc, "level_metrics", names);
+    json_object_set_new(doc, "levels", levels);
+    /* the gate: headline rules on the points, level rules at every common level */
+    json_t *rules = json_array();
+    bool all = true;
+    int li = 0;
+    for (int r = 0; r < o->n_rules; r++) {
+        const headline_def *h = headline_of(o->rules[r].metric);
+        bool ok = true;
+        json_t *res = NULL;
+        if (h) {
+            memset(&m, 0, sizeof m);
+            snprintf(m.name, sizeof m.name, "%s", h->name);
+            m.base = headline_value(base, h);
+            m.cand = headline_value(cand, h);
+            m.no_ci_why = "one number per sweep";
+            res = eval_rule(&o->rules[r], &m, &ok);
+        } else {
+            /* this rule's result at each level: the first failing level speaks for it */
+            json_t *first_fail = NULL;
+            size_t n_lv = json_array_size(levels);
+            json_array_foreach(levels, i, lv) {
+                const json_t *lr = json_array_get(json_object_get(json_object_get(json_object_get(lv, "comparison"), "gate"), "rules"), (size_t)li);
+                if (!json_is_true(json_object_get(lr, "passed")) && !first_fail) {
+                    char why[480];
+                    snprintf(why, sizeof why, "at %s %g: %s", ab, num(lv, "load"), json_string_value(json_object_get(lr, "reason")));
+                    first_fail = json_string(why);
+                }
+            }
+            li++;
+            ok = first_fail == NULL;
+            char why[200];
+            snprintf(why, sizeof why, "within the rule at all %zu common levels", n_lv);
+            res = json_pack("{s:s,s:b,s:o}", "rule", o->rules[r].text, "passed", ok, "reason", first_fail ? first_fail : json_string(why));
+        }
+        json_array_append_new(rules, res);
+        all = all && ok;
+    }
+    bool partial = json_is_true(json_object_get(cand, "partial"));
+    json_t *gate = json_object();
+    json_object_set_new(gate, "rules", rules);
+    json_object_set_new(gate, "candidate_partial", json_boolean(partial));
+    json_object_set_new(gate, "passed", json_boolean(all && !partial));
+    json_object_set_new(doc, "gate", gate);
+    return doc;
+}
+
 /* ---- printing ---- */
 
 static void fmt_val(char *buf, size_t len, const json_t *v) {
@@ -451,22 +623,13 @@ static void fmt_ci(char *buf, size_t len, const json_t *m) {
     else snprintf(buf, len, "-");
 }
 
-void compare_print(FILE *f, const json_t *doc, bool md) {
-    const json_t *b = json_object_get(doc, "baseline"), *c = json_object_get(doc, "candidate");
-    const char *bp = json_string_value(json_object_get(b, "path")), *cp = json_string_value(json_object_get(c, "path"));
-    int conf = (int)lround(json_number_value(json_object_get(doc, "confidence")) * 100);
-    if (md) fprintf(f, "### dsperf compare: `%s` → `%s`\n\n", bp ? bp : "baseline", cp ? cp : "candidate");
-    else fprintf(f, "dsperf compare: baseline %s, candidate %s\n", bp ? bp : "-", cp ? cp : "-");
-    size_t i;
-    json_t *w;
-    json_array_foreach(json_object_get(doc, "warnings"), i, w)
-        fprintf(f, md ? "> **warning:** %s\n" : "warning: %s\n", json_string_value(w));
-    if (md && json_array_size(json_object_get(doc, "warnings"))) fputc('\n', f);
+static void print_metric_rows(FILE *f, const json_t *metrics, int conf, bool md) {
     if (md) fprintf(f, "| metric | baseline | candidate | change | %d%% interval | p (MWU) | verdict |\n|---|---:|---:|---:|---:|---:|---|\n", conf);
     else fprintf(f, "%-28s %12s %12s %9s %20s %8s  %s\n", "metric", "baseline", "candidate", "change",
                  conf == 95 ? "95% interval" : "interval", "p (MWU)", "verdict");
+    size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(doc, "metrics"), i, m) {
+    json_array_foreach(metrics, i, m) {
         char bv[32], cv[32], ch[32], ci[64], p[16] = "-";
         fmt_val(bv, sizeof bv, json_object_get(m, "baseline"));
         fmt_val(cv, sizeof cv, json_object_get(m, "candidate"));
@@ -478,6 +641,63 @@ void compare_print(FILE *f, const json_t *doc, bool md) {
         if (md) fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s |\n", name, bv, cv, ch, ci, p, v);
         else fprintf(f, "%-28s %12s %12s %9s %20s %8s  %s\n", name, bv, cv, ch, ci, p, v);
     }
+}
+
+/* One cell per level and metric: "+3.2% worse". */
+static void level_cell(char *buf, size_t len, const json_t *m) {
+    char ch[32];
+    fmt_change(ch, sizeof ch, m);
+    const char *v = json_string_value(json_object_get(m, "verdict"));
+    snprintf(buf, len, "%s %s", ch, !strcmp(v, "no significant change") ? "(noise)" : v);
+}
+
+static void print_levels(FILE *f, const json_t *doc, bool md) {
+    const json_t *levels = json_object_get(doc, "levels");
+    const json_t *names = json_object_get(doc, "level_metrics");
+    const char *axis = json_string_value(json_object_get(doc, "axis"));
+    size_t i, k;
+    json_t *n, *lv;
+    if (md) {
+        fprintf(f, "\n| %s |", axis ? axis : "load");
+        json_array_foreach(names, k, n) fprintf(f, " `%s` |", json_string_value(n));
+        fprintf(f, "\n|---:|");
+        json_array_foreach(names, k, n) fprintf(f, "---|");
+        fputc('\n', f);
+    } else {
+        fprintf(f, "\nper level (change, verdict):\n%-10s", axis ? axis : "load");
+        json_array_foreach(names, k, n) fprintf(f, " %-24s", json_string_value(n));
+        fputc('\n', f);
+    }
+    json_array_foreach(levels, i, lv) {
+        double load = json_number_value(json_object_get(lv, "load"));
+        if (md) fprintf(f, "| %g |", load); else fprintf(f, "%-10g", load);
+        const json_t *ms = json_object_get(json_object_get(lv, "comparison"), "metrics");
+        json_array_foreach(names, k, n) {
+            char cell[64] = "-";
+            size_t j;
+            json_t *m;
+            json_array_foreach(ms, j, m)
+                if (!strcmp(json_string_value(json_object_get(m, "name")), json_string_value(n))) level_cell(cell, sizeof cell, m);
+            if (md) fprintf(f, " %s |", cell); else fprintf(f, " %-24s", cell);
+        }
+        fputc('\n', f);
+    }
+}
+
+void compare_print(FILE *f, const json_t *doc, bool md) {
+    const json_t *b = json_object_get(doc, "baseline"), *c = json_object_get(doc, "candidate");
+    const char *bp = json_string_value(json_object_get(b, "path")), *cp = json_string_value(json_object_get(c, "path"));
+    int conf = (int)lround(json_number_value(json_object_get(doc, "confidence")) * 100);
+    bool sweep = json_object_get(doc, "levels") != NULL;
+    if (md) fprintf(f, "### dsperf compare%s: `%s` → `%s`\n\n", sweep ? " (sweeps)" : "", bp ? bp : "baseline", cp ? cp : "candidate");
+    else fprintf(f, "dsperf compare%s: baseline %s, candidate %s\n", sweep ? " (sweeps)" : "", bp ? bp : "-", cp ? cp : "-");
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(doc, "warnings"), i, w)
+        fprintf(f, md ? "> **warning:** %s\n" : "warning: %s\n", json_string_value(w));
+    if (md && json_array_size(json_object_get(doc, "warnings"))) fputc('\n', f);
+    print_metric_rows(f, json_object_get(doc, "metrics"), conf, md);
+    if (sweep) print_levels(f, doc, md);
     const json_t *gate = json_object_get(doc, "gate");
     const json_t *rules = json_object_get(gate, "rules");
     if (!json_array_size(rules) && !json_is_true(json_object_get(gate, "candidate_partial"))) return;

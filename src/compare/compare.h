@@ -52,6 +52,14 @@ void compare_default_opts(compare_opts *o);
  * rule failed or could not be evaluated, or the candidate is partial. */
 json_t *compare_runs(const json_t *base, const json_t *cand, const compare_opts *o, char *err, size_t errlen);
 
-/* Prints the document: a table (markdown false) or GitHub-flavoured Markdown. */
+/* Compares two sweeps (dsperf.sweep/1) of the same axis: the headline numbers (knee_load,
+ * knee_output_throughput, peak_output_throughput, max_goodput, max_goodput_load,
+ * slo_boundary_load; points only) and, at every load both swept, the levels' results as
+ * compare_runs does. A rule on a headline name is checked once; any other rule at every common
+ * level, failing if it fails at any. NULL with err when the axes differ, no load is common, or a
+ * rule names a metric no level has. */
+json_t *compare_sweeps(const json_t *base, const json_t *cand, const compare_opts *o, char *err, size_t errlen);
+
+/* Prints either document: a table (markdown false) or GitHub-flavoured Markdown. */
 void compare_print(FILE *f, const json_t *doc, bool markdown);
 #endif
