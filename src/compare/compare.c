@@ -379,6 +379,30 @@ static json_t *config_warnings(const json_t *base, const json_t *cand) {
     return w;
 }
 
+/* The parts both kinds of comparison share: what was compared and how. */
+static json_t *doc_header(const json_t *base, const json_t *cand, const compare_opts *o, const char *sweep_axis) {
+    json_t *doc = json_object();
+    json_object_set_new(doc, "schema", json_string(COMPARE_SCHEMA));
+    json_object_set_new(doc, "kind", json_string(sweep_axis ? "sweep" : "results"));
+    if (sweep_axis) json_object_set_new(doc, "axis", json_string(sweep_axis));
+    json_object_set_new(doc, "baseline", run_info(base, o->baseline_path));
+    json_object_set_new(doc, "candidate", run_info(cand, o->candidate_path));
+    json_object_set_new(doc, "confidence", json_real(o->confidence));
+    json_object_set_new(doc, "resamples", json_integer(o->resamples));
+    json_object_set_new(doc, "min_effect_pct", json_real(o->min_effect_pct));
+    return doc;
+}
+
+/* The verdict of a pipeline: every rule passed and the candidate run is whole. */
+static void attach_gate(json_t *doc, const json_t *cand, json_t *rules, bool all_passed) {
+    bool partial = json_is_true(json_object_get(cand, "partial"));
+    json_t *gate = json_object();
+    json_object_set_new(gate, "rules", rules);
+    json_object_set_new(gate, "candidate_partial", json_boolean(partial));
+    json_object_set_new(gate, "passed", json_boolean(all_passed && !partial));
+    json_object_set_new(doc, "gate", gate);
+}
+
 static bool has_metric(json_t *list, const char *name) {
     size_t i;
     json_t *m;
@@ -399,13 +423,7 @@ json_t *compare_runs(const json_t *base, const json_t *cand, const compare_opts 
             return NULL;
         }
     }
-    json_t *doc = json_object();
-    json_object_set_new(doc, "schema", json_string(COMPARE_SCHEMA));
-    json_object_set_new(doc, "baseline", run_info(base, o->baseline_path));
-    json_object_set_new(doc, "candidate", run_info(cand, o->candidate_path));
-    json_object_set_new(doc, "confidence", json_real(o->confidence));
-    json_object_set_new(doc, "resamples", json_integer(o->resamples));
-    json_object_set_new(doc, "min_effect_pct", json_real(o->min_effect_pct));
+    json_t *doc = doc_header(base, cand, o, NULL);
     json_object_set_new(doc, "warnings", config_warnings(base, cand));
     json_t *list = json_array();
     int n_names = o->metrics ? o->n_metrics : (int)(sizeof default_metrics / sizeof default_metrics[0]);
@@ -425,12 +443,7 @@ json_t *compare_runs(const json_t *base, const json_t *cand, const compare_opts 
         all = all && ok;
     }
     json_object_set_new(doc, "metrics", list);
-    bool partial = json_is_true(json_object_get(cand, "partial"));
-    json_t *gate = json_object();
-    json_object_set_new(gate, "rules", rules);
-    json_object_set_new(gate, "candidate_partial", json_boolean(partial));
-    json_object_set_new(gate, "passed", json_boolean(all && !partial));
-    json_object_set_new(doc, "gate", gate);
+    attach_gate(doc, cand, rules, all);
     return doc;
 }
 
@@ -511,15 +524,7 @@ json_t *compare_sweeps(const json_t *base, const json_t *cand, const compare_opt
         snprintf(err, errlen, "the sweeps have no %s level in common: nothing to compare level by level", ab);
         return NULL;
     }
-    json_t *doc = json_object();
-    json_object_set_new(doc, "schema", json_string(COMPARE_SCHEMA));
-    json_object_set_new(doc, "kind", json_string("sweep"));
-    json_object_set_new(doc, "axis", json_string(ab));
-    json_object_set_new(doc, "baseline", run_info(base, o->baseline_path));
-    json_object_set_new(doc, "candidate", run_info(cand, o->candidate_path));
-    json_object_set_new(doc, "confidence", json_real(o->confidence));
-    json_object_set_new(doc, "resamples", json_integer(o->resamples));
-    json_object_set_new(doc, "min_effect_pct", json_real(o->min_effect_pct));
+    json_t *doc = doc_header(base, cand, o, ab);
     json_t *warn = config_warnings(base, cand);
     size_t nb = json_array_size(json_object_get(base, "levels")), nc = json_array_size(json_object_get(cand, "levels"));
     if (json_array_size(levels) < nb || json_array_size(levels) < nc) {
@@ -588,12 +593,7 @@ json_t *compare_sweeps(const json_t *base, const json_t *cand, const compare_opt
         json_array_append_new(rules, res);
         all = all && ok;
     }
-    bool partial = json_is_true(json_object_get(cand, "partial"));
-    json_t *gate = json_object();
-    json_object_set_new(gate, "rules", rules);
-    json_object_set_new(gate, "candidate_partial", json_boolean(partial));
-    json_object_set_new(gate, "passed", json_boolean(all && !partial));
-    json_object_set_new(doc, "gate", gate);
+    attach_gate(doc, cand, rules, all);
     return doc;
 }
 
