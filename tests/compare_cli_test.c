@@ -157,3 +157,40 @@ TEST(compare_cli_sweeps_level_by_level) {
         free(out);
     }
 }
+
+/* Two tenants; halving the server's slots makes the short 'chat' requests wait behind 'batch'. */
+static int classes_to(int capacity, const char *name, char *path, size_t len) {
+    test_server s;
+    char sargs[128];
+    snprintf(sargs, sizeof sargs, "--capacity %d --ttft 5ms --itl 2ms", capacity);
+    if (test_serve_start(&s, sargs) != 0) return -1;
+    snprintf(path, len, "%s/%s.json", harness_tmpdir(), name);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency 6 --requests 60 --out %s "
+             "--class 'batch;weight=0.7;dataset=random:in=32,out=20' --class 'chat;weight=0.3;dataset=random:in=8,out=2'",
+             s.url, path);
+    int rc = test_run(cmd, NULL, NULL);
+    test_serve_stop(&s);
+    return rc == 0 ? 0 : -1;
+}
+
+TEST(compare_cli_one_request_class) {
+    char base[512], cand[512];
+    if (classes_to(6, "cls_base", base, sizeof base) || classes_to(2, "cls_cand", cand, sizeof cand)) {
+        CHECK_MSG(0, "bench runs failed");
+        return;
+    }
+    char cmd[2048];
+    int st;
+    /* 6 slots for 6 users: no wait; 2 slots: 'chat' queues behind 20-token answers */
+    snprintf(cmd, sizeof cmd, "compare %s %s --class chat --gate 'median_ttft_ms:+50%%'", base, cand);
+    char *out = test_run_merged(cmd, &st);
+    CHECK_EQ_INT(st, 1);
+    CHECK(out && strstr(out, "FAIL median_ttft_ms:+50%"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "compare %s %s --class nope", base, cand);
+    out = test_run_merged(cmd, &st);
+    CHECK_EQ_INT(st, 2);
+    CHECK(out && strstr(out, "no request class 'nope'"));
+    free(out);
+}

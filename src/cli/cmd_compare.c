@@ -34,6 +34,8 @@ static void usage(FILE *f) {
           "  A partial (interrupted) candidate fails the gate.\n\n"
           "Options:\n"
           "  --gate RULES          rules as above\n"
+          "  --class NAME          compare one request class of runs made with bench --class (its own\n"
+          "                        summary, samples and SLO) instead of the whole runs\n"
           "  --metrics LIST        metrics to show (default: throughputs, goodput, TTFT, TPOT, ITL, E2EL,\n"
           "                        errors); gated metrics are always shown\n"
           "  --confidence F        of the intervals (default 0.95)\n"
@@ -51,7 +53,7 @@ static void usage(FILE *f) {
           "  dsperf compare nightly-old.json nightly-new.json --gate 'max_goodput:-5%,p99_ttft_ms:+15%'   (sweeps)\n", f);
 }
 
-enum { O_GATE = 1000, O_METRICS, O_CONF, O_RESAMPLES, O_SEED, O_MD, O_OUT, O_MIN_EFFECT, O_HELP };
+enum { O_GATE = 1000, O_METRICS, O_CONF, O_RESAMPLES, O_SEED, O_MD, O_OUT, O_MIN_EFFECT, O_CLASS, O_HELP };
 
 static const struct option long_opts[] = {
     {"gate", required_argument, 0, O_GATE},
@@ -61,6 +63,7 @@ static const struct option long_opts[] = {
     {"seed", required_argument, 0, O_SEED},
     {"md", no_argument, 0, O_MD},
     {"min-effect", required_argument, 0, O_MIN_EFFECT},
+    {"class", required_argument, 0, O_CLASS},
     {"out", required_argument, 0, O_OUT},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0},
@@ -78,6 +81,17 @@ static int split_list(char *s, const char **out, int max) {
     return n;
 }
 
+/* A new reference to the summary of request class `name` in a results document, or NULL. */
+static json_t *class_summary(const json_t *doc, const char *name) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(doc, "classes"), i, c) {
+        const char *n = json_string_value(json_object_get(c, "class"));
+        if (n && !strcmp(n, name)) return json_deep_copy(c);
+    }
+    return NULL;
+}
+
 int cmd_compare(int argc, char **argv) {
     compare_opts o;
     compare_default_opts(&o);
@@ -87,6 +101,7 @@ int cmd_compare(int argc, char **argv) {
     char *metrics_buf = NULL;
     const char *out_path = NULL;
     bool md = false;
+    const char *class_name = NULL;
     json_t *base = NULL, *cand = NULL, *doc = NULL;
     char err[512];
     long long n;
@@ -133,6 +148,7 @@ int cmd_compare(int argc, char **argv) {
             o.seed = (uint64_t)n;
             break;
         case O_MD: md = true; break;
+        case O_CLASS: class_name = v; break;
         case O_OUT: out_path = v; break;
         default:
             if (optopt) log_error("option %s needs a value (see dsperf compare --help)", argv[optind - 1]);
@@ -157,6 +173,23 @@ int cmd_compare(int argc, char **argv) {
         log_error("compare a results file with a results file, or a sweep with a sweep (the baseline is a %s, the candidate a %s)",
                   sweep_b ? "sweep" : "results file", sweep_c ? "sweep" : "results file");
         goto out;
+    }
+    if (class_name) {
+        if (sweep_b) { log_error("--class compares results files (bench --class), not sweeps"); goto out; }
+        json_t *cb = class_summary(base, class_name), *cc = class_summary(cand, class_name);
+        if (!cb || !cc) {
+            log_error("%s has no request class '%s' (runs made with bench --class list theirs under \"classes\")",
+                      !cb ? "the baseline" : "the candidate", class_name);
+            goto out;
+        }
+        /* the class's summary stands in for the run; whole-run facts stay with the run */
+        json_object_set(cb, "config", json_object_get(base, "config"));
+        json_object_set(cc, "config", json_object_get(cand, "config"));
+        json_object_set(cc, "partial", json_object_get(cand, "partial") ? json_object_get(cand, "partial") : json_false());
+        json_decref(base);
+        json_decref(cand);
+        base = cb;
+        cand = cc;
     }
     doc = sweep_b ? compare_sweeps(base, cand, &o, err, sizeof err) : compare_runs(base, cand, &o, err, sizeof err);
     if (!doc) { log_error("%s", err); goto out; }
