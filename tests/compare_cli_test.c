@@ -6,18 +6,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A bench run against serve with the given TTFT; writes dir/name.json. 0 ok. */
-static int bench_to(const char *ttft, const char *extra_serve, const char *name, char *path, size_t len) {
+/* Starts `dsperf serve SERVE_ARGS`, runs `dsperf COMMAND --url URL --quiet --out DIR/NAME.json`
+ * against it, stops it; path gets the results file. 0 when the command ran (exit 0, or 1 for a
+ * run with failed requests). */
+static int run_against(const char *serve_args, const char *command, const char *name, char *path, size_t len) {
     test_server s;
-    char sargs[256];
-    snprintf(sargs, sizeof sargs, "--ttft %s --itl 2ms %s", ttft, extra_serve);
-    if (test_serve_start(&s, sargs) != 0) return -1;
+    if (test_serve_start(&s, serve_args) != 0) return -1;
     snprintf(path, len, "%s/%s.json", harness_tmpdir(), name);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency 4 --requests 120 --dataset random:in=8,out=4 --out %s", s.url, path);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s --url %s --quiet --out %s", command, s.url, path);
     int rc = test_run(cmd, NULL, NULL);
     test_serve_stop(&s);
     return rc == 0 || rc == 1 ? 0 : -1;
+}
+
+/* A bench run against serve with the given TTFT. */
+static int bench_to(const char *ttft, const char *extra_serve, const char *name, char *path, size_t len) {
+    char sargs[256];
+    snprintf(sargs, sizeof sargs, "--ttft %s --itl 2ms %s", ttft, extra_serve);
+    return run_against(sargs, "bench --concurrency 4 --requests 120 --dataset random:in=8,out=4", name, path, len);
 }
 
 TEST(compare_cli_gate_passes_a_rerun_and_fails_a_regression) {
@@ -98,19 +105,12 @@ TEST(compare_cli_bad_input) {
     free(out);
 }
 
-/* A sweep against a server with capacity for 4 requests in service; dir/name.json. 0 ok. */
+/* A sweep against a server with capacity for that many requests in service. */
 static int sweep_to(int capacity, const char *name, char *path, size_t len) {
-    test_server s;
     char sargs[128];
     snprintf(sargs, sizeof sargs, "--capacity %d --ttft 10ms --itl 2ms", capacity);
-    if (test_serve_start(&s, sargs) != 0) return -1;
-    snprintf(path, len, "%s/%s.json", harness_tmpdir(), name);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "sweep --url %s --quiet --concurrency 1,2,4,8 --requests 40 --dataset random:in=8,out=5 "
-             "--slo ttft=100ms --out %s", s.url, path);
-    int rc = test_run(cmd, NULL, NULL);
-    test_serve_stop(&s);
-    return rc == 0 ? 0 : -1;
+    return run_against(sargs, "sweep --concurrency 1,2,4,8 --requests 40 --dataset random:in=8,out=5 --slo ttft=100ms",
+                       name, path, len);
 }
 
 /* Halving the server's capacity halves throughput from 4 streams up: the level rule fails there,
@@ -158,20 +158,12 @@ TEST(compare_cli_sweeps_level_by_level) {
     }
 }
 
-/* Two tenants; halving the server's slots makes the short 'chat' requests wait behind 'batch'. */
+/* Two tenants; with fewer slots the short 'chat' requests wait behind 'batch'. */
 static int classes_to(int capacity, const char *name, char *path, size_t len) {
-    test_server s;
     char sargs[128];
     snprintf(sargs, sizeof sargs, "--capacity %d --ttft 5ms --itl 2ms", capacity);
-    if (test_serve_start(&s, sargs) != 0) return -1;
-    snprintf(path, len, "%s/%s.json", harness_tmpdir(), name);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency 6 --requests 60 --out %s "
-             "--class 'batch;weight=0.7;dataset=random:in=32,out=20' --class 'chat;weight=0.3;dataset=random:in=8,out=2'",
-             s.url, path);
-    int rc = test_run(cmd, NULL, NULL);
-    test_serve_stop(&s);
-    return rc == 0 ? 0 : -1;
+    return run_against(sargs, "bench --concurrency 6 --requests 60 --class 'batch;weight=0.7;dataset=random:in=32,out=20' "
+                       "--class 'chat;weight=0.3;dataset=random:in=8,out=2'", name, path, len);
 }
 
 TEST(compare_cli_one_request_class) {
