@@ -246,12 +246,14 @@ TEST(tune_sim_flags_match_offline_sim) {
     char out[512], cmd[2048];
     snprintf(out, sizeof out, "%s/simtune.json", harness_tmpdir());
     snprintf(cmd, sizeof cmd, "tune --sim-flags '--max-num-seqs {seqs} --tp 2' --grid seqs=0,4,32 --concurrency 2,16 "
-             "--requests 200 --dataset random:in=64,out=32 --slo ttft=100ms --quiet --out %s", out);
+             "--requests 200 --dataset random:in=64,out=32 --slo ttft=100ms --slo-percentile 90 --objective tpot --quiet "
+             "--out %s", out);
     CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
     json_t *d = test_load_json(out);
     CHECK(d != NULL);
     if (!d) return;
     CHECK_STR(json_string_value(json_object_get(d, "mode")), "sim");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(cfg_at(d, 1), "summary"), "latency_field")), "p90_tpot_ms");
     /* max-num-seqs 0 is refused by the simulator: failed, with its message, and tune goes on */
     const json_t *c0 = cfg_at(d, 0);
     CHECK_STR(json_string_value(json_object_get(c0, "status")), "failed");
@@ -268,11 +270,14 @@ TEST(tune_sim_flags_match_offline_sim) {
                      "random:in=64,out=32 --seed 1 --quiet --out %s", seqs[c], loads[l], path);
             CHECK_EQ_INT(test_run(sim, NULL, NULL), 0);
             json_t *r = test_load_json(path);
-            double want = test_num(r, "output_throughput");
+            double want = test_num(r, "output_throughput"), tpot = test_num(r, "p90_tpot_ms"), ttft = test_num(r, "p90_ttft_ms");
             json_decref(r);
             const json_t *p = point_at(cfg, (size_t)l);
             CHECK_NEAR(test_num(p, "output_throughput"), want, 1e-6 * want);
             CHECK_NEAR(test_num(p, "output_throughput_per_gpu"), want / 2, 1e-6 * want);
+            /* --objective tpot at --slo-percentile 90; the SLO judged on p90 TTFT */
+            CHECK_NEAR(test_num(p, "latency_ms"), tpot, 1e-6 * tpot);
+            CHECK(json_is_true(json_object_get(p, "meets_slo")) == (ttft <= 100));
         }
     }
     /* as on the live server: 32 seqs carry 16 users within the SLO, 4 seqs queue them */
