@@ -736,6 +736,13 @@ int cmd_tune(int argc, char **argv) {
     json_t *configs = json_object_get(doc, "configs");
     size_t measured = 0;
     double speedup = 1;
+    /* a file that cannot be written would lose every measurement: say so before starting servers */
+    if (save(doc, t.out_path) < 0) {
+        json_decref(doc);
+        free(stem);
+        free_opts(&t);
+        return EXIT_USAGE;
+    }
     log_info("tune: %zu configuration%s, results in %s", total, total == 1 ? "" : "s", t.out_path);
     for (size_t i = 0; i < total && !g_stop; i++) {
         tune_grid_point(&t.grid, i, choice);

@@ -170,6 +170,7 @@ TEST(tune_usage_errors) {
         "tune --server-cmd 'x --port 8000' --concurrency 1",
         "tune --server-cmd 'x {port}' --concurrency 1 --no-such-option",
         "tune --show /nonexistent/tune.json",
+        "tune --server-cmd 'x {port}' --concurrency 1 --out /nonexistent/dir/t.json",
         "tune --sim-flags '--max-num-seqs {seqs} --port {port}' --grid seqs=1 --concurrency 1",
         "tune --sim-flags '--max-num-seqs 4' --server-cmd 'x {port}' --concurrency 1",
         "tune --sim-flags '--max-num-seqs 4' --auto",
