@@ -329,5 +329,6 @@ int monitor_run(monitor *m, volatile sig_atomic_t *stop, monitor_totals *out, ch
     }
     out->probes = m->finished;
     out->ok = m->ok;
+    out->records = m->recs.n;
     return rc;
 }

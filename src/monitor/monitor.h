@@ -147,6 +147,7 @@ mon_metrics *monitor_metrics(monitor *m);
 typedef struct {
     size_t probes;               /* finished (any outcome, cancelled included) */
     size_t ok;
+    size_t records;              /* records allocated over the run: the peak in flight, the memory bound */
     bool interrupted;            /* *stop ended it */
 } monitor_totals;
 
