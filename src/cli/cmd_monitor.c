@@ -217,6 +217,11 @@ int cmd_monitor(int argc, char **argv) {
     mo.slo.e2el_s = b.summary.slo_e2el_ms / 1e3;
     b.client.headers = b.headers;
 
+    /* from here a signal ends the command cleanly (exit 0), also during a slow pre-flight */
+    struct sigaction sa = { .sa_handler = on_signal };
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
     /* Pre-flight: an answer that is not an OpenAI model list means a wrong URL (usage error); no
      * answer at all means the endpoint is down right now, which is what a monitor is for. */
     char err[1024];
@@ -235,11 +240,9 @@ int cmd_monitor(int argc, char **argv) {
     mo.client = b.client;
     mo.ds = ds;
 
+    if (g_stop) { dataset_free(ds); free(model); rc = EXIT_OK; goto out; }
     monitor *m = monitor_new(&mo, err, sizeof err);
     if (!m) { log_error("%s", err); dataset_free(ds); free(model); rc = EXIT_RUN_FAILED; goto out; }
-    struct sigaction sa = { .sa_handler = on_signal };
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
     const char *h = mo.listen_host;
     bool v6 = strchr(h, ':') != NULL;
     printf("dsperf monitor: metrics on http://%s%s%s:%d/metrics\n", v6 ? "[" : "", h, v6 ? "]" : "", monitor_port(m));

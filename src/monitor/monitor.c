@@ -162,6 +162,7 @@ static void log_probe(monitor *m, const record *r, double now_unix_s, bool good)
     mon_probe_measure(r, &p);
     json_t *j = json_object();
     json_object_set_new(j, "time", json_real(now_unix_s));
+    json_object_set_new(j, "probe", json_integer(r->index));
     json_object_set_new(j, "outcome", json_string(rec_outcome_name((rec_outcome)r->outcome)));
     json_object_set_new(j, "http_status", json_integer(r->http_status));
     json_object_set_new(j, "ttft_ms", isnan(p.ttft_s) ? json_null() : json_real(p.ttft_s * 1e3));
@@ -237,7 +238,7 @@ static size_t take_record(monitor *m) {
 
 /* Without a model the endpoint has not answered GET /v1/models yet: ask again. A failed attempt
  * is a failed probe (what a user would feel: the service is not there), counted as connect. */
-static bool resolve_model(monitor *m, size_t idx, int64_t sched_ns) {
+static bool resolve_model(monitor *m, size_t idx, size_t index, int64_t sched_ns) {
     char err[512];
     char *model = NULL;
     if (client_preflight(&m->o.client, &model, NULL, err, sizeof err) == 0) {
@@ -247,6 +248,7 @@ static bool resolve_model(monitor *m, size_t idx, int64_t sched_ns) {
         return true;
     }
     record *r = &m->recs.v[idx];
+    r->index = (uint32_t)index;
     r->sched_ns = sched_ns;
     r->outcome = REC_ERR_CONNECT;
     r->end_ns = clock_now_ns();
@@ -281,7 +283,7 @@ int monitor_run(monitor *m, volatile sig_atomic_t *stop, monitor_totals *out, ch
             } else {
                 size_t idx = take_record(m);
                 if (idx == SIZE_MAX) { snprintf(err, errlen, "out of memory"); rc = -1; break; }
-                bool ready = m->o.client.model || resolve_model(m, idx, next);
+                bool ready = m->o.client.model || resolve_model(m, idx, scheduled, next);
                 if (ready && !l.c) {
                     co.model = m->o.client.model;
                     l.c = client_new(&co, &m->recs, on_done, &l, err, errlen);

@@ -486,6 +486,19 @@ TEST(monitor_unreachable_endpoint_is_counted) {
     }
 }
 
+TEST(monitor_duration_bound) {
+    /* constant arrivals from t0 every 100 ms; the last one before 650 ms is the 7th (at 600 ms).
+     * The schedule, not the wall clock, decides the count: exact. */
+    char args[512];
+    snprintf(args, sizeof args, "--url http://127.0.0.1:%d --model m --rate 10/s --arrival constant --duration 650ms --linger 60s --quiet", dead_port());
+    mon_proc p;
+    if (mon_start(&p, args) != 0) { CHECK_MSG(0, "monitor did not start"); mon_stop(&p); return; }
+    char line[512];
+    CHECK(mon_wait_done(&p, line, sizeof line, 10000) == 0);
+    CHECK_MSG(strstr(line, "done: 7 probes, 0 ok") != NULL, "%s", line);
+    CHECK_EQ_INT(mon_stop(&p), 0);
+}
+
 TEST(monitor_runs_until_signal) {
     test_server s;
     if (test_serve_start(&s, "--ttft 5ms --itl 2ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
