@@ -135,17 +135,22 @@ int test_serve_start(test_server *s, const char *args) {
     return 0;
 }
 
-void test_serve_stop(test_server *s) {
+int test_serve_stop(test_server *s) {
+    int rc = -1, st;
     if (s->pid > 0) {
         kill(s->pid, SIGTERM);
         for (int i = 0; i < 200; i++) {
-            if (waitpid(s->pid, NULL, WNOHANG) == s->pid) { s->pid = 0; return; }
+            if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+                s->pid = 0;
+                return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+            }
             usleep(10000);
         }
         kill(s->pid, SIGKILL);
         waitpid(s->pid, NULL, 0);
         s->pid = 0;
     }
+    return rc;
 }
 
 char *test_run_merged(const char *args, int *status) {

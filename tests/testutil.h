@@ -15,7 +15,9 @@ typedef struct {
 
 /* Starts `dsperf serve --port 0 <args>` and waits for its "listening on" line. 0 ok. */
 int test_serve_start(test_server *s, const char *args);
-void test_serve_stop(test_server *s);
+/* SIGTERM, then SIGKILL after 2 s. Returns the server's exit code (0: it stopped cleanly), or -1
+ * when it had to be killed or was not running. */
+int test_serve_stop(test_server *s);
 
 /* Runs `dsperf <args>` to completion (args split on spaces; single quotes group). Captures stdout
  * and stderr into malloc'd strings when the pointers are non-NULL. Returns the exit code. */

@@ -27,6 +27,8 @@
 #define DIAG_THROTTLE_FRAC 0.1         /* fraction of samples throttled */
 #define DIAG_CLIENT_CPU 0.9            /* client CPU share of one core */
 #define DIAG_ERROR_FRAC 0.01           /* failed / total */
+#define DIAG_CLASS_MISS 0.9            /* a request class with a smaller good fraction misses its SLO ... */
+#define DIAG_CLASS_MEET 0.95           /* ... while another, at this fraction or more, meets its own */
 
 typedef struct {
     const json_t *doc, *cfg, *engine, *eng_series, *tel, *client, *timeline;

@@ -469,6 +469,89 @@ static void rule_numa(diag_in *in, json_t *L, json_t *C) {
     diag_knob(f, "numactl", "--cpunodebind=N --membind=N", "N = the GPUs' node: host-side copies stay local");
 }
 
+/* Request classes (bench --class): one tenant misses its SLO while another meets its own. Which
+ * SLO it misses, and who holds the server's slots and tokens, say whether it waits for admission
+ * behind the other tenant or has its decode stretched by the other's prefills. */
+typedef struct {
+    const char *name;
+    double good, total, p99_ttft, med_ttft, p99_tpot, slo_ttft, slo_tpot, in_mean, out_tokens;
+} class_view;
+
+static void rule_tenants(diag_in *in, json_t *L, json_t *C) {
+    const json_t *arr = get(in->doc, "classes");
+    size_t n = json_array_size(arr);
+    if (n < 2) return;                  /* one class: nothing to weigh against */
+    checked_add(C, "tenants", true, "results.classes[]: good requests under each class's SLO, p99 TTFT/TPOT, "
+                "prompt lengths, shares of requests and output tokens");
+    class_view v[16];
+    size_t m = 0;
+    double all_req = 0, all_out = 0;
+    for (size_t i = 0; i < n && m < 16; i++) {
+        const json_t *c = json_array_get(arr, i), *slo = get(c, "goodput_slo");
+        class_view *x = &v[m++];
+        x->name = json_string_value(get(c, "class"));
+        x->total = diag_num(c, "completed") + diag_num(c, "failed");
+        x->good = slo ? diag_num(c, "good_requests") : NAN;
+        x->p99_ttft = diag_num(c, "p99_ttft_ms");
+        x->med_ttft = diag_num(c, "median_ttft_ms");
+        x->p99_tpot = diag_num(c, "p99_tpot_ms");
+        x->slo_ttft = diag_num(slo, "ttft_ms");
+        x->slo_tpot = diag_num(slo, "tpot_ms");
+        x->in_mean = diag_num(c, "completed") > 0 ? diag_num(c, "total_input_tokens") / diag_num(c, "completed") : NAN;
+        x->out_tokens = diag_num(c, "total_output_tokens");
+        if (isfinite(x->total)) all_req += x->total;
+        if (isfinite(x->out_tokens)) all_out += x->out_tokens;
+    }
+    class_view *worst = NULL, *best = NULL;
+    for (size_t i = 0; i < m; i++) {
+        if (!(v[i].total > 0) || !isfinite(v[i].good)) continue;
+        double g = v[i].good / v[i].total;
+        if (!worst || g < worst->good / worst->total) worst = &v[i];
+        if (!best || g > best->good / best->total) best = &v[i];
+    }
+    if (!worst || worst == best) return;
+    double gw = worst->good / worst->total, gb = best->good / best->total;
+    if (!(gw < DIAG_CLASS_MISS && gb >= DIAG_CLASS_MEET)) return;
+    bool ttft_miss = isfinite(worst->slo_ttft) && worst->p99_ttft > worst->slo_ttft;
+    bool tpot_miss = isfinite(worst->slo_tpot) && worst->p99_tpot > worst->slo_tpot;
+    json_t *f = diag_finding(L, "tenants", 0.75, "request class '%s' misses its SLO (%.0f%% of requests good) while '%s' "
+                             "meets its own (%.0f%%)", worst->name, 100 * gw, best->name, 100 * gb);
+    for (size_t i = 0; i < m; i++) {
+        class_view *x = &v[i];
+        char slo[96] = "no SLO", part[48];
+        if (isfinite(x->slo_ttft) || isfinite(x->slo_tpot)) {
+            snprintf(slo, sizeof slo, "SLO");
+            if (isfinite(x->slo_ttft)) { snprintf(part, sizeof part, " TTFT %g ms", x->slo_ttft); strncat(slo, part, sizeof slo - strlen(slo) - 1); }
+            if (isfinite(x->slo_tpot)) { snprintf(part, sizeof part, "%s TPOT %g ms", isfinite(x->slo_ttft) ? "," : "", x->slo_tpot); strncat(slo, part, sizeof slo - strlen(slo) - 1); }
+        }
+        char src[96];
+        snprintf(src, sizeof src, "results.classes[%zu]", i);
+        diag_ev(f, isfinite(x->good) ? 100 * x->good / x->total : NAN, "%", src,
+                "'%s': %s%.0f%% good (%s), p99 TTFT %.1f ms, p99 TPOT %.2f ms, prompts %.0f tokens, %.0f%% of requests, "
+                "%.0f%% of output tokens", x->name, isfinite(x->good) ? "" : "-", isfinite(x->good) ? 100 * x->good / x->total : 0,
+                slo, x->p99_ttft, x->p99_tpot, x->in_mean, all_req > 0 ? 100 * x->total / all_req : NAN,
+                all_out > 0 ? 100 * x->out_tokens / all_out : NAN);
+    }
+    /* a first-come scheduler gives every class the same wait: equal median TTFTs say so */
+    if (ttft_miss && best->med_ttft > 0 && fabs(worst->med_ttft / best->med_ttft - 1) < 0.25)
+        diag_ev(f, worst->med_ttft, "ms", "results.classes[].median_ttft_ms", "'%s' waits as long as '%s' for its first token "
+                "(median %.1f vs %.1f ms): the server admits them first come, first served", worst->name, best->name,
+                worst->med_ttft, best->med_ttft);
+    if (ttft_miss) {
+        diag_knob(f, "priority", "raise for the strict class", "vLLM --scheduling-policy priority with a per-request priority: "
+                  "it is admitted ahead of the loose class");
+        diag_knob(f, "routing", "separate replicas per class", "the loose class's long generations stop holding the strict "
+                  "class's slots");
+        diag_knob(f, "max_num_seqs", "raise", "more slots, shorter waits for everyone (if KV memory allows)");
+    }
+    if (tpot_miss) {
+        diag_knob(f, "max_num_batched_tokens", "lower (with chunked prefill)", "another class's long prefills are cut into "
+                  "smaller chunks per step, so decode steps stay short");
+        if (!ttft_miss) diag_knob(f, "routing", "separate replicas per class", "prefill-heavy and latency-bound tenants stop sharing steps");
+    }
+    diag_knob(f, "load", "rate-limit the class that holds the server", "the other's tail comes back");
+}
+
 void diag_rules(diag_in *in, json_t *list, json_t *checked) {
     rule_errors(in, list, checked);
     rule_client(in, list, checked);
@@ -477,6 +560,7 @@ void diag_rules(diag_in *in, json_t *list, json_t *checked) {
     rule_decode_bw(in, list, checked);
     rule_prefill(in, list, checked);
     rule_interference(in, list, checked);
+    rule_tenants(in, list, checked);
     rule_pcie(in, list, checked);
     rule_comm(in, list, checked);
     rule_underuse(in, list, checked);

@@ -226,6 +226,52 @@ static void emit_exact(json_t *obj, const char *name, stats_samples *s, const su
     }
 }
 
+/* ---- samples, so two runs can be compared with statistics (dsperf compare) ----
+ * Per metric, the values in integer microseconds, ascending: every value when there are at most
+ * SAMPLES_MAX, otherwise SAMPLES_MAX evenly spaced quantiles ((k + 0.5) / m). Quantiles keep the
+ * file small at any run length and keep the shape; a bootstrap on m < n points gives wider
+ * intervals than the full run would, so compare errs towards "noise". Pooled ITL comes from
+ * its histogram. */
+#define SAMPLES_MAX 2000
+
+static json_t *sample_values(const stats_samples *s, json_t **method) {
+    json_t *arr = json_array();
+    size_t m = s->n < SAMPLES_MAX ? s->n : SAMPLES_MAX;
+    for (size_t k = 0; k < m; k++) {
+        double v = m == s->n ? s->v[k] : stats_percentile_sorted(s->v, s->n, ((double)k + 0.5) * 100.0 / (double)m);
+        json_array_append_new(arr, json_integer((json_int_t)llround(v * 1000.0)));
+    }
+    *method = json_string(m == s->n ? "all" : "quantiles");
+    return arr;
+}
+
+static json_t *samples_json(acc *a) {
+    json_t *o = json_object();
+    json_object_set_new(o, "unit", json_string("us"));
+    json_object_set_new(o, "max_per_metric", json_integer(SAMPLES_MAX));
+    struct { const char *name; stats_samples *s; } exact[] = {
+        {"ttft", &a->ttft}, {"tpot", &a->tpot}, {"e2el", &a->e2el}, {"queue", &a->queue},
+        {"ttft_from_schedule", &a->ttft_fs}, {"e2el_from_schedule", &a->e2el_fs},
+    };
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+        stats_sort(exact[i].s);
+        json_t *m = json_object(), *method;
+        json_object_set_new(m, "values", sample_values(exact[i].s, &method));
+        json_object_set_new(m, "n", json_integer((json_int_t)exact[i].s->n));
+        json_object_set_new(m, "method", method);
+        json_object_set_new(o, exact[i].name, m);
+    }
+    uint64_t n_itl = a->itl->total, m_itl = n_itl < SAMPLES_MAX ? n_itl : SAMPLES_MAX;
+    json_t *itl = json_object(), *arr = json_array();
+    for (uint64_t k = 0; k < m_itl; k++)
+        json_array_append_new(arr, json_integer((json_int_t)llround(hdr_percentile(a->itl, ((double)k + 0.5) * 100.0 / (double)m_itl) / 1000.0)));
+    json_object_set_new(itl, "values", arr);
+    json_object_set_new(itl, "n", json_integer((json_int_t)n_itl));
+    json_object_set_new(itl, "method", json_string("quantiles"));
+    json_object_set_new(o, "itl", itl);
+    return o;
+}
+
 /* The same fields from a histogram of ns values. */
 static void emit_hdr(json_t *obj, const char *name, const hdr_hist *h, const summary_opts *o) {
     int any = h->total > 0;
@@ -509,6 +555,7 @@ json_t *summary_compute(const recset *recs, const summary_opts *o) {
 
     json_object_set_new(obj, "timeline", tl.json ? tl.json : json_object());
     tl.json = NULL;
+    json_object_set_new(obj, "samples", samples_json(&a));
 done:
     json_decref(tl.json);
     acc_free(&a);

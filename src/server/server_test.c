@@ -16,49 +16,23 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
-/* ---- the server process ---- */
+/* ---- the server process (tests/testutil) ---- */
 
-typedef struct { pid_t pid; int port; char base[64]; } srv_proc;
+typedef test_server srv_proc;
 
-/* Starts `dsperf serve --port 0 --duration 30s ARGS`; returns 0 when the listening line came. */
+/* Starts `dsperf serve --port 0 ARGS`; 0 when it is listening. */
 static int srv_spawn(srv_proc *p, const char *args) {
-    int fds[2];
     memset(p, 0, sizeof *p);
-    if (pipe(fds) < 0) return -1;
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "exec '%s' serve --port 0 --duration 30s %s", harness_bin(), args);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    p->pid = pid;
-    FILE *f = fdopen(fds[0], "r");
-    char line[256] = "";
-    int ok = f && fgets(line, sizeof line, f) != NULL;
-    if (f) fclose(f);
-    const char *prefix = "dsperf serve: listening on http://";
-    char *colon = strrchr(line, ':');
-    if (!ok || strncmp(line, prefix, strlen(prefix)) || !colon) {
-        CHECK_MSG(0, "server did not start (args: %s), first line: '%s'", args, line);
-        return -1;
-    }
-    p->port = atoi(colon + 1);
-    snprintf(p->base, sizeof p->base, "http://127.0.0.1:%d", p->port);
-    return p->port > 0 ? 0 : -1;
+    int rc = test_serve_start(p, args);
+    CHECK_MSG(rc == 0, "server did not start (args: %s)", args);
+    return rc;
 }
 
+/* Stops it, and checks that SIGTERM made it exit cleanly. */
 static void srv_kill(srv_proc *p) {
     if (p->pid <= 0) return;
-    kill(p->pid, SIGTERM);
-    int st;
-    waitpid(p->pid, &st, 0);
-    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server did not exit cleanly on SIGTERM (status %d)", st);
-    p->pid = 0;
+    int rc = test_serve_stop(p);
+    CHECK_MSG(rc == 0, "server did not exit cleanly on SIGTERM (exit %d)", rc);
 }
 
 /* ---- an HTTP client that timestamps every SSE event ---- */
@@ -109,7 +83,7 @@ static void http_free(http_result *r) {
 /* POST body (JSON) when body != NULL, else GET. */
 static void http_do(const srv_proc *p, const char *path, const char *body, http_result *r) {
     char url[256];
-    snprintf(url, sizeof url, "%s%s", p->base, path);
+    snprintf(url, sizeof url, "%s%s", p->url, path);
     CURL *c = curl_easy_init();
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     curl_easy_setopt(c, CURLOPT_URL, url);
@@ -570,7 +544,7 @@ TEST(server_itl0_many_streams) {
     http_result *r = calloc(N, sizeof *r);
     CURLM *m = curl_multi_init();
     char url[128];
-    snprintf(url, sizeof url, "%s/v1/completions", p.base);
+    snprintf(url, sizeof url, "%s/v1/completions", p.url);
     const char *body = "{\"prompt\":\"x\",\"max_tokens\":200,\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
     for (int i = 0; i < N; i++) {
         CURL *c = curl_easy_init();
@@ -672,7 +646,7 @@ TEST(server_in_thread_api) {
     CHECK_EQ_INT(server_start(&s, &sp, &e, err, sizeof err), 0);
     if (!s) { engine_destroy(e); return; }
     srv_proc p = { .port = server_port(s) };
-    snprintf(p.base, sizeof p.base, "http://127.0.0.1:%d", p.port);
+    snprintf(p.url, sizeof p.url, "http://127.0.0.1:%d", p.port);
     thread_arg ta = { s };
     pthread_t th;
     pthread_create(&th, NULL, run_server, &ta);
@@ -689,22 +663,8 @@ TEST(server_in_thread_api) {
 TEST(server_ipv6_loopback) {
     srv_proc p;
     memset(&p, 0, sizeof p);
-    int fds[2];
-    if (pipe(fds) < 0) SKIP("pipe");
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "exec '%s' serve --host ::1 --port 0 --duration 10s --ttft 1ms --itl 1ms 2>/dev/null", harness_bin());
-    pid_t pid = fork();
-    if (pid == 0) { dup2(fds[1], 1); close(fds[0]); close(fds[1]); execl("/bin/sh", "sh", "-c", cmd, (char *)NULL); _exit(127); }
-    close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    char line[256] = "";
-    int got = fgets(line, sizeof line, f) != NULL;
-    fclose(f);
-    if (!got) { waitpid(pid, NULL, 0); SKIP("no IPv6 loopback here"); }
-    CHECK(!strncmp(line, "dsperf serve: listening on http://[::1]:", 40));
-    p.pid = pid;
-    p.port = atoi(strrchr(line, ':') + 1);
-    snprintf(p.base, sizeof p.base, "http://[::1]:%d", p.port);
+    if (test_serve_start(&p, "--host ::1 --ttft 1ms --itl 1ms") != 0) SKIP("no IPv6 loopback here");
+    CHECK(!strncmp(p.url, "http://[::1]:", 13));
     http_result r = {0};
     http_do(&p, "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":2,\"stream\":true}", &r);
     CHECK_EQ_INT(r.n_events, 3);
