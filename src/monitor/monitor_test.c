@@ -536,6 +536,44 @@ TEST(monitor_runs_until_signal) {
     test_serve_stop(&s);
 }
 
+/* Polls the monitor's exporter until outcome's counter reaches at least want (5 s at most). */
+static double wait_outcome(const mon_proc *p, const char *outcome, double want) {
+    char key[96];
+    snprintf(key, sizeof key, "dsperf_requests_total{outcome=\"%s\"}", outcome);
+    double v = NAN;
+    for (int i = 0; i < 100; i++) {
+        char *t = test_http_get(p->metrics_url);
+        if (t) v = test_prom_value(t, key);
+        free(t);
+        if (v >= want) break;
+        usleep(50000);
+    }
+    return v;
+}
+
+TEST(monitor_survives_endpoint_restart) {
+    test_server a, b;
+    if (test_serve_start(&a, "--ttft 2ms --itl 1ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char args[512];
+    snprintf(args, sizeof args, "--url %s --rate 20/s --arrival constant --dataset random:in=8,out=4 --quiet", a.url);
+    mon_proc p;
+    if (mon_start(&p, args) != 0) { CHECK_MSG(0, "monitor did not start"); mon_stop(&p); test_serve_stop(&a); return; }
+    double ok1 = wait_outcome(&p, "ok", 3);
+    CHECK_MSG(ok1 >= 3, "ok before the restart: %g", ok1);
+    int port = a.port;
+    test_serve_stop(&a);                          /* the endpoint goes away: probes fail as connect */
+    double down = wait_outcome(&p, "connect", 2);
+    CHECK_MSG(down >= 2, "connect failures while down: %g", down);
+    char again[64];
+    snprintf(again, sizeof again, "--ttft 2ms --itl 1ms --port %d", port);   /* the last --port wins */
+    if (test_serve_start(&b, again) != 0) { CHECK_MSG(0, "serve did not restart on port %d", port); mon_stop(&p); return; }
+    double ok_before = wait_outcome(&p, "ok", 0);
+    double ok2 = wait_outcome(&p, "ok", ok_before + 3);   /* and it recovers by itself */
+    CHECK_MSG(ok2 >= ok_before + 3, "ok after the restart: %g (was %g)", ok2, ok_before);
+    CHECK_EQ_INT(mon_stop(&p), 0);
+    test_serve_stop(&b);
+}
+
 TEST(monitor_bad_flags_exit_2) {
     const char *bad[] = {
         "monitor --rate 1/s",                                        /* no --url */
