@@ -160,6 +160,7 @@ bool mon_metrics_fold(mon_metrics *m, const record *r, int64_t now_ns, double no
     bool good = !cancelled && mon_slo_good(&m->slo, &p);
     pthread_mutex_lock(&m->mu);
     m->outcomes[r->outcome < REC_OUTCOME_COUNT ? r->outcome : REC_ERR_CONNECT]++;
+    if (r->outcome == REC_ERR_HTTP && r->http_status >= 100 && r->http_status < 600) m->http_status[r->http_status]++;
     if (p.out_tokens > 0) m->output_tokens += (uint64_t)p.out_tokens;
     if (p.ok) {
         mon_hist_observe(&m->ttft, p.ttft_s);
@@ -243,6 +244,10 @@ char *mon_metrics_format(mon_metrics *m, int64_t now_ns, size_t *len) {
           "# TYPE dsperf_requests_total counter\n", f);
     for (int o = 0; o < REC_OUTCOME_COUNT; o++)
         fprintf(f, "dsperf_requests_total{outcome=\"%s\"} %llu\n", rec_outcome_name((rec_outcome)o), (unsigned long long)m->outcomes[o]);
+    fputs("# HELP dsperf_http_errors_total Probes answered with a non-2xx status, by status code.\n"
+          "# TYPE dsperf_http_errors_total counter\n", f);
+    for (int c = 100; c < 600; c++)
+        if (m->http_status[c]) fprintf(f, "dsperf_http_errors_total{code=\"%d\"} %llu\n", c, (unsigned long long)m->http_status[c]);
     counter(f, "dsperf_output_tokens_total", "Output tokens received (server usage, else the client's count).", m->output_tokens);
 
     mon_hist_write(&m->ttft, "dsperf_ttft_seconds", "Time to first token of completed probes (first content chunk - send).", f);

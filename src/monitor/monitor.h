@@ -94,6 +94,7 @@ typedef struct {
     mon_slo slo;
     mon_hist ttft, itl, tpot, e2el;
     uint64_t outcomes[REC_OUTCOME_COUNT];
+    uint64_t http_status[600];            /* outcome http, by status code (100..599) */
     uint64_t output_tokens;
     uint64_t slo_good, slo_total;
     mon_window win;

@@ -212,6 +212,9 @@ TEST(monitor_metrics_fold_and_format) {
     record_free(&r);
     fake_record(&r, REC_ERR_TIMEOUT, 0, 0, 0);                    /* bad */
     CHECK(!mon_metrics_fold(&m, &r, now, 1.7e9 + 2));
+    fake_record(&r, REC_ERR_HTTP, 0, 0, 0);                       /* bad, by status */
+    r.http_status = 503;
+    CHECK(!mon_metrics_fold(&m, &r, now, 1.7e9 + 2));
     fake_record(&r, REC_ERR_CANCELLED, 0, 0, 0);                  /* ours: not judged */
     CHECK(!mon_metrics_fold(&m, &r, now, 1.7e9 + 3));
     size_t len;
@@ -223,12 +226,14 @@ TEST(monitor_metrics_fold_and_format) {
     CHECK_NEAR(prom_get(&d, "dsperf_requests_total", "outcome", "ok"), 2, 0);
     CHECK_NEAR(prom_get(&d, "dsperf_requests_total", "outcome", "timeout"), 1, 0);
     CHECK_NEAR(prom_get(&d, "dsperf_requests_total", "outcome", "cancelled"), 1, 0);
-    CHECK_NEAR(prom_get(&d, "dsperf_requests_total", "outcome", "http"), 0, 0);
+    CHECK_NEAR(prom_get(&d, "dsperf_requests_total", "outcome", "http"), 1, 0);
+    CHECK_NEAR(prom_get(&d, "dsperf_http_errors_total", "code", "503"), 1, 0);
+    CHECK(isnan(prom_get(&d, "dsperf_http_errors_total", "code", "500")));
     CHECK_NEAR(prom_get(&d, "dsperf_output_tokens_total", NULL, NULL), 18, 0);
     CHECK_NEAR(prom_get(&d, "dsperf_slo_good_total", NULL, NULL), 1, 0);
-    CHECK_NEAR(prom_get(&d, "dsperf_slo_total", NULL, NULL), 3, 0);
-    CHECK_NEAR(prom_get(&d, "dsperf_slo_burn_rate", "window", "5m"), (2.0 / 3) / 0.1, 1e-6);
-    CHECK_NEAR(prom_get(&d, "dsperf_slo_window_probes", "window", "1h"), 3, 0);
+    CHECK_NEAR(prom_get(&d, "dsperf_slo_total", NULL, NULL), 4, 0);
+    CHECK_NEAR(prom_get(&d, "dsperf_slo_burn_rate", "window", "5m"), (3.0 / 4) / 0.1, 1e-6);
+    CHECK_NEAR(prom_get(&d, "dsperf_slo_window_probes", "window", "1h"), 4, 0);
     CHECK_NEAR(prom_get(&d, "dsperf_ttft_seconds_count", NULL, NULL), 2, 0);
     CHECK_NEAR(prom_get(&d, "dsperf_ttft_seconds_bucket", "le", "0.02"), 1, 0);
     CHECK_NEAR(prom_get(&d, "dsperf_ttft_seconds_bucket", "le", "0.2"), 2, 0);
@@ -251,7 +256,7 @@ TEST(monitor_metrics_fold_and_format) {
     /* an hour later the short windows have no probes: NaN, spelled as Prometheus reads it */
     text = mon_metrics_format(&m, now + 3601 * NS_PER_S, &len);
     CHECK(strstr(text, "dsperf_slo_burn_rate{window=\"5m\"} NaN\n") != NULL);
-    CHECK(strstr(text, "dsperf_slo_window_probes{window=\"6h\"} 3\n") != NULL);
+    CHECK(strstr(text, "dsperf_slo_window_probes{window=\"6h\"} 4\n") != NULL);
     free(text);
     mon_metrics_free(&m);
 }
@@ -449,6 +454,7 @@ TEST(monitor_serve_injected_faults) {
     double ok = prom_get(&d, "dsperf_requests_total", "outcome", "ok");
     CHECK_MSG(injected > 0 && injected < N, "seed 11 injects some faults: %g", injected);
     CHECK_NEAR(http, injected, 0);
+    CHECK_NEAR(prom_get(&d, "dsperf_http_errors_total", "code", "500"), injected, 0);
     CHECK_NEAR(ok + http, N, 0);
     /* no thresholds: the SLO is availability */
     CHECK_NEAR(prom_get(&d, "dsperf_slo_good_total", NULL, NULL), ok, 0);
