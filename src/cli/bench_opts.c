@@ -114,7 +114,7 @@ static int parse_class(bench_opts *b, bench_class *c, const char *spec) {
     return 0;
 }
 
-int bench_opts_parse(bench_opts *b, int argc, char **argv) {
+void bench_opts_defaults(bench_opts *b, int argc, char **argv) {
     memset(b, 0, sizeof *b);
     b->client.counter = (token_counter){ count_words, NULL, "words" };
     b->client.api = OPENAI_COMPLETIONS;
@@ -130,6 +130,10 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
     telemetry_default_opts(&b->telemetry);
     b->command_line = cli_join_argv(argc, argv);
     b->headers = calloc((size_t)argc + 1, sizeof *b->headers);
+}
+
+int bench_opts_parse(bench_opts *b, int argc, char **argv) {
+    bench_opts_defaults(b, argc, argv);
     double rate = 0;
     const char *ramp = NULL;
     const char *class_specs[BENCH_MAX_CLASSES];

@@ -48,6 +48,9 @@ typedef struct {
 /* Returns -1 when the run should go ahead; otherwise the exit code to return now (0 after
  * --help, 2 after a usage error, which has been reported in one line). */
 int bench_opts_parse(bench_opts *b, int argc, char **argv);
+/* The defaults bench_opts_parse starts from (room for argc headers; the command line kept), for
+ * commands that parse their own flags into a bench_opts (monitor). Free with bench_opts_free. */
+void bench_opts_defaults(bench_opts *b, int argc, char **argv);
 void bench_opts_free(bench_opts *b);
 /* The configuration section of the results file. */
 json_t *bench_opts_config_json(const bench_opts *b, const dataset *ds);

@@ -127,7 +127,12 @@ int bench_prepare(bench_opts *b, dataset **ds, char **model) {
         return EXIT_USAGE;
     }
     if (!b->client.model) b->client.model = *model;
-    size_t n_hint = b->plan.requests ? b->plan.requests + b->plan.warmup : 10000;
+    return bench_prepare_dataset(b, b->plan.requests ? b->plan.requests + b->plan.warmup : 10000, ds);
+}
+
+int bench_prepare_dataset(bench_opts *b, size_t n_hint, dataset **ds) {
+    char err[1024];
+    *ds = NULL;
     if (b->tokenizer_path && !b->tok) {
         if (tokenizer_load(b->tokenizer_path, &b->tok, err, sizeof err) < 0) {
             log_error("--tokenizer %s: %s", b->tokenizer_path, err);

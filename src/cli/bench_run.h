@@ -9,6 +9,10 @@
 /* Pre-flight GET /v1/models (fills b->client.model when not given) and the dataset.
  * Returns EXIT_OK, or EXIT_USAGE after reporting one clear line. *model is owned by the caller. */
 int bench_prepare(bench_opts *b, dataset **ds, char **model);
+/* The part of bench_prepare after the pre-flight: the tokenizer (--tokenizer), the dataset with
+ * n_hint random prompts, the request classes' datasets, ignore_eos. For callers that resolve the
+ * model themselves (monitor keeps going while the endpoint is down). Same return values. */
+int bench_prepare_dataset(bench_opts *b, size_t n_hint, dataset **ds);
 
 typedef struct {
     json_t *results;      /* the results document (owned by the caller), NULL on failure */

@@ -34,7 +34,7 @@ static int parse_one_rule(const char *s, size_t len, gate_rule *r, char *err, si
     while (isspace((unsigned char)*a)) a++;
     while (e > a && isspace((unsigned char)e[-1])) *--e = 0;
     memset(r, 0, sizeof *r);
-    snprintf(r->text, sizeof r->text, "%s", a);
+    snprintf(r->text, sizeof r->text, "%.*s", (int)sizeof r->text - 1, a);   /* the rule as written, cut to fit */
     char *colon = strchr(a, ':');
     const char *want = "rules look like p99_ttft_ms:+10%, output_throughput:-5%, errors:0, p99_tpot_ms:<=50 "
                        "or output_throughput:>=1000";
@@ -46,7 +46,7 @@ static int parse_one_rule(const char *s, size_t len, gate_rule *r, char *err, si
             snprintf(err, errlen, "bad --gate rule '%s': '%s' is not a metric name (%s)", r->text, a, want);
             return -1;
         }
-    snprintf(r->metric, sizeof r->metric, "%s", a);
+    memcpy(r->metric, a, (size_t)(colon - a) + 1);   /* fits: checked above */
     char *v = colon + 1;
     bool pct = false, rise = false, fall = false, min = false;
     if (!strncmp(v, "<=", 2)) v += 2;
@@ -288,7 +288,7 @@ static json_t *metric_json(const metric_cmp *m, double min_effect_pct) {
 
 static json_t *eval_rule(const gate_rule *r, const metric_cmp *m, bool *passed) {
     json_t *j = json_object();
-    char why[320];
+    char why[512];
     double b = m->base, c = m->cand, d = c - b;
     bool rel = r->kind == GATE_RISE_PCT || r->kind == GATE_FALL_PCT;
     bool change_rule = r->kind != GATE_MAX && r->kind != GATE_MIN;

@@ -17,6 +17,13 @@ int32_t record_out_tokens(const record *r) {
     return (int32_t)r->n_chunks;
 }
 
+/* The state of a record that has measured nothing: zeroes, -1 for the unknown token counts. */
+static void record_blank(record *r) {
+    memset(r, 0, sizeof *r);
+    r->in_tokens = r->in_tokens_server = r->out_tokens_server = r->out_tokens_client = -1;
+    r->max_tokens = -1;
+}
+
 void recset_init(recset *s) { memset(s, 0, sizeof *s); }
 
 record *recset_add(recset *s) {
@@ -28,10 +35,18 @@ record *recset_add(recset *s) {
         s->cap = nc;
     }
     record *r = &s->v[s->n++];
-    memset(r, 0, sizeof *r);
-    r->in_tokens = r->in_tokens_server = r->out_tokens_server = r->out_tokens_client = -1;
-    r->max_tokens = -1;
+    record_blank(r);
     return r;
+}
+
+void record_reset(record *r) {
+    int64_t *chunk_ns = r->chunk_ns;
+    uint32_t cap = r->chunk_cap;
+    free(r->chunk_tokens);
+    free(r->error);
+    record_blank(r);
+    r->chunk_ns = chunk_ns;
+    r->chunk_cap = cap;
 }
 
 int record_add_chunk(record *r, int64_t t_ns, unsigned tokens) {

@@ -61,4 +61,9 @@ void recset_free(recset *s);
 /* Appends one chunk arrival to r (grows its arrays). tokens may be 0 for unknown → counted as 1. */
 int record_add_chunk(record *r, int64_t t_ns, unsigned tokens);
 void record_free(record *r);
+/* Makes r blank again, as recset_add returns it, for the next request (a long-running monitor
+ * recycles a few records instead of growing a recset): its chunk-time array is kept, empty, so
+ * a recycled record measures without allocating; the per-chunk token counts and the error text
+ * are freed. */
+void record_reset(record *r);
 #endif
