@@ -43,7 +43,7 @@ static void usage(FILE *f) {
             DSPERF_VERSION);
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (commands[i].fn) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].what);
-    fprintf(f, "\nexit codes: 0 ok, 1 the run failed (or was interrupted: partial results), 2 usage error\n");
+    fprintf(f, "\nexit codes: 0 ok, 1 the run failed (or was interrupted: partial results) or a gate failed, 2 usage error\n");
 }
 
 int main(int argc, char **argv) {
