@@ -226,9 +226,10 @@ int cmd_monitor(int argc, char **argv) {
      * answer at all means the endpoint is down right now, which is what a monitor is for. */
     char err[1024];
     char *model = NULL;
-    if (client_preflight(&b.client, &model, NULL, err, sizeof err) == 0) {
+    int pf = client_preflight(&b.client, &model, NULL, err, sizeof err);
+    if (pf == 0) {
         if (!b.client.model) b.client.model = model;
-    } else if (!strncmp(err, "cannot reach", 12)) {
+    } else if (pf == CLIENT_UNREACHABLE) {
         log_warn("%s; probing anyway (failures count as outcome=\"connect\")", err);
     } else {
         log_error("%s", err);

@@ -492,6 +492,10 @@ int client_preflight(const client_opts *o, char **model_out, char ***all_models,
     int rc = -1;
     if (res != CURLE_OK) {
         snprintf(err, errlen, "cannot reach %s: %s (is the server running and the URL right?)", url, curl_easy_strerror(res));
+        /* nothing answered (vs a malformed URL, a TLS certificate problem, ...: those are ours) */
+        if (res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_COULDNT_RESOLVE_PROXY ||
+            res == CURLE_OPERATION_TIMEDOUT || res == CURLE_GOT_NOTHING || res == CURLE_SEND_ERROR || res == CURLE_RECV_ERROR)
+            rc = CLIENT_UNREACHABLE;
     } else if (status == 401 || status == 403) {
         snprintf(err, errlen, "GET %s returned HTTP %ld: the server wants credentials (set OPENAI_API_KEY or --header 'Authorization: Bearer ...')", url, status);
     } else if (status != 200) {

@@ -42,7 +42,10 @@ size_t client_in_flight(const client *c);
 void client_abort_all(client *c, rec_outcome outcome);
 
 /* Pre-flight: GET {base}/v1/models. On success *model_out (malloc'd) is the first model id.
- * Returns 0, or -1 with a one-line diagnosis in err (connection refused, not an OpenAI server, ...). */
+ * Returns 0; CLIENT_UNREACHABLE when nothing answered (refused, timed out, no route: the endpoint
+ * may just be down); or -1 when something answered wrongly (not an OpenAI server, credentials).
+ * Both failures put a one-line diagnosis in err. */
+#define CLIENT_UNREACHABLE (-2)
 int client_preflight(const client_opts *o, char **model_out, char ***all_models, char *err, size_t errlen);
 
 /* Joins base URL and path, tolerating a trailing "/" or "/v1" on the base. malloc'd. */
