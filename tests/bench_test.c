@@ -97,16 +97,30 @@ TEST(bench_open_loop_queue_is_measured) {
 
 /* Every fault class, injected with a seed, is counted by the client exactly as the server says
  * it injected it. */
-TEST(bench_faults_counted_exactly) {
+/* Starts serve with serve_args, runs bench with bench_args, scrapes the server's /metrics after
+ * the run and stops it. 0 when both the results and the metrics came back. */
+static int bench_and_scrape(const char *serve_args, const char *bench_args, json_t **r, char **metrics) {
     test_server s;
-    if (test_serve_start(&s, "--ttft 5ms --itl 1ms --seed 7 --fail-rate 0.08 --status-429-rate 0.08 --drop-rate 0.08 --error-event-rate 0.08") != 0) { CHECK_MSG(0, "serve did not start"); return; }
-    json_t *r = bench_json(&s, "--concurrency 8 --requests 300 --dataset random:in=8,out=20", NULL);
+    *r = NULL;
+    *metrics = NULL;
+    if (test_serve_start(&s, serve_args) != 0) { CHECK_MSG(0, "serve did not start"); return -1; }
+    *r = bench_json(&s, bench_args, NULL);
     char murl[128];
     snprintf(murl, sizeof murl, "%s/metrics", s.url);
-    char *m = test_http_get(murl);
+    *metrics = test_http_get(murl);
     test_serve_stop(&s);
-    CHECK(r != NULL && m != NULL);
-    if (!r || !m) { json_decref(r); free(m); return; }
+    CHECK(*r != NULL && *metrics != NULL);
+    if (*r && *metrics) return 0;
+    json_decref(*r);
+    free(*metrics);
+    return -1;
+}
+
+TEST(bench_faults_counted_exactly) {
+    json_t *r;
+    char *m;
+    if (bench_and_scrape("--ttft 5ms --itl 1ms --seed 7 --fail-rate 0.08 --status-429-rate 0.08 --drop-rate 0.08 --error-event-rate 0.08",
+                         "--concurrency 8 --requests 300 --dataset random:in=8,out=20", &r, &m) != 0) return;
     double inj500 = test_prom_value(m, "dsperf_injected_faults_total{kind=\"http_500\"}");
     double inj429 = test_prom_value(m, "dsperf_injected_faults_total{kind=\"http_429\"}");
     double injdrop = test_prom_value(m, "dsperf_injected_faults_total{kind=\"drop\"}");
@@ -126,15 +140,10 @@ TEST(bench_faults_counted_exactly) {
 /* serve --threads 3: connections spread over three loops, each with its own engine; /metrics
  * is their sum, so tokens, successes and injected faults still match what the client saw. */
 TEST(bench_against_multi_loop_server) {
-    test_server s;
-    if (test_serve_start(&s, "--threads 3 --ttft 5ms --itl 2ms --seed 3 --fail-rate 0.05 --drop-rate 0.05") != 0) { CHECK_MSG(0, "serve did not start"); return; }
-    json_t *r = bench_json(&s, "--concurrency 24 --requests 240 --client-threads 2 --dataset random:in=8,out=6", NULL);
-    char murl[128];
-    snprintf(murl, sizeof murl, "%s/metrics", s.url);
-    char *m = test_http_get(murl);
-    test_serve_stop(&s);
-    CHECK(r != NULL && m != NULL);
-    if (!r || !m) { json_decref(r); free(m); return; }
+    json_t *r;
+    char *m;
+    if (bench_and_scrape("--threads 3 --ttft 5ms --itl 2ms --seed 3 --fail-rate 0.05 --drop-rate 0.05",
+                         "--concurrency 24 --requests 240 --client-threads 2 --dataset random:in=8,out=6", &r, &m) != 0) return;
     double inj500 = test_prom_value(m, "dsperf_injected_faults_total{kind=\"http_500\"}");
     double injdrop = test_prom_value(m, "dsperf_injected_faults_total{kind=\"drop\"}");
     CHECK(inj500 > 0 && injdrop > 0);
