@@ -18,7 +18,9 @@ static void usage(FILE *f) {
           "file (dsperf sweep, schema dsperf.sweep/1): one self-contained HTML page with inline SVG charts\n"
           "(no network, no scripts; light/dark; prints to PDF): verdict, findings from the diagnosis,\n"
           "saturation curve with the knee, latency vs throughput, per-load table, percentile plots,\n"
-          "time-aligned run view with telemetry, errors, and the command to reproduce.\n\n"
+          "time-aligned run view with telemetry, errors, and the command to reproduce. A tune file (dsperf tune,\n"
+          "schema dsperf.tune/1) gets the recommendation, the Pareto chart and the configurations table\n"
+          "(Markdown and CSV too: one CSV row per configuration and load).\n\n"
           "Options:\n"
           "  -o, --out FILE       HTML report (default report.html when no other output is asked for)\n"
           "  --md FILE            Markdown summary (verdict, findings, table, errors); '-' for stdout\n"
@@ -36,7 +38,8 @@ static void usage(FILE *f) {
           "Examples:\n"
           "  dsperf sim --concurrency 32 --out run.json --requests-out run.jsonl\n"
           "  dsperf report run.json -o run.html --requests run.jsonl\n"
-          "  dsperf report sweep.json -o sweep.html --md sweep.md --csv sweep.csv --gpu h200\n", f);
+          "  dsperf report sweep.json -o sweep.html --md sweep.md --csv sweep.csv --gpu h200\n"
+          "  dsperf report tune.json -o tune.html\n", f);
 }
 
 typedef int (*writer_fn)(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen);

@@ -57,7 +57,7 @@ static size_t level_points(const rep_model *m, lvl_pt *pt, size_t cap) {
     return n;
 }
 
-static void range_of(const double *v, size_t n, double *lo, double *hi) {
+void chart_range_of(const double *v, size_t n, double *lo, double *hi) {
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(v[i])) continue;
         if (isnan(*lo) || v[i] < *lo) *lo = v[i];
@@ -65,7 +65,7 @@ static void range_of(const double *v, size_t n, double *lo, double *hi) {
     }
 }
 
-static void fig_open(rbuf *b, const char *id, const char *title, const char *better, const char *note) {
+void chart_fig_open(rbuf *b, const char *id, const char *title, const char *better, const char *note) {
     rb_printf(b, "<figure id=\"%s\"><figcaption><b>", id);
     rb_esc(b, title);
     rb_puts(b, "</b>");
@@ -82,13 +82,13 @@ static void fig_open(rbuf *b, const char *id, const char *title, const char *bet
     rb_puts(b, "</figcaption>");
 }
 
-static void fig_close(rbuf *b) { rb_puts(b, "</figure>"); }
+void chart_fig_close(rbuf *b) { rb_puts(b, "</figure>"); }
 
 static const char *axis_unit(const rep_model *m) {
     return m->axis && !strcmp(m->axis, "rate") ? "offered load (requests/s)" : "offered load (concurrent users)";
 }
 
-static void axis_label_log(svg_axis *a, char *buf, size_t len, const char *base) {
+void chart_axis_label_log(svg_axis *a, char *buf, size_t len, const char *base) {
     snprintf(buf, len, "%s%s", base, a->kind == AXIS_LOG ? ", log" : "");
     size_t l = strlen(buf);
     /* close the unit parenthesis after "log" when the base ends with ")" */
@@ -136,9 +136,9 @@ void charts_saturation(rbuf *b, const rep_model *m) {
         good[i] = pt[i].good;
         any_good |= !isnan(good[i]);
     }
-    range_of(x, n, &xlo, &xhi);
-    range_of(out, n, &ylo, &yhi);
-    range_of(good, n, &ylo, &yhi);
+    chart_range_of(x, n, &xlo, &xhi);
+    chart_range_of(out, n, &ylo, &yhi);
+    chart_range_of(good, n, &ylo, &yhi);
     if (isnan(xlo) || isnan(yhi)) return;
     char note[640] = "";
     const char *method = json_string_value(json_object_get(m->knee, "method"));
@@ -150,11 +150,11 @@ void charts_saturation(rbuf *b, const rep_model *m) {
                  conf ? " (confidence " : "", conf ? conf : "", conf ? ")" : "", why ? ": " : "", why ? why : "");
     else
         snprintf(note, sizeof note, "No knee in the measured range%s%s.", why ? ": " : "", why ? why : "");
-    fig_open(b, "fig-saturation", "Saturation curve: output tokens/s vs offered load", "higher is better", note);
+    chart_fig_open(b, "fig-saturation", "Saturation curve: output tokens/s vs offered load", "higher is better", note);
     svg_chart c = { 0 };
     char xl[96], yl[96];
     svg_axis_fit(&c.x, xlo, xhi, true, false);
-    axis_label_log(&c.x, xl, sizeof xl, axis_unit(m));
+    chart_axis_label_log(&c.x, xl, sizeof xl, axis_unit(m));
     svg_axis_fit(&c.y, 0, yhi, false, true);
     snprintf(yl, sizeof yl, "output tokens/s");
     c.y.label = yl;
@@ -196,7 +196,7 @@ void charts_saturation(rbuf *b, const rep_model *m) {
     if (!any_good) { cls[1] = cls[2]; txt[1] = txt[2]; }
     svg_legend(&c, cls, txt, (size_t)(1 + any_good + fit));
     svg_end(&c);
-    fig_close(b);
+    chart_fig_close(b);
 }
 
 /* ---- latency vs throughput ---- */
@@ -218,16 +218,16 @@ void charts_latency_vs_throughput(rbuf *b, const rep_model *m, const char *metri
         rep_load_label(m, pt[i].load, lab[i], sizeof lab[i]);
         labels[i] = lab[i];
     }
-    range_of(x, n, &xlo, &xhi);
-    range_of(p50, n, &ylo, &yhi);
-    range_of(p99, n, &ylo, &yhi);
+    chart_range_of(x, n, &xlo, &xhi);
+    chart_range_of(p50, n, &ylo, &yhi);
+    chart_range_of(p99, n, &ylo, &yhi);
     if (isnan(xhi) || isnan(yhi)) return;
     double slo = rep_slo_ms(m->lv[0].r, metric);
     if (!isnan(slo)) { if (slo > yhi) yhi = slo; if (slo < ylo) ylo = slo; }
     char title[96], id[48];
     snprintf(title, sizeof title, "%s p50 / p99 vs output tokens/s", name);
     snprintf(id, sizeof id, "fig-lvt-%s", metric);
-    fig_open(b, id, title, "lower-right is better", "Points are labelled with their load level; dashed rule: the SLO.");
+    chart_fig_open(b, id, title, "lower-right is better", "Points are labelled with their load level; dashed rule: the SLO.");
     svg_chart c = { 0 };
     char xl[64], yl[64], base[48];
     svg_axis_fit(&c.x, 0, xhi * 1.05, false, true);
@@ -235,7 +235,7 @@ void charts_latency_vs_throughput(rbuf *b, const rep_model *m, const char *metri
     c.x.label = xl;
     svg_axis_fit(&c.y, ylo, yhi, true, true);
     snprintf(base, sizeof base, "%s (ms)", name);
-    axis_label_log(&c.y, yl, sizeof yl, base);
+    chart_axis_label_log(&c.y, yl, sizeof yl, base);
     svg_begin(&c, b, 640, 320, title);
     const char *cl50 = ttft ? "m-ttft" : "m-tpot", *cl99 = ttft ? "m-ttft dash" : "m-tpot dash";
     svg_line(&c, x, p50, n, cl50);
@@ -252,7 +252,7 @@ void charts_latency_vs_throughput(rbuf *b, const rep_model *m, const char *metri
     const char *cls[] = { cl50, cl99 }, *txt[] = { "p50", "p99" };
     svg_legend(&c, cls, txt, 2);
     svg_end(&c);
-    fig_close(b);
+    chart_fig_close(b);
 }
 
 /* ---- latency breakdown vs load ---- */
@@ -279,7 +279,7 @@ void charts_breakdown(rbuf *b, const rep_model *m) {
         n++;
     }
     if (n < 2 || !(hi > 0)) return;
-    fig_open(b, "fig-breakdown", "Mean latency breakdown by load", "lower is better",
+    chart_fig_open(b, "fig-breakdown", "Mean latency breakdown by load", "lower is better",
              "Client queue (scheduled to sent), time to first token (queueing in the server and prefill), decode "
              "(first to last token). Hover a bar for its value.");
     svg_chart c = { 0 };
@@ -305,7 +305,7 @@ void charts_breakdown(rbuf *b, const rep_model *m) {
     const char *cls[] = { "m-queued", "m-ttft", "m-e2el" }, *txt[] = { "client queue", "TTFT", "decode (E2E - TTFT)" };
     svg_legend(&c, cls, txt, 3);
     svg_end(&c);
-    fig_close(b);
+    chart_fig_close(b);
 }
 
 /* ---- nines ---- */
@@ -383,7 +383,7 @@ static void nines_from_samples(rbuf *b, const rep_model *m, const report_request
     char title[96], id[48];
     snprintf(title, sizeof title, "%s by percentile", name);
     snprintf(id, sizeof id, "fig-nines-%s", metric);
-    fig_open(b, id, title, "lower is better", note);
+    chart_fig_open(b, id, title, "lower is better", note);
     svg_chart c = { 0 };
     svg_axis_nines(&c.x, (int)max_n);
     c.x.label = "percentile (log scale of 1/(1-p))";
@@ -393,7 +393,7 @@ static void nines_from_samples(rbuf *b, const rep_model *m, const report_request
     double med = quantile(v, n, 0.5), ylo = v[0] < med / 10 ? med / 10 : v[0];
     svg_axis_fit(&c.y, ylo, v[n - 1], true, true);
     snprintf(base, sizeof base, "%s (ms)", name);
-    axis_label_log(&c.y, yl, sizeof yl, base);
+    chart_axis_label_log(&c.y, yl, sizeof yl, base);
     svg_begin(&c, b, 640, 300, title);
     double tail = log10((double)total / 10);
     if (tail < max_n) svg_xband(&c, tail, max_n, "tail", "< 10 samples");
@@ -425,7 +425,7 @@ static void nines_from_samples(rbuf *b, const rep_model *m, const report_request
     fmt_ms(v[n - 1], mx, sizeof mx);
     fmt_num((double)n, a, sizeof a);
     rb_printf(b, "<div class=\"foot\">n %s &middot; mean %s &middot; max %s</div>", a, mean, mx);
-    fig_close(b);
+    chart_fig_close(b);
 }
 
 static void nines_from_percentiles(rbuf *b, const rep_model *m, const char *metric, const char *name) {
@@ -462,7 +462,7 @@ static void nines_from_percentiles(rbuf *b, const rep_model *m, const char *metr
             inf_any |= json_is_true(json_object_get(r, ik));
             cnt[s]++;
         }
-        range_of(y[s], cnt[s], &ylo, &yhi);
+        chart_range_of(y[s], cnt[s], &ylo, &yhi);
     }
     if (isnan(yhi)) return;
     char note[256];
@@ -472,14 +472,14 @@ static void nines_from_percentiles(rbuf *b, const rep_model *m, const char *metr
     char title[96], id[48];
     snprintf(title, sizeof title, "%s by percentile", name);
     snprintf(id, sizeof id, "fig-nines-%s", metric);
-    fig_open(b, id, title, "lower is better", note);
+    chart_fig_open(b, id, title, "lower is better", note);
     svg_chart c = { 0 };
     svg_axis_nines(&c.x, (int)ceil(maxn - 1e-9));
     c.x.label = "percentile (log scale of 1/(1-p))";
     char yl[64], base[48];
     svg_axis_fit(&c.y, ylo, yhi, true, true);
     snprintf(base, sizeof base, "%s (ms)", name);
-    axis_label_log(&c.y, yl, sizeof yl, base);
+    chart_axis_label_log(&c.y, yl, sizeof yl, base);
     svg_begin(&c, b, 640, 300, title);
     const char *cls = !strcmp(metric, "ttft") ? "m-ttft" : !strcmp(metric, "tpot") ? "m-tpot"
                       : !strcmp(metric, "itl") ? "m-itl" : "m-e2el";
@@ -516,7 +516,7 @@ static void nines_from_percentiles(rbuf *b, const rep_model *m, const char *metr
     fmt_num(!strcmp(metric, "itl") ? rep_num(r, "itl_samples") : rep_num(r, "completed"), a, sizeof a);
     rb_printf(b, "<div class=\"foot\">%s%s: n %s &middot; mean %s &middot; max %s</div>", m->sweep ? "highest load" : "run",
               "", a, mean, mx);
-    fig_close(b);
+    chart_fig_close(b);
 }
 
 void charts_nines(rbuf *b, const rep_model *m, const report_requests *rq, const char *metric, const char *name) {
@@ -589,7 +589,7 @@ static void tl_row(rbuf *b, double t_end, const char *title, const char *ylabel,
     for (size_t i = 0; i < n; i++) {
         if (!lines[i].s.n) continue;
         have++;
-        range_of(lines[i].s.y, lines[i].s.n, &lo, &hi);
+        chart_range_of(lines[i].s.y, lines[i].s.n, &lo, &hi);
     }
     if (!have || isnan(hi)) return;
     rb_puts(b, "<div class=\"tlrow\"><div class=\"tltitle\">");
@@ -704,7 +704,7 @@ void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, con
 
     if (rq && !m->sweep && rq->n_ttft) {
         double lo = NAN, hi = NAN;
-        range_of(rq->ttft_ms, rq->n_ttft, &lo, &hi);
+        chart_range_of(rq->ttft_ms, rq->n_ttft, &lo, &hi);
         /* past SCATTER_MAX points the page gets heavy and the dots merge anyway: draw every k-th */
         size_t stride = (rq->n_ttft + SCATTER_MAX - 1) / SCATTER_MAX;
         rb_puts(b, "<div class=\"tlrow\"><div class=\"tltitle\">TTFT of each request, at its send time");
@@ -715,7 +715,7 @@ void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, con
         svg_axis_linear(&c.x, 0, t_end, 12);
         char yl[48];
         svg_axis_fit(&c.y, lo, hi, true, true);
-        axis_label_log(&c.y, yl, sizeof yl, "TTFT (ms)");
+        chart_axis_label_log(&c.y, yl, sizeof yl, "TTFT (ms)");
         svg_begin(&c, b, 1200, 170, "TTFT of each request against its send time");
         draw_windows(&c, &win);
         if (stride == 1) {
@@ -797,7 +797,7 @@ void charts_gantt(rbuf *b, const rep_model *m, const report_requests *rq) {
     fmt_ms(wt * 1000, a, sizeof a);
     snprintf(note, sizeof note, "%zu requests in send order around the slowest first token (%s, request %zu of %zu). "
                                 "First sent at the top.", k, a, worst + 1, rq->n_g);
-    fig_open(b, "fig-gantt", "Requests around the worst TTFT", NULL, note);
+    chart_fig_open(b, "fig-gantt", "Requests around the worst TTFT", NULL, note);
     svg_chart c = { 0 };
     c.ml = 64;
     svg_axis_linear(&c.x, t0, t1, 12);
@@ -823,7 +823,7 @@ void charts_gantt(rbuf *b, const rep_model *m, const report_requests *rq) {
     const char *cls[] = { "m-ttft", "m-e2el", "m-queued" }, *txt[] = { "send to first token", "decode", "failed" };
     svg_legend(&c, cls, txt, 3);
     svg_end(&c);
-    fig_close(b);
+    chart_fig_close(b);
     free(g);
 }
 
@@ -873,7 +873,7 @@ void charts_errors(rbuf *b, const rep_model *m) {
         rep_level_label(m, &m->lv[i], lab[i], sizeof lab[i]);
         labels[i] = lab[i];
     }
-    fig_open(b, "fig-errors", "Failed requests by class and load", "lower is better",
+    chart_fig_open(b, "fig-errors", "Failed requests by class and load", "lower is better",
              "Share of each level's requests that failed, stacked by class; HTTP statuses apart.");
     svg_chart c = { 0 };
     c.x.kind = AXIS_LINEAR;
@@ -911,5 +911,5 @@ void charts_errors(rbuf *b, const rep_model *m) {
     svg_x_labels(&c, x, labels, m->n);
     svg_legend(&c, lc, lt, nc);
     svg_end(&c);
-    fig_close(b);
+    chart_fig_close(b);
 }

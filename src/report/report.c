@@ -14,11 +14,12 @@
 #pragma weak diagnose_default_opts
 
 json_t *report_load(const char *path, char *err, size_t errlen) {
-    static const char *const schemas[] = { "dsperf.results/", "dsperf.sweep/", NULL };
-    return results_load_doc(path, schemas, "results or sweep", err, errlen);
+    static const char *const schemas[] = { "dsperf.results/", "dsperf.sweep/", "dsperf.tune/", NULL };
+    return results_load_doc(path, schemas, "results, sweep or tune", err, errlen);
 }
 
 json_t *report_diagnosis(const json_t *doc, const report_deploy *deploy) {
+    if (report_is_tune(doc)) return NULL;   /* each configuration's sweep file has its own diagnosis */
     /* findings saved in the document win: they are what was concluded about this run */
     const json_t *f = json_object_get(doc, "findings");
     if (json_is_array(f)) {

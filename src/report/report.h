@@ -1,7 +1,8 @@
 /* report — turns a saved results document ("dsperf.results/1", from bench or sim) or a sweep
  * document ("dsperf.sweep/1") into things people read: one self-contained HTML page (inline SVG
  * charts, no network, no script, light/dark and print friendly), a Markdown summary with the same
- * tables and findings, and a CSV with one row per load level. Works on saved files only. */
+ * tables and findings, and a CSV with one row per load level. A `dsperf tune` document gets its own
+ * page: the recommendation, the Pareto front and the configurations. Works on saved files only. */
 #ifndef DSP_REPORT_H
 #define DSP_REPORT_H
 #include <jansson.h>
@@ -18,7 +19,8 @@ typedef struct {
 
 void report_default_opts(report_opts *o);
 
-/* Loads a results or sweep document (schema "dsperf.results/..." or "dsperf.sweep/...").
+/* Loads a results, sweep or tune document (schema "dsperf.results/...", "dsperf.sweep/...",
+ * "dsperf.tune/..."; the writers take any of them).
  * NULL with err filled. */
 json_t *report_load(const char *path, char *err, size_t errlen);
 

@@ -100,6 +100,26 @@ void svg_x_labels(svg_chart *c, const double *x, const char *const *labels, size
 /* A legend row above the plot: n entries of (class, text). */
 void svg_legend(svg_chart *c, const char *const *cls, const char *const *text, size_t n);
 
+/* ---- figure helpers shared by the chart builders (charts.c) ---- */
+
+/* Widens [*lo, *hi] (NaN: unset) to the finite values of v. */
+void chart_range_of(const double *v, size_t n, double *lo, double *hi);
+/* <figure id> with a caption: title, "higher is better"-style hint, and a note (either may be NULL). */
+void chart_fig_open(rbuf *b, const char *id, const char *title, const char *better, const char *note);
+void chart_fig_close(rbuf *b);
+/* Sets a->label to base, with ", log" inside its unit parenthesis on a log axis (buf holds it). */
+void chart_axis_label_log(svg_axis *a, char *buf, size_t len, const char *base);
+
+/* ---- tune documents (tune_page.c) ---- */
+
+/* dsperf.tune/1: the recommendation, the Pareto chart over every configuration's loads, and the
+ * configuration table. 0 ok, -1 with err filled. */
+int report_tune_html(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen);
+int report_tune_markdown(FILE *f, const json_t *doc, char *err, size_t errlen);
+/* One row per (configuration, load) point. */
+int report_tune_csv(FILE *f, const json_t *doc, char *err, size_t errlen);
+bool report_is_tune(const json_t *doc);
+
 /* ---- view model (model.c) ---- */
 
 typedef struct {

@@ -537,7 +537,7 @@ TEST(report_cli_errors) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "report %s -o %s", p, tmp("x.html"));
     CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
-    CHECK(err && strstr(err, "not a dsperf results or sweep file") != NULL);
+    CHECK(err && strstr(err, "not a dsperf results, sweep or tune file") != NULL);
     free(err); err = NULL;
     CHECK_EQ_INT(test_run("report --bogus x", NULL, &err), 2);
     free(err); err = NULL;
@@ -712,4 +712,48 @@ TEST(report_chromium_render) {
     CHECK_EQ_INT(w, 1280);
     CHECK_EQ_INT(h, 4000);
     CHECK_MSG(bytes > 8 * bbytes && bytes > 100000, "screenshot %ld bytes vs blank %ld", bytes, bbytes);
+}
+
+/* A tune document from the offline simulator (two settings of max_num_seqs, a few loads): the
+ * page names the recommendation, draws every point with the front through it, and lists each
+ * configuration; the CSV has one row per (configuration, load); the browser parses the chart. */
+TEST(report_tune_page) {
+    const char *tj = tmp("tune.json"), *html = tmp("tune.html"), *md = tmp("tune.md"), *csv = tmp("tune.csv");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "tune --sim-flags '--model deepseek-v2-lite --gpu h200 --max-num-seqs {seqs}' --grid seqs=4,32 "
+             "--concurrency 2,8,32 --requests 120 --dataset random:in=512,out=64 --slo ttft=300ms --quiet --out %s", tj);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    json_t *doc = test_load_json(tj);
+    if (!doc) { CHECK(doc != NULL); return; }
+    snprintf(cmd, sizeof cmd, "report %s -o %s --md %s --csv %s", tj, html, md, csv);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *h = slurp(html), *m = slurp(md), *c = slurp(csv);
+    CHECK(h && m && c);
+    const json_t *rec = json_object_get(doc, "recommendation");
+    CHECK(rec != NULL);
+    if (h && m && c && rec) {
+        const char *label = json_string_value(json_object_get(rec, "label"));
+        CHECK_STR(label, "seqs=32");                              /* the larger batch serves more under the SLO */
+        CHECK(strstr(h, "id=\"fig-pareto\"") && strstr(h, "<svg"));
+        CHECK_EQ_INT(count(h, "<tr"), 1 + 2);                     /* header row and one per configuration */
+        CHECK_EQ_INT(count(h, ">recommended<"), 1);
+        CHECK(strstr(m, "**Recommendation:** seqs=32") != NULL);
+        size_t points = 0, i;
+        json_t *cf;
+        json_array_foreach(json_object_get(doc, "configs"), i, cf)
+            points += json_array_size(json_object_get(json_object_get(cf, "summary"), "points"));
+        CHECK_EQ_INT(points, 2 * 3);
+        CHECK_EQ_INT(count(c, "\n"), points + 1);
+        CHECK_EQ_INT(count(c, ",true\n"), json_array_size(json_object_get(json_object_get(doc, "pareto"), "front")));
+    }
+    const char *bin = find_chromium();
+    if (bin && h) {
+        const char *dom = tmp("tune.dom");
+        CHECK_EQ_INT(chromium(bin, "--dump-dom", html, dom), 0);
+        char *d = slurp(dom);
+        CHECK(d && count(d, "<circle") == count(h, "<circle") && count(d, "<circle") >= 6);
+        free(d);
+    }
+    free(h); free(m); free(c);
+    json_decref(doc);
 }
