@@ -132,6 +132,35 @@ void bench_opts_defaults(bench_opts *b, int argc, char **argv) {
     b->headers = calloc((size_t)argc + 1, sizeof *b->headers);
 }
 
+int bench_opts_shared(bench_opts *b, const char *name, const char *a) {
+    long long v;
+    int64_t ns;
+    if (!strcmp(name, "url")) b->client.base_url = a;
+    else if (!strcmp(name, "api")) {
+        if (!strcmp(a, "completions")) b->client.api = OPENAI_COMPLETIONS;
+        else if (!strcmp(a, "chat")) b->client.api = OPENAI_CHAT;
+        else return bad("api", a, "use completions or chat");
+    } else if (!strcmp(name, "model")) b->client.model = a;
+    else if (!strcmp(name, "header")) {
+        if (!strchr(a, ':')) return bad("header", a, "use 'Name: value'");
+        b->headers[b->n_headers++] = a;
+    } else if (!strcmp(name, "insecure")) b->client.insecure = true;
+    else if (!strcmp(name, "timeout")) {
+        if (units_parse_duration_ns(a, &ns) < 0 || ns <= 0) return bad("timeout", a, "a duration such as 30s or 5m");
+        b->client.timeout_ns = ns;
+    } else if (!strcmp(name, "dataset")) b->dataset_spec = a;
+    else if (!strcmp(name, "tokenizer")) b->tokenizer_path = a;
+    else if (!strcmp(name, "no-usage")) b->client.include_usage = false;
+    else if (!strcmp(name, "seed")) {
+        if (units_parse_int(a, 0, INT64_MAX, &v) < 0) return bad("seed", a, "a non-negative integer");
+        b->plan.seed = (uint64_t)v;
+    } else if (!strcmp(name, "slo")) {
+        if (summary_parse_slo(&b->summary, a) < 0) return bad("slo", a, "use ttft=200ms,tpot=50ms,e2el=10s (any subset)");
+    } else if (!strcmp(name, "quiet")) { b->quiet = true; log_set_quiet(1); }
+    else return 1;
+    return 0;
+}
+
 int bench_opts_parse(bench_opts *b, int argc, char **argv) {
     bench_opts_defaults(b, argc, argv);
     double rate = 0;
@@ -142,23 +171,16 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
     optind = 1;
     opterr = 0;
     for (;;) {
-        int c = getopt_long(argc, argv, "", long_opts, NULL);
+        int li = -1;
+        int c = getopt_long(argc, argv, "", long_opts, &li);
         if (c == -1) break;
         const char *a = optarg;
+        if (c != '?' && c != ':' && li >= 0) {
+            int r = bench_opts_shared(b, long_opts[li].name, a);
+            if (r == 0) continue;
+            if (r != 1) return r;
+        }
         switch (c) {
-        case O_URL: b->client.base_url = a; break;
-        case O_API:
-            if (!strcmp(a, "completions")) b->client.api = OPENAI_COMPLETIONS;
-            else if (!strcmp(a, "chat")) b->client.api = OPENAI_CHAT;
-            else return bad("api", a, "use completions or chat");
-            break;
-        case O_MODEL: b->client.model = a; break;
-        case O_HEADER:
-            if (!strchr(a, ':')) return bad("header", a, "use 'Name: value'");
-            b->headers[b->n_headers++] = a;
-            break;
-        case O_INSECURE: b->client.insecure = true; break;
-        case O_TIMEOUT: if (units_parse_duration_ns(a, &ns) < 0 || ns <= 0) return bad("timeout", a, "a duration such as 30s or 5m"); b->client.timeout_ns = ns; break;
         case O_CONC: if (units_parse_int(a, 1, 1000000, &v) < 0) return bad("concurrency", a, "an integer >= 1"); b->plan.concurrency = (int)v; break;
         case O_THINK: if (units_parse_duration_ns(a, &ns) < 0) return bad("think", a, "a duration such as 500ms"); b->plan.think_ns = ns; break;
         case O_RATE: if (units_parse_rate_per_s(a, &rate) < 0 || rate <= 0) return bad("rate", a, "a rate such as 20/s"); break;
@@ -168,11 +190,7 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         case O_DURATION: if (units_parse_duration_ns(a, &ns) < 0 || ns <= 0) return bad("duration", a, "a duration such as 30s"); b->plan.duration_ns = ns; break;
         case O_GRACE: if (units_parse_duration_ns(a, &ns) < 0) return bad("grace", a, "a duration such as 30s"); b->plan.grace_ns = ns; break;
         case O_WARMUP: if (units_parse_int(a, 0, 100000000, &v) < 0) return bad("warmup", a, "an integer >= 0"); b->plan.warmup = (size_t)v; break;
-        case O_SEED: if (units_parse_int(a, 0, INT64_MAX, &v) < 0) return bad("seed", a, "a non-negative integer"); b->plan.seed = (uint64_t)v; break;
-        case O_DATASET: b->dataset_spec = a; break;
         case O_IGNORE_EOS: b->ignore_eos = true; break;
-        case O_NO_USAGE: b->client.include_usage = false; break;
-        case O_SLO: if (summary_parse_slo(&b->summary, a) < 0) return bad("slo", a, "use ttft=200ms,tpot=50ms,e2el=10s (any subset)"); break;
         case O_PCT: if (summary_parse_percentiles(&b->summary, a) < 0) return bad("percentiles", a, "a list such as 50,90,99,99.9 within (0,100]"); break;
         case O_OUT: b->out_path = a; break;
         case O_SAVE: b->requests_path = a; break;
@@ -181,7 +199,6 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         case O_HOSTM: b->telemetry.host = true; b->telemetry_on = true; break;
         case O_SPID: if (units_parse_int(a, 1, 1 << 30, &v) < 0) return bad("server-pid", a, "a process id"); b->telemetry.server_pid = (int)v; b->telemetry.host = true; b->telemetry_on = true; break;
         case O_TINT: if (units_parse_duration_ns(a, &ns) < 0 || ns < 10 * NS_PER_MS) return bad("telemetry-interval", a, "a duration of at least 10ms"); b->telemetry.interval_ns = ns; break;
-        case O_TOK: b->tokenizer_path = a; break;
         case O_RAMP: ramp = a; break;
         case O_CLASS:
             if (b->n_classes == BENCH_MAX_CLASSES) { log_error("at most %d --class options", BENCH_MAX_CLASSES); return EXIT_USAGE; }
@@ -189,7 +206,6 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
             break;
         case O_CTHREADS: if (units_parse_int(a, 1, 64, &v) < 0) return bad("client-threads", a, "an integer from 1 to 64"); b->plan.client_threads = (int)v; break;
         case O_LENTOL: if (units_parse_double(a, &b->length_tolerance) < 0 || b->length_tolerance < 0 || b->length_tolerance >= 1) return bad("length-tolerance", a, "a fraction such as 0.05"); break;
-        case O_QUIET: b->quiet = true; log_set_quiet(1); break;
         case O_NOPROG: b->no_progress = true; break;
         case O_HELP: fputs(usage_text, stdout); return EXIT_OK;
         default:

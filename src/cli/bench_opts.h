@@ -51,6 +51,11 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv);
 /* The defaults bench_opts_parse starts from (room for argc headers; the command line kept), for
  * commands that parse their own flags into a bench_opts (monitor). Free with bench_opts_free. */
 void bench_opts_defaults(bench_opts *b, int argc, char **argv);
+/* The options every command that sends requests takes alike (bench, sweep, monitor): the target
+ * (url, api, model, header, insecure, timeout), the requests (dataset, tokenizer, no-usage, seed),
+ * the SLO and quiet, by long option name. Returns 0 when applied, 1 when name is not one of them,
+ * or EXIT_USAGE after its one-line error. */
+int bench_opts_shared(bench_opts *b, const char *name, const char *value);
 void bench_opts_free(bench_opts *b);
 /* The configuration section of the results file. */
 json_t *bench_opts_config_json(const bench_opts *b, const dataset *ds);

@@ -132,39 +132,22 @@ int cmd_monitor(int argc, char **argv) {
     optind = 1;
     opterr = 0;
     for (;;) {
-        int c = getopt_long(argc, argv, "", long_opts, NULL);
+        int li = -1;
+        int c = getopt_long(argc, argv, "", long_opts, &li);
         if (c == -1) break;
         const char *a = optarg;
+        if (c != '?' && c != ':' && li >= 0) {   /* target, requests, SLO: parsed as bench parses them */
+            int r = bench_opts_shared(&b, long_opts[li].name, a);
+            if (r == 0) continue;
+            if (r != 1) goto out;
+        }
         switch (c) {
-        case O_URL: b.client.base_url = a; break;
-        case O_API:
-            if (!strcmp(a, "completions")) b.client.api = OPENAI_COMPLETIONS;
-            else if (!strcmp(a, "chat")) b.client.api = OPENAI_CHAT;
-            else { rc = bad("api", a, "use completions or chat"); goto out; }
-            break;
-        case O_MODEL: b.client.model = a; break;
-        case O_HEADER:
-            if (!strchr(a, ':')) { rc = bad("header", a, "use 'Name: value'"); goto out; }
-            b.headers[b.n_headers++] = a;
-            break;
-        case O_INSECURE: b.client.insecure = true; break;
-        case O_TIMEOUT:
-            if (units_parse_duration_ns(a, &ns) < 0 || ns <= 0) { rc = bad("timeout", a, "a duration such as 30s"); goto out; }
-            b.client.timeout_ns = ns;
-            break;
         case O_RATE:
             if (units_parse_rate_per_s(a, &rate) < 0 || !(rate > 0) || rate > 10000) { rc = bad("rate", a, "a rate such as 0.2/s or 12/m (at most 10000/s)"); goto out; }
             break;
         case O_ARRIVAL:
             if (strcmp(a, "poisson") && strcmp(a, "constant")) { rc = bad("arrival", a, "use poisson or constant"); goto out; }
             b.arrival_spec = a;
-            break;
-        case O_DATASET: b.dataset_spec = a; break;
-        case O_TOK: b.tokenizer_path = a; break;
-        case O_NO_USAGE: b.client.include_usage = false; break;
-        case O_SEED:
-            if (units_parse_int(a, 0, INT64_MAX, &v) < 0) { rc = bad("seed", a, "a non-negative integer"); goto out; }
-            b.plan.seed = (uint64_t)v;
             break;
         case O_MAXIF:
             if (units_parse_int(a, 1, 100000, &v) < 0) { rc = bad("max-in-flight", a, "an integer from 1 to 100000"); goto out; }
@@ -178,9 +161,6 @@ int cmd_monitor(int argc, char **argv) {
             if (units_parse_duration_ns(a, &ns) < 0 || ns <= 0) { rc = bad("duration", a, "a duration such as 1h"); goto out; }
             mo.duration_ns = ns;
             break;
-        case O_SLO:
-            if (summary_parse_slo(&b.summary, a) < 0) { rc = bad("slo", a, "use ttft=500ms,tpot=50ms,e2el=10s (any subset)"); goto out; }
-            break;
         case O_SLO_TARGET:
             if (units_parse_double(a, &d) < 0 || !(d > 0 && d < 1)) { rc = bad("slo-target", a, "a fraction in (0,1) such as 0.99"); goto out; }
             mo.slo.target = d;
@@ -191,7 +171,6 @@ int cmd_monitor(int argc, char **argv) {
             if (units_parse_duration_ns(a, &ns) < 0 || ns < 0) { rc = bad("linger", a, "a duration such as 30s"); goto out; }
             linger_ns = ns;
             break;
-        case O_QUIET: b.quiet = true; log_set_quiet(1); break;
         case O_HELP: fputs(usage_text, stdout); rc = EXIT_OK; goto out;
         default:
             if (optopt && optopt < 256) log_error("unknown option '-%c'; see dsperf monitor --help", optopt);
