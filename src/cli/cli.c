@@ -37,3 +37,19 @@ struct option *cli_options_with_keys(const struct option *own, size_t n_own, con
     for (size_t i = 0; i < n_keys; i++) opts[n_own + i] = (struct option){ keys[i], required_argument, 0, first_val + (int)i };
     return opts;
 }
+
+void cli_word_init(cli_word *w, const char *a) {
+    w->arg = a;
+    w->eq = strchr(a, '=');
+    w->name_len = w->eq && !strncmp(a, "--", 2) ? (size_t)(w->eq - a) : strlen(a);
+    if (w->name_len == strlen(a)) w->eq = NULL;    /* "=" only splits a long option */
+}
+
+bool cli_word_is(const cli_word *w, const char *name) {
+    return strlen(name) == w->name_len && !strncmp(w->arg, name, w->name_len);
+}
+
+const char *cli_word_value(const cli_word *w, int argc, char **argv, int *i) {
+    if (w->eq) return w->eq + 1;
+    return *i + 1 < argc ? argv[++*i] : NULL;
+}

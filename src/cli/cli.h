@@ -6,6 +6,7 @@
 
 #define DSPERF_VERSION "0.1.0"
 #include <stddef.h>
+#include <stdbool.h>
 
 typedef int (*cmd_fn)(int argc, char **argv);
 
@@ -17,4 +18,12 @@ struct option *cli_options_with_keys(const struct option *own, size_t n_own, con
 
 /* Joined argv for results ("the exact command line"); owned by the caller. */
 char *cli_join_argv(int argc, char **argv);
+
+/* One word of an argv a command splits by hand (its own options vs those it passes on, as sweep
+ * and tune do): "--name value" or "--name=value". */
+typedef struct { const char *arg, *eq; size_t name_len; } cli_word;
+void cli_word_init(cli_word *w, const char *arg);
+bool cli_word_is(const cli_word *w, const char *name);
+/* The value: what follows '=', else the next argument (advancing *i); NULL when there is none. */
+const char *cli_word_value(const cli_word *w, int argc, char **argv, int *i);
 #endif

@@ -122,10 +122,11 @@ static int parse_own(int argc, char **argv, tune_opts *t) {
     char err[512];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *eq = strchr(a, '=');
-        size_t nlen = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
-#define IS(name) (strlen(name) == nlen && !strncmp(a, name, nlen))
-#define VAL() (eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL))
+        cli_word w;
+        cli_word_init(&w, a);
+        size_t nlen = w.name_len;
+#define IS(name) cli_word_is(&w, name)
+#define VAL() cli_word_value(&w, argc, argv, &i)
         const char *val;
         if (IS("--help") || IS("-h")) { fputs(usage_text, stdout); return EXIT_OK; }
         else if (IS("--dry-run")) t->dry_run = true;

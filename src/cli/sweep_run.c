@@ -211,10 +211,11 @@ static int parse_own(int argc, char **argv, sweep_opts *so, const char *cmd, con
     v[n++] = argv[0];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *eq = strchr(a, '=');
-        size_t nlen = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
-#define IS(name) (strlen(name) == nlen && !strncmp(a, name, nlen))
-#define VAL() (eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL))
+        cli_word w;
+        cli_word_init(&w, a);
+        size_t nlen = w.name_len;
+#define IS(name) cli_word_is(&w, name)
+#define VAL() cli_word_value(&w, argc, argv, &i)
         const char *val;
         long long ll;
         if ((IS("--help") || IS("-h")) && help_text) { fputs(help_text, stdout); free(v); return EXIT_OK; }
