@@ -700,20 +700,24 @@ static void reproduce(rbuf *b, const rep_model *m) {
 
 /* ---- page ---- */
 
+void report_page_head(rbuf *b, const char *title) {
+    rb_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+               "<meta name=\"color-scheme\" content=\"light dark\"><title>");
+    rb_esc(b, title);
+    rb_puts(b, "</title><style>");
+    rb_puts(b, report_css);
+    rb_puts(b, "</style></head><body><main><header><h1>");
+    rb_esc(b, title);
+    rb_puts(b, "</h1><div class=\"meta\">");
+}
+
 static void build(rbuf *b, const rep_model *m, const report_opts *o) {
     rbuf title;
     rb_init(&title);
     page_title(m, o, &title);
-    rb_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-               "<meta name=\"color-scheme\" content=\"light dark\"><title>");
-    rb_esc(b, title.p);
-    rb_puts(b, "</title><style>");
-    rb_puts(b, report_css);
-    rb_puts(b, "</style></head><body><main><header><h1>");
-    rb_esc(b, title.p);
+    report_page_head(b, title.p ? title.p : "");
     rb_free(&title);
-    rb_puts(b, "</h1><div class=\"meta\">");
     const json_t *r = first_results(m);
     if (str(r, "date")) { rb_esc(b, str(r, "date")); rb_puts(b, " &middot; "); }
     if (m->sweep) rb_printf(b, "sweep over %s, %zu levels &middot; ", m->axis && !strcmp(m->axis, "rate") ? "request rate" : "concurrency", m->n);
@@ -775,9 +779,5 @@ int report_write_html(FILE *f, const json_t *doc, const report_opts *o, char *er
     rb_init(&b);
     build(&b, &m, o);
     rep_model_free(&m);
-    int rc = 0;
-    if (b.oom) { snprintf(err, errlen, "out of memory building the report"); rc = -1; }
-    else if (fwrite(b.p, 1, b.len, f) != b.len) { snprintf(err, errlen, "write error"); rc = -1; }
-    rb_free(&b);
-    return rc;
+    return rb_write(&b, f, err, errlen);
 }

@@ -185,3 +185,11 @@ void fmt_pct(double pct, char *buf, size_t len) {
     else if (a >= 1) snprintf(buf, len, "%.1f%%", pct);
     else snprintf(buf, len, "%.2g%%", pct);
 }
+
+int rb_write(rbuf *b, FILE *f, char *err, size_t errlen) {
+    int rc = 0;
+    if (b->oom) { snprintf(err, errlen, "out of memory building the report"); rc = -1; }
+    else if (b->len && fwrite(b->p, 1, b->len, f) != b->len) { snprintf(err, errlen, "write error"); rc = -1; }
+    rb_free(b);
+    return rc;
+}

@@ -17,6 +17,8 @@ typedef struct {
 
 void rb_init(rbuf *b);
 void rb_free(rbuf *b);
+/* Writes the buffer to f and frees it. 0 ok, -1 with err (out of memory while building, write error). */
+int rb_write(rbuf *b, FILE *f, char *err, size_t errlen);
 void rb_puts(rbuf *b, const char *s);
 void rb_putn(rbuf *b, const char *s, size_t n);
 void rb_printf(rbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -109,6 +111,10 @@ void chart_fig_open(rbuf *b, const char *id, const char *title, const char *bett
 void chart_fig_close(rbuf *b);
 /* Sets a->label to base, with ", log" inside its unit parenthesis on a log axis (buf holds it). */
 void chart_axis_label_log(svg_axis *a, char *buf, size_t len, const char *base);
+
+/* The page's head: doctype, meta, title, the inline CSS, and <h1> title, then an open
+ * <div class="meta"> (html.c). */
+void report_page_head(rbuf *b, const char *title);
 
 /* ---- tune documents (tune_page.c) ---- */
 

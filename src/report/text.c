@@ -9,14 +9,6 @@
 
 static const char *str(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
-static int flush(FILE *f, rbuf *b, char *err, size_t errlen) {
-    int rc = 0;
-    if (b->oom) { snprintf(err, errlen, "out of memory"); rc = -1; }
-    else if (b->len && fwrite(b->p, 1, b->len, f) != b->len) { snprintf(err, errlen, "write error"); rc = -1; }
-    rb_free(b);
-    return rc;
-}
-
 /* ---- Markdown ---- */
 
 static void md_num(rbuf *b, double v) {
@@ -178,7 +170,7 @@ int report_write_markdown(FILE *f, const json_t *doc, const report_opts *o, char
     if (str(env, "hostname")) { rb_puts(&b, ", host "); rb_md_cell(&b, str(env, "hostname")); }
     rb_puts(&b, ".\n");
     rep_model_free(&m);
-    return flush(f, &b, err, errlen);
+    return rb_write(&b, f, err, errlen);
 }
 
 /* ---- CSV ---- */
@@ -239,5 +231,5 @@ int report_write_csv(FILE *f, const json_t *doc, char *err, size_t errlen) {
         rb_puts(&b, "\n");
     }
     rep_model_free(&m);
-    return flush(f, &b, err, errlen);
+    return rb_write(&b, f, err, errlen);
 }

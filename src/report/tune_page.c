@@ -144,16 +144,8 @@ static void page(rbuf *b, const json_t *doc, const report_opts *o) {
         int first = 1;
         json_object_foreach((json_t *)obj(doc, "grid"), k, v) { rb_printf(&title, "%s%s", first ? "" : " \xc3\x97 ", k); first = 0; }
     }
-    rb_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-               "<meta name=\"color-scheme\" content=\"light dark\"><title>");
-    rb_esc(b, title.p ? title.p : "");
-    rb_puts(b, "</title><style>");
-    rb_puts(b, report_css);
-    rb_puts(b, "</style></head><body><main><header><h1>");
-    rb_esc(b, title.p ? title.p : "");
+    report_page_head(b, title.p ? title.p : "");
     rb_free(&title);
-    rb_puts(b, "</h1><div class=\"meta\">");
     if (str(doc, "date")) { rb_esc(b, str(doc, "date")); rb_puts(b, " &middot; "); }
     rb_printf(b, "%zu configurations &middot; dsperf ", json_array_size(obj(doc, "configs")));
     rb_esc(b, str(doc, "version") ? str(doc, "version") : "?");
@@ -202,14 +194,6 @@ static void page(rbuf *b, const json_t *doc, const report_opts *o) {
     rb_puts(b, "</footer></main></body></html>\n");
 }
 
-static int flush(FILE *f, rbuf *b, char *err, size_t errlen) {
-    int rc = 0;
-    if (b->oom) { snprintf(err, errlen, "out of memory building the report"); rc = -1; }
-    else if (fwrite(b->p, 1, b->len, f) != b->len) { snprintf(err, errlen, "write error"); rc = -1; }
-    rb_free(b);
-    return rc;
-}
-
 static int check(const json_t *doc, char *err, size_t errlen) {
     if (!json_array_size(obj(doc, "configs"))) {
         snprintf(err, errlen, "the tune document holds no configurations");
@@ -223,7 +207,7 @@ int report_tune_html(FILE *f, const json_t *doc, const report_opts *o, char *err
     rbuf b;
     rb_init(&b);
     page(&b, doc, o);
-    return flush(f, &b, err, errlen);
+    return rb_write(&b, f, err, errlen);
 }
 
 int report_tune_markdown(FILE *f, const json_t *doc, char *err, size_t errlen) {
@@ -250,7 +234,7 @@ int report_tune_markdown(FILE *f, const json_t *doc, char *err, size_t errlen) {
         rb_printf(&b, "- %s at load %g: %s tok/s/GPU, %s%s\n", str(c, "label") ? str(c, "label") : "?", rep_num(c, "load"), x, y,
                   json_is_false(obj(c, "meets_slo")) ? " (misses the SLO)" : "");
     }
-    return flush(f, &b, err, errlen);
+    return rb_write(&b, f, err, errlen);
 }
 
 int report_tune_csv(FILE *f, const json_t *doc, char *err, size_t errlen) {
@@ -277,5 +261,5 @@ int report_tune_csv(FILE *f, const json_t *doc, char *err, size_t errlen) {
                       json_is_true(obj(p, "usable")) ? "true" : "false", front ? "true" : "false");
         }
     }
-    return flush(f, &b, err, errlen);
+    return rb_write(&b, f, err, errlen);
 }
