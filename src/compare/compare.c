@@ -478,6 +478,17 @@ static double headline_value(const json_t *sweep, const headline_def *h) {
     return peak;
 }
 
+/* A headline number of both sweeps: one point each, so no interval. */
+static void headline_cmp(metric_cmp *m, const headline_def *h, const json_t *base, const json_t *cand) {
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "%s", h->name);
+    m->base = headline_value(base, h);
+    m->cand = headline_value(cand, h);
+    m->dir = +1;                 /* more throughput, goodput or load before a limit is better */
+    m->p_mwu = NAN;
+    m->no_ci_why = "one number per sweep";
+}
+
 /* The first level of the sweep at this load (repeats after the first are left out). */
 static const json_t *level_at(const json_t *sweep, double load) {
     size_t i;
@@ -538,12 +549,7 @@ json_t *compare_sweeps(const json_t *base, const json_t *cand, const compare_opt
     json_t *list = json_array();
     metric_cmp m;
     for (size_t h = 0; h < sizeof headlines / sizeof headlines[0]; h++) {
-        memset(&m, 0, sizeof m);
-        snprintf(m.name, sizeof m.name, "%s", headlines[h].name);
-        m.base = headline_value(base, &headlines[h]);
-        m.cand = headline_value(cand, &headlines[h]);
-        m.dir = +1;                 /* more throughput, goodput or load before a limit is better */
-        m.p_mwu = NAN;
+        headline_cmp(&m, &headlines[h], base, cand);
         if (isfinite(m.base) || isfinite(m.cand)) json_array_append_new(list, metric_json(&m, o->min_effect_pct));
     }
     json_object_set_new(doc, "metrics", list);
@@ -566,11 +572,7 @@ json_t *compare_sweeps(const json_t *base, const json_t *cand, const compare_opt
         bool ok = true;
         json_t *res = NULL;
         if (h) {
-            memset(&m, 0, sizeof m);
-            snprintf(m.name, sizeof m.name, "%s", h->name);
-            m.base = headline_value(base, h);
-            m.cand = headline_value(cand, h);
-            m.no_ci_why = "one number per sweep";
+            headline_cmp(&m, h, base, cand);
             res = eval_rule(&o->rules[r], &m, &ok);
         } else {
             /* this rule's result at each level: the first failing level speaks for it */
