@@ -410,8 +410,16 @@ static bool has_metric(json_t *list, const char *name) {
     return false;
 }
 
+/* The comparison of a metric, computed once (a bootstrap is thousands of resamples): from done[]
+ * when a metric of that name was compared already, else computed into it. */
+static const metric_cmp *compared(const char *name, metric_cmp *done, int *n_done, const json_t *base, const json_t *cand,
+                                  const compare_opts *o) {
+    for (int i = 0; i < *n_done; i++) if (!strcmp(done[i].name, name)) return &done[i];
+    fill_metric(&done[*n_done], name, base, cand, o);
+    return &done[(*n_done)++];
+}
+
 json_t *compare_runs(const json_t *base, const json_t *cand, const compare_opts *o, char *err, size_t errlen) {
-    metric_cmp m;
     for (int i = 0; i < o->n_rules; i++) {
         bool pb, pc;
         value_of(base, o->rules[i].metric, &pb);
@@ -423,25 +431,28 @@ json_t *compare_runs(const json_t *base, const json_t *cand, const compare_opts 
             return NULL;
         }
     }
+    int n_names = o->metrics ? o->n_metrics : (int)(sizeof default_metrics / sizeof default_metrics[0]), n_done = 0;
+    metric_cmp *done = calloc((size_t)(n_names + o->n_rules + 1), sizeof *done);
+    if (!done) { snprintf(err, errlen, "out of memory"); return NULL; }
     json_t *doc = doc_header(base, cand, o, NULL);
     json_object_set_new(doc, "warnings", config_warnings(base, cand));
     json_t *list = json_array();
-    int n_names = o->metrics ? o->n_metrics : (int)(sizeof default_metrics / sizeof default_metrics[0]);
     for (int i = 0; i < n_names; i++) {
         const char *name = o->metrics ? o->metrics[i] : default_metrics[i];
-        fill_metric(&m, name, base, cand, o);
-        if (!m.known || has_metric(list, name)) continue;     /* e.g. goodput without an SLO */
-        json_array_append_new(list, metric_json(&m, o->min_effect_pct));
+        const metric_cmp *m = compared(name, done, &n_done, base, cand, o);
+        if (!m->known || has_metric(list, name)) continue;     /* e.g. goodput without an SLO */
+        json_array_append_new(list, metric_json(m, o->min_effect_pct));
     }
     json_t *rules = json_array();
     bool all = true;
     for (int i = 0; i < o->n_rules; i++) {
-        fill_metric(&m, o->rules[i].metric, base, cand, o);
-        if (!has_metric(list, m.name)) json_array_append_new(list, metric_json(&m, o->min_effect_pct));
+        const metric_cmp *m = compared(o->rules[i].metric, done, &n_done, base, cand, o);
+        if (!has_metric(list, m->name)) json_array_append_new(list, metric_json(m, o->min_effect_pct));
         bool ok;
-        json_array_append_new(rules, eval_rule(&o->rules[i], &m, &ok));
+        json_array_append_new(rules, eval_rule(&o->rules[i], m, &ok));
         all = all && ok;
     }
+    free(done);
     json_object_set_new(doc, "metrics", list);
     attach_gate(doc, cand, rules, all);
     return doc;
