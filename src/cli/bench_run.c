@@ -2,14 +2,12 @@
 #include "cli/bench_run.h"
 #include "results/results.h"
 #include "common/log.h"
-#include "common/fdlimit.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
 #include <sys/resource.h>
 
-void bench_raise_fd_limit(void) { fd_limit_prepare(); }
 
 static void show_progress(void *ctx, const load_progress *p) {
     (void)ctx;

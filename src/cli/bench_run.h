@@ -29,7 +29,4 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
                         void *ctx, recset *recs, bench_result *out, char *err, size_t errlen);
 /* Prints the per-class lines of a multi-class run (nothing for one class). */
 void bench_print_classes(FILE *f, const json_t *results);
-/* Raises RLIMIT_NOFILE to the hard limit and grows the descriptor table up front (thousands of
- * streams need thousands of descriptors; see common/fdlimit.h). */
-void bench_raise_fd_limit(void);
 #endif

@@ -2,6 +2,7 @@
  * dataset, a GET /v1/models pre-flight), then runs the plan, prints the summary and writes the
  * results atomically — also when interrupted, marked partial. */
 #include "cli/cli.h"
+#include "common/fdlimit.h"
 #include "cli/bench_run.h"
 #include "results/results.h"
 #include "common/log.h"
@@ -18,7 +19,7 @@ int cmd_bench(int argc, char **argv) {
     bench_opts b;
     int rc = bench_opts_parse(&b, argc, argv);
     if (rc >= 0) { bench_opts_free(&b); return rc; }   /* --help or a usage error (reported) */
-    bench_raise_fd_limit();
+    fd_limit_prepare();     /* thousands of streams: before any thread starts */
     dataset *ds = NULL;
     char *model = NULL;
     if ((rc = bench_prepare(&b, &ds, &model)) != EXIT_OK) {

@@ -3,6 +3,7 @@
  * URL is a usage error, exit 2); an endpoint that does not answer at start is not: a monitor must
  * outlive restarts of what it watches, so it keeps probing and counts the failures. */
 #include "cli/cli.h"
+#include "common/fdlimit.h"
 #include "cli/bench_opts.h"
 #include "cli/bench_run.h"
 #include "monitor/monitor.h"
@@ -195,6 +196,8 @@ int cmd_monitor(int argc, char **argv) {
     mo.slo.tpot_s = b.summary.slo_tpot_ms / 1e3;
     mo.slo.e2el_s = b.summary.slo_e2el_ms / 1e3;
     b.client.headers = b.headers;
+
+    fd_limit_prepare();     /* before the exporter thread starts: see common/fdlimit.h */
 
     /* from here a signal ends the command cleanly (exit 0), also during a slow pre-flight */
     struct sigaction sa = { .sa_handler = on_signal };

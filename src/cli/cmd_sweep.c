@@ -4,6 +4,7 @@
  * the max goodput and the confidence intervals, so Ctrl-C or a crash loses at most the level in
  * progress. The running is sweep_run (cli/sweep_run.h), shared with `dsperf tune`. */
 #include "cli/cli.h"
+#include "common/fdlimit.h"
 #include "cli/bench_run.h"
 #include "cli/sweep_run.h"
 #include "common/log.h"
@@ -55,7 +56,7 @@ int cmd_sweep(int argc, char **argv) {
     bench_opts b;
     int rc = sweep_opts_parse(&so, &b, argc, argv, "sweep", usage_text);
     if (rc >= 0) return rc;
-    bench_raise_fd_limit();
+    fd_limit_prepare();     /* thousands of streams: before any thread starts */
     struct sigaction sa = { .sa_handler = on_signal };
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);

@@ -4,6 +4,7 @@
  * against tail latency and the recommendation under the SLO. The tune file is rewritten atomically
  * after every configuration, and Ctrl-C stops the running server before exiting. */
 #include "cli/cli.h"
+#include "common/fdlimit.h"
 #include "cli/bench_run.h"
 #include "cli/sweep_run.h"
 #include "tune/tune.h"
@@ -730,7 +731,7 @@ int cmd_tune(int argc, char **argv) {
         if (!used) log_warn("grid key %s appears in no placeholder ({%s}): its configurations differ only in name",
                             t.grid.axes[k].key, t.grid.axes[k].key);
     }
-    bench_raise_fd_limit();
+    fd_limit_prepare();     /* thousands of streams: before any thread starts */
     struct sigaction sa = { .sa_handler = on_signal };
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
