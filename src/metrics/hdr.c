@@ -109,3 +109,33 @@ double hdr_percentile(const hdr_hist *h, double p) {
     if (hi == lo) return a;
     return stats_lerp(a, value_at_rank(h, hi), r - (double)lo);
 }
+
+/* A walk over the buckets for ranks that only grow: each bucket is passed once. */
+typedef struct { size_t i; uint64_t before; } rank_cursor;
+
+static double cursor_value(const hdr_hist *h, rank_cursor *c, uint64_t k) {
+    if (k == 0) return (double)h->min;
+    if (k >= h->total - 1) return (double)h->max;
+    while (c->i < HDR_BUCKETS && c->before + h->counts[c->i] <= k) c->before += h->counts[c->i++];
+    if (c->i == HDR_BUCKETS) return (double)h->max;
+    int64_t lo, hi;
+    hdr_bucket_range(c->i, &lo, &hi);
+    double mid = hi - lo == 1 ? (double)lo : 0.5 * ((double)lo + (double)hi);
+    if (mid < (double)h->min) mid = (double)h->min;
+    if (mid > (double)h->max) mid = (double)h->max;
+    return mid;
+}
+
+void hdr_quantiles(const hdr_hist *h, size_t m, double *out) {
+    rank_cursor c = { 0, 0 };
+    for (size_t k = 0; k < m; k++) {
+        if (h->total == 0) { out[k] = NAN; continue; }
+        double p = ((double)k + 0.5) * 100.0 / (double)m;    /* as hdr_percentile's callers write it */
+        double r = (double)(h->total - 1) * (p / 100.0);
+        uint64_t lo = (uint64_t)floor(r), hi = (uint64_t)ceil(r);
+        if (hi > h->total - 1) hi = h->total - 1;
+        if (lo > hi) lo = hi;
+        double a = cursor_value(h, &c, lo);
+        out[k] = hi == lo ? a : stats_lerp(a, cursor_value(h, &c, hi), r - (double)lo);
+    }
+}

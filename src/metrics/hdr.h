@@ -46,6 +46,9 @@ double hdr_std(const hdr_hist *h);           /* population; NAN when empty */
  * h = (N-1)·p/100, lerp between the samples of rank floor(h) and ceil(h), each sample standing
  * for its bucket's midpoint (rank 0 and N-1 are the exact min and max). NAN when empty. */
 double hdr_percentile(const hdr_hist *h, double p);
+/* out[k] = hdr_percentile(h, 100 (k + 0.5) / m) for k < m: m evenly spaced quantiles in one pass
+ * over the buckets (m calls would scan them m times). */
+void hdr_quantiles(const hdr_hist *h, size_t m, double *out);
 
 /* Bucket index of a value and the [lo, hi) range of a bucket (exposed for tests). */
 size_t hdr_bucket_of(int64_t value);

@@ -148,3 +148,23 @@ TEST(metrics_hdr_counts_and_small_values) {
     CHECK_NEAR(hdr_percentile(h, 100), (double)(INT64_C(1) << 50), 0);
     free(h);
 }
+
+/* hdr_quantiles is hdr_percentile at (k + 0.5) / m, computed in one pass. */
+TEST(metrics_hdr_quantiles_match_percentiles) {
+    hdr_hist *h = malloc(sizeof *h);
+    hdr_init(h);
+    rng r;
+    rng_seed(&r, 3);
+    for (int i = 0; i < 50000; i++) hdr_record(h, (int64_t)exp(rng_uniform(&r) * log(1e9)), 1 + rng_below(&r, 3));
+    size_t ms[] = {1, 7, 2000};
+    for (size_t j = 0; j < 3; j++) {
+        double *q = malloc(ms[j] * sizeof *q);
+        hdr_quantiles(h, ms[j], q);
+        for (size_t k = 0; k < ms[j]; k++) {
+            double want = hdr_percentile(h, ((double)k + 0.5) * 100.0 / (double)ms[j]);
+            CHECK_MSG(q[k] == want, "m=%zu k=%zu: %.17g vs %.17g", ms[j], k, q[k], want);
+        }
+        free(q);
+    }
+    free(h);
+}

@@ -263,8 +263,10 @@ static json_t *samples_json(acc *a) {
     }
     uint64_t n_itl = a->itl->total, m_itl = n_itl < SAMPLES_MAX ? n_itl : SAMPLES_MAX;
     json_t *itl = json_object(), *arr = json_array();
-    for (uint64_t k = 0; k < m_itl; k++)
-        json_array_append_new(arr, json_integer((json_int_t)llround(hdr_percentile(a->itl, ((double)k + 0.5) * 100.0 / (double)m_itl) / 1000.0)));
+    double *q = m_itl ? malloc(m_itl * sizeof *q) : NULL;
+    if (q) hdr_quantiles(a->itl, m_itl, q);
+    for (uint64_t k = 0; q && k < m_itl; k++) json_array_append_new(arr, json_integer((json_int_t)llround(q[k] / 1000.0)));
+    free(q);
     json_object_set_new(itl, "values", arr);
     json_object_set_new(itl, "n", json_integer((json_int_t)n_itl));
     json_object_set_new(itl, "method", json_string("quantiles"));
