@@ -43,6 +43,11 @@ $(BUILD)/dsperf_test: $(TEST_O) $(LIB_O)
 	@echo "  LD $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# tests that misbehave on purpose (crash, hang), run by tests/harness_test.c through the harness
+$(BUILD)/harness_selftest: $(BUILD)/tests/selftest/harness_selftest.o $(BUILD)/tests/harness.o
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
@@ -54,9 +59,9 @@ test: deps
 	@$(MAKE) --no-print-directory run-tests
 
 TEST_TIMEOUT ?= 300
-run-tests: $(BUILD)/dsperf $(BUILD)/dsperf_test testdata-npm
+run-tests: $(BUILD)/dsperf $(BUILD)/dsperf_test $(BUILD)/harness_selftest testdata-npm
 	@ulimit -n 65536 2>/dev/null || true; DSPERF_TEST_TIMEOUT=$${DSPERF_TEST_TIMEOUT:-$(TEST_TIMEOUT)} \
-	  DSPERF_BIN=$(BUILD)/dsperf $(BUILD)/dsperf_test $(T)
+	  DSPERF_BIN=$(BUILD)/dsperf DSPERF_SELFTEST_BIN=$(BUILD)/harness_selftest $(BUILD)/dsperf_test $(T)
 
 testdata-npm:
 	@sh scripts/testdata_npm.sh
