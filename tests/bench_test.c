@@ -191,7 +191,9 @@ TEST(bench_against_multi_loop_server) {
     free(m);
 }
 
-/* A stall is not a failure: it shows up as one long inter-token gap. */
+/* A stall is not a failure: it shows up as one long inter-token gap. Every request takes at least
+ * 10 + 19 x 5 + 300 ms (the server's deadlines); the stall's gap is 300 ms less however late the
+ * chunk before it arrived, and no busy machine delays one chunk by half of that. */
 TEST(bench_stall_shows_in_itl_tail) {
     test_server s;
     if (test_serve_start(&s, "--ttft 10ms --itl 5ms --stall-rate 1 --stall 300ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
@@ -200,8 +202,10 @@ TEST(bench_stall_shows_in_itl_tail) {
     CHECK(r != NULL);
     if (!r) return;
     CHECK_EQ_INT(test_num(r, "completed"), 4);
-    CHECK(test_num(r, "max_itl_ms") >= 300.0);
-    CHECK_NEAR(test_num(r, "median_itl_ms"), 5.0, 0.5);
+    CHECK_EQ_INT(test_num(r, "failed"), 0);
+    CHECK(test_num(r, "min_e2el_ms") >= 10 + 19 * 5 + 300);
+    CHECK(test_num(r, "max_itl_ms") >= 150.0);
+    CHECK(test_num(r, "median_itl_ms") < 150.0);
     json_decref(r);
 }
 
@@ -357,7 +361,7 @@ TEST(bench_telemetry_server_metrics_and_host) {
     test_server s;
     if (test_serve_start(&s, "--engine sim --speedup 20") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     char args[512];
-    snprintf(args, sizeof args, "--concurrency 16 --requests 64 --dataset random:in=1024,out=256 --server-metrics %s/metrics --host-metrics --telemetry-interval 20ms --gpu all", s.url);
+    snprintf(args, sizeof args, "--concurrency 16 --requests 64 --dataset random:in=1024,out=256 --server-metrics %s/metrics --host-metrics --telemetry-interval 20ms --gpu-ids all", s.url);
     int rc;
     json_t *r = bench_json(&s, args, &rc);
     test_serve_stop(&s);
