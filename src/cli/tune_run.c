@@ -142,7 +142,18 @@ bool tune_run_config(const tune_opts *t, size_t idx, size_t total, const char *s
         rc = sweep_run(&so, &b, &sdoc);
         sweep_opts_free(&so, &b);
     }
-    bool alive = tune_proc_alive(&p);
+    /* Still alive is not still serving: a server on its way out (a sanitizer's exit checks, a crash
+     * handler) or hung answers nothing. One that does not answer its health check gets a few
+     * seconds to show whether it is exiting; one that stays up without answering is reported so. */
+    bool alive = tune_proc_alive(&p), unresponsive = false;
+    if (alive && !g_stop) {
+        const char *hp2;
+        char herr[256];
+        if (tune_wait_healthy(&p, url, 2 * NS_PER_S, &g_stop, &hp2, herr, sizeof herr) != 0) {
+            for (int i = 0; i < 50 && (alive = tune_proc_alive(&p)); i++) usleep(100 * 1000);
+            unresponsive = alive;
+        }
+    }
     char died[128] = "";
     if (!alive) tune_describe_status(p.status, died, sizeof died);
     int how = tune_proc_stop(&p, t->stop_grace_ns);
@@ -150,9 +161,11 @@ bool tune_run_config(const tune_opts *t, size_t idx, size_t total, const char *s
     json_object_set_new(cfg, "sweep_exit_code", json_integer(rc));
     json_t *sum = sdoc ? tune_config_summary(sdoc, tune_config_gpus(t, choice), t->objective) : NULL;
     measured = sum != NULL;
-    const char *status = g_stop ? "interrupted" : !measured ? "failed" : rc == EXIT_OK && alive ? "ok" : "partial";
+    const char *status = g_stop ? "interrupted" : !measured ? "failed" : rc == EXIT_OK && alive && !unresponsive ? "ok" : "partial";
     json_object_set_new(cfg, "status", json_string(status));
-    if (!alive) {
+    if (unresponsive) {
+        json_object_set_new(cfg, "error", json_string("the server stopped answering its health check during the sweep"));
+    } else if (!alive) {
         char *tail = tune_log_tail(log_path, 20, 4096);
         snprintf(err, sizeof err, "the server %s during the sweep", died);
         json_object_set_new(cfg, "log_tail", json_string(tail));
