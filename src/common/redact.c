@@ -16,7 +16,7 @@
 
 #define MIN_KNOWN_LEN 6          /* shorter registered secrets would mask ordinary words */
 #define SHOW_TAIL_MIN_LEN 24     /* the last 3 characters show only on keys this long */
-#define SHOW_PREFIX_MIN_LEN 12   /* a type prefix ("sk-") shows only on keys this long */
+#define SHOW_PREFIX_MIN_LEN 20   /* a type prefix ("sk-") shows only on keys this long, not on passwords */
 #define FP_ITERATIONS 20000      /* PBKDF2 rounds: ~10 ms once per distinct secret per process */
 #define FP_CACHE 256
 
@@ -280,18 +280,30 @@ static size_t quoted_end(const char *t, size_t p, size_t n, char q) {
     return p;
 }
 
-/* When t+p holds a mask or a reference ($NAME, ${...}, $ENV{...}), where it ends; else 0. */
+/* The end of a variable name that starts at p (p itself when there is none). */
+static size_t name_end(const char *t, size_t p, size_t n) {
+    if (p >= n || (!isalpha((unsigned char)t[p]) && t[p] != '_')) return p;
+    while (p < n && (isalnum((unsigned char)t[p]) || t[p] == '_')) p++;
+    return p;
+}
+
+/* When t+p holds a mask ("[redacted ...]") or a reference that holds no secret ($NAME, ${NAME},
+ * $ENV{NAME}, and the parameters command lines get, ${NAME:?redacted ...}), where it ends;
+ * else 0. Other ${...} forms can carry a value (${X:-key}) and are not skipped. */
 static size_t skip_ref(const char *t, size_t p, size_t n) {
-    char close = starts(t + p, n - p, "[redacted") ? ']' : starts(t + p, n - p, "${") || starts(t + p, n - p, "$ENV{") ? '}' : 0;
-    if (close) {
-        size_t e = find_ch(t, p, n, close);
+    if (starts(t + p, n - p, "[redacted ")) {
+        size_t e = find_ch(t, p, n, ']');
         return e + (e < n);
     }
-    if (t[p] != '$' || p + 1 >= n) return 0;
-    if (!isalpha((unsigned char)t[p + 1]) && t[p + 1] != '_') return 0;
-    size_t e = p + 1;
-    while (e < n && (isalnum((unsigned char)t[e]) || t[e] == '_')) e++;
-    return e;
+    if (t[p] != '$') return 0;
+    bool env = starts(t + p, n - p, "$ENV{"), brace = env || starts(t + p, n - p, "${");
+    size_t s = p + (env ? 5 : brace ? 2 : 1), e = name_end(t, s, n);
+    if (e == s) return 0;
+    if (!brace) return e;
+    if (e < n && t[e] == '}') return e + 1;
+    if (env || !starts(t + e, n - e, ":?redacted ")) return 0;
+    e = find_ch(t, e, n, '}');
+    return e + (e < n);
 }
 
 /* The value [vs, ve) of a credential: masked unless it is empty, a reference, a mask, or a
@@ -409,7 +421,7 @@ static void scan_text(scan *c, const char *t, size_t n) {
     pthread_mutex_lock(&g_lock);
     for (size_t i = 0; i < n && !c->out->oom;) {
         size_t r = 0;
-        if (t[i] == '[' && (r = skip_ref(t, i, n))) { put(c->out, t + i, r - i); i = r; continue; }
+        if ((t[i] == '[' || t[i] == '$') && (r = skip_ref(t, i, n))) { put(c->out, t + i, r - i); i = r; continue; }
         if (!c->known_only) {
             if (t[i] == ':' && starts(t + i, n - i, "://")) { i = rule_url(c, t, n, i); continue; }
             if (t[i] == '=' && (r = rule_assign(c, t, n, i))) { i = r; continue; }
@@ -432,6 +444,36 @@ char *redact_text(const char *text) {
     scan c = { .out = &o };
     scan_text(&c, text, strlen(text));
     return take(&o);
+}
+
+json_t *redact_json(const char *text) {
+    if (!text) return json_null();
+    char *r = redact_text(text);
+    json_t *j = json_string(r ? r : "(withheld: out of memory while masking credentials)");
+    free(r);
+    return j;
+}
+
+void redact_json_tree(json_t *j) {
+    size_t i;
+    const char *k;
+    json_t *v;
+    void *tmp;
+    if (json_is_object(j)) {
+        json_object_foreach_safe(j, tmp, k, v) {
+            if (!json_is_string(v)) { redact_json_tree(v); continue; }
+            char *r = redact_text(json_string_value(v));
+            if (r && strcmp(r, json_string_value(v))) json_object_set_new(j, k, json_string(r));
+            free(r);
+        }
+    } else if (json_is_array(j)) {
+        json_array_foreach(j, i, v) {
+            if (!json_is_string(v)) { redact_json_tree(v); continue; }
+            char *r = redact_text(json_string_value(v));
+            if (r && strcmp(r, json_string_value(v))) json_array_set_new(j, i, json_string(r));
+            free(r);
+        }
+    }
 }
 
 char *redact_into(char *buf, size_t cap, const char *text) {

@@ -27,10 +27,16 @@
 #define DSP_REDACT_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <jansson.h>
 
 /* The masked copy of text (malloc'd; the caller frees). NULL in gives NULL; NULL also when out
  * of memory. */
 char *redact_text(const char *text);
+/* The masked text as a new JSON string (null for NULL), for documents' fields. */
+json_t *redact_json(const char *text);
+/* Masks every string value in a JSON tree, in place (a document saved before redaction existed,
+ * read back to be reported or compared). */
+void redact_json_tree(json_t *doc);
 /* The masked text into buf (cap bytes, always NUL-terminated, cut at cap-1). Returns buf. */
 char *redact_into(char *buf, size_t cap, const char *text);
 /* Only the secrets the process holds (redact_add_secret), for arbitrary data such as a whole

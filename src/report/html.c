@@ -3,6 +3,7 @@
  * time-aligned run view, errors by class, and how to reproduce the run. One file, inline CSS and
  * SVG, no script and no external reference, every document string escaped. */
 #include "report/report_internal.h"
+#include "common/redact.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -656,6 +657,7 @@ static void reproduce(rbuf *b, const rep_model *m) {
     const char *cmd = str(m->doc, "command_line");
     if (!cmd) cmd = str(r, "command_line");
     if (cmd) { rb_puts(b, "<p>Command:</p><pre>"); rb_esc(b, cmd); rb_puts(b, "</pre>"); }
+    if (redact_command_note(cmd)) { rb_puts(b, "<p class=\"faint\">"); rb_esc(b, redact_command_note(cmd)); rb_puts(b, "</p>"); }
     rb_puts(b, "<dl class=\"env\">");
     env_row(b, "tool", json_object_get(r, "tool"));
     env_row(b, "version", json_object_get(r, "version"));

@@ -4,6 +4,7 @@
  * SIGKILL after a grace period) and the tail of its log for the failure report. */
 #include "tune/tune.h"
 #include "common/clock.h"
+#include "common/redact.h"
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -210,9 +211,9 @@ char *tune_log_tail(const char *path, int max_lines, size_t max_bytes) {
     for (size_t i = n; i > 0; i--) {
         if (buf[i - 1] == '\n' && ++lines >= max_lines) { start = i; break; }
     }
-    char *out = strdup(buf + start);
+    char *out = redact_text(buf + start);   /* the tail goes into the tune file */
     free(buf);
-    return out;
+    return out ? out : strdup("");
 }
 
 double tune_detect_speedup(const char *cmd) {
