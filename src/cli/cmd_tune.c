@@ -307,7 +307,7 @@ static bool run_config(const tune_opts *t, size_t idx, size_t total, const char 
         int how = tune_proc_stop(&p, t->stop_grace_ns);
         redact_file(log_path);   /* a server may print its own command line, keys and all */
         json_object_set_new(cfg, "status", json_string(hr == -3 ? "interrupted" : "failed"));
-        json_object_set_new(cfg, "error", json_string(err));
+        json_object_set_new(cfg, "error", redact_json(err));   /* it quotes the health URL */
         json_object_set_new(cfg, "stopped_by", was_alive ? json_string(how ? "SIGKILL" : "SIGTERM") : json_null());
         char *tail = tune_log_tail(log_path, 20, 4096);
         json_object_set_new(cfg, "log_tail", json_string(tail));

@@ -312,6 +312,10 @@ static size_t value(scan *c, const char *t, size_t n, size_t vs, size_t ve, cons
     if (vs >= ve) return vs;
     size_t r = skip_ref(t, vs, n);
     if (r) { put(c->out, t + vs, r - vs); return r; }
+    /* a held secret inside the span is the value ("key=SECRET: refused" ends at the secret), so
+     * it masks the same wherever it appears */
+    const known *k = g_nknown ? known_at(t + vs, ve - vs) : NULL;
+    if (k) ve = vs + k->len;
     static const char *const empty[] = {"none", "null", "true", "false", NULL};
     for (const char *const *e = empty; *e; e++)
         if (ve - vs == strlen(*e) && !strncasecmp(t + vs, *e, ve - vs)) { put(c->out, t + vs, ve - vs); return ve; }
@@ -360,6 +364,8 @@ static size_t rule_header(scan *c, const char *t, size_t n, size_t i) {
     size_t ne = json ? i - 1 : i, s = ne;
     while (s > 0 && (json ? is_name_ch(t[s - 1]) : is_hdr_ch(t[s - 1]))) s--;
     if (s == ne || (json && (s == 0 || t[s - 1] != '"'))) return 0;
+    /* a header name starts a line or a word ("a=KEY: refused" is no header named KEY) */
+    if (!json && s > 0 && !is_space(t[s - 1]) && !strchr("'\"{,;([", t[s - 1])) return 0;
     if (!redact_name_is_secret(t + s, ne - s)) return 0;
     char var[64];
     var_name(t + s, ne - s, var, sizeof var);
