@@ -88,6 +88,16 @@ static char *file_text(const char *path) {
     return fileio_read_all(path, &t, NULL) == 0 ? t : NULL;
 }
 
+/* Whether dir/name holds needle. */
+static bool file_has(const char *dir, const char *name, const char *needle) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *t = file_text(path);
+    bool has = t && strstr(t, needle);
+    free(t);
+    return has;
+}
+
 static const char sse_ok[] =
     "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
     "data: {\"choices\":[{\"index\":0,\"text\":\" Hello\"}]}\r\n\r\n"
@@ -189,10 +199,7 @@ TEST(creds_never_written_or_printed) {
     b = test_load_json(path);
     CHECK(b && test_num(b, "failed") == 2);
     json_decref(b);
-    snprintf(path, sizeof path, "%s/echo.jsonl", o);
-    char *echo = file_text(path);
-    CHECK(echo && strstr(echo, "Incorrect API key provided: [redacted xk-... #"));
-    free(echo);
+    CHECK(file_has(o, "echo.jsonl", "Incorrect API key provided: [redacted xk-... #"));
     snprintf(path, sizeof path, "%s/tune.json", o);
     json_t *tj = test_load_json(path);
     json_t *cfgs = json_object_get(tj, "configs");
@@ -201,20 +208,14 @@ TEST(creds_never_written_or_printed) {
     const char *tail = json_string_value(json_object_get(json_array_get(cfgs, 1), "log_tail"));
     CHECK(tail && strstr(tail, "Namespace(api_key=\"[redacted lg-...001 #"));
     json_decref(tj);
-    snprintf(path, sizeof path, "%s/tune.0.log", o);
-    char *log = file_text(path);
-    CHECK(log && strstr(log, "Namespace(api_key=\"[redacted "));
-    free(log);
+    CHECK(file_has(o, "tune.0.log", "Namespace(api_key=\"[redacted "));
     snprintf(path, sizeof path, "%s/mon.jsonl", o);
     char *mon = file_text(path);
     int lines = 0;
     for (const char *p = mon; p && *p; p++) lines += *p == '\n';
     CHECK_EQ_INT(lines, 5);
     free(mon);
-    snprintf(path, sizeof path, "%s/bench.html", o);
-    char *html = file_text(path);
-    CHECK(html && strstr(html, "replaced by shell variables"));
-    free(html);
+    CHECK(file_has(o, "bench.html", "replaced by shell variables"));
     unsetenv("OPENAI_API_KEY");
 }
 
