@@ -8,6 +8,7 @@
 #include "client/client.h"
 #include "common/bindaddr.h"
 #include "common/fileio.h"
+#include "monitor/monitor.h"
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -319,6 +320,19 @@ TEST(creds_servers_warn_off_loopback) {
     test_run_interrupt("serve --host 127.0.0.1 --port 0 --duration 1s", 3000, NULL, &err);
     CHECK(err && !strstr(err, "no authentication"));
     free(err);
+}
+
+/* The exporter's info label names the URL: masked, as it is served to whoever scrapes. */
+TEST(creds_not_in_monitor_metrics) {
+    mon_metrics m;
+    mon_slo slo = { .target = 0.99 };
+    mon_metrics_init(&m, &slo, 1, "http://u:" S_PASS "@h:1/?api_key=" S_QUERY, "chat");
+    size_t len = 0;
+    char *text = mon_metrics_format(&m, 1000000000, &len);
+    CHECK(text && strstr(text, "dsperf_monitor_info{url=\"http://u:[redacted pw-...337 #"));
+    leaks("the exporter's /metrics", text);
+    free(text);
+    mon_metrics_free(&m);
 }
 
 TEST(client_url_keeps_the_query) {
