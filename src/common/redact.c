@@ -19,6 +19,7 @@
 #define SHOW_PREFIX_MIN_LEN 20   /* a type prefix ("sk-") shows only on keys this long, not on passwords */
 #define FP_ITERATIONS 20000      /* PBKDF2 rounds: ~10 ms once per distinct secret per process */
 #define FP_CACHE 256
+#define MAX_NAME 128             /* longer runs are no names: looking back stays linear */
 
 /* One lock for the registry and the fingerprint cache; recursive because a scan that registers
  * what it finds (command lines) adds while it holds the lock. */
@@ -343,8 +344,8 @@ static size_t rule_url(scan *c, const char *t, size_t n, size_t i) {
  * NAME is no credential. */
 static size_t rule_assign(scan *c, const char *t, size_t n, size_t i) {
     size_t s = i;
-    while (s > 0 && is_name_ch(t[s - 1])) s--;
-    if (s == i || !redact_name_is_secret(t + s, i - s)) return 0;
+    while (s > 0 && i - s <= MAX_NAME && is_name_ch(t[s - 1])) s--;
+    if (s == i || i - s > MAX_NAME || !redact_name_is_secret(t + s, i - s)) return 0;
     char var[64];
     var_name(t + s, i - s, var, sizeof var);
     put(c->out, "=", 1);
@@ -362,8 +363,8 @@ static size_t rule_assign(scan *c, const char *t, size_t n, size_t i) {
 static size_t rule_header(scan *c, const char *t, size_t n, size_t i) {
     bool json = i > 0 && t[i - 1] == '"';
     size_t ne = json ? i - 1 : i, s = ne;
-    while (s > 0 && (json ? is_name_ch(t[s - 1]) : is_hdr_ch(t[s - 1]))) s--;
-    if (s == ne || (json && (s == 0 || t[s - 1] != '"'))) return 0;
+    while (s > 0 && ne - s <= MAX_NAME && (json ? is_name_ch(t[s - 1]) : is_hdr_ch(t[s - 1]))) s--;
+    if (s == ne || ne - s > MAX_NAME || (json && (s == 0 || t[s - 1] != '"'))) return 0;
     /* a header name starts a line or a word ("a=KEY: refused" is no header named KEY) */
     if (!json && s > 0 && !is_space(t[s - 1]) && !strchr("'\"{,;([", t[s - 1])) return 0;
     if (!redact_name_is_secret(t + s, ne - s)) return 0;
@@ -406,7 +407,8 @@ static size_t rule_flag(scan *c, const char *t, size_t n, size_t i) {
     size_t s = i;
     while (s < n && s - i < 2 && t[s] == '-') s++;
     size_t ne = s;
-    while (ne < n && is_hdr_ch(t[ne])) ne++;
+    while (ne < n && ne - s <= MAX_NAME && is_hdr_ch(t[ne])) ne++;
+    if (ne - s > MAX_NAME) return 0;
     if (ne == s || ne >= n || (t[ne] != ' ' && t[ne] != '\t') || !redact_name_is_secret(t + s, ne - s)) return 0;
     size_t p = ne;
     while (p < n && (t[p] == ' ' || t[p] == '\t')) p++;
@@ -425,8 +427,14 @@ static size_t rule_flag(scan *c, const char *t, size_t n, size_t i) {
 
 static void scan_text(scan *c, const char *t, size_t n) {
     pthread_mutex_lock(&g_lock);
+    /* the bytes a rule or a held secret can start at; runs of any other are copied at once */
+    bool stop[256] = {0};
+    for (const char *s = c->known_only ? "[" : "[$:=-"; *s; s++) stop[(unsigned char)*s] = true;
+    for (size_t k = 0; k < g_nknown; k++) stop[(unsigned char)g_known[k].secret[0]] = true;
     for (size_t i = 0; i < n && !c->out->oom;) {
-        size_t r = 0;
+        size_t r = i;
+        while (r < n && !stop[(unsigned char)t[r]]) r++;
+        if (r > i) { put(c->out, t + i, r - i); i = r; continue; }
         if ((t[i] == '[' || t[i] == '$') && (r = skip_ref(t, i, n))) { put(c->out, t + i, r - i); i = r; continue; }
         if (!c->known_only) {
             if (t[i] == ':' && starts(t + i, n - i, "://")) { i = rule_url(c, t, n, i); continue; }
