@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "common/redact.h"
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <getopt.h>
@@ -11,6 +12,13 @@
 /* Quoted the way a POSIX shell needs it, so the line can be pasted back; credentials become
  * ${NAME:?...} parameters (common/redact.h). */
 char *cli_join_argv(int argc, char **argv) { return redact_command_line(argc, argv); }
+
+char *cli_command_line(int argc, char **argv) {
+    char *args = cli_join_argv(argc, argv), *line = NULL;
+    if (args && asprintf(&line, "dsperf %s", args) < 0) line = NULL;
+    free(args);
+    return line;
+}
 
 struct option *cli_options_with_keys(const struct option *own, size_t n_own, const char *const *keys, int first_val) {
     size_t n_keys = 0;
