@@ -193,7 +193,7 @@ TEST(diagnose_telemetry_throttling_and_numa) {
     /* PCIe 24 GB/s, NVLink 150 GB/s of 900 GB/s (17%: below the 30% threshold), GPU 30% busy */
     CHECK(finding(g, "host_pcie", NULL) != NULL);
     CHECK(finding(g, "communication", NULL) == NULL);
-    f = finding(g, "underutilization", NULL);
+    f = finding(g, "engine_overhead", NULL);
     CHECK(f && has_evidence_from(f, "util_gpu_pct"));
     CHECK(!finding(g, "healthy", NULL));
     json_decref(g);
