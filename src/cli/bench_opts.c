@@ -261,6 +261,8 @@ void bench_opts_free(bench_opts *b) {
     }
     tokenizer_free(b->tok);
     b->tok = NULL;
+    json_decref(b->deployment);
+    b->deployment = NULL;
     free(b->command_line);
     free(b->headers);
 }
