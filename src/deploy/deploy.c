@@ -242,13 +242,14 @@ static void from_sim_config(deploy *d, const json_t *sim) {
     }
     model_dtype dt;
     const char *wd = json_string_value(json_object_get(sim, "weight_dtype")), *kv = json_string_value(json_object_get(sim, "kv_dtype"));
-    if (wd && strcmp(wd, "auto") && model_dtype_parse(wd, DT_BF16, &dt) == 0) {
+    /* "auto" is what the simulator ran with, not a guess: the release's dtype, 16-bit KV */
+    if (wd && model_dtype_parse(wd, d->arch.native_dtype, &dt) == 0 && (strcmp(wd, "auto") || deploy_has_model(d))) {
         d->weight_dtype = dt;
-        deploy_set(&d->weight_dtype_s, false, "config.sim.weight_dtype");
+        deploy_set(&d->weight_dtype_s, false, "config.sim.weight_dtype%s", strcmp(wd, "auto") ? "" : " (auto: as released)");
     }
-    if (kv && strcmp(kv, "auto") && model_dtype_parse(kv, DT_BF16, &dt) == 0) {
+    if (kv && model_dtype_parse(kv, DT_BF16, &dt) == 0) {
         d->kv_dtype = dt;
-        deploy_set(&d->kv_dtype_s, false, "config.sim.kv_dtype");
+        deploy_set(&d->kv_dtype_s, false, "config.sim.kv_dtype%s", strcmp(kv, "auto") ? "" : " (auto: bf16)");
     }
     int seqs = (int)json_integer_value(json_object_get(sim, "max_num_seqs"));
     if (seqs > 0) { d->max_num_seqs = seqs; deploy_set(&d->max_num_seqs_s, false, "config.sim.max_num_seqs"); }

@@ -432,7 +432,7 @@ void diagnose_print(FILE *f, const json_t *dg) {
         else if (json_is_integer(val)) snprintf(s, sizeof s, "%lld", (long long)json_integer_value(val));
         else if (json_is_number(val)) snprintf(s, sizeof s, "%.4g", json_number_value(val));
         else snprintf(s, sizeof s, "%s", json_is_true(val) ? "on" : "off");
-        fprintf(f, "\n  %-14s %-18s %s", k, s, json_string_value(json_object_get(v, "source")));
+        fprintf(f, "\n  %-22s %-18s %s", k, s, json_string_value(json_object_get(v, "source")));
     }
     fprintf(f, "\n");
     json_array_foreach(json_object_get(dg, "checked"), i, x)
