@@ -29,6 +29,11 @@ struct option;
  * NULL-terminated; free() it. NULL on out-of-memory. */
 struct option *cli_options_with_keys(const struct option *own, size_t n_own, const char *const *keys, int first_val);
 
+/* Checks before any work that an output named by a flag (--out, --save-requests, -o, ...) can be
+ * written: 0, or logs one line naming the flag, the path and why, and returns EXIT_USAGE. NULL
+ * passes (the output was not asked for). */
+int cli_check_output(const char *flag, const char *path);
+
 /* Joined argv for results ("the exact command line"); owned by the caller. */
 char *cli_join_argv(int argc, char **argv);
 
