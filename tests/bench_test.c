@@ -55,7 +55,9 @@ static void timing_at(int concurrency, int requests, int out_tokens) {
     CHECK_EQ_INT(test_num(r, "failed"), 0);
     CHECK_EQ_INT(test_num(r, "total_output_tokens"), (long long)requests * out_tokens);
     CHECK_EQ_INT(test_num(r, "total_input_tokens"), (long long)requests * 16);
-    CHECK_EQ_INT(test_num(r, "new_connections"), concurrency);
+    /* a user holds at most one connection and reuses it; on a busy machine some users start after
+     * others have finished and take a pooled connection, so this is a ceiling */
+    CHECK(test_num(r, "new_connections") >= 1 && test_num(r, "new_connections") <= concurrency);
     const double ttft_min_ms = 50.0, e2el_min_ms = 50.0 + (out_tokens - 1) * 10.0;
     double *ttft = calloc((size_t)requests, sizeof *ttft), *e2el = calloc((size_t)requests, sizeof *e2el);
     int n = 0, early = 0;

@@ -333,7 +333,7 @@ TEST(sweep_table_from_document) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    sweep_print_table(f, doc, true);
+    sweep_print_table(f, doc, true, true);
     fclose(f);
     CHECK(strstr(buf, "\u25b6 c=8 ") != NULL);
     CHECK(strstr(buf, "KNEE c=8") != NULL);
