@@ -174,8 +174,8 @@ static json_t *scaling_json(const level_facts *F, size_t n) {
                      "throughput_gain", isfinite(tg) ? json_real(tg) : json_null(), "load_gain", isfinite(lg) ? json_real(lg) : json_null());
 }
 
-/* Keeps per class the finding that costs the most (the lowest load among equals) and the loads
- * where it fired. */
+/* Keeps per class the finding that costs the most (then the most confident, then the lowest load)
+ * and the loads where it fired. */
 static void merge(json_t *best, json_t *where, const json_t *list, double load) {
     size_t i;
     json_t *f;
@@ -183,9 +183,11 @@ static void merge(json_t *best, json_t *where, const json_t *list, double load) 
         const char *c = json_string_value(json_object_get(f, "class"));
         const json_t *have = json_object_get(best, c);
         const json_t *fc = json_object_get(f, "cost"), *hc = json_object_get(have, "cost");
-        double sf = json_number_value(json_object_get(fc, "lost_frac")) * json_number_value(json_object_get(f, "confidence"));
-        double sh = have ? json_number_value(json_object_get(hc, "lost_frac")) * json_number_value(json_object_get(have, "confidence")) : -1;
-        if (!have || sf > sh) json_object_set(best, c, f);
+        double cf = json_number_value(json_object_get(f, "confidence"));
+        double ch = have ? json_number_value(json_object_get(have, "confidence")) : -1;
+        double sf = json_number_value(json_object_get(fc, "lost_frac")) * cf;
+        double sh = have ? json_number_value(json_object_get(hc, "lost_frac")) * ch : -1;
+        if (!have || sf > sh || (sf == sh && cf > ch)) json_object_set(best, c, f);
         json_t *w = json_object_get(where, c);
         if (!w) { w = json_array(); json_object_set_new(where, c, w); }
         json_array_append_new(w, json_real(load));
