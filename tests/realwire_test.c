@@ -78,6 +78,20 @@ static json_t *bench_replay(test_script *s, int port, const char *args, const ch
     return rc <= 1 ? test_load_json(path) : NULL;
 }
 
+/* One case: the POST answer dir/name replayed to a bench run with --api api. */
+static json_t *run_case(const char *dir, const char *name, const char *api) {
+    int port;
+    test_script *s = replay(dir, name, NULL, NULL, NULL, &port);
+    CHECK_MSG(s != NULL, "%s/%s: fixture missing", dir, name);
+    if (!s) return NULL;
+    char args[128];
+    snprintf(args, sizeof args, "--api %s --dataset random:in=5,out=8", api);
+    json_t *r = bench_replay(s, port, args, name);
+    test_script_stop(s);
+    CHECK_MSG(r != NULL, "%s/%s: no results", dir, name);
+    return r;
+}
+
 static double err_count(const json_t *r, const char *cls) { return test_num(json_object_get(r, "errors"), cls); }
 
 static json_t *diag(const json_t *doc) {
@@ -119,15 +133,7 @@ TEST(realwire_streams) {
         { "tgi", "chat_stream_usage", "chat", 4, 3 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int port;
-        test_script *s = replay(cases[i].dir, cases[i].name, NULL, NULL, NULL, &port);
-        CHECK_MSG(s != NULL, "%s/%s: fixture missing", cases[i].dir, cases[i].name);
-        if (!s) continue;
-        char args[128];
-        snprintf(args, sizeof args, "--api %s --dataset random:in=5,out=8", cases[i].api);
-        json_t *r = bench_replay(s, port, args, cases[i].name);
-        test_script_stop(s);
-        CHECK_MSG(r != NULL, "%s/%s: no results", cases[i].dir, cases[i].name);
+        json_t *r = run_case(cases[i].dir, cases[i].name, cases[i].api);
         if (!r) continue;
         CHECK_MSG(test_num(r, "completed") == 3 && test_num(r, "failed") == 0, "%s/%s: completed %g failed %g",
                   cases[i].dir, cases[i].name, test_num(r, "completed"), test_num(r, "failed"));
@@ -172,15 +178,7 @@ TEST(realwire_errors) {
         { "tgi", "error_overloaded", "chat", "http", 429, "Model is overloaded", "load" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int port;
-        test_script *s = replay(cases[i].dir, cases[i].name, NULL, NULL, NULL, &port);
-        CHECK_MSG(s != NULL, "%s/%s: fixture missing", cases[i].dir, cases[i].name);
-        if (!s) continue;
-        char args[128];
-        snprintf(args, sizeof args, "--api %s --dataset random:in=5,out=8", cases[i].api);
-        json_t *r = bench_replay(s, port, args, cases[i].name);
-        test_script_stop(s);
-        CHECK_MSG(r != NULL, "%s/%s: no results", cases[i].dir, cases[i].name);
+        json_t *r = run_case(cases[i].dir, cases[i].name, cases[i].api);
         if (!r) continue;
         CHECK_MSG(err_count(r, cases[i].cls) == 3 && test_num(r, "completed") == 0, "%s/%s: %s %g, completed %g",
                   cases[i].dir, cases[i].name, cases[i].cls, err_count(r, cases[i].cls), test_num(r, "completed"));

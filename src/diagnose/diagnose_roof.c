@@ -267,8 +267,8 @@ static void rule_engine_overhead(diag_in *in, json_t *L, json_t *C) {
     if (sim) diag_ev(f, 100 * ovh / step_med, "%", "engine.factors.step_overhead_s / median engine.series.step_ms",
                      "%.2f ms of a %.2f ms median step is fixed overhead (scheduling, launches, sampling)", ovh, step_med);
     if (!strcmp(in->dep.engine, "llama.cpp")) {
-        diag_knob(f, "engine", "try vLLM or SGLang for this model", "batched MoE kernels and CUDA graphs at every batch "
-                  "size; llama.cpp runs its steps with far less work per launch");
+        diag_knob(f, "engine", "try vLLM or SGLang for this model", "fused MoE kernels and CUDA graphs put more work in "
+                  "each launch, so the step's fixed cost weighs less");
         diag_knob(f, "flash attention", "-fa on", "fewer, fused attention kernels per step");
     } else {
         diag_knob(f, "CUDA graphs", "enable (vLLM: drop --enforce-eager)", "fewer kernel launches per step");

@@ -126,19 +126,24 @@ TEST(diagnose_sim_prefill_compute) {
     json_decref(d);
 }
 
-/* 300/s planned with 2 connections to a server that takes 30 ms per request (~67/s): the client
- * queue, not the server, sets the latency users see. */
-TEST(diagnose_client_starved) {
+/* `dsperf serve <serve_args>` on loopback, benched with bench_args: the results, or NULL. */
+static json_t *served_doc(const char *serve_args, const char *bench_args, const char *name) {
     test_server s;
-    if (test_serve_start(&s, "--ttft 10ms --itl 2ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    if (test_serve_start(&s, serve_args) != 0) { CHECK_MSG(0, "serve did not start"); return NULL; }
     char path[512], cmd[1024];
-    snprintf(path, sizeof path, "%s/starved.json", harness_tmpdir());
-    snprintf(cmd, sizeof cmd, "bench --url %s --rate 300/s --max-concurrency 2 --requests 60 --dataset random:in=8,out=10 "
-             "--quiet --out %s", s.url, path);
+    snprintf(path, sizeof path, "%s/%s.json", harness_tmpdir(), name);
+    snprintf(cmd, sizeof cmd, "bench --url %s %s --quiet --out %s", s.url, bench_args, path);
     int rc = test_run(cmd, NULL, NULL);
     test_serve_stop(&s);
     CHECK_EQ_INT(rc, 0);
-    json_t *d = test_load_json(path);
+    return rc == 0 ? test_load_json(path) : NULL;
+}
+
+/* 300/s planned with 2 connections to a server that takes 30 ms per request (~67/s): the client
+ * queue, not the server, sets the latency users see. */
+TEST(diagnose_client_starved) {
+    json_t *d = served_doc("--ttft 10ms --itl 2ms", "--rate 300/s --max-concurrency 2 --requests 60 --dataset random:in=8,out=10",
+                           "starved");
     CHECK(d != NULL);
     if (!d) return;
     json_t *g = diag(d);
@@ -373,15 +378,7 @@ TEST(diagnose_real_gpu_sweep) {
  * roofline, which is a configuration finding naming tp as the assumption, never a bottleneck or a
  * health verdict. Told the truth (--tp 8), the roofline holds. */
 TEST(diagnose_physics_names_the_wrong_assumption) {
-    test_server s;
-    if (test_serve_start(&s, "--engine sim --tp 8") != 0) { CHECK_MSG(0, "serve did not start"); return; }
-    char path[512], cmd[1024];
-    snprintf(path, sizeof path, "%s/tp8.json", harness_tmpdir());
-    snprintf(cmd, sizeof cmd, "bench --url %s --concurrency 32 --requests 96 --quiet --out %s", s.url, path);
-    int rc = test_run(cmd, NULL, NULL);
-    test_serve_stop(&s);
-    CHECK_EQ_INT(rc, 0);
-    json_t *d = test_load_json(path);
+    json_t *d = served_doc("--engine sim --tp 8", "--concurrency 32 --requests 96", "tp8");
     CHECK(d != NULL);
     if (!d) return;
     diagnose_opts o;
