@@ -38,13 +38,15 @@ static const char *top_class(const json_t *dg) {
     return json_string_value(json_object_get(json_array_get(json_object_get(dg, "findings"), 0), "class"));
 }
 
-static bool has_evidence_from(const json_t *f, const char *source_part) {
+static const json_t *evidence_from(const json_t *f, const char *source_part) {
     size_t i;
     json_t *e;
     json_array_foreach(json_object_get(f, "evidence"), i, e)
-        if (strstr(json_string_value(json_object_get(e, "source")), source_part)) return true;
-    return false;
+        if (strstr(json_string_value(json_object_get(e, "source")), source_part)) return e;
+    return NULL;
 }
+
+static bool has_evidence_from(const json_t *f, const char *source_part) { return evidence_from(f, source_part) != NULL; }
 
 /* 2000 KV blocks (32k tokens) for 64 users of 1024 + 512 tokens (98k wanted): preemptions. */
 TEST(diagnose_sim_kv_bound) {
@@ -321,14 +323,6 @@ TEST(diagnose_tenant_waits_behind_another) {
 static json_t *diag_with(const json_t *doc, const diagnose_opts *o) {
     char err[256];
     return diagnose_run(doc, o, err, sizeof err);
-}
-
-static const json_t *evidence_from(const json_t *f, const char *source_part) {
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(f, "evidence"), i, e)
-        if (strstr(json_string_value(json_object_get(e, "source")), source_part)) return e;
-    return NULL;
 }
 
 /* The real H200 run (llama.cpp, tests/fixtures/real-gpu): with the architecture resolved, the
