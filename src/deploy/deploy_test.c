@@ -9,11 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *gguf_path(void) {
-    static char p[512];
-    snprintf(p, sizeof p, "%s/tokenizers/deepseek-llm/ggml-vocab-deepseek-llm.gguf", harness_testdata());
-    return p;
-}
+#define VOCAB_GGUF "tokenizers/deepseek-llm/ggml-vocab-deepseek-llm.gguf"
 
 /* The body of a captured response (after the blank line of its .headers file, the .body is alone). */
 static json_t *fixture_body(const char *name) {
@@ -23,15 +19,17 @@ static json_t *fixture_body(const char *name) {
 }
 
 TEST(deploy_gguf_architecture) {
+    const char *gguf = harness_testdata_file(VOCAB_GGUF);
+    if (!gguf) SKIP_NO_SHARED_DATA(VOCAB_GGUF);
     deploy d;
     deploy_init(&d);
     char err[256];
     /* a vocabulary-only file (no tensors) is no claim about the served model ... */
-    CHECK(deploy_from_gguf(&d, gguf_path(), false, err, sizeof err) < 0);
+    CHECK(deploy_from_gguf(&d, gguf, false, err, sizeof err) < 0);
     CHECK(strstr(err, "vocabulary-only") != NULL);
     CHECK(!deploy_has_model(&d));
     /* ... unless the user names it as the model: its keys are deepseek-llm-7b's */
-    CHECK_EQ_INT(deploy_from_gguf(&d, gguf_path(), true, err, sizeof err), 0);
+    CHECK_EQ_INT(deploy_from_gguf(&d, gguf, true, err, sizeof err), 0);
     CHECK(deploy_has_model(&d));
     const model_arch *ref = model_find("deepseek-llm-7b");
     CHECK_EQ_INT(d.arch.layers, ref->layers);
