@@ -15,6 +15,10 @@ char *openai_request_body(openai_api api, const char *model, const dataset_item 
                           bool ignore_eos, bool include_usage) {
     json_t *o = json_object();
     if (!o) return NULL;
+    /* a trace item's prompt is rendered now, from its block ids, and let go with the body */
+    char *rendered = NULL;
+    const char *text = dataset_item_text(item, &rendered, NULL);
+    if (item->blocks && !text) { json_decref(o); return NULL; }
     if (model) json_object_set_new(o, "model", json_string(model));
     if (api == OPENAI_CHAT) {
         json_t *msgs = NULL;
@@ -23,12 +27,12 @@ char *openai_request_body(openai_api api, const char *model, const dataset_item 
             msgs = json_array();
             json_t *m = json_object();
             json_object_set_new(m, "role", json_string("user"));
-            json_object_set_new(m, "content", json_string(item->prompt ? item->prompt : ""));
+            json_object_set_new(m, "content", json_string(text ? text : ""));
             json_array_append_new(msgs, m);
         }
         json_object_set_new(o, "messages", msgs);
     } else {
-        const char *prompt = item->prompt;
+        const char *prompt = text;
         json_t *joined = NULL;
         if (!prompt && item->messages_json) {
             /* a chat-shaped item sent to the completions API: join the contents */
@@ -61,6 +65,7 @@ char *openai_request_body(openai_api api, const char *model, const dataset_item 
     }
     char *body = json_dumps(o, JSON_COMPACT);
     json_decref(o);
+    free(rendered);
     return body;
 }
 
