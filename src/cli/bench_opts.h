@@ -29,6 +29,11 @@ typedef struct {
     const char *tokenizer_path;  /* --tokenizer: exact token lengths and counts */
     tokenizer *tok;              /* loaded by bench_prepare */
     double length_tolerance;
+    /* trace replay: --block-size (mooncake), --time-scale, --trace-window */
+    int32_t block_tokens;
+    double time_scale;
+    int64_t window_start_ns, window_end_ns;
+    bool requests_given;         /* --requests was on the command line (a trace otherwise sets the count) */
     const char *arrival_spec;
     const char *out_path;
     const char *requests_path;

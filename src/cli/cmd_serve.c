@@ -87,7 +87,7 @@ static const struct {
 
 enum {
     O_HOST = 1000, O_PORT, O_MODEL, O_ENGINE, O_SPEEDUP, O_DURATION, O_SEED, O_FAIL, O_429, O_DROP,
-    O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_THREADS, O_EXIT_AFTER, O_HELP,
+    O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_THREADS, O_EXIT_AFTER, O_LOG_PROMPTS, O_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -98,6 +98,7 @@ static const struct option long_opts[] = {
     {"speedup", required_argument, 0, O_SPEEDUP},
     {"duration", required_argument, 0, O_DURATION},
     {"exit-after", required_argument, 0, O_EXIT_AFTER},
+    {"log-prompts", required_argument, 0, O_LOG_PROMPTS},
     {"seed", required_argument, 0, O_SEED},
     {"fail-rate", required_argument, 0, O_FAIL},
     {"status-429-rate", required_argument, 0, O_429},
@@ -129,6 +130,8 @@ static void usage(FILE *f) {
         "  --exit-after N           exit once N responses have completed: a server that dies mid-run,\n"
         "                           at a request count rather than a time (default 0 = never)\n"
         "  --default-max-tokens N   tokens when a request sets no max_tokens (default 256)\n"
+        "  --log-prompts FILE       write every accepted request as one JSON line (arrival order, monotonic\n"
+        "                           arrival time, the prompt tokens counted, the body as received)\n"
         "  --threads N              event loops, each on its own thread with its own socket on the port\n"
         "                           (SO_REUSEPORT) and its own engine; /metrics shows their sum. For\n"
         "                           thousands of streams; --engine fixed without --capacity (a shared\n"
@@ -231,6 +234,7 @@ int cmd_serve(int argc, char **argv) {
             sp.exit_after = (uint64_t)n;
             break;
         }
+        case O_LOG_PROMPTS: sp.log_prompts = v; break;
         case O_STALL:
             if (units_parse_duration_ns(v, &sp.stall_ns) < 0) { log_error("--stall wants a duration like 2s, got '%s'", v); goto out; }
             break;

@@ -10,6 +10,7 @@
 #include "server/server.h"
 #include "server/server_oai.h"
 #include "server/server_metrics.h"
+#include "server/server_log.h"
 #include "common/clock.h"
 #include "common/rng.h"
 #include "common/fdlimit.h"
@@ -99,6 +100,7 @@ struct server {
     atomic_ulong completed;          /* responses completed, over every loop (--exit-after) */
     worker **w;
     struct event *dur_ev, *sig_int, *sig_term;   /* on worker 0's loop */
+    prompt_log *plog;                /* --log-prompts */
 };
 
 /* Every libevent callback that changes a worker's metrics or engine holds its lock, so another
@@ -441,6 +443,8 @@ static void handle_generate(worker *s, struct evhttp_request *req, int api) {
         reply_error(s, req, 404, err);
         return;
     }
+    prompt_log_write(s->top->plog, s->index, clock_now_ns(), api == OAI_CHAT ? "/v1/chat/completions" : "/v1/completions",
+                     st->rq.prompt_tokens, body ? body : "", len);
     int status = decide_faults(s, st);
     if (status) {
         s->m.faults[status == 500 ? SRV_FAULT_HTTP_500 : SRV_FAULT_HTTP_429]++;
@@ -741,6 +745,7 @@ int server_start(server **out, const server_params *p, engine *const *engines, c
     json_decref(mj);
     if (!s->model || !s->model_json) { snprintf(err, errlen, "out of memory"); server_free(s); return -1; }
     s->p.model = s->model;
+    if (p->log_prompts && !(s->plog = prompt_log_open(p->log_prompts, err, errlen))) { server_free(s); return -1; }
     for (int i = 0; i < n; i++) {
         if (!(s->w[i] = worker_new(s, i, engines[i], err, errlen))) { server_free(s); return -1; }
     }
@@ -793,6 +798,7 @@ void server_free(server *s) {
     if (s->sig_int) event_free(s->sig_int);
     if (s->sig_term) event_free(s->sig_term);
     for (int i = 0; i < s->n; i++) worker_free(s->w[i]);
+    prompt_log_close(s->plog);
     free(s->w);
     free(s->model);
     free(s->model_json);

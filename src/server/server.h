@@ -31,6 +31,7 @@ typedef struct {
     int error_style;             /* SERVER_ERROR_STYLE_* */
     int threads;                 /* event loops, each with its own engine and SO_REUSEPORT socket (1) */
     bool handle_signals;         /* stop cleanly on SIGINT/SIGTERM (for the command, not threads) */
+    const char *log_prompts;     /* write every accepted request to this JSONL file (NULL: none) */
 } server_params;
 
 typedef struct server server;
