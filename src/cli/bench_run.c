@@ -2,6 +2,7 @@
 #include "cli/bench_run.h"
 #include "deploy/deploy.h"
 #include "dataset/sessions.h"
+#include "metrics/workload.h"
 #include "results/results.h"
 #include "common/log.h"
 #include <stdio.h>
@@ -276,6 +277,7 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
         json_object_set_new(out->results, "telemetry", telemetry_series_json(tel, lo.start_ns));
         json_object_set_new(out->results, "telemetry_summary", telemetry_summary_json(tel, lo.start_ns, lo.end_ns, out_tokens));
         telemetry_free(tel);
+        workload_add_metrics_hit_rate(out->results);
     }
     add_deployment(out->results, b);
     return 0;

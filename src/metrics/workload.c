@@ -91,6 +91,27 @@ json_t *workload_prefix_cache(const recset *recs, const summary_opts *o) {
     return p;
 }
 
+void workload_add_metrics_hit_rate(json_t *results) {
+    json_t *srv = json_object_get(json_object_get(results, "telemetry_summary"), "server");
+    if (!srv) return;
+    const char *engine = json_string_value(json_object_get(srv, "source"));
+    json_t *pct = json_object_get(srv, "prefix_cache_hit_rate_pct"), *evaluated = json_object_get(srv, "prompt_tokens");
+    double usage = json_number_value(json_object_get(results, "total_input_tokens_server"));
+    double rate = NAN;
+    const char *how = NULL;
+    if (json_is_number(pct)) { rate = json_number_value(pct) / 100; how = "prefix cache hits / queries"; }
+    else if (engine && !strcmp(engine, "llamacpp") && json_is_number(evaluated) && usage > 0) {
+        rate = 1 - json_number_value(evaluated) / usage;
+        if (rate < 0) rate = 0;
+        how = "1 - prompt tokens evaluated / prompt tokens in usage";
+    }
+    if (!isfinite(rate)) return;
+    json_t *pc = json_object_get(results, "prefix_cache");
+    if (!pc) { pc = json_object(); json_object_set_new(results, "prefix_cache", pc); }
+    json_object_set_new(pc, "hit_rate_metrics", json_real(rate));
+    json_object_set_new(pc, "metrics_source", json_pack("{s:s,s:s}", "engine", engine ? engine : "unknown", "how", how));
+}
+
 /* ---- conversations ---- */
 
 static int by_session_turn(const void *a, const void *b) {

@@ -23,5 +23,12 @@
 #define WORKLOAD_MAX_SESSIONS_LISTED 10000
 
 json_t *workload_prefix_cache(const recset *recs, const summary_opts *o);
+/* The hit rate the server's /metrics show over the run, into results.prefix_cache
+ * (hit_rate_metrics, metrics_source), from results.telemetry_summary.server: vLLM's prefix-cache
+ * hits / queries counters or SGLang's cache_hit_rate; for llama.cpp, whose prompt_tokens_total
+ * counts only the prompt tokens it evaluated, 1 - evaluated / the prompt tokens its usage
+ * reported (warm-up requests are in the counter, not in the sum: run without --warmup to compare).
+ * Nothing when the server exposes neither. */
+void workload_add_metrics_hit_rate(json_t *results);
 json_t *workload_sessions(const recset *recs, const summary_opts *o);
 #endif

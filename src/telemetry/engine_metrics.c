@@ -13,7 +13,7 @@
 const char *const em_col_names[EM_COL_COUNT] = {
     "running", "waiting", "kv_usage_pct", "preemptions", "prefix_cache_hits", "prefix_cache_queries",
     "prefix_cache_hit_rate_pct", "prompt_tokens_per_s", "generation_tokens_per_s", "tokens_per_step",
-    "queue_time_ms", "prefill_time_ms", "decode_time_ms"};
+    "queue_time_ms", "prefill_time_ms", "decode_time_ms", "prompt_tokens"};
 
 typedef enum { A_VALUE, A_HIST } alias_kind;   /* A_VALUE: gauge or counter (prom_sum); A_HIST: _sum/_count */
 typedef struct {
@@ -146,6 +146,7 @@ void em_derive(const em_reading *prev, const em_reading *cur, double out[EM_COL_
     out[EM_QUEUE_TIME_MS] = hist_mean(prev, cur, EM_RAW_QUEUE_S, 1e3);
     out[EM_PREFILL_TIME_MS] = hist_mean(prev, cur, EM_RAW_PREFILL_S, 1e3);
     out[EM_DECODE_TIME_MS] = hist_mean(prev, cur, EM_RAW_DECODE_S, 1e3);
+    out[EM_PROMPT_TOKENS] = delta(prev, cur, EM_RAW_PROMPT_TOKENS);
 }
 
 /* ---- scraper ---- */

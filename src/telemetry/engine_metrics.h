@@ -26,6 +26,8 @@ typedef enum {
     EM_QUEUE_TIME_MS,           /* mean over requests that finished the phase during the interval */
     EM_PREFILL_TIME_MS,
     EM_DECODE_TIME_MS,
+    EM_PROMPT_TOKENS,           /* prompt tokens the server processed during the interval (llama.cpp:
+                                 * evaluated ones only, so a prefix-cache hit does not count) */
     EM_COL_COUNT
 } em_col;
 extern const char *const em_col_names[EM_COL_COUNT];
