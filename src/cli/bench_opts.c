@@ -445,6 +445,11 @@ json_t *bench_opts_config_json(const bench_opts *b, const dataset *ds) {
         json_object_set_new(v, "skipped", json_integer((json_int_t)ds->skipped));
         json_object_set_new(c, "dataset_lengths", v);
     }
+    if (ds && ds->blocks)
+        json_object_set_new(c, "trace", json_pack("{s:I,s:I,s:i,s:I,s:I,s:f,s:I,s:I}", "lines", (json_int_t)ds->trace_lines,
+            "requests", (json_int_t)ds->n, "block_tokens", ds->block_tokens, "distinct_blocks", (json_int_t)ds->distinct_blocks,
+            "working_set_tokens", (json_int_t)ds->working_set_tokens, "time_scale", b->time_scale > 0 ? b->time_scale : 1.0,
+            "window_start_ns", (json_int_t)b->window_start_ns, "window_end_ns", (json_int_t)b->window_end_ns));
     json_object_set_new(c, "ignore_eos", json_boolean(b->client.ignore_eos));
     json_object_set_new(c, "include_usage", json_boolean(b->client.include_usage));
     json_object_set_new(c, "token_counter", json_string(b->client.counter.name ? b->client.counter.name : "words"));

@@ -59,6 +59,8 @@ typedef struct {
     struct ds_blocks *blocks;  /* block ids and the text generator (owned) */
     int32_t block_tokens;      /* tokens per hash id (--block-size) */
     size_t trace_lines;        /* requests in the file before --trace-window */
+    size_t distinct_blocks;    /* distinct hash ids among the requests kept */
+    long long working_set_tokens; /* their tokens: what a cache must hold to miss nothing but first sights */
     char length_error[512];    /* set by dataset_count_for_api when a rendered prompt misses its
                                 * length (the run must not go ahead); "" when fine */
     /* sessions datasets: the conversations' shape and state (owned; dataset/sessions.h) */

@@ -133,7 +133,13 @@ static int trace_bound(dataset *d) {
         while (k < it->n_blocks && idset_has(&seen, it->block_ids[k])) k++;
         long long tok = (long long)k * bs;
         it->cacheable_tokens = (int32_t)(tok < it->in_tokens ? tok : it->in_tokens);
-        for (int32_t j = 0; j < it->n_blocks; j++) idset_add(&seen, it->block_ids[j]);
+        for (int32_t j = 0; j < it->n_blocks; j++) {
+            if (idset_add(&seen, it->block_ids[j])) continue;
+            /* a new block: the working set grows by its tokens (the last one may be partial) */
+            long long left = (long long)it->in_tokens - (long long)j * bs;
+            d->distinct_blocks++;
+            d->working_set_tokens += left < bs ? left : bs;
+        }
     }
     free(seen.v);
     return 0;

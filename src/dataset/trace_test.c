@@ -91,6 +91,9 @@ TEST(trace_blocks_shared_by_id_in_words) {
     /* the cache bound, counted here: the leading run of ids seen before, in tokens, capped */
     int32_t want[8] = { 0, 8, 12, 0, 12, 16, 3, 0 };   /* G's one block covers 3 tokens */
     for (int i = 0; i < 8; i++) CHECK_EQ_INT(d->items[i].cacheable_tokens, want[i]);
+    /* the working set: 11 distinct blocks, 34 tokens (partial last blocks counted as they are) */
+    CHECK_EQ_INT(d->distinct_blocks, 11);
+    CHECK_EQ_INT(d->working_set_tokens, 34);
     /* a second pass of the replay finds everything */
     CHECK_EQ_INT(dataset_cacheable_tokens(d, 8), 10);
     CHECK_EQ_INT(dataset_cacheable_tokens(d, 2), 12);

@@ -161,6 +161,8 @@ static const char *engine_flag(const char *engine, const char *knob) {
         {"max_num_batched_tokens", "--max-num-batched-tokens", "--chunked-prefill-size", "-b/-ub", "--max-num-batched-tokens"},
         {"gpu_memory_utilization", "--gpu-memory-utilization", "--mem-fraction-static", "", "--gpu-memory-utilization"},
         {"context_per_seq", "--max-model-len", "--context-length", "-c (total, split over -np slots)", "--max-model-len"},
+        {"enable_prefix_caching", "--enable-prefix-caching", "(on unless --disable-radix-cache)", "--cache-reuse N (and cache_prompt)",
+         "--prefix-caching on"},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         if (strcmp(t[i].knob, knob)) continue;
@@ -268,7 +270,7 @@ static json_t *roofline_json(const diag_in *in) {
 }
 
 static const char *const problems[] = { "errors", "client_bound", "queueing", "kv_capacity", "prefill_interference",
-    "host_pcie", "communication", "throttling", "cross_numa", "prefill_compute", "tenants", NULL };
+    "host_pcie", "communication", "throttling", "cross_numa", "prefill_compute", "tenants", "prefix_cache", NULL };
 
 static void add_healthy(diag_in *in, json_t *list) {
     size_t i;

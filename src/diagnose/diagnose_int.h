@@ -35,6 +35,9 @@
 #define DIAG_CLASS_MISS 0.9            /* a request class with a smaller good fraction misses its SLO ... */
 #define DIAG_CLASS_MEET 0.95           /* ... while another, at this fraction or more, meets its own */
 #define DIAG_COST_UNKNOWN 0.05         /* share lost assumed for a finding that cannot size its cost */
+#define DIAG_PC_MIN_BOUND 0.1          /* a workload that allows less prefix reuse than this has none worth finding */
+#define DIAG_PC_SHORT 0.7              /* measured hit rate below this share of the workload's bound is a finding */
+#define DIAG_PC_ROOM 0.8               /* KV usage below this: the cache had room, so misses were not evictions */
 
 typedef struct {
     const json_t *doc, *cfg, *engine, *eng_series, *tel, *client, *timeline;
@@ -106,6 +109,9 @@ typedef struct {
 void diag_read_failures(const json_t *doc, diag_failures *out);
 /* The errors rule: failures the server caused, their first messages, advice per class. */
 void diag_rule_errors(diag_in *in, json_t *list, json_t *checked);
+
+/* The prefix_cache rule (diagnose_cache.c): measured hit rate far below the workload's bound. */
+void diag_rule_prefix_cache(diag_in *in, json_t *list, json_t *checked);
 
 /* Roofline of one document (diagnose_roof.c): fills the roof_* fields, and, when the run beats
  * physics, a configuration finding in in->config instead of a usable roofline. */

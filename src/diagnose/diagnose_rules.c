@@ -482,6 +482,7 @@ void diag_rules(diag_in *in, json_t *list, json_t *checked) {
     rule_client(in, list, checked);
     rule_kv(in, list, checked);
     rule_queueing(in, list, checked);
+    diag_rule_prefix_cache(in, list, checked);
     diag_roof_rules(in, list, checked);
     rule_prefill(in, list, checked);
     rule_interference(in, list, checked);
