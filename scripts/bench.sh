@@ -4,7 +4,7 @@
 #     at 1,000 and 10,000 concurrent streams;
 #  2. timing error at 1, 64, 512 and 1,000 streams: measured minus configured TTFT and ITL, with the
 #     server's own emission lateness beside it;
-#  3. the other modules' benchmarks, when present (tokenizer, simulator).
+#  3. the other modules' benchmarks, when present (tokenizer, simulator, trace prompt building).
 set -eu
 BIN=${DSPERF_BIN:-./dsperf}
 OUT=${BENCH_OUT:-out/bench}
@@ -77,6 +77,6 @@ PY
 done
 echo "   (goal at 1,000 streams: ITL p99 < 200 us; $(field "$OUT/timing-1000.json" "d['itl_samples']") gaps, $(field "$OUT/timing-1000.json" "d['client']['threads']") client threads)"
 
-for extra in scripts/bench_tokenizer.sh scripts/bench_sim.sh; do
+for extra in scripts/bench_tokenizer.sh scripts/bench_sim.sh scripts/bench_trace.sh; do
   if [ -f "$extra" ]; then echo "== $extra"; bash "$extra" "$BIN" || echo "bench: $extra failed"; fi
 done

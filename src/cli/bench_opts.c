@@ -119,8 +119,7 @@ static int32_t count_words(void *ctx, const char *text, size_t len) {
     return dataset_count_words(text, len);
 }
 
-/* "A..B", "A.." or "..B" (durations from the trace's first request). 0 ok, -1 malformed. */
-static int parse_window(const char *s, int64_t *lo, int64_t *hi) {
+int bench_opts_parse_window(const char *s, int64_t *lo, int64_t *hi) {
     const char *dots = strstr(s, "..");
     if (!dots || dots[2] == '.' ) return -1;
     char a[64];
@@ -312,7 +311,7 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         case O_REQUESTS: if (units_parse_int(a, 1, 100000000, &v) < 0) return bad("requests", a, "an integer >= 1"); b->plan.requests = (size_t)v; b->requests_given = true; break;
         case O_BLOCK: if (units_parse_int(a, 1, 1 << 20, &v) < 0) return bad("block-size", a, "tokens per hash id, e.g. 512"); b->block_tokens = (int32_t)v; break;
         case O_TSCALE: if (units_parse_double(a, &b->time_scale) < 0 || !(b->time_scale > 0) || b->time_scale > 1e6) return bad("time-scale", a, "a factor > 0 such as 0.5 (twice as fast) or 2"); break;
-        case O_TWINDOW: if (parse_window(a, &b->window_start_ns, &b->window_end_ns) < 0) return bad("trace-window", a, "START..END with durations, e.g. 10m..20m, 30s.. or ..5m"); break;
+        case O_TWINDOW: if (bench_opts_parse_window(a, &b->window_start_ns, &b->window_end_ns) < 0) return bad("trace-window", a, "START..END with durations, e.g. 10m..20m, 30s.. or ..5m"); break;
         case O_DURATION: if (units_parse_duration_ns(a, &ns) < 0 || ns <= 0) return bad("duration", a, "a duration such as 30s"); b->plan.duration_ns = ns; break;
         case O_GRACE: if (units_parse_duration_ns(a, &ns) < 0) return bad("grace", a, "a duration such as 30s"); b->plan.grace_ns = ns; break;
         case O_WARMUP: if (units_parse_int(a, 0, 100000000, &v) < 0) return bad("warmup", a, "an integer >= 0"); b->plan.warmup = (size_t)v; break;

@@ -63,6 +63,9 @@ void bench_opts_defaults(bench_opts *b, int argc, char **argv);
  * or EXIT_USAGE after its one-line error. */
 int bench_opts_shared(bench_opts *b, const char *name, const char *value);
 void bench_opts_free(bench_opts *b);
+/* --trace-window "A..B", "A.." or "..B" (durations from the trace's first request) into [*lo, *hi)
+ * (*hi 0: open). 0 ok, -1 malformed. */
+int bench_opts_parse_window(const char *s, int64_t *lo, int64_t *hi);
 /* The configuration section of the results file. */
 json_t *bench_opts_config_json(const bench_opts *b, const dataset *ds);
 #endif

@@ -11,16 +11,36 @@ const char *openai_path(openai_api api) {
     return api == OPENAI_CHAT ? "/v1/chat/completions" : "/v1/completions";
 }
 
+/* A trace item's prompt (hundreds of KB of words) goes into the body as it is: it needs no JSON
+ * escaping, and passing it through the JSON library cost ten times the rendering. The other
+ * fields come from jansson; key order does not matter in JSON. */
+static char *splice_prompt(openai_api api, const char *text, size_t len, const char *rest) {
+    const char *head = api == OPENAI_CHAT ? "{\"messages\":[{\"role\":\"user\",\"content\":\"" : "{\"prompt\":\"";
+    const char *tail = api == OPENAI_CHAT ? "\"}]," : "\",";
+    size_t hl = strlen(head), tl = strlen(tail), rl = strlen(rest + 1);
+    char *b = malloc(hl + len + tl + rl + 1);
+    if (!b) return NULL;
+    memcpy(b, head, hl);
+    memcpy(b + hl, text, len);
+    memcpy(b + hl + len, tail, tl);
+    memcpy(b + hl + len + tl, rest + 1, rl + 1);   /* rest without its "{" */
+    return b;
+}
+
 char *openai_request_body(openai_api api, const char *model, const dataset_item *item,
                           bool ignore_eos, bool include_usage) {
     json_t *o = json_object();
     if (!o) return NULL;
     /* a trace item's prompt is rendered now, from its block ids, and let go with the body */
     char *rendered = NULL;
-    const char *text = dataset_item_text(item, &rendered, NULL);
+    size_t text_len = 0;
+    const char *text = dataset_item_text(item, &rendered, &text_len);
     if (item->blocks && !text) { json_decref(o); return NULL; }
+    bool splice = item->blocks && dataset_item_text_plain(item);
     if (model) json_object_set_new(o, "model", json_string(model));
-    if (api == OPENAI_CHAT) {
+    if (splice) {
+        /* the prompt goes in below */
+    } else if (api == OPENAI_CHAT) {
         json_t *msgs = NULL;
         if (item->messages_json) msgs = json_loads(item->messages_json, 0, NULL);
         if (!msgs) {
@@ -65,6 +85,11 @@ char *openai_request_body(openai_api api, const char *model, const dataset_item 
     }
     char *body = json_dumps(o, JSON_COMPACT);
     json_decref(o);
+    if (splice && body) {
+        char *whole = splice_prompt(api, text, text_len, body);
+        free(body);
+        body = whole;
+    }
     free(rendered);
     return body;
 }

@@ -93,6 +93,9 @@ int32_t dataset_cacheable_tokens(const dataset *d, size_t plan_index);
  * (malloc'd, the caller frees it; NULL for stored prompts). *len gets the length. NULL when the
  * item has chat messages only, or out of memory (*buf NULL then too). */
 const char *dataset_item_text(const dataset_item *it, char **buf, size_t *len);
+/* Whether the item's rendered text needs no JSON escaping (a trace item whose words are ASCII
+ * letters only, as the tokenizer's single-token words and the built-in words are). */
+bool dataset_item_text_plain(const dataset_item *it);
 /* Counts length units (words) in text. */
 int32_t dataset_count_words(const char *text, size_t len);
 #endif

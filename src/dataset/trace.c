@@ -33,6 +33,7 @@ struct ds_blocks {
     size_t max_wlen;
     uint64_t seed;
     int32_t block_tokens;
+    bool plain;              /* every word is ASCII letters: rendered text needs no JSON escaping */
 };
 
 void ds_blocks_free(struct ds_blocks *b) {
@@ -89,6 +90,8 @@ const char *dataset_item_text(const dataset_item *it, char **buf, size_t *len) {
     *buf = out;
     return out;
 }
+
+bool dataset_item_text_plain(const dataset_item *it) { return it->blocks && it->blocks->plain; }
 
 /* ---- the workload's bound on prefix-cache hits ---- */
 
@@ -267,8 +270,10 @@ static int blocks_setup(struct ds_blocks *b, const dataset_opts *o, uint64_t see
     if (ds_words_open(&b->w, o, err, errlen) < 0) return -1;
     b->wlen = malloc(b->w.n);
     if (!b->wlen) { snprintf(err, errlen, "out of memory"); return -1; }
+    b->plain = true;
     for (size_t i = 0; i < b->w.n; i++) {
         size_t l = strlen(b->w.words[i]);
+        for (const char *c = b->w.words[i]; *c; c++) b->plain &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z');
         b->wlen[i] = (uint8_t)(l < 255 ? l : 255);
         if (l > b->max_wlen) b->max_wlen = l;
     }

@@ -6,6 +6,8 @@
 #include "dataset/dataset.h"
 #include "dataset/sessions.h"
 #include "common/fileio.h"
+#include "client/openai.h"
+#include <jansson.h>
 #include <string.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -228,4 +230,38 @@ TEST(sessions_turns_carry_the_history) {
     const char *bad[] = { "sessions:n=0", "sessions:turns=x", "sessions:think=fast", "sessions:color=3", "sessions:first" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_MSG(dataset_open(bad[i], 0, 1, NULL, &d, err, sizeof err) == -1, "accepted %s", bad[i]);
+}
+
+/* The request body of a trace item (the prompt spliced in without the JSON library) is the JSON
+ * the library would write: the prompt or the one user message, and every other field. */
+TEST(trace_request_body_is_json) {
+    const char *path = write_file("t8.jsonl", trace8);
+    char spec[600], err[512];
+    snprintf(spec, sizeof spec, "mooncake:%s", path);
+    dataset *d;
+    dataset_opts o = { .block_tokens = 4 };
+    CHECK_MSG(dataset_open(spec, 0, 7, &o, &d, err, sizeof err) == 0, "%s", err);
+    if (!d) return;
+    CHECK(dataset_item_text_plain(&d->items[2]));
+    for (int api = 0; api < 2; api++) {
+        char *body = openai_request_body(api ? OPENAI_CHAT : OPENAI_COMPLETIONS, "m\"x", &d->items[2], true, true);
+        json_error_t je;
+        json_t *j = json_loads(body, 0, &je);
+        CHECK_MSG(j != NULL, "%s: %s", body, je.text);
+        char *buf;
+        const char *text = dataset_item_text(&d->items[2], &buf, NULL);
+        const char *got = api ? json_string_value(json_object_get(json_array_get(json_object_get(j, "messages"), 0), "content"))
+                              : json_string_value(json_object_get(j, "prompt"));
+        CHECK_STR(got, text);
+        if (api) CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(j, "messages"), 0), "role")), "user");
+        CHECK_STR(json_string_value(json_object_get(j, "model")), "m\"x");
+        CHECK_EQ_INT(json_integer_value(json_object_get(j, "max_tokens")), 7);
+        CHECK(json_is_true(json_object_get(j, "ignore_eos")) && json_is_true(json_object_get(j, "stream")));
+        CHECK(json_is_true(json_object_get(json_object_get(j, "stream_options"), "include_usage")));
+        CHECK_EQ_INT(json_object_size(j), 6);
+        free(buf);
+        json_decref(j);
+        free(body);
+    }
+    dataset_free(d);
 }
