@@ -40,6 +40,16 @@ static const char trace8[] =
     "\n"
     "{\"timestamp\": 70.5, \"input_length\": 9, \"output_length\": 2, \"hash_ids\": [5, 6, 103]}\n";
 
+/* trace8 with 4-token blocks, the given seed; NULL (and a failed check) when it does not open. */
+static dataset *open_t8(uint64_t seed) {
+    char spec[600], err[512];
+    snprintf(spec, sizeof spec, "mooncake:%s", write_file("t8.jsonl", trace8));
+    dataset *d = NULL;
+    dataset_opts o = { .block_tokens = 4 };
+    CHECK_MSG(dataset_open(spec, 0, seed, &o, &d, err, sizeof err) == 0, "%s", err);
+    return d;
+}
+
 /* The words of an item's rendered prompt (NULL-terminated, in one malloc'd block). */
 static char **words_of(const dataset_item *it, size_t *n) {
     char *buf;
@@ -57,12 +67,7 @@ static char **words_of(const dataset_item *it, size_t *n) {
 }
 
 TEST(trace_blocks_shared_by_id_in_words) {
-    const char *path = write_file("t8.jsonl", trace8);
-    char spec[600], err[512];
-    snprintf(spec, sizeof spec, "mooncake:%s", path);
-    dataset *d;
-    dataset_opts o = { .block_tokens = 4 };
-    CHECK_MSG(dataset_open(spec, 0, 7, &o, &d, err, sizeof err) == 0, "%s", err);
+    dataset *d = open_t8(7);
     if (!d) return;
     CHECK_EQ_INT(d->n, 8);
     CHECK(d->ignore_eos);
@@ -235,12 +240,7 @@ TEST(sessions_turns_carry_the_history) {
 /* The request body of a trace item (the prompt spliced in without the JSON library) is the JSON
  * the library would write: the prompt or the one user message, and every other field. */
 TEST(trace_request_body_is_json) {
-    const char *path = write_file("t8.jsonl", trace8);
-    char spec[600], err[512];
-    snprintf(spec, sizeof spec, "mooncake:%s", path);
-    dataset *d;
-    dataset_opts o = { .block_tokens = 4 };
-    CHECK_MSG(dataset_open(spec, 0, 7, &o, &d, err, sizeof err) == 0, "%s", err);
+    dataset *d = open_t8(7);
     if (!d) return;
     CHECK(dataset_item_text_plain(&d->items[2]));
     for (int api = 0; api < 2; api++) {

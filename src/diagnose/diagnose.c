@@ -216,6 +216,15 @@ void diag_setting(const diag_in *in, json_t *f, const char *knob, const char *cu
         "flag", flag ? json_string(flag) : json_null(), "effect", effect));
 }
 
+void diag_kv_memory_settings(const diag_in *in, json_t *f, const char *dtype_effect, const char *memory_effect) {
+    diag_setting(in, f, "kv_cache_dtype", model_dtype_name(in->dep.kv_dtype), "fp8", dtype_effect);
+    double gmu = diag_num(json_object_get(in->cfg, "sim"), "gpu_memory_utilization");
+    char cur[16];
+    snprintf(cur, sizeof cur, "%.2f", gmu);
+    diag_setting(in, f, "gpu_memory_utilization", isfinite(gmu) ? cur : NULL, isfinite(gmu) && gmu < 0.95 ? "0.95" : "raise",
+                 memory_effect);
+}
+
 /* ---- one results document ---- */
 
 static double score(const json_t *f) {

@@ -70,15 +70,9 @@ void diag_rule_prefix_cache(diag_in *in, json_t *list, json_t *checked) {
                 "tokens; the KV cache holds %.0f (%.1fx)", ws, cap, ws / cap);
     else if (ws > 0)
         diag_ev(f, ws, "tokens", "config.trace.working_set_tokens", "the trace's distinct blocks hold %.0f tokens", ws);
-    if (!room) {
-        char cur[16];
-        diag_setting(in, f, "kv_cache_dtype", model_dtype_name(in->dep.kv_dtype), "fp8",
-                     "half the bytes per cached token: about twice the prefixes stay in the cache");
-        double gmu = diag_num(get(in->cfg, "sim"), "gpu_memory_utilization");
-        snprintf(cur, sizeof cur, "%.2f", gmu);
-        diag_setting(in, f, "gpu_memory_utilization", isfinite(gmu) ? cur : NULL, isfinite(gmu) && gmu < 0.95 ? "0.95" : "raise",
-                     "more memory for KV blocks: a larger working set stays cached");
-    }
+    if (!room)
+        diag_kv_memory_settings(in, f, "half the bytes per cached token: about twice the prefixes stay in the cache",
+                                "more memory for KV blocks: a larger working set stays cached");
     if (!full) {
         const json_t *sim = get(in->cfg, "sim");
         const json_t *pcs = get(sim, "prefix_caching");

@@ -71,6 +71,9 @@ void diag_knob(json_t *f, const char *knob, const char *direction, const char *e
  * when the setting already has the suggested value. The engine's own flag is named when known. */
 void diag_setting(const diag_in *in, json_t *f, const char *knob, const char *current, const char *suggested,
                   const char *effect);
+/* The two settings that give the KV cache more room on the same GPUs: kv_cache_dtype → fp8 and
+ * gpu_memory_utilization → 0.95 (the simulated run's value when known), with their effects. */
+void diag_kv_memory_settings(const diag_in *in, json_t *f, const char *dtype_effect, const char *memory_effect);
 /* What the finding costs the user: the share of throughput or goodput lost (0..1) and against what. */
 void diag_cost(json_t *f, double lost_frac, const char *basis_fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_window(json_t *f, double t0_s, double t1_s);
