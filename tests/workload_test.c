@@ -203,6 +203,30 @@ TEST(workload_mooncake_trace_replay_exact) {
     static treq t[N_REQ];
     snprintf(trace, sizeof trace, "%s/trace.jsonl", harness_tmpdir());
     make_trace(t, trace);
+    /* dsperf trace: the same bound, the distinct blocks counted here, and an LRU that holds
+     * everything reaching it */
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd, "trace mooncake:%s --block-size %d --json", trace, BS);
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    json_t *sum = out ? json_loads(out, 0, NULL) : NULL;
+    long long in = 0, distinct = 0;
+    for (int r = 0; r < N_REQ; r++) {
+        in += t[r].in;
+        for (int k = 0; k < t[r].n_ids; k++) {
+            bool earlier = false;
+            for (int p = 0; p < r && !earlier; p++)
+                for (int j = 0; j < t[p].n_ids && !earlier; j++) earlier = t[p].ids[j] == t[r].ids[k];
+            distinct += !earlier;
+        }
+    }
+    CHECK_EQ_INT(test_num(sum, "requests"), N_REQ);
+    CHECK_EQ_INT(test_num(sum, "distinct_blocks"), distinct);
+    CHECK_NEAR(test_num(sum, "hit_rate_bound"), (double)bound_tokens(t, N_REQ) / in, 1e-12);
+    json_t *all = json_array_get(json_object_get(sum, "lru_kv_for_hit_rate"), 4);
+    CHECK_NEAR(test_num(all, "share_of_bound"), 1, 0);
+    CHECK(test_num(all, "kv_tokens") > 0 && test_num(all, "kv_tokens") <= test_num(sum, "working_set_tokens") + BS);
+    json_decref(sum);
+    free(out);
     replay_and_check(t, trace, tok, false, N_REQ);
     /* chat: the shared blocks lead the user message, the template around them; a window of the
      * first 120 requests */

@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "dataset/dataset.h"
 #include "dataset/sessions.h"
+#include "dataset/trace.h"
 #include "common/fileio.h"
 #include "client/openai.h"
 #include <jansson.h>
@@ -263,5 +264,29 @@ TEST(trace_request_body_is_json) {
         json_decref(j);
         free(body);
     }
+    dataset_free(d);
+}
+
+/* The LRU curve on trace8, worked out by hand (stack distances per block, the leading run's
+ * largest): hits need 3 blocks for 20 tokens, 4 for 36, 6 for all 51 the bound allows (of 85). */
+TEST(trace_lru_curve_by_hand) {
+    dataset *d = open_t8(7);
+    if (!d) return;
+    trace_lru c;
+    CHECK(trace_lru_compute(d, &c) == 0);
+    CHECK_NEAR(c.prompt_tokens, 85, 0);
+    CHECK_NEAR(trace_lru_hit_rate(&c, 8), 0, 0);
+    CHECK_NEAR(trace_lru_hit_rate(&c, 12), 20.0 / 85, 1e-12);
+    CHECK_NEAR(trace_lru_hit_rate(&c, 16), 36.0 / 85, 1e-12);
+    CHECK_NEAR(trace_lru_hit_rate(&c, 23), 36.0 / 85, 1e-12);
+    CHECK_NEAR(trace_lru_hit_rate(&c, 24), 51.0 / 85, 1e-12);
+    CHECK_NEAR(trace_lru_hit_rate(&c, 1 << 30), 51.0 / 85, 1e-12);   /* unbounded: the bound */
+    long long bound = 0;
+    for (size_t i = 0; i < d->n; i++) bound += d->items[i].cacheable_tokens;
+    CHECK_EQ_INT(bound, 51);
+    CHECK_EQ_INT(trace_lru_tokens_for(&c, 0.5), 24);
+    CHECK_EQ_INT(trace_lru_tokens_for(&c, 0.3), 16);
+    CHECK_EQ_INT(trace_lru_tokens_for(&c, 0.7), -1);
+    trace_lru_free(&c);
     dataset_free(d);
 }
