@@ -305,6 +305,17 @@ TEST(workload_sessions_carry_real_answers) {
     /* the bound: turn t could reuse the previous prompt and its answer */
     CHECK(test_num(json_array_get(by, 3), "hit_rate_bound") > 0.8);
     json_decref(res);
+    /* the report shows the conversations by turn */
+    char html[600];
+    snprintf(html, sizeof html, "%s/sess.html", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "report %s -o %s", out, html);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *page = NULL;
+    size_t plen = 0;
+    FILE *f = fopen(html, "r");
+    if (f) { page = malloc(1 << 22); plen = fread(page, 1, (1 << 22) - 1, f); page[plen] = 0; fclose(f); }
+    CHECK(page && strstr(page, "<section id=\"cache\">") && strstr(page, "8 conversations: 8 completed"));
+    free(page);
 }
 
 TEST(workload_session_error_ends_conversation) {

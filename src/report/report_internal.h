@@ -209,4 +209,6 @@ void charts_nines(rbuf *b, const rep_model *m, const report_requests *rq, const 
 void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, const json_t *diagnosis);
 void charts_gantt(rbuf *b, const rep_model *m, const report_requests *rq);
 void charts_errors(rbuf *b, const rep_model *m);
+/* Prefix-cache hit rates against the workload's bound, conversations by turn (cache_page.c). */
+void report_cache_section(rbuf *b, const rep_model *m);
 #endif
