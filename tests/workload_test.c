@@ -324,7 +324,8 @@ TEST(workload_session_error_ends_conversation) {
     snprintf(out, sizeof out, "%s/sessf.json", harness_tmpdir());
     snprintf(reqs, sizeof reqs, "%s/sessf.requests.jsonl", harness_tmpdir());
     if (test_serve_start(&s, "--ttft 1ms --itl 1ms --fail-rate 0.25 --seed 5") != 0) { CHECK_MSG(0, "serve did not start"); return; }
-    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency 4 --dataset sessions:n=12,turns=5,first=10,user=4,out=3 "
+    /* two client threads: conversations are dealt out to both, each handled by one */
+    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency 4 --client-threads 2 --dataset sessions:n=12,turns=5,first=10,user=4,out=3 "
              "--out %s --save-requests %s", s.url, out, reqs);
     int rc = test_run(cmd, NULL, NULL);
     test_serve_stop(&s);
