@@ -449,6 +449,13 @@ json_t *bench_opts_config_json(const bench_opts *b, const dataset *ds) {
             "requests", (json_int_t)ds->n, "block_tokens", ds->block_tokens, "distinct_blocks", (json_int_t)ds->distinct_blocks,
             "working_set_tokens", (json_int_t)ds->working_set_tokens, "time_scale", b->time_scale > 0 ? b->time_scale : 1.0,
             "window_start_ns", (json_int_t)b->window_start_ns, "window_end_ns", (json_int_t)b->window_end_ns));
+    if (ds && ds->blocks) {
+        /* what an LRU prefix cache of each size allows: [[kv_tokens, hit_rate], ...] */
+        json_t *lru = json_array();
+        for (int i = 0; i < ds->n_lru; i++)
+            json_array_append_new(lru, json_pack("[I,f]", (json_int_t)ds->lru_tokens[i], ds->lru_rate[i]));
+        json_object_set_new(json_object_get(c, "trace"), "lru_hit_rate_by_kv_tokens", lru);
+    }
     json_object_set_new(c, "ignore_eos", json_boolean(b->client.ignore_eos));
     json_object_set_new(c, "include_usage", json_boolean(b->client.include_usage));
     json_object_set_new(c, "token_counter", json_string(b->client.counter.name ? b->client.counter.name : "words"));

@@ -61,6 +61,11 @@ typedef struct {
     size_t trace_lines;        /* requests in the file before --trace-window */
     size_t distinct_blocks;    /* distinct hash ids among the requests kept */
     long long working_set_tokens; /* their tokens: what a cache must hold to miss nothing but first sights */
+    /* the hit rate an LRU prefix cache allows by its capacity (dataset/trace.h), at 5%, 10%, ..
+     * 100% of the bound: lru_tokens[i] tokens of KV give lru_rate[i] */
+    int n_lru;
+    long long lru_tokens[20];
+    double lru_rate[20];
     char length_error[512];    /* set by dataset_count_for_api when a rendered prompt misses its
                                 * length (the run must not go ahead); "" when fine */
     /* sessions datasets: the conversations' shape and state (owned; dataset/sessions.h) */

@@ -11,6 +11,7 @@
  * input_length tokens and every shared block comes first, whole, in the rendered prompt. */
 #include "dataset/dataset_int.h"
 #include "dataset/words.h"
+#include "dataset/trace.h"
 #include "common/fileio.h"
 #include <jansson.h>
 #include <errno.h>
@@ -307,6 +308,17 @@ int ds_open_mooncake(const char *spec, const char *path, uint64_t seed, const da
         it->group = -1;
     }
     if (trace_bound(d) < 0) { dataset_free(d); snprintf(err, errlen, "out of memory"); return -1; }
+    trace_lru lru;
+    if (trace_lru_compute(d, &lru) == 0) {
+        double bound = trace_lru_hit_rate(&lru, INT64_MAX / 2);
+        for (int k = 1; k <= 20 && bound > 0; k++) {
+            int64_t tok = trace_lru_tokens_for(&lru, bound * k / 20.0);
+            if (tok < 0) break;
+            d->lru_tokens[d->n_lru] = tok;
+            d->lru_rate[d->n_lru++] = trace_lru_hit_rate(&lru, tok);
+        }
+        trace_lru_free(&lru);
+    }
     ds_finish_stats(d);
     *out = d;
     return 0;

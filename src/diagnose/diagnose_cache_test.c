@@ -90,3 +90,24 @@ TEST(diagnose_prefix_cache_capacity_and_routing) {
     CHECK(said);
     json_decref(g);
 }
+
+/* With the trace's LRU curve and the server's KV size (vLLM's cache_config_info), the curve decides:
+ * a size whose LRU allows 15% of a 60% bound is capacity even with the KV usage low; one whose LRU
+ * allows 58% is placement even with the KV usage at 100%. */
+TEST(diagnose_prefix_cache_by_lru_curve) {
+    for (int k = 0; k < 2; k++) {
+        json_t *d = doc(0.12, 0.6, k ? 100 : 40, 300000, 0);
+        json_t *curve = json_pack("[[i,f],[i,f],[i,f]]", 20000, 0.05, 90000, k ? 0.58 : 0.15, 400000, 0.6);
+        json_object_set_new(json_object_get(json_object_get(d, "config"), "trace"), "lru_hit_rate_by_kv_tokens", curve);
+        json_object_set_new(d, "telemetry_summary", json_pack("{s:{s:s,s:f}}", "server", "source", "vllm", "kv_capacity_tokens", 100000.0));
+        json_t *g = run(d);
+        const json_t *f = finding(g, "prefix_cache");
+        CHECK(f != NULL);
+        if (f) {
+            const char *title = json_string_value(json_object_get(f, "title"));
+            CHECK_MSG(strstr(title, k ? "had room" : "too small") != NULL, "case %d: %s", k, title);
+            CHECK(has_knob(f, k ? "prefix-aware routing" : "kv_cache_dtype"));
+        }
+        json_decref(g);
+    }
+}

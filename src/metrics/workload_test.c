@@ -72,3 +72,21 @@ TEST(workload_prefix_cache_from_records) {
     json_decref(pc);
     recset_free(&rs);
 }
+
+/* vLLM states its KV cache's size only in an info gauge's labels. */
+TEST(workload_vllm_kv_capacity_from_cache_config_info) {
+    static const char text[] =
+        "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
+        "# TYPE vllm:cache_config_info gauge\n"
+        "vllm:cache_config_info{block_size=\"16\",cache_dtype=\"auto\",enable_prefix_caching=\"True\","
+        "gpu_memory_utilization=\"0.9\",num_cpu_blocks=\"4096\",num_gpu_blocks=\"2334\"} 1.0\n"
+        "vllm:num_requests_running{model_name=\"m\"} 0.0\n";
+    prom_doc doc;
+    CHECK(prom_parse(text, sizeof text - 1, &doc) == 0);
+    em_reading r;
+    em_read(&doc, em_detect_engine(&doc), 1, &r);
+    double o[EM_COL_COUNT];
+    em_derive(NULL, &r, o);
+    CHECK_NEAR(o[EM_KV_CAPACITY_TOKENS], 16.0 * 2334, 0);
+    prom_doc_free(&doc);
+}

@@ -322,12 +322,15 @@ static void workload_section(FILE *f, const json_t *r) {
     const json_t *pc = get(r, "prefix_cache"), *ss = get(r, "sessions");
     if (pc) {
         rule(f, "Prefix cache", '-');
-        const json_t *hr = get(pc, "hit_rate"), *bd = get(pc, "hit_rate_bound");
-        if (json_is_number(hr)) fprintf(f, "%-40s %-10.1f\n", "Hit rate, server-reported (%):", 100 * json_number_value(hr));
-        else fprintf(f, "%-40s %-10s\n", "Hit rate, server-reported (%):", "unknown");
+        const json_t *hr = get(pc, "hit_rate"), *hm = get(pc, "hit_rate_metrics"), *bd = get(pc, "hit_rate_bound");
+        if (json_is_number(hr)) fprintf(f, "%-40s %-10.1f\n", "Hit rate, server usage (%):", 100 * json_number_value(hr));
+        if (json_is_number(hm)) fprintf(f, "%-40s %-10.1f\n", "Hit rate, server /metrics (%):", 100 * json_number_value(hm));
+        if (!json_is_number(hr) && !json_is_number(hm)) fprintf(f, "%-40s %-10s\n", "Hit rate, server-reported (%):", "unknown");
         if (json_is_number(bd)) fprintf(f, "%-40s %-10.1f\n", "Hit rate the workload allows (%):", 100 * json_number_value(bd));
-        row_real(f, "Median TTFT, cache hits (ms):", get(get(pc, "ttft_hit"), "median_ms"));
-        row_real(f, "Median TTFT, cache misses (ms):", get(get(pc, "ttft_miss"), "median_ms"));
+        if (json_integer_value(get(pc, "reported_requests")) > 0) {
+            row_real(f, "Median TTFT, cache hits (ms):", get(get(pc, "ttft_hit"), "median_ms"));
+            row_real(f, "Median TTFT, cache misses (ms):", get(get(pc, "ttft_miss"), "median_ms"));
+        }
     }
     if (ss) {
         rule(f, "Sessions", '-');

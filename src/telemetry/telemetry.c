@@ -459,9 +459,11 @@ json_t *telemetry_summary_json(const telemetry *t, int64_t from_ns, int64_t to_n
         series_stat q = series_window(s, EM_PREFIX_QUERIES, from_ns, to_ns);
         series_stat rate = series_window(s, EM_PREFIX_HIT_RATE_PCT, from_ns, to_ns);
         series_stat prompt = series_window(s, EM_PROMPT_TOKENS, from_ns, to_ns);
+        series_stat kvcap = series_window(s, EM_KV_CAPACITY_TOKENS, from_ns, to_ns);
         double hr = q.n && q.sum > 0 ? 100.0 * hits.sum / q.sum : rate.n ? rate.mean : NAN;
-        json_object_set_new(o, "server", json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "source", em_engine_name(t->engine),
+        json_object_set_new(o, "server", json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "source", em_engine_name(t->engine),
             "prompt_tokens", prompt.n ? json_real(prompt.sum) : json_null(),
+            "kv_capacity_tokens", kvcap.n ? json_real(kvcap.max) : json_null(),
             "kv_usage_pct_max", kv.n ? json_real(kv.max) : json_null(),
             "kv_usage_pct_mean", kv.n ? json_real(kv.mean) : json_null(),
             "preemptions", pre.n ? json_real(pre.sum) : json_null(),
