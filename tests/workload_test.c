@@ -225,6 +225,19 @@ TEST(workload_mooncake_trace_replay_exact) {
     json_t *all = json_array_get(json_object_get(sum, "lru_kv_for_hit_rate"), 4);
     CHECK_NEAR(test_num(all, "share_of_bound"), 1, 0);
     CHECK(test_num(all, "kv_tokens") > 0 && test_num(all, "kv_tokens") <= test_num(sum, "working_set_tokens") + BS);
+    /* dsperf plan sizes the KV for the trace's bound the same way, against the deployment's KV */
+    snprintf(cmd, sizeof cmd, "plan --model deepseek-v2-lite --gpu h200 --json --trace %s --block-size %d", trace, BS);
+    char *pout = NULL;
+    CHECK_EQ_INT(test_run(cmd, &pout, NULL), 0);
+    json_t *plan = pout ? json_loads(pout, 0, NULL) : NULL, *ppc = json_object_get(plan, "prefix_cache");
+    CHECK_NEAR(test_num(ppc, "hit_rate_bound"), test_num(sum, "hit_rate_bound"), 1e-9);
+    CHECK_EQ_INT(test_num(ppc, "kv_tokens_needed"), test_num(all, "kv_tokens"));
+    CHECK(json_is_true(json_object_get(ppc, "fits")));   /* a few thousand tokens on an H200 */
+    CHECK_NEAR(test_num(ppc, "hit_rate_at_kv_tokens"), test_num(sum, "hit_rate_bound"), 1e-9);
+    json_decref(plan);
+    free(pout);
+    snprintf(cmd, sizeof cmd, "plan --model deepseek-v2-lite --gpu h200 --trace %s --block-size %d --hit-rate 99%%", trace, BS);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 2);   /* above what the trace allows: one line, usage */
     json_decref(sum);
     free(out);
     replay_and_check(t, trace, tok, false, N_REQ);
