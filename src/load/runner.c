@@ -138,12 +138,13 @@ static int64_t ready_pop(run_state *s) {
     return t;
 }
 
-/* Queues a conversation's next turn (times arrive in order: end + a constant think time). */
-static void due_push(run_state *s, int64_t t_ns, uint32_t session, uint16_t turn) {
+/* Queues a conversation's next turn (times arrive in order: end + a constant think time).
+ * false when out of memory: the conversation ends there. */
+static bool due_push(run_state *s, int64_t t_ns, uint32_t session, uint16_t turn) {
     if (s->due_n == s->due_cap) {
         size_t nc = s->due_cap ? s->due_cap * 2 : 64;
         struct turn_due *nd = malloc(nc * sizeof *nd);
-        if (!nd) return;   /* out of memory: the conversation ends here */
+        if (!nd) return false;
         for (size_t i = 0; i < s->due_n; i++) nd[i] = s->due[(s->due_head + i) % s->due_cap];
         free(s->due);
         s->due = nd;
@@ -151,6 +152,7 @@ static void due_push(run_state *s, int64_t t_ns, uint32_t session, uint16_t turn
         s->due_head = 0;
     }
     s->due[(s->due_head + s->due_n++) % s->due_cap] = (struct turn_due){ t_ns, session, turn };
+    return true;
 }
 
 static void on_done(void *ctx, size_t idx) {
@@ -158,10 +160,9 @@ static void on_done(void *ctx, size_t idx) {
     record *r = &s->recs->v[idx];
     s->finished++;
     if (r->outcome != REC_OK) s->failed++;
-    if (s->sess && sessions_turn_done(s->sess, r)) {
-        due_push(s, r->end_ns + sessions_think_ns(s->sess), r->session, (uint16_t)(r->turn + 1));
+    if (s->sess && sessions_turn_done(s->sess, r) &&
+        due_push(s, r->end_ns + sessions_think_ns(s->sess), r->session, (uint16_t)(r->turn + 1)))
         return;   /* the user stays with its conversation */
-    }
     if (s->ready_ns) ready_push(s, r->end_ns + s->p->think_ns);   /* its user is free again */
 }
 
@@ -179,7 +180,10 @@ static int64_t turns_due(run_state *s, int64_t now, bool closed) {
             continue;
         }
         record *r = recset_add(s->recs);
-        if (!r) continue;
+        if (!r) {   /* out of memory: the conversation ends, its user goes on */
+            if (s->ready_ns) ready_push(s, d.t_ns);
+            continue;
+        }
         r->index = (uint32_t)(s->scheduled++ * (size_t)s->n_shards + (size_t)s->shard);
         r->session = d.session;
         r->turn = d.turn;
