@@ -6,6 +6,7 @@
  * straight into the request's record, stamped with the monotonic clock as they are handed to us. */
 #include "client/client.h"
 #include "client/sse.h"
+#include "client/readpoll.h"
 #include "common/clock.h"
 #include <curl/curl.h>
 #include <sys/epoll.h>
@@ -130,6 +131,7 @@ static size_t on_write(char *buf, size_t size, size_t n, void *ud) {
     size_t len = size * n;
     /* every event in one read arrived together: one clock read stamps them all */
     t->read_ns = clock_now_ns();
+    readpoll_delivered();   /* libcurl's "more bytes waiting?" poll that follows is answered by epoll */
     if (!t->got_body) {
         t->got_body = true;
         curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
@@ -432,7 +434,9 @@ int client_poll(client *c, int64_t wake_at_ns) {
             if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) mask |= CURL_CSELECT_IN;
             if (evs[i].events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
             if (evs[i].events & EPOLLERR) mask |= CURL_CSELECT_ERR;
+            readpoll_enter(evs[i].data.fd);
             curl_multi_socket_action(c->multi, evs[i].data.fd, mask, &running);
+            readpoll_leave();
         }
         if (n > 0) drain_done(c);
         if (c->finished_now || clock_now_ns() >= wake_at_ns) return c->finished_now;
