@@ -224,6 +224,8 @@ static int load_merges(tokenizer *t, cursor *c, const kv_ref *kv) {
 
 int tok_load_gguf(tokenizer *t, const char *path, const uint8_t *data, size_t len, char *err, size_t errlen) {
     if (errlen) err[0] = 0;
+    /* the cursor starts after the magic: a shorter buffer would make its bounds checks wrap */
+    if (len < 4 || memcmp(data, "GGUF", 4)) { snprintf(err, errlen, "%s: not a GGUF file", path); return -1; }
     cursor c = {data, len, 4, err, errlen};
     uint32_t version;
     uint64_t n_tensors, n_kv;
