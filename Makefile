@@ -50,6 +50,16 @@ $(BUILD)/%.o: %.c
 	@echo "  CC $<"
 	@$(CC) $(BASEFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
+# The stand-in libnvidia-ml.so.1 the NVML tests load (tests/nvml_stub/): the sampler and GPM math are
+# tested with known values on machines without a GPU.
+NVML_STUB := $(BUILD)/nvml_stub/libnvidia-ml.so.1
+$(NVML_STUB): tests/nvml_stub/nvml_stub.c
+	@mkdir -p $(dir $@)
+	@echo "  SO $@"
+	@$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(LDFLAGS) -shared -fPIC -fvisibility=hidden -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+
+$(BUILD)/dsperf_test: | $(NVML_STUB)
+
 # The tests run the real binary (integration tests start `dsperf serve` on loopback).
 test: deps
 	@$(MAKE) --no-print-directory run-tests

@@ -16,8 +16,10 @@ void readpoll_delivered(void) { skip_fd = action_fd; }
 unsigned long readpoll_skipped(void) { return n_skipped; }
 
 /* glibc's <poll.h> declares fds write-only (access attribute), yet poll() reads fd and events. */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 int poll(struct pollfd *fds, nfds_t nfds, int timeout_ms) {
     int fd = skip_fd;
     skip_fd = -1;   /* one skip per delivery: whatever libcurl asks next goes to the kernel */
@@ -31,4 +33,6 @@ int poll(struct pollfd *fds, nfds_t nfds, int timeout_ms) {
     struct timespec ts = { .tv_sec = timeout_ms / 1000, .tv_nsec = (long)(timeout_ms % 1000) * 1000000L };
     return ppoll(fds, nfds, &ts, NULL);
 }
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
