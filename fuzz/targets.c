@@ -77,7 +77,54 @@ int fuzz_sse(const uint8_t *d, size_t n) {
     return bad;
 }
 
-/* ---- the chunk scanner: spans inside the input, unescaping within its bounds ---- */
+/* ---- the chunk scanner: what it accepts, jansson (the fallback) reads the same way ---- */
+
+/* A string field as jansson reads it: NULL when absent, null or not a string. */
+static const char *jstr(json_t *o, const char *key, size_t *len) {
+    json_t *v = json_object_get(o, key);
+    *len = json_string_length(v);
+    return json_string_value(v);
+}
+
+/* Compares the scanner's fields with the same fields read from jansson's DOM; the first difference
+ * is named on stderr. The contract (chunkscan.h): what the scanner does not fully understand it
+ * returns -1 for, so an accepted chunk must be valid JSON and mean the same thing to both. */
+static int chunk_agrees(const char *s, size_t n, const chunk_fields *f) {
+    json_t *o = json_loadb(s, n, 0, NULL);
+    const char *why = NULL;
+    if (!json_is_object(o)) why = "accepted text that jansson rejects";
+    json_t *c0 = json_array_get(json_object_get(o, "choices"), 0);
+    json_t *delta = json_object_get(c0, "delta");
+    size_t tl = 0, rl = 0;
+    const char *text = jstr(c0, "text", &tl), *reasoning = NULL;
+    if (!text && json_is_object(delta)) text = jstr(delta, "content", &tl);
+    if (json_is_object(delta)) {
+        reasoning = jstr(delta, "reasoning_content", &rl);
+        if (!reasoning) reasoning = jstr(delta, "reasoning", &rl);
+    }
+    char *buf = malloc(2 * (f->text_len + f->reasoning_len) + 16);
+    long ft = -1, fr = -1;
+    if (buf && f->text) ft = f->text_escaped ? chunkscan_unescape(f->text, f->text_len, buf, 2 * f->text_len + 8) : (long)f->text_len;
+    if (!why && (f->text_len ? !text || ft != (long)tl || memcmp(f->text_escaped ? buf : f->text, text, tl) : text && tl))
+        why = "the text differs";
+    if (buf && f->reasoning)
+        fr = f->reasoning_escaped ? chunkscan_unescape(f->reasoning, f->reasoning_len, buf, 2 * f->reasoning_len + 8) : (long)f->reasoning_len;
+    if (!why && (f->reasoning_len ? !reasoning || fr != (long)rl || memcmp(f->reasoning_escaped ? buf : f->reasoning, reasoning, rl) : reasoning && rl))
+        why = "the reasoning text differs";
+    json_t *fin = json_object_get(c0, "finish_reason");
+    if (!why && f->finished != (fin && !json_is_null(fin))) why = "finish_reason differs";
+    json_t *usage = json_object_get(o, "usage");
+    json_t *ct = json_object_get(usage, "completion_tokens"), *pt = json_object_get(usage, "prompt_tokens");
+    if (!why && (f->completion_tokens >= 0) != json_is_integer(ct)) why = "usage.completion_tokens presence differs";
+    if (!why && json_is_integer(ct) && json_integer_value(ct) != f->completion_tokens) why = "usage.completion_tokens differs";
+    if (!why && json_is_integer(pt) && json_integer_value(pt) != f->prompt_tokens) why = "usage.prompt_tokens differs";
+    json_t *err = json_object_get(o, "error");
+    if (!why && f->has_error != (err && !json_is_null(err))) why = "error presence differs";
+    free(buf);
+    json_decref(o);
+    if (why) fprintf(stderr, "fuzz_chunkscan: %s: %.*s\n", why, (int)(n < 300 ? n : 300), s);
+    return why != NULL;
+}
 
 int fuzz_chunkscan(const uint8_t *d, size_t n) {
     const char *s = (const char *)d;
@@ -89,14 +136,12 @@ int fuzz_chunkscan(const uint8_t *d, size_t n) {
         for (int i = 0; i < 2; i++) {
             if (!spans[i]) continue;
             if (spans[i] < s || spans[i] + lens[i] > s + n) bad = 1;
-            char *buf = malloc(lens[i] * 2 + 8);
-            if (buf) {
-                chunkscan_unescape(spans[i], lens[i], buf, lens[i] * 2 + 8);
-                chunkscan_unescape(spans[i], lens[i], buf, lens[i] / 2);   /* a buffer too small */
-            }
+            char *buf = malloc(lens[i] / 2 + 1);
+            if (buf) chunkscan_unescape(spans[i], lens[i], buf, lens[i] / 2);   /* a buffer too small */
             free(buf);
         }
         if (bad) fprintf(stderr, "fuzz_chunkscan: a field span lies outside the input\n");
+        else bad = chunk_agrees(s, n, &f);
     }
     /* the same bytes as a whole stream message (the jansson fallback included) and as an error body */
     openai_stream st = {0};
