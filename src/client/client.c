@@ -54,6 +54,7 @@ struct client {
     CURL **pool;                /* easy handles of finished transfers, options kept, for reuse */
     size_t pool_n, pool_cap;
     int finished_now;           /* transfers finished during the current poll */
+    bool curl_poll;             /* DSPERF_CLIENT_CURL_POLL=1: let libcurl make its post-read poll (make bench compares) */
 };
 
 /* Submitted requests are handed to libcurl (and so sent) at most this many per turn of the
@@ -131,7 +132,7 @@ static size_t on_write(char *buf, size_t size, size_t n, void *ud) {
     size_t len = size * n;
     /* every event in one read arrived together: one clock read stamps them all */
     t->read_ns = clock_now_ns();
-    readpoll_delivered();   /* libcurl's "more bytes waiting?" poll that follows is answered by epoll */
+    if (!t->c->curl_poll) readpoll_delivered();   /* libcurl's "more bytes waiting?" poll is answered by epoll */
     if (!t->got_body) {
         t->got_body = true;
         curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
@@ -280,6 +281,8 @@ client *client_new(const client_opts *o, recset *recs, client_done_fn done, void
     c->done = done;
     c->ctx = ctx;
     c->curl_deadline_ns = INT64_MAX;
+    const char *cp = getenv("DSPERF_CLIENT_CURL_POLL");
+    c->curl_poll = cp && *cp == '1';
     c->url = client_url(o->base_url, openai_path(o->api));
     c->epfd = epoll_create1(EPOLL_CLOEXEC);
     c->multi = curl_multi_init();
