@@ -248,8 +248,8 @@ int cmd_tokenize(int argc, char **argv) {
     if (rc != EXIT_OK || mode == 0) {
         /* done */
     } else if (mode == 'd') {
-        int32_t *ids;
-        size_t n;
+        int32_t *ids = NULL;
+        size_t n = 0;
         int pr = parse_ids(text, &ids, &n);
         char *out;
         size_t ol;
