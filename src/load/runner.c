@@ -199,7 +199,7 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
 
     for (;;) {
         int64_t now = clock_now_ns();
-        if (stop && *stop) { out->interrupted = true; break; }
+        if (stop && *stop) { out->interrupted = true; out->stop_code = (int)*stop; break; }
         int64_t wake = now + NS_PER_S;
         if (closed) {
             while (s.ready_n) {
@@ -248,13 +248,11 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
         if (next_progress < wake) wake = next_progress;
         client_poll(s.c, wake);
     }
-    /* whatever is still in flight or queued is cancelled, and says so */
+    /* whatever is still in flight or queued is cancelled by dsperf, and says why */
     client_abort_all(s.c, REC_ERR_CANCELLED);
-    while (fifo_len(&s)) {
-        record *r = &recs->v[s.fifo[s.fifo_head++ % s.fifo_cap]];
-        r->outcome = REC_ERR_CANCELLED;
-        if (!r->error) r->error = strdup("cancelled: never sent (still in the client queue when the run stopped)");
-    }
+    while (fifo_len(&s)) recs->v[s.fifo[s.fifo_head++ % s.fifo_cap]].outcome = REC_ERR_CANCELLED;
+    recset_mark_cancelled(recs, 0, !out->interrupted ? REC_CANCEL_DEADLINE
+                                   : out->stop_code == LOAD_STOP_EARLY ? REC_CANCEL_EARLY_STOP : REC_CANCEL_INTERRUPT);
     out->end_ns = clock_now_ns();
     publish(&s);
     client_free(s.c);
@@ -349,7 +347,7 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
     for (int k = 1; k < w; k++) {
         if (jobs[k].rc == 0) pthread_join(th[k], NULL);
         if (jobs[k].rc && rc == 0) { rc = -1; snprintf(err, errlen, "%s", jobs[k].rc == -2 ? "cannot start a client thread" : jobs[k].err); }
-        if (jobs[k].out.interrupted) out->interrupted = true;
+        if (jobs[k].out.interrupted) { out->interrupted = true; if (!out->stop_code) out->stop_code = jobs[k].out.stop_code; }
         if (jobs[k].out.grace_expired) out->grace_expired = true;
         if (jobs[k].out.end_ns > out->end_ns) out->end_ns = jobs[k].out.end_ns;
         recset *own = jobs[k].s.recs;

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
+#include <stdio.h>
 
 static int cmp_double(const void *x, const void *y) {
     double a = *(const double *)x, b = *(const double *)y;
@@ -106,4 +108,113 @@ int infer_bootstrap_diff(infer_stat s, double param, const double *a, size_t na,
     free(counts);
     free(diff);
     return 0;
+}
+
+/* ---- intervals from sample sets ---- */
+
+double infer_z(double confidence) {
+    /* erfc(z / sqrt 2) = 1 - confidence, by bisection (erfc falls monotonically) */
+    double target = 1.0 - confidence, lo = 0, hi = 40;
+    if (!(target > 0 && target < 1)) return NAN;
+    for (int i = 0; i < 200; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (erfc(mid / sqrt(2.0)) > target) lo = mid; else hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+/* The order-statistic ranks around percentile p of n samples; false when they leave [0, n-1]. */
+static bool pct_ranks(uint64_t n, double p, double z, uint64_t *lo, uint64_t *hi) {
+    double q = p / 100.0, c = (double)(n - 1) * q, h = z * sqrt((double)n * q * (1 - q));
+    double l = floor(c - h), u = ceil(c + h);
+    if (n < 2 || l < 0 || u > (double)(n - 1)) return false;
+    *lo = (uint64_t)l;
+    *hi = (uint64_t)u;
+    return true;
+}
+
+uint64_t infer_min_n_for_percentile(double p, double confidence) {
+    double z = infer_z(confidence);
+    uint64_t lo_r, hi_r, n = 2;
+    while (n < (UINT64_C(1) << 40) && !pct_ranks(n, p, z, &lo_r, &hi_r)) n *= 2;
+    uint64_t a = n / 2, b = n;      /* the answer lies in (a, b] */
+    while (b - a > 1) {
+        uint64_t m = a + (b - a) / 2;
+        if (pct_ranks(m, p, z, &lo_r, &hi_r)) b = m; else a = m;
+    }
+    return b;
+}
+
+/* The 4th central moment over the buckets (values at their bucket's midpoint). */
+static double central_m4(const sampleset *s) {
+    double m4 = 0;
+    for (size_t i = 0; i < s->nb; i++) {
+        double d = sampleset_bucket_value(s, i) - s->mean;
+        m4 += (double)s->cnt[i] * d * d * d * d;
+    }
+    return m4 / (double)s->n;
+}
+
+/* One run's standard error of the statistic; NAN with why when it has none. */
+static double set_se(infer_stat st, double param, const sampleset *s, double z, char *why, size_t whylen,
+                     const char *which) {
+    if (s->n < 2) {
+        if (why) snprintf(why, whylen, "the %s run has %llu sample%s", which, (unsigned long long)s->n, s->n == 1 ? "" : "s");
+        return NAN;
+    }
+    if (st == INFER_MEAN) return sqrt(sampleset_var(s) / (double)s->n);
+    if (st == INFER_STD) {
+        double var = s->m2 / (double)s->n, sd = sqrt(var), v4 = central_m4(s) - var * var;
+        return sd > 0 && v4 > 0 ? sqrt(v4 / (double)s->n) / (2 * sd) : 0;
+    }
+    uint64_t lo, hi;
+    if (!pct_ranks(s->n, param, z, &lo, &hi)) {
+        if (why) snprintf(why, whylen, "p%g needs >= %llu samples per run for an interval, the %s run has %llu", param,
+                          (unsigned long long)infer_min_n_for_percentile(param, erf(z / sqrt(2.0))), which,
+                          (unsigned long long)s->n);
+        return NAN;
+    }
+    return (sampleset_at_rank(s, hi) - sampleset_at_rank(s, lo)) / (2 * z);
+}
+
+static double set_stat(infer_stat st, double param, const sampleset *s) {
+    return st == INFER_MEAN ? sampleset_mean(s) : st == INFER_STD ? sampleset_std(s) : sampleset_percentile(s, param);
+}
+
+int infer_interval_sets(infer_stat st, double param, const sampleset *a, const sampleset *b, double confidence,
+                        double *lo, double *hi, char *why, size_t whylen) {
+    *lo = *hi = NAN;
+    double z = infer_z(confidence);
+    if (!isfinite(z)) { if (why) snprintf(why, whylen, "bad confidence %g", confidence); return -1; }
+    double se_a = set_se(st, param, a, z, why, whylen, "baseline");
+    if (!isfinite(se_a)) return -1;
+    double se_b = set_se(st, param, b, z, why, whylen, "candidate");
+    if (!isfinite(se_b)) return -1;
+    double d = set_stat(st, param, b) - set_stat(st, param, a), half = z * sqrt(se_a * se_a + se_b * se_b);
+    *lo = d - half;
+    *hi = d + half;
+    return 0;
+}
+
+double infer_mann_whitney_sets(const sampleset *a, const sampleset *b) {
+    if (!a->n || !b->n) return NAN;
+    double u = 0, tie = 0, b_below = 0;
+    size_t i = 0, j = 0;
+    while (i < a->nb || j < b->nb) {
+        double ca = 0, cb = 0;
+        uint32_t k = i < a->nb && (j == b->nb || a->idx[i] <= b->idx[j]) ? a->idx[i] : b->idx[j];
+        if (i < a->nb && a->idx[i] == k) ca = (double)a->cnt[i++];
+        if (j < b->nb && b->idx[j] == k) cb = (double)b->cnt[j++];
+        u += ca * (b_below + cb / 2.0);     /* pairs with a > b, ties 1/2 */
+        double t = ca + cb;
+        tie += t * t * t - t;
+        b_below += cb;
+    }
+    double n1 = (double)a->n, n2 = (double)b->n, nn = n1 + n2;
+    double var = n1 * n2 / 12.0 * ((nn + 1) - tie / (nn * (nn - 1)));
+    if (var <= 0) return 1.0;
+    double zz = (fabs(u - n1 * n2 / 2.0) - 0.5) / sqrt(var);
+    if (zz < 0) zz = 0;
+    double p = erfc(zz / sqrt(2.0));
+    return p > 1 ? 1 : p;
 }
