@@ -289,12 +289,14 @@ static json_t *diagnose_sweep(const json_t *doc, const diagnose_opts *o) {
     json_t *lv;
     if (!isfinite(ref_load))
         json_array_foreach(levels, i, lv) {
-            double t = diag_num(json_object_get(lv, "results"), "output_throughput");
+            double t = json_is_false(json_object_get(lv, "measured")) ? -1 : diag_num(json_object_get(lv, "results"), "output_throughput");
             if (t > best_tput) { best_tput = t; ref_load = diag_num(lv, "load"); }
         }
     json_t *best = json_object(), *roof = json_null(), *checked = NULL, *inputs = NULL;
     json_array_foreach(levels, i, lv) {
         double load = diag_num(lv, "load");
+        /* a level the sweep could not measure (requests outlast it) says nothing about the server */
+        if (json_is_false(json_object_get(lv, "measured"))) continue;
         json_t *d = diagnose_results(json_object_get(lv, "results"), o, load);
         size_t k;
         json_t *f;

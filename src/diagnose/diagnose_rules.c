@@ -4,6 +4,7 @@
  * confidence and knobs when its condition holds. Thresholds are in diagnose_int.h. */
 #include "diagnose/diagnose_int.h"
 #include "plan/plan.h"
+#include "results/validity.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,8 +101,11 @@ void diag_roofline(diag_in *in) {
 
 /* ---- rules ---- */
 
+/* Server-side failures only: requests dsperf cancelled itself (a level's deadline, Ctrl-C, an
+ * early stop) are no failure of the server; validity_counts takes them out of older files too. */
 static void rule_errors(diag_in *in, json_t *L, json_t *C) {
-    double ok = diag_num(in->doc, "completed"), bad = diag_num(in->doc, "failed");
+    double ok, bad;
+    validity_counts(in->doc, &bad, &ok);
     checked_add(C, "errors", true, "results.completed, results.failed, results.errors");
     if (!(ok + bad > 0) || bad / (ok + bad) < DIAG_ERROR_FRAC) return;
     json_t *f = diag_finding(L, "errors", 0.9, "%.1f%% of requests failed", 100 * bad / (ok + bad));
@@ -109,9 +113,9 @@ static void rule_errors(diag_in *in, json_t *L, json_t *C) {
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)get(in->doc, "errors"), k, v)
-        if (json_is_integer(v) && json_integer_value(v) > 0)
+        if (json_is_integer(v) && json_integer_value(v) > 0 && strcmp(k, "cancelled"))
             diag_ev(f, (double)json_integer_value(v), "requests", "results.errors", "%s: %lld", k, (long long)json_integer_value(v));
-    diag_knob(f, "load", "lower", "fewer timeouts and cancellations; find the cause in the first error per class");
+    diag_knob(f, "load", "lower", "fewer timeouts and server errors; find the cause in the first error per class");
 }
 
 static void rule_client(diag_in *in, json_t *L, json_t *C) {

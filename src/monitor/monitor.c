@@ -40,7 +40,7 @@ struct monitor {
     recset recs;
     size_t *free_idx;            /* recycled record indices */
     size_t n_free, cap_free;
-    size_t finished, ok;
+    size_t finished, ok, failed;
     char *model;                 /* resolved by pre-flight (owned) */
 };
 
@@ -215,6 +215,7 @@ static void finish_probe(monitor *m, size_t idx) {
     log_probe(m, r, now_unix_s, good);
     m->finished++;
     if (r->outcome == REC_OK) m->ok++;
+    else if (record_failed(r)) m->failed++;
     if (r->chunk_cap > MON_KEEP_CHUNKS) record_free(r);
     record_reset(r);
     if (free_push(m, idx) < 0) record_free(r);   /* out of memory: the slot is lost, not reused */
@@ -331,6 +332,7 @@ int monitor_run(monitor *m, volatile sig_atomic_t *stop, monitor_totals *out, ch
     }
     out->probes = m->finished;
     out->ok = m->ok;
+    out->failed = m->failed;
     out->records = m->recs.n;
     return rc;
 }
