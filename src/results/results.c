@@ -3,7 +3,7 @@
 #include "results/results.h"
 #include "results/validity.h"
 #include "metrics/request_metrics.h"
-#include "cli/cli.h"
+#include "common/version.h"
 #include "common/fileio.h"
 #include <errno.h>
 #include <math.h>
