@@ -42,6 +42,7 @@ typedef struct {
     int n_rules;
     const char *const *metrics;    /* metrics to show (NULL: a default set); rule metrics are added */
     int n_metrics;
+    bool allow_config_change;      /* compare metrics whose meaning depends on a setting that differs */
     const char *baseline_path, *candidate_path;   /* for the document only */
 } compare_opts;
 

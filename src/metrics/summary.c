@@ -103,6 +103,8 @@ typedef struct {
     long errors[REC_OUTCOME_COUNT];
     long long in_tokens, out_tokens, in_tokens_server, out_tokens_client;
     long n_in_server, n_out_client, mismatches;
+    double max_tokens_sum;
+    long n_max_tokens;
     int64_t first_send, last_send, last_end;
     long sends;
 } acc;
@@ -177,6 +179,7 @@ static int accumulate(acc *a, const recset *recs, const summary_opts *o) {
         const record *r = &recs->v[i];
         if (r->warmup) { a->warmup++; continue; }
         a->total++;
+        if (r->max_tokens >= 0) { a->max_tokens_sum += r->max_tokens; a->n_max_tokens++; }
         if (r->send_ns > 0) {
             if (!a->sends || r->send_ns < a->first_send) a->first_send = r->send_ns;
             if (!a->sends || r->send_ns > a->last_send) a->last_send = r->send_ns;
@@ -549,6 +552,8 @@ json_t *summary_compute(const recset *recs, const summary_opts *o) {
     json_object_set_new(obj, "total_input_tokens_server", a.n_in_server ? json_integer(a.in_tokens_server) : json_null());
     json_object_set_new(obj, "total_output_tokens_client", a.n_out_client ? json_integer(a.out_tokens_client) : json_null());
     json_object_set_new(obj, "output_token_mismatches", json_integer(a.mismatches));
+    /* what was asked for: compare refuses latencies of runs that asked for different lengths */
+    set_real(obj, "max_tokens_mean", a.n_max_tokens ? a.max_tokens_sum / a.n_max_tokens : NAN);
     set_real(obj, "request_throughput", a.completed / d_s);
     if (has_slo) {
         set_real(obj, "request_goodput", a.good / d_s);
