@@ -124,6 +124,7 @@ static void fill_metric(metric_cmp *m, const char *name, const json_t *base, con
     m->cand = value_of(cand, name, &pc);
     m->known = pb || pc;
     m->dir = direction(name);
+    m->p_mwu = NAN;
     cmp_refuse(m, cd, o);
     if (!m->refused[0]) cmp_infer(m, base, cand, o);
 }
