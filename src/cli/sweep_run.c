@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "cli/bench_run.h"
 #include "results/results.h"
+#include "metrics/request_metrics.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/units.h"
@@ -55,8 +56,10 @@ static void on_tick(void *ctx, const load_progress *p) {
         while (from > 0 && rs->v[from - 1].first_ns > w->last_ns) from--;
         for (size_t i = from; i < rs->n; i++) {
             const record *r = &rs->v[i];
-            if (r->first_ns > w->last_ns && r->first_ns <= now && r->sched_ns > 0)
-                sweep_osd_add_ttft(&w->osd, (r->first_ns - w->t0_ns) / 1e9, (r->first_ns - r->sched_ns) / 1e6);
+            if (!(r->first_ns > w->last_ns && r->first_ns <= now && r->sched_ns > 0)) continue;
+            req_metrics m;
+            req_metrics_of(r, &m);
+            if (m.has_ttft) sweep_osd_add_ttft(&w->osd, (r->first_ns - w->t0_ns) / 1e9, m.ttft_from_schedule_ms);
         }
         w->last_ns = now;
         if (w->watch && !w->fired) {

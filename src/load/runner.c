@@ -2,6 +2,7 @@
  * when one event loop would not keep up (see runner.h). */
 #include "load/runner.h"
 #include "common/clock.h"
+#include "metrics/request_metrics.h"
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
@@ -124,7 +125,10 @@ static double recent_ttft_p50_ms(const recset *rs) {
     int n = 0;
     for (size_t i = rs->n; i-- > 0 && n < 512;) {
         const record *r = &rs->v[i];
-        if (r->outcome == REC_OK && r->end_ns && r->first_ns && r->send_ns) v[n++] = (r->first_ns - r->send_ns) / 1e6;
+        if (r->outcome != REC_OK || !r->end_ns) continue;
+        req_metrics m;
+        req_metrics_of(r, &m);
+        if (m.has_ttft) v[n++] = m.ttft_ms;
     }
     if (!n) return NAN;
     /* small insertion sort: at most 512 values once a second */
