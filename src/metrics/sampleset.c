@@ -73,9 +73,7 @@ int sampleset_merge(sampleset *dst, const sampleset *src) {
     } else {
         if (src->min < dst->min) dst->min = src->min;
         if (src->max > dst->max) dst->max = src->max;
-        double na = (double)dst->n, nb = (double)src->n, nt = na + nb, d = src->mean - dst->mean;
-        dst->mean += d * nb / nt;
-        dst->m2 += src->m2 + d * d * na * nb / nt;
+        stats_merge_moments(&dst->mean, &dst->m2, (double)dst->n, src->mean, src->m2, (double)src->n);
     }
     free(dst->idx);
     free(dst->cnt);
