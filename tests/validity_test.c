@@ -61,7 +61,6 @@ TEST(bench_warns_when_the_server_does_not_keep_up) {
     CHECK_EQ_INT(rc, 0);
     CHECK(out && strstr(out, "WARNING: SERVER OVERLOADED"));
     CHECK(r && json_is_true(json_object_get(r, "server_overloaded")));
-    CHECK(r && json_is_false(json_object_get(r, "client_fell_behind")));   /* the server, not the client */
     json_decref(r);
     free(out);
     free(err);
