@@ -12,6 +12,7 @@
 #include "engine/sim_run.h"
 #include "load/arrival.h"
 #include "results/results.h"
+#include "results/validity.h"
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -44,6 +45,8 @@ static void usage(FILE *f) {
         "  --save-requests FILE       per-request JSONL (as bench)\n"
         "  --percentiles LIST         (50,90,95,99,99.9)\n"
         "  --slo ttft=200ms,tpot=50ms,e2el=10s   goodput SLOs, any subset (as bench)\n"
+        "  --max-error-rate F         failed requests above this share fail the run: exit 1, as bench\n"
+        "                             (default 1%%)\n"
         "  --quiet                    no summary on stdout\n"
         "Calibration:\n"
         "  --calibrate FILE           fit bw_eff, step overhead and compute_eff to a measured run: its\n"
@@ -150,7 +153,7 @@ static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_n
 }
 
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
-       O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP,
+       O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP, O_MAXERR,
        O_SIM = 2000 };
 
 int cmd_sim(int argc, char **argv) {
@@ -168,6 +171,7 @@ int cmd_sim(int argc, char **argv) {
         {"output-len", required_argument, 0, O_OUTPUT_LEN}, {"max-concurrency", required_argument, 0, O_MAXCONC},
         {"think", required_argument, 0, O_THINK}, {"slo", required_argument, 0, O_SLO},
         {"save-requests", required_argument, 0, O_REQ_OUT}, {"help", no_argument, 0, O_HELP},
+        {"max-error-rate", required_argument, 0, O_MAXERR},
     };
     const char *const *keys = sim_params_keys();
     struct option *opts = cli_options_with_keys(own, sizeof own / sizeof own[0], keys, O_SIM);
@@ -179,7 +183,7 @@ int cmd_sim(int argc, char **argv) {
     summary_default_opts(&so);
     const char *dataset = "random:in=1024,out=128", *arrival_spec = "poisson", *out_path = NULL, *req_out = NULL;
     const char *calibrate = NULL, *req_jsonl = NULL, *profile_out = "profile.json";
-    double rate = 0;
+    double rate = 0, max_error_rate = VALIDITY_DEFAULT_MAX_ERROR_RATE;
     long long concurrency = 0, n_req = 1000, warmup = 0, seed = 1, output_len = 128, max_conc = 0;
     int64_t think_ns = 0;
     int64_t duration_ns = 0, ns;
@@ -213,6 +217,7 @@ int cmd_sim(int argc, char **argv) {
         case O_SLO_TPOT: bad = units_parse_duration_ns(optarg, &ns); so.slo_tpot_ms = ns / 1e6; break;
         case O_SLO_E2EL: bad = units_parse_duration_ns(optarg, &ns); so.slo_e2el_ms = ns / 1e6; break;
         case O_QUIET: quiet = 1; break;
+        case O_MAXERR: bad = validity_parse_rate(optarg, &max_error_rate); break;
         case O_CALIBRATE: calibrate = optarg; break;
         case O_REQ_JSONL: req_jsonl = optarg; break;
         case O_PROFILE_OUT: profile_out = optarg; break;
@@ -348,7 +353,10 @@ int cmd_sim(int argc, char **argv) {
         json_object_set_new(doc, "telemetry", tel);
     }
     json_object_set_new(tel, "server", sim_series_server_json(&ser));
-    rc = EXIT_OK;
+    json_object_set_new(doc, "interrupted", json_false());
+    /* the same warnings and exit code as bench (results/validity.h) */
+    char why[400];
+    rc = validity_judge(doc, max_error_rate, why, sizeof why) ? EXIT_RUN_FAILED : EXIT_OK;
     if (out_path && results_write_json(out_path, doc, err, sizeof err) < 0) {
         log_error("sim: %s", err);
         rc = EXIT_RUN_FAILED;
@@ -363,6 +371,7 @@ int cmd_sim(int argc, char **argv) {
         for (size_t i = 0; i < recs.n; i++) if (recs.v[i].end_ns > last) last = recs.v[i].end_ns;
         print_engine(stdout, e, &p, last - first);
     }
+    if (rc == EXIT_RUN_FAILED && why[0]) log_error("sim: %s", why);
     goto done;
 oom:
     log_error("sim: out of memory");
