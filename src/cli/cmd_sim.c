@@ -10,6 +10,7 @@
 #include "engine/sim.h"
 #include "engine/sim_calibrate.h"
 #include "engine/sim_run.h"
+#include "engine/sim_validate.h"
 #include "load/arrival.h"
 #include "results/results.h"
 #include <getopt.h>
@@ -52,6 +53,14 @@ static void usage(FILE *f) {
         "                             writes the profile to --profile-out (default profile.json)\n"
         "  --requests-jsonl FILE      per-request JSONL of the run being calibrated against\n"
         "  --profile-out FILE\n"
+        "Validation against published deployments:\n"
+        "  --validate TABLE           simulate every row of a published-measurements table (data/published.json)\n"
+        "                             and print predicted vs published, the error per metric, the median and\n"
+        "                             the worst per target (TPOT, per-GPU output throughput, low-load TTFT)\n"
+        "  --fit                      with --validate: fit the mechanism parameters (per-kernel time, eager\n"
+        "                             launch, scheduler cost, collective latency, MoE kernel efficiency) to\n"
+        "                             the table first, and print them\n"
+        "  --loo                      with --validate: leave-one-out (fit without each row, predict it)\n"
         "Engine and hardware:\n%s\n"
         "examples:\n"
         "  dsperf sim --model deepseek-v2-lite --gpu h200 --tp 1 --dataset random:in=1024,out=128 \\\n"
@@ -149,9 +158,41 @@ static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_n
     fprintf(f, "%s\n", "==================================================");
 }
 
+/* --validate: the published table, simulated with the current factors (or fitted ones). */
+static int run_validate(const char *path, const sim_params *p, int fit, int loo, int quiet) {
+    char err[512];
+    val_table *t;
+    if (val_load(path, &t, err, sizeof err) < 0) {
+        log_error("sim: --validate: %s", err);
+        return EXIT_USAGE;
+    }
+    cost_factors f = p->factors;
+    int rc = EXIT_OK;
+    if (loo) {
+        if (val_loo(t, stdout, err, sizeof err) < 0) { log_error("sim: --loo: %s", err); rc = EXIT_RUN_FAILED; }
+        val_free(t);
+        return rc;
+    }
+    if (fit) {
+        val_prior_factors(&f);
+        if (val_fit(t, &f, -1, quiet ? NULL : stderr, err, sizeof err) < 0) { log_error("sim: --fit: %s", err); val_free(t); return EXIT_RUN_FAILED; }
+    } else if (val_run(t, &f, err, sizeof err) < 0) {
+        log_error("sim: --validate: %s", err);
+        val_free(t);
+        return EXIT_RUN_FAILED;
+    }
+    val_print(stdout, t);
+    if (fit) {
+        printf("\nfitted mechanism parameters:\n");
+        val_print_factors(stdout, &f);
+    }
+    val_free(t);
+    return rc;
+}
+
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
        O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP,
-       O_SIM = 2000 };
+       O_VALIDATE, O_FIT, O_LOO, O_SIM = 2000 };
 
 int cmd_sim(int argc, char **argv) {
     static const struct option own[] = {
@@ -168,6 +209,7 @@ int cmd_sim(int argc, char **argv) {
         {"output-len", required_argument, 0, O_OUTPUT_LEN}, {"max-concurrency", required_argument, 0, O_MAXCONC},
         {"think", required_argument, 0, O_THINK}, {"slo", required_argument, 0, O_SLO},
         {"save-requests", required_argument, 0, O_REQ_OUT}, {"help", no_argument, 0, O_HELP},
+        {"validate", required_argument, 0, O_VALIDATE}, {"fit", no_argument, 0, O_FIT}, {"loo", no_argument, 0, O_LOO},
     };
     const char *const *keys = sim_params_keys();
     struct option *opts = cli_options_with_keys(own, sizeof own / sizeof own[0], keys, O_SIM);
@@ -178,7 +220,8 @@ int cmd_sim(int argc, char **argv) {
     summary_opts so;
     summary_default_opts(&so);
     const char *dataset = "random:in=1024,out=128", *arrival_spec = "poisson", *out_path = NULL, *req_out = NULL;
-    const char *calibrate = NULL, *req_jsonl = NULL, *profile_out = "profile.json";
+    const char *calibrate = NULL, *req_jsonl = NULL, *profile_out = "profile.json", *validate = NULL;
+    int fit = 0, loo = 0;
     double rate = 0;
     long long concurrency = 0, n_req = 1000, warmup = 0, seed = 1, output_len = 128, max_conc = 0;
     int64_t think_ns = 0;
@@ -216,6 +259,9 @@ int cmd_sim(int argc, char **argv) {
         case O_CALIBRATE: calibrate = optarg; break;
         case O_REQ_JSONL: req_jsonl = optarg; break;
         case O_PROFILE_OUT: profile_out = optarg; break;
+        case O_VALIDATE: validate = optarg; break;
+        case O_FIT: fit = 1; break;
+        case O_LOO: loo = 1; break;
         case '?':
             log_error("sim: unknown or incomplete option '%s'; see dsperf sim --help", argv[optind - 1]);
             free(opts);
@@ -236,6 +282,11 @@ int cmd_sim(int argc, char **argv) {
         log_error("sim: unexpected argument '%s'", argv[optind]);
         return EXIT_USAGE;
     }
+    if ((fit || loo) && !validate) {
+        log_error("sim: --fit and --loo go with --validate TABLE");
+        return EXIT_USAGE;
+    }
+    if (validate) return run_validate(validate, &p, fit, loo, quiet);
     if (calibrate) {
         sim_calibration cal;
         if (sim_calibrate_from_files(&p, calibrate, req_jsonl, &cal, err, sizeof err) < 0) {

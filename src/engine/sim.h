@@ -32,6 +32,20 @@ typedef struct sim_params {
     bool chunked_prefill;
     bool priority_scheduling;        /* scheduling-policy priority: engine_request.priority, lower first */
     cost_factors factors;            /* efficiency factors, overheads, expert skew */
+    char engine_profile[32];         /* profile.h name (default vllm-v1) */
+    int dp;                          /* attention data-parallel ranks (1 off; --enable-dp-attention: = tp) */
+    int mtp_draft;                   /* MTP draft tokens per step (0 off) */
+    double mtp_accept_len;           /* published acceptance length; 0: from the acceptance rate */
+    int redundant_experts, eplb;
+    int kv_flashmla_fp8;             /* --kv-dtype fp8-flashmla: 656 bytes per token per layer */
+    /* profile facts overridden by flags (-1: the profile's) */
+    int ov_cuda_graphs, ov_graph_max, ov_overlap, ov_mla, ov_tbo, ov_a2a, ov_prefill_mode;
+    double ov_admit_reserve;
+    bool prefix_caching;             /* hashed KV blocks reused across requests (LRU eviction) */
+    /* prefill/decode disaggregation: prefill_instances > 0 runs prompts on a separate pool of
+     * prefill_instances x prefill_tp GPUs (same model and profile, no MTP) and moves the KV over the
+     * network to this (decode) instance */
+    int prefill_instances, prefill_tp, prefill_dp, prefill_ep;
 } sim_params;
 
 /* DeepSeek-V2-Lite on one H200, vLLM defaults (max_num_seqs 256, max_num_batched_tokens 8192,
@@ -50,6 +64,10 @@ const char *sim_params_help(void);
 /* Resolves model, GPU (with overrides) and dtypes and sets up the cost model. 0 ok, -1 with err
  * (unknown model/GPU, bad config file, bad parallel sizes). cost_free() it. */
 int sim_params_cost(const sim_params *p, cost_model *c, char *err, size_t errlen);
+/* The engine profile with the flag overrides applied. 0 ok, -1 unknown profile. */
+int sim_params_profile(const sim_params *p, engine_profile *out);
+/* The prefill pool's parameters under PD disaggregation (tp, dp, ep of the prefill instances; no MTP). */
+void sim_params_prefill_side(const sim_params *p, sim_params *out);
 /* KV blocks per GPU from memory: (mem x utilization - weights - reserved) / (block_size x KV bytes
  * per token), or the num_gpu_blocks override. <= 0 when the weights do not fit. */
 long long sim_params_kv_blocks(const sim_params *p, const cost_model *c);
@@ -67,6 +85,11 @@ typedef struct {
     int64_t last_step_decode_tokens, last_step_prefill_tokens;
     int64_t prefill_tokens_total;    /* incl. recomputation after preemption */
     double busy_s;                   /* simulated time spent in steps */
+    int64_t prefix_query_tokens;     /* prompt tokens looked up in the prefix cache */
+    int64_t prefix_hit_tokens;       /* ... found there (their prefill was skipped) */
+    int64_t kv_transfers;            /* PD: requests whose KV moved to the decode instance */
+    double kv_transfer_s;            /* ... total transfer time */
+    double prefill_busy_s;           /* PD: simulated time the prefill pool spent in steps */
 } sim_info;
 /* Fills info for an engine made by engine_sim_create; -1 for any other engine. */
 int sim_get_info(engine *e, sim_info *info);
