@@ -117,6 +117,8 @@ int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const co
     /* embeddings and LM head stay in 16 bits in quantized checkpoints (V3's fp8 release does so) */
     double eb = wb < 2 ? 2 : wb;
     double kvb = model_dtype_bytes(kv_dtype);
+    /* DeepEP deployments run the shared experts and the dense FFN layers data-parallel too (DeepSeek's
+     * "MLA/Shared Expert DP"; SGLang's large-scale EP), so only routed tokens cross GPUs */
     c->shared_dp = dp > 1 && s->prof.a2a == A2A_DEEPEP;
     c->expert_params = p->expert;
     c->shared_params = p->shared_per_moe_layer + p->gate_per_moe_layer;
@@ -138,10 +140,10 @@ int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const co
     int E = arch->n_routed_experts + (model_is_moe(arch) ? s->redundant_experts : 0);
     double routed_resident = p->n_moe_layers * (double)E * p->expert * wb / tp;
     double shared_resident = p->n_moe_layers * c->shared_params * wb / (c->shared_dp ? 1 : tp);
-    c->weight_bytes_per_gpu = arch->layers * c->attn_w_bytes + p->n_dense_layers * p->dense_mlp_per_layer * wb / tp +
+    c->weight_bytes_per_gpu = arch->layers * c->attn_w_bytes + p->n_dense_layers * p->dense_mlp_per_layer * wb / (c->shared_dp ? 1 : tp) +
                               shared_resident + routed_resident + (p->embed + p->lm_head) * eb / c->atp;
     if (s->mtp_draft > 0 && arch->mtp_layers > 0) c->weight_bytes_per_gpu += (p->mtp - p->embed - p->lm_head) * wb / tp;
-    c->dense_read_bytes = arch->layers * c->attn_w_bytes + p->n_dense_layers * p->dense_mlp_per_layer * wb / tp +
+    c->dense_read_bytes = arch->layers * c->attn_w_bytes + p->n_dense_layers * p->dense_mlp_per_layer * wb / (c->shared_dp ? 1 : tp) +
                           p->n_moe_layers * c->shared_params * wb / (c->shared_dp ? 1 : tp) + p->lm_head * eb / c->atp;
     c->expert_bytes = p->expert * p->n_moe_layers * wb / tp;
     c->mtp_len = cost_mtp_tokens_per_step(c);
@@ -253,7 +255,10 @@ static void forward(cost_model *c, const cost_batch *b, double T_rank, double T_
     o->kv_bytes += kv_bytes + score_bytes;
     /* dense FFN layers and the shared experts + router: all tokens over the tp GPUs (or, with
      * DeepEP deployments, shared experts per DP rank on its own tokens) */
-    if (n_dense > 0) dense_gemm(c, COST_FFN_DENSE, n_dense * c->dense_mlp_params, c->tp, T_all, c->wb, o);
+    if (n_dense > 0) {
+        if (c->shared_dp) dense_gemm(c, COST_FFN_DENSE, n_dense * c->dense_mlp_params, 1, T_rank, c->wb, o);
+        else dense_gemm(c, COST_FFN_DENSE, n_dense * c->dense_mlp_params, c->tp, T_all, c->wb, o);
+    }
     if (model_is_moe(a) && n_moe > 0) {
         if (c->shared_dp) dense_gemm(c, COST_FFN_DENSE, n_moe * c->shared_params, 1, T_rank, c->wb, o);
         else dense_gemm(c, COST_FFN_DENSE, n_moe * c->shared_params, c->tp, T_all, c->wb, o);
@@ -275,7 +280,7 @@ static void forward(cost_model *c, const cost_batch *b, double T_rank, double T_
         /* FFN of every layer sees every rank's tokens */
         double all = T_all * a->hidden * ACT_BYTES;
         int deepep = c->s.prof.a2a == A2A_DEEPEP && model_is_moe(a);
-        double gather_layers = deepep ? n_dense : layers;
+        double gather_layers = deepep ? 0 : layers;
         comm += gather_layers * 2 * comm_allgather_s(&c->comm, all, c->tp);
         comm_bytes += gather_layers * 2 * (double)(c->tp - 1) / c->tp * all;
         if (deepep && n_moe > 0) {
@@ -344,7 +349,8 @@ void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
         for (int i = 0; i < c->s.mtp_draft; i++)
             forward(c, &d, dec_seqs * rank_dec, (double)dec_seqs, seqs_rank, rank_dec, 0, 1, o);
     }
-    o->t_sched = c->f.seq_overhead_s * b->seqs;
+    /* each attention DP rank has its own scheduler process */
+    o->t_sched = c->f.seq_overhead_s * seqs_rank;
     for (int k = 0; k < COST_NCOMP; k++) { o->t_mem += o->mem_s[k]; o->t_compute += o->comp_s[k]; }
     o->t = combine(c, o, 1, 1, c->f.step_overhead_s, &o->t_math);
     o->t_overhead = o->t - o->t_math - o->t_comm;

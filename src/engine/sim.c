@@ -10,6 +10,7 @@
  * Per step the work is O(running); no allocation happens per token or per step. */
 #include "engine/sim.h"
 #include "engine/sim_pc.h"
+#include "engine/sim_pd.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -525,6 +526,16 @@ static bool form_step(sim_engine *s, int64_t t, engine_emit_fn emit, void *ctx) 
         if (s->st.preemptions_total == preempted_before) admit(s, t, budget, false, &b, emit, ctx);
     }
     if (b.tokens == 0) return false;
+    if (s->p.rank_sample > 1) {
+        double k = s->p.rank_sample;
+        b.tokens *= s->p.rank_sample;
+        b.seqs *= s->p.rank_sample;
+        b.decode_seqs *= s->p.rank_sample;
+        b.prefill_seqs *= s->p.rank_sample;
+        b.decode_keys *= k;
+        b.prefill_pairs *= k;
+        b.prefill_keys_read *= k;
+    }
     cost_step cs;
     cost_step_time(&s->cost, &b, &cs);
     int64_t dt = (int64_t)llround(cs.t * 1e9);
@@ -641,7 +652,7 @@ static const engine_ops sim_ops = {
     .advance = sim_advance, .stats = sim_stats, .destroy = sim_destroy,
 };
 
-engine *engine_sim_create(const sim_params *p, char *err, size_t errlen) {
+static engine *sim_create_one(const sim_params *p, char *err, size_t errlen) {
     if (p->n_gpus > 0 && p->n_gpus != p->tp) {
         snprintf(err, errlen, "the engine models one instance of --tp %d GPUs; --gpus %d would be %d replicas (use dsperf plan)",
                  p->tp, p->n_gpus, p->n_gpus / (p->tp ? p->tp : 1));
@@ -651,9 +662,13 @@ engine *engine_sim_create(const sim_params *p, char *err, size_t errlen) {
     if (!s) { snprintf(err, errlen, "out of memory"); return NULL; }
     s->base.ops = &sim_ops;
     s->p = *p;
+    if (p->rank_sample > 1) {
+        s->p.max_num_seqs = (p->max_num_seqs + p->rank_sample - 1) / p->rank_sample;
+        s->p.max_num_batched_tokens = (p->max_num_batched_tokens + p->rank_sample - 1) / p->rank_sample;
+    }
     s->free_head = -1;
     if (sim_params_cost(p, &s->cost, err, errlen) < 0) { free(s); return NULL; }
-    s->total_blocks = s->free_blocks = sim_params_kv_blocks(p, &s->cost);
+    s->total_blocks = s->free_blocks = sim_params_kv_blocks(p, &s->cost) / (p->rank_sample > 1 ? p->rank_sample : 1);
     if (s->total_blocks <= 0) {
         snprintf(err, errlen, "%s does not fit: %.1f GiB of weights per GPU, %.1f GiB usable on %s "
                  "(raise --tp, use --weight-dtype fp8, or a larger GPU)", s->cost.arch.name,
@@ -681,7 +696,19 @@ engine *engine_sim_create(const sim_params *p, char *err, size_t errlen) {
     return &s->base;
 }
 
+engine *engine_sim_create(const sim_params *p, char *err, size_t errlen) {
+    if (p->prefill_instances > 0) return engine_sim_pd_create(p, sim_create_one, err, errlen);
+    return sim_create_one(p, err, errlen);
+}
+
+static int one_info(engine *e, sim_info *info);
+
 int sim_get_info(engine *e, sim_info *info) {
+    if (e && e->ops != &sim_ops) return sim_pd_get_info(e, one_info, info);
+    return one_info(e, info);
+}
+
+static int one_info(engine *e, sim_info *info) {
     if (!e || e->ops != &sim_ops) return -1;
     sim_engine *s = (sim_engine *)e;
     *info = s->info;

@@ -46,6 +46,10 @@ typedef struct sim_params {
      * prefill_instances x prefill_tp GPUs (same model and profile, no MTP) and moves the KV over the
      * network to this (decode) instance */
     int prefill_instances, prefill_tp, prefill_dp, prefill_ep;
+    /* > 1: simulate one in rank_sample of the requests (the DP ranks are symmetric) and count each
+     * step's batch rank_sample times in the cost model; KV blocks and limits scale down alike.
+     * Used by --validate to keep wide-DP rows fast; results scale back by the caller. */
+    int rank_sample;
 } sim_params;
 
 /* DeepSeek-V2-Lite on one H200, vLLM defaults (max_num_seqs 256, max_num_batched_tokens 8192,

@@ -232,7 +232,11 @@ static void set_metric(val_case *c, const char *name, double v) {
 }
 
 static int run_serve(val_case *c, char *err, size_t errlen) {
-    size_t n = (size_t)c->prompts;
+    /* wide DP: one rank's share of the load, its batch counted dp times (the ranks are symmetric;
+     * Poisson arrivals split into dp Poisson streams) */
+    int k = c->p.dp > 1 && c->p.prefill_instances == 0 ? c->p.dp : (c->p.dp == 0 ? c->p.tp : 1);
+    c->p.rank_sample = k;
+    size_t n = (size_t)((c->prompts + k - 1) / k);
     int32_t *ins = NULL, *outs = NULL;
     int64_t *stamps = NULL, *times = NULL;
     if (sim_workload_lengths(c->dataset, &n, 1, 128, &ins, &outs, &stamps, err, errlen) < 0) return -1;
@@ -249,20 +253,24 @@ static int run_serve(val_case *c, char *err, size_t errlen) {
             arrival arr;
             rng g;
             rng_seed(&g, 1);
-            if (arrival_parse("poisson", c->rate, &arr) < 0) goto out;
+            if (arrival_parse("poisson", c->rate / k, &arr) < 0) goto out;
             arrival_schedule(&arr, &g, 0, times, n);
         }
     }
-    sim_workload w = {.n = n, .arrival_ns = times, .concurrency = c->concurrency, .in_tokens = ins, .max_tokens = outs};
+    sim_workload w = {.n = n, .arrival_ns = times, .concurrency = c->concurrency > 0 ? (c->concurrency + k - 1) / k : 0,
+                      .in_tokens = ins, .max_tokens = outs};
     if (sim_run(e, &w, &recs, NULL, err, errlen) < 0) goto out;
     summary_opts so;
     summary_default_opts(&so);
     json_t *s = summary_compute(&recs, &so);
     if (!s) { snprintf(err, errlen, "out of memory"); goto out; }
     static const char *const keys[] = {"median_ttft_ms", "mean_ttft_ms", "median_tpot_ms", "mean_tpot_ms",
-                                       "median_itl_ms", "output_throughput", "mean_e2el_ms", "request_throughput"};
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) set_metric(c, keys[k], json_number_value(json_object_get(s, keys[k])));
-    set_metric(c, "output_throughput_per_gpu", json_number_value(json_object_get(s, "output_throughput")) / gpus_of(&c->p));
+                                       "median_itl_ms", "mean_e2el_ms", "median_e2el_ms"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) set_metric(c, keys[i], json_number_value(json_object_get(s, keys[i])));
+    double out_tps = json_number_value(json_object_get(s, "output_throughput")) * k;
+    set_metric(c, "output_throughput", out_tps);
+    set_metric(c, "request_throughput", json_number_value(json_object_get(s, "request_throughput")) * k);
+    set_metric(c, "output_throughput_per_gpu", out_tps / gpus_of(&c->p));
     json_decref(s);
     double user = 0;
     long done = 0;
@@ -482,7 +490,7 @@ int val_fit(val_table *t, cost_factors *f, int exclude, FILE *logf, char *err, s
     if (sensitivity(t, f, sens, err, errlen) < 0) { free(sens); return -1; }
     int fail = 0;
     double best = objective(t, exclude);
-    for (int sweep = 0; sweep < 3 && !fail; sweep++) {
+    for (int sweep = 0; sweep < 2 && !fail; sweep++) {
         double before = best;
         for (size_t k = 0; k < N_PARAMS && !fail; k++) {
             /* golden-section search on log(value) over the parameter's physical range */
@@ -491,7 +499,7 @@ int val_fit(val_table *t, cost_factors *f, int exclude, FILE *logf, char *err, s
             double c = b - gr * (b - a), d = a + gr * (b - a);
             double fc = eval_at(t, f, k, exp(c), sens, exclude, err, errlen, &fail);
             double fd = eval_at(t, f, k, exp(d), sens, exclude, err, errlen, &fail);
-            for (int it = 0; it < 14 && !fail; it++) {
+            for (int it = 0; it < 11 && !fail; it++) {
                 if (fc < fd) { b = d; d = c; fd = fc; c = b - gr * (b - a); fc = eval_at(t, f, k, exp(c), sens, exclude, err, errlen, &fail); }
                 else { a = c; c = d; fc = fd; d = a + gr * (b - a); fd = eval_at(t, f, k, exp(d), sens, exclude, err, errlen, &fail); }
             }
