@@ -28,7 +28,9 @@ static void usage(FILE *f) {
         "Load:\n"
         "  --dataset SPEC             random:in=N,out=M[,range=F] (default random:in=1024,out=128; the same\n"
         "                             lengths bench draws for the seed without a tokenizer), jsonl:FILE,\n"
-        "                             sharegpt:FILE or prefix:... (lengths in words; no prefix caching yet)\n"
+        "                             sharegpt:FILE, prefix:groups=G,prefix=P,suffix=S,out=M (lengths in words;\n"
+        "                             with --prefix-caching on a group's shared prompt is cached), or\n"
+        "                             lognormal:in=MEAN,out=MEAN[,sigma=S,max_in=N,max_total=N] (ShareGPT-like)\n"
         "  --output-len N             max_tokens for jsonl items without one (128)\n"
         "  --rate R/s | inf           open-loop arrival rate (inf: all at once)\n"
         "  --arrival KIND             poisson (default), gamma:K, constant, or trace (the jsonl timestamps)\n"
@@ -83,6 +85,17 @@ static json_t *engine_section(engine *e, const sim_params *p, const sim_series *
         "generation_tokens_total", (json_int_t)st.generation_tokens_total,
         "prefill_tokens_total", (json_int_t)info.prefill_tokens_total, "busy_s", info.busy_s);
     json_object_set_new(o, "kv_tokens", json_integer((json_int_t)info.total_blocks * p->block_size));
+    json_object_set_new(o, "engine_profile", json_string(p->engine_profile));
+    /* prefix cache: prompt tokens found cached over prompt tokens looked up (vLLM's hit rate) */
+    json_object_set_new(o, "prefix_cache_queries_tokens", json_integer(info.prefix_query_tokens));
+    json_object_set_new(o, "prefix_cache_hit_tokens", json_integer(info.prefix_hit_tokens));
+    json_object_set_new(o, "prefix_cache_hit_rate", info.prefix_query_tokens > 0
+                        ? json_real((double)info.prefix_hit_tokens / info.prefix_query_tokens) : json_null());
+    if (p->prefill_instances > 0) {
+        json_object_set_new(o, "kv_transfers", json_integer(info.kv_transfers));
+        json_object_set_new(o, "kv_transfer_ms_mean", info.kv_transfers ? json_real(info.kv_transfer_s / info.kv_transfers * 1e3) : json_null());
+        json_object_set_new(o, "prefill_busy_s", json_real(info.prefill_busy_s));
+    }
     json_object_set_new(o, "factors", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f}", "bw_eff", p->factors.bw_eff,
         "compute_eff", p->factors.compute_eff, "link_eff", p->factors.link_eff, "step_overhead_s",
         p->factors.step_overhead_s, "comm_latency_s", p->factors.comm_latency_s, "expert_skew", p->factors.expert_skew));
@@ -148,13 +161,19 @@ static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_n
     engine_get_stats(e, &st);
     fprintf(f, "%s\n", "============ Simulated engine ============");
     fprintf(f, "%-40s%-10s\n", "Model / GPU:", p->model_config[0] ? p->model_config : p->model);
-    fprintf(f, "%-40s%d x %s\n", "GPUs (TP):", p->tp, p->gpu);
+    fprintf(f, "%-40s%d x %s%s\n", "GPUs (TP):", p->tp, p->gpu, p->prefill_instances > 0 ? " (decode instance)" : "");
     fprintf(f, "%-40s%lld (%lld tokens)\n", "KV blocks:", info.total_blocks, info.total_blocks * p->block_size);
     fprintf(f, "%-40s%lld\n", "Engine steps:", (long long)st.steps_total);
     fprintf(f, "%-40s%.2f\n", "Mean tokens per step:",
             st.steps_total ? (double)(info.prefill_tokens_total + st.generation_tokens_total) / st.steps_total : 0);
     fprintf(f, "%-40s%.1f%%\n", "Engine busy:", span_ns > 0 ? 100 * info.busy_s / (span_ns / 1e9) : 0);
     fprintf(f, "%-40s%lld\n", "Preemptions:", (long long)st.preemptions_total);
+    fprintf(f, "%-40s%s\n", "Engine profile:", p->engine_profile);
+    if (info.prefix_query_tokens > 0)
+        fprintf(f, "%-40s%.1f%%\n", "Prefix cache hit rate (tokens):", 100.0 * info.prefix_hit_tokens / info.prefix_query_tokens);
+    if (p->prefill_instances > 0)
+        fprintf(f, "%-40s%lld, %.2f ms mean\n", "KV transfers (PD):", (long long)info.kv_transfers,
+                info.kv_transfers ? info.kv_transfer_s / info.kv_transfers * 1e3 : 0);
     fprintf(f, "%s\n", "==================================================");
 }
 
@@ -323,13 +342,15 @@ int cmd_sim(int argc, char **argv) {
     if (!n_req_given && strncmp(dataset, "random", 6)) n = 0;   /* a file: every line once */
     int64_t *times = NULL, *stamps = NULL;
     int32_t *ins = NULL, *outs = NULL;
-    if (sim_workload_lengths(dataset, &n, (uint64_t)seed, (int32_t)output_len, &ins, &outs, &stamps, err, sizeof err) < 0) {
+    int32_t *groups = NULL, prefix_len = 0;
+    if (sim_workload_lengths_groups(dataset, &n, (uint64_t)seed, (int32_t)output_len, &ins, &outs, &stamps, &groups,
+                                    &prefix_len, err, sizeof err) < 0) {
         log_error("sim: --dataset: %s", err);
         return EXIT_USAGE;
     }
     if (replay && !stamps) {
         log_error("sim: --arrival trace needs a dataset with a \"timestamp\" on every line (jsonl:FILE)");
-        free(ins); free(outs);
+        free(ins); free(outs); free(groups);
         return EXIT_USAGE;
     }
     if (replay) {
@@ -350,7 +371,7 @@ int cmd_sim(int argc, char **argv) {
     engine *e = engine_sim_create(&p, err, sizeof err);
     if (!e) {
         log_error("sim: %s", err);
-        free(ins); free(outs); free(times);
+        free(ins); free(outs); free(times); free(groups);
         return EXIT_USAGE;
     }
     recset recs;
@@ -371,6 +392,7 @@ int cmd_sim(int argc, char **argv) {
         goto done;
     }
     sim_workload w = {.n = n, .arrival_ns = times, .concurrency = (int)concurrency, .think_ns = think_ns,
+                      .prefix_group = groups, .prefix_len = prefix_len,
                       .max_concurrency = (int)max_conc, .in_tokens = ins, .max_tokens = outs, .warmup = (size_t)warmup};
     so.max_concurrency = (int)max_conc;
     if (sim_run(e, &w, &recs, &ser, err, sizeof err) < 0) {
@@ -427,6 +449,7 @@ done:
     recset_free(&recs);
     free(times);
     free(ins);
+    free(groups);
     free(outs);
     engine_destroy(e);
     return rc;

@@ -23,6 +23,8 @@ void cost_default_factors(cost_factors *f) {
     f->launch_s = 15e-6;
     f->moe_eff = 0.7;
     f->moe_triton_eff = 0.4;
+    f->moe_triton_fp8_eff = 0.2;
+    f->attn_triton_eff = 0.1;
     f->mtp_accept = 0.68;        /* chain acceptance that gives SGLang's published 2.18 (2 drafts) and 2.44 (3) */
     f->expert_skew = 0;
 }
@@ -95,7 +97,8 @@ int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const co
         return -1;
     }
     if (f->bw_eff <= 0 || f->compute_eff <= 0 || f->link_eff <= 0 || f->bw_eff > 1 || f->compute_eff > 1 || f->link_eff > 1 ||
-        f->moe_eff <= 0 || f->moe_eff > 1 || f->moe_triton_eff <= 0 || f->moe_triton_eff > 1) {
+        f->moe_eff <= 0 || f->moe_eff > 1 || f->moe_triton_eff <= 0 || f->moe_triton_eff > 1 ||
+        f->moe_triton_fp8_eff <= 0 || f->moe_triton_fp8_eff > 1 || f->attn_triton_eff <= 0 || f->attn_triton_eff > 1) {
         snprintf(err, errlen, "efficiency factors must be in (0, 1]");
         return -1;
     }
@@ -203,7 +206,8 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
     double m = x_loc > 0 ? pairs * imb / x_loc : 0;          /* tokens per touched local expert */
     double padded = ceil(m / MOE_TILE_M) * MOE_TILE_M;
     double w = c->expert_params / moe_tp;
-    double eff = c->s.prof.moe_kernel == MOE_TRITON ? c->f.moe_triton_eff : c->f.moe_eff;
+    double eff = c->s.prof.moe_kernel != MOE_TRITON ? c->f.moe_eff
+               : c->weight_dtype == DT_FP8 ? c->f.moe_triton_fp8_eff : c->f.moe_triton_eff;
     double hbm = c->gpu.hbm_bytes_per_s * c->f.bw_eff * eff;
     double peak = hw_matmul_flops(&c->gpu, c->weight_dtype) * c->f.compute_eff;
     double bytes = x_loc * w * c->wb + pairs * imb * a->hidden * ACT_BYTES * 2;
@@ -229,7 +233,12 @@ static void forward(cost_model *c, const cost_batch *b, double T_rank, double T_
     const model_params *p = &c->params;
     double layers = mtp ? 1 : a->layers, n_dense = mtp ? 0 : p->n_dense_layers, n_moe = mtp ? 1 : p->n_moe_layers;
     double hbm = c->gpu.hbm_bytes_per_s * c->f.bw_eff;
-    double attn_peak = c->gpu.bf16_flops * c->f.attn_compute_eff;
+    double attn_peak = c->gpu.bf16_flops * c->f.attn_compute_eff, attn_hbm = hbm;
+    if (c->s.prof.attn_kernel == ATTN_TRITON && model_is_mla(a) && c->s.prof.mla_absorbed) {
+        /* a kernel that reaches a fraction of FlashMLA's compute reaches that fraction of its bandwidth too */
+        attn_peak = c->gpu.bf16_flops * c->f.attn_triton_eff;
+        attn_hbm = hbm * fmin(1, c->f.attn_triton_eff / c->f.attn_compute_eff);
+    }
     /* attention projections (per layer, split over the attention TP group) */
     double proj = p->attn_per_layer - 2.0 * a->hidden;
     dense_gemm(c, COST_ATTN_PROJ, layers * proj, c->atp, T_rank, c->wb, o);
@@ -251,7 +260,7 @@ static void forward(cost_model *c, const cost_batch *b, double T_rank, double T_
     }
     double attn_flops = layers * (dec_keys * q * per_key + pre_pairs * per_pair);
     double score_bytes = c->f.no_flash_attention ? layers * (dec_keys * q + pre_pairs) * H * 2.0 * 4 : 0;
-    add_comp(o, COST_ATTN, kv_bytes + score_bytes, attn_flops, hbm, attn_peak);
+    add_comp(o, COST_ATTN, kv_bytes + score_bytes, attn_flops, attn_hbm, attn_peak);
     o->kv_bytes += kv_bytes + score_bytes;
     /* dense FFN layers and the shared experts + router: all tokens over the tp GPUs (or, with
      * DeepEP deployments, shared experts per DP rank on its own tokens) */
@@ -335,8 +344,9 @@ void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
     double T_rank = dec_tokens * rank_dec + pre_tokens * rank_pre;
     double seqs_rank = c->dp > 1 ? ceil((double)b->seqs / c->dp) : (double)b->seqs;
     if (T_rank < 1) T_rank = 1;
+    /* graphs are captured per rank, up to graph_max_batch tokens */
     o->graphs = pr->cuda_graphs && (pre_seqs == 0 || pr->prefill_mode == PREFILL_MIXED) &&
-                (pr->graph_max_batch == 0 || b->tokens <= pr->graph_max_batch);
+                (pr->graph_max_batch == 0 || T_rank <= pr->graph_max_batch);
     /* a whole prefill chunk is compute-heavy and launches eagerly in graph-capturing engines
      * (vLLM V1 captures mixed batches piecewise, so it keeps graphs up to its capture size) */
     forward(c, b, T_rank, (double)b->tokens, seqs_rank, rank_dec, rank_pre, 0, o);

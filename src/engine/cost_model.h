@@ -32,7 +32,9 @@ typedef struct {
     double kernel_s;          /* GPU time per kernel boundary (launch latency, tail) with CUDA graphs */
     double launch_s;          /* CPU time to launch one kernel eagerly (PyTorch dispatch) */
     double moe_eff;           /* tuned grouped GEMM bandwidth relative to a streaming kernel's */
-    double moe_triton_eff;    /* the 2024 Triton fused-MoE kernel's, relative */
+    double moe_triton_eff;    /* the 2024 Triton fused-MoE kernel's, relative (bf16 weights) */
+    double moe_triton_fp8_eff;/* ... with block-scaled fp8 weights (SGLang v0.4.1's V3 path) */
+    double attn_triton_eff;   /* the Triton MLA decode kernel's fraction of the bf16 peak */
     double attn_compute_eff;  /* attention kernels' fraction of the bf16 peak (FlashMLA: 660 of 989 TFLOPS) */
     double mtp_accept;        /* probability that a draft token is accepted, given the previous one was */
     double expert_skew;       /* Zipf exponent of expert popularity: 0 uniform routing */

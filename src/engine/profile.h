@@ -4,7 +4,7 @@
  * the latent KV or on expanded per-head K/V, how prefill and decode share steps, how much KV a
  * request reserves at admission, which MoE kernel family and all-to-all it uses.
  *
- * `--engine-profile vllm-v0|vllm-v1|sglang|sglang-2024|trtllm|lmdeploy|llamacpp|deepseek` picks one;
+ * `--engine-profile vllm-v0|vllm-v1|sglang|sglang-v0.4|sglang-2024|trtllm|lmdeploy|llamacpp|deepseek` picks one;
  * single facts can be overridden (`--cuda-graphs off`, `--overlap-schedule on`, `--mla off`, ...).
  * The numbers that are fitted (per-kernel time, eager launch, scheduler cost) live in cost_factors,
  * shared by every profile: they stand for a mechanism, not for an engine. */
@@ -16,6 +16,8 @@ enum { PREFILL_MIXED = 0,      /* chunked prefill shares steps with decodes (vLL
        PREFILL_SEPARATE = 1 }; /* a step is all prefill while prompts wait (vLLM V0, SGLang) */
 enum { MOE_TUNED = 0,          /* grouped GEMMs tuned for few tokens per expert (DeepGEMM, CUTLASS, TRT-LLM) */
        MOE_TRITON = 1 };       /* the Triton fused-MoE kernel of 2024 engines */
+enum { ATTN_FLASH = 0,         /* FlashMLA / FlashInfer MLA / TRT-LLM MLA kernels */
+       ATTN_TRITON = 1 };      /* the Triton MLA decode kernel of SGLang's first MLA support (2024 - v0.4.1) */
 enum { A2A_ALLREDUCE = 0,      /* MoE under TP (or EP) ends in an all-reduce, like attention */
        A2A_ALLGATHER = 1,      /* DP attention: all-gather tokens before the MLP/MoE, reduce-scatter after */
        A2A_DEEPEP = 2 };       /* DeepEP dispatch/combine (low-latency kernels in decode, normal in prefill) */
@@ -37,6 +39,7 @@ typedef struct {
     int python;                /* a Python scheduler (pays the per-step and per-sequence CPU cost) */
     int two_batch_overlap;     /* communication overlapped by a second micro-batch (SGLang TBO, DeepSeek) */
     int max_batch;             /* default max running sequences (0: keep --max-num-seqs) */
+    int attn_kernel;           /* ATTN_* */
 } engine_profile;
 
 /* Fills p with the named profile. 0 ok, -1 unknown name. */

@@ -72,7 +72,8 @@ static const char help_head[] =
     "  --step-overhead DUR, --seq-overhead DUR     CPU scheduler time per step / per running sequence\n"
     "  --kernel-time DUR, --launch-time DUR        GPU time per kernel (graphs); CPU time per eager launch\n"
     "  --comm-latency DUR         per collective inside the NVLink domain\n"
-    "  --moe-eff F, --moe-triton-eff F, --attn-compute-eff F   kernel efficiencies (fitted defaults)\n"
+    "  --moe-eff F, --moe-triton-eff F, --moe-triton-fp8-eff F, --attn-compute-eff F, --attn-triton-eff F\n"
+    "                             kernel efficiencies (fitted defaults)\n"
     "  --expert-skew S            Zipf exponent of expert popularity (0 = uniform routing)\n"
     "  --flash-attention on|off   off: attention scores go through HBM (eager attention) (on)\n"
     "  --profile FILE             fitted factors from `dsperf sim --calibrate`\n";
@@ -93,7 +94,7 @@ static const char *const keys[] = {
     "engine-profile", "dp", "data-parallel-size", "enable-dp-attention", "a2a", "two-batch-overlap", "eplb",
     "redundant-experts", "mtp", "mtp-accept-len", "mtp-accept", "cuda-graphs", "graph-max-batch", "overlap-schedule",
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
-    "moe-eff", "moe-triton-eff", "attn-compute-eff", NULL,
+    "moe-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -261,6 +262,8 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "launch-time")) { rc = parse_seconds(v, &p->factors.launch_s); want = "a duration (e.g. 15us)";
     } else if (!strcmp(key, "moe-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-triton-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_triton_eff); want = "a fraction in (0, 1]";
+    } else if (!strcmp(key, "moe-triton-fp8-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_triton_fp8_eff); want = "a fraction in (0, 1]";
+    } else if (!strcmp(key, "attn-triton-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.attn_triton_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "attn-compute-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.attn_compute_eff); want = "a fraction in (0, 1]";
     } else {
         snprintf(err, errlen, "unknown option --%s", key);
@@ -293,7 +296,8 @@ int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t e
         {"seq_overhead_s", offsetof(cost_factors, seq_overhead_s)}, {"kernel_s", offsetof(cost_factors, kernel_s)},
         {"launch_s", offsetof(cost_factors, launch_s)}, {"moe_eff", offsetof(cost_factors, moe_eff)},
         {"moe_triton_eff", offsetof(cost_factors, moe_triton_eff)}, {"attn_compute_eff", offsetof(cost_factors, attn_compute_eff)},
-        {"mtp_accept", offsetof(cost_factors, mtp_accept)},
+        {"mtp_accept", offsetof(cost_factors, mtp_accept)}, {"moe_triton_fp8_eff", offsetof(cost_factors, moe_triton_fp8_eff)},
+        {"attn_triton_eff", offsetof(cost_factors, attn_triton_eff)},
     };
     cost_factors nf = p->factors;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {

@@ -97,6 +97,10 @@ static int submit_one(engine *e, const sim_workload *w, recset *recs, size_t i, 
     r->sched_ns = sched;
     r->send_ns = t;
     engine_request q = {.id = i, .prompt_tokens = w->in_tokens[i], .max_tokens = w->max_tokens[i], .ignore_eos = true};
+    if (w->prefix_group && w->prefix_group[i] >= 0) {
+        q.prefix_id = (uint64_t)w->prefix_group[i] + 1;
+        q.prefix_len = w->prefix_len;
+    }
     /* chunk arrays sized once: no allocation per token */
     if (w->max_tokens[i] > 0 && !r->chunk_ns) {
         r->chunk_ns = malloc(sizeof(int64_t) * (size_t)w->max_tokens[i]);
@@ -352,6 +356,14 @@ bad:
 
 int sim_workload_lengths(const char *spec, size_t *n, uint64_t seed, int32_t default_out, int32_t **ins,
                          int32_t **outs, int64_t **times_ns, char *err, size_t errlen) {
+    return sim_workload_lengths_groups(spec, n, seed, default_out, ins, outs, times_ns, NULL, NULL, err, errlen);
+}
+
+int sim_workload_lengths_groups(const char *spec, size_t *n, uint64_t seed, int32_t default_out, int32_t **ins,
+                                int32_t **outs, int64_t **times_ns, int32_t **groups, int32_t *prefix_len, char *err,
+                                size_t errlen) {
+    if (groups) *groups = NULL;
+    if (prefix_len) *prefix_len = 0;
     *ins = *outs = NULL;
     *times_ns = NULL;
     if (!strncmp(spec, "random", 6) && (!spec[6] || spec[6] == ':')) {
@@ -386,12 +398,25 @@ int sim_workload_lengths(const char *spec, size_t *n, uint64_t seed, int32_t def
     *ins = malloc(sizeof(int32_t) * *n);
     *outs = malloc(sizeof(int32_t) * *n);
     if (stamped) *times_ns = malloc(sizeof(int64_t) * *n);
-    if (!*ins || !*outs || (stamped && !*times_ns)) { dataset_free(d); free(*times_ns); *times_ns = NULL; goto oom; }
+    int grouped = groups && d->n > 0 && d->items[0].group >= 0;
+    if (grouped) *groups = malloc(sizeof(int32_t) * *n);
+    if (!*ins || !*outs || (stamped && !*times_ns) || (grouped && !*groups)) {
+        dataset_free(d);
+        free(*times_ns);
+        *times_ns = NULL;
+        if (grouped) { free(*groups); *groups = NULL; }
+        goto oom;
+    }
+    if (grouped && prefix_len) {
+        const char *pp = strstr(spec, "prefix=");
+        *prefix_len = pp ? (int32_t)atoi(pp + 7) : 0;
+    }
     for (size_t i = 0; i < *n; i++) {
         const dataset_item *it = &d->items[i % d->n];   /* cycled, as bench does */
         (*ins)[i] = it->in_tokens > 0 ? it->in_tokens : 1;
         (*outs)[i] = it->max_tokens > 0 ? it->max_tokens : default_out;
         if (stamped) (*times_ns)[i] = it->timestamp_ns;
+        if (grouped) (*groups)[i] = it->group;
     }
     dataset_free(d);
     return 0;

@@ -55,13 +55,15 @@ struct val_table {
 /* The fitted parameters: where they live in cost_factors, their physical range, and the prior. */
 typedef struct { const char *name, *flag; size_t off; double lo, hi, prior; } fit_param;
 static const fit_param params[] = {
-    {"kernel_s", "kernel-time", offsetof(cost_factors, kernel_s), 0.5e-6, 20e-6, 3e-6},
-    {"launch_s", "launch-time", offsetof(cost_factors, launch_s), 2e-6, 200e-6, 15e-6},
-    {"step_overhead_s", "step-overhead", offsetof(cost_factors, step_overhead_s), 50e-6, 50e-3, 2e-3},
-    {"seq_overhead_s", "seq-overhead", offsetof(cost_factors, seq_overhead_s), 0.1e-6, 1e-3, 10e-6},
-    {"comm_latency_s", "comm-latency", offsetof(cost_factors, comm_latency_s), 2.3e-6, 50e-6, 10e-6},
-    {"moe_eff", "moe-eff", offsetof(cost_factors, moe_eff), 0.1, 1.0, 0.7},
-    {"moe_triton_eff", "moe-triton-eff", offsetof(cost_factors, moe_triton_eff), 0.02, 1.0, 0.4},
+    {"kernel_s", "kernel-time", offsetof(cost_factors, kernel_s), 1e-6, 10e-6, 3e-6},
+    {"launch_s", "launch-time", offsetof(cost_factors, launch_s), 5e-6, 100e-6, 15e-6},
+    {"step_overhead_s", "step-overhead", offsetof(cost_factors, step_overhead_s), 0.1e-3, 10e-3, 2e-3},
+    {"seq_overhead_s", "seq-overhead", offsetof(cost_factors, seq_overhead_s), 1e-6, 200e-6, 10e-6},
+    {"comm_latency_s", "comm-latency", offsetof(cost_factors, comm_latency_s), 2.3e-6, 25e-6, 10e-6},
+    {"moe_eff", "moe-eff", offsetof(cost_factors, moe_eff), 0.2, 1.0, 0.7},
+    {"moe_triton_eff", "moe-triton-eff", offsetof(cost_factors, moe_triton_eff), 0.05, 1.0, 0.4},
+    {"moe_triton_fp8_eff", "moe-triton-fp8-eff", offsetof(cost_factors, moe_triton_fp8_eff), 0.02, 1.0, 0.2},
+    {"attn_triton_eff", "attn-triton-eff", offsetof(cost_factors, attn_triton_eff), 0.005, 0.667, 0.1},
 };
 #define N_PARAMS (sizeof params / sizeof params[0])
 
@@ -484,22 +486,25 @@ static double eval_at(val_table *t, cost_factors *f, size_t k, double v, const u
     return objective(t, exclude);
 }
 
-int val_fit(val_table *t, cost_factors *f, int exclude, FILE *logf, char *err, size_t errlen) {
+/* Coordinate descent: golden-section search on log(value) per parameter, over its physical range
+ * (or, warm, within a factor of 3 of the starting value, fewer steps: the leave-one-out refits). */
+static int fit(val_table *t, cost_factors *f, int exclude, int warm, FILE *logf, char *err, size_t errlen) {
     unsigned char *sens = malloc(N_PARAMS * (size_t)(t->n_cases + 1));
     if (!sens) { snprintf(err, errlen, "out of memory"); return -1; }
     if (sensitivity(t, f, sens, err, errlen) < 0) { free(sens); return -1; }
     int fail = 0;
     double best = objective(t, exclude);
-    for (int sweep = 0; sweep < 2 && !fail; sweep++) {
+    for (int sweep = 0; sweep < (warm ? 1 : 3) && !fail; sweep++) {
         double before = best;
         for (size_t k = 0; k < N_PARAMS && !fail; k++) {
             /* golden-section search on log(value) over the parameter's physical range */
-            double a = log(params[k].lo), b = log(params[k].hi), x0 = *fp(f, k);
+            double x0 = *fp(f, k);
+            double a = log(warm ? fmax(params[k].lo, x0 / 3) : params[k].lo), b = log(warm ? fmin(params[k].hi, x0 * 3) : params[k].hi);
             const double gr = 0.6180339887;
             double c = b - gr * (b - a), d = a + gr * (b - a);
             double fc = eval_at(t, f, k, exp(c), sens, exclude, err, errlen, &fail);
             double fd = eval_at(t, f, k, exp(d), sens, exclude, err, errlen, &fail);
-            for (int it = 0; it < 11 && !fail; it++) {
+            for (int it = 0; it < (warm ? 7 : 12) && !fail; it++) {
                 if (fc < fd) { b = d; d = c; fd = fc; c = b - gr * (b - a); fc = eval_at(t, f, k, exp(c), sens, exclude, err, errlen, &fail); }
                 else { a = c; c = d; fc = fd; d = a + gr * (b - a); fd = eval_at(t, f, k, exp(d), sens, exclude, err, errlen, &fail); }
             }
@@ -516,16 +521,24 @@ int val_fit(val_table *t, cost_factors *f, int exclude, FILE *logf, char *err, s
     return val_run(t, f, err, errlen);
 }
 
+int val_fit(val_table *t, cost_factors *f, int exclude, FILE *logf, char *err, size_t errlen) {
+    return fit(t, f, exclude, 0, logf, err, errlen);
+}
+
 int val_loo(val_table *t, FILE *out, char *err, size_t errlen) {
+    /* every refit starts from the fit on all rows and searches within a factor of 3 of it: the
+     * objective without row i is what is minimized, the start only saves work */
+    cost_factors all;
+    val_prior_factors(&all);
+    if (fit(t, &all, -1, 0, NULL, err, errlen) < 0) return -1;
     int *use = calloc((size_t)t->n_rows, sizeof *use);
     val_case *keep = malloc(sizeof(val_case) * (size_t)(t->n_cases + 1));
     if (!use || !keep) { free(use); free(keep); snprintf(err, errlen, "out of memory"); return -1; }
     fprintf(out, "leave-one-out: fit on every other row, predict this one\n");
     for (int r = 0; r < t->n_rows; r++) {
         if (!t->rows[r].scored || t->rows[r].not_simulated[0]) continue;
-        cost_factors f;
-        val_prior_factors(&f);
-        if (val_fit(t, &f, r, NULL, err, errlen) < 0) { free(use); free(keep); return -1; }
+        cost_factors f = all;
+        if (fit(t, &f, r, 1, NULL, err, errlen) < 0) { free(use); free(keep); return -1; }
         for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++) {
             keep[ci] = t->cases[ci];
             for (int j = 0; j < t->cases[ci].n_m; j++) {
