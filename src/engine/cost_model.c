@@ -206,7 +206,8 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
     double m = x_loc > 0 ? pairs * imb / x_loc : 0;          /* tokens per touched local expert */
     double padded = ceil(m / MOE_TILE_M) * MOE_TILE_M;
     double w = c->expert_params / moe_tp;
-    double eff = c->s.prof.moe_kernel != MOE_TRITON ? c->f.moe_eff
+    double eff = c->s.prof.moe_kernel == MOE_GEMV ? 1.0   /* streams like any weight read */
+               : c->s.prof.moe_kernel != MOE_TRITON ? c->f.moe_eff
                : c->weight_dtype == DT_FP8 ? c->f.moe_triton_fp8_eff : c->f.moe_triton_eff;
     double hbm = c->gpu.hbm_bytes_per_s * c->f.bw_eff * eff;
     double peak = hw_matmul_flops(&c->gpu, c->weight_dtype) * c->f.compute_eff;

@@ -30,7 +30,7 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
     {"LMDeploy PyTorch engine (2024): eager (no CUDA graphs before v0.6), MLA latent cache in Triton kernels, prefill-first steps",
      {"lmdeploy", 0, 0, 1, 0, 17, 9, 0, PREFILL_SEPARATE, 0, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 256, ATTN_TRITON}},
     {"llama.cpp / ik_llama.cpp (CUDA): C++ graph of one sequence, CUDA graphs, MLA, no Python scheduler",
-     {"llamacpp", 1, 0, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_TUNED, A2A_ALLREDUCE, 0, 0, 1, ATTN_FLASH}},
+     {"llamacpp", 1, 0, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_GEMV, A2A_ALLREDUCE, 0, 0, 1, ATTN_FLASH}},
     {"DeepSeek's own system (V3 report, Day 6 note): FP8 GEMMs, DeepEP, DP attention, overlapped micro-batches",
      {"deepseek", 1, 0, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0, MOE_TUNED, A2A_DEEPEP, 1, 1, 0, ATTN_FLASH}},
 };

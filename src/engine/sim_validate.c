@@ -531,6 +531,10 @@ int val_loo(val_table *t, FILE *out, char *err, size_t errlen) {
     cost_factors all;
     val_prior_factors(&all);
     if (fit(t, &all, -1, 0, NULL, err, errlen) < 0) return -1;
+    fprintf(out, "fit on every row:\n");
+    val_print(out, t);
+    val_print_factors(out, &all);
+    fprintf(out, "\n");
     int *use = calloc((size_t)t->n_rows, sizeof *use);
     val_case *keep = malloc(sizeof(val_case) * (size_t)(t->n_cases + 1));
     if (!use || !keep) { free(use); free(keep); snprintf(err, errlen, "out of memory"); return -1; }
