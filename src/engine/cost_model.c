@@ -18,6 +18,7 @@ void cost_default_factors(cost_factors *f) {
     /* fitted on the training rows of data/published.json (README-sim.md has the values and rows) */
     f->step_overhead_s = 2.0e-3;
     f->seq_overhead_s = 10e-6;
+    f->seq_overhead_trt_s = 50e-6;
     f->comm_latency_s = 10e-6;
     f->kernel_s = 3e-6;
     f->launch_s = 15e-6;
@@ -234,7 +235,8 @@ static void forward(cost_model *c, const cost_batch *b, double T_rank, double T_
     const model_params *p = &c->params;
     double layers = mtp ? 1 : a->layers, n_dense = mtp ? 0 : p->n_dense_layers, n_moe = mtp ? 1 : p->n_moe_layers;
     double hbm = c->gpu.hbm_bytes_per_s * c->f.bw_eff;
-    double attn_peak = c->gpu.bf16_flops * c->f.attn_compute_eff, attn_hbm = hbm;
+    double attn_peak = (c->s.attn_fp8 && c->gpu.fp8_flops > 0 ? c->gpu.fp8_flops : c->gpu.bf16_flops) * c->f.attn_compute_eff;
+    double attn_hbm = hbm;
     if (c->s.prof.attn_kernel == ATTN_TRITON && model_is_mla(a) && c->s.prof.mla_absorbed) {
         /* a kernel that reaches a fraction of FlashMLA's compute reaches that fraction of its bandwidth too */
         attn_peak = c->gpu.bf16_flops * c->f.attn_triton_eff;
@@ -361,7 +363,7 @@ void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
             forward(c, &d, dec_seqs * rank_dec, (double)dec_seqs, seqs_rank, rank_dec, 0, 1, o);
     }
     /* each attention DP rank has its own scheduler process */
-    o->t_sched = c->f.seq_overhead_s * seqs_rank;
+    o->t_sched = (c->s.prof.sched_trt ? c->f.seq_overhead_trt_s : c->f.seq_overhead_s) * seqs_rank;
     for (int k = 0; k < COST_NCOMP; k++) { o->t_mem += o->mem_s[k]; o->t_compute += o->comp_s[k]; }
     o->t = combine(c, o, 1, 1, c->f.step_overhead_s, &o->t_math);
     o->t_overhead = o->t - o->t_math - o->t_comm;

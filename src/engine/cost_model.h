@@ -28,6 +28,7 @@ typedef struct {
     double link_eff;          /* fraction of the per-direction link / NIC bandwidth (0.7) */
     double step_overhead_s;   /* CPU scheduler time per step (Python engines) */
     double seq_overhead_s;    /* CPU time per running sequence per step (batch building, sampling, detokenize) */
+    double seq_overhead_trt_s;/* ... in TensorRT-LLM's PyTorch executor */
     double comm_latency_s;    /* latency of one collective inside the NVLink domain */
     double kernel_s;          /* GPU time per kernel boundary (launch latency, tail) with CUDA graphs */
     double launch_s;          /* CPU time to launch one kernel eagerly (PyTorch dispatch) */
@@ -53,6 +54,7 @@ typedef struct {
     int redundant_experts;    /* EPLB's extra expert copies (memory; EPLB also evens out skew) */
     int eplb;                 /* expert placement balanced by load (removes the skew imbalance) */
     int kv_flashmla_fp8;      /* fp8 KV in FlashMLA's layout: 656 bytes per token per layer */
+    int attn_fp8;             /* attention math on fp8 tensor cores (FP8 MLA / FA3 fp8) */
     engine_profile prof;
 } cost_setup;
 

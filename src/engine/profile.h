@@ -41,6 +41,7 @@ typedef struct {
     int two_batch_overlap;     /* communication overlapped by a second micro-batch (SGLang TBO, DeepSeek) */
     int max_batch;             /* default max running sequences (0: keep --max-num-seqs) */
     int attn_kernel;           /* ATTN_* */
+    int sched_trt;             /* TensorRT-LLM's PyTorch executor: its own per-sequence CPU cost */
 } engine_profile;
 
 /* Fills p with the named profile. 0 ok, -1 unknown name. */

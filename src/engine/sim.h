@@ -38,6 +38,7 @@ typedef struct sim_params {
     double mtp_accept_len;           /* published acceptance length; 0: from the acceptance rate */
     int redundant_experts, eplb;
     int kv_flashmla_fp8;             /* --kv-dtype fp8-flashmla: 656 bytes per token per layer */
+    int attn_fp8;                    /* --attn-dtype fp8: attention math on fp8 tensor cores */
     /* profile facts overridden by flags (-1: the profile's) */
     int ov_cuda_graphs, ov_graph_max, ov_overlap, ov_mla, ov_tbo, ov_a2a, ov_prefill_mode;
     double ov_admit_reserve;

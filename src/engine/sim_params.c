@@ -70,6 +70,8 @@ static const char help_head[] =
     "                             override the GPU catalog (e.g. --hbm-bw 4.8TB/s --bf16-flops 989T)\n"
     "  --bw-eff F, --compute-eff F, --link-eff F   achievable fractions of peak (0.85, 0.7, 0.7)\n"
     "  --step-overhead DUR, --seq-overhead DUR     CPU scheduler time per step / per running sequence\n"
+    "                             (--seq-overhead-trt: TensorRT-LLM's PyTorch executor)\n"
+    "  --attn-dtype bf16|fp8      attention math on fp8 tensor cores (FP8 MLA) (bf16)\n"
     "  --kernel-time DUR, --launch-time DUR        GPU time per kernel (graphs); CPU time per eager launch\n"
     "  --comm-latency DUR         per collective inside the NVLink domain\n"
     "  --moe-eff F, --moe-triton-eff F, --moe-triton-fp8-eff F, --attn-compute-eff F, --attn-triton-eff F\n"
@@ -94,7 +96,8 @@ static const char *const keys[] = {
     "engine-profile", "dp", "data-parallel-size", "enable-dp-attention", "a2a", "two-batch-overlap", "eplb",
     "redundant-experts", "mtp", "mtp-accept-len", "mtp-accept", "cuda-graphs", "graph-max-batch", "overlap-schedule",
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
-    "moe-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", NULL,
+    "moe-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
+    "seq-overhead-trt", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -262,6 +265,12 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "launch-time")) { rc = parse_seconds(v, &p->factors.launch_s); want = "a duration (e.g. 15us)";
     } else if (!strcmp(key, "moe-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-triton-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_triton_eff); want = "a fraction in (0, 1]";
+    } else if (!strcmp(key, "attn-dtype")) {
+        if (!strcmp(v, "fp8")) p->attn_fp8 = 1;
+        else if (!strcmp(v, "bf16") || !strcmp(v, "auto")) p->attn_fp8 = 0;
+        else rc = -1;
+        want = "bf16 or fp8";
+    } else if (!strcmp(key, "seq-overhead-trt")) { rc = parse_seconds(v, &p->factors.seq_overhead_trt_s); want = "a duration (e.g. 50us)";
     } else if (!strcmp(key, "moe-triton-fp8-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_triton_fp8_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "attn-triton-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.attn_triton_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "attn-compute-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.attn_compute_eff); want = "a fraction in (0, 1]";
@@ -297,7 +306,7 @@ int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t e
         {"launch_s", offsetof(cost_factors, launch_s)}, {"moe_eff", offsetof(cost_factors, moe_eff)},
         {"moe_triton_eff", offsetof(cost_factors, moe_triton_eff)}, {"attn_compute_eff", offsetof(cost_factors, attn_compute_eff)},
         {"mtp_accept", offsetof(cost_factors, mtp_accept)}, {"moe_triton_fp8_eff", offsetof(cost_factors, moe_triton_fp8_eff)},
-        {"attn_triton_eff", offsetof(cost_factors, attn_triton_eff)},
+        {"attn_triton_eff", offsetof(cost_factors, attn_triton_eff)}, {"seq_overhead_trt_s", offsetof(cost_factors, seq_overhead_trt_s)},
     };
     cost_factors nf = p->factors;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -387,6 +396,7 @@ int sim_params_cost(const sim_params *p, cost_model *c, char *err, size_t errlen
     s.redundant_experts = p->redundant_experts;
     s.eplb = p->eplb;
     s.kv_flashmla_fp8 = p->kv_flashmla_fp8;
+    s.attn_fp8 = p->attn_fp8;
     if (s.dp > 1 && s.prof.a2a == A2A_ALLREDUCE) s.prof.a2a = A2A_ALLGATHER;
     return cost_init(c, &arch, &g, &s, wd, kd, &p->factors, err, errlen);
 }

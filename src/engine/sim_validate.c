@@ -59,6 +59,7 @@ static const fit_param params[] = {
     {"launch_s", "launch-time", offsetof(cost_factors, launch_s), 5e-6, 100e-6, 15e-6},
     {"step_overhead_s", "step-overhead", offsetof(cost_factors, step_overhead_s), 0.1e-3, 10e-3, 2e-3},
     {"seq_overhead_s", "seq-overhead", offsetof(cost_factors, seq_overhead_s), 1e-6, 200e-6, 10e-6},
+    {"seq_overhead_trt_s", "seq-overhead-trt", offsetof(cost_factors, seq_overhead_trt_s), 1e-6, 500e-6, 50e-6},
     {"comm_latency_s", "comm-latency", offsetof(cost_factors, comm_latency_s), 2.3e-6, 25e-6, 10e-6},
     {"moe_eff", "moe-eff", offsetof(cost_factors, moe_eff), 0.2, 1.0, 0.7},
     {"moe_triton_eff", "moe-triton-eff", offsetof(cost_factors, moe_triton_eff), 0.05, 1.0, 0.4},
