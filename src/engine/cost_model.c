@@ -15,17 +15,18 @@ void cost_default_factors(cost_factors *f) {
     f->compute_eff = 0.7;        /* H200 probe: 0.80 bf16, 0.73 fp8 on large GEMMs */
     f->link_eff = 0.7;
     f->attn_compute_eff = 0.667; /* FlashMLA README: 660 TFLOPS compute-bound on H800 (989 peak) */
-    /* fitted on the training rows of data/published.json (README-sim.md has the values and rows) */
-    f->step_overhead_s = 2.0e-3;
-    f->seq_overhead_s = 10e-6;
-    f->seq_overhead_trt_s = 50e-6;
-    f->comm_latency_s = 10e-6;
-    f->kernel_s = 3e-6;
-    f->launch_s = 15e-6;
-    f->moe_eff = 0.7;
-    f->moe_triton_eff = 0.4;
-    f->moe_triton_fp8_eff = 0.2;
-    f->attn_triton_eff = 0.1;
+    /* fitted on the rows of data/published.json (dsperf sim --validate data/published.json --fit;
+     * README-sim.md lists the values and the rows each one rests on) */
+    f->kernel_s = 3.98e-6;
+    f->launch_s = 29.77e-6;
+    f->step_overhead_s = 9.548e-3;
+    f->seq_overhead_s = 33.88e-6;
+    f->seq_overhead_trt_s = 170.21e-6;
+    f->comm_latency_s = 5.40e-6;
+    f->moe_eff = 0.355;
+    f->moe_triton_eff = 0.470;
+    f->moe_triton_fp8_eff = 0.107;
+    f->attn_triton_eff = 0.303;
     f->mtp_accept = 0.68;        /* chain acceptance that gives SGLang's published 2.18 (2 drafts) and 2.44 (3) */
     f->expert_skew = 0;
 }
