@@ -96,9 +96,7 @@ static json_t *engine_section(engine *e, const sim_params *p, const sim_series *
         json_object_set_new(o, "kv_transfer_ms_mean", info.kv_transfers ? json_real(info.kv_transfer_s / info.kv_transfers * 1e3) : json_null());
         json_object_set_new(o, "prefill_busy_s", json_real(info.prefill_busy_s));
     }
-    json_object_set_new(o, "factors", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f}", "bw_eff", p->factors.bw_eff,
-        "compute_eff", p->factors.compute_eff, "link_eff", p->factors.link_eff, "step_overhead_s",
-        p->factors.step_overhead_s, "comm_latency_s", p->factors.comm_latency_s, "expert_skew", p->factors.expert_skew));
+    json_object_set_new(o, "factors", sim_params_factors_json(&p->factors));
     /* sampled gauges in a few numbers, for diagnosis at a glance */
     double kv_max = 0, run_sum = 0;
     long long wait_max = 0, run_max = 0;

@@ -77,6 +77,9 @@ void diag_roofline(diag_in *in) {
     sim_params_set(&pi.target, "tp", tp, err, sizeof err);
     if (in->kv_dtype[0]) sim_params_set(&pi.target, "kv-dtype", in->kv_dtype, err, sizeof err);
     if (in->weight_dtype[0]) sim_params_set(&pi.target, "weight-dtype", in->weight_dtype, err, sizeof err);
+    /* a simulated run: the model with the run's own engine profile and factors */
+    sim_params_apply_factors(&pi.target, json_object_get(in->engine, "factors"),
+                             json_string_value(json_object_get(in->engine, "engine_profile")));
     pi.prompt_tokens = in_tok >= 1 ? (int)lround(in_tok) : 1;
     pi.output_tokens = out_tok >= 1 ? (int)lround(out_tok) : 1;
     pi.batch = (int)lround(b);

@@ -11,6 +11,7 @@
 #include "engine/cost_model.h"
 #include <stdbool.h>
 #include <stddef.h>
+#include <jansson.h>
 
 typedef struct sim_params {
     char model[128];                 /* catalog name or HF id (model_find) */
@@ -78,6 +79,12 @@ void sim_params_prefill_side(const sim_params *p, sim_params *out);
 long long sim_params_kv_blocks(const sim_params *p, const cost_model *c);
 /* Reads a calibration profile (JSON written by `dsperf sim --calibrate`) into p->factors. */
 int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t errlen);
+/* Sets p's factors from a {"bw_eff": .., "step_overhead_s": .., ...} object (a profile's "factors" or a
+ * simulated run's engine.factors; missing keys keep their values) and the engine profile when named.
+ * 0 ok, -1 not an object or out of range (p unchanged). */
+int sim_params_apply_factors(sim_params *p, const json_t *factors, const char *profile_name);
+/* Every factor as such an object. */
+json_t *sim_params_factors_json(const cost_factors *f);
 
 /* The engine. Its emit callback may call engine_submit (new work is scheduled from the next
  * step) but not engine_cancel: defer cancellations until advance returns. */

@@ -602,13 +602,7 @@ int sim_calibration_write(const sim_calibration *c, const sim_params *p, const c
     const cost_factors *f = &c->factors;
     json_t *notes = json_array();
     for (int i = 0; i < c->n_notes; i++) json_array_append_new(notes, json_string(c->notes[i]));
-    json_t *fac = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "bw_eff", f->bw_eff,
-        "compute_eff", f->compute_eff, "link_eff", f->link_eff, "step_overhead_s", f->step_overhead_s,
-        "comm_latency_s", f->comm_latency_s, "expert_skew", f->expert_skew, "seq_overhead_s", f->seq_overhead_s,
-        "kernel_s", f->kernel_s, "launch_s", f->launch_s, "moe_eff", f->moe_eff, "moe_triton_eff", f->moe_triton_eff,
-        "moe_triton_fp8_eff", f->moe_triton_fp8_eff, "attn_triton_eff", f->attn_triton_eff,
-        "attn_compute_eff", f->attn_compute_eff, "mtp_accept", f->mtp_accept);
-    json_object_set_new(fac, "seq_overhead_trt_s", json_real(f->seq_overhead_trt_s));
+    json_t *fac = sim_params_factors_json(f);
     json_t *o = json_pack("{s:s,s:{s:s,s:s,s:s,s:i,s:i,s:i,s:s,s:s},s:o,"
                           "s:{s:b,s:b,s:b,s:I,s:I,s:I,s:f,s:f,s:f},s:o}",
         "schema", "dsperf.sim-profile/1",

@@ -285,6 +285,41 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     return 0;
 }
 
+/* The factor keys of a profile file and of the results' engine.factors. */
+static const struct { const char *key; size_t off; } factor_keys[] = {
+    {"bw_eff", offsetof(cost_factors, bw_eff)}, {"compute_eff", offsetof(cost_factors, compute_eff)},
+    {"link_eff", offsetof(cost_factors, link_eff)}, {"step_overhead_s", offsetof(cost_factors, step_overhead_s)},
+    {"comm_latency_s", offsetof(cost_factors, comm_latency_s)}, {"expert_skew", offsetof(cost_factors, expert_skew)},
+    {"seq_overhead_s", offsetof(cost_factors, seq_overhead_s)}, {"kernel_s", offsetof(cost_factors, kernel_s)},
+    {"launch_s", offsetof(cost_factors, launch_s)}, {"moe_eff", offsetof(cost_factors, moe_eff)},
+    {"moe_triton_eff", offsetof(cost_factors, moe_triton_eff)}, {"attn_compute_eff", offsetof(cost_factors, attn_compute_eff)},
+    {"mtp_accept", offsetof(cost_factors, mtp_accept)}, {"moe_triton_fp8_eff", offsetof(cost_factors, moe_triton_fp8_eff)},
+    {"attn_triton_eff", offsetof(cost_factors, attn_triton_eff)}, {"seq_overhead_trt_s", offsetof(cost_factors, seq_overhead_trt_s)},
+};
+
+json_t *sim_params_factors_json(const cost_factors *f) {
+    json_t *o = json_object();
+    for (size_t i = 0; i < sizeof factor_keys / sizeof factor_keys[0]; i++)
+        json_object_set_new(o, factor_keys[i].key, json_real(*(const double *)((const char *)f + factor_keys[i].off)));
+    return o;
+}
+
+int sim_params_apply_factors(sim_params *p, const json_t *factors, const char *profile_name) {
+    if (!json_is_object(factors)) return -1;
+    cost_factors nf = p->factors;
+    for (size_t i = 0; i < sizeof factor_keys / sizeof factor_keys[0]; i++) {
+        json_t *v = json_object_get(factors, factor_keys[i].key);
+        if (v && json_is_number(v)) *(double *)((char *)&nf + factor_keys[i].off) = json_number_value(v);
+    }
+    if (nf.bw_eff <= 0 || nf.bw_eff > 1 || nf.compute_eff <= 0 || nf.compute_eff > 1 || nf.step_overhead_s < 0 ||
+        nf.moe_eff <= 0 || nf.moe_eff > 1)
+        return -1;
+    engine_profile pr;
+    if (profile_name && profile_find(profile_name, &pr) == 0) snprintf(p->engine_profile, sizeof p->engine_profile, "%s", pr.name);
+    p->factors = nf;
+    return 0;
+}
+
 int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t errlen) {
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
@@ -298,30 +333,13 @@ int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t e
         json_decref(root);
         return -1;
     }
-    static const struct { const char *key; size_t off; } keys[] = {
-        {"bw_eff", offsetof(cost_factors, bw_eff)}, {"compute_eff", offsetof(cost_factors, compute_eff)},
-        {"link_eff", offsetof(cost_factors, link_eff)}, {"step_overhead_s", offsetof(cost_factors, step_overhead_s)},
-        {"comm_latency_s", offsetof(cost_factors, comm_latency_s)}, {"expert_skew", offsetof(cost_factors, expert_skew)},
-        {"seq_overhead_s", offsetof(cost_factors, seq_overhead_s)}, {"kernel_s", offsetof(cost_factors, kernel_s)},
-        {"launch_s", offsetof(cost_factors, launch_s)}, {"moe_eff", offsetof(cost_factors, moe_eff)},
-        {"moe_triton_eff", offsetof(cost_factors, moe_triton_eff)}, {"attn_compute_eff", offsetof(cost_factors, attn_compute_eff)},
-        {"mtp_accept", offsetof(cost_factors, mtp_accept)}, {"moe_triton_fp8_eff", offsetof(cost_factors, moe_triton_fp8_eff)},
-        {"attn_triton_eff", offsetof(cost_factors, attn_triton_eff)}, {"seq_overhead_trt_s", offsetof(cost_factors, seq_overhead_trt_s)},
-    };
-    cost_factors nf = p->factors;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        json_t *v = json_object_get(f, keys[i].key);
-        if (v && json_is_number(v)) *(double *)((char *)&nf + keys[i].off) = json_number_value(v);
-    }
     const char *prof = json_string_value(json_object_get(json_object_get(root, "setup"), "engine_profile"));
-    engine_profile pr;
-    if (prof && profile_find(prof, &pr) == 0) snprintf(p->engine_profile, sizeof p->engine_profile, "%s", pr.name);
+    int rc = sim_params_apply_factors(p, f, prof);
     json_decref(root);
-    if (nf.bw_eff <= 0 || nf.bw_eff > 1 || nf.compute_eff <= 0 || nf.compute_eff > 1 || nf.step_overhead_s < 0) {
+    if (rc < 0) {
         snprintf(err, errlen, "profile %s: factors out of range", path);
         return -1;
     }
-    p->factors = nf;
     return 0;
 }
 

@@ -498,6 +498,13 @@ static int fit(val_table *t, cost_factors *f, int exclude, int warm, FILE *logf,
     for (int sweep = 0; sweep < (warm ? 1 : 3) && !fail; sweep++) {
         double before = best;
         for (size_t k = 0; k < N_PARAMS && !fail; k++) {
+            if (warm && exclude >= 0) {
+                /* a refit without row `exclude` moves only the parameters that row depends on */
+                int touches = 0;
+                for (int i = t->rows[exclude].first_case; i < t->rows[exclude].first_case + t->rows[exclude].n_cases; i++)
+                    touches |= sens[k * (size_t)t->n_cases + i];
+                if (!touches) continue;
+            }
             /* golden-section search on log(value) over the parameter's physical range */
             double x0 = *fp(f, k);
             double a = log(warm ? fmax(params[k].lo, x0 / 3) : params[k].lo), b = log(warm ? fmin(params[k].hi, x0 * 3) : params[k].hi);
@@ -505,7 +512,7 @@ static int fit(val_table *t, cost_factors *f, int exclude, int warm, FILE *logf,
             double c = b - gr * (b - a), d = a + gr * (b - a);
             double fc = eval_at(t, f, k, exp(c), sens, exclude, err, errlen, &fail);
             double fd = eval_at(t, f, k, exp(d), sens, exclude, err, errlen, &fail);
-            for (int it = 0; it < (warm ? 7 : 12) && !fail; it++) {
+            for (int it = 0; it < (warm ? 6 : 12) && !fail; it++) {
                 if (fc < fd) { b = d; d = c; fd = fc; c = b - gr * (b - a); fc = eval_at(t, f, k, exp(c), sens, exclude, err, errlen, &fail); }
                 else { a = c; c = d; fc = fd; d = a + gr * (b - a); fd = eval_at(t, f, k, exp(d), sens, exclude, err, errlen, &fail); }
             }
