@@ -410,6 +410,16 @@ void val_summary(const val_table *t, double med[VAL_NCAT], double worst[VAL_NCAT
 
 static const char *const cat_names[VAL_NCAT] = {"TPOT", "per-GPU output throughput", "low-load TTFT", "other"};
 
+/* Median and worst per category over the rows in use (all when NULL), the first ncat categories. */
+static void print_summary(FILE *out, const val_table *t, const int *use, int ncat, const char *title) {
+    double med[VAL_NCAT], worst[VAL_NCAT];
+    int n[VAL_NCAT];
+    summarize(t, use, med, worst, n);
+    fprintf(out, "%s\n", title);
+    for (int k = 0; k < ncat; k++)
+        if (n[k]) fprintf(out, "  %-28s rows %2d   median %5.1f%%   worst %5.1f%%\n", cat_names[k], n[k], med[k] * 100, worst[k] * 100);
+}
+
 void val_print(FILE *out, const val_table *t) {
     fprintf(out, "%-5s %-22s %-26s %12s %12s %8s  %s\n", "row", "case", "metric", "published", "predicted", "error", "target");
     for (int r = 0; r < t->n_rows; r++) {
@@ -426,12 +436,7 @@ void val_print(FILE *out, const val_table *t) {
                         m->cat == VAL_OTHER ? "-" : cat_names[m->cat]);
             }
     }
-    double med[VAL_NCAT], worst[VAL_NCAT];
-    int n[VAL_NCAT];
-    summarize(t, NULL, med, worst, n);
-    fprintf(out, "\nper target (one value per row: the mean |log error| of its cases, as a relative error)\n");
-    for (int k = 0; k < VAL_NCAT; k++)
-        if (n[k]) fprintf(out, "  %-28s rows %2d   median %5.1f%%   worst %5.1f%%\n", cat_names[k], n[k], med[k] * 100, worst[k] * 100);
+    print_summary(out, t, NULL, VAL_NCAT, "\nper target (one value per row: the mean |log error| of its cases, as a relative error)");
 }
 
 /* The fit's objective over the rows in use: the mean over (row, target category) of the squared
@@ -499,10 +504,18 @@ static int fit(val_table *t, cost_factors *f, int exclude, int warm, FILE *logf,
         double before = best;
         for (size_t k = 0; k < N_PARAMS && !fail; k++) {
             if (warm && exclude >= 0) {
-                /* a refit without row `exclude` moves only the parameters that row depends on */
-                int touches = 0;
-                for (int i = t->rows[exclude].first_case; i < t->rows[exclude].first_case + t->rows[exclude].n_cases; i++)
-                    touches |= sens[k * (size_t)t->n_cases + i];
+                /* a refit without row `exclude` moves only the parameters that row depends on; one
+                 * that no other row depends on has no data left: back to its prior */
+                int touches = 0, others = 0;
+                for (int i = 0; i < t->n_cases; i++) {
+                    if (!sens[k * (size_t)t->n_cases + i]) continue;
+                    if (t->cases[i].row == exclude) touches = 1;
+                    else others = 1;
+                }
+                if (touches && !others) {
+                    eval_at(t, f, k, params[k].prior, sens, exclude, err, errlen, &fail);
+                    continue;
+                }
                 if (!touches) continue;
             }
             /* golden-section search on log(value) over the parameter's physical range */
@@ -523,6 +536,19 @@ static int fit(val_table *t, cost_factors *f, int exclude, int warm, FILE *logf,
         }
         if (logf) fprintf(logf, "fit sweep %d: objective %.4f (rms log error %.1f%%)\n", sweep + 1, best, (exp(sqrt(best)) - 1) * 100);
         if (before - best < 1e-4) break;
+    }
+    if (logf && !fail) {
+        fprintf(logf, "rows each parameter rests on (their predictions move with it):\n");
+        for (size_t k = 0; k < N_PARAMS; k++) {
+            fprintf(logf, "  %-20s", params[k].name);
+            for (int r = 0; r < t->n_rows; r++) {
+                int on = 0;
+                for (int i = t->rows[r].first_case; i < t->rows[r].first_case + t->rows[r].n_cases; i++)
+                    on |= sens[k * (size_t)t->n_cases + i];
+                if (on && r != exclude) fprintf(logf, " %s", t->rows[r].id);
+            }
+            fputc('\n', logf);
+        }
     }
     free(sens);
     if (fail) return -1;
@@ -565,12 +591,7 @@ int val_loo(val_table *t, FILE *out, char *err, size_t errlen) {
     for (int r = 0; r < t->n_rows; r++)
         if (use[r])
             for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++) t->cases[ci] = keep[ci];
-    double med[VAL_NCAT], worst[VAL_NCAT];
-    int n[VAL_NCAT];
-    summarize(t, use, med, worst, n);
-    fprintf(out, "leave-one-out summary (one value per row)\n");
-    for (int k = 0; k < VAL_OTHER; k++)
-        if (n[k]) fprintf(out, "  %-28s rows %2d   median %5.1f%%   worst %5.1f%%\n", cat_names[k], n[k], med[k] * 100, worst[k] * 100);
+    print_summary(out, t, use, VAL_OTHER, "leave-one-out summary (one value per row)");
     free(use);
     free(keep);
     return 0;
