@@ -51,7 +51,9 @@ TEST(plan_recommendation_meets_target) {
     plan_inputs in;
     plan_default_inputs(&in);
     in.target.max_num_seqs = 100000;
-    in.target.factors.step_overhead_s = 0;
+    /* the recommendation logic on a plain roofline (no fixed costs) */
+    in.target.factors.step_overhead_s = in.target.factors.seq_overhead_s = in.target.factors.kernel_s = 0;
+    in.target.factors.moe_eff = 1;
     in.tpot_target_s = 0.012;
     plan_result r;
     compute(&in, &r);
