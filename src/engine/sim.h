@@ -41,7 +41,7 @@ typedef struct sim_params {
     int kv_flashmla_fp8;             /* --kv-dtype fp8-flashmla: 656 bytes per token per layer */
     int attn_fp8;                    /* --attn-dtype fp8: attention math on fp8 tensor cores */
     /* profile facts overridden by flags (-1: the profile's) */
-    int ov_cuda_graphs, ov_graph_max, ov_overlap, ov_mla, ov_tbo, ov_a2a, ov_prefill_mode;
+    int ov_cuda_graphs, ov_graph_max, ov_overlap, ov_mla, ov_tbo, ov_a2a, ov_prefill_mode, ov_moe_kernel, ov_attn_kernel;
     double ov_admit_reserve;
     bool prefix_caching;             /* hashed KV blocks reused across requests (LRU eviction) */
     /* prefill/decode disaggregation: prefill_instances > 0 runs prompts on a separate pool of

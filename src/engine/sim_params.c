@@ -28,6 +28,7 @@ void sim_default_params(sim_params *p) {
     snprintf(p->engine_profile, sizeof p->engine_profile, "vllm-v1");
     p->dp = 1;
     p->ov_cuda_graphs = p->ov_graph_max = p->ov_overlap = p->ov_mla = p->ov_tbo = p->ov_a2a = p->ov_prefill_mode = -1;
+    p->ov_moe_kernel = p->ov_attn_kernel = -1;
     p->ov_admit_reserve = -1;
 }
 
@@ -50,7 +51,8 @@ static const char help_head[] =
     "                             --mtp-accept P: 1 + P + ... + P^N, P = 0.68)\n"
     "  --weight-dtype D           auto (as released: fp8 for V3), bf16, fp16, fp8, int8, int4, fp4 (NVFP4), q4 (GGUF)\n"
     "  --kv-dtype D               auto (bf16), bf16, fp16, fp8, int8, fp8-flashmla (656 B per token-layer)\n"
-    "  --cuda-graphs on|off, --graph-max-batch N, --overlap-schedule on|off, --mla on|off\n"
+    "  --cuda-graphs on|off, --graph-max-batch N, --overlap-schedule on|off, --mla on|off,\n"
+    "  --moe-kernel tuned|triton|gemv, --attn-kernel flash|triton\n"
     "                             override the profile's facts\n"
     "  --prefix-caching on|off    reuse hashed KV blocks of shared prefixes (LRU eviction) (off)\n"
     "  --pd-prefill N[xTP]        prefill/decode disaggregation: N prefill instances of TP GPUs each\n"
@@ -97,7 +99,7 @@ static const char *const keys[] = {
     "redundant-experts", "mtp", "mtp-accept-len", "mtp-accept", "cuda-graphs", "graph-max-batch", "overlap-schedule",
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
     "moe-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
-    "seq-overhead-trt", NULL,
+    "seq-overhead-trt", "moe-kernel", "attn-kernel", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -265,6 +267,14 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "launch-time")) { rc = parse_seconds(v, &p->factors.launch_s); want = "a duration (e.g. 15us)";
     } else if (!strcmp(key, "moe-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-triton-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_triton_eff); want = "a fraction in (0, 1]";
+    } else if (!strcmp(key, "moe-kernel")) {
+        p->ov_moe_kernel = !strcmp(v, "tuned") ? MOE_TUNED : !strcmp(v, "triton") ? MOE_TRITON : !strcmp(v, "gemv") ? MOE_GEMV : -1;
+        rc = p->ov_moe_kernel < 0 ? -1 : 0;
+        want = "tuned, triton or gemv";
+    } else if (!strcmp(key, "attn-kernel")) {
+        p->ov_attn_kernel = !strcmp(v, "flash") ? ATTN_FLASH : !strcmp(v, "triton") ? ATTN_TRITON : -1;
+        rc = p->ov_attn_kernel < 0 ? -1 : 0;
+        want = "flash or triton";
     } else if (!strcmp(key, "attn-dtype")) {
         if (!strcmp(v, "fp8")) p->attn_fp8 = 1;
         else if (!strcmp(v, "bf16") || !strcmp(v, "auto")) p->attn_fp8 = 0;
@@ -353,6 +363,8 @@ int sim_params_profile(const sim_params *p, engine_profile *out) {
     if (p->ov_a2a >= 0) out->a2a = p->ov_a2a;
     if (p->ov_prefill_mode >= 0) out->prefill_mode = p->ov_prefill_mode;
     if (p->ov_admit_reserve >= 0) out->admit_reserve = p->ov_admit_reserve;
+    if (p->ov_moe_kernel >= 0) out->moe_kernel = p->ov_moe_kernel;
+    if (p->ov_attn_kernel >= 0) out->attn_kernel = p->ov_attn_kernel;
     if (out->mla_absorbed == 0 && out->kv_head_dim == 0) out->kv_head_dim = 192;
     return 0;
 }
