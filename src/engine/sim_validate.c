@@ -531,6 +531,12 @@ static int fit(val_table *t, cost_factors *f, int exclude, int warm, FILE *logf,
             }
             double xv = fc < fd ? exp(c) : exp(d), fx = fmin(fc, fd);
             double f0 = eval_at(t, f, k, x0, sens, exclude, err, errlen, &fail);
+            if (warm && exclude >= 0) {
+                /* without the left-out row the data may not care about this parameter any more
+                 * (flat around the start): then the start, fitted with that row, must not stand */
+                double fp0 = eval_at(t, f, k, params[k].prior, sens, exclude, err, errlen, &fail);
+                if (fp0 <= fmin(fx, f0) + 1e-9) { best = fp0; continue; }
+            }
             if (fx < f0) { best = eval_at(t, f, k, xv, sens, exclude, err, errlen, &fail); }
             else best = f0;
         }
