@@ -537,8 +537,8 @@ static int fit(val_table *t, cost_factors *f, int exclude, int warm, FILE *logf,
                 double fp0 = eval_at(t, f, k, params[k].prior, sens, exclude, err, errlen, &fail);
                 if (fp0 <= fmin(fx, f0) + 1e-9) { best = fp0; continue; }
             }
-            if (fx < f0) { best = eval_at(t, f, k, xv, sens, exclude, err, errlen, &fail); }
-            else best = f0;
+            /* the last evaluation left the parameter elsewhere: set the winner */
+            best = eval_at(t, f, k, fx < f0 ? xv : x0, sens, exclude, err, errlen, &fail);
         }
         if (logf) fprintf(logf, "fit sweep %d: objective %.4f (rms log error %.1f%%)\n", sweep + 1, best, (exp(sqrt(best)) - 1) * 100);
         if (before - best < 1e-4) break;
