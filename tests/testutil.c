@@ -292,7 +292,26 @@ struct test_script {
     atomic_int stop;   /* set by the test's thread, read by the server thread */
     char *resp;
     size_t len, piece;
+    pthread_mutex_t lock;
+    char *seen;             /* every request read, for test_script_requests */
+    size_t seen_n;
 };
+
+static void remember(test_script *s, const char *req, size_t n) {
+    pthread_mutex_lock(&s->lock);
+    if (s->seen_n + n <= (1u << 20)) {
+        char *p = realloc(s->seen, s->seen_n + n + 1);
+        if (p) { memcpy(p + s->seen_n, req, n); s->seen_n += n; p[s->seen_n] = 0; s->seen = p; }
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+char *test_script_requests(test_script *s) {
+    pthread_mutex_lock(&s->lock);
+    char *r = strdup(s->seen ? s->seen : "");
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
 
 static void write_all(int fd, const char *p, size_t n) {
     while (n) {
@@ -328,6 +347,7 @@ static void *script_thread(void *arg) {
             size_t body = cl ? (size_t)atol(cl + 15) : 0;
             if (n >= (size_t)(end + 4 - req) + body) break;
         }
+        remember(s, req, n);
         if (!strncmp(req, "GET /v1/models", 14)) {
             const char *b = "{\"object\":\"list\",\"data\":[{\"id\":\"scripted\",\"object\":\"model\"}]}";
             char h[256];
@@ -352,6 +372,7 @@ test_script *test_script_start(const char *response, size_t len, size_t piece, i
     memcpy(s->resp, response, len);
     s->len = len;
     s->piece = piece ? piece : len;
+    pthread_mutex_init(&s->lock, NULL);
     s->lfd = socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -371,5 +392,7 @@ void test_script_stop(test_script *s) {
     pthread_join(s->th, NULL);
     close(s->lfd);
     free(s->resp);
+    free(s->seen);
+    pthread_mutex_destroy(&s->lock);
     free(s);
 }

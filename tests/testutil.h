@@ -55,4 +55,7 @@ double test_prom_value(const char *text, const char *line_prefix);
 typedef struct test_script test_script;
 test_script *test_script_start(const char *response, size_t len, size_t piece, int *port);
 void test_script_stop(test_script *s);
+/* Every request the scripted server has read so far (heads and bodies, in order, at most 1 MiB),
+ * malloc'd: what the client really sent. */
+char *test_script_requests(test_script *s);
 #endif

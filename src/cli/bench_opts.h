@@ -32,8 +32,8 @@ typedef struct {
     const char *arrival_spec;
     const char *out_path;
     const char *requests_path;
-    const char **headers;        /* NULL-terminated */
-    size_t n_headers;
+    const char **headers;        /* NULL-terminated, owned ($ENV{} expanded; --header-file lines) */
+    size_t n_headers, headers_cap;
     bool ignore_eos;
     telemetry_opts telemetry;    /* samplers to run beside the load (none by default) */
     bool telemetry_on;

@@ -7,6 +7,7 @@
 #include "client/client.h"
 #include "client/sse.h"
 #include "common/clock.h"
+#include "common/redact.h"
 #include <curl/curl.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -65,14 +66,17 @@ struct client {
 static int g_curl_init;
 
 char *client_url(const char *base_url, const char *path) {
-    size_t bl = strlen(base_url);
+    /* a query (?api-key=..., gateways that take the key there) stays at the end */
+    const char *q = strchr(base_url, '?');
+    size_t bl = q ? (size_t)(q - base_url) : strlen(base_url), ql = q ? strlen(q) : 0;
     while (bl && base_url[bl - 1] == '/') bl--;
     if (bl >= 3 && !strncmp(base_url + bl - 3, "/v1", 3) && !strncmp(path, "/v1/", 4)) bl -= 3;
     size_t pl = strlen(path);
-    char *u = malloc(bl + pl + 1);
+    char *u = malloc(bl + pl + ql + 1);
     if (!u) return NULL;
     memcpy(u, base_url, bl);
-    memcpy(u + bl, path, pl + 1);
+    memcpy(u + bl, path, pl);
+    memcpy(u + bl + pl, q ? q : "", ql + 1);
     return u;
 }
 
@@ -158,7 +162,7 @@ static size_t on_write(char *buf, size_t size, size_t n, void *ud) {
 }
 
 static void set_err(record *r, const char *msg) {
-    if (!r->error && msg) r->error = strdup(msg);
+    if (!r->error && msg) r->error = redact_text(msg);   /* a server may echo the key it refused */
 }
 
 static rec_outcome classify(transfer *t, CURLcode res) {

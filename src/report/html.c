@@ -3,6 +3,7 @@
  * time-aligned run view, errors by class, and how to reproduce the run. One file, inline CSS and
  * SVG, no script and no external reference, every document string escaped. */
 #include "report/report_internal.h"
+#include "common/redact.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -670,6 +671,7 @@ static void reproduce(rbuf *b, const rep_model *m) {
     const char *lo_url = NULL;
     char *cmd = rep_command(m->doc, r, &lo_url);
     if (cmd) { rb_puts(b, "<p>Command:</p><pre>"); rb_esc(b, cmd); rb_puts(b, "</pre>"); }
+    if (redact_command_note(cmd)) { rb_puts(b, "<p class=\"faint\">"); rb_esc(b, redact_command_note(cmd)); rb_puts(b, "</p>"); }
     free(cmd);
     if (lo_url) {
         rb_puts(b, "<p class=\"faint\">The server listened on ");

@@ -2,6 +2,7 @@
  * the reproduce command) for pasting into issues and PRs, and CSV with one row per load level
  * (one row for a single run) of the headline metrics, for spreadsheets and scripts. */
 #include "report/report_internal.h"
+#include "common/redact.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +164,7 @@ int report_write_markdown(FILE *f, const json_t *doc, const report_opts *o, char
         rb_puts(&b, "    ");
         for (const char *p = cmd; *p; p++) rb_putn(&b, *p == '\n' ? " " : p, 1);
         rb_puts(&b, "\n\n");
+        if (redact_command_note(cmd)) rb_printf(&b, "%s\n\n", redact_command_note(cmd));
     }
     free(cmd);
     if (lo_url) rb_printf(&b, "The server listened on %s, a loopback address of the machine that ran this: start it again "
