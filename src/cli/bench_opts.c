@@ -358,6 +358,8 @@ void bench_opts_free(bench_opts *b) {
     }
     tokenizer_free(b->tok);
     b->tok = NULL;
+    json_decref(b->deployment);
+    b->deployment = NULL;
     free(b->command_line);
     for (size_t i = 0; i < b->n_headers; i++) free((char *)b->headers[i]);
     free(b->headers);

@@ -43,6 +43,7 @@ typedef struct {
     int n_classes;               /* 0: one class, the --dataset */
     const dataset *class_ds[BENCH_MAX_CLASSES];
     double class_weight[BENCH_MAX_CLASSES];
+    json_t *deployment;          /* what the server said about itself at preflight (deploy.h's section) */
 } bench_opts;
 
 /* Returns -1 when the run should go ahead; otherwise the exit code to return now (0 after

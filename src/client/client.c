@@ -467,15 +467,11 @@ static size_t mem_write(char *buf, size_t size, size_t n, void *ud) {
 
 #include <jansson.h>
 
-int client_preflight(const client_opts *o, char **model_out, char ***all_models, char *err, size_t errlen) {
+/* GET {base}{path} with the run's credentials and headers: the body (malloc'd), the status and
+ * curl's result. */
+static CURLcode get_body(const client_opts *o, const char *url, membuf *mb, long *status) {
     if (!g_curl_init) { curl_global_init(CURL_GLOBAL_DEFAULT); g_curl_init = 1; }
-    if (strncmp(o->base_url, "http://", 7) && strncmp(o->base_url, "https://", 8)) {
-        snprintf(err, errlen, "bad --url '%s': it must start with http:// or https:// (e.g. http://127.0.0.1:8000)", o->base_url);
-        return -1;
-    }
-    char *url = client_url(o->base_url, "/v1/models");
     CURL *e = curl_easy_init();
-    membuf mb = {0};
     struct curl_slist *h = NULL;
     if (o->api_key && *o->api_key) {
         char hb[1024];
@@ -487,12 +483,38 @@ int client_preflight(const client_opts *o, char **model_out, char ***all_models,
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, mem_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &mb);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, mb);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 15000L);
     CURLcode res = curl_easy_perform(e);
-    long status = 0;
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    *status = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(e);
+    return res;
+}
+
+json_t *client_get_json(const client_opts *o, const char *path) {
+    char *url = client_url(o->base_url, path);
+    membuf mb = {0};
+    long status;
+    CURLcode res = url ? get_body(o, url, &mb, &status) : CURLE_OUT_OF_MEMORY;
+    json_t *j = res == CURLE_OK && status == 200 ? json_loadb(mb.p ? mb.p : "", mb.n, 0, NULL) : NULL;
+    free(mb.p);
+    free(url);
+    if (j && !json_is_object(j)) { json_decref(j); j = NULL; }
+    return j;
+}
+
+int client_preflight(const client_opts *o, char **model_out, char ***all_models, char *err, size_t errlen) {
+    if (strncmp(o->base_url, "http://", 7) && strncmp(o->base_url, "https://", 8)) {
+        snprintf(err, errlen, "bad --url '%s': it must start with http:// or https:// (e.g. http://127.0.0.1:8000)", o->base_url);
+        return -1;
+    }
+    char *url = client_url(o->base_url, "/v1/models");
+    membuf mb = {0};
+    long status;
+    CURLcode res = get_body(o, url, &mb, &status);
     int rc = -1;
     if (res != CURLE_OK) {
         snprintf(err, errlen, "cannot reach %s: %s (is the server running and the URL right?)", url, curl_easy_strerror(res));
@@ -528,8 +550,6 @@ int client_preflight(const client_opts *o, char **model_out, char ***all_models,
         }
         json_decref(j);
     }
-    curl_slist_free_all(h);
-    curl_easy_cleanup(e);
     free(mb.p);
     free(url);
     return rc;

@@ -26,11 +26,23 @@ static void md_pair(rbuf *b, double x, double y, double slo) {
     rb_printf(b, " %s / %s%s%s |", a, bad ? "**" : "", c, bad ? "** \xe2\x9c\x97" : "");
 }
 
+static void md_finding_list(rbuf *b, const rep_model *m, const json_t *list);
+
 static void md_findings(rbuf *b, const rep_model *m, const json_t *diagnosis) {
     rb_puts(b, "\n## Findings\n\n");
-    const json_t *list = json_object_get(diagnosis, "findings");
+    const json_t *list = json_object_get(diagnosis, "findings"), *cfg = json_object_get(diagnosis, "configuration");
     if (!diagnosis) { rb_puts(b, "No diagnosis available for this document.\n"); return; }
+    if (json_array_size(cfg)) {
+        /* a rate beyond physics: the assumed deployment is wrong, which is no bottleneck */
+        rb_puts(b, "**Configuration: the assumed deployment cannot be right.**\n\n");
+        md_finding_list(b, m, cfg);
+        rb_puts(b, "\n");
+    }
     if (!json_array_size(list)) { rb_puts(b, "The diagnosis found nothing to report.\n"); return; }
+    md_finding_list(b, m, list);
+}
+
+static void md_finding_list(rbuf *b, const rep_model *m, const json_t *list) {
     size_t i;
     json_t *f;
     json_array_foreach(list, i, f) {
@@ -129,6 +141,18 @@ static void md_errors(rbuf *b, const rep_model *m) {
             }
         }
         rb_puts(b, "\n");
+        size_t j;
+        json_array_foreach(json_object_get(r, "error_examples"), j, v) {
+            const char *msg = json_string_value(json_object_get(v, "message"));
+            if (!msg) continue;
+            char cut[241];
+            snprintf(cut, sizeof cut, "%s", msg);
+            rb_puts(b, "  - first ");
+            rb_md_cell(b, json_string_value(json_object_get(v, "class")));
+            rb_puts(b, ": `");
+            rb_md_cell(b, cut);
+            rb_puts(b, "`\n");
+        }
     }
 }
 
