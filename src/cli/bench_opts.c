@@ -4,6 +4,7 @@
 #include "common/units.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "results/validity.h"
 #include "common/fileio.h"
 #include "common/redact.h"
 #include <errno.h>
@@ -79,6 +80,8 @@ static const char usage_text[] =
 "statistics and output:\n"
 "  --slo ttft=200ms,tpot=50ms,e2el=10s   goodput SLOs (any subset)\n"
 "  --percentiles LIST      default 50,90,95,99,99.9\n"
+"  --max-error-rate F      server-side failures (not requests dsperf cancelled itself) above this\n"
+"                          share of the requests that ended fail the run: exit 1 (default 1%)\n"
 "  --out FILE              write results JSON (schema dsperf.results/1, vLLM-compatible names)\n"
 "  --save-requests FILE    write one JSON line per request with every timestamp\n"
 "  --quiet                 no summary and no progress; --no-progress: no live line\n"
@@ -90,7 +93,7 @@ static const char usage_text[] =
 
 enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_CONC, O_THINK, O_RATE, O_ARRIVAL,
        O_MAXCONC, O_REQUESTS, O_DURATION, O_GRACE, O_WARMUP, O_SEED, O_DATASET, O_IGNORE_EOS, O_NO_USAGE,
-       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS, O_RAMP, O_CLASS, O_HFILE,
+       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS, O_RAMP, O_CLASS, O_HFILE, O_MAXERR,
        O_BLOCK, O_TSCALE, O_TWINDOW };
 
 static const struct option long_opts[] = {
@@ -102,7 +105,7 @@ static const struct option long_opts[] = {
     {"max-concurrency", 1, 0, O_MAXCONC}, {"requests", 1, 0, O_REQUESTS}, {"duration", 1, 0, O_DURATION},
     {"grace", 1, 0, O_GRACE}, {"warmup", 1, 0, O_WARMUP}, {"seed", 1, 0, O_SEED}, {"dataset", 1, 0, O_DATASET},
     {"ignore-eos", 0, 0, O_IGNORE_EOS}, {"no-usage", 0, 0, O_NO_USAGE}, {"slo", 1, 0, O_SLO},
-    {"percentiles", 1, 0, O_PCT}, {"out", 1, 0, O_OUT}, {"save-requests", 1, 0, O_SAVE},
+    {"percentiles", 1, 0, O_PCT}, {"max-error-rate", 1, 0, O_MAXERR}, {"out", 1, 0, O_OUT}, {"save-requests", 1, 0, O_SAVE},
     {"gpu-ids", 1, 0, O_GPU}, {"server-metrics", 1, 0, O_SMETRICS}, {"host-metrics", 0, 0, O_HOSTM},
     {"server-pid", 1, 0, O_SPID}, {"telemetry-interval", 1, 0, O_TINT},
     {"client-threads", 1, 0, O_CTHREADS}, {"ramp", 1, 0, O_RAMP}, {"class", 1, 0, O_CLASS}, {"tokenizer", 1, 0, O_TOK}, {"length-tolerance", 1, 0, O_LENTOL},
@@ -168,6 +171,7 @@ void bench_opts_defaults(bench_opts *b, int argc, char **argv) {
     b->dataset_spec = "random:in=1024,out=128";
     b->length_tolerance = 0.05;
     b->arrival_spec = "poisson";
+    b->max_error_rate = VALIDITY_DEFAULT_MAX_ERROR_RATE;
     summary_default_opts(&b->summary);
     telemetry_default_opts(&b->telemetry);
     b->command_line = cli_command_line(argc, argv);
@@ -271,6 +275,8 @@ int bench_opts_shared(bench_opts *b, const char *name, const char *a) {
         b->plan.seed = (uint64_t)v;
     } else if (!strcmp(name, "slo")) {
         if (summary_parse_slo(&b->summary, a) < 0) return bad("slo", a, "use ttft=200ms,tpot=50ms,e2el=10s (any subset)");
+    } else if (!strcmp(name, "max-error-rate")) {
+        if (validity_parse_rate(a, &b->max_error_rate) < 0) return bad("max-error-rate", a, "a share such as 1% or 0.01, within [0, 1]");
     } else if (!strcmp(name, "quiet")) { b->quiet = true; log_set_quiet(1); }
     else return 1;
     return 0;

@@ -4,6 +4,7 @@
 #include "dataset/sessions.h"
 #include "metrics/workload.h"
 #include "results/results.h"
+#include "results/validity.h"
 #include "common/log.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,14 +260,17 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
         telemetry_free(tel);
         return -1;
     }
+    /* the sweep's early stop ends a level the way Ctrl-C does, but it is no interruption */
+    bool interrupted = lo.interrupted && lo.stop_code != LOAD_STOP_EARLY;
     results_meta meta = {
         .producer = "bench", .command_line = b->command_line, .config = bench_opts_config_json(b, ds),
-        .partial = lo.interrupted, .partial_reason = lo.interrupted ? "interrupted (SIGINT/SIGTERM): results cover what finished before the stop" : NULL,
+        .partial = lo.interrupted, .partial_reason = interrupted ? "interrupted (SIGINT/SIGTERM): results cover what finished before the stop" : NULL,
     };
     out->results = results_build(recs, &b->summary, &meta);
     json_decref(meta.config);
-    out->interrupted = lo.interrupted;
+    out->interrupted = interrupted;
     if (!out->results) { snprintf(err, errlen, "out of memory while computing the summary"); return -1; }
+    json_object_set_new(out->results, "interrupted", json_boolean(interrupted));
     add_client_cost(out->results, recs, lo.end_ns - lo.start_ns, &ru_before);
     json_object_set_new(json_object_get(out->results, "client"), "threads", json_integer(lo.client_threads));
     add_token_sources(out->results, recs, b->client.counter.name);
@@ -280,5 +284,6 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
         workload_add_metrics_hit_rate(out->results);
     }
     add_deployment(out->results, b);
+    validity_judge(out->results, b->max_error_rate, NULL, 0);
     return 0;
 }

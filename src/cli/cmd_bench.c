@@ -52,13 +52,16 @@ int cmd_bench(int argc, char **argv) {
         if (b.out_path && results_write_json(b.out_path, res, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
         else if (b.out_path) log_info("results written to %s", b.out_path);
         if (b.requests_path && results_write_requests_jsonl(b.requests_path, &recs, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
-        if (exit_code == EXIT_OK && json_integer_value(json_object_get(res, "completed")) == 0) {
+        /* one policy (results/validity.h): interrupted, nothing completed, or server-side
+         * failures over --max-error-rate fail the run, after everything measured is written */
+        const char *why = json_string_value(json_object_get(res, "run_failed_reason"));
+        if (json_is_true(json_object_get(res, "run_failed"))) {
             const char *first = NULL;
-            for (size_t i = 0; i < recs.n && !first; i++) first = recs.v[i].error;
-            log_error("no request completed successfully (first error: %s)", first ? first : "none");
+            for (size_t i = 0; i < recs.n && !first; i++) if (record_failed(&recs.v[i])) first = recs.v[i].error;
+            if (first) log_error("%s (first error: %s)", why ? why : "the run failed", first);
+            else log_error("%s", why ? why : "the run failed");
             exit_code = EXIT_RUN_FAILED;
         }
-        if (br.interrupted && exit_code == EXIT_OK) exit_code = EXIT_RUN_FAILED; /* partial run */
         json_decref(res);
     }
     recset_free(&recs);

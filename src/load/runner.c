@@ -3,6 +3,7 @@
 #include "load/runner.h"
 #include "dataset/sessions.h"
 #include "common/clock.h"
+#include "metrics/request_metrics.h"
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
@@ -205,7 +206,10 @@ static double recent_ttft_p50_ms(const recset *rs) {
     int n = 0;
     for (size_t i = rs->n; i-- > 0 && n < 512;) {
         const record *r = &rs->v[i];
-        if (r->outcome == REC_OK && r->end_ns && r->first_ns && r->send_ns) v[n++] = (r->first_ns - r->send_ns) / 1e6;
+        if (r->outcome != REC_OK || !r->end_ns) continue;
+        req_metrics m;
+        req_metrics_of(r, &m);
+        if (m.has_ttft) v[n++] = m.ttft_ms;
     }
     if (!n) return NAN;
     /* small insertion sort: at most 512 values once a second */
@@ -285,7 +289,7 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
 
     for (;;) {
         int64_t now = clock_now_ns();
-        if (stop && *stop) { out->interrupted = true; break; }
+        if (stop && *stop) { out->interrupted = true; out->stop_code = (int)*stop; break; }
         int64_t wake = now + NS_PER_S;
         if (s.sess) {
             int64_t next_turn = turns_due(&s, now, closed);
@@ -339,13 +343,11 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
         if (next_progress < wake) wake = next_progress;
         client_poll(s.c, wake);
     }
-    /* whatever is still in flight or queued is cancelled, and says so */
+    /* whatever is still in flight or queued is cancelled by dsperf, and says why */
     client_abort_all(s.c, REC_ERR_CANCELLED);
-    while (fifo_len(&s)) {
-        record *r = &recs->v[s.fifo[s.fifo_head++ % s.fifo_cap]];
-        r->outcome = REC_ERR_CANCELLED;
-        if (!r->error) r->error = strdup("cancelled: never sent (still in the client queue when the run stopped)");
-    }
+    while (fifo_len(&s)) recs->v[s.fifo[s.fifo_head++ % s.fifo_cap]].outcome = REC_ERR_CANCELLED;
+    recset_mark_cancelled(recs, 0, !out->interrupted ? REC_CANCEL_DEADLINE
+                                   : out->stop_code == LOAD_STOP_EARLY ? REC_CANCEL_EARLY_STOP : REC_CANCEL_INTERRUPT);
     out->end_ns = clock_now_ns();
     publish(&s);
     client_free(s.c);
@@ -446,7 +448,7 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
     for (int k = 1; k < w; k++) {
         if (jobs[k].started) pthread_join(th[k], NULL);
         if (jobs[k].rc && rc == 0) { rc = -1; snprintf(err, errlen, "%s", jobs[k].err); }
-        if (jobs[k].out.interrupted) out->interrupted = true;
+        if (jobs[k].out.interrupted) { out->interrupted = true; if (!out->stop_code) out->stop_code = jobs[k].out.stop_code; }
         if (jobs[k].out.grace_expired) out->grace_expired = true;
         if (jobs[k].out.end_ns > out->end_ns) out->end_ns = jobs[k].out.end_ns;
         recset *own = jobs[k].s.recs;

@@ -3,6 +3,7 @@
  * time-aligned run view, errors by class, and how to reproduce the run. One file, inline CSS and
  * SVG, no script and no external reference, every document string escaped. */
 #include "report/report_internal.h"
+#include "results/validity.h"
 #include "common/redact.h"
 #include <math.h>
 #include <stdio.h>
@@ -135,7 +136,8 @@ static void tiles(rbuf *b, const rep_model *m, const json_t *diagnosis) {
     }
     double ok = 0, bad = 0;
     for (size_t i = 0; i < m->n; i++) {
-        double c = rep_num(m->lv[i].r, "completed"), f = rep_num(m->lv[i].r, "failed");
+        double c, f;
+        validity_counts(m->lv[i].r, &f, &c);    /* server-side failures only */
         if (!isnan(c)) ok += c;
         if (!isnan(f)) bad += f;
     }
@@ -183,7 +185,7 @@ static void slo_badges(rbuf *b, const rep_model *m) {
 }
 
 static void validity_badges(rbuf *b, const rep_model *m, const report_opts *o) {
-    long warm = 0, mism = 0, partial = 0, behind = 0, early = 0, capped = 0;
+    long warm = 0, mism = 0, partial = 0, behind = 0, early = 0, capped = 0, not_measured = 0;
     double cpu_share = NAN;
     char behind_at[48] = "", cpu_at[48] = "";
     const char *why_behind = NULL, *why_partial = NULL, *producer = NULL, *tel_warn = NULL;
@@ -201,6 +203,7 @@ static void validity_badges(rbuf *b, const rep_model *m, const report_opts *o) {
         }
         if (json_is_true(json_object_get(r, "client_queue_capped"))) capped++;
         early += m->lv[i].early_stopped;
+        not_measured += !m->lv[i].measured;
         /* over a run shorter than a second the CPU share is mostly start-up cost: not shown */
         double cs = rep_num(r, "duration") >= 1 ? rep_num(json_object_get(r, "client"), "cpu_core_share") : NAN;
         if (!isnan(cs) && (isnan(cpu_share) || cs > cpu_share)) {
@@ -249,6 +252,11 @@ static void validity_badges(rbuf *b, const rep_model *m, const report_opts *o) {
     }
     if (mism) { snprintf(t, sizeof t, "%ld output length mismatches (server vs client)", mism); badge(b, "warn", t); }
     if (early) { snprintf(t, sizeof t, "%ld level%s stopped early (over-saturated)", early, early > 1 ? "s" : ""); badge(b, "warn", t); }
+    if (not_measured) {
+        snprintf(t, sizeof t, "%ld level%s not measured: requests outlast %s (see the per-load table)", not_measured,
+                 not_measured > 1 ? "s" : "", not_measured > 1 ? "them" : "it");
+        badge(b, "bad", t);
+    }
     if (producer && !strcmp(producer, "sim")) badge(b, "", "simulated engine (virtual clock)");
     if (tel) badge(b, "ok", "GPU telemetry aligned");
     else if (tel_warn) { snprintf(t, sizeof t, "no GPU telemetry: %s", tel_warn); badge(b, "warn", t); }
@@ -462,6 +470,14 @@ static void levels_table(rbuf *b, const rep_model *m) {
             rb_puts(b, l->early_stopped ? ">saturated, stopped early</span>" : ">saturated</span>");
         }
         if (l->is_max_goodput) rb_puts(b, " <span class=\"note\">max goodput</span>");
+        if (!l->measured) {
+            /* no numbers: what little completed is a biased sample */
+            const char *why = json_string_value(json_object_get(l->level, "not_measured_reason"));
+            rb_puts(b, "</td><td colspan=\"12\" class=\"note\">");
+            rb_esc(b, why ? why : "not measured: requests outlast the level");
+            rb_puts(b, "</td></tr>");
+            continue;
+        }
         rb_puts(b, "</td>");
         char n[64], ci[160];
         snprintf(n, sizeof n, "n=%.0f completed, %.0f failed", rep_num(r, "completed"), rep_num(r, "failed"));

@@ -133,6 +133,7 @@ typedef struct {
     const char *kind;            /* sweep level kind: "synchronous", "throughput" (auto mode), ... or NULL */
     int repeat;
     bool saturated, early_stopped, is_knee, is_max_goodput;
+    bool measured;               /* false: the sweep could not measure it (requests outlast the level) */
     const json_t *r;             /* the level's results document (borrowed) */
     const json_t *level;         /* the sweep's level object (load, kind, over_saturation, ...) or NULL */
 } rep_level;
