@@ -17,10 +17,13 @@ typedef struct { const char *key, *value; } serve_kv;
 
 /* Builds an engine from the options the server did not recognise. Returns NULL with err set;
  * every failure here is a usage error (unknown key or bad value). */
-typedef engine *(*serve_engine_factory)(const serve_kv *opts, int n_opts, uint64_t seed, const char *served_model, char *err, size_t errlen);
+typedef engine *(*serve_engine_factory)(const serve_kv *opts, int n_opts, uint64_t seed, const char *served_model,
+                                        server_params *sp, char *err, size_t errlen);
 
-static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, char *err, size_t errlen) {
+static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, server_params *sp,
+                                  char *err, size_t errlen) {
     (void)served_model;
+    (void)sp;
     fixed_params p;
     fixed_default_params(&p);
     p.seed = seed;
@@ -34,7 +37,8 @@ static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, co
 
 /* The simulated DeepSeek engine: the served --model picks the catalog model (HF ids work) unless
  * the simulator's own --sim-model is given; every other unknown option is a simulator option. */
-static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, char *err, size_t errlen) {
+static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, server_params *sp,
+                                char *err, size_t errlen) {
     (void)seed;
     sim_params p;
     sim_default_params(&p);
@@ -54,6 +58,8 @@ static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, cons
             return NULL;
         }
     }
+    /* with prefix caching the engine needs each prompt's identity: its KV blocks' hashes */
+    if (p.prefix_caching) sp->prefix_block_tokens = p.block_size;
     return engine_sim_create(&p, err, errlen);
 }
 
@@ -296,7 +302,7 @@ int cmd_serve(int argc, char **argv) {
     engs = calloc((size_t)sp.threads, sizeof *engs);
     if (!engs) { log_error("out of memory"); goto out; }
     for (int i = 0; i < sp.threads; i++) {
-        engs[i] = engines[ei].create(kv, n_kv, sp.seed + (uint64_t)i, sp.model, err, sizeof err);
+        engs[i] = engines[ei].create(kv, n_kv, sp.seed + (uint64_t)i, sp.model, &sp, err, sizeof err);
         if (!engs[i]) { log_error("%s", err); goto out; }
     }
     sp.handle_signals = true;

@@ -11,6 +11,8 @@
 #include "server/server_oai.h"
 #include "server/server_metrics.h"
 #include "server/server_log.h"
+#include "server/server_hash.h"
+#include "engine/sim.h"
 #include "common/clock.h"
 #include "common/rng.h"
 #include "common/fdlimit.h"
@@ -470,7 +472,16 @@ static void handle_generate(worker *s, struct evhttp_request *req, int api) {
         .stall_after = st->fault == FAULT_STALL ? st->fault_at : 0,
         .stall_ns = st->fault == FAULT_STALL ? (int64_t)((double)s->p.stall_ns * s->p.speedup) : 0,
     };
-    if (engine_submit(s->eng, &er, st->arrival_ns) < 0) {
+    /* an engine with a prefix cache sees the prompt's identity: its whole blocks' chained hashes */
+    uint64_t *hashes = NULL;
+    if (s->p.prefix_block_tokens > 0 &&
+        srv_prompt_hashes(api, body ? body : "", len, s->p.prefix_block_tokens, &hashes, &er.n_block_hashes) == 0) {
+        er.block_hashes = hashes;
+        er.hash_block_tokens = s->p.prefix_block_tokens;
+    }
+    int submitted = engine_submit(s->eng, &er, st->arrival_ns);
+    free(hashes);   /* the engine reads them during submit only */
+    if (submitted < 0) {
         free(st);
         reply_error(s, req, 500, "the engine rejected the request");
         return;
@@ -516,12 +527,20 @@ static void handle_metrics(worker *s, struct evhttp_request *req) {
     memset(&es_tot, 0, sizeof es_tot);
     int kv_n = 0;
     uint64_t *per_loop = calloc((size_t)s->top->n, sizeof *per_loop);
+    int64_t pc_queries = 0, pc_hits = 0;
+    bool pc_known = false;
     for (int i = 0; i < s->top->n; i++) {
         worker *w = s->top->w[i];
         if (w != s) wlock(w);
         one = w->m;
         if (per_loop) per_loop[i] = one.generate_requests;
         engine_get_stats(w->eng, &es);
+        sim_info si;   /* the simulated engine's prefix cache, in vLLM's counters */
+        if (s->p.prefix_block_tokens > 0 && sim_get_info(w->eng, &si) == 0) {
+            pc_known = true;
+            pc_queries += si.prefix_query_tokens;
+            pc_hits += si.prefix_hit_tokens;
+        }
         if (w != s) wunlock(w);
         srv_metrics_add(&tot, &one);
         if (i == 0) es_tot = es;
@@ -532,6 +551,7 @@ static void handle_metrics(worker *s, struct evhttp_request *req) {
     struct evbuffer *b = evbuffer_new();
     srv_metrics_render(&tot, &es_tot, s->model, b);
     if (per_loop) srv_metrics_render_loops(per_loop, s->top->n, b);
+    if (pc_known) srv_metrics_render_prefix_cache(pc_queries, pc_hits, s->model, b);
     free(per_loop);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
     evhttp_send_reply(req, 200, NULL, b);

@@ -33,6 +33,8 @@ typedef struct {
     int threads;                 /* event loops, each with its own engine and SO_REUSEPORT socket (1) */
     bool handle_signals;         /* stop cleanly on SIGINT/SIGTERM (for the command, not threads) */
     const char *log_prompts;     /* write every accepted request to this JSONL file (NULL: none) */
+    int32_t prefix_block_tokens; /* > 0: give the engine each prompt's chained block hashes, blocks of
+                                  * this many tokens (its KV block size), for its prefix cache */
 } server_params;
 
 typedef struct server server;
