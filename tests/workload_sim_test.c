@@ -93,3 +93,90 @@ TEST(workload_sim_conversation_ttft_falls_with_prefix_cache) {
         CHECK_MSG(on[t] * 3 < off[t] * 2, "turn %d: %lld ns with the cache vs %lld ns without", t, (long long)on[t], (long long)off[t]);
     }
 }
+
+/* Conversations against `dsperf serve --engine sim` with prefix caching: the hit rate the client
+ * measures from the server's /metrics over the run is the simulator's own count (its counters at
+ * the end of the run, the server having started with none), and it stays within what the
+ * workload allows. */
+#include "testutil.h"
+TEST(workload_serve_sim_hit_rate_is_the_simulators) {
+    test_server s;
+    if (test_serve_start(&s, "--engine sim --model deepseek-v2-lite --gpu h200 --prefix-caching on") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char out[512], cmd[2048], murl[128];
+    snprintf(out, sizeof out, "%s/sim-sess.json", harness_tmpdir());
+    snprintf(murl, sizeof murl, "%s/metrics", s.url);
+    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency 3 --dataset sessions:n=6,turns=4,first=2000,user=50,out=16,think=20ms "
+             "--server-metrics %s --out %s", s.url, murl, out);
+    int rc = test_run(cmd, NULL, NULL);
+    char *m = test_http_get(murl);
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 0);
+    json_t *r = test_load_json(out);
+    json_t *pc = json_object_get(r, "prefix_cache");
+    double q = m ? test_prom_value(m, "vllm:prefix_cache_queries_total") : NAN, h = m ? test_prom_value(m, "vllm:prefix_cache_hits_total") : NAN;
+    CHECK_MSG(q > 0 && h > 0, "no prefix-cache counters on serve's /metrics");
+    CHECK_NEAR(test_num(pc, "hit_rate_metrics"), h / q, 1e-9);
+    /* every prompt token went through the cache's lookup once */
+    CHECK_EQ_INT(q, test_num(r, "total_input_tokens_server"));
+    double bound = test_num(pc, "hit_rate_bound");
+    CHECK_MSG(h / q <= bound + 1e-9 && h / q >= 0.8 * bound, "hit rate %.4f against a bound of %.4f", h / q, bound);
+    free(m);
+    json_decref(r);
+}
+
+/* A trace whose system prompts come back only after a dozen others against a KV cache too small to
+ * hold them: the simulator hits almost nothing of what the trace allows, and diagnose names the KV
+ * capacity (an LRU cache of the server's size, from /metrics, allows little on this trace), with the
+ * KV dtype and memory knobs. With the default KV cache the same trace hits what it allows. */
+TEST(workload_serve_sim_prefix_cache_too_small) {
+    char trace[512], out[512], cmd[2048];
+    snprintf(trace, sizeof trace, "%s/rot.jsonl", harness_tmpdir());
+    FILE *f = fopen(trace, "w");
+    for (int r = 0; r < 120; r++) {
+        int g = r % 12;
+        fprintf(f, "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": 4, \"hash_ids\": [", r * 10, 8 * 64 + 20);
+        for (int k = 0; k < 6; k++) fprintf(f, "%d, ", g * 10 + k);
+        fprintf(f, "%d, %d, %d]}\n", 1000 + 3 * r, 1001 + 3 * r, 1002 + 3 * r);
+    }
+    fclose(f);
+    for (int small = 1; small >= 0; small--) {
+        test_server s;
+        char args[256];
+        snprintf(args, sizeof args, "--engine sim --model deepseek-v2-lite --gpu h200 --speedup 4 --prefix-caching on%s",
+                 small ? " --num-gpu-blocks 200" : "");
+        if (test_serve_start(&s, args) != 0) { CHECK_MSG(0, "serve did not start"); return; }
+        snprintf(out, sizeof out, "%s/rot-%d.json", harness_tmpdir(), small);
+        snprintf(cmd, sizeof cmd, "bench --url %s --quiet --concurrency 1 --dataset mooncake:%s --block-size 64 "
+                 "--server-metrics %s/metrics --out %s", s.url, trace, s.url, out);
+        int rc = test_run(cmd, NULL, NULL);
+        test_serve_stop(&s);
+        CHECK_EQ_INT(rc, 0);
+        json_t *r = test_load_json(out);
+        json_t *pc = json_object_get(r, "prefix_cache");
+        double hit = test_num(pc, "hit_rate_metrics"), bound = test_num(pc, "hit_rate_bound");
+        /* the KV cache's size, as vLLM states it (vllm:cache_config_info) */
+        double cap = test_num(json_object_get(json_object_get(r, "telemetry_summary"), "server"), "kv_capacity_tokens");
+        if (small) CHECK_NEAR(cap, 200 * 16, 0);
+        else CHECK_MSG(cap > 100000, "default KV cache %.0f tokens", cap);
+        snprintf(cmd, sizeof cmd, "diagnose %s --json", out);
+        char *dj = NULL;
+        test_run(cmd, &dj, NULL);
+        json_t *dg = dj ? json_loads(dj, 0, NULL) : NULL;
+        const json_t *fd = NULL;
+        size_t i;
+        json_t *x;
+        json_array_foreach(json_object_get(dg, "findings"), i, x)
+            if (!strcmp(json_string_value(json_object_get(x, "class")), "prefix_cache")) fd = x;
+        if (small) {
+            CHECK_MSG(hit < 0.3 * bound, "a 3,200-token cache hit %.3f of a %.3f bound", hit, bound);
+            CHECK(fd != NULL);
+            if (fd) CHECK(strstr(json_string_value(json_object_get(fd, "title")), "too small") != NULL);
+        } else {
+            CHECK_MSG(hit >= 0.8 * bound, "the default cache hit %.3f of a %.3f bound", hit, bound);
+            CHECK(fd == NULL);
+        }
+        json_decref(dg);
+        free(dj);
+        json_decref(r);
+    }
+}

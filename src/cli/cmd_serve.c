@@ -60,6 +60,7 @@ static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, cons
     }
     /* with prefix caching the engine needs each prompt's identity: its KV blocks' hashes */
     if (p.prefix_caching) sp->prefix_block_tokens = p.block_size;
+    sp->kv_block_tokens = p.block_size;
     return engine_sim_create(&p, err, errlen);
 }
 

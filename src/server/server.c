@@ -527,7 +527,7 @@ static void handle_metrics(worker *s, struct evhttp_request *req) {
     memset(&es_tot, 0, sizeof es_tot);
     int kv_n = 0;
     uint64_t *per_loop = calloc((size_t)s->top->n, sizeof *per_loop);
-    int64_t pc_queries = 0, pc_hits = 0;
+    int64_t pc_queries = 0, pc_hits = 0, kv_blocks = 0;
     bool pc_known = false;
     for (int i = 0; i < s->top->n; i++) {
         worker *w = s->top->w[i];
@@ -535,7 +535,8 @@ static void handle_metrics(worker *s, struct evhttp_request *req) {
         one = w->m;
         if (per_loop) per_loop[i] = one.generate_requests;
         engine_get_stats(w->eng, &es);
-        sim_info si;   /* the simulated engine's prefix cache, in vLLM's counters */
+        sim_info si;   /* the simulated engine's prefix cache and KV size, in vLLM's names */
+        if (sim_get_info(w->eng, &si) == 0) kv_blocks += si.total_blocks;
         if (s->p.prefix_block_tokens > 0 && sim_get_info(w->eng, &si) == 0) {
             pc_known = true;
             pc_queries += si.prefix_query_tokens;
@@ -552,6 +553,8 @@ static void handle_metrics(worker *s, struct evhttp_request *req) {
     srv_metrics_render(&tot, &es_tot, s->model, b);
     if (per_loop) srv_metrics_render_loops(per_loop, s->top->n, b);
     if (pc_known) srv_metrics_render_prefix_cache(pc_queries, pc_hits, s->model, b);
+    if (kv_blocks > 0 && s->p.kv_block_tokens > 0)
+        srv_metrics_render_cache_config(s->p.kv_block_tokens, kv_blocks, s->p.prefix_block_tokens > 0, b);
     free(per_loop);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
     evhttp_send_reply(req, 200, NULL, b);

@@ -35,6 +35,8 @@ typedef struct {
     const char *log_prompts;     /* write every accepted request to this JSONL file (NULL: none) */
     int32_t prefix_block_tokens; /* > 0: give the engine each prompt's chained block hashes, blocks of
                                   * this many tokens (its KV block size), for its prefix cache */
+    int32_t kv_block_tokens;     /* the engine's KV block size when it has one (0: none), for
+                                  * vllm:cache_config_info on /metrics */
 } server_params;
 
 typedef struct server server;
