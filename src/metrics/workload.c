@@ -91,17 +91,32 @@ json_t *workload_prefix_cache(const recset *recs, const summary_opts *o) {
     return p;
 }
 
+/* The sum of a per-interval counter column over every scrape of the run (the series starts with a
+ * reading before the first request and ends with one after the last); NAN when never known. */
+static double series_total(const json_t *series, const char *col) {
+    const json_t *a = json_object_get(series, col);
+    double sum = 0;
+    size_t i, n = 0;
+    json_t *v;
+    json_array_foreach(a, i, v) if (json_is_number(v)) { sum += json_number_value(v); n++; }
+    return n ? sum : NAN;
+}
+
 void workload_add_metrics_hit_rate(json_t *results) {
     json_t *srv = json_object_get(json_object_get(results, "telemetry_summary"), "server");
     if (!srv) return;
+    const json_t *series = json_object_get(json_object_get(json_object_get(results, "telemetry"), "server"), "series");
     const char *engine = json_string_value(json_object_get(srv, "source"));
-    json_t *pct = json_object_get(srv, "prefix_cache_hit_rate_pct"), *evaluated = json_object_get(srv, "prompt_tokens");
+    json_t *pct = json_object_get(srv, "prefix_cache_hit_rate_pct");
+    double hits = series_total(series, "prefix_cache_hits"), queries = series_total(series, "prefix_cache_queries");
+    double evaluated = series_total(series, "prompt_tokens");
     double usage = json_number_value(json_object_get(results, "total_input_tokens_server"));
     double rate = NAN;
     const char *how = NULL;
-    if (json_is_number(pct)) { rate = json_number_value(pct) / 100; how = "prefix cache hits / queries"; }
-    else if (engine && !strcmp(engine, "llamacpp") && json_is_number(evaluated) && usage > 0) {
-        rate = 1 - json_number_value(evaluated) / usage;
+    if (queries > 0 && hits >= 0) { rate = hits / queries; how = "prefix cache hits / queries over the run"; }
+    else if (json_is_number(pct)) { rate = json_number_value(pct) / 100; how = "the engine's hit-rate gauge"; }
+    else if (engine && !strcmp(engine, "llamacpp") && isfinite(evaluated) && usage > 0) {
+        rate = 1 - evaluated / usage;
         if (rate < 0) rate = 0;
         how = "1 - prompt tokens evaluated / prompt tokens in usage";
     }

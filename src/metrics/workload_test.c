@@ -28,16 +28,24 @@ TEST(workload_llamacpp_metrics_hit_rate) {
     double o[EM_COL_COUNT];
     em_derive(&idle, &busy, o);
     CHECK_NEAR(o[EM_PROMPT_TOKENS], 16, 0);          /* 51 -> 67 */
-    json_t *res = json_pack("{s:I,s:{s:{s:s,s:f,s:n}}}", "total_input_tokens_server", (json_int_t)20, "telemetry_summary",
-                            "server", "source", "llamacpp", "prompt_tokens", o[EM_PROMPT_TOKENS], "prefix_cache_hit_rate_pct");
+    /* the series as the sampler keeps it: no increase known at the first scrape, then the interval's */
+    json_t *res = json_pack("{s:I,s:{s:{s:s,s:n}},s:{s:{s:{s:[n,f]}}}}", "total_input_tokens_server", (json_int_t)20,
+                            "telemetry_summary", "server", "source", "llamacpp", "prefix_cache_hit_rate_pct",
+                            "telemetry", "server", "series", "prompt_tokens", o[EM_PROMPT_TOKENS]);
     workload_add_metrics_hit_rate(res);
     json_t *pc = json_object_get(res, "prefix_cache");
     CHECK(pc != NULL);
     CHECK_NEAR(json_number_value(json_object_get(pc, "hit_rate_metrics")), 0.2, 1e-12);
     json_decref(res);
     /* vLLM's counters give the rate directly; a server with neither gives nothing */
-    res = json_pack("{s:{s:{s:s,s:f}}}", "telemetry_summary", "server", "source", "vllm", "prefix_cache_hit_rate_pct", 37.5);
-    workload_add_metrics_hit_rate(res);
+    res = json_pack("{s:{s:{s:s,s:f}},s:{s:{s:{s:[n,f,f],s:[n,f,f]}}}}", "telemetry_summary", "server", "source", "vllm",
+                    "prefix_cache_hit_rate_pct", 90.0, "telemetry", "server", "series", "prefix_cache_hits", 100.0, 275.0,
+                    "prefix_cache_queries", 400.0, 600.0);
+    workload_add_metrics_hit_rate(res);   /* every interval of the run, not the summary's window */
+    CHECK_NEAR(json_number_value(json_object_get(json_object_get(res, "prefix_cache"), "hit_rate_metrics")), 0.375, 1e-12);
+    json_decref(res);
+    res = json_pack("{s:{s:{s:s,s:f}}}", "telemetry_summary", "server", "source", "sglang", "prefix_cache_hit_rate_pct", 37.5);
+    workload_add_metrics_hit_rate(res);   /* SGLang's gauge when there are no counters */
     CHECK_NEAR(json_number_value(json_object_get(json_object_get(res, "prefix_cache"), "hit_rate_metrics")), 0.375, 1e-12);
     json_decref(res);
     res = json_pack("{s:{s:{s:s,s:n,s:n}}}", "telemetry_summary", "server", "source", "tgi", "prompt_tokens", "prefix_cache_hit_rate_pct");

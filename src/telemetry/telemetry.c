@@ -174,6 +174,7 @@ static void tick(telemetry *t) {
     if (t->scr) scrape_once(t);
     pthread_mutex_lock(&t->mu);
     t->ticks++;
+    pthread_cond_broadcast(&t->cv);   /* telemetry_start waits for the first */
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -184,7 +185,12 @@ static void *run(void *arg) {
         pthread_mutex_lock(&t->mu);
         bool stop = t->stop;
         pthread_mutex_unlock(&t->mu);
-        if (stop) break;
+        if (stop) {
+            /* a last reading of the server's counters, so their increase covers the whole run
+             * (the first was taken before it started) */
+            if (t->scr) scrape_once(t);
+            break;
+        }
         tick(t);
         next += t->interval_ns;
         int64_t now = clock_now_ns();
@@ -298,6 +304,16 @@ telemetry *telemetry_start(const telemetry_opts *o, char *err, size_t errlen) {
         goto fail;
     }
     t->started = true;
+    /* the first samples are the run's baseline: taken before the caller's first request, so a
+     * counter's increase over the series is the run's (bounded: a server that does not answer
+     * its /metrics within 5 s does not hold the run back) */
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);   /* the condition variable's clock */
+    until.tv_sec += 5;
+    pthread_mutex_lock(&t->mu);
+    while (t->ticks < 1)
+        if (pthread_cond_timedwait(&t->cv, &t->mu, &until) == ETIMEDOUT) break;
+    pthread_mutex_unlock(&t->mu);
     return t;
 fail:
     telemetry_free(t);
