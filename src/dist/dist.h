@@ -107,7 +107,7 @@ typedef struct {
 
 /* After a run: followers move their records onto rank 0's clock, send their part and return 0
  * with nothing in *m; rank 0 takes its own records out of recs into m->recs, collects every
- * rank's part within the deadlines (*stop raised: within 0.6 s more) and fills *m (free with
+ * rank's part within the deadlines (*stop raised: within 0.7 s more) and fills *m (free with
  * dist_merged_free). lo: this rank's outcome. -1 with err: out of memory on rank 0, or a
  * follower that lost rank 0. */
 int dist_gather(dist *d, recset *recs, int n_classes, const load_outcome *lo, const dist_local *local,

@@ -6,7 +6,7 @@
  * merged summary is the one a single process would compute from all the records.
  *
  * Every wait is bounded: a rank silent for the rank timeout is lost; after a stop (Ctrl-C, and
- * mpirun's SIGTERM, which it follows with SIGKILL a second later) rank 0 waits 0.6 s at most. */
+ * mpirun's SIGTERM, which it follows with SIGKILL a second later) rank 0 waits 0.7 s at most. */
 #include "dist/dist_int.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -17,7 +17,10 @@
 #include <string.h>
 #include <time.h>
 
-#define STOP_GRACE_NS (600 * NS_PER_MS)
+/* after a stop: part A within 0.45 s, part B within 0.25 s of the axes (mpirun's SIGKILL follows
+ * its SIGTERM by 1 s, and rank 0 still has to write) */
+#define STOP_GRACE_A_NS (450 * NS_PER_MS)
+#define STOP_GRACE_B_NS (250 * NS_PER_MS)
 
 static void nap(void) {
     struct timespec ts = { 0, 100000 };
@@ -172,7 +175,8 @@ typedef struct {
     dist *d;
     dist_merged *m;
     volatile sig_atomic_t *stop;
-    int64_t stop_deadline;          /* after a stop, the last moment to wait (0: none) */
+    int64_t stop_deadline;          /* after a stop, the last moment to wait for part A (0: none) */
+    int64_t b_deadline;             /* after a stop, the last moment to wait for part B (0: none) */
     bool axes_sent;
     int64_t *axis_first;            /* [1 + n_classes] */
     size_t *axis_bins;
@@ -186,8 +190,11 @@ static void on_finished(root_gather *g, int r) {
     if (n == sizeof(msg_progress)) memcpy(&d->ri[r].prog, b, n);
     free(b);
     if (d->ri[r].stage != RS_RUNNING) return;
-    /* the closing clock measurement: the drift over the run */
-    if (dist_clock_measure(d, r, true) != 0) { dist_mark_lost(d, r, "did not answer the closing clock measurement"); return; }
+    /* the closing clock measurement: the drift over the run (skipped after a stop: no time) */
+    if (!g->stop_deadline && dist_clock_measure(d, r, true) != 0) {
+        dist_mark_lost(d, r, "did not answer the closing clock measurement");
+        return;
+    }
     msg_ctrl c = { CTRL_COLLECT, d->run_seq };
     dist_post(d, r, TAG_CTRL, &c, sizeof c);
     d->ri[r].stage = RS_FINISHED;
@@ -305,17 +312,22 @@ static bool gather_turn(root_gather *g, int *rc) {
         for (int r = 1; r < d->size; r++)
             if (d->ri[r].samples_only && d->ri[r].stage == RS_RUNNING) dist_post(d, r, TAG_CTRL, &c, sizeof c);
     }
-    if (all_a && !g->axes_sent && send_axes(g) != 0) { *rc = -1; return true; }
+    if (all_a && !g->axes_sent) {
+        if (send_axes(g) != 0) { *rc = -1; return true; }
+        if (g->stop_deadline) g->b_deadline = now + STOP_GRACE_B_NS;
+    }
     if (all_done && g->axes_sent) return true;
     if (g->stop && *g->stop && !g->stop_deadline) {
         dist_send_stop(d);
-        g->stop_deadline = now + STOP_GRACE_NS;
+        g->stop_deadline = now + STOP_GRACE_A_NS;
     }
     for (int r = 1; r < d->size; r++) {
         rank_info *ri = &d->ri[r];
         if (ri->stage == RS_LOST || ri->stage == RS_DONE) continue;
-        if (g->stop_deadline && now > g->stop_deadline) {
-            dist_mark_lost(d, r, "no results within 0.6 s of the stop (mpirun kills ranks 1 s after its SIGTERM)");
+        if (g->stop_deadline && now > g->stop_deadline && ri->stage < RS_PART_A) {
+            dist_mark_lost(d, r, "no results within 0.45 s of the stop (mpirun kills ranks 1 s after its SIGTERM)");
+        } else if (g->b_deadline && now > g->b_deadline) {
+            dist_mark_lost(d, r, "its timeline did not come within 0.25 s (after a stop); its records are merged, its tokens per second are not");
         } else if (now - ri->heard_ns > d->o.rank_timeout_ns) {
             char why[160];
             snprintf(why, sizeof why, "silent for %.0f s %s (the process died or hangs)", (now - ri->heard_ns) / 1e9,
@@ -355,7 +367,7 @@ static int gather_root(dist *d, recset *recs, int n_classes, const load_outcome 
     if (take_own(m, recs, n_classes) < 0) { snprintf(err, errlen, "out of memory merging the ranks' results"); return -1; }
     recset own_view = { m->recs.v, n_own, n_own };
     root_gather g = { .d = d, .m = m, .stop = stop };
-    if (stop && *stop) { dist_send_stop(d); g.stop_deadline = clock_now_ns() + STOP_GRACE_NS; }
+    if (stop && *stop) { dist_send_stop(d); g.stop_deadline = clock_now_ns() + STOP_GRACE_A_NS; }
     int rc = 0;
     while (!gather_turn(&g, &rc)) nap();
     if (rc < 0) { snprintf(err, errlen, "out of memory merging the ranks' results"); return -1; }
