@@ -7,10 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXCHANGES 32
+/* At least EXCHANGES_MIN exchanges; more, up to EXCHANGES, while the shortest round trip is over
+ * RTT_GOOD_NS: on a loaded host (or one whose cores the ranks share) one quick exchange in a
+ * longer series is what bounds the offset well. */
+#define EXCHANGES_MIN 32
+#define EXCHANGES 128
+#define RTT_GOOD_NS (40 * NS_PER_US)
 
 typedef struct { int32_t n, end_of_run; } msg_sync;
-typedef struct { int32_t k; } msg_ping;
+typedef struct { int32_t k, last; } msg_ping;
 typedef struct { int64_t tm; } msg_pong;
 
 static int cmp_i64(const void *a, const void *b) {
@@ -52,13 +57,17 @@ int dist_clock_measure(dist *d, int r, bool end_of_run) {
     msg_sync s = { EXCHANGES, end_of_run };
     if (dist_post(d, r, TAG_SYNC, &s, sizeof s) != 0) return -1;
     int64_t deadline = clock_now_ns() + d->o.rank_timeout_ns;
+    /* the follower decides how many exchanges it needs and says which is its last */
     for (int k = 0; k < EXCHANGES; k++) {
         void *b;
         size_t n;
         if (await(d, r, TAG_PING, deadline, &b, &n) != 0) return -1;
+        msg_ping ping = { 0, 1 };
+        if (n == sizeof ping) memcpy(&ping, b, sizeof ping);
         free(b);
         msg_pong p = { clock_now_ns() };
         if (dist_post(d, r, TAG_PONG, &p, sizeof p) != 0) return -1;
+        if (ping.last) break;
     }
     void *b;
     size_t n;
@@ -82,9 +91,11 @@ int dist_clock_answer(dist *d) {
     if (n == sizeof s) memcpy(&s, b, sizeof s);
     free(b);
     if (s.n <= 0 || s.n > EXCHANGES) return -1;
-    int64_t t1[EXCHANGES], tm[EXCHANGES], t2[EXCHANGES];
+    int64_t t1[EXCHANGES], tm[EXCHANGES], t2[EXCHANGES], rtt_min = INT64_MAX;
+    int done = 0;
     for (int k = 0; k < s.n; k++) {
-        msg_ping p = { k };
+        bool last = k + 1 == s.n || (k + 1 >= EXCHANGES_MIN && rtt_min <= RTT_GOOD_NS);
+        msg_ping p = { k, last };
         t1[k] = clock_now_ns();
         if (dist_post(d, 0, TAG_PING, &p, sizeof p) != 0) return -1;
         if (await(d, 0, TAG_PONG, deadline, &b, &n) != 0) return -1;
@@ -93,10 +104,13 @@ int dist_clock_answer(dist *d) {
         if (n == sizeof q) memcpy(&q, b, sizeof q);
         free(b);
         tm[k] = q.tm;
+        if (t2[k] - t1[k] < rtt_min) rtt_min = t2[k] - t1[k];
+        done = k + 1;
+        if (last) break;
     }
     dist_clock c;
-    if (dist_clock_estimate(t1, tm, t2, s.n, &c) != 0) return -1;
-    int64_t at = t1[0] + (t2[s.n - 1] - t1[0]) / 2;
+    if (dist_clock_estimate(t1, tm, t2, done, &c) != 0) return -1;
+    int64_t at = t1[0] + (t2[done - 1] - t1[0]) / 2;
     if (s.end_of_run) { d->clk_end = c; d->clk_end_at_ns = at; }
     else { d->clk = c; d->clk_at_ns = at; d->clk_end = (dist_clock){ 0 }; d->clk_end_at_ns = 0; }
     return dist_post(d, 0, TAG_CLOCK, &c, sizeof c);
