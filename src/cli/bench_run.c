@@ -188,8 +188,8 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
     bool tel_on = b->telemetry_on;
     dist_progress *dp = NULL;
     if (d) {
-        if (!plan.progress_interval_ns || plan.progress_interval_ns > 250 * NS_PER_MS)
-            plan.progress_interval_ns = 250 * NS_PER_MS;   /* the ranks' heartbeat and stop latency */
+        if (!plan.progress_interval_ns || plan.progress_interval_ns > 100 * NS_PER_MS)
+            plan.progress_interval_ns = 100 * NS_PER_MS;   /* the ranks' heartbeat and stop latency */
         if (dist_is_root(d) && dist_run_begin(d, &plan, b->requests_path || b->keep_request_chunks, err, errlen) < 0) return -1;
         tel_on = tel_on && dist_telemetry_opts(d, &topts);
         if (!(dp = dist_progress_new(d, progress, ctx, stop))) { snprintf(err, errlen, "out of memory"); return -1; }
@@ -203,7 +203,7 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
     load_outcome lo;
     struct rusage ru_before;
     getrusage(RUSAGE_SELF, &ru_before);
-    if (d && dist_samples_only(d)) dist_idle_run(d, dp, &lo);
+    if (d && (dist_samples_only(d) || plan.client_threads == 0)) dist_idle_run(d, dp, &lo);   /* no shard here */
     else if (load_run(&plan, &b->client, ds, recs, stop, dp ? dist_progress_tick : progress, dp ? (void *)dp : ctx, &lo,
                       err, errlen) < 0) {
         telemetry_free(tel);

@@ -67,8 +67,8 @@ bool dist_telemetry_opts(const dist *d, telemetry_opts *o);
 int dist_join(dist *d, int status, const char *why);
 
 /* Rank 0: announces the next run of *p to every rank and fills p's job fields (shards, start
- * time). want_chunks: followers send their chunk arrays too (for --save-requests).
- * 0 ok, -1 with err. */
+ * time; client_threads 0 on a rank that runs no shard). want_chunks: followers send their chunk
+ * arrays too (for --save-requests). 0 ok, -1 with err. */
 int dist_run_begin(dist *d, load_plan *p, bool want_chunks, char *err, size_t errlen);
 /* Followers: waits for rank 0's next announcement. 1: a run, *p overwritten with rank 0's plan
  * (this rank's slice); 0: the job is over, *exit_code says how it ended. */
@@ -81,7 +81,8 @@ typedef struct dist_progress dist_progress;
 dist_progress *dist_progress_new(dist *d, load_progress_fn user, void *user_ctx, volatile sig_atomic_t *stop);
 void dist_progress_tick(void *ctx, const load_progress *p);   /* a load_progress_fn over ctx */
 void dist_progress_free(dist_progress *pr);
-/* A sample-only rank's run: reports progress (nothing sent) until rank 0 collects or stops. */
+/* The run of a rank without shards (telemetry only, or no user of this run's plan falls to it):
+ * heartbeats until rank 0 ends it. */
 void dist_idle_run(dist *d, dist_progress *pr, load_outcome *lo);
 
 /* What rank 0 holds after a gather: every rank's records on its clock, the chunk-level parts of

@@ -105,6 +105,7 @@ static int await_ctrl(dist *d, int want) {
 
 static int gather_follower(dist *d, recset *recs, int n_classes, const load_outcome *lo, const dist_local *loc,
                            char *err, size_t errlen) {
+    dist_trace(d, "run over (%s)", lo->interrupted ? "stopped" : "complete");
     d->last_prog.final = 1;
     dist_post(d, 0, TAG_FINISHED, &d->last_prog, sizeof d->last_prog);
     int rc = await_ctrl(d, CTRL_COLLECT);   /* rank 0 measures this clock again meanwhile */
@@ -190,6 +191,7 @@ static void on_finished(root_gather *g, int r) {
     if (n == sizeof(msg_progress)) memcpy(&d->ri[r].prog, b, n);
     free(b);
     if (d->ri[r].stage != RS_RUNNING) return;
+    dist_trace(d, "rank %d finished", r);
     /* the closing clock measurement: the drift over the run (skipped after a stop: no time) */
     if (!g->stop_deadline && dist_clock_measure(d, r, true) != 0) {
         dist_mark_lost(d, r, "did not answer the closing clock measurement");
@@ -231,6 +233,7 @@ static void on_part_a(root_gather *g, int r) {
     if (intr) m->lo.interrupted = true;
     if (grace) m->lo.grace_expired = true;
     ri->stage = RS_PART_A;
+    dist_trace(d, "rank %d part A: %zu records", r, ri->records);
 }
 
 static void on_part_b(root_gather *g, int r) {
@@ -255,6 +258,7 @@ static void on_part_b(root_gather *g, int r) {
     free(b);
     if (rd.bad) { dist_mark_lost(d, r, "sent a timeline that does not read back"); return; }
     ri->stage = RS_DONE;
+    dist_trace(d, "rank %d part B", r);
 }
 
 /* The axes, from every delivered record: rank 0 has them all once part A is in. */
@@ -281,6 +285,7 @@ static int send_axes(root_gather *g) {
     }
     free(b.p);
     g->axes_sent = true;
+    dist_trace(d, "axes sent");
     return 0;
 }
 
@@ -302,15 +307,15 @@ static bool gather_turn(root_gather *g, int *rc) {
     for (int r = 1; r < d->size; r++) {
         rank_stage s = d->ri[r].stage;
         if (s == RS_LOST) continue;
-        if (s < RS_PART_A) { all_a = false; if (!d->ri[r].samples_only) load_in = false; }
+        if (s < RS_PART_A) { all_a = false; if (d->ri[r].threads > 0) load_in = false; }
         if (s != RS_DONE) all_done = false;
     }
-    /* samplers run until the last load rank is in */
+    /* ranks without shards (telemetry only, or no user of this run's) wait until the last load rank is in */
     if (load_in && !d->samplers_stopped) {
         d->samplers_stopped = true;
         msg_ctrl c = { CTRL_STOP, d->run_seq };
         for (int r = 1; r < d->size; r++)
-            if (d->ri[r].samples_only && d->ri[r].stage == RS_RUNNING) dist_post(d, r, TAG_CTRL, &c, sizeof c);
+            if (d->ri[r].threads == 0 && d->ri[r].stage == RS_RUNNING) dist_post(d, r, TAG_CTRL, &c, sizeof c);
     }
     if (all_a && !g->axes_sent) {
         if (send_axes(g) != 0) { *rc = -1; return true; }
@@ -318,6 +323,7 @@ static bool gather_turn(root_gather *g, int *rc) {
     }
     if (all_done && g->axes_sent) return true;
     if (g->stop && *g->stop && !g->stop_deadline) {
+        dist_trace(d, "stop during the gather");
         dist_send_stop(d);
         g->stop_deadline = now + STOP_GRACE_A_NS;
     }
@@ -367,6 +373,7 @@ static int gather_root(dist *d, recset *recs, int n_classes, const load_outcome 
     if (take_own(m, recs, n_classes) < 0) { snprintf(err, errlen, "out of memory merging the ranks' results"); return -1; }
     recset own_view = { m->recs.v, n_own, n_own };
     root_gather g = { .d = d, .m = m, .stop = stop };
+    dist_trace(d, "gather: own run over (%s)", stop && *stop ? "stopped" : "complete");
     if (stop && *stop) { dist_send_stop(d); g.stop_deadline = clock_now_ns() + STOP_GRACE_A_NS; }
     int rc = 0;
     while (!gather_turn(&g, &rc)) nap();
@@ -400,6 +407,7 @@ static int gather_root(dist *d, recset *recs, int n_classes, const load_outcome 
         m->partial_reason[sizeof m->partial_reason - 1] = 0;
     }
     m->section = dist_section(d, m);
+    dist_trace(d, "gather done: %zu records, %d lost", m->recs.n, m->lost);
     return 0;
 }
 

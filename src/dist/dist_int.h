@@ -76,6 +76,7 @@ struct dist {
     int end_code;                 /* followers: the exit code rank 0 ended the job with */
     bool root_ended;              /* followers: rank 0 ended the job (CTRL_END) */
     bool stop_received;           /* followers: rank 0 stopped this run (for a sampler: its end) */
+    bool stop_traced;
     msg_progress last_prog;       /* followers: the counters heartbeats repeat */
     bool stop_sent;
     int32_t run_seq;              /* numbers the runs, so a late stop cannot end the next one */
@@ -84,6 +85,10 @@ struct dist {
     bool root_lost;               /* followers: rank 0 went silent */
     pending_send *sends;          /* Isends not yet complete */
 };
+
+/* With DSPERF_DIST_TRACE set in the environment: one stderr line per step of the job, with the
+ * rank and its monotonic time (for finding where a job spends its time; off by default). */
+void dist_trace(const dist *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- messaging (dist.c) ---- */
 /* Posts a nonblocking send of a copy of buf (any size: pieces of at most 64 MiB). 0 ok. */

@@ -73,7 +73,7 @@ static void root_tick(dist_progress *pr, const load_progress *p) {
     if (sum.elapsed_ns > 0) sum.rate_per_s = sum.finished / (sum.elapsed_ns / 1e9);
     if (pr->user) pr->user(pr->user_ctx, &sum);
     /* a stop from a signal or from the user's callback (the sweep's detector) reaches every rank */
-    if (pr->stop && *pr->stop) dist_send_stop(d);
+    if (pr->stop && *pr->stop && !d->stop_sent) { dist_trace(d, "stop seen in the run: passing it on"); dist_send_stop(d); }
     dist_heartbeat(d);
 }
 
@@ -86,6 +86,7 @@ static void follower_tick(dist_progress *pr, const load_progress *p) {
     d->hb_sent_ns = clock_now_ns();
     msg_ctrl c;
     int k;
+    if (pr->stop && *pr->stop && !d->stop_traced) { d->stop_traced = true; dist_trace(d, "stop seen in the run"); }
     while ((k = dist_take_ctrl(d, &c)) != 0) {
         if (k == CTRL_STOP && c.code == d->run_seq) { d->stop_received = true; if (pr->stop) *pr->stop = 1; }
         if (k == CTRL_END) { d->end_code = c.code; d->root_ended = true; if (pr->stop) *pr->stop = 1; }
