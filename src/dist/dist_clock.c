@@ -45,10 +45,13 @@ int dist_clock_estimate(const int64_t *t1, const int64_t *tm, const int64_t *t2,
     return 0;
 }
 
-/* Busy-waits (no nap: a nap would lengthen the round trip) for a message from src. */
+/* Busy-waits (no nap: a nap would lengthen the round trip) for a message from src, heartbeating
+ * the other ranks meanwhile (a rank that died mid-exchange costs a rank timeout here). */
 static int await(dist *d, int src, int tag, int64_t deadline_ns, void **b, size_t *n) {
-    while (!dist_probe(d, src, tag, NULL))
+    for (unsigned spin = 0; !dist_probe(d, src, tag, NULL); spin++) {
         if (clock_now_ns() > deadline_ns) return -1;
+        if (spin % 4096 == 4095) dist_heartbeat(d);
+    }
     return dist_recv(d, src, tag, b, n, deadline_ns);
 }
 

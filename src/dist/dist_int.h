@@ -103,6 +103,8 @@ int dist_recv(dist *d, int src, int tag, void **buf, size_t *len, int64_t deadli
 /* Waits for a message with tag from src until deadline_ns; -1 on timeout. While waiting, a
  * follower heartbeats and answers rank 0's clock requests; rank 0 heartbeats followers. */
 int dist_wait(dist *d, int src, int tag, int *from, int64_t deadline_ns);
+/* How long a follower waits for rank 0 to speak before it gives the job up. */
+int64_t dist_root_timeout_ns(const dist *d);
 /* Heartbeats when one is due (every 1 s): followers send their last counters, rank 0 a CTRL. */
 void dist_heartbeat(dist *d);
 /* Rank 0: marks rank r lost with why (once). */

@@ -91,8 +91,8 @@ static void follower_tick(dist_progress *pr, const load_progress *p) {
         if (k == CTRL_STOP && c.code == d->run_seq) { d->stop_received = true; if (pr->stop) *pr->stop = 1; }
         if (k == CTRL_END) { d->end_code = c.code; d->root_ended = true; if (pr->stop) *pr->stop = 1; }
     }
-    if (clock_now_ns() - d->root_heard_ns > d->o.rank_timeout_ns && !d->root_lost) {
-        log_error("rank 0 (the job's lead) silent for %.0f s: this rank stops", d->o.rank_timeout_ns / 1e9);
+    if (clock_now_ns() - d->root_heard_ns > dist_root_timeout_ns(d) && !d->root_lost) {
+        log_error("rank 0 (the job's lead) silent for %.0f s: this rank stops", dist_root_timeout_ns(d) / 1e9);
         d->root_lost = true;
         if (pr->stop) *pr->stop = 1;
     }
