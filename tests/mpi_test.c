@@ -474,3 +474,61 @@ TEST(mpi_a_rank_that_cannot_prepare_ends_the_job_with_its_reason) {
     CHECK_MSG(strstr(log, "rank 1 (") != NULL, "rank 0 did not name rank 1:\n%.2000s", log);
     free(log);
 }
+
+/* Telemetry from every node: a third rank is given a host name of its own (a UTS namespace, as a
+ * GPU node would have), listed in --gpu-nodes: it sends no load and samples its host; rank 0's
+ * node samples its own. The result carries both nodes' host series, labelled, on the job's clock. */
+TEST(mpi_telemetry_from_every_node_on_one_clock) {
+    NEED_MPIRUN();
+    if (geteuid() != 0) { CHECK_MSG(0, "needs root for a UTS namespace (unshare --uts); CI runs as root"); return; }
+    test_server s;
+    if (test_serve_start(&s, "--ttft 10ms --itl 2ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char out[600], common[900], args[2400];
+    snprintf(out, sizeof out, "%s/job.json", harness_tmpdir());
+    snprintf(common, sizeof common, "bench --url %s --concurrency 2 --duration 2s --dataset random:in=8,out=6 --quiet "
+             "--host-metrics --telemetry-interval 100ms --gpu-nodes dsp-gpu-node-1 --out %s", s.url, out);
+    snprintf(args, sizeof args, "%s : -np 1 unshare --uts sh -c 'hostname dsp-gpu-node-1 && exec %s %s'", common,
+             harness_bin(), common);
+    int rc;
+    char *log = NULL;
+    json_t *r = run_job(2, "", args, out, &rc, &log);
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 0);
+    if (!r) { CHECK_MSG(0, "no results:\n%.2000s", log); free(log); return; }
+    free(log);
+    json_t *dist = json_object_get(r, "dist");
+    CHECK_EQ_INT(num(dist, "ranks"), 3);
+    CHECK_EQ_INT(num(dist, "load_ranks"), 2);
+    CHECK_EQ_INT(num(dist, "telemetry_ranks"), 1);
+    CHECK_EQ_INT(num(dist, "hosts"), 2);
+    const json_t *g = dist_rank(r, 2);
+    CHECK_STR(json_string_value(json_object_get(g, "role")), "telemetry");
+    CHECK_STR(json_string_value(json_object_get(g, "host")), "dsp-gpu-node-1");
+    CHECK_EQ_INT(num(g, "requests"), 0);
+    CHECK(json_is_true(json_object_get(g, "node_leader")));
+    CHECK(json_is_false(json_object_get(dist_rank(r, 1), "node_leader")));   /* rank 0's host: rank 0 samples it */
+    json_t *hosts = json_object_get(json_object_get(r, "telemetry"), "hosts");
+    CHECK_EQ_INT(json_array_size(hosts), 2);
+    bool saw_gpu_node = false;
+    double dur = num(r, "duration");
+    size_t i, k;
+    json_t *h, *t;
+    json_array_foreach(hosts, i, h) {
+        const char *name = json_string_value(json_object_get(h, "host"));
+        if (name && !strcmp(name, "dsp-gpu-node-1")) { saw_gpu_node = true; CHECK_EQ_INT(num(h, "rank"), 2); }
+        json_t *ts = json_object_get(json_object_get(h, "series"), "t_s");
+        CHECK(json_array_size(ts) >= 5);
+        /* on the job's clock: samples from about the start to the end of the run, on every node */
+        bool inside = false;
+        json_array_foreach(ts, k, t) {
+            double x = json_number_value(t);
+            CHECK_MSG(x > -5 && x < dur + 5, "host %s sample at %.3f s, run of %.3f s", name, x, dur);
+            if (x >= 0 && x <= dur) inside = true;
+        }
+        CHECK(inside);
+    }
+    CHECK(saw_gpu_node);
+    CHECK_EQ_INT(json_array_size(json_object_get(json_object_get(r, "telemetry_summary"), "hosts")), 2);
+    CHECK_EQ_INT(json_array_size(json_object_get(json_object_get(r, "telemetry"), "nodes")), 2);
+    json_decref(r);
+}
