@@ -8,6 +8,8 @@
 #include "testutil.h"
 #include "metrics/hdr.h"
 #include <dirent.h>
+#include <stdarg.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -530,5 +532,110 @@ TEST(mpi_telemetry_from_every_node_on_one_clock) {
     CHECK(saw_gpu_node);
     CHECK_EQ_INT(json_array_size(json_object_get(json_object_get(r, "telemetry_summary"), "hosts")), 2);
     CHECK_EQ_INT(json_array_size(json_object_get(json_object_get(r, "telemetry"), "nodes")), 2);
+    json_decref(r);
+}
+
+/* ---- two "hosts": network namespaces joined by a veth pair, made by the test itself ----
+ * mpirun runs in namespace A (with the server, on A's address); Open MPI starts B's daemon through
+ * an rsh agent that enters namespace B (with a host name of its own) instead of ssh; the ranks talk
+ * TCP over the veth pair, so the ping-pong crosses a real network stack. Same kernel, so the true
+ * clock offset is 0. */
+#include <sched.h>
+
+#define NS_NET "10.213.77"
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+    char cmd[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* Enters the network namespace name (NULL: back to the saved one). */
+static int enter_netns(const char *name, int saved_fd) {
+    int fd = saved_fd;
+    char path[128];
+    if (name) {
+        snprintf(path, sizeof path, "/var/run/netns/%s", name);
+        fd = open(path, O_RDONLY);
+        if (fd < 0) return -1;
+    }
+    int rc = setns(fd, CLONE_NEWNET);
+    if (name) close(fd);
+    return rc;
+}
+
+TEST(mpi_two_hosts_over_a_veth_pair) {
+    NEED_MPIRUN();
+    if (geteuid() != 0) SKIP("needs root to make network namespaces (CI runs as root)");
+    if (sh("command -v ip >/dev/null 2>&1") != 0) SKIP("needs iproute2 (ip) to make network namespaces");
+    char A[32], B[32], va[16], vb[16];
+    snprintf(A, sizeof A, "dspA%d", (int)getpid());
+    snprintf(B, sizeof B, "dspB%d", (int)getpid());
+    snprintf(va, sizeof va, "dva%d", (int)getpid());
+    snprintf(vb, sizeof vb, "dvb%d", (int)getpid());
+    int made = sh("ip netns add %s && ip netns add %s && ip link add %s type veth peer name %s && "
+                  "ip link set %s netns %s && ip link set %s netns %s && "
+                  "ip -n %s addr add " NS_NET ".1/24 dev %s && ip -n %s addr add " NS_NET ".2/24 dev %s && "
+                  "ip -n %s link set %s up && ip -n %s link set %s up && ip -n %s link set lo up && ip -n %s link set lo up",
+                  A, B, va, vb, va, A, vb, B, A, va, B, vb, A, va, B, vb, A, B);
+    int self = open("/proc/self/ns/net", O_RDONLY);
+    test_server s = { 0 };
+    json_t *r = NULL;
+    char *log = NULL;
+    int rc = -1;
+    CHECK_EQ_INT(made, 0);
+    if (made == 0 && self >= 0) {
+        char agent[600], hosts[600], out[600], opts[2000], args[1200];
+        snprintf(agent, sizeof agent, "%s/nsrsh.sh", harness_tmpdir());
+        snprintf(hosts, sizeof hosts, "%s/hosts", harness_tmpdir());
+        snprintf(out, sizeof out, "%s/job.json", harness_tmpdir());
+        FILE *f = fopen(agent, "w");
+        /* Open MPI runs "<agent> <host> <daemon command>", as it would run ssh */
+        fprintf(f, "#!/bin/sh\nhost=$1; shift\n[ \"$host\" = " NS_NET ".2 ] || { echo \"nsrsh: unknown host $host\" >&2; exit 1; }\n"
+                   "exec ip netns exec %s unshare --uts sh -c \"hostname dsp-ns-b; $*\"\n", B);
+        fclose(f);
+        chmod(agent, 0755);
+        f = fopen(hosts, "w");
+        fprintf(f, NS_NET ".1 slots=1\n" NS_NET ".2 slots=1\n");
+        fclose(f);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);            /* B's daemon, started by the agent */
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+        CHECK_EQ_INT(enter_netns(A, -1), 0);
+        int up = test_serve_start(&s, "--host " NS_NET ".1 --ttft 10ms --itl 2ms --prefill-per-token 0");
+        snprintf(opts, sizeof opts, "--hostfile %s --mca plm_rsh_agent %s --mca oob_tcp_if_include " NS_NET ".0/24 "
+                 "--mca btl_tcp_if_include " NS_NET ".0/24 --mca btl tcp,self", hosts, agent);
+        snprintf(args, sizeof args, "bench --url %s --concurrency 4 --requests 40 --dataset random:in=8,out=5 --quiet --out %s",
+                 s.url, out);
+        mpi_job j;
+        int started = up == 0 ? job_start(&j, opts, 2, args) : -1;
+        enter_netns(NULL, self);
+        CHECK_MSG(up == 0, "serve did not start in namespace %s", A);
+        if (started == 0) {
+            rc = job_wait(&j, 120, NULL);
+            log = job_output(&j);
+            r = test_load_json(out);
+        }
+    }
+    if (s.pid > 0) test_serve_stop(&s);
+    sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", A, B);   /* the veth pair goes with them */
+    if (self >= 0) close(self);
+    CHECK_MSG(rc == 0, "mpirun exited %d:\n%.3000s", rc, log ? log : "");
+    free(log);
+    if (!r) { CHECK(r != NULL); return; }
+    CHECK_EQ_INT(num(r, "completed"), 40);
+    CHECK_EQ_INT(num(r, "total_output_tokens"), 200);
+    CHECK_EQ_INT(num(json_object_get(r, "dist"), "hosts"), 2);
+    const json_t *b = dist_rank(r, 1), *clk = json_object_get(b, "clock");
+    CHECK_STR(json_string_value(json_object_get(b, "host")), "dsp-ns-b");
+    CHECK_EQ_INT(num(b, "requests"), 20);
+    double off = num(clk, "offset_ns"), unc = num(clk, "uncertainty_ns"), rtt = num(clk, "rtt_min_ns");
+    CHECK_MSG(rtt > 0 && fabs(off) <= 100000, "over the veth pair: offset %.0f ns, uncertainty %.0f ns, shortest round trip "
+              "%.0f ns: want within 100 us of 0", off, unc, rtt);
+    CHECK_MSG(fabs(off) <= unc + 1, "offset %.0f ns outside its own bound %.0f ns", off, unc);
     json_decref(r);
 }
