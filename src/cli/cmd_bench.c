@@ -39,10 +39,14 @@ int cmd_bench(int argc, char **argv) {
     int rc = bench_opts_parse(&b, argc, argv);
     if (rc >= 0) { bench_opts_free(&b); return rc; }   /* --help or a usage error (reported) */
     if ((rc = start_job(&b)) != EXIT_OK) { bench_opts_free(&b); return rc; }
+    /* outputs are checked before the run; only rank 0 of a job writes them */
+    if (!b.dist || dist_is_root(b.dist))
+        if ((rc = cli_check_output("--out", b.out_path)) == EXIT_OK) rc = cli_check_output("--save-requests", b.requests_path);
+    if (rc != EXIT_OK && !b.dist) { bench_opts_free(&b); return rc; }
     fd_limit_prepare();     /* thousands of streams: before any thread starts */
     dataset *ds = NULL;
     char *model = NULL;
-    rc = bench_prepare(&b, &ds, &model);
+    if (rc == EXIT_OK) rc = bench_prepare(&b, &ds, &model);
     if (b.dist) {
         /* every rank prepared (pre-flight from its host, dataset); a job goes on only if all did */
         rc = dist_join(b.dist, rc, NULL);

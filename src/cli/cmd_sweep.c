@@ -69,11 +69,20 @@ int cmd_sweep(int argc, char **argv) {
     if (dist_env_rank() > 0) log_set_quiet(2);   /* a job's followers: rank 0 reports bad options */
     int rc = sweep_opts_parse(&so, &b, argc, argv, "sweep", usage_text);
     if (rc >= 0) return rc;
+    rc = EXIT_OK;
     if (dist_launched()) {
         char err[512];
         log_set_quiet(b.quiet);
         if (!(b.dist = dist_init(&b.dist_o, err, sizeof err))) { log_error("%s", err); sweep_opts_free(&so, &b); return EXIT_RUN_FAILED; }
         b.keep_request_chunks = so.save_prefix != NULL;
+    }
+    /* outputs are checked before the run; only rank 0 of a job writes them */
+    if (!b.dist || dist_is_root(b.dist))
+        if ((rc = cli_check_output("--out", so.out_path)) == EXIT_OK) rc = cli_check_output("--save-requests", so.save_prefix);
+    if (rc != EXIT_OK) {
+        if (b.dist) { dist_join(b.dist, rc, NULL); dist_finalize(b.dist, rc); }   /* the followers end with it */
+        sweep_opts_free(&so, &b);
+        return rc;
     }
     fd_limit_prepare();     /* thousands of streams: before any thread starts */
     dist *job = b.dist;

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 typedef struct {
-    const char *gpus;               /* NULL: no GPU sampling; "all"; or indices "0,1" */
+    const char *gpus;               /* NULL: no GPU sampling; "all"; or indices "0,1" (--gpu-ids) */
     const char *server_metrics_url; /* NULL: no scraping; else http(s)://host:port/metrics */
     bool host;                      /* CPU, memory, load, NUMA placement */
     int server_pid;                 /* > 0: also CPU/RSS/NUMA of this process */
@@ -53,4 +53,8 @@ json_t *telemetry_merge_series(const telemetry_node *nodes, int n);
  * a per-node view ("nodes"), and with two or more GPUs the slowest one ("slowest_gpu": the lowest
  * mean SM clock when the clocks differ by 2% or more, else the busiest). New reference. */
 json_t *telemetry_merge_summary(const telemetry_node *nodes, int n, double output_tokens);
+
+/* "all" (*all set, 0 returned) or distinct indices "0,1,3" (at most max, each below 64) into idx;
+ * the count, or -1 when malformed. */
+int telemetry_parse_gpu_list(const char *s, int *idx, int max, bool *all);
 #endif
