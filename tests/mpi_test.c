@@ -44,8 +44,12 @@ static int job_start(mpi_job *j, const char *opts, int np, const char *args) {
         int fd = open(j->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd >= 0) { dup2(fd, 1); dup2(fd, 2); close(fd); }
         setenv("DSPERF_TEST_JOB", j->token, 1);
-        /* Open MPI's own allocations are not ours to report */
-        if (HARNESS_SANITIZED) setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+        /* Open MPI's allocations are not ours to report, nor can they be told apart: it unloads its
+         * components at MPI_Finalize, so LeakSanitizer sees them as "<unknown module>". dsperf's
+         * own paths are leak-checked by every other test (the merge by src/dist/dist_test.c). */
+        char asan[2048];
+        snprintf(asan, sizeof asan, "%s detect_leaks=0", getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "");
+        setenv("ASAN_OPTIONS", asan, 1);
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
