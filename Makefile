@@ -88,7 +88,13 @@ demo: all
 	@sh scripts/demo.sh
 
 bench: all
+	@$(MAKE) --no-print-directory $(BUILD)/dist_bench
 	@sh scripts/bench.sh
+
+# the merge benchmark of multi-host runs (scripts/bench_dist.sh): an MPI program over src/dist
+$(BUILD)/dist_bench: $(BUILD)/src/dist/bench/dist_bench.o $(LIB_O)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 clean:
 	rm -rf build build-asan build-tsan dsperf

@@ -460,6 +460,7 @@ int dist_run_begin(dist *d, load_plan *p, bool want_chunks, char *err, size_t er
         rank_info *ri = &d->ri[r];
         if (ri->stage == RS_LOST) continue;
         ri->stage = RS_RUNNING;
+        ri->records = ri->bytes = 0;
         /* the last run's closing clock measurement opens this one */
         if (ri->clk_end_at_ns) { ri->clk = ri->clk_end; ri->clk_at_ns = ri->clk_end_at_ns; ri->clk_end_at_ns = 0; }
         ri->threads = 0;

@@ -211,6 +211,7 @@ static void on_part_a(root_gather *g, int r) {
         dist_mark_lost(d, r, "its results stopped arriving midway");
         return;
     }
+    d->ri[r].bytes = n;
     dist_rd rd = { b, n, 0, 0 };
     int64_t nc = drd_i64(&rd), start = drd_i64(&rd), end = drd_i64(&rd), intr = drd_i64(&rd), grace = drd_i64(&rd);
     (void)start;
@@ -245,6 +246,7 @@ static void on_part_b(root_gather *g, int r) {
         dist_mark_lost(d, r, "its timeline stopped arriving midway (its records are merged, its tokens per second are not)");
         return;
     }
+    d->ri[r].bytes += n;
     dist_rd rd = { b, n, 0, 0 };
     int64_t n_axes = drd_i64(&rd);
     for (int64_t k = 0; k < n_axes && k <= m->n_classes && !rd.bad; k++) {

@@ -54,6 +54,7 @@ typedef struct {
     bool lost;                    /* lost at some point in the job */
     char why[160];                /* why it was lost */
     size_t records;               /* delivered in the last run */
+    size_t bytes;                 /* its parts' size in the last run */
     json_t *client, *tel_series, *tel_summary;   /* from its parts (owned until merged) */
 } rank_info;
 

@@ -87,6 +87,7 @@ json_t *dist_section(const dist *d, const dist_merged *m) {
                               "requests", (json_int_t)ri->records, "clock", clock_json(ri, r),
                               "status", ri->stage == RS_LOST ? "lost" : "ok");
         json_object_set_new(e, "lost_reason", ri->stage == RS_LOST ? json_string(ri->why) : json_null());
+        if (r > 0) json_object_set_new(e, "bytes_received", json_integer((json_int_t)ri->bytes));
         json_array_append_new(ranks, e);
         if (ri->stage == RS_LOST)
             json_array_append_new(lost, json_pack("{s:i,s:s,s:s}", "rank", r, "host", ri->host, "why", ri->why));
