@@ -147,8 +147,9 @@ TEST(mpi_bench_counts_exact_one_result_clocks_on_one_host) {
     if (test_serve_start(&s, "--ttft 20ms --itl 5ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     char out[600], args[1200];
     snprintf(out, sizeof out, "%s/job.json", harness_tmpdir());
+    /* two request classes: each is summarised from its own merged histograms and bins */
     snprintf(args, sizeof args, "bench --url %s --concurrency 6 --requests 60 --client-threads 1 --dataset random:in=16,out=10 "
-             "--out %s", s.url, out);
+             "--class 'chat;weight=1' --class 'batch;weight=2' --out %s", s.url, out);
     int rc;
     char *log = NULL;
     json_t *r = run_job(3, "", args, out, &rc, &log);
@@ -190,6 +191,16 @@ TEST(mpi_bench_counts_exact_one_result_clocks_on_one_host) {
         CHECK_MSG(fabs(off) <= unc + 1, "rank %d clock offset %.0f ns outside its own bound %.0f ns", k, off, unc);
         CHECK(json_is_number(json_object_get(clk, "drift_ns")));
     }
+    long class_done = 0;
+    json_array_foreach(json_object_get(r, "classes"), i, v) {
+        double done = num(v, "completed");
+        class_done += (long)done;
+        CHECK_EQ_INT(num(v, "total_output_tokens"), done * 10);
+        CHECK_EQ_INT(num(v, "itl_samples"), done * 9);
+        CHECK(done == 0 || num(v, "max_output_tokens_per_s") > 0);
+    }
+    CHECK_EQ_INT(json_array_size(json_object_get(r, "classes")), 2);
+    CHECK_EQ_INT(class_done, 60);
     /* rank 0 speaks for the job: one summary, one results line */
     CHECK_EQ_INT(count_of(log, "Serving Benchmark Result"), 1);
     CHECK_EQ_INT(count_of(log, "results written to"), 1);
