@@ -128,6 +128,14 @@ static int count_of(const char *hay, const char *needle) {
 static double num(const json_t *o, const char *k) { return test_num(o, k); }
 static const json_t *dist_rank(const json_t *r, int k) { return json_array_get(json_object_get(json_object_get(r, "dist"), "rank_info"), (size_t)k); }
 
+/* Starts `dsperf serve` with serve_args and names the test's output file; 0 ok (else failed). */
+static int serve_and_out(test_server *s, const char *serve_args, char *out, size_t len, const char *name) {
+    snprintf(out, len, "%s/%s", harness_tmpdir(), name);
+    if (test_serve_start(s, serve_args) == 0) return 0;
+    CHECK_MSG(0, "serve did not start");
+    return -1;
+}
+
 #define NEED_MPIRUN() do { if (!have_mpirun()) { CHECK_MSG(0, "mpirun not found: install openmpi-bin (scripts/deps.sh)"); return; } } while (0)
 
 /* Runs a job to completion; returns the results (NULL on failure) and the exit code. */
@@ -144,9 +152,8 @@ static json_t *run_job(int np, const char *opts, const char *args, const char *o
 TEST(mpi_bench_counts_exact_one_result_clocks_on_one_host) {
     NEED_MPIRUN();
     test_server s;
-    if (test_serve_start(&s, "--ttft 20ms --itl 5ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     char out[600], args[1200];
-    snprintf(out, sizeof out, "%s/job.json", harness_tmpdir());
+    if (serve_and_out(&s, "--ttft 20ms --itl 5ms --prefill-per-token 0", out, sizeof out, "job.json") != 0) return;
     /* two request classes: each is summarised from its own merged histograms and bins */
     snprintf(args, sizeof args, "bench --url %s --concurrency 6 --requests 60 --client-threads 1 --dataset random:in=16,out=10 "
              "--class 'chat;weight=1' --class 'batch;weight=2' --out %s", s.url, out);
@@ -365,9 +372,8 @@ static void wait_for_load(const test_server *s, double n) {
  * and rank 0 still writes what it has. Either way: a partial result naming the lost rank, no hang. */
 static void killed_rank(const char *opts, int victim) {
     test_server s;
-    if (test_serve_start(&s, "--ttft 20ms --itl 5ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     char out[600], args[1400];
-    snprintf(out, sizeof out, "%s/job.json", harness_tmpdir());
+    if (serve_and_out(&s, "--ttft 20ms --itl 5ms --prefill-per-token 0", out, sizeof out, "job.json") != 0) return;
     snprintf(args, sizeof args, "bench --url %s --concurrency 6 --duration 6s --rank-timeout 2s --dataset random:in=16,out=20 "
              "--quiet --out %s", s.url, out);
     mpi_job j;
@@ -421,9 +427,8 @@ TEST(mpi_rank_killed_gives_partial_result_no_hang) {
 TEST(mpi_ctrl_c_keeps_the_partial_result) {
     NEED_MPIRUN();
     test_server s;
-    if (test_serve_start(&s, "--ttft 20ms --itl 5ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     char out[600], args[1400];
-    snprintf(out, sizeof out, "%s/job.json", harness_tmpdir());
+    if (serve_and_out(&s, "--ttft 20ms --itl 5ms --prefill-per-token 0", out, sizeof out, "job.json") != 0) return;
     snprintf(args, sizeof args, "bench --url %s --concurrency 4 --duration 30s --dataset random:in=16,out=20 --quiet --out %s",
              s.url, out);
     mpi_job j;
@@ -450,9 +455,8 @@ TEST(mpi_ctrl_c_keeps_the_partial_result) {
 TEST(mpi_sweep_writes_one_file_with_every_rank) {
     NEED_MPIRUN();
     test_server s;
-    if (test_serve_start(&s, "--ttft 10ms --itl 2ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     char out[600], args[1400];
-    snprintf(out, sizeof out, "%s/sweep.json", harness_tmpdir());
+    if (serve_and_out(&s, "--ttft 10ms --itl 2ms --prefill-per-token 0", out, sizeof out, "sweep.json") != 0) return;
     /* c=1 runs on one rank (the others have no user and wait), c=4 on both */
     snprintf(args, sizeof args, "sweep --url %s --concurrency 1,4 --requests 16 --dataset random:in=8,out=6 --quiet "
              "--no-early-stop --out %s", s.url, out);

@@ -507,22 +507,31 @@ int dist_run_begin(dist *d, load_plan *p, bool want_chunks, char *err, size_t er
     return 0;
 }
 
+/* Followers: the next message with tag from rank 0, of exactly len bytes, into out. 0 ok; -2 the
+ * job ended (CTRL_END); -1 rank 0 is lost (said in one line, with `what` it failed to do). */
+static int from_root(dist *d, int tag, void *out, size_t len, int64_t deadline_ns, const char *what) {
+    void *b = NULL;
+    size_t n = 0;
+    int rc = dist_wait(d, 0, tag, NULL, deadline_ns);
+    if (rc == -2) return -2;
+    if (rc != 0 || dist_recv(d, 0, tag, &b, &n, clock_now_ns() + d->o.rank_timeout_ns) != 0 || n != len) {
+        free(b);
+        log_error("rank 0 (the job's lead) sent %s (waited up to %.0f s): this rank ends", what, dist_root_timeout_ns(d) / 1e9);
+        d->root_lost = true;
+        return -1;
+    }
+    memcpy(out, b, len);
+    free(b);
+    return 0;
+}
+
 int dist_run_wait(dist *d, load_plan *p, int *exit_code) {
     *exit_code = EXIT_RUN_FAILED;
     if (d->root_lost) return 0;
-    int rc = dist_wait(d, 0, TAG_RUN, NULL, INT64_MAX);
-    void *b = NULL;
-    size_t n = 0;
-    if (rc == -2) { *exit_code = d->end_code; return 0; }
-    if (rc != 0 || dist_recv(d, 0, TAG_RUN, &b, &n, clock_now_ns() + d->o.rank_timeout_ns) != 0 || n != sizeof(msg_run)) {
-        free(b);
-        log_error("rank 0 (the job's lead) went silent for %.0f s: this rank ends", dist_root_timeout_ns(d) / 1e9);
-        d->root_lost = true;
-        return 0;
-    }
     msg_run m;
-    memcpy(&m, b, sizeof m);
-    free(b);
+    int rc = from_root(d, TAG_RUN, &m, sizeof m, INT64_MAX, "neither a next run nor the end");
+    if (rc == -2) { *exit_code = d->end_code; return 0; }
+    if (rc != 0) return 0;
     p->concurrency = m.concurrency;
     p->max_concurrency = m.max_concurrency;
     p->client_threads = m.client_threads;
@@ -542,17 +551,8 @@ int dist_run_wait(dist *d, load_plan *p, int *exit_code) {
     if (d->clk_end_at_ns) { d->clk = d->clk_end; d->clk_at_ns = d->clk_end_at_ns; d->clk_end_at_ns = 0; }
     msg_ready rd = { d->samples_only ? 0 : threads_for(p, d->load_index, m.n_load) };
     dist_post(d, 0, TAG_READY, &rd, sizeof rd);
-    int64_t deadline = clock_now_ns() + d->o.rank_timeout_ns;
-    b = NULL;
-    if (dist_wait(d, 0, TAG_GO, NULL, deadline) != 0 || dist_recv(d, 0, TAG_GO, &b, &n, deadline) != 0 || n != sizeof(msg_go)) {
-        free(b);
-        log_error("rank 0 did not start the run within %.0f s: this rank ends", d->o.rank_timeout_ns / 1e9);
-        d->root_lost = true;
-        return 0;
-    }
     msg_go g;
-    memcpy(&g, b, sizeof g);
-    free(b);
+    if (from_root(d, TAG_GO, &g, sizeof g, clock_now_ns() + d->o.rank_timeout_ns, "no start time for the run") != 0) return 0;
     p->shard_base = g.shard_base;
     p->shard_total = g.shard_total;
     p->client_threads = rd.threads;

@@ -16,6 +16,16 @@ static json_t *labelled(const json_t *o, const telemetry_node *nd) {
     return c;
 }
 
+/* The sections both merges end with; the arrays are released. */
+static json_t *finish(json_t *o, json_t *gpus, json_t *hosts, json_t *per) {
+    if (json_array_size(hosts)) json_object_set(o, "hosts", hosts);
+    json_object_set(o, "nodes", per);
+    json_decref(gpus);
+    json_decref(hosts);
+    json_decref(per);
+    return o;
+}
+
 json_t *telemetry_merge_series(const telemetry_node *nodes, int n) {
     json_t *o = json_object(), *gpus = json_array(), *hosts = json_array(), *per = json_array();
     bool any_gpu = false;
@@ -45,12 +55,7 @@ json_t *telemetry_merge_series(const telemetry_node *nodes, int n) {
             json_object_set(o, "sampler", json_object_get(s, "sampler"));
     }
     if (any_gpu) json_object_set(o, "gpu", gpus);
-    if (json_array_size(hosts)) json_object_set(o, "hosts", hosts);
-    json_object_set(o, "nodes", per);
-    json_decref(gpus);
-    json_decref(hosts);
-    json_decref(per);
-    return o;
+    return finish(o, gpus, hosts, per);
 }
 
 static double stat_mean(const json_t *g, const char *col) {
@@ -152,10 +157,5 @@ json_t *telemetry_merge_summary(const telemetry_node *nodes, int n, double outpu
         json_t *sl = slowest(gpus);
         if (sl) json_object_set_new(o, "slowest_gpu", sl);
     }
-    if (json_array_size(hosts)) json_object_set(o, "hosts", hosts);
-    json_object_set(o, "nodes", per);
-    json_decref(gpus);
-    json_decref(hosts);
-    json_decref(per);
-    return o;
+    return finish(o, gpus, hosts, per);
 }
