@@ -69,7 +69,9 @@ static const char usage_text[] =
 "examples:\n"
 "  dsperf bench --url http://127.0.0.1:8000 --concurrency 32 --requests 500 --out r.json\n"
 "  dsperf bench --url http://h:8000 --api chat --rate 20/s --max-concurrency 64 --duration 60s \\\n"
-"               --dataset random:in=2048,out=256 --slo ttft=500ms,tpot=50ms\n";
+"               --dataset random:in=2048,out=256 --slo ttft=500ms,tpot=50ms\n"
+"  mpirun --hostfile hosts -np 8 dsperf bench --url http://h:8000 --rate 400/s --duration 120s \\\n"
+"               --gpu-nodes gpu1,gpu2 --gpu-ids all --out job.json   # one job over many hosts\n";
 
 enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_CONC, O_THINK, O_RATE, O_ARRIVAL,
        O_MAXCONC, O_REQUESTS, O_DURATION, O_GRACE, O_WARMUP, O_SEED, O_DATASET, O_IGNORE_EOS, O_NO_USAGE,

@@ -90,8 +90,9 @@ bool dist_samples_only(const dist *d) { return d->samples_only; }
 bool dist_node_leader(const dist *d) { return d->leader; }
 
 /* Rank 0 may itself wait a rank timeout on a lost rank before it speaks again: followers give it
- * twice as long. */
-int64_t dist_root_timeout_ns(const dist *d) { return 2 * d->o.rank_timeout_ns; }
+ * twice as long. Between runs it computes and writes the results without speaking (for millions
+ * of requests that takes minutes; README, "Beyond one machine"): ten times as long. */
+int64_t dist_root_timeout_ns(const dist *d) { return (d->between_runs ? 10 : 2) * d->o.rank_timeout_ns; }
 
 bool dist_telemetry_opts(const dist *d, telemetry_opts *o) {
     if (!d->leader) { o->gpus = NULL; o->host = false; }
@@ -529,7 +530,9 @@ int dist_run_wait(dist *d, load_plan *p, int *exit_code) {
     *exit_code = EXIT_RUN_FAILED;
     if (d->root_lost) return 0;
     msg_run m;
+    d->between_runs = true;
     int rc = from_root(d, TAG_RUN, &m, sizeof m, INT64_MAX, "neither a next run nor the end");
+    d->between_runs = false;
     if (rc == -2) { *exit_code = d->end_code; return 0; }
     if (rc != 0) return 0;
     p->concurrency = m.concurrency;

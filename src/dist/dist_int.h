@@ -84,6 +84,7 @@ struct dist {
     bool samplers_stopped;
     bool lost_any;                /* some rank was lost: finalize aborts */
     bool root_lost;               /* followers: rank 0 went silent */
+    bool between_runs;            /* followers: waiting for rank 0's next run (it may be busy writing) */
     pending_send *sends;          /* Isends not yet complete */
 };
 
