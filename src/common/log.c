@@ -1,5 +1,6 @@
 /* log — one-line messages on stderr, prefixed with the program name. */
 #include "common/log.h"
+#include "common/redact.h"
 #include <stdio.h>
 #include <stdarg.h>
 
@@ -9,10 +10,11 @@ static char prefix[96];
 void log_set_quiet(int q) { quiet = q; }
 void log_set_prefix(const char *p) { snprintf(prefix, sizeof prefix, "%s", p ? p : ""); }
 
+/* Messages quote URLs, headers and server commands: the credentials in them are masked here. */
 static void vsay(const char *tag, const char *fmt, va_list ap) {
-    char line[2048];
+    char line[2048], safe[2048];
     vsnprintf(line, sizeof line, fmt, ap);
-    fprintf(stderr, "dsperf: %s%s%s\n", prefix, tag, line);
+    fprintf(stderr, "dsperf: %s%s%s\n", prefix, tag, redact_into(safe, sizeof safe, line));
 }
 
 void log_error(const char *fmt, ...) {
