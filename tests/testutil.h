@@ -20,7 +20,9 @@ int test_serve_start(test_server *s, const char *args);
 int test_serve_stop(test_server *s);
 
 /* Runs `dsperf <args>` to completion (args split on spaces; single quotes group). Captures stdout
- * and stderr into malloc'd strings when the pointers are non-NULL. Returns the exit code. */
+ * and stderr into malloc'd strings when the pointers are non-NULL. Returns the exit code; a
+ * command still running after $DSPERF_TEST_CMD_TIMEOUT seconds (default 240) is killed and
+ * reported as 124, like timeout(1). */
 int test_run(const char *args, char **out, char **err);
 /* Same, but sends SIGINT after delay_ms. */
 int test_run_interrupt(const char *args, int delay_ms, char **out, char **err);
@@ -30,6 +32,10 @@ int test_run_interrupt(const char *args, int delay_ms, char **out, char **err);
 int test_run_into(const char *args, char *out, size_t cap);
 /* The same, returning the whole merged output (malloc'd) and the exit code in *status. */
 char *test_run_merged(const char *args, int *status);
+
+/* qsort comparator for doubles, and numpy's linear-interpolation quantile of sorted values. */
+int test_cmp_double(const void *a, const void *b);
+double test_quantile_sorted(const double *v, size_t n, double q);
 
 /* Loads a JSON file (NULL on failure). */
 json_t *test_load_json(const char *path);

@@ -1,14 +1,27 @@
 /* cli — the subcommands. Each lives in src/cli/cmd_<name>.c as int cmd_<name>(argc, argv) with
  * argv[0] the command name, prints its own --help, and returns an exit code (0 ok, 1 run or gate
- * failed, 2 usage). main.c lists them weakly, so a command exists exactly when its file does. */
+ * failed, 2 usage). main.c's command table lists every one of them. */
 #ifndef DSP_CLI_H
 #define DSP_CLI_H
 
-#define DSPERF_VERSION "0.1.0"
+#include "common/version.h"
 #include <stddef.h>
 #include <stdbool.h>
 
 typedef int (*cmd_fn)(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_diagnose(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_gpu(int argc, char **argv);
+int cmd_monitor(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_env(int argc, char **argv);
 
 struct option;
 /* A getopt_long table: the command's own options followed by one required-argument option per
