@@ -51,6 +51,8 @@ static const char usage_text[] =
 "  --gate RULES            floors/ceilings on any bucket metric, holding at every context unless\n"
 "                          @CONTEXT is given; X% is X/100: 'top1_agreement>=0.99,delta_ppl<=+2%,kl@16k<=0.01'\n"
 "  --out FILE              write the dsperf.drift/1 document (atomic; partial after Ctrl-C)\n"
+"  --save-positions FILE   one JSON line per compared position: both sides' top-k, logprobs, agreement,\n"
+"                          rank, KL (where the drift happens, token by token)\n"
 "  --concurrency N         requests in flight (default 4)\n"
 "  --timeout D             per request (default 600s)\n"
 "  --header 'Name: value'  extra header (repeatable); OPENAI_API_KEY is sent as a bearer token\n"
@@ -72,7 +74,7 @@ static void on_signal(int sig) { (void)sig; g_stop = 1; }
 
 enum {
     O_BASE = 1000, O_CAND, O_MODEL, O_BMODEL, O_CMODEL, O_API, O_CONTEXTS, O_PROMPTS, O_GEN, O_TOPK, O_DATASET, O_TEXT,
-    O_WINDOWS, O_TOKENIZER, O_SCORE, O_NOFLOOR, O_GATE, O_OUT, O_CONC, O_TIMEOUT, O_HEADER, O_INSECURE, O_SEED,
+    O_WINDOWS, O_TOKENIZER, O_SCORE, O_NOFLOOR, O_GATE, O_OUT, O_CONC, O_TIMEOUT, O_HEADER, O_INSECURE, O_SEED, O_POS,
 };
 
 static int int_opt(const char *name, const char *v, long long lo, long long hi, int *out) {
@@ -115,7 +117,7 @@ int cmd_drift(int argc, char **argv) {
         {"gen-tokens", 1, 0, O_GEN}, {"top-logprobs", 1, 0, O_TOPK}, {"dataset", 1, 0, O_DATASET}, {"text", 1, 0, O_TEXT},
         {"windows", 1, 0, O_WINDOWS}, {"tokenizer", 1, 0, O_TOKENIZER}, {"score", 1, 0, O_SCORE}, {"no-floor", 0, 0, O_NOFLOOR},
         {"gate", 1, 0, O_GATE}, {"out", 1, 0, O_OUT}, {"concurrency", 1, 0, O_CONC}, {"timeout", 1, 0, O_TIMEOUT},
-        {"header", 1, 0, O_HEADER}, {"insecure", 0, 0, O_INSECURE}, {"seed", 1, 0, O_SEED}, {"quiet", 0, 0, 'q'},
+        {"header", 1, 0, O_HEADER}, {"insecure", 0, 0, O_INSECURE}, {"seed", 1, 0, O_SEED}, {"save-positions", 1, 0, O_POS}, {"quiet", 0, 0, 'q'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     drift_opts o;
@@ -164,6 +166,7 @@ int cmd_drift(int argc, char **argv) {
             if (drift_parse_rules(a, rules, 32, &n_rules, err, sizeof err) < 0) { log_error("drift: %s", err); return EXIT_USAGE; }
             break;
         case O_OUT: out_path = a; break;
+        case O_POS: o.positions_path = a; break;
         case O_TIMEOUT:
             if (units_parse_duration_ns(a, &o.timeout_ns) < 0 || o.timeout_ns <= 0) {
                 log_error("drift: --timeout wants a duration like 600s, got '%s'", a);

@@ -282,6 +282,7 @@ int cmd_serve(int argc, char **argv) {
         if (!engs[i]) { log_error("%s", err); goto out; }
     }
     sp.handle_signals = true;
+    sp.lm.nonce_salt = sp.seed;   /* servers started with different --seed draw different --logprob-jitter */
     if (server_start(&srv, &sp, engs, err, sizeof err) < 0) { log_error("%s", err); rc = EXIT_RUN_FAILED; goto out; }
     bool v6 = strchr(sp.host, ':') != NULL;
     printf("dsperf serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", sp.host, v6 ? "]" : "", server_port(srv));

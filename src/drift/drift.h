@@ -59,6 +59,7 @@ typedef struct {
     double min_effect_agreement;   /* agreement changes under this are negligible against the floor (0.001) */
     double min_effect_ppl;         /* ΔPPL changes under this fraction are negligible (0.001) */
     const char *command_line;      /* for the document */
+    const char *positions_path;    /* --save-positions: one JSON line per compared position, or NULL */
 } drift_opts;
 
 void drift_default_opts(drift_opts *o);

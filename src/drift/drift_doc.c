@@ -57,7 +57,7 @@ int drift_parse_contexts(const char *spec, drift_opts *o, char *err, size_t errl
         size_t l = strlen(t);
         long long mult = 1, v;
         if (l && (t[l - 1] == 'k' || t[l - 1] == 'K')) { mult = 1024; t[--l] = 0; }
-        if (o->n_contexts == DRIFT_MAX_CONTEXTS || units_parse_int(t, 2, 16LL * 1024 * 1024, &v) < 0 || v * mult > 16LL * 1024 * 1024) {
+        if (o->n_contexts == DRIFT_MAX_CONTEXTS || units_parse_int(t, 1, 16LL * 1024 * 1024, &v) < 0 || v * mult > 16LL * 1024 * 1024 || v * mult < 2) {
             snprintf(err, errlen, "bad --contexts '%s': up to %d lengths like 1k,4k,16k,64k (k = 1024) or 512,2048", spec, DRIFT_MAX_CONTEXTS);
             return -1;
         }

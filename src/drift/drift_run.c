@@ -37,6 +37,7 @@ typedef struct {
     volatile sig_atomic_t *stop;
     drift_run *run;
     side b, c;
+    FILE *pos_out;                /* --save-positions, or NULL */
 } ctx;
 
 const char *drift_score_method_name(drift_score_method m) {
@@ -212,6 +213,36 @@ static char *ref_window(const drift_opts *o, const ref_text *t, int64_t L, int w
 
 /* ---- tallies ---- */
 
+/* Where a compared position goes in --save-positions (f NULL: nowhere). */
+typedef struct {
+    FILE *f;
+    int64_t context;
+    const char *kind;          /* "candidate", "floor", "text", "text_floor" */
+    int index;                 /* prompt or window */
+    int64_t ctx0;              /* context length before the first logged position; -1 unknown */
+    int k;                     /* top-k asked for: longer lists are cut to it */
+} pos_log;
+
+static json_t *top_json(const drift_tok *t, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(a, json_pack("[s%,o]", t[i].text, t[i].len, isnan(t[i].lp) ? json_null() : json_real(t[i].lp)));
+    return a;
+}
+
+static void log_pos(const pos_log *lg, int i, const drift_pos *b, const drift_tok *c_top, int c_n, const drift_cmp *c) {
+    if (!lg || !lg->f) return;
+    json_t *j = json_pack("{s:I,s:s,s:i,s:i,s:o,s:s%,s:o,s:o,s:b,s:i,s:f,s:f,s:o,s:o}",
+        "context", (json_int_t)lg->context, "kind", lg->kind, "index", lg->index, "pos", i,
+        "context_len", lg->ctx0 >= 0 ? json_integer(lg->ctx0 + i) : json_null(), "token", b->tok.text, b->tok.len,
+        "baseline_lp", isnan(c->lp_b) ? json_null() : json_real(c->lp_b), "candidate_lp", c->lp_known ? json_real(c->lp_c) : json_null(),
+        "agree", c->agree, "rank", c->rank, "kl", c->kl, "tail", c->tail,
+        "baseline_top", top_json(b->top, b->n_top), "candidate_top", top_json(c_top, c_n));
+    char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    if (s) fprintf(lg->f, "%s\n", s);
+    free(s);
+    json_decref(j);
+}
+
 static void why_set(char *why, size_t wl, const char *fmt, const char *a, long b) {
     if (!why[0]) snprintf(why, wl, fmt, a, b);
 }
@@ -236,9 +267,12 @@ static const drift_pos *scored_positions(const drift_resp *r, drift_score_method
     return r->gen;
 }
 
-static void tally_pos(drift_prompt *p, const drift_pos *b, const drift_tok *c_top, int c_n, double c_lp, int c_rank) {
+static void tally_pos(drift_prompt *p, const drift_pos *b, const drift_tok *c_top, int c_n, double c_lp, int c_rank,
+                      const pos_log *lg, int i) {
+    if (c_n > lg->k) c_n = lg->k;          /* the k asked for (vLLM lists the prompt's token beside them) */
     drift_cmp c;
     drift_compare_pos(b, c_top, c_n, c_lp, c_rank, &c);
+    log_pos(lg, i, b, c_top, c_n, &c);
     p->positions++;
     p->agree += c.agree;
     p->in_topk += c.rank > 0;
@@ -258,7 +292,7 @@ static void tally_pos(drift_prompt *p, const drift_pos *b, const drift_tok *c_to
 /* Teacher-forced: the baseline's continuation bg (G tokens) against one scoring response (echo,
  * prompt_logprobs) or G stepwise responses. */
 static void tally_forced(drift_prompt *p, const drift_resp *bg, int G, drift_score_method m, const drift_resp *sc,
-                         const drift_resp *steps) {
+                         const drift_resp *steps, pos_log *lg) {
     if (m != DRIFT_SCORE_STEPWISE) {
         size_t n;
         const drift_pos *pos = scored_positions(sc, m, &n);
@@ -271,9 +305,10 @@ static void tally_forced(drift_prompt *p, const drift_resp *bg, int G, drift_sco
                 return;
             }
         }
+        lg->ctx0 = (int64_t)(n - (size_t)G);
         for (int i = 0; i < G; i++) {
             const drift_pos *c = &pos[n - (size_t)G + (size_t)i];
-            tally_pos(p, &bg->gen[i], c->top, c->n_top, c->tok.lp, c->rank);
+            tally_pos(p, &bg->gen[i], c->top, c->n_top, c->tok.lp, c->rank, lg, i);
         }
     } else {
         for (int i = 0; i < G; i++) {
@@ -283,9 +318,10 @@ static void tally_forced(drift_prompt *p, const drift_resp *bg, int G, drift_sco
                 return;
             }
         }
+        lg->ctx0 = bg->prompt_tokens;
         for (int i = 0; i < G; i++) {
             const drift_pos *c = &steps[i].gen[0];
-            tally_pos(p, &bg->gen[i], c->top, c->n_top, NAN, 0);
+            tally_pos(p, &bg->gen[i], c->top, c->n_top, NAN, 0, lg, i);
         }
     }
     p->ok = true;
@@ -300,7 +336,8 @@ static void tally_free(drift_prompt *p, const drift_resp *a, const drift_resp *b
         if (!drift_tok_same(&a->gen[i].tok, &b->gen[i].tok)) { p->first_diff = (int)i; break; }
 }
 
-static void tally_window(drift_window *w, const drift_resp *b, drift_score_method mb, const drift_resp *c, drift_score_method mc) {
+static void tally_window(drift_window *w, const drift_resp *b, drift_score_method mb, const drift_resp *c, drift_score_method mc,
+                         const pos_log *lg) {
     size_t nb, nc;
     const drift_pos *pb = scored_positions(b, mb, &nb), *pc = scored_positions(c, mc, &nc);
     if (nb != nc || nb < 2) { snprintf(w->why, sizeof w->why, "the sides scored %zu and %zu positions", nb, nc); return; }
@@ -312,6 +349,12 @@ static void tally_window(drift_window *w, const drift_resp *b, drift_score_metho
         w->tokens++;
         w->nll_b -= pb[i].tok.lp;
         w->nll_c -= pc[i].tok.lp;
+        if (lg && lg->f) {
+            drift_cmp cmp;
+            int cn = pc[i].n_top < lg->k ? pc[i].n_top : lg->k;
+            drift_compare_pos(&pb[i], pc[i].top, cn, pc[i].tok.lp, pc[i].rank, &cmp);
+            log_pos(lg, (int)i, &pb[i], pc[i].top, cn, &cmp);
+        }
     }
     w->ok = w->tokens > 0;
 }
@@ -451,11 +494,13 @@ static int run_bucket(ctx *x, drift_bucket *bk, prompt_t *pr, size_t np, const r
         size_t span = t->step >= 0 ? (size_t)G : 1;
         if (t->kind == T_CAND || t->kind == T_FLOOR) {
             drift_prompt *p = t->kind == T_CAND ? &bk->cand[t->prompt] : &bk->floor[t->prompt];
-            if (!p->why[0]) tally_forced(p, &bg[t->prompt], G, t->s->method, &out[i], &out[i]);
+            pos_log lg = { x->pos_out, bk->context, t->kind == T_CAND ? "candidate" : "floor", t->prompt, -1, o->top_k };
+            if (!p->why[0]) tally_forced(p, &bg[t->prompt], G, t->s->method, &out[i], &out[i], &lg);
         } else if (t->kind == T_TEXT_B) {
             drift_window *wc = &bk->text_cand[t->prompt], *wf = fl ? &bk->text_floor[t->prompt] : NULL;
-            if (okr[i] && okr[i + 1]) tally_window(wc, &out[i], x->b.method, &out[i + 1], x->c.method);
-            if (wf && okr[i] && okr[i + 2]) tally_window(wf, &out[i], x->b.method, &out[i + 2], x->b.method);
+            pos_log lc = { x->pos_out, bk->context, "text", t->prompt, 0, o->top_k }, lf = { x->pos_out, bk->context, "text_floor", t->prompt, 0, o->top_k };
+            if (okr[i] && okr[i + 1]) tally_window(wc, &out[i], x->b.method, &out[i + 1], x->c.method, &lc);
+            if (wf && okr[i] && okr[i + 2]) tally_window(wf, &out[i], x->b.method, &out[i + 2], x->b.method, &lf);
             if (wf && !okr[i]) snprintf(wf->why, sizeof wf->why, "%s", wc->why);
             span = fl ? 3 : 2;
         }
@@ -545,6 +590,10 @@ int drift_run_all(const drift_opts *o, drift_run **out, volatile sig_atomic_t *s
     r->method_b = x.b.method;
     r->method_c = x.c.method;
     if (ref_text_load(o, &text, err, errlen) < 0) goto out;
+    if (o->positions_path && !(x.pos_out = fopen(o->positions_path, "w"))) {
+        snprintf(err, errlen, "cannot write --save-positions %s: %s", o->positions_path, strerror(errno));
+        goto out;
+    }
     if (text.text) r->text_units = (int64_t)text.n;
     if (text.text && (x.b.method == DRIFT_SCORE_STEPWISE || x.c.method == DRIFT_SCORE_STEPWISE))
         warn(r, "no perplexity of --text: the %s scores only stepwise (it answers neither echo nor prompt_logprobs), which gives "
@@ -589,6 +638,7 @@ int drift_run_all(const drift_opts *o, drift_run **out, volatile sig_atomic_t *s
 out:
     free(x.b.url);
     free(x.c.url);
+    if (x.pos_out && fclose(x.pos_out) != 0 && rc >= 0 && r && r->warnings) warn(r, "writing --save-positions %s failed: %s", o->positions_path, strerror(errno));
     for (int i = 0; pb && i < o->n_contexts; i++) {
         for (int j = 0; pb[i] && j < o->prompts; j++) free(pb[i][j].text);
         free(pb[i]);

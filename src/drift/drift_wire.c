@@ -109,8 +109,9 @@ static int parse_legacy(const json_t *lp, drift_resp *r) {
     return 0;
 }
 
-/* vLLM prompt_logprobs: each entry's first key is the prompt's own token; the rest (and it, when its
- * rank is within them) are the top-k. */
+/* vLLM prompt_logprobs: each entry's first key is the prompt's own token, the others the top-k; the
+ * prompt's token is kept in the list too (sorted, it falls beyond the top-k when it is not one of
+ * them: the comparison cuts every list to the k asked for). */
 static int parse_prompt_logprobs(const json_t *pl, drift_resp *r) {
     size_t n = json_array_size(pl), i;
     if (alloc_positions(&r->prompt, n) < 0) return -1;
@@ -123,7 +124,6 @@ static int parse_prompt_logprobs(const json_t *pl, drift_resp *r) {
         const char *k;
         const json_t *v;
         bool first = true;
-        size_t n_entries = json_object_size(e);
         json_object_foreach((json_t *)e, k, v) {
             const json_t *dt = json_object_get(v, "decoded_token");
             const char *text = json_is_string(dt) ? json_string_value(dt) : "";
@@ -136,8 +136,6 @@ static int parse_prompt_logprobs(const json_t *pl, drift_resp *r) {
                 if (tok_set(&p->tok, text, tl, *end ? -1 : id, lp) < 0) return -1;
                 p->rank = rank;
                 first = false;
-                /* beyond the top-k: it was added to the k others */
-                if (rank > 0 && (size_t)rank >= n_entries) continue;
             }
             if (tok_set(&p->top[p->n_top], text, tl, *end ? -1 : id, lp) < 0) return -1;
             p->n_top++;

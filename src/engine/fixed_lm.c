@@ -30,7 +30,7 @@ const char fixed_lm_help[] =
     "  --logprob-noise S[,G]    perturb every logit by a normal of std S*(1+G*L/1024) at context length L\n"
     "                           (deterministic: a stand-in for a quantized KV cache) (default 0)\n"
     "  --logprob-jitter S       perturb every logit by a normal of std S that differs on every request\n"
-    "                           (a stand-in for batch nondeterminism) (default 0)\n";
+    "                           (a stand-in for batch nondeterminism; --seed picks the draws) (default 0)\n";
 
 int fixed_lm_set(fixed_lm *lm, const char *key, const char *value, char *err, size_t errlen) {
     if (!strcmp(key, "logprob-seed")) {
@@ -111,7 +111,7 @@ void fixed_lm_logprobs(const fixed_lm *lm, uint32_t prev2, uint32_t prev1, int64
     for (uint32_t v = 0; v < FIXED_LM_CLASSES; v++) {
         double z = v < FIXED_LM_VOCAB ? lm->scale * fixed_lm_normal(lm->seed, ctx, (uint64_t)pos, v) : -3.0 * lm->scale;
         if (sigma > 0) z += sigma * fixed_lm_normal(lm->noise_seed, ctx, (uint64_t)pos, v);
-        if (lm->jitter_sigma > 0) z += lm->jitter_sigma * fixed_lm_normal(lm->noise_seed ^ JITTER_SALT ^ mix(nonce), ctx, (uint64_t)pos, v);
+        if (lm->jitter_sigma > 0) z += lm->jitter_sigma * fixed_lm_normal(lm->noise_seed ^ JITTER_SALT ^ mix(nonce ^ mix(lm->nonce_salt)), ctx, (uint64_t)pos, v);
         lp[v] = z;
         if (z > mx) mx = z;
     }

@@ -11,7 +11,7 @@
  *   base      z_v = scale * N(seed; prev2, prev1, pos, v) for v < 32, z_32 = -3 * scale
  *   noise     z_v += sigma(pos) * N(noise_seed; prev2, prev1, pos, v),
  *             sigma(L) = noise_sigma * (1 + noise_growth * L / 1024)
- *   jitter    z_v += jitter_sigma * N(noise_seed ^ J(nonce); prev2, prev1, pos, v)   (nonce: one per request)
+ *   jitter    z_v += jitter_sigma * N(noise_seed ^ J(nonce, nonce_salt); prev2, prev1, pos, v)   (nonce: one per request)
  *   logprobs  log-softmax of z over the 33 classes; greedy = argmax over the 32 words
  * where N(...) is a standard normal drawn from a hash of its arguments (Box–Muller on 64 bits),
  * pos is the number of tokens before the position (its context length) and prev1/prev2 the ids
@@ -34,6 +34,8 @@ typedef struct {
     double noise_growth;    /* sigma(L) = noise_sigma * (1 + noise_growth * L / 1024) (0) */
     uint64_t noise_seed;    /* draws of the perturbation (seed ^ 0x6e6f697365) */
     double jitter_sigma;    /* per-request perturbation std, different on every request (0) */
+    uint64_t nonce_salt;    /* mixed into every nonce, so two servers' request numbers draw different jitter
+                             * (dsperf serve sets its --seed) (0) */
 } fixed_lm;
 
 void fixed_lm_default(fixed_lm *lm);
