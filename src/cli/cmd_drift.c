@@ -222,8 +222,6 @@ int cmd_drift(int argc, char **argv) {
     struct sigaction sa = { .sa_handler = on_signal };
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    log_info("drift: %d context%s x %d prompts x %d tokens, baseline %s, candidate %s", o.n_contexts, o.n_contexts == 1 ? "" : "s",
-             o.prompts, o.gen_tokens, o.baseline_url, o.candidate_url);
     int r = drift_run_all(&o, &run, &g_stop, err, sizeof err);
     if (r < 0) { log_error("drift: %s", err); goto out; }
     doc = drift_doc_build(run, &o);

@@ -13,6 +13,7 @@
 #include "client/client.h"
 #include "common/clock.h"
 #include "common/fileio.h"
+#include "common/log.h"
 #include "dataset/dataset.h"
 #include <ctype.h>
 #include <stdarg.h>
@@ -630,6 +631,9 @@ int drift_run_all(const drift_opts *o, drift_run **out, volatile sig_atomic_t *s
         bk->text_floor = calloc(nwin, sizeof *bk->text_floor);
         if (!bk->cand || !bk->floor || !bk->text_cand || !bk->text_floor) { snprintf(err, errlen, "out of memory"); rc = -1; break; }
         int brc = run_bucket(&x, bk, pb[i], bk->n_prompts, &text);
+        if (brc == 0)
+            log_info("drift: context %lld (%d of %d) measured: %zu prompts, %ld requests so far", (long long)bk->context, i + 1,
+                     o->n_contexts, bk->n_prompts, r->requests);
         if (brc < 0) { snprintf(err, errlen, "out of memory"); rc = -1; }
         if (brc > 0) { r->partial = true; rc = 1; }
     }
