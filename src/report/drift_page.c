@@ -30,14 +30,19 @@ static void ctx_label(double c, char *buf, size_t len) {
     else snprintf(buf, len, "%.0f", c);
 }
 
-/* "98.70% [98.30, 99.00]" (scale 100, %), signed for deltas; "n/a" when absent */
-static void fmt_val_ci(const json_t *b, const char *k, bool pct, bool sign, char *buf, size_t len) {
+/* "98.70% [98.30, 99.00]" (scale 100, %), signed for deltas; "n/a" when absent. sep goes between
+ * the value and its interval (" ", or a line break in a table cell). */
+static void fmt_val_ci_sep(const json_t *b, const char *k, bool pct, bool sign, const char *sep, const char *end, char *buf, size_t len) {
     double v = rep_num(b, k), lo = ci_of(b, k, 0), hi = ci_of(b, k, 1), m = pct ? 100 : 1;
     if (!isfinite(v)) { snprintf(buf, len, "n/a"); return; }
     const char *u = pct ? "%" : "";
     if (isfinite(lo) && isfinite(hi))
-        snprintf(buf, len, sign ? "%+.2f%s [%+.2f, %+.2f]" : "%.2f%s [%.2f, %.2f]", v * m, u, lo * m, hi * m);
+        snprintf(buf, len, sign ? "%+.2f%s%s[%+.2f, %+.2f]%s" : "%.2f%s%s[%.2f, %.2f]%s", v * m, u, sep, lo * m, hi * m, end);
     else snprintf(buf, len, sign ? "%+.2f%s" : "%.2f%s", v * m, u);
+}
+
+static void fmt_val_ci(const json_t *b, const char *k, bool pct, bool sign, char *buf, size_t len) {
+    fmt_val_ci_sep(b, k, pct, sign, " ", "", buf, len);
 }
 
 /* The complete buckets, in context order. */
@@ -51,7 +56,7 @@ static size_t complete_buckets(const json_t *doc, const json_t **out) {
 
 /* One metric against context length: the candidate with interval whiskers, the floor grey. */
 static void by_context_chart(rbuf *b, const json_t *doc, const char *id, const char *title, const char *better, const char *key,
-                             double scale, const char *ylabel, bool zero_rule, const char *note) {
+                             double scale, const char *ylabel, bool zero_rule, double y_floor, double y_ceil, const char *note) {
     const json_t *bk[MAX_CTX];
     size_t n = complete_buckets(doc, bk);
     double x[MAX_CTX], y[MAX_CTX], fy[MAX_CTX], lo = NAN, hi = NAN, xlo = NAN, xhi = NAN;
@@ -77,8 +82,10 @@ static void by_context_chart(rbuf *b, const json_t *doc, const char *id, const c
     chart_axis_label_log(&ch.x, xl, sizeof xl, "context length (tokens)");
     if (!strcmp(str(obj(doc, "config"), "length_unit") ? str(obj(doc, "config"), "length_unit") : "", "words"))
         chart_axis_label_log(&ch.x, xl, sizeof xl, "context length (words)");
-    double pad = (hi - lo) * 0.08 + 1e-9;
-    svg_axis_fit(&ch.y, lo - pad, hi + pad, false, false);
+    double pad = (hi - lo) * 0.08 + 1e-9, ylo = lo - pad, yhi = hi + pad;
+    if (isfinite(y_floor) && ylo < y_floor) ylo = y_floor;     /* no axis room a metric cannot take */
+    if (isfinite(y_ceil) && yhi > y_ceil) yhi = y_ceil;
+    svg_axis_fit(&ch.y, ylo, yhi, false, false);
     ch.y.label = ylabel;
     svg_begin(&ch, b, 560, 300, title);
     if (zero_rule) svg_hrule(&ch, 0, "dash", NULL);
@@ -103,10 +110,11 @@ static void by_context_chart(rbuf *b, const json_t *doc, const char *id, const c
 }
 
 static void table_row(rbuf *b, const json_t *bk, bool md) {
-    char c[24], ag[64], dp[64], kl[32], tail[32], dl[32], ex[32], fd[32], fa[64], fdp[64], cont[32], pt[32];
+    char c[24], ag[96], dp[96], kl[32], tail[32], dl[32], ex[32], fd[32], fa[96], fdp[96], cont[32], pt[32];
+    const char *sep = md ? " " : "<br><small>", *end = md ? "" : "</small>";
     ctx_label(rep_num(bk, "context"), c, sizeof c);
-    fmt_val_ci(bk, "top1_agreement", true, false, ag, sizeof ag);
-    fmt_val_ci(bk, "delta_ppl", true, true, dp, sizeof dp);
+    fmt_val_ci_sep(bk, "top1_agreement", true, false, sep, end, ag, sizeof ag);
+    fmt_val_ci_sep(bk, "delta_ppl", true, true, sep, end, dp, sizeof dp);
     snprintf(kl, sizeof kl, "%.4g", rep_num(bk, "kl"));
     snprintf(tail, sizeof tail, "%.2g", rep_num(bk, "kl_tail_mass"));
     snprintf(dl, sizeof dl, "%+.4f", rep_num(bk, "mean_logprob_delta"));
@@ -116,8 +124,8 @@ static void table_row(rbuf *b, const json_t *bk, bool md) {
     snprintf(pt, sizeof pt, "%.0f", rep_num(bk, "prompt_tokens_mean"));
     const json_t *fl = obj(bk, "floor");
     if (json_is_object(fl)) {
-        fmt_val_ci(fl, "top1_agreement", true, false, fa, sizeof fa);
-        fmt_val_ci(fl, "delta_ppl", true, true, fdp, sizeof fdp);
+        fmt_val_ci_sep(fl, "top1_agreement", true, false, sep, end, fa, sizeof fa);
+        fmt_val_ci_sep(fl, "delta_ppl", true, true, sep, end, fdp, sizeof fdp);
     } else {
         snprintf(fa, sizeof fa, "-");
         snprintf(fdp, sizeof fdp, "-");
@@ -206,17 +214,17 @@ int report_drift_html(FILE *f, const json_t *doc, const report_opts *o, char *er
     }
     rb_puts(&b, "</section><section id=\"charts\"><h2>Accuracy by context length</h2><div class=\"grid2\">");
     by_context_chart(&b, doc, "fig-agreement", "Top-1 agreement by context length", "higher is better", "top1_agreement", 100,
-                     "top-1 agreement (%)", false,
+                     "top-1 agreement (%)", false, NAN, 100,
                      "Positions where the candidate's most likely token is the baseline's greedy token, the candidate scoring "
                      "the baseline's continuation (same prefix). Whiskers: 95% bootstrap intervals over prompts.");
     const json_t *b0 = json_array_get(obj(doc, "buckets"), 0);
     bool text = str(b0, "delta_ppl_source") && !strcmp(str(b0, "delta_ppl_source"), "text");
     by_context_chart(&b, doc, "fig-ppl", text ? "\xce\x94PPL of the reference text by context length" : "\xce\x94PPL of the continuation by context length",
-                     "lower is better", "delta_ppl", 100, "\xce\x94PPL (%)", true,
+                     "lower is better", "delta_ppl", 100, "\xce\x94PPL (%)", true, NAN, NAN,
                      text ? "Perplexity change of the candidate over windows of the reference text of each length."
                           : "Perplexity change of the candidate on the baseline's own greedy continuation.");
     by_context_chart(&b, doc, "fig-kl", "KL(baseline \xe2\x80\x96 candidate) per token by context length", "lower is better", "kl", 1,
-                     "KL (nats per token)", true,
+                     "KL (nats per token)", true, 0, NAN,
                      "From the top-k lists: a lower bound; kl_tail_mass in the table is the baseline probability it cannot see.");
     rb_puts(&b, "</div></section><section id=\"table\"><h2>By context length</h2><div class=\"tablewrap\"><table><thead><tr>"
                 "<th class=\"l\">context</th><th>prompts</th><th>prompt tokens</th><th>top-1 agreement</th><th>\xce\x94PPL</th>"
