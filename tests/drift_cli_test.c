@@ -437,3 +437,53 @@ TEST(drift_interrupted_run_keeps_what_it_measured) {
     CHECK(json_is_false(json_object_get(last, "complete")));
     json_decref(d);
 }
+
+TEST(drift_accuracy_cost_in_diagnose_and_tune) {
+    /* a small drift result to hand over */
+    int st;
+    json_t *d = drift_between("", "--logprob-noise 0.3,1", "--contexts 16,128 --prompts 3 --gen-tokens 8", "kvcost", &st, NULL);
+    CHECK_EQ_INT(st, 0);
+    json_decref(d);
+    const char *tmp = harness_tmpdir();
+    char cmd[2048];
+    /* KV-bound on the simulator: diagnose advises kv_cache_dtype fp8 */
+    snprintf(cmd, sizeof cmd, "sim --concurrency 64 --requests 200 --dataset random:in=1024,out=512 --num-gpu-blocks 2000 --out %s/kv.json", tmp);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "diagnose %s/kv.json", tmp);
+    char *out = test_run_merged(cmd, &st);
+    CHECK_EQ_INT(st, 0);
+    CHECK_MSG(out && strstr(out, "kv_cache_dtype: fp8") && strstr(out, "accuracy: untested for accuracy"), "%s", out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, "diagnose %s/kv.json --drift %s/kvcost.json --json", tmp, tmp);
+    out = test_run_merged(cmd, &st);
+    CHECK_EQ_INT(st, 0);
+    json_t *dg = out ? json_loads(out, 0, NULL) : NULL;
+    free(out);
+    bool seen = false;
+    size_t i, k;
+    json_t *f, *kn;
+    json_array_foreach(json_object_get(dg, "findings"), i, f)
+        json_array_foreach(json_object_get(f, "knobs"), k, kn)
+            if (!strcmp(json_string_value(json_object_get(kn, "knob")), "kv_cache_dtype")) {
+                const char *acc = json_string_value(json_object_get(kn, "accuracy"));
+                seen = true;
+                CHECK_MSG(acc && strstr(acc, "accuracy cost (dsperf drift)") && strstr(acc, "16 ") && strstr(acc, "128 "), "%s", acc ? acc : "(none)");
+            }
+    CHECK(seen);
+    json_decref(dg);
+    snprintf(cmd, sizeof cmd, "diagnose %s/kv.json --drift %s/kv.json", tmp, tmp);   /* not a drift file */
+    out = test_run_merged(cmd, &st);
+    CHECK_EQ_INT(st, 2);
+    free(out);
+    /* tune recommends fp8 KV on a small-memory GPU: the recommendation carries the cost */
+    snprintf(cmd, sizeof cmd, "tune --sim-flags '--model deepseek-v2-lite --gpu l40s --kv-dtype {kv}' --grid kv=bf16,fp8 "
+             "--concurrency 128 --requests 200 --dataset random:in=4096,out=128 --out %s/t.json --drift %s/kvcost.json", tmp, tmp);
+    out = test_run_merged(cmd, &st);
+    CHECK_EQ_INT(st, 0);
+    CHECK_MSG(out && strstr(out, "Recommendation: kv=fp8") && strstr(out, "kv=fp8 instead of bf16: accuracy cost (dsperf drift)"), "%s", out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, "tune --show %s/t.json", tmp);
+    out = test_run_merged(cmd, &st);
+    CHECK(out && strstr(out, "kv=fp8 instead of bf16: untested for accuracy"));
+    free(out);
+}

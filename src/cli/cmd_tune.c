@@ -8,6 +8,7 @@
 #include "cli/bench_run.h"
 #include "cli/sweep_run.h"
 #include "tune/tune.h"
+#include "drift/drift.h"
 #include "results/results.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -58,6 +59,8 @@ static const char usage_text[] =
 "                          --slo-percentile (default p99), server-view as goodput is judged\n"
 "  --dry-run               print every configuration's command and URL, start nothing\n"
 "  --show FILE             print the table, front and recommendation of a saved tune file\n"
+"  --drift FILE            a dsperf drift result: a recommendation that changes the KV-cache dtype shows\n"
+"                          its accuracy cost (without it, such a recommendation says it is untested)\n"
 "  --out FILE              tune results, schema dsperf.tune/1 (default tune.json); beside it\n"
 "                          FILE-stem.<i>.log (server output) and FILE-stem.<i>.sweep.json\n"
 "\n"
@@ -136,6 +139,7 @@ static int parse_own(int argc, char **argv, tune_opts *t) {
         else if (IS("--url")) { if (!(t->url = VAL())) goto missing; }
         else if (IS("--out")) { if (!(t->out_path = VAL())) goto missing; }
         else if (IS("--gpus-key")) { if (!(t->gpus_key = VAL())) goto missing; }
+        else if (IS("--drift")) { if (!VAL()) goto missing; }   /* loaded by load_drift */
         else if (IS("--objective")) {
             if (!(t->objective = VAL())) goto missing;
             if (!tune_objective_valid(t->objective)) {
@@ -246,8 +250,11 @@ static char *out_stem(const char *out) {
     return s;
 }
 
+static json_t *g_drift;   /* --drift: a dsperf.drift/1 document, or NULL */
+
 static int save(json_t *doc, const char *path) {
     tune_analyse(doc);
+    drift_annotate_tune(doc, g_drift);
     char err[512];
     if (results_write_json(path, doc, err, sizeof err) < 0) { log_error("%s", err); return -1; }
     return 0;
@@ -648,12 +655,25 @@ static int show(const char *path) {
         return EXIT_USAGE;
     }
     tune_analyse(doc);
+    drift_annotate_tune(doc, g_drift);
     tune_print(stdout, doc);
     json_decref(doc);
     return EXIT_OK;
 }
 
+/* --drift FILE (taken before the other options, as --show is); 0, or an exit code. */
+static int load_drift(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--drift")) continue;
+        char err[512];
+        json_decref(g_drift);
+        if (!(g_drift = drift_load(argv[i + 1], err, sizeof err))) { log_error("--drift: %s", err); return EXIT_USAGE; }
+    }
+    return 0;
+}
+
 int cmd_tune(int argc, char **argv) {
+    if (load_drift(argc, argv)) return EXIT_USAGE;
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--show")) return show(argv[i + 1]);
     tune_opts t;

@@ -106,6 +106,11 @@ void drift_print(FILE *f, const json_t *doc);
 /* One sentence on what a KV-cache dtype change costs in accuracy, from a drift document (NULL: the
  * recommendation is untested for accuracy, and the sentence says how to test it). */
 void drift_kv_note(const json_t *drift_doc, char *buf, size_t len);
-/* Adds "accuracy" (drift_kv_note) to every kv_cache_dtype knob of a diagnosis's findings. */
+/* Adds "accuracy" (drift_kv_note, drift_doc may be NULL) to every kv_cache_dtype knob of a
+ * diagnosis's findings, and appends it to the knob's "effect". */
 void drift_annotate_findings(json_t *diagnosis, const json_t *drift_doc);
+/* When a tune document's recommendation changes the KV-cache dtype (the grid key a template passes
+ * to --kv-cache-dtype / --kv-dtype / --cache-type-k, or one named like it) from the configuration
+ * it is compared with, adds "accuracy" to it and appends it to "buys". Call after tune_analyse. */
+void drift_annotate_tune(json_t *tune_doc, const json_t *drift_doc);
 #endif

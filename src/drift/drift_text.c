@@ -108,16 +108,3 @@ void drift_kv_note(const json_t *doc, char *buf, size_t len) {
     if (w > 0 && (size_t)w < len)
         snprintf(buf + w, len - (size_t)w, "%s%s", v ? "; at the longest: " : "", v ? v : "");
 }
-
-void drift_annotate_findings(json_t *diagnosis, const json_t *drift_doc) {
-    char note[600];
-    drift_kv_note(drift_doc, note, sizeof note);
-    size_t i, j;
-    json_t *f, *k;
-    json_array_foreach(json_object_get(diagnosis, "findings"), i, f)
-        json_array_foreach(json_object_get(f, "knobs"), j, k) {
-            const char *name = json_string_value(json_object_get(k, "knob"));
-            if (name && (!strcmp(name, "kv_cache_dtype") || !strcmp(name, "kv-cache-dtype") || !strcmp(name, "kv_dtype")))
-                json_object_set_new(k, "accuracy", json_string(note));
-        }
-}
