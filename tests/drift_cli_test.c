@@ -482,7 +482,22 @@ TEST(drift_accuracy_cost_in_diagnose_and_tune) {
     CHECK_EQ_INT(st, 0);
     CHECK_MSG(out && strstr(out, "Recommendation: kv=fp8") && strstr(out, "kv=fp8 instead of bf16: accuracy cost (dsperf drift)"), "%s", out ? out : "");
     free(out);
+    /* the tune file keeps the drift result it was analysed with */
     snprintf(cmd, sizeof cmd, "tune --show %s/t.json", tmp);
+    out = test_run_merged(cmd, &st);
+    CHECK(out && strstr(out, "kv=fp8 instead of bf16: accuracy cost (dsperf drift)"));
+    free(out);
+    /* without one, the same recommendation says it is untested */
+    char path[512];
+    snprintf(path, sizeof path, "%s/t.json", tmp);
+    json_t *t = test_load_json(path);
+    CHECK(t != NULL);
+    if (!t) return;
+    json_object_del(t, "drift");
+    snprintf(path, sizeof path, "%s/t2.json", tmp);
+    CHECK(json_dump_file(t, path, 0) == 0);
+    json_decref(t);
+    snprintf(cmd, sizeof cmd, "tune --show %s", path);
     out = test_run_merged(cmd, &st);
     CHECK(out && strstr(out, "kv=fp8 instead of bf16: untested for accuracy"));
     free(out);

@@ -83,7 +83,7 @@ static int wait_child(pid_t pid, int *status) {
 typedef struct { int fd; char *text; } reader;
 static void *read_thread(void *arg) { reader *r = arg; r->text = slurp_fd(r->fd); return NULL; }
 
-static int run_impl(const char *args, int interrupt_ms, char **out, char **err) {
+static int run_impl(const char *args, int interrupt_ms, const char *interrupt_file, char **out, char **err) {
     int po[2], pe[2];
     if (pipe(po) < 0 || pipe(pe) < 0) return -1;
     char *buf;
@@ -105,6 +105,16 @@ static int run_impl(const char *args, int interrupt_ms, char **out, char **err) 
         nanosleep(&ts, NULL);
         kill(pid, SIGINT);
     }
+    if (interrupt_file) {
+        /* poll for the file while the command runs; it never appearing is the command's failure */
+        for (;;) {
+            if (access(interrupt_file, F_OK) == 0) break;
+            siginfo_t si = { 0 };
+            if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == pid) break;   /* it ended */
+            usleep(5000);
+        }
+        kill(pid, SIGINT);
+    }
     int status = 0;
     int timed_out = wait_child(pid, &status);
     pthread_join(to, NULL);
@@ -121,8 +131,11 @@ static int run_impl(const char *args, int interrupt_ms, char **out, char **err) 
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-int test_run(const char *args, char **out, char **err) { return run_impl(args, 0, out, err); }
-int test_run_interrupt(const char *args, int delay_ms, char **out, char **err) { return run_impl(args, delay_ms, out, err); }
+int test_run(const char *args, char **out, char **err) { return run_impl(args, 0, NULL, out, err); }
+int test_run_interrupt(const char *args, int delay_ms, char **out, char **err) { return run_impl(args, delay_ms, NULL, out, err); }
+int test_run_interrupt_when_file(const char *args, const char *path, char **out, char **err) {
+    return run_impl(args, 0, path, out, err);
+}
 
 int test_serve_start(test_server *s, const char *args) {
     char full[2048];

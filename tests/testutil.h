@@ -26,6 +26,9 @@ int test_serve_stop(test_server *s);
 int test_run(const char *args, char **out, char **err);
 /* Same, but sends SIGINT after delay_ms. */
 int test_run_interrupt(const char *args, int delay_ms, char **out, char **err);
+/* Same, but sends SIGINT as soon as `path` exists (a file the command writes part-way, such as a
+ * sweep file after its first level): no guess at how long a busy machine takes to get there. */
+int test_run_interrupt_when_file(const char *args, const char *path, char **out, char **err);
 
 /* Runs `dsperf <args>` through the shell (quotes and redirections work), stdout and stderr merged
  * into out (NUL-terminated, truncated to cap). Returns the exit code (-1 if it did not run). */

@@ -1,5 +1,9 @@
 /* cli — helpers shared by the command front-ends. */
 #include "cli/cli.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <getopt.h>
@@ -28,6 +32,13 @@ char *cli_join_argv(int argc, char **argv) {
     return out;
 }
 
+char *cli_command_line(int argc, char **argv) {
+    char *args = cli_join_argv(argc, argv), *line = NULL;
+    if (args && asprintf(&line, "dsperf %s", args) < 0) line = NULL;
+    free(args);
+    return line;
+}
+
 struct option *cli_options_with_keys(const struct option *own, size_t n_own, const char *const *keys, int first_val) {
     size_t n_keys = 0;
     while (keys && keys[n_keys]) n_keys++;
@@ -52,4 +63,11 @@ bool cli_word_is(const cli_word *w, const char *name) {
 const char *cli_word_value(const cli_word *w, int argc, char **argv, int *i) {
     if (w->eq) return w->eq + 1;
     return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+int cli_check_output(const char *flag, const char *path) {
+    if (!path || fileio_check_writable(path) == 0) return 0;
+    log_error("cannot write %s %s: %s (checked before the run, so nothing is measured and lost; give a path in a "
+              "writable folder)", flag, path, strerror(errno));
+    return EXIT_USAGE;
 }

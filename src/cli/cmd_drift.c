@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static const char usage_text[] =
 "usage: dsperf drift --baseline URL --candidate URL [options]\n"
@@ -82,17 +81,6 @@ static int int_opt(const char *name, const char *v, long long lo, long long hi, 
     if (units_parse_int(v, lo, hi, &n) < 0) { log_error("drift: --%s wants an integer %lld..%lld, got '%s'", name, lo, hi, v); return -1; }
     *out = (int)n;
     return 0;
-}
-
-/* The file can be written (it exists and is writable, or its directory is). */
-static bool writable(const char *path) {
-    if (access(path, F_OK) == 0) return access(path, W_OK) == 0;
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) return access(".", W_OK) == 0;
-    if (slash == dir) slash[1] = 0; else *slash = 0;
-    return access(dir, W_OK) == 0;
 }
 
 /* The endpoint answers /v1/models; its first model is the default. 0, or an exit code. */
@@ -202,11 +190,8 @@ int cmd_drift(int argc, char **argv) {
     char *bm = NULL, *cm = NULL, *cmdline = NULL;
     json_t *doc = NULL;
     drift_run *run = NULL;
-    if (out_path && !writable(out_path)) {
-        /* a path that cannot be written would lose the measurements: refuse before measuring */
-        log_error("drift: cannot write --out %s: %s", out_path, strerror(errno));
-        return EXIT_USAGE;
-    }
+    /* a path that cannot be written would lose the measurements: refuse before measuring */
+    if (cli_check_output("--out", out_path) || cli_check_output("--save-positions", o.positions_path)) return EXIT_USAGE;
     if (tok_path && tokenizer_load(tok_path, &tok, err, sizeof err) < 0) {
         log_error("drift: --tokenizer %s: %s", tok_path, err);
         goto out;
@@ -217,7 +202,7 @@ int cmd_drift(int argc, char **argv) {
         (rc = resolve("candidate", o.candidate_url, headers, o.api_key, o.insecure, &o.candidate_model, &cm)))
         goto out;
     rc = EXIT_USAGE;
-    cmdline = cli_join_argv(argc, argv);
+    cmdline = cli_command_line(argc, argv);
     o.command_line = cmdline;
     struct sigaction sa = { .sa_handler = on_signal };
     sigaction(SIGINT, &sa, NULL);

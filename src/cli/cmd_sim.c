@@ -41,7 +41,7 @@ static void usage(FILE *f) {
         "  --seed S                   seed for arrivals and lengths (1)\n"
         "Output:\n"
         "  --out FILE                 results JSON (schema dsperf.results/1, producer \"sim\")\n"
-        "  --save-requests FILE       per-request JSONL (as bench; also --requests-out)\n"
+        "  --save-requests FILE       per-request JSONL (as bench)\n"
         "  --percentiles LIST         (50,90,95,99,99.9)\n"
         "  --slo ttft=200ms,tpot=50ms,e2el=10s   goodput SLOs, any subset (as bench)\n"
         "  --quiet                    no summary on stdout\n"
@@ -160,7 +160,7 @@ int cmd_sim(int argc, char **argv) {
         {"concurrency", required_argument, 0, O_CONC}, {"requests", required_argument, 0, O_REQUESTS},
         {"num-prompts", required_argument, 0, O_REQUESTS}, {"duration", required_argument, 0, O_DURATION},
         {"warmup", required_argument, 0, O_WARMUP}, {"seed", required_argument, 0, O_SEED},
-        {"out", required_argument, 0, O_OUT}, {"requests-out", required_argument, 0, O_REQ_OUT},
+        {"out", required_argument, 0, O_OUT},
         {"percentiles", required_argument, 0, O_PCT}, {"slo-ttft", required_argument, 0, O_SLO_TTFT},
         {"slo-tpot", required_argument, 0, O_SLO_TPOT}, {"slo-e2el", required_argument, 0, O_SLO_E2EL},
         {"quiet", no_argument, 0, O_QUIET}, {"calibrate", required_argument, 0, O_CALIBRATE},
@@ -236,6 +236,9 @@ int cmd_sim(int argc, char **argv) {
         log_error("sim: unexpected argument '%s'", argv[optind]);
         return EXIT_USAGE;
     }
+    if (cli_check_output("--out", out_path) || cli_check_output("--save-requests", req_out) ||
+        cli_check_output("--profile-out", profile_out))
+        return EXIT_USAGE;
     if (calibrate) {
         sim_calibration cal;
         if (sim_calibrate_from_files(&p, calibrate, req_jsonl, &cal, err, sizeof err) < 0) {
@@ -329,11 +332,7 @@ int cmd_sim(int argc, char **argv) {
     }
     if (concurrency == 0 && !isinf(rate) && !replay) so.intended_rate_per_s = rate;
     if (times && n) so.planned_duration_ns = times[n - 1];
-    {
-        char *args = cli_join_argv(argc, argv);   /* argv[0] is "sim" */
-        if (!args || asprintf(&cmdline, "dsperf %s", args) < 0) cmdline = NULL;
-        free(args);
-    }
+    cmdline = cli_command_line(argc, argv);   /* argv[0] is "sim" */
     load_desc ld = {.dataset = dataset, .arrival = replay ? "trace" : arrival_spec, .rate = rate,
                     .concurrency = (int)concurrency, .max_concurrency = (int)max_conc, .requests = n,
                     .warmup = (size_t)warmup, .think_ns = think_ns, .seed = (uint64_t)seed};

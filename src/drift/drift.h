@@ -111,6 +111,7 @@ void drift_kv_note(const json_t *drift_doc, char *buf, size_t len);
 void drift_annotate_findings(json_t *diagnosis, const json_t *drift_doc);
 /* When a tune document's recommendation changes the KV-cache dtype (the grid key a template passes
  * to --kv-cache-dtype / --kv-dtype / --cache-type-k, or one named like it) from the configuration
- * it is compared with, adds "accuracy" to it and appends it to "buys". Call after tune_analyse. */
+ * it is compared with, adds "accuracy" to it and appends it to "buys". tune_analyse calls it with
+ * the tune document's "drift" (the dsperf.drift/1 result given with tune --drift, or none). */
 void drift_annotate_tune(json_t *tune_doc, const json_t *drift_doc);
 #endif

@@ -241,7 +241,7 @@ int report_drift_html(FILE *f, const json_t *doc, const report_opts *o, char *er
     }
     rb_puts(&b, "<p class=\"faint\">");
     rb_esc(&b, str(doc, "kl_estimate") ? str(doc, "kl_estimate") : "");
-    rb_puts(&b, "</p></section><section id=\"reproduce\"><h2>Reproduce</h2><pre>dsperf ");
+    rb_puts(&b, "</p></section><section id=\"reproduce\"><h2>Reproduce</h2><pre>");
     rb_esc(&b, str(doc, "command") ? str(doc, "command") : "");
     rb_printf(&b, "</pre><p class=\"faint\">%lld prompts per context, %lld tokens each, top-%lld logprobs, lengths in ",
               (long long)json_integer_value(obj(cfg, "prompts_per_context")), (long long)json_integer_value(obj(cfg, "gen_tokens")),

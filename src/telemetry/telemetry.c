@@ -74,8 +74,7 @@ void telemetry_default_opts(telemetry_opts *o) {
 
 const char *telemetry_warning(const telemetry *t) { return t->warning[0] ? t->warning : NULL; }
 
-/* "all" or "0,1,3" into a list; -1 on malformed input. */
-static int parse_gpu_list(const char *s, int *idx, int max, bool *all) {
+int telemetry_parse_gpu_list(const char *s, int *idx, int max, bool *all) {
     *all = !strcmp(s, "all");
     if (*all) return 0;
     int n = 0;
@@ -199,8 +198,8 @@ static void *run(void *arg) {
 static int open_gpus(telemetry *t, const char *spec, char *err, size_t errlen) {
     int idx[MAX_GPUS], n;
     bool all;
-    if ((n = parse_gpu_list(spec, idx, MAX_GPUS, &all)) < 0) {
-        snprintf(err, errlen, "--gpu '%s': expected all or indices like 0,1", spec);
+    if ((n = telemetry_parse_gpu_list(spec, idx, MAX_GPUS, &all)) < 0) {
+        snprintf(err, errlen, "--gpu-ids '%s': expected all or indices like 0,1", spec);
         return -1;
     }
     char why[200];
@@ -217,7 +216,7 @@ static int open_gpus(telemetry *t, const char *spec, char *err, size_t errlen) {
     }
     for (int i = 0; i < n; i++) {
         if (idx[i] >= count) {
-            snprintf(err, errlen, "--gpu %d: no such GPU (NVML sees %d)", idx[i], count);
+            snprintf(err, errlen, "--gpu-ids %d: no such GPU (NVML sees %d)", idx[i], count);
             return -1;
         }
         gpu_stream *gs = &t->gpus[t->n_gpus];
