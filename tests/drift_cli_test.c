@@ -225,7 +225,7 @@ TEST(drift_same_vs_same_is_zero_and_at_the_floor) {
         CHECK(json_number_value(json_object_get(b, "delta_ppl")) == 0.0);
         CHECK(json_number_value(json_object_get(b, "exact_match_rate")) == 1.0);
         CHECK_NEAR(json_number_value(json_object_get(b, "mean_first_divergence")), 16, 0);
-        CHECK_STR(json_string_value(json_object_get(b, "verdict")), "at the noise floor");
+        CHECK_STR(json_string_value(json_object_get(b, "verdict")), "indistinguishable from the noise floor");
         CHECK(json_number_value(json_object_get(json_object_get(b, "floor"), "top1_agreement")) == 1.0);
     }
     json_decref(d);
@@ -252,7 +252,7 @@ TEST(drift_noise_floor_separates_nondeterminism_from_drift) {
         json_array_foreach(json_object_get(d, "buckets"), i, b) {
             const json_t *fl = json_object_get(b, "floor");
             CHECK(json_number_value(json_object_get(fl, "top1_agreement")) < 1.0);   /* the floor is not zero */
-            CHECK_STR(json_string_value(json_object_get(b, "verdict")), "at the noise floor");
+            CHECK_STR(json_string_value(json_object_get(b, "verdict")), "indistinguishable from the noise floor");
         }
     }
     json_decref(d);

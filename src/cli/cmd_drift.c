@@ -28,7 +28,7 @@ static const char usage_text[] =
 "  free-running    both decode greedily: exact matches and the first differing position\n"
 "  perplexity      delta PPL of the continuation, and of a reference text with --text\n"
 "with 95% bootstrap intervals over prompts, against the noise floor: the baseline scored against\n"
-"itself (a candidate indistinguishable from it is reported as at the noise floor).\n\n"
+"itself (a candidate indistinguishable from it is reported as indistinguishable from the noise floor).\n\n"
 "Options:\n"
 "  --baseline URL, --candidate URL   the two deployments (base URLs, as for bench)\n"
 "  --model M               model name for both (default: each endpoint's first listed model)\n"

@@ -260,7 +260,7 @@ static json_t *bucket_json(const drift_bucket *b, const drift_opts *o, uint64_t 
             same = vs_floor(vs, "text_delta_ppl", &c.text_dnll, &f.text_dnll, o, seed + 202, true, o->min_effect_ppl) && same;
         vs_floor(vs, "kl", &c.kl, &f.kl, o, seed + 203, false, 0);
         json_object_set_new(j, "vs_floor", vs);
-        json_object_set_new(j, "verdict", json_string(same ? "at the noise floor" : "beyond the noise floor"));
+        json_object_set_new(j, "verdict", json_string(same ? "indistinguishable from the noise floor" : "beyond the noise floor"));
     } else {
         json_object_set_new(j, "vs_floor", json_null());
         json_object_set_new(j, "verdict", json_string(b->done ? "no noise floor measured" : "not measured (interrupted)"));

@@ -413,8 +413,8 @@ static int run_bucket(ctx *x, drift_bucket *bk, prompt_t *pr, size_t np, const r
     drift_resp *out = NULL;
     bool *okr = NULL;
     char **conts = calloc(np ? np : 1, sizeof *conts);
-    bool *okb = calloc(np ? np : 1, sizeof *okb);
-    if (!A || !bg || !cg || !bg2 || !conts || !okb) { rc = -1; goto done; }
+    bool *okb = calloc(np ? np : 1, sizeof *okb), *spelled = calloc(np ? np : 1, sizeof *spelled);
+    if (!A || !bg || !cg || !bg2 || !conts || !okb || !spelled) { rc = -1; goto done; }
     for (size_t j = 0; j < np; j++) {
         A[j] = (drift_http_req){ .url = x->b.url, .body = drift_body_generate(&x->b.ro, pr[j].text, G) };
         A[np + j] = (drift_http_req){ .url = x->c.url, .body = drift_body_generate(&x->c.ro, pr[j].text, G) };
@@ -433,6 +433,15 @@ static int run_bucket(ctx *x, drift_bucket *bk, prompt_t *pr, size_t np, const r
         if (take(x, &A[np + j], &cg[j], w2, sizeof w2) && okb[j]) tally_free(pc, &bg[j], &cg[j]);
         if (fl && take(x, &A[2 * np + j], &bg2[j], w2, sizeof w2) && okb[j]) tally_free(pf, &bg[j], &bg2[j]);
         if (okb[j] && !(conts[j] = continuation(&bg[j], G))) okb[j] = false;
+        /* The token strings may not spell the text: vLLM writes a token that ends inside a UTF-8
+         * character as a replacement. Echo and prompt_logprobs then score the server's own text
+         * (their alignment check compares token strings the same server wrote); stepwise needs
+         * the token boundaries, so such a prompt cannot be scored stepwise. */
+        spelled[j] = okb[j] && (!bg[j].text || bg[j].n_gen != (size_t)G || !strcmp(conts[j], bg[j].text));
+        if (okb[j] && !spelled[j]) {
+            free(conts[j]);
+            if (!(conts[j] = strdup(bg[j].text))) okb[j] = false;
+        }
         if (okb[j] && bg[j].prompt_tokens > 0) {
             int32_t l = (int32_t)bg[j].prompt_tokens;
             pr[j].len = l;
@@ -444,6 +453,11 @@ static int run_bucket(ctx *x, drift_bucket *bk, prompt_t *pr, size_t np, const r
         for (int k = 0; k < (fl ? 2 : 1); k++) {
             const side *s = k == 0 ? &x->c : &x->b;
             int kind = k == 0 ? T_CAND : T_FLOOR;
+            if (s->method == DRIFT_SCORE_STEPWISE && !spelled[j]) {
+                drift_prompt *p = kind == T_CAND ? &bk->cand[j] : &bk->floor[j];
+                snprintf(p->why, sizeof p->why, "the baseline's token strings do not spell its text (a token inside a UTF-8 character?)");
+                continue;
+            }
             if (s->method != DRIFT_SCORE_STEPWISE) {
                 size_t a = strlen(pr[j].text), c = strlen(conts[j]);
                 char *full = malloc(a + c + 1);
@@ -532,7 +546,7 @@ done:
         if (bg2) drift_resp_free(&bg2[j]);
         if (conts) free(conts[j]);
     }
-    free(A); free(B); free(tg); free(out); free(okr); free(bg); free(cg); free(bg2); free(conts); free(okb);
+    free(A); free(B); free(tg); free(out); free(okr); free(bg); free(cg); free(bg2); free(conts); free(okb); free(spelled);
     return rc;
 }
 

@@ -199,7 +199,7 @@ TEST(drift_kv_note_sentences) {
     drift_kv_note(NULL, buf, sizeof buf);
     CHECK(strstr(buf, "untested for accuracy") != NULL);
     CHECK(strstr(buf, "--drift") != NULL);
-    const char *txt = "{\"buckets\":[{\"context\":1024,\"complete\":true,\"top1_agreement\":0.996,\"delta_ppl\":0.003,\"verdict\":\"at the noise floor\"},"
+    const char *txt = "{\"buckets\":[{\"context\":1024,\"complete\":true,\"top1_agreement\":0.996,\"delta_ppl\":0.003,\"verdict\":\"indistinguishable from the noise floor\"},"
                       "{\"context\":16384,\"complete\":true,\"top1_agreement\":0.987,\"delta_ppl\":0.021,\"verdict\":\"beyond the noise floor\"}]}";
     json_t *doc = json_loads(txt, 0, NULL);
     drift_kv_note(doc, buf, sizeof buf);

@@ -141,7 +141,7 @@ static void table_row(rbuf *b, const json_t *bk, bool md) {
     bool beyond = !strcmp(v, "beyond the noise floor");
     rb_printf(b, "<tr><td class=\"l\">%s</td><td>%lld</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
                  "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"l\"><span class=\"badge %s\">",
-              c, np, pt, ag, dp, kl, tail, dl, cont, ex, fd, fa, fdp, beyond ? "warn" : !strcmp(v, "at the noise floor") ? "ok" : "");
+              c, np, pt, ag, dp, kl, tail, dl, cont, ex, fd, fa, fdp, beyond ? "warn" : !strcmp(v, "indistinguishable from the noise floor") ? "ok" : "");
     rb_esc(b, v);
     rb_puts(b, "</span></td></tr>");
 }
