@@ -49,7 +49,7 @@ typedef struct {
     uint64_t seed;                 /* prompts (1) */
     drift_score_method score;      /* AUTO probes each side: echo, then prompt_logprobs, then stepwise */
     bool floor;                    /* also score the baseline against itself (true) */
-    int concurrency;               /* requests in flight per side (4) */
+    int concurrency;               /* requests in flight, both sides together (4) */
     int64_t timeout_ns;            /* per request (600 s) */
     const char *const *headers;    /* extra "Name: value" headers, NULL-terminated */
     const char *api_key;           /* Authorization: Bearer (NULL: none) */

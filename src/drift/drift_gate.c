@@ -64,17 +64,11 @@ static int parse_one(const char *s, size_t len, drift_rule *r, char *err, size_t
 }
 
 int drift_parse_rules(const char *spec, drift_rule *rules, int max, int *n, char *err, size_t errlen) {
-    const char *p = spec;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len) {
-            if (*n >= max) { snprintf(err, errlen, "too many --gate rules (at most %d)", max); return -1; }
-            if (parse_one(p, len, &rules[*n], err, errlen) < 0) return -1;
-            (*n)++;
-        }
-        if (!comma) break;
-        p = comma + 1;
+    for (const char *p = spec, *end; *p; p = *end ? end + 1 : end) {
+        end = p + strcspn(p, ",");
+        if (end == p) continue;
+        if (*n >= max) { snprintf(err, errlen, "too many --gate rules (at most %d)", max); return -1; }
+        if (parse_one(p, (size_t)(end - p), &rules[(*n)++], err, errlen) < 0) return -1;
     }
     return 0;
 }
