@@ -323,17 +323,17 @@ TEST(drift_reference_text_perplexity) {
     FILE *f = fopen(path, "w");
     rng r;
     rng_seed(&r, 7);
-    for (int i = 0; f && i < 2200; i++) fputs(fixed_lm_word((uint32_t)rng_below(&r, V)), f);
+    for (int i = 0; f && i < 1100; i++) fputs(fixed_lm_word((uint32_t)rng_below(&r, V)), f);
     if (f) fclose(f);
     char args[768];
-    snprintf(args, sizeof args, "--contexts 64,512 --prompts 2 --gen-tokens 8 --top-logprobs 32 --text %s --windows 4", path);
+    snprintf(args, sizeof args, "--contexts 64,256 --prompts 2 --gen-tokens 8 --top-logprobs 32 --text %s --windows 4", path);
     int st;
     json_t *d = drift_between("", "--logprob-noise 0.2,1", args, "text", &st, NULL);
     CHECK_EQ_INT(st, 0);
     if (!d) return;
     char pos[512];
     snprintf(pos, sizeof pos, "%s/text.jsonl", harness_tmpdir());
-    long long ctxs[2] = { 64, 512 };
+    long long ctxs[2] = { 64, 256 };
     for (int k = 0; k < 2; k++) {
         const json_t *b = bucket(d, ctxs[k]);
         if (!b) { CHECK(0); continue; }
