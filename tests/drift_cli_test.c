@@ -191,6 +191,11 @@ TEST(drift_measures_the_configured_perturbation_and_its_growth) {
         double x = -e.dlp / e.n, se = sqrt((e.var_dlp + e.mc_var) / ((double)e.n * e.n));
         CHECK_NEAR(json_number_value(json_object_get(b, "continuation_delta_ppl")), expm1(x), 4.5 * se * exp(x) + 1e-9);
         CHECK_STR(json_string_value(json_object_get(b, "delta_ppl_source")), "continuation");
+        printf("    context %lld (sigma %.3f..%.3f): agreement %.4f (expected %.4f), KL %.5f (%.5f), logprob delta %+.5f (%+.5f), "
+               "delta PPL %+.4f (%+.4f)\n", ctxs[k], s0 * (1 + g * ctxs[k] / 1024.0), s0 * (1 + g * (ctxs[k] + 31) / 1024.0),
+               agree[k], e.agree / e.n, json_number_value(json_object_get(b, "kl")), e.kl / e.n,
+               json_number_value(json_object_get(b, "mean_logprob_delta")), e.dlp / e.n,
+               json_number_value(json_object_get(b, "continuation_delta_ppl")), expm1(x));
         /* every word listed on both sides: the KL is exact, nothing unseen but the "other" class */
         CHECK(json_number_value(json_object_get(b, "kl_tail_mass")) < 1e-6);
         CHECK_NEAR(json_number_value(json_object_get(b, "topk_containment")), 1.0, 1e-12);
