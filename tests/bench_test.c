@@ -221,8 +221,12 @@ TEST(bench_multi_token_chunks_per_token_view) {
     CHECK(r != NULL);
     if (!r) return;
     CHECK_EQ_INT(test_num(r, "total_output_tokens"), 180);
-    CHECK_NEAR(test_num(r, "median_itl_ms"), 12.0, 0.5);
-    CHECK_NEAR(test_num(r, "median_itl_per_token_ms"), 4.0, 0.3);
+    /* every chunk carries 3 tokens: the per-token view is the chunk view divided by 3, gap by gap
+     * (its pooled histogram is within the HDR's 0.05 %); 10 chunks per request, the last due
+     * 20 + 9 x 12 ms after the request */
+    CHECK_NEAR(test_num(r, "median_itl_per_token_ms"), test_num(r, "median_itl_ms") / 3, 1e-3 * test_num(r, "median_itl_ms"));
+    CHECK_NEAR(test_num(r, "mean_itl_per_token_ms"), test_num(r, "mean_itl_ms") / 3, 1e-3 * test_num(r, "mean_itl_ms"));
+    CHECK(test_num(r, "min_e2el_ms") >= 20 + 9 * 12);
     /* keep-alive: each closed-loop user opens one connection and reuses it */
     CHECK_EQ_INT(test_num(r, "new_connections"), 2);
     json_decref(r);
