@@ -96,7 +96,7 @@ typedef struct {
     bool not_greedy;                      /* the baseline's token was not its own top-1 somewhere */
     /* free running: both sides generated greedily from the prompt */
     bool free_ok;
-    int free_len;                         /* tokens compared */
+    int free_len;                         /* the longer output's length */
     int first_diff;                       /* first differing position; free_len when identical */
 } drift_prompt;
 

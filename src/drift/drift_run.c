@@ -328,10 +328,12 @@ static void tally_forced(drift_prompt *p, const drift_resp *bg, int G, drift_sco
     p->ok = true;
 }
 
+/* Free-running: the first position where the two outputs differ; one that ended earlier (EOS,
+ * ignore_eos not honoured) differs where it ended, so only equal outputs of equal length match. */
 static void tally_free(drift_prompt *p, const drift_resp *a, const drift_resp *b) {
     size_t n = a->n_gen < b->n_gen ? a->n_gen : b->n_gen;
     p->free_ok = n > 0;
-    p->free_len = (int)n;
+    p->free_len = (int)(a->n_gen > b->n_gen ? a->n_gen : b->n_gen);
     p->first_diff = (int)n;
     for (size_t i = 0; i < n; i++)
         if (!drift_tok_same(&a->gen[i].tok, &b->gen[i].tok)) { p->first_diff = (int)i; break; }
