@@ -457,7 +457,7 @@ TEST(drift_accuracy_cost_in_diagnose_and_tune) {
     snprintf(cmd, sizeof cmd, "diagnose %s/kv.json", tmp);
     char *out = test_run_merged(cmd, &st);
     CHECK_EQ_INT(st, 0);
-    CHECK_MSG(out && strstr(out, "kv_cache_dtype: fp8") && strstr(out, "accuracy: untested for accuracy"), "%s", out ? out : "");
+    CHECK_MSG(out && strstr(out, "kv_cache_dtype: bf16 \xe2\x86\x92 fp8") && strstr(out, "accuracy: untested for accuracy"), "%s", out ? out : "");
     free(out);
     snprintf(cmd, sizeof cmd, "diagnose %s/kv.json --drift %s/kvcost.json --json", tmp, tmp);
     out = test_run_merged(cmd, &st);

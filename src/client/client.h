@@ -10,6 +10,7 @@
 #include "dataset/dataset.h"
 #include <stdint.h>
 #include <stdbool.h>
+#include <jansson.h>
 
 typedef struct {
     const char *base_url;        /* "http://127.0.0.1:8000" (a trailing /v1 is accepted) */
@@ -47,6 +48,11 @@ void client_abort_all(client *c, rec_outcome outcome);
  * Both failures put a one-line diagnosis in err. */
 #define CLIENT_UNREACHABLE (-2)
 int client_preflight(const client_opts *o, char **model_out, char ***all_models, char *err, size_t errlen);
+
+/* GET {base}{path} (with the run's headers and credentials): the JSON object it answers with, or
+ * NULL when it does not answer 200 with a JSON object (a server without that endpoint). For what a
+ * server says about itself at preflight (/v1/models, llama.cpp's /props). */
+json_t *client_get_json(const client_opts *o, const char *path);
 
 /* Joins base URL and path, tolerating a trailing "/" or "/v1" on the base. malloc'd. */
 char *client_url(const char *base_url, const char *path);
