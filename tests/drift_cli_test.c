@@ -507,3 +507,28 @@ TEST(drift_accuracy_cost_in_diagnose_and_tune) {
     CHECK(out && strstr(out, "kv=fp8 instead of bf16: untested for accuracy"));
     free(out);
 }
+
+TEST(drift_keeps_credentials_out_of_its_files) {
+    const char *key = "sk-drifttestsecret0123456789abcdef";
+    char args[512], path[512], html[512], cmd[1200];
+    snprintf(args, sizeof args, "--contexts 16 --prompts 2 --gen-tokens 4 --header 'Authorization: Bearer %s' --header 'X-Api-Key: %s'", key, key);
+    int st;
+    char *out = NULL;
+    json_t *d = drift_between("", "", args, "creds", &st, &out);
+    CHECK_EQ_INT(st, 0);
+    CHECK(out && !strstr(out, key));
+    free(out);
+    json_decref(d);
+    snprintf(path, sizeof path, "%s/creds.json", harness_tmpdir());
+    snprintf(html, sizeof html, "%s/creds.html", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "report %s -o %s", path, html);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    const char *files[] = { path, html };
+    for (int i = 0; i < 2; i++) {
+        char *text = NULL;
+        size_t len;
+        CHECK(fileio_read_all(files[i], &text, &len) == 0);
+        CHECK_MSG(text && !strstr(text, key) && strstr(text, "redacted"), "%s holds the key or no mask", files[i]);
+        free(text);
+    }
+}

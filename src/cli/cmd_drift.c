@@ -4,7 +4,8 @@
  * on Ctrl-C) and returns 1 when a gate rule fails. */
 #include "cli/cli.h"
 #include "client/client.h"
-#include "common/fileio.h"
+#include "common/redact.h"
+#include "results/results.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "drift/drift.h"
@@ -186,6 +187,9 @@ int cmd_drift(int argc, char **argv) {
     if (!o.candidate_model) o.candidate_model = model;
     o.headers = headers;
     o.api_key = getenv("OPENAI_API_KEY");
+    /* credentials never leave the process: every text written masks them (common/redact.h) */
+    redact_add_secret("OPENAI_API_KEY", o.api_key);
+    for (int i = 0; i < n_headers; i++) redact_add_header(headers[i]);
     tokenizer *tok = NULL;
     char *bm = NULL, *cm = NULL, *cmdline = NULL;
     json_t *doc = NULL;
@@ -220,14 +224,12 @@ int cmd_drift(int argc, char **argv) {
     drift_print(stdout, doc);
     fflush(stdout);
     if (out_path) {
-        char *s = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
-        if (!s || fileio_write_atomic(out_path, s, strlen(s)) < 0) {
-            log_error("drift: cannot write %s: %s", out_path, s ? strerror(errno) : "out of memory");
+        if (results_write_json(out_path, doc, err, sizeof err) < 0) {
+            log_error("drift: %s", err);
             rc = EXIT_RUN_FAILED;
         } else {
             log_info("drift: %s written%s", out_path, r > 0 ? " (partial: interrupted)" : "");
         }
-        free(s);
     }
 out:
     json_decref(doc);

@@ -20,6 +20,7 @@
 #include "metrics/infer.h"
 #include "results/results.h"
 #include "common/units.h"
+#include "common/redact.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,14 +272,14 @@ static json_t *bucket_json(const drift_bucket *b, const drift_opts *o, uint64_t 
 }
 
 static json_t *side_json(const char *url, const char *model, drift_score_method m) {
-    return json_pack("{s:s,s:s?,s:s}", "url", url, "model", model, "score_method", drift_score_method_name(m));
+    return json_pack("{s:o,s:s?,s:s}", "url", redact_json(url), "model", model, "score_method", drift_score_method_name(m));
 }
 
 json_t *drift_doc_build(const drift_run *r, const drift_opts *o) {
     json_t *d = json_object();
     json_object_set_new(d, "schema", json_string(DRIFT_SCHEMA));
     json_object_set_new(d, "tool", json_pack("{s:s,s:s}", "name", "dsperf", "version", DSPERF_VERSION));
-    json_object_set_new(d, "command", o->command_line ? json_string(o->command_line) : json_null());
+    json_object_set_new(d, "command", redact_json(o->command_line));
     json_object_set_new(d, "started_unix", json_integer(r->started_unix));
     json_object_set_new(d, "elapsed_s", json_real(r->elapsed_s));
     json_object_set_new(d, "partial", json_boolean(r->partial));
@@ -304,7 +305,9 @@ json_t *drift_doc_build(const drift_run *r, const drift_opts *o) {
     json_object_set_new(d, "buckets", bs);
     json_object_set_new(d, "requests", json_integer(r->requests));
     json_object_set_new(d, "failed_requests", json_integer(r->failed_requests));
-    json_object_set_new(d, "warnings", json_deep_copy(r->warnings));
+    json_t *w = json_deep_copy(r->warnings);
+    redact_json_tree(w);   /* a server's error message may echo a key */
+    json_object_set_new(d, "warnings", w);
     return d;
 }
 

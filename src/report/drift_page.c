@@ -4,6 +4,7 @@
  * grey), the per-context table, the gate, warnings and how to reproduce. Markdown carries the
  * verdict and the table; the CSV one row per context. */
 #include "report/report_internal.h"
+#include "common/redact.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -243,7 +244,13 @@ int report_drift_html(FILE *f, const json_t *doc, const report_opts *o, char *er
     rb_esc(&b, str(doc, "kl_estimate") ? str(doc, "kl_estimate") : "");
     rb_puts(&b, "</p></section><section id=\"reproduce\"><h2>Reproduce</h2><pre>");
     rb_esc(&b, str(doc, "command") ? str(doc, "command") : "");
-    rb_printf(&b, "</pre><p class=\"faint\">%lld prompts per context, %lld tokens each, top-%lld logprobs, lengths in ",
+    rb_puts(&b, "</pre>");
+    if (redact_command_note(str(doc, "command"))) {
+        rb_puts(&b, "<p class=\"faint\">");
+        rb_esc(&b, redact_command_note(str(doc, "command")));
+        rb_puts(&b, "</p>");
+    }
+    rb_printf(&b, "<p class=\"faint\">%lld prompts per context, %lld tokens each, top-%lld logprobs, lengths in ",
               (long long)json_integer_value(obj(cfg, "prompts_per_context")), (long long)json_integer_value(obj(cfg, "gen_tokens")),
               (long long)json_integer_value(obj(cfg, "top_k")));
     rb_esc(&b, str(cfg, "length_unit") ? str(cfg, "length_unit") : "?");
