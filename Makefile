@@ -4,7 +4,7 @@
 # Layout: src/<module>/*.c is the program (src/main.c the entry point); src/<module>/*_test.c and
 # tests/*_test.c are tests, linked with tests/harness.c into one test binary.
 
-PKGS    := libcurl libevent libevent_pthreads jansson libpcre2-8 libcrypto
+PKGS    := libcurl libevent libevent_pthreads jansson libpcre2-8 libcrypto ompi-c
 CC      ?= cc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
@@ -101,6 +101,7 @@ demo: all
 	@sh scripts/demo.sh
 
 bench: all
+	@$(MAKE) --no-print-directory $(BUILD)/dist_bench
 	@sh scripts/bench.sh
 
 # Fuzzing (not part of `make test`): each target of fuzz/fuzz.h under libFuzzer (clang, with ASan and
@@ -118,6 +119,11 @@ fuzz-build: $(FUZZ_TARGETS:%=$(BUILD)/fuzz-%)
 $(BUILD)/fuzz-%: fuzz/libfuzzer_main.c $(FUZZ_C:%.c=$(BUILD)/%.o) $(LIB_O)
 	@echo "  LD $@"
 	@$(CC) $(BASEFLAGS) $(CFLAGS) -fsanitize=fuzzer -DFUZZ_TARGET=fuzz_$* -o $@ $^ $(LDLIBS)
+
+# the merge benchmark of multi-host runs (scripts/bench_dist.sh): an MPI program over src/dist
+$(BUILD)/dist_bench: $(BUILD)/src/dist/bench/dist_bench.o $(LIB_O)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz dsperf

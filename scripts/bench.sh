@@ -105,6 +105,6 @@ PY
 done
 echo "   (goal at 1,000 streams: ITL p99 < 200 us; $(field "$OUT/timing-1000.json" "d['itl_samples']") gaps, $(field "$OUT/timing-1000.json" "d['client']['threads']") client threads)"
 
-for extra in scripts/bench_tokenizer.sh scripts/bench_sim.sh scripts/bench_trace.sh; do
+for extra in scripts/bench_tokenizer.sh scripts/bench_sim.sh scripts/bench_dist.sh scripts/bench_trace.sh; do
   if [ -f "$extra" ]; then echo "== $extra"; bash "$extra" "$BIN" || echo "bench: $extra failed"; fi
 done

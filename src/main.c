@@ -23,6 +23,7 @@ static const struct { const char *name; cmd_fn fn; const char *what; } commands[
     {"tokenize", cmd_tokenize, "encode/count/decode with a tokenizer.json or GGUF vocab"},
     {"trace", cmd_trace, "what a Mooncake-format trace holds: span, lengths, working set, the hit rate it allows"},
     {"env", cmd_env, "check the environment for what skews benchmarks"},
+    {"drift", cmd_drift, "accuracy drift between two deployments: top-1 agreement, logprob deltas, KL, delta PPL by context"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

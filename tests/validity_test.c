@@ -38,7 +38,7 @@ TEST(sim_warns_when_the_server_does_not_keep_up) {
     json_decref(r);
     free(out);
     free(err);
-    r = run_json("sim --rate 5/s --requests 2000 --dataset random:in=4096,out=1024", "under", &rc, &out, &err);
+    r = run_json("sim --rate 2/s --requests 2000 --dataset random:in=4096,out=1024", "under", &rc, &out, &err);
     CHECK_EQ_INT(rc, 0);
     CHECK(out && !strstr(out, "WARNING"));
     CHECK(r && json_is_false(json_object_get(r, "server_overloaded")) && json_array_size(json_object_get(r, "warnings")) == 0);

@@ -7,6 +7,7 @@
 #include "metrics/summary.h"
 #include "dataset/dataset.h"
 #include "telemetry/telemetry.h"
+#include "dist/dist.h"
 #include <jansson.h>
 
 #define BENCH_MAX_CLASSES 16
@@ -50,6 +51,10 @@ typedef struct {
     const dataset *class_ds[BENCH_MAX_CLASSES];
     double class_weight[BENCH_MAX_CLASSES];
     json_t *deployment;          /* what the server said about itself at preflight (deploy.h's section) */
+    /* one job over many hosts (mpirun/srun): NULL when not started by an MPI launcher */
+    dist *dist;
+    dist_opts dist_o;            /* --rank-timeout, --gpu-nodes */
+    bool keep_request_chunks;    /* sweep --save-requests: bring every rank's chunk arrays to rank 0 */
 } bench_opts;
 
 /* Returns -1 when the run should go ahead; otherwise the exit code to return now (0 after

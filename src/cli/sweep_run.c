@@ -437,6 +437,7 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     dataset *ds = NULL;
     char *model = NULL;
     int rc = bench_prepare(b, &ds, &model);
+    if (b->dist) rc = dist_join(b->dist, rc, NULL);   /* a multi-host job goes on only if every rank prepared */
     if (rc != EXIT_OK) {
         dataset_free(ds);
         free(model);

@@ -23,8 +23,9 @@ typedef struct {
     const dataset *ds;
     recset *recs;             /* this shard's records */
     client *c;
-    int shard, n_shards;
-    shard_counters *counters; /* [n_shards] */
+    int shard, n_shards;      /* of the whole plan (also across processes: load_plan.shard_total) */
+    int slot, n_slots;        /* this process's threads: counters[slot]; slot 0 reports progress */
+    shard_counters *counters; /* [n_slots] */
     int64_t t0_ns, first_arrival_ns;
     double lambda;            /* ramp: expected arrivals so far (operational time) */
     rng class_rng;            /* request classes are drawn from their own generator */
@@ -230,7 +231,7 @@ static int64_t next_gap(run_state *s) {
 }
 
 static void publish(run_state *s) {
-    shard_counters *c = &s->counters[s->shard];
+    shard_counters *c = &s->counters[s->slot];
     size_t q = fifo_len(s);
     atomic_store_explicit(&c->sent, s->scheduled - q, memory_order_relaxed);
     atomic_store_explicit(&c->finished, s->finished, memory_order_relaxed);
@@ -241,7 +242,7 @@ static void publish(run_state *s) {
 
 static size_t sum_counter(const run_state *s, size_t off) {
     size_t t = 0;
-    for (int k = 0; k < s->n_shards; k++)
+    for (int k = 0; k < s->n_slots; k++)
         t += atomic_load_explicit((atomic_size_t *)((char *)&s->counters[k] + off), memory_order_relaxed);
     return t;
 }
@@ -326,7 +327,7 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
         if (now >= grace_end) { out->grace_expired = true; break; }
         if (grace_end < wake) wake = grace_end;
         publish(&s);
-        if (progress && s.shard == 0 && now >= next_progress) {
+        if (progress && s.slot == 0 && now >= next_progress) {
             size_t finished = sum_counter(&s, offsetof(shard_counters, finished));
             load_progress pr = {
                 .planned = whole->requests ? whole->requests + whole->warmup : 0,
@@ -401,7 +402,9 @@ static int by_index(const void *a, const void *b) {
 int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recset *recs,
              volatile sig_atomic_t *stop, load_progress_fn progress, void *ctx,
              load_outcome *out, char *err, size_t errlen) {
-    int w = load_client_threads(p, p->client_threads);
+    /* a slice of a job's shards has its thread count set by the job (src/dist) */
+    int w = p->shard_total > 0 ? p->client_threads : load_client_threads(p, p->client_threads);
+    if (w < 1) { snprintf(err, errlen, "no client thread for this slice of the plan"); return -1; }
     shard_counters *counters = calloc((size_t)w, sizeof *counters);
     load_plan *plans = calloc((size_t)w, sizeof *plans);
     shard_job *jobs = calloc((size_t)w, sizeof *jobs);
@@ -411,23 +414,26 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    int64_t t0 = clock_now_ns();
+    int64_t t0 = p->start_ns > 0 ? p->start_ns : clock_now_ns();
+    /* shard g of W: g = k here, or this process's slice of a job's shards */
+    int W = p->shard_total > 0 ? p->shard_total : w, base = p->shard_total > 0 ? p->shard_base : 0;
     for (int k = 0; k < w; k++) {
         load_plan *q = &plans[k];
+        int g = base + k;
         *q = *p;
-        if (p->concurrency) q->concurrency = (int)share((size_t)p->concurrency, k, w);
-        if (p->max_concurrency) q->max_concurrency = (int)share((size_t)p->max_concurrency, k, w);
-        if (p->requests) q->requests = share(p->requests, k, w);
-        q->warmup = share(p->warmup, k, w);
-        if (!p->concurrency && !p->trace) { q->arr.rate_per_s = p->arr.rate_per_s / w; q->arr.ramp_from_per_s = p->arr.ramp_from_per_s / w; }
-        q->seed = p->seed + (uint64_t)k * 0x9e3779b97f4a7c15ULL;
-        jobs[k].s = (run_state){ .p = q, .ds = ds, .shard = k, .n_shards = w, .counters = counters, .t0_ns = t0,
-                                 .first_arrival_ns = t0 };
+        if (p->concurrency) q->concurrency = (int)share((size_t)p->concurrency, g, W);
+        if (p->max_concurrency) q->max_concurrency = (int)share((size_t)p->max_concurrency, g, W);
+        if (p->requests) q->requests = share(p->requests, g, W);
+        q->warmup = share(p->warmup, g, W);
+        if (!p->concurrency && !p->trace) { q->arr.rate_per_s = p->arr.rate_per_s / W; q->arr.ramp_from_per_s = p->arr.ramp_from_per_s / W; }
+        q->seed = p->seed + (uint64_t)g * 0x9e3779b97f4a7c15ULL;
+        jobs[k].s = (run_state){ .p = q, .ds = ds, .shard = g, .n_shards = W, .slot = k, .n_slots = w,
+                                 .counters = counters, .t0_ns = t0, .first_arrival_ns = t0 };
         if (!p->concurrency) {
             /* the shards' first arrivals interleave: a constant rate stays exactly constant, and
              * a trace keeps each request's own offset */
-            if (p->trace) jobs[k].s.first_arrival_ns = t0 + (ds->items[(size_t)k % ds->n].timestamp_ns - ds->items[0].timestamp_ns);
-            else if (p->arr.kind == ARRIVAL_CONSTANT && p->arr.rate_per_s > 0) jobs[k].s.first_arrival_ns = t0 + (int64_t)(k * 1e9 / p->arr.rate_per_s);
+            if (p->trace) jobs[k].s.first_arrival_ns = t0 + (ds->items[(size_t)g % ds->n].timestamp_ns - ds->items[0].timestamp_ns);
+            else if (p->arr.kind == ARRIVAL_CONSTANT && p->arr.rate_per_s > 0) jobs[k].s.first_arrival_ns = t0 + (int64_t)(g * 1e9 / p->arr.rate_per_s);
         }
         jobs[k].co = co;
         jobs[k].stop = stop;

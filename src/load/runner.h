@@ -52,6 +52,12 @@ typedef struct {
     int n_classes;
     const dataset *const *class_ds;
     const double *class_weight;
+    /* one job over many processes (src/dist): this process runs the shards shard_base ..
+     * shard_base + its threads - 1 of shard_total, numbered as one process with shard_total
+     * threads would number them, so the job's schedule is that process's; shard_total 0: this
+     * process is the whole plan */
+    int shard_base, shard_total;
+    int64_t start_ns;         /* the plan's time zero on this clock (0: now); may lie ahead */
 } load_plan;
 
 /* How many client threads a plan gets: `threads` when > 0, else auto — one per 256 concurrent

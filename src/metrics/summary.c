@@ -108,6 +108,7 @@ typedef struct {
     long n_max_tokens;
     int64_t first_send, last_send, last_end;
     long sends;
+    const summary_parts *parts;   /* chunk-level inputs from elsewhere (NULL: from the records) */
 } acc;
 
 static void acc_free(acc *a) {
@@ -127,6 +128,27 @@ static int64_t rec_queue_ns(const record *r) {
     return r->sched_ns > 0 && r->send_ns >= r->sched_ns ? r->send_ns - r->sched_ns : 0;
 }
 
+/* One record's chunk gaps into the pooled ITL histograms. */
+static void add_itl(hdr_hist *itl, hdr_hist *itl_tok, uint64_t *multi_token_chunks, const record *r) {
+    for (uint32_t k = 1; r->chunk_ns && k < r->n_chunks; k++) {
+        int64_t gap = r->chunk_ns[k] - r->chunk_ns[k - 1];
+        unsigned m = r->chunk_tokens && r->chunk_tokens[k] > 0 ? r->chunk_tokens[k] : 1;
+        if (itl) hdr_record(itl, gap, 1);
+        /* per-token view: the gap before a chunk of m tokens is m gaps of gap/m */
+        if (itl_tok) hdr_record(itl_tok, llround((double)gap / m), m);
+        if (m > 1) (*multi_token_chunks)++;
+    }
+}
+
+/* One record's output tokens into 1 s bins from t0 (tokens outside [t0, t0 + bins s) are left out). */
+static void add_tokens(long *tokens, size_t bins, int64_t t0, const record *r) {
+    for (uint32_t k = 0; r->chunk_ns && k < r->n_chunks; k++) {
+        int64_t t = r->chunk_ns[k];
+        if (t < t0 || (size_t)((t - t0) / (int64_t)NS_PER_S) >= bins) continue;
+        tokens[(t - t0) / (int64_t)NS_PER_S] += r->chunk_tokens && r->chunk_tokens[k] ? r->chunk_tokens[k] : 1;
+    }
+}
+
 static int add_ok(acc *a, const record *r, const summary_opts *o) {
     int rc = 0;
     req_metrics m;
@@ -143,14 +165,7 @@ static int add_ok(acc *a, const record *r, const summary_opts *o) {
         rc |= stats_add(&a->e2el_ea, m.e2el_ms) | stats_add(&a->e2el_fs_ea, m.e2el_from_schedule_ms);
     }
     rc |= stats_add(&a->queue, m.queue_ms) | stats_add(&a->out_tok, (double)m.out_tokens);
-    for (uint32_t k = 1; k < r->n_chunks; k++) {
-        int64_t gap = r->chunk_ns[k] - r->chunk_ns[k - 1];
-        unsigned mt = r->chunk_tokens && r->chunk_tokens[k] > 0 ? r->chunk_tokens[k] : 1;
-        hdr_record(a->itl, gap, 1);
-        /* per-token view: the gap before a chunk of m tokens is m gaps of gap/m */
-        hdr_record(a->itl_tok, llround((double)gap / mt), mt);
-        if (mt > 1) a->multi_token_chunks++;
-    }
+    if (!a->parts) add_itl(a->itl, a->itl_tok, &a->multi_token_chunks, r);
     a->completed++;
     a->out_tokens += m.out_tokens;
     a->in_tokens += r->in_tokens >= 0 ? r->in_tokens : (r->in_tokens_server >= 0 ? r->in_tokens_server : 0);
@@ -176,6 +191,11 @@ static int accumulate(acc *a, const recset *recs, const summary_opts *o) {
     if (!a->itl || !a->itl_tok) return -1;
     hdr_init(a->itl);
     hdr_init(a->itl_tok);
+    if (a->parts) {
+        if (a->parts->itl) hdr_merge(a->itl, a->parts->itl);
+        if (a->parts->itl_tok) hdr_merge(a->itl_tok, a->parts->itl_tok);
+        a->multi_token_chunks = a->parts->multi_token_chunks;
+    }
     for (size_t i = 0; i < recs->n; i++) {
         const record *r = &recs->v[i];
         if (r->warmup) { a->warmup++; continue; }
@@ -404,13 +424,12 @@ static int timeline(const recset *recs, const acc *a, timeline_out *out) {
             qev[nq++] = (tl_event){ r->sched_ns, +1 };
             qev[nq++] = (tl_event){ r->send_ns, -1 };
         }
-        if (r->outcome != REC_OK) continue;
-        for (uint32_t k = 0; k < r->n_chunks; k++) {
-            b = BIN(r->chunk_ns[k]);
-            if (b != (size_t)-1) tokens[b] += r->chunk_tokens && r->chunk_tokens[k] ? r->chunk_tokens[k] : 1;
-        }
+        if (r->outcome == REC_OK && !a->parts) add_tokens(tokens, bins, t0, r);
     }
 #undef BIN
+    /* parts: the bins were made on the same axis (summary_axis) where the chunks are */
+    if (a->parts && a->parts->tokens && a->parts->first_send_ns == t0)
+        for (size_t b = 0; b < bins && b < a->parts->n_bins; b++) tokens[b] = a->parts->tokens[b];
     out->peak_in_flight = sweep_max(ev, nev, t0, inflight, bins);
     sweep_max(qev, nq, t0, queued, bins);
     for (size_t b = 0; b < bins; b++) if (tokens[b] > out->peak_tokens) out->peak_tokens = tokens[b];
@@ -528,9 +547,38 @@ static void overload(json_t *obj, acc *a, const summary_opts *o, double served) 
 
 /* ---- assembly ---- */
 
-json_t *summary_compute(const recset *recs, const summary_opts *o) {
+json_t *summary_compute(const recset *recs, const summary_opts *o) { return summary_compute_parts(recs, o, NULL); }
+
+static int in_class(const record *r, int class_id) { return class_id < 0 || r->class_id == class_id; }
+
+void summary_axis(const recset *recs, int class_id, int64_t *first_send_ns, size_t *n_bins) {
+    int64_t first = 0, last = 0;
+    long sends = 0;
+    for (size_t i = 0; i < recs->n; i++) {
+        const record *r = &recs->v[i];
+        if (r->warmup || !in_class(r, class_id)) continue;
+        if (r->send_ns > 0 && (!sends++ || r->send_ns < first)) first = r->send_ns;
+        if (rec_end_time(r) > last) last = rec_end_time(r);
+    }
+    *first_send_ns = sends ? first : 0;
+    /* as timeline() sizes its bins */
+    size_t bins = sends ? (size_t)((last > first ? last - first : 0) / (int64_t)NS_PER_S) + 1 : 0;
+    *n_bins = bins > TIMELINE_MAX_BINS ? TIMELINE_MAX_BINS : bins;
+}
+
+void summary_parts_add(summary_parts *p, const recset *recs, int class_id) {
+    for (size_t i = 0; i < recs->n; i++) {
+        const record *r = &recs->v[i];
+        if (r->warmup || r->outcome != REC_OK || !in_class(r, class_id)) continue;
+        add_itl(p->itl, p->itl_tok, &p->multi_token_chunks, r);
+        if (p->tokens) add_tokens(p->tokens, p->n_bins, p->first_send_ns, r);
+    }
+}
+
+json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const summary_parts *parts) {
     acc a;
     memset(&a, 0, sizeof a);
+    a.parts = parts;
     timeline_out tl = { 0 };
     json_t *obj = NULL;
     if (accumulate(&a, recs, o) != 0 || timeline(recs, &a, &tl) != 0) goto done;

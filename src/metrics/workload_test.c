@@ -98,3 +98,36 @@ TEST(workload_vllm_kv_capacity_from_cache_config_info) {
     CHECK_NEAR(o[EM_KV_CAPACITY_TOKENS], 16.0 * 2334, 0);
     prom_doc_free(&doc);
 }
+
+/* A multi-host run merges its ranks' records from the wire: the prefix-cache and conversation
+ * fields travel with them, so the merged results carry the same hit rates and turns. */
+#include "dist/dist_int.h"
+TEST(workload_fields_travel_between_ranks) {
+    recset a, b;
+    recset_init(&a);
+    recset_init(&b);
+    for (int i = 0; i < 5; i++) {
+        record *r = recset_add(&a);
+        r->index = (uint32_t)i;
+        r->cached_tokens = 10 * i;
+        r->prompt_eval_server = i ? 3 : -1;
+        r->cacheable_tokens = 100 + i;
+        r->session = (uint32_t)(i / 2 + 1);
+        r->turn = (uint16_t)(i % 2);
+    }
+    dist_buf buf = { 0 };
+    dist_pack_records(&buf, &a, false);
+    dist_rd rd = { buf.p, buf.n, 0, 0 };
+    CHECK_EQ_INT(dist_unpack_records(&rd, &b), 0);
+    CHECK_EQ_INT(b.n, 5);
+    for (size_t i = 0; i < a.n && i < b.n; i++) {
+        CHECK_EQ_INT(b.v[i].cached_tokens, a.v[i].cached_tokens);
+        CHECK_EQ_INT(b.v[i].prompt_eval_server, a.v[i].prompt_eval_server);
+        CHECK_EQ_INT(b.v[i].cacheable_tokens, a.v[i].cacheable_tokens);
+        CHECK_EQ_INT(b.v[i].session, a.v[i].session);
+        CHECK_EQ_INT(b.v[i].turn, a.v[i].turn);
+    }
+    free(buf.p);
+    recset_free(&a);
+    recset_free(&b);
+}

@@ -89,7 +89,7 @@ json_t *results_error_examples(const recset *recs) {
 }
 
 json_t *results_build(const recset *recs, const summary_opts *o, const results_meta *m) {
-    json_t *summary = summary_compute(recs, o);
+    json_t *summary = summary_compute_parts(recs, o, m ? m->parts : NULL);
     if (!summary) return NULL;
     json_t *doc = json_object();
     char date[32];

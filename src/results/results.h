@@ -18,6 +18,7 @@ typedef struct {
     json_t *config;             /* borrowed: the run's configuration (target, load, dataset, ...) */
     bool partial;               /* the run was interrupted; what was measured is kept */
     const char *partial_reason; /* e.g. "interrupted (SIGINT)" */
+    const summary_parts *parts; /* a multi-host run: chunk-level parts merged from the ranks (NULL: from recs) */
 } results_meta;
 
 /* Builds the results document: summary_compute() over recs plus schema, meta and environment.
