@@ -257,38 +257,6 @@ TEST(sim_prefix_cache_hits_skip_prefill) {
     }
 }
 
-/* LRU: blocks of finished requests stay cached until the pool needs them; the oldest go first. */
-TEST(sim_pc_lru_eviction) {
-    sim_pc *pc = sim_pc_create(8);
-    CHECK(pc != NULL);
-    if (!pc) return;
-    sim_pc_req a, b, x;
-    memset(&a, 0, sizeof a);
-    memset(&b, 0, sizeof b);
-    memset(&x, 0, sizeof x);
-    engine_request qa = {.prompt_tokens = 64, .prefix_id = 1, .prefix_len = 64};
-    engine_request qb = {.prompt_tokens = 64, .prefix_id = 2, .prefix_len = 64};
-    CHECK(sim_pc_prepare(&a, &qa, 16) == 0 && a.n_hash == 4);
-    CHECK(sim_pc_prepare(&b, &qb, 16) == 0);
-    int32_t was_free;
-    CHECK_EQ_INT(sim_pc_match(pc, &a, 4, &was_free), 0);
-    sim_pc_commit(pc, &a, 4);
-    CHECK_EQ_INT(sim_pc_release(pc, &a, 4), 4);    /* all four return to the free pool, still cached */
-    CHECK_EQ_INT(sim_pc_evictable(pc), 4);
-    sim_pc_commit(pc, &b, 4);
-    CHECK_EQ_INT(sim_pc_release(pc, &b, 5), 5);    /* one uncached block + four cached */
-    /* 8 free blocks of which 8 cached: taking 2 evicts a's two deepest blocks (least recent) */
-    sim_pc_make_room(pc, 8, 2);
-    CHECK_EQ_INT(sim_pc_evictable(pc), 6);
-    CHECK(sim_pc_prepare(&x, &qa, 16) == 0);
-    CHECK_EQ_INT(sim_pc_match(pc, &x, 4, &was_free), 2);
-    CHECK_EQ_INT(was_free, 2);
-    sim_pc_req_free(&a);
-    sim_pc_req_free(&b);
-    sim_pc_req_free(&x);
-    sim_pc_destroy(pc);
-}
-
 /* PD: the first token arrives when the prompt's KV has crossed the network: prefill step + alpha +
  * bytes / NIC bandwidth; decoding then runs on the decode instance. */
 TEST(sim_pd_ttft_includes_kv_transfer) {
