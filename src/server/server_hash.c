@@ -67,7 +67,18 @@ static void prompt(hasher *h, json_t *p) {
     json_array_foreach(p, i, id) token(h, mix(0x70c3e11dULL, (uint64_t)json_integer_value(id)));
 }
 
+static uint64_t role_salt(const char *role) {
+    uint64_t salt = 0;
+    for (const char *r = role ? role : ""; *r; r++) salt = (salt ^ (unsigned char)*r) * 0x100000001b3ULL;
+    return salt;
+}
+
 int srv_prompt_hashes(int api, const char *body, size_t len, int32_t block_tokens, uint64_t **out, int32_t *n) {
+    return srv_sequence_hashes(api, body, len, block_tokens, 0, 0, out, n);
+}
+
+int srv_sequence_hashes(int api, const char *body, size_t len, int32_t block_tokens, uint64_t seq, int32_t out_words,
+                        uint64_t **out, int32_t *n) {
     *out = NULL;
     *n = 0;
     if (block_tokens < 1) return 0;
@@ -78,14 +89,13 @@ int srv_prompt_hashes(int api, const char *body, size_t len, int32_t block_token
     else {
         size_t i;
         json_t *m;
-        json_array_foreach(json_object_get(root, "messages"), i, m) {
-            const char *role = json_string_value(json_object_get(m, "role"));
-            uint64_t salt = 0;
-            for (const char *r = role ? role : ""; *r; r++) salt = (salt ^ (unsigned char)*r) * 0x100000001b3ULL;
-            content(&h, json_object_get(m, "content"), salt);
-        }
+        json_array_foreach(json_object_get(root, "messages"), i, m)
+            content(&h, json_object_get(m, "content"), role_salt(json_string_value(json_object_get(m, "role"))));
     }
     json_decref(root);
+    /* the answer: the same words the stream will carry, as the next prompt will contain them */
+    uint64_t salt = api == OAI_COMPLETIONS ? 0 : role_salt("assistant");
+    for (int32_t k = 0; k < out_words && !h.oom; k++) words(&h, oai_word(seq, k), salt);
     if (h.oom) { free(h.v); return -1; }
     *out = h.v;
     *n = h.n;
