@@ -15,12 +15,19 @@
 
 typedef struct { const char *key, *value; } serve_kv;
 
-/* Builds an engine from the options the server did not recognise. Returns NULL with err set;
- * every failure here is a usage error (unknown key or bad value). */
-typedef engine *(*serve_engine_factory)(const serve_kv *opts, int n_opts, uint64_t seed, const char *served_model, char *err, size_t errlen);
+/* What an engine says about itself to clients (NULL: nothing): the /v1/models meta object and
+ * fixed lines for /metrics. Owned by cmd_serve; free()d at exit. */
+typedef struct { char *models_meta, *metrics_info; } serve_facts;
 
-static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, char *err, size_t errlen) {
+/* Builds an engine from the options the server did not recognise. Returns NULL with err set;
+ * every failure here is a usage error (unknown key or bad value). facts may be NULL. */
+typedef engine *(*serve_engine_factory)(const serve_kv *opts, int n_opts, uint64_t seed, const char *served_model,
+                                        serve_facts *facts, char *err, size_t errlen);
+
+static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, serve_facts *facts,
+                                  char *err, size_t errlen) {
     (void)served_model;
+    (void)facts;
     fixed_params p;
     fixed_default_params(&p);
     p.seed = seed;
@@ -34,7 +41,33 @@ static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, co
 
 /* The simulated DeepSeek engine: the served --model picks the catalog model (HF ids work) unless
  * the simulator's own --sim-model is given; every other unknown option is a simulator option. */
-static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, char *err, size_t errlen) {
+/* The simulated deployment as clients may read it: GET /v1/models meta.sim (the simulator's settings,
+ * which deploy_from_server reads: a sweep's roofline then knows the GPU) and vLLM's
+ * cache_config_info on /metrics (the KV blocks, as a real vLLM exposes them). */
+static void sim_facts(const sim_params *p, engine *e, serve_facts *facts) {
+    sim_info info;
+    cost_model c;
+    char err[256];
+    int mml = p->max_model_len;
+    if (mml <= 0 && sim_params_cost(p, &c, err, sizeof err) == 0) { mml = c.arch.max_position; cost_free(&c); }
+    long long blocks = sim_get_info(e, &info) == 0 ? info.total_blocks : 0;
+    json_t *sim = json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b,s:i,s:I}", "model",
+        p->model_config[0] ? p->model_config : p->model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep, "weight_dtype",
+        p->weight_dtype, "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens",
+        p->max_num_batched_tokens, "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
+        "chunked_prefill", p->chunked_prefill, "max_model_len", mml, "kv_tokens", (json_int_t)(blocks * p->block_size));
+    json_t *meta = json_pack("{s:s,s:o}", "engine", "dsperf sim", "sim", sim);
+    facts->models_meta = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
+    json_decref(meta);
+    if (asprintf(&facts->metrics_info, "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
+                 "# TYPE vllm:cache_config_info gauge\n"
+                 "vllm:cache_config_info{block_size=\"%d\",cache_dtype=\"%s\",gpu_memory_utilization=\"%g\","
+                 "num_gpu_blocks=\"%lld\"} 1.0\n", p->block_size, p->kv_dtype, p->gpu_memory_utilization, blocks) < 0)
+        facts->metrics_info = NULL;
+}
+
+static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, serve_facts *facts,
+                                char *err, size_t errlen) {
     (void)seed;
     sim_params p;
     sim_default_params(&p);
@@ -54,7 +87,9 @@ static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, cons
             return NULL;
         }
     }
-    return engine_sim_create(&p, err, errlen);
+    engine *e = engine_sim_create(&p, err, errlen);
+    if (e && facts) sim_facts(&p, e, facts);
+    return e;
 }
 
 static const char *fixed_help(void) { return fixed_params_help; }
@@ -177,6 +212,7 @@ int cmd_serve(int argc, char **argv) {
     int sargc = 0, n_kv = 0, rc = EXIT_USAGE;
     engine **engs = NULL;
     server *srv = NULL;
+    serve_facts facts = {0};
     if (!sargv || !kv) { log_error("out of memory"); goto out; }
     sargv[sargc++] = argv[0];
     for (int i = 1; i < argc; i++) {
@@ -279,9 +315,11 @@ int cmd_serve(int argc, char **argv) {
     engs = calloc((size_t)sp.threads, sizeof *engs);
     if (!engs) { log_error("out of memory"); goto out; }
     for (int i = 0; i < sp.threads; i++) {
-        engs[i] = engines[ei].create(kv, n_kv, sp.seed + (uint64_t)i, sp.model, err, sizeof err);
+        engs[i] = engines[ei].create(kv, n_kv, sp.seed + (uint64_t)i, sp.model, i == 0 ? &facts : NULL, err, sizeof err);
         if (!engs[i]) { log_error("%s", err); goto out; }
     }
+    sp.models_meta_json = facts.models_meta;
+    sp.metrics_info = facts.metrics_info;
     sp.handle_signals = true;
     bindaddr_warn_exposed("dsperf serve", sp.host);
     if (server_start(&srv, &sp, engs, err, sizeof err) < 0) { log_error("%s", err); rc = EXIT_RUN_FAILED; goto out; }
@@ -297,5 +335,7 @@ out:
     for (int i = 0; i < n_kv; i++) free((char *)kv[i].key);
     free(kv);
     free(sargv);
+    free(facts.models_meta);
+    free(facts.metrics_info);
     return rc;
 }

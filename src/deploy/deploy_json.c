@@ -48,6 +48,8 @@ json_t *deploy_to_json(const deploy *d) {
     put(o, "max_num_batched_tokens", json_integer(d->max_num_batched_tokens), &d->max_num_batched_tokens_s);
     put(o, "chunked_prefill", json_boolean(d->chunked_prefill == 1), &d->chunked_prefill_s);
     put(o, "context_per_seq", json_integer(d->context_per_seq), &d->context_per_seq_s);
+    put(o, "kv_capacity_tokens", json_real(d->kv_capacity_tokens), &d->kv_capacity_tokens_s);
+    put(o, "gpu_memory_utilization", json_real(d->gpu_memory_utilization), &d->gpu_memory_utilization_s);
     put(o, "params", json_real(d->params), &d->params_s);
     put(o, "model_bytes", json_real(d->model_bytes), &d->model_bytes_s);
     return o;
@@ -119,6 +121,8 @@ void deploy_from_json(deploy *d, const json_t *sec) {
     int_field(sec, "max_num_seqs", &d->max_num_seqs, &d->max_num_seqs_s);
     int_field(sec, "max_num_batched_tokens", &d->max_num_batched_tokens, &d->max_num_batched_tokens_s);
     int_field(sec, "context_per_seq", &d->context_per_seq, &d->context_per_seq_s);
+    real_field(sec, "kv_capacity_tokens", &d->kv_capacity_tokens, &d->kv_capacity_tokens_s);
+    real_field(sec, "gpu_memory_utilization", &d->gpu_memory_utilization, &d->gpu_memory_utilization_s);
     deploy_src cs = {0};
     const json_t *cp = field(sec, "chunked_prefill", &cs);
     if (json_is_boolean(cp)) { d->chunked_prefill = json_is_true(cp); d->chunked_prefill_s = cs; }

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 
 static int cmp_double(const void *x, const void *y) {
     double a = *(const double *)x, b = *(const double *)y;
@@ -106,4 +107,64 @@ int infer_bootstrap_diff(infer_stat s, double param, const double *a, size_t na,
     free(counts);
     free(diff);
     return 0;
+}
+
+/* Least-squares slope and intercept; false when x is constant. */
+static bool ls_line(const double *x, const double *y, size_t n, double *b, double *a) {
+    double mx = 0, my = 0, sxx = 0, sxy = 0;
+    for (size_t i = 0; i < n; i++) { mx += x[i]; my += y[i]; }
+    mx /= (double)n;
+    my /= (double)n;
+    for (size_t i = 0; i < n; i++) { sxx += (x[i] - mx) * (x[i] - mx); sxy += (x[i] - mx) * (y[i] - my); }
+    if (!(sxx > 0)) return false;
+    *b = sxy / sxx;
+    *a = my - *b * mx;
+    return true;
+}
+
+int infer_bootstrap_slope(const double *x, const double *y, const double *sigma, size_t n, int resamples,
+                          double confidence, uint64_t seed, double *slope, double *lo, double *hi, double *birge) {
+    *slope = *lo = *hi = NAN;
+    if (birge) *birge = 1;
+    double a, b;
+    if (n < 3 || resamples < 2 || !ls_line(x, y, n, &b, &a)) return -1;
+    for (size_t i = 0; sigma && i < n; i++) if (!(sigma[i] > 0)) return -1;
+    *slope = b;
+    double *r = malloc(n * sizeof *r), *ys = malloc(n * sizeof *ys), *bs = malloc((size_t)resamples * sizeof *bs);
+    if (!r || !ys || !bs) { free(r); free(ys); free(bs); return -1; }
+    double mx = 0, sxx = 0, rmean = 0, chi2 = 0;
+    for (size_t i = 0; i < n; i++) mx += x[i];
+    mx /= (double)n;
+    for (size_t i = 0; i < n; i++) sxx += (x[i] - mx) * (x[i] - mx);
+    for (size_t i = 0; i < n; i++) {
+        double res = y[i] - (a + b * x[i]);
+        if (sigma) { chi2 += res * res / (sigma[i] * sigma[i]); continue; }
+        double h = 1.0 / (double)n + (x[i] - mx) * (x[i] - mx) / sxx;    /* leverage */
+        r[i] = res / sqrt(h < 1 ? 1 - h : 1e-12);
+        rmean += r[i];
+    }
+    double R = sigma ? sqrt(chi2 / (double)(n - 2)) : 1;
+    if (R < 1) R = 1;
+    if (birge) *birge = R;
+    rmean /= (double)n;
+    if (!sigma) for (size_t i = 0; i < n; i++) r[i] -= rmean;
+    rng g;
+    rng_seed(&g, seed);
+    int k = 0;
+    for (int it = 0; it < resamples; it++) {
+        for (size_t i = 0; i < n; i++)
+            ys[i] = a + b * x[i] + (sigma ? R * sigma[i] * rng_normal(&g) : r[rng_below(&g, n)]);
+        double bb, aa;
+        if (ls_line(x, ys, n, &bb, &aa)) bs[k++] = bb;
+    }
+    if (k >= 2) {
+        qsort(bs, (size_t)k, sizeof *bs, cmp_double);
+        double tail = (1.0 - confidence) / 2.0 * 100.0;
+        *lo = stats_percentile_sorted(bs, (size_t)k, tail);
+        *hi = stats_percentile_sorted(bs, (size_t)k, 100.0 - tail);
+    }
+    free(r);
+    free(ys);
+    free(bs);
+    return k >= 2 ? 0 : -1;
 }

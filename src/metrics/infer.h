@@ -25,4 +25,17 @@ double infer_stat_value(infer_stat s, double param, const double *sorted, size_t
  * resample is drawn as counts per value, so no sorting). 0 ok, -1 empty input or out of memory. */
 int infer_bootstrap_diff(infer_stat s, double param, const double *a, size_t na, const double *b, size_t nb,
                          int resamples, double confidence, uint64_t seed, double *lo, double *hi);
+
+/* Bootstrap percentile interval of the least-squares slope of y on x. The design x is fixed (a
+ * sweep chose its levels), so each round keeps x and redraws y around the fitted line:
+ *  - sigma given (each y's own standard error, from its level's samples): y* = fit + R sigma_i z,
+ *    z standard normal, R = max(1, Birge ratio sqrt(sum (r_i / sigma_i)^2 / (n - 2))) — the points'
+ *    own noise, widened when they scatter around the line more than it explains (a model that
+ *    does not fit, or noise the sigmas miss);
+ *  - sigma NULL: y* = fit + residuals drawn with replacement from the leverage-adjusted, centred
+ *    residuals r_i / sqrt(1 - h_i) (Davison & Hinkley's modified residuals).
+ * *slope gets the fit, *birge the ratio R (1 without sigma). 0 ok; -1 with fewer than 3 points, x
+ * constant, a sigma that is not > 0, or out of memory. */
+int infer_bootstrap_slope(const double *x, const double *y, const double *sigma, size_t n, int resamples,
+                          double confidence, uint64_t seed, double *slope, double *lo, double *hi, double *birge);
 #endif

@@ -466,8 +466,12 @@ static void handle_generate(worker *s, struct evhttp_request *req, int api) {
         .stall_ns = st->fault == FAULT_STALL ? (int64_t)((double)s->p.stall_ns * s->p.speedup) : 0,
     };
     if (engine_submit(s->eng, &er, st->arrival_ns) < 0) {
+        /* like vLLM's answer to a prompt longer than the context: the request, not the server, is wrong */
+        char msg[256];
+        snprintf(msg, sizeof msg, "the engine rejected the request: %d prompt tokens + %d max_tokens do not fit "
+                 "(longer than the model's context or the whole KV cache)", er.prompt_tokens, er.max_tokens);
         free(st);
-        reply_error(s, req, 500, "the engine rejected the request");
+        reply_error(s, req, 400, msg);
         return;
     }
     st->in_engine = true;
@@ -528,6 +532,7 @@ static void handle_metrics(worker *s, struct evhttp_request *req) {
     srv_metrics_render(&tot, &es_tot, s->model, b);
     if (per_loop) srv_metrics_render_loops(per_loop, s->top->n, b);
     free(per_loop);
+    if (s->p.metrics_info) evbuffer_add_printf(b, "%s", s->p.metrics_info);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
     evhttp_send_reply(req, 200, NULL, b);
     evbuffer_free(b);
@@ -562,7 +567,7 @@ static void handle_request(struct evhttp_request *req, void *arg) {
     if (!strcmp(path, "/health")) {
         reply(s, req, 200, "application/json", b);
     } else if (!strcmp(path, "/v1/models")) {
-        oai_models_body(b, s->model_json, (int64_t)time(NULL));
+        oai_models_body(b, s->model_json, (int64_t)time(NULL), s->p.models_meta_json);
         reply(s, req, 200, "application/json", b);
     }
     evbuffer_free(b);

@@ -31,6 +31,9 @@ typedef struct {
     int error_style;             /* SERVER_ERROR_STYLE_* */
     int threads;                 /* event loops, each with its own engine and SO_REUSEPORT socket (1) */
     bool handle_signals;         /* stop cleanly on SIGINT/SIGTERM (for the command, not threads) */
+    const char *models_meta_json;/* a JSON object: GET /v1/models data[0].meta (what the engine is), or NULL */
+    const char *metrics_info;    /* exposition lines appended to /metrics (the engine's fixed facts, such
+                                    as vLLM's cache_config_info), or NULL */
 } server_params;
 
 typedef struct server server;
