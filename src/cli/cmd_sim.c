@@ -385,6 +385,13 @@ int cmd_sim(int argc, char **argv) {
                     .concurrency = (int)concurrency, .max_concurrency = (int)max_conc, .requests = n,
                     .warmup = (size_t)warmup, .think_ns = think_ns, .seed = (uint64_t)seed};
     cfg = config_section(&p, &ld);
+    if (!fixed) {
+        /* what a prediction needs to redo this deployment: the context limit and the memory overrides */
+        json_t *sc = json_object_get(cfg, "sim");
+        json_object_set_new(sc, "max_model_len", json_integer(p.max_model_len));
+        json_object_set_new(sc, "num_gpu_blocks", json_integer(p.num_gpu_blocks));
+        json_object_set_new(sc, "reserved_bytes", json_real(p.reserved_bytes));
+    }
     if (fixed) {
         /* no simulated DeepSeek deployment here: the fixed engine's timing instead */
         json_object_del(cfg, "sim");

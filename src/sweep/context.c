@@ -325,6 +325,7 @@ static void predict(const sim_params *p, const ctx_level *L, double batch, ctx_p
     o->max_model_len = mml;
     o->rejected = (mml > 0 && L->in_len + L->out_len > mml) || r.seqs_at_context_len < 1;
     o->fits = !o->rejected && r.seqs_at_context_len >= in.batch;
+    if (o->rejected) o->ttft_ms = o->tpot_ms = o->decode_tps_per_seq = NAN;   /* never served */
 }
 
 /* ---- fits ---- */
@@ -553,12 +554,12 @@ void sweep_context_print(FILE *f, const json_t *doc) {
     fprintf(f, " CONTEXT %s at %s: TTFT and TPOT measured%s\n", input_axis ? "prompt length" : "output length",
             isfinite(num(c, "concurrency")) ? "fixed concurrency" : "fixed rate",
             have_pred ? " | roofline predicted (dsperf plan)" : "");
-    fprintf(f, "  %-6s %-6s %14s %9s %13s %7s %6s %5s %5s  %s\n", "prompt", "output", "TTFT p50/pred", "ms/1k", "TPOT p50/pred",
-            "tok/s", "KV%", "DRAM%", "pre", "fits");
+    fprintf(f, "  %-6s %-6s %14s %7s %13s %7s %5s %5s %5s  %s\n", "prompt", "output", "TTFT p50/pred", "ms/1k",
+            "TPOT p50/pred", "tok/s", "KV%", "DRAM%", "pre", "fits/pred");
     size_t i;
     json_t *lv;
     json_array_foreach(get(c, "levels"), i, lv) {
-        char in[16], out[16], t[32], t1[16], t2[16], m[16], tp[32], p1[16], p2[16], tk[16], kv[16], dr[16], pre[16];
+        char in[16], out[16], t[32], t1[16], t2[16], m[16], tp[32], p1[16], p2[16], tk[16], kv[16], dr[16], pre[16], fit[24];
         sweep_length_label(num(lv, "input_len"), in, sizeof in);
         sweep_length_label(num(lv, "output_len"), out, sizeof out);
         const json_t *pr = get(lv, "predicted");
@@ -573,9 +574,25 @@ void sweep_context_print(FILE *f, const json_t *doc) {
         cell(kv, sizeof kv, num(lv, "kv_usage_pct_max"), "%.0f");
         cell(dr, sizeof dr, num(lv, "dram_bw_util_pct_mean"), "%.0f");
         cell(pre, sizeof pre, num(lv, "preemptions"), "%.0f");
+        snprintf(fit, sizeof fit, "%s/%s", json_is_true(get(lv, "fits")) ? "yes" : "NO",
+                 !json_is_object(pr) ? "-" : json_is_true(get(pr, "fits")) ? "yes" : "no");
+        fprintf(f, "  %-6s %-6s %14s %7s %13s %7s %5s %5s %5s  %s\n", in, out, t, m, tp, tk, kv, dr, pre, fit);
+    }
+    json_array_foreach(get(c, "levels"), i, lv) {
         const char *why = json_string_value(get(lv, "why_not"));
-        fprintf(f, "  %-6s %-6s %14s %9s %13s %7s %6s %5s %5s  %.40s\n", in, out, t, m, tp, tk, kv, dr, pre,
-                why ? why : "yes");
+        const json_t *pr = get(lv, "predicted");
+        if (!why && !(json_is_object(pr) && !json_is_true(get(pr, "fits")))) continue;
+        char in[16];
+        sweep_length_label(num(lv, input_axis ? "input_len" : "output_len"), in, sizeof in);
+        char plan_says[96] = "";
+        if (json_is_object(pr) && json_is_true(get(pr, "rejected")))
+            snprintf(plan_says, sizeof plan_says, " (plan: longer than the context or the whole KV cache)");
+        else if (json_is_object(pr) && !json_is_true(get(pr, "fits")))
+            snprintf(plan_says, sizeof plan_says, " (plan: %.0f sequences fit, %.0f offered)", num(pr, "seqs_fit"), num(pr, "batch"));
+        else if (json_is_object(pr))
+            snprintf(plan_says, sizeof plan_says, " (plan: fits)");
+        fprintf(f, "  %s: %s%s", in, why ? why : "fits", plan_says);
+        fputc('\n', f);
     }
     const json_t *pf = get(c, "prefill");
     if (isfinite(num(pf, "quadratic_from_tokens")))

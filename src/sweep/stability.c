@@ -236,9 +236,12 @@ void stability_fit(const double *b, const double *S, const double *se_ln, size_t
     f->hi = -lo;
     f->s0 = exp(icpt);
     f->r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : NAN;
-    if (!(f->hi - f->lo <= STAB_MAX_WIDTH)) {
-        snprintf(f->why, sizeof f->why, "too noisy to fit: the 95%% interval of lambda spans %.2f, wider than the graded "
-                 "range (%.2f); repeat the levels (--repeats) or run them longer", f->hi - f->lo, STAB_MAX_WIDTH);
+    /* a wide interval inside one grade still grades; one that is wide and straddles grades says nothing */
+    bool straddles = (f->lo < STAB_HIGHLY && f->hi > STAB_HIGHLY) || (f->lo < STAB_MODERATELY && f->hi > STAB_MODERATELY);
+    if (!(f->hi - f->lo <= STAB_MAX_WIDTH) && (straddles || !isfinite(f->hi - f->lo))) {
+        snprintf(f->why, sizeof f->why, "too noisy to fit: the 95%% interval of lambda [%.2f, %.2f] is wider than %.2f "
+                 "and spans more than one grade; repeat the levels (--repeats) or run them longer", f->lo, f->hi,
+                 STAB_MAX_WIDTH);
         return;
     }
     f->fitted = true;

@@ -9,7 +9,7 @@
  * resampling, metrics/infer.h), and grades lambda: below STAB_HIGHLY highly stable (batch range
  * 64-512), up to STAB_MODERATELY moderately stable (32-256), above unstable (keep the batch where
  * the fit still holds 90 % of S0). A sweep with fewer than STAB_MIN_LEVELS loads, or whose interval is
- * wider than STAB_MAX_WIDTH, says why instead of giving lambda. Levels marked "measured": false
+ * wider than STAB_MAX_WIDTH and spans more than one grade, says why instead of giving lambda. Levels marked "measured": false
  * are left out. Pure functions of the document. */
 #ifndef DSP_SWEEP_STABILITY_H
 #define DSP_SWEEP_STABILITY_H
@@ -25,7 +25,7 @@ typedef enum { STAB_ITL_CV = 0, STAB_TPOT_TAIL, STAB_THROUGHPUT_CV } stab_score;
 #define STAB_MIN_LEVELS 4           /* distinct loads the fit needs */
 #define STAB_HIGHLY 0.05            /* lambda below: highly stable */
 #define STAB_MODERATELY 0.15        /* lambda up to: moderately stable; above: unstable */
-#define STAB_MAX_WIDTH 0.15         /* a 95 % interval wider than the graded span says nothing */
+#define STAB_MAX_WIDTH 0.15         /* a 95 % interval wider than the graded span, across grades, says nothing */
 #define STAB_KEEP 0.9               /* unstable: the batch where the fit keeps this share of S0 */
 #define STAB_RESAMPLES 4000
 #define STAB_MIN_WINDOWS 5          /* throughput-cv: whole interior seconds a level needs */
