@@ -32,8 +32,10 @@ int infer_bootstrap_diff(infer_stat s, double param, const double *a, size_t na,
  *    z standard normal, R = max(1, Birge ratio sqrt(sum (r_i / sigma_i)^2 / (n - 2))) — the points'
  *    own noise, widened when they scatter around the line more than it explains (a model that
  *    does not fit, or noise the sigmas miss);
- *  - sigma NULL: y* = fit + residuals drawn with replacement from the leverage-adjusted, centred
- *    residuals r_i / sqrt(1 - h_i) (Davison & Hinkley's modified residuals).
+ *  - sigma NULL: the wild bootstrap-t, y*_i = fit_i + v r_i / (1 - h_i) with Webb's six-point v
+ *    (each point keeps its own residual's size, so points noisier than others stay so; h_i the
+ *    leverage), each replicate's slope studentized by its HC3 standard error, the interval
+ *    slope - t* x HC3 error (studentizing keeps the coverage near the claim at 10-20 points).
  * *slope gets the fit, *birge the ratio R (1 without sigma). 0 ok; -1 with fewer than 3 points, x
  * constant, a sigma that is not > 0, or out of memory. */
 int infer_bootstrap_slope(const double *x, const double *y, const double *sigma, size_t n, int resamples,

@@ -212,7 +212,7 @@ void stability_fit(const double *b, const double *S, const double *se_ln, size_t
         return;
     }
     double slope, lo, hi;
-    /* every point's own noise, when each level kept its samples; else resampled residuals */
+    /* every point's own noise, when each level kept its samples; else the residuals (wild bootstrap-t) */
     bool all_se = se_ln != NULL;
     for (size_t i = 0; all_se && i < n; i++) if (!(se_ln[i] > 0)) all_se = false;
     if (infer_bootstrap_slope(b, y, all_se ? se_ln : NULL, n, STAB_RESAMPLES, 0.95, seed, &slope, &lo, &hi, &f->birge) < 0) {
@@ -259,7 +259,7 @@ int sweep_stability_analyse(json_t *doc, stab_score score) {
     json_object_set_new(sec, "model", json_string("S(b) = S0 exp(-lambda b), b = batch / 64; least squares on ln S; "
                                                   "95% bootstrap interval of lambda: each level's score redrawn from its own "
                                                   "standard error, widened by the Birge ratio when the levels scatter more "
-                                                  "(residuals resampled when a level kept no samples)"));
+                                                  "(a wild bootstrap-t of the residuals when a level kept no samples)"));
     json_object_set_new(sec, "thresholds", json_pack("{s:f,s:f,s:f,s:i}", "highly_stable_below", STAB_HIGHLY,
         "moderately_stable_up_to", STAB_MODERATELY, "max_interval_width", STAB_MAX_WIDTH, "min_levels", STAB_MIN_LEVELS));
     if (sweep_axis_is_length(axis)) {

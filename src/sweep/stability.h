@@ -6,7 +6,7 @@
  * against the normalised batch size b = batch / STAB_BATCH_UNIT (batch: the level's concurrency; in
  * an open loop the mean requests in the system by Little's law, request rate x mean E2EL). It fits
  * S(b) = S0 e^(-lambda b) by least squares on ln S, with a bootstrap interval for lambda (residual
- * resampling, metrics/infer.h), and grades lambda: below STAB_HIGHLY highly stable (batch range
+ * the levels' own errors, metrics/infer.h), and grades lambda: below STAB_HIGHLY highly stable (batch range
  * 64-512), up to STAB_MODERATELY moderately stable (32-256), above unstable (keep the batch where
  * the fit still holds 90 % of S0). A sweep with fewer than STAB_MIN_LEVELS loads, or whose interval is
  * wider than STAB_MAX_WIDTH and spans more than one grade, says why instead of giving lambda. Levels marked "measured": false
@@ -55,7 +55,7 @@ typedef struct {
 } stab_fit;
 
 /* Fits S(b) = S0 exp(-lambda b) over n points (b normalised, S in (0, 1]); se_ln: each point's
- * standard error of ln S, or NULL (then residuals are resampled); seeded bootstrap. */
+ * standard error of ln S, or NULL (then a wild bootstrap-t of the residuals); seeded. */
 void stability_fit(const double *b, const double *S, const double *se_ln, size_t n, uint64_t seed, stab_fit *out);
 
 /* Sets doc's "stability" section with the given score. 0 ok, -1 not a sweep document. */
