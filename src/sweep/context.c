@@ -38,7 +38,7 @@ int sweep_parse_length_ladder(const char *spec, double *out, size_t max, size_t 
 }
 
 void sweep_length_label(double t, char *buf, size_t len) {
-    if (t >= 1024 && fmod(t, 1024) == 0) snprintf(buf, len, "%gk", t / 1024);
+    if (t >= 1024 && fmod(t, 512) == 0) snprintf(buf, len, "%gk", t / 1024);
     else snprintf(buf, len, "%.0f", t);
 }
 

@@ -19,7 +19,7 @@
  * unless "xK" or "step S" says otherwise) with a "k" suffix meaning 1024 ("1k..128k x2" = 1024,
  * 2048, ..., 131072). 0 ok, -1 with err. */
 int sweep_parse_length_ladder(const char *spec, double *out, size_t max, size_t *n, char *err, size_t errlen);
-/* "32k" for a multiple of 1024, else the number ("1000"). */
+/* "32k" (and "1.5k") for a multiple of 512 from 1024 up, else the number ("1000"). */
 void sweep_length_label(double tokens, char *buf, size_t len);
 /* The axis names of a sweep along length: "input_len", "output_len". */
 bool sweep_axis_is_length(const char *axis);
