@@ -56,13 +56,17 @@ static void sim_facts(const sim_params *p, engine *e, serve_facts *facts) {
         p->weight_dtype, "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens",
         p->max_num_batched_tokens, "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
         "chunked_prefill", p->chunked_prefill, "max_model_len", mml, "kv_tokens", (json_int_t)(blocks * p->block_size));
+    json_object_set_new(sim, "num_gpu_blocks", json_integer(p->num_gpu_blocks));   /* an override; 0 none */
     json_t *meta = json_pack("{s:s,s:o}", "engine", "dsperf sim", "sim", sim);
     facts->models_meta = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
     json_decref(meta);
+    char ov[32] = "None";
+    if (p->num_gpu_blocks > 0) snprintf(ov, sizeof ov, "%lld", p->num_gpu_blocks);
     if (asprintf(&facts->metrics_info, "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
                  "# TYPE vllm:cache_config_info gauge\n"
                  "vllm:cache_config_info{block_size=\"%d\",cache_dtype=\"%s\",gpu_memory_utilization=\"%g\","
-                 "num_gpu_blocks=\"%lld\"} 1.0\n", p->block_size, p->kv_dtype, p->gpu_memory_utilization, blocks) < 0)
+                 "num_gpu_blocks=\"%lld\",num_gpu_blocks_override=\"%s\"} 1.0\n", p->block_size, p->kv_dtype,
+                 p->gpu_memory_utilization, blocks, ov) < 0)
         facts->metrics_info = NULL;
 }
 

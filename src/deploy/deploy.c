@@ -272,6 +272,7 @@ static void from_sim_config(deploy *d, const json_t *sim, const char *where) {
     if (gmu > 0) { d->gpu_memory_utilization = gmu; deploy_set(&d->gpu_memory_utilization_s, false, "%s.gpu_memory_utilization", where); }
     double kvt = json_number_value(json_object_get(sim, "kv_tokens"));
     if (kvt > 0) { d->kv_capacity_tokens = kvt; deploy_set(&d->kv_capacity_tokens_s, false, "%s.kv_tokens", where); }
+    if (json_integer_value(json_object_get(sim, "num_gpu_blocks")) > 0) d->kv_capacity_set = true;
 }
 
 static int apply_flags(deploy *d, const deploy_flags *f, char *err, size_t errlen) {

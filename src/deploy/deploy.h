@@ -60,6 +60,7 @@ typedef struct {
     deploy_src context_per_seq_s;
     double kv_capacity_tokens;  /* tokens the KV cache holds in all (vLLM num_gpu_blocks x block_size) */
     deploy_src kv_capacity_tokens_s;
+    bool kv_capacity_set;       /* ... set by a setting (num_gpu_blocks override), not by memory */
     double gpu_memory_utilization;   /* the share of GPU memory the engine may use (vLLM, the simulator) */
     deploy_src gpu_memory_utilization_s;
     double params;              /* total parameters as the server reports them */

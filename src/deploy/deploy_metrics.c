@@ -23,8 +23,10 @@ void deploy_from_metrics_text(deploy *d, const char *text, size_t len) {
         if (!strcmp(s->name, "vllm:cache_config_info")) {
             double blocks = label_num(s, "num_gpu_blocks"), bs = label_num(s, "block_size");
             double gmu = label_num(s, "gpu_memory_utilization");
+            const char *ov = prom_label(s, "num_gpu_blocks_override");
             if (blocks > 0 && bs > 0) {
                 d->kv_capacity_tokens = blocks * bs;
+                d->kv_capacity_set = ov && *ov && strcmp(ov, "None");
                 deploy_set(&d->kv_capacity_tokens_s, false, "/metrics vllm:cache_config_info num_gpu_blocks x block_size");
             }
             if (gmu > 0 && gmu <= 1) {

@@ -378,7 +378,20 @@ TEST(diagnose_physics_names_the_wrong_assumption) {
     diagnose_opts o;
     diagnose_default_opts(&o);
     o.gpu = "h200";
+    /* serve --engine sim says what it simulates (GET /v1/models meta.sim): tp 8 is known */
     json_t *g = diag_with(d, &o);
+    CHECK_EQ_INT(json_array_size(json_object_get(g, "configuration")), 0);
+    json_decref(g);
+    /* a server that does not say (vLLM does not report its tensor-parallel size): leave out what
+     * meta.sim stated, and the one-GPU assumption meets physics */
+    json_t *dep = json_object_get(d, "deployment"), *v;
+    const char *key;
+    void *tmp;
+    json_object_foreach_safe(dep, tmp, key, v) {
+        const char *src = json_string_value(json_object_get(v, "source"));
+        if (src && strstr(src, "meta.sim")) json_object_del(dep, key);
+    }
+    g = diag_with(d, &o);
     const json_t *cfg = json_array_get(json_object_get(g, "configuration"), 0);
     CHECK(cfg != NULL);
     CHECK(cfg && has_evidence_from(cfg, "deployment"));
