@@ -79,6 +79,8 @@ int sweep_length_dataset(const char *base, bool input_axis, long len, long other
 
 /* ---- what one length measured ---- */
 
+#define CTX_NFIELDS 15
+
 typedef struct {
     double load;                         /* the axis value */
     double in_len, out_len, ctx;         /* prompt, output, mean decode context (prompt + output / 2) */
@@ -88,6 +90,7 @@ typedef struct {
     double dram_mean, dram_max, dram_hi_s;   /* GPM DRAM bandwidth %, mean/max over GPUs; longest run >= 92% */
     double kv_max, kv_mean, preempt, run_mean, run_max;
     bool have_dram, have_kv;
+    int cnt[CTX_NFIELDS];                /* repeats that had each field (mean fields divide by it) */
 } ctx_level;
 
 /* A level the sweep marked not measured says nothing ("measured": false). */
@@ -177,6 +180,15 @@ static void telemetry_of(const json_t *res, ctx_level *L) {
     L->run_mean = rn ? rs / rn : NAN;
 }
 
+/* The fields summed over repeats, in one order: counts, then means. */
+static void fields(ctx_level *L, double **f) {
+    double *v[CTX_NFIELDS] = { &L->completed, &L->failed, &L->rejected, &L->preempt, &L->ttft50, &L->ttft99, &L->tpot50,
+                               &L->tpot99, &L->out_tps, &L->req_tps, &L->e2el_mean, &L->ttft_mean, &L->dram_mean,
+                               &L->kv_mean, &L->run_mean };
+    memcpy(f, v, sizeof v);
+}
+static const bool is_count[CTX_NFIELDS] = { true, true, true, true };
+
 /* Adds one repeat's numbers (means over repeats are taken at the end). */
 static void add_repeat(ctx_level *L, const json_t *lv) {
     const json_t *res = get(lv, "results");
@@ -193,15 +205,13 @@ static void add_repeat(ctx_level *L, const json_t *lv) {
     r.e2el_mean = num(res, "mean_e2el_ms");
     r.ttft_mean = num(res, "mean_ttft_ms");
     telemetry_of(res, &r);
-    double *dst[] = { &L->completed, &L->failed, &L->rejected, &L->ttft50, &L->ttft99, &L->tpot50, &L->tpot99,
-                      &L->out_tps, &L->req_tps, &L->e2el_mean, &L->ttft_mean, &L->dram_mean, &L->kv_mean,
-                      &L->preempt, &L->run_mean };
-    const double src[] = { r.completed, r.failed, r.rejected, r.ttft50, r.ttft99, r.tpot50, r.tpot99, r.out_tps,
-                           r.req_tps, r.e2el_mean, r.ttft_mean, r.dram_mean, r.kv_mean, r.preempt, r.run_mean };
-    for (size_t i = 0; i < sizeof src / sizeof src[0]; i++) {
-        if (!isfinite(src[i])) continue;
-        /* running means: the repeat count is applied in finish_level */
-        *dst[i] = isfinite(*dst[i]) ? *dst[i] + src[i] : src[i];
+    double *dst[CTX_NFIELDS], *src[CTX_NFIELDS];
+    fields(L, dst);
+    fields(&r, src);
+    for (int i = 0; i < CTX_NFIELDS; i++) {
+        if (!isfinite(*src[i])) continue;
+        *dst[i] = isfinite(*dst[i]) ? *dst[i] + *src[i] : *src[i];
+        L->cnt[i]++;
     }
     if (!(r.dram_max <= L->dram_max)) L->dram_max = r.dram_max;
     if (!(r.dram_hi_s <= L->dram_hi_s)) L->dram_hi_s = r.dram_hi_s;
@@ -213,10 +223,11 @@ static void add_repeat(ctx_level *L, const json_t *lv) {
 }
 
 static void finish_level(ctx_level *L) {
-    double *m[] = { &L->ttft50, &L->ttft99, &L->tpot50, &L->tpot99, &L->out_tps, &L->req_tps, &L->e2el_mean,
-                    &L->ttft_mean, &L->dram_mean, &L->kv_mean, &L->run_mean };
-    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) if (L->n > 0) *m[i] /= L->n;
-    /* counts stay sums over the repeats: "3 preemptions" means 3 happened */
+    double *f[CTX_NFIELDS];
+    fields(L, f);
+    /* counts stay sums over the repeats ("3 preemptions" means 3 happened); the rest are means
+     * over the repeats that had them */
+    for (int i = 0; i < CTX_NFIELDS; i++) if (!is_count[i] && L->cnt[i] > 0) *f[i] /= L->cnt[i];
 }
 
 /* ---- the prediction: dsperf plan's roofline of the resolved deployment ---- */

@@ -128,3 +128,24 @@ TEST(context_section_of_a_sweep) {
     CHECK(json_object_get(doc, "context") == NULL);
     json_decref(doc);
 }
+
+/* Repeats of one length: means over the repeats that measured a value, counts summed. */
+TEST(context_repeats_average) {
+    json_t *levels = json_array();
+    const char *tel = "{\"server\":{\"series\":{\"t_s\":[0,1],\"kv_usage_pct\":[50,60],\"running\":[2,2],\"preemptions\":[null,3]}}}";
+    json_array_append_new(levels, level(4096, 100, 5, 0, tel, true));
+    json_array_append_new(levels, level(4096, 200, 7, 1, NULL, true));
+    json_array_append_new(levels, level(8192, 300, 9, 0, NULL, true));
+    json_t *doc = json_pack("{s:s,s:s,s:{s:i},s:o}", "schema", "dsperf.sweep/1", "axis", "input_len", "config", "concurrency", 2,
+                            "levels", levels);
+    CHECK(sweep_context_analyse(doc, NULL) == 0);
+    const json_t *c = json_object_get(doc, "context"), *lv = json_array_get(json_object_get(c, "levels"), 0);
+    CHECK_EQ_INT(json_array_size(json_object_get(c, "levels")), 2);
+    CHECK_NEAR(json_number_value(json_object_get(lv, "median_ttft_ms")), 150, 1e-9);
+    CHECK_NEAR(json_number_value(json_object_get(lv, "kv_usage_pct_mean")), 55, 1e-9);   /* one repeat had it */
+    CHECK_NEAR(json_number_value(json_object_get(lv, "preemptions")), 3, 0);
+    CHECK_NEAR(json_number_value(json_object_get(lv, "rejected")), 1, 0);
+    CHECK_NEAR(json_number_value(json_object_get(lv, "completed")), 16, 0);
+    CHECK_EQ_INT(json_integer_value(json_object_get(lv, "repeats")), 2);
+    json_decref(doc);
+}
