@@ -270,3 +270,31 @@ TEST(longctx_serve_jitter_per_stream_follows_load) {
     free(m1);
     free(m2);
 }
+
+/* Along output length (prompt fixed at 4k): the levels, no prefill fit, and TPOT at each output
+ * length equal to plan's decode step at the mean context 4096 + M/2. */
+TEST(longctx_sim_output_len_ladder) {
+    char cmd[1024], path[512];
+    snprintf(path, sizeof path, "%s/out.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sim --model deepseek-v2-lite --gpu h200 --output-len 128..2k x4 --concurrency 1 --requests 4 "
+             "--dataset random:in=4096,out=1 --quiet --out %s", path);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    json_t *d = test_load_json(path);
+    CHECK(d != NULL);
+    if (!d) return;
+    CHECK_STR(json_string_value(get(d, "axis")), "output_len");
+    const json_t *c = get(d, "context"), *lv;
+    CHECK(json_is_null(get(get(c, "prefill"), "a_ms")) || !get(get(c, "prefill"), "a_ms"));
+    CHECK_EQ_INT(json_array_size(get(c, "levels")), 3);
+    size_t i;
+    json_array_foreach(get(c, "levels"), i, lv) {
+        int out = (int)test_num(lv, "output_len");
+        CHECK_EQ_INT(out, 128 << (2 * i));
+        CHECK_EQ_INT(test_num(lv, "input_len"), 4096);
+        double pre, dec;
+        CHECK(plan_at("--model deepseek-v2-lite --gpu h200", 4096, out, 1, &pre, &dec, NULL) == 0);
+        CHECK_MSG(fabs(test_num(lv, "median_tpot_ms") - dec) <= 0.01 * dec, "out %d: TPOT %.4f vs plan %.4f", out,
+                  test_num(lv, "median_tpot_ms"), dec);
+    }
+    json_decref(d);
+}

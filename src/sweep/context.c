@@ -612,9 +612,13 @@ void sweep_context_print(FILE *f, const json_t *doc) {
     else if (json_is_string(get(pf, "note")))
         fprintf(f, "  prefill: %s\n", json_string_value(get(pf, "note")));
     const json_t *dc = get(c, "decode");
-    if (isfinite(num(dc, "e_ms_per_1k_context")))
-        fprintf(f, "  decode: TPOT +%.3f ms per 1k tokens of context%s\n", num(dc, "e_ms_per_1k_context"),
-                isfinite(num(dc, "kv_read_bytes_per_s_implied")) ? "" : "");
+    if (isfinite(num(dc, "e_ms_per_1k_context"))) {
+        fprintf(f, "  decode: TPOT %+.3f ms per 1k tokens of context", num(dc, "e_ms_per_1k_context"));
+        /* the bandwidth the added context was read at, when the KV bytes per token are known */
+        if (isfinite(num(dc, "kv_read_bytes_per_s_implied")))
+            fprintf(f, " (the added KV read at %.2f TB/s)", num(dc, "kv_read_bytes_per_s_implied") / 1e12);
+        fputc('\n', f);
+    }
     const json_t *sf = get(c, "stops_fitting");
     if (json_is_object(sf)) {
         char in[16];
