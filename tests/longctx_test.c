@@ -40,15 +40,21 @@ static int plan_at(const char *target, int prompt, int out, int batch, double *p
     return 0;
 }
 
+/* `dsperf sim <args> --quiet --out TMP/<name>.json`, its exit code checked; the document or NULL. */
+static json_t *sim_json(const char *args, const char *name) {
+    char cmd[1400], path[512];
+    snprintf(path, sizeof path, "%s/%s.json", harness_tmpdir(), name);
+    snprintf(cmd, sizeof cmd, "sim %s --quiet --out %s", args, path);
+    int rc = test_run(cmd, NULL, NULL);
+    CHECK_EQ_INT(rc, 0);
+    return rc == 0 ? test_load_json(path) : NULL;
+}
+
 /* A context ladder on the simulator at concurrency 1 against plan, length by length. */
 static void ladder_matches_plan(const char *target) {
-    char cmd[1024], path[512];
-    snprintf(path, sizeof path, "%s/ctx.json", harness_tmpdir());
-    snprintf(cmd, sizeof cmd, "sim %s --input-len 1k..64k x2 --concurrency 1 --requests 6 --dataset random:in=1024,out=128 "
-             "--quiet --out %s", target, path);
-    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
-    json_t *d = test_load_json(path);
-    CHECK(d != NULL);
+    char args[512];
+    snprintf(args, sizeof args, "%s --input-len 1k..64k x2 --concurrency 1 --requests 6 --dataset random:in=1024,out=128", target);
+    json_t *d = sim_json(args, "ctx");
     if (!d) return;
     CHECK_STR(json_string_value(get(d, "axis")), "input_len");
     const json_t *c = get(d, "context"), *lv;
@@ -88,13 +94,7 @@ TEST(longctx_sim_ladder_v2lite_matches_plan) { ladder_matches_plan("--model deep
 TEST(longctx_sim_ladder_v3_matches_plan) { ladder_matches_plan("--model deepseek-v3 --gpu h200 --tp 8"); }
 
 TEST(longctx_sim_v3_kv_runs_out_at_32k) {
-    char cmd[1024], path[512];
-    snprintf(path, sizeof path, "%s/kv.json", harness_tmpdir());
-    snprintf(cmd, sizeof cmd, "sim --model deepseek-v3 --gpu h200 --tp 8 --input-len 4k..64k --concurrency 32 --requests 32 "
-             "--quiet --out %s", path);
-    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
-    json_t *d = test_load_json(path);
-    CHECK(d != NULL);
+    json_t *d = sim_json("--model deepseek-v3 --gpu h200 --tp 8 --input-len 4k..64k --concurrency 32 --requests 32", "kv");
     if (!d) return;
     const json_t *c = get(d, "context"), *lv;
     CHECK_EQ_INT(test_num(get(c, "stops_fitting"), "input_len"), 32768);
@@ -169,13 +169,11 @@ static double expected_lambda(double per_stream, int tokens) {
 }
 
 static json_t *stability_of(const char *jitter) {
-    char cmd[1024], path[512];
-    snprintf(path, sizeof path, "%s/stab.json", harness_tmpdir());
+    char args[512];
     /* whole rounds at every level (640 = 10 x 64): no level ends with fewer streams than it offered */
-    snprintf(cmd, sizeof cmd, "sim --engine fixed --ttft 0 --itl 10ms %s --concurrency 4..64x2 --dataset random:in=16,out=101 "
-             "--requests 640 --quiet --out %s", jitter, path);
-    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
-    json_t *d = test_load_json(path);
+    snprintf(args, sizeof args, "--engine fixed --ttft 0 --itl 10ms %s --concurrency 4..64x2 --dataset random:in=16,out=101 "
+             "--requests 640", jitter);
+    json_t *d = sim_json(args, "stab");
     json_t *s = d ? json_incref((json_t *)get(d, "stability")) : NULL;
     json_decref(d);
     return s;
@@ -274,13 +272,8 @@ TEST(longctx_serve_jitter_per_stream_follows_load) {
 /* Along output length (prompt fixed at 4k): the levels, no prefill fit, and TPOT at each output
  * length equal to plan's decode step at the mean context 4096 + M/2. */
 TEST(longctx_sim_output_len_ladder) {
-    char cmd[1024], path[512];
-    snprintf(path, sizeof path, "%s/out.json", harness_tmpdir());
-    snprintf(cmd, sizeof cmd, "sim --model deepseek-v2-lite --gpu h200 --output-len 128..2k x4 --concurrency 1 --requests 4 "
-             "--dataset random:in=4096,out=1 --quiet --out %s", path);
-    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
-    json_t *d = test_load_json(path);
-    CHECK(d != NULL);
+    json_t *d = sim_json("--model deepseek-v2-lite --gpu h200 --output-len 128..2k x4 --concurrency 1 --requests 4 "
+                         "--dataset random:in=4096,out=1", "out");
     if (!d) return;
     CHECK_STR(json_string_value(get(d, "axis")), "output_len");
     const json_t *c = get(d, "context"), *lv;
