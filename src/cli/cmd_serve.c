@@ -126,7 +126,7 @@ static const struct {
 
 enum {
     O_HOST = 1000, O_PORT, O_MODEL, O_ENGINE, O_SPEEDUP, O_DURATION, O_SEED, O_FAIL, O_429, O_DROP,
-    O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_THREADS, O_EXIT_AFTER, O_HELP,
+    O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_THREADS, O_EXIT_AFTER, O_HELP, O_MAX_BODY,
 };
 
 static const struct option long_opts[] = {
@@ -147,6 +147,7 @@ static const struct option long_opts[] = {
     {"error-style", required_argument, 0, O_ERR_STYLE},
     {"default-max-tokens", required_argument, 0, O_DEFAULT_MAX},
     {"threads", required_argument, 0, O_THREADS},
+    {"max-body", required_argument, 0, O_MAX_BODY},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -172,6 +173,8 @@ static void usage(FILE *f) {
         "                           (SO_REUSEPORT) and its own engine; /metrics shows their sum. For\n"
         "                           thousands of streams; --engine fixed without --capacity (a shared\n"
         "                           queue or one simulated batch cannot be split) (default 1)\n"
+        "  --max-body SIZE          largest request body accepted; a larger one is answered HTTP 413\n"
+        "                           (default 4MiB)\n"
         "fault injection (decided per request in arrival order from one rng seeded by --seed;\n"
         "with --threads, one rng per loop seeded by --seed + loop):\n"
         "  --seed N                 (default 1)\n"
@@ -282,6 +285,15 @@ int cmd_serve(int argc, char **argv) {
             if (units_parse_int(v, 1, 10000000, &n) < 0) { log_error("--default-max-tokens wants 1..10000000, got '%s'", v); goto out; }
             sp.default_max_tokens = (int32_t)n;
             break;
+        case O_MAX_BODY: {
+            int64_t b;
+            if (units_parse_bytes(v, &b) < 0 || b < 1024 || b > (1LL << 30)) {
+                log_error("--max-body wants a size from 1KiB to 1GiB (e.g. 4MiB), got '%s'", v);
+                goto out;
+            }
+            sp.max_body_bytes = b;
+            break;
+        }
         case O_THREADS:
             if (units_parse_int(v, 1, 64, &n) < 0) { log_error("--threads wants 1..64, got '%s'", v); goto out; }
             sp.threads = (int)n;

@@ -177,6 +177,9 @@ static json_t *run_level(const sim_sweep_opts *o, const plan *p, double load, in
     *rc = cmd_sim(n, v);
     sim_sweep_capture = NULL;
     free(v);
+    /* a level the run policy failed (server-side errors over --max-error-rate, as the rejections of a
+     * prompt past the context) is still the engine's answer at that level: kept, the ladder goes on */
+    if (*rc == EXIT_RUN_FAILED && doc && json_is_true(json_object_get(doc, "run_failed"))) return doc;
     if (*rc != EXIT_OK) { json_decref(doc); return NULL; }
     return doc;
 }
@@ -240,10 +243,12 @@ int sim_sweep_main(int argc, char **argv) {
     json_t *doc = new_doc(argc, argv, &p, &o);
     char err[512];
     rc = EXIT_OK;
+    bool level_failed = false;
     for (size_t i = 0; i < p.n && rc == EXIT_OK; i++) {
         for (int k = 0; k < (int)o.repeats && rc == EXIT_OK; k++) {
             json_t *res = run_level(&o, &p, p.levels[i], k, i, &rc);
             if (!res) break;
+            if (rc == EXIT_RUN_FAILED) { level_failed = true; rc = EXIT_OK; }
             if (!json_array_size(json_object_get(doc, "levels"))) set_config(doc, res, &p, &o);
             json_t *lv = level_json(res, &p, p.levels[i], k, (uint64_t)(o.seed + k));
             json_array_append_new(json_object_get(doc, "levels"), lv);
@@ -257,7 +262,10 @@ int sim_sweep_main(int argc, char **argv) {
             if (o.out && results_write_json(o.out, doc, err, sizeof err) < 0) { log_error("sim: %s", err); rc = EXIT_RUN_FAILED; }
         }
     }
-    if (rc != EXIT_OK && json_array_size(json_object_get(doc, "levels"))) {
+    if (rc == EXIT_OK && level_failed) {
+        log_error("sim: a level failed: server-side failures over --max-error-rate (see each level's run_failed_reason)");
+        rc = EXIT_RUN_FAILED;
+    } else if (rc != EXIT_OK && json_array_size(json_object_get(doc, "levels"))) {
         json_object_set_new(doc, "partial", json_true());
         json_object_set_new(doc, "partial_reason", json_string("a level failed; the levels before it are kept"));
         if (o.out && results_write_json(o.out, doc, err, sizeof err) < 0) log_error("sim: %s", err);

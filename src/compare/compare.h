@@ -1,7 +1,8 @@
 /* compare — a baseline run against a candidate run (two dsperf.results/1 documents): every metric
- * side by side with its change, a bootstrap confidence interval of the change from the runs'
- * samples (so noise is told from change), a Mann–Whitney p-value for the distribution, and a
- * verdict; then `--gate` rules that decide pass or fail for a pipeline. The output is a
+ * side by side with its change, a confidence interval of the change from the runs' samples, sized
+ * by each run's n (so noise is told from change), a Mann–Whitney p-value for the distribution, and a
+ * verdict; then `--gate` rules that decide pass or fail for a pipeline. A metric whose meaning
+ * depends on a setting the runs differ in is refused (compare_config.c). The output is a
  * dsperf.compare/1 document, printed as a table or Markdown. */
 #ifndef DSP_COMPARE_H
 #define DSP_COMPARE_H
@@ -42,6 +43,7 @@ typedef struct {
     int n_rules;
     const char *const *metrics;    /* metrics to show (NULL: a default set); rule metrics are added */
     int n_metrics;
+    bool allow_config_change;      /* compare metrics whose meaning depends on a setting that differs */
     const char *baseline_path, *candidate_path;   /* for the document only */
 } compare_opts;
 

@@ -4,6 +4,7 @@
  * Seeded, so the same inputs always give the same intervals. */
 #ifndef DSP_INFER_H
 #define DSP_INFER_H
+#include "metrics/sampleset.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,4 +41,37 @@ int infer_bootstrap_diff(infer_stat s, double param, const double *a, size_t na,
  * constant, a sigma that is not > 0, or out of memory. */
 int infer_bootstrap_slope(const double *x, const double *y, const double *sigma, size_t n, int resamples,
                           double confidence, uint64_t seed, double *slope, double *lo, double *hi, double *birge);
+
+/* Bootstrap percentile interval of the ratio mean(b) / mean(a) (a, b ascending), as
+ * infer_bootstrap_diff draws its resamples. 0 ok, -1 empty input, a zero mean or out of memory. */
+int infer_bootstrap_ratio(const double *a, size_t na, const double *b, size_t nb, int resamples, double confidence,
+                          uint64_t seed, double *lo, double *hi);
+
+/* ---- intervals sized by the runs' true n, from their sample sets ---- */
+
+/* The two-sided standard normal quantile: P(|Z| <= z) = confidence (1.96 for 0.95). */
+double infer_z(double confidence);
+
+/* A confidence interval of stat(b) - stat(a) for two independent runs, from their sample sets
+ * (every sample of each run, sampleset.h), so its width follows the runs' real n:
+ *  - INFER_MEAN: Welch's normal interval, d +- z sqrt(var_a/n_a + var_b/n_b);
+ *  - INFER_PERCENTILE (param p): each run's Maritz–Jarrett standard error (the spread of the
+ *    order statistics weighted by the Beta distribution of the p-th one's rank; distribution-free,
+ *    good at small n where the normal theory of quantiles is not), d +- z sqrt(se_a^2 + se_b^2).
+ *    A percentile needs 5 samples beyond it in each run (p99: n >= 500, p99.9: n >= 5,000);
+ *    with fewer there is no interval;
+ *  - INFER_STD: the delta method, se(s) = sqrt((m4 - s^4) / n) / 2s, combined likewise.
+ * These are large-sample intervals; infer_test checks that 95 % intervals cover the true
+ * difference about 95 % of the time at n = 500, 5,000 and 50,000. 0 ok; -1 with a one-line why
+ * when no interval can be given (why may be NULL). */
+int infer_interval_sets(infer_stat s, double param, const sampleset *a, const sampleset *b, double confidence,
+                        double *lo, double *hi, char *why, size_t whylen);
+/* The smallest n that gives percentile p an interval: 5 samples beyond it (confidence unused). */
+uint64_t infer_min_n_for_percentile(double p, double confidence);
+/* The regularized incomplete beta function I_x(a, b) (a, b > 0). */
+double infer_beta_inc(double a, double b, double x);
+
+/* Mann–Whitney p-value (as infer_mann_whitney_p) over two sample sets: values in one bucket are
+ * ties. NAN when either is empty. */
+double infer_mann_whitney_sets(const sampleset *a, const sampleset *b);
 #endif

@@ -133,6 +133,7 @@ typedef struct {
     const char *kind;            /* sweep level kind: "synchronous", "throughput" (auto mode), ... or NULL */
     int repeat;
     bool saturated, early_stopped, is_knee, is_max_goodput;
+    bool measured;               /* false: the sweep could not measure it (requests outlast the level) */
     const json_t *r;             /* the level's results document (borrowed) */
     const json_t *level;         /* the sweep's level object (load, kind, over_saturation, ...) or NULL */
 } rep_level;
@@ -215,4 +216,7 @@ void charts_context(rbuf *b, const rep_model *m);
 void charts_stability(rbuf *b, const rep_model *m);
 /* The same two views as Markdown sections (nothing when the document lacks them). */
 void md_context_and_stability(rbuf *b, const rep_model *m);
+/* A run from many hosts or a deployment over many nodes (deployment.c): ranks, clocks, lost ranks,
+ * GPUs per node and the slowest; nothing for one process on one node. */
+void report_deployment(rbuf *b, const json_t *r);
 #endif

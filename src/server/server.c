@@ -117,6 +117,7 @@ void server_default_params(server_params *p) {
     p->default_max_tokens = 256;
     p->seed = 1;
     p->threads = 1;
+    p->max_body_bytes = 4 << 20;   /* a 160k-token prompt is ~1 MB of JSON */
     p->stall_ns = 2 * NS_PER_S;
     p->error_style = SERVER_ERROR_STYLE_LLAMACPP;
 }
@@ -710,7 +711,10 @@ static worker *worker_new(server *top, int index, engine *eng, char *err, size_t
     s->http = evhttp_new(s->base);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
                                         EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
-    evhttp_set_max_body_size(s->http, 64 << 20);
+    /* A body over the cap is answered 413 by evhttp; with lingering close the rest of it is read and
+     * dropped (not kept) first, so the client gets the 413 rather than a connection reset. */
+    evhttp_set_max_body_size(s->http, (ev_ssize_t)top->p.max_body_bytes);
+    evhttp_set_flags(s->http, EVHTTP_SERVER_LINGERING_CLOSE);
     evhttp_set_timeout(s->http, 600);
     evhttp_set_gencb(s->http, handle_request, s);
     if (!evhttp_accept_socket_with_handle(s->http, s->listen_fd)) {

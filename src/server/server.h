@@ -29,6 +29,7 @@ typedef struct {
     int64_t stall_ns;            /* length of that gap (2 s) */
     double error_event_rate;     /* an error event mid-stream, then the end */
     int error_style;             /* SERVER_ERROR_STYLE_* */
+    int64_t max_body_bytes;      /* larger request bodies are answered 413 unread (4 MiB) */
     int threads;                 /* event loops, each with its own engine and SO_REUSEPORT socket (1) */
     bool handle_signals;         /* stop cleanly on SIGINT/SIGTERM (for the command, not threads) */
     const char *models_meta_json;/* a JSON object: GET /v1/models data[0].meta (what the engine is), or NULL */

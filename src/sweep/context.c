@@ -93,8 +93,6 @@ typedef struct {
     int cnt[CTX_NFIELDS];                /* repeats that had each field (mean fields divide by it) */
 } ctx_level;
 
-/* A level the sweep marked not measured says nothing ("measured": false). */
-static bool measured(const json_t *lv) { return !json_is_false(get(lv, "measured")); }
 
 /* Prompts the server refused outright: HTTP 400 (vLLM, the simulator), 413 (body too large), 422. */
 static double rejected_of(const json_t *res) {
@@ -263,14 +261,8 @@ static int predict_params(const json_t *res, const deploy_flags *flags, sim_para
         /* the blocks the engine really had: exact capacity, whatever the memory arithmetic */
         if (json_is_integer(get(eng, "kv_blocks")) && json_integer_value(get(eng, "kv_blocks")) > 0)
             p->num_gpu_blocks = (long long)json_integer_value(get(eng, "kv_blocks"));
-        if (json_is_object(f)) {
-            if (isfinite(num(f, "bw_eff"))) p->factors.bw_eff = num(f, "bw_eff");
-            if (isfinite(num(f, "compute_eff"))) p->factors.compute_eff = num(f, "compute_eff");
-            if (isfinite(num(f, "link_eff"))) p->factors.link_eff = num(f, "link_eff");
-            if (isfinite(num(f, "step_overhead_s"))) p->factors.step_overhead_s = num(f, "step_overhead_s");
-            if (isfinite(num(f, "comm_latency_s"))) p->factors.comm_latency_s = num(f, "comm_latency_s");
-            if (isfinite(num(f, "expert_skew"))) p->factors.expert_skew = num(f, "expert_skew");
-        }
+        /* every factor and the engine profile the run had: the prediction steps on the same cost model */
+        if (json_is_object(f)) sim_params_apply_factors(p, f, json_string_value(get(eng, "engine_profile")));
         snprintf(src, srclen, "the simulated deployment (%s on %s, tp %d)", p->model, p->gpu, p->tp);
         return 0;
     }
@@ -479,7 +471,7 @@ int sweep_context_analyse(json_t *doc, const deploy_flags *flags) {
     json_t *lv;
     const json_t *first_res = NULL;
     json_array_foreach(levels, i, lv) {
-        if (!measured(lv)) continue;
+        if (!sweep_level_measured(lv)) continue;   /* a level not measured says nothing */
         double load = num(lv, "load");
         if (!n || L[n - 1].load != load) {       /* repeats of one length are consecutive */
             if (n == SWEEP_MAX_LEVELS) break;

@@ -278,7 +278,7 @@ int sweep_stability_analyse(json_t *doc, stab_score score) {
     json_array_foreach(levels, i, lv) {
         char why[160] = "";
         double batch = batch_of(lv, axis, &how);
-        bool m = !json_is_false(json_object_get(lv, "measured"));
+        bool m = sweep_level_measured(lv);
         double sl = NAN, s = m ? stability_score_of(json_object_get(lv, "results"), score, &sl, why, sizeof why) : NAN;
         if (!m) snprintf(why, sizeof why, "level not measured");
         bool use = isfinite(s) && s > 0 && batch > 0;
