@@ -123,12 +123,13 @@ TEST(longctx_sweep_serve_sim_ladder) {
                              "--max-model-len 50000 --speedup 25") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     char cmd[1024], path[512];
     snprintf(path, sizeof path, "%s/sweep.json", harness_tmpdir());
-    /* the 64k prompts are refused: that is what the sweep is for, not a failed run */
     snprintf(cmd, sizeof cmd, "sweep --url %s --input-len 8k..64k x2 --concurrency 16 --requests 16 --server-metrics %s/metrics "
-             "--telemetry-interval 20ms --max-error-rate 100%% --quiet --out %s", s.url, s.url, path);
+             "--telemetry-interval 20ms --quiet --out %s", s.url, s.url, path);
     int rc = test_run(cmd, NULL, NULL);
     test_serve_stop(&s);
-    CHECK_EQ_INT(rc, 0);
+    /* the 64k level completes nothing (every prompt refused): by the run policy the sweep exits 1,
+     * with every level in the file */
+    CHECK_EQ_INT(rc, 1);
     json_t *d = test_load_json(path);
     CHECK(d != NULL);
     if (!d) return;
@@ -139,6 +140,10 @@ TEST(longctx_sweep_serve_sim_ladder) {
     /* the deployment the server described: the prediction knows the GPU and the KV capacity */
     const char *dep = json_string_value(get(get(c, "prediction"), "deployment"));
     CHECK_MSG(dep && strstr(dep, "h200"), "prediction deployment: %s", dep ? dep : "(none)");
+    CHECK_NEAR(test_num(get(c, "prediction"), "time_scale"), 25, 0);
+    /* no bandwidth beyond the H200's 4.8 TB/s comes out of the TPOT slope */
+    double bw = test_num(get(c, "decode"), "kv_read_bytes_per_s_implied");
+    CHECK(isnan(bw) || bw <= 4.8e12);
     const json_t *first = get(get(json_array_get(get(d, "levels"), 0), "results"), "deployment");
     CHECK(test_num(get(first, "kv_capacity_tokens"), "value") > 0);
     CHECK_EQ_INT(json_array_size(get(c, "levels")), 4);
@@ -150,8 +155,9 @@ TEST(longctx_sweep_serve_sim_ladder) {
         if (L <= 16384) {
             CHECK_EQ_INT(test_num(lv, "completed"), 16);
             CHECK(json_is_true(get(lv, "fits")));
-            /* a floor: the client sees a token after the engine made it (wall x speedup = engine time) */
-            CHECK_MSG(test_num(lv, "median_ttft_ms") * 25 >= 0.99 * test_num(pr, "ttft_ms"), "%d: TTFT %.2f ms x 25 below the "
+            /* a floor: the client sees a token after the engine made it; the prediction is on the
+             * client's clock (the server said it runs 25x faster: meta.speedup) */
+            CHECK_MSG(test_num(lv, "median_ttft_ms") >= 0.99 * test_num(pr, "ttft_ms"), "%d: TTFT %.2f ms below the "
                       "prefill alone %.2f ms", L, test_num(lv, "median_ttft_ms"), test_num(pr, "ttft_ms"));
         } else if (L == 32768) {
             CHECK_MSG(test_num(lv, "preemptions") > 0, "32k: preemptions from /metrics %.0f", test_num(lv, "preemptions"));

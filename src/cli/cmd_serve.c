@@ -334,6 +334,17 @@ int cmd_serve(int argc, char **argv) {
         engs[i] = engines[ei].create(kv, n_kv, sp.seed + (uint64_t)i, sp.model, i == 0 ? &facts : NULL, err, sizeof err);
         if (!engs[i]) { log_error("%s", err); goto out; }
     }
+    if (facts.models_meta && sp.speedup != 1) {
+        /* engine time runs `speedup` times faster than the client's clock: say so, so that what the
+         * client measures is compared with the engine's predictions on one clock */
+        json_t *m = json_loads(facts.models_meta, 0, NULL);
+        if (m) {
+            json_object_set_new(m, "speedup", json_real(sp.speedup));
+            free(facts.models_meta);
+            facts.models_meta = json_dumps(m, JSON_COMPACT);
+            json_decref(m);
+        }
+    }
     sp.models_meta_json = facts.models_meta;
     sp.metrics_info = facts.metrics_info;
     sp.handle_signals = true;

@@ -152,6 +152,11 @@ void deploy_from_server(deploy *d, const json_t *models, const json_t *props, co
     if (np > 0) { d->params = np; deploy_set(&d->params_s, false, "GET /v1/models meta.n_params"); }
     if (sz > 0) { d->model_bytes = sz; deploy_set(&d->model_bytes_s, false, "GET /v1/models meta.size"); }
     from_sim_config(d, json_object_get(meta, "sim"), "GET /v1/models meta.sim");
+    double speedup = json_number_value(json_object_get(meta, "speedup"));
+    if (speedup > 0 && json_object_get(meta, "sim")) {
+        d->time_scale = speedup;
+        deploy_set(&d->time_scale_s, false, "GET /v1/models meta.speedup (serve --speedup)");
+    }
     try_gguf(d, id, "the served id, readable here");
     try_gguf(d, tokenizer_path, "the --tokenizer file is the served model");
     if (!d->arch_s.known) catalog_from_path(d, id);

@@ -63,6 +63,8 @@ typedef struct {
     bool kv_capacity_set;       /* ... set by a setting (num_gpu_blocks override), not by memory */
     double gpu_memory_utilization;   /* the share of GPU memory the engine may use (vLLM, the simulator) */
     deploy_src gpu_memory_utilization_s;
+    double time_scale;          /* engine seconds per client second (serve --engine sim --speedup); 0 = 1 */
+    deploy_src time_scale_s;
     double params;              /* total parameters as the server reports them */
     deploy_src params_s;
     double model_bytes;         /* the weights' size as the server reports it */

@@ -242,9 +242,10 @@ static void set_key(sim_params *p, const char *key, const json_t *v) {
 
 /* The simulator's own settings when the run was simulated (config.sim, or what `serve --engine sim`
  * said at preflight), else the deployment resolved from what the run recorded and the flags. */
-static int predict_params(const json_t *res, const deploy_flags *flags, sim_params *p, char *src, size_t srclen,
-                          char *why, size_t whylen) {
+static int predict_params(const json_t *res, const deploy_flags *flags, sim_params *p, double *scale, char *src,
+                          size_t srclen, char *why, size_t whylen) {
     sim_default_params(p);
+    *scale = 1;
     const json_t *sim = get(get(res, "config"), "sim");
     if (json_is_object(sim) && !(flags && (flags->model || flags->gpu || flags->model_config))) {
         static const char *const keys[][2] = {
@@ -290,6 +291,12 @@ static int predict_params(const json_t *res, const deploy_flags *flags, sim_para
     if (d.gpu_memory_utilization > 0) p->gpu_memory_utilization = d.gpu_memory_utilization;
     if (d.kv_capacity_tokens > 0) p->num_gpu_blocks = (long long)(d.kv_capacity_tokens / p->block_size);
     deploy_describe(&d, src, srclen);
+    if (d.time_scale > 0 && d.time_scale != 1) {
+        /* serve --speedup K: the client sees the engine's times divided by K */
+        *scale = d.time_scale;
+        size_t n = strlen(src);
+        snprintf(src + n, srclen - n, "; its clock runs %gx the client's, so the predictions are divided by %g", *scale, *scale);
+    }
     return 0;
 }
 
@@ -302,7 +309,7 @@ typedef struct {
     double batch;
 } ctx_pred;
 
-static void predict(const sim_params *p, const ctx_level *L, double batch, ctx_pred *o) {
+static void predict(const sim_params *p, const ctx_level *L, double batch, double scale, ctx_pred *o) {
     memset(o, 0, sizeof *o);
     plan_inputs in;
     plan_default_inputs(&in);
@@ -318,9 +325,9 @@ static void predict(const sim_params *p, const ctx_level *L, double batch, ctx_p
     if (mml <= 0 && sim_params_cost(p, &c, err, sizeof err) == 0) { mml = c.arch.max_position; cost_free(&c); }
     o->ok = true;
     o->batch = in.batch;
-    o->ttft_ms = r.prefill_s * 1e3;
-    o->tpot_ms = r.decode.t * 1e3;
-    o->decode_tps_per_seq = 1.0 / r.decode.t;
+    o->ttft_ms = r.prefill_s * 1e3 / scale;
+    o->tpot_ms = r.decode.t * 1e3 / scale;
+    o->decode_tps_per_seq = scale / r.decode.t;
     o->kv_read_bytes_per_token = r.context * r.kv_bytes_per_token;
     o->kv_share_of_step = r.decode.bytes > 0 ? r.decode.kv_bytes / r.decode.bytes : NAN;
     o->seqs_fit = r.seqs_at_context_len;
@@ -383,7 +390,8 @@ static json_t *prefill_json(const ctx_level *L, size_t n, bool input_axis) {
 
 /* TPOT against context: d + e C; each sequence's step reads its whole context's KV, so e is the KV
  * read per 1k tokens of context, and batch x KV bytes per token / e the bandwidth it was read at. */
-static json_t *decode_json(const ctx_level *L, size_t n, double kv_bytes_per_token, double batch) {
+static json_t *decode_json(const ctx_level *L, size_t n, double kv_bytes_per_token, double batch, double scale,
+                           double hbm_bytes_per_s) {
     double x[SWEEP_MAX_LEVELS], y[SWEEP_MAX_LEVELS];
     size_t k = 0;
     for (size_t i = 0; i < n && k < SWEEP_MAX_LEVELS; i++)
@@ -391,12 +399,20 @@ static json_t *decode_json(const ctx_level *L, size_t n, double kv_bytes_per_tok
     if (k < 2) return json_pack("{s:s}", "note", "fewer than 2 lengths with a TPOT: no slope against context");
     double slope, icpt, sse, t;
     sweep_linfit(x, y, k, &slope, &icpt, &sse, &t);
-    double bw = slope > 0 && kv_bytes_per_token > 0 && batch >= 1 ? batch * kv_bytes_per_token * 1000 / (slope / 1e3) : NAN;
+    /* e is in the client's ms; the engine's is e x scale (serve --speedup) */
+    double bw = slope > 0 && kv_bytes_per_token > 0 && batch >= 1 ? batch * kv_bytes_per_token * 1000 / (slope * scale / 1e3) : NAN;
+    const char *note = "batch x KV bytes per token x 1000 / e: the bandwidth the added context was read at "
+                       "(prefill of other requests in the same steps adds to e at higher load)";
+    if (isfinite(bw) && hbm_bytes_per_s > 0 && bw > hbm_bytes_per_s) {
+        /* faster than the GPU's HBM: the slope is not the KV read alone (noise, or a clock the
+         * deployment did not state) — no number that breaks physics */
+        bw = NAN;
+        note = "the slope would put the KV read beyond the GPU's HBM bandwidth: TPOT's growth here is not the KV "
+               "read alone (noisy lengths, or an engine clock the run did not state), so no bandwidth is given";
+    }
     return json_pack("{s:s,s:o,s:o,s:o,s:o,s:s}", "model", "median TPOT ms = d + e x context/1000 (least squares)",
                      "d_ms", jnum(icpt), "e_ms_per_1k_context", jnum(slope), "batch", jnum(batch),
-                     "kv_read_bytes_per_s_implied", jnum(bw),
-                     "note", "batch x KV bytes per token x 1000 / e: the bandwidth the added context was read at "
-                             "(prefill of other requests in the same steps adds to it at higher load)");
+                     "kv_read_bytes_per_s_implied", jnum(bw), "note", note);
 }
 
 /* Why a length does not fit, or NULL. */
@@ -498,12 +514,17 @@ int sweep_context_analyse(json_t *doc, const deploy_flags *flags) {
     /* the prediction: one deployment for the whole sweep (the first measured level's) */
     sim_params p;
     char src[320] = "", why[320] = "";
-    bool can_predict = first_res && predict_params(first_res, flags, &p, src, sizeof src, why, sizeof why) == 0;
+    double scale = 1;
+    bool can_predict = first_res && predict_params(first_res, flags, &p, &scale, src, sizeof src, why, sizeof why) == 0;
     if (!first_res) snprintf(why, sizeof why, "no level was measured");
-    double kvb = NAN;
+    double kvb = NAN, hbm = NAN;
     cost_model cm;
     char err[256];
-    if (can_predict && sim_params_cost(&p, &cm, err, sizeof err) == 0) { kvb = cm.kv_bytes_per_token; cost_free(&cm); }
+    if (can_predict && sim_params_cost(&p, &cm, err, sizeof err) == 0) {
+        kvb = cm.kv_bytes_per_token;
+        hbm = cm.gpu.hbm_bytes_per_s;
+        cost_free(&cm);
+    }
     json_t *arr = json_array();
     long stop_at = -1;
     const char *stop_why = NULL;
@@ -514,7 +535,7 @@ int sweep_context_analyse(json_t *doc, const deploy_flags *flags) {
         if (isfinite(conc) && can_predict && p.max_num_seqs > 0 && batch > p.max_num_seqs) batch = p.max_num_seqs;
         if (!isfinite(batch_used)) batch_used = batch;
         ctx_pred pr;
-        if (can_predict) predict(&p, &L[k], batch, &pr);
+        if (can_predict) predict(&p, &L[k], batch, scale, &pr);
         const char *w = no_fit(&L[k], conc, whybuf[k], sizeof whybuf[k]);
         if (w && stop_at < 0) { stop_at = (long)k; stop_why = w; }
         json_array_append_new(arr, level_json(&L[k], k ? &L[k - 1] : NULL, can_predict ? &pr : NULL, w, input_axis, kvb));
@@ -526,11 +547,11 @@ int sweep_context_analyse(json_t *doc, const deploy_flags *flags) {
     json_object_set_new(c, "kv_bytes_per_token", jnum(kvb));
     json_object_set_new(c, "levels", arr);
     json_object_set_new(c, "prefill", prefill_json(L, n, input_axis));
-    json_object_set_new(c, "decode", decode_json(L, n, kvb, batch_used));
+    json_object_set_new(c, "decode", decode_json(L, n, kvb, batch_used, scale, hbm));
     json_object_set_new(c, "stops_fitting", stop_at < 0 ? json_null() : json_pack("{s:o,s:o,s:s}", "input_len",
         jnum(L[stop_at].in_len), "output_len", jnum(L[stop_at].out_len), "why", stop_why));
     json_object_set_new(c, "prediction", can_predict
-        ? json_pack("{s:s,s:s,s:s}", "deployment", src, "method", "dsperf plan's roofline per length: TTFT = the prompt's "
+        ? json_pack("{s:s,s:f,s:s,s:s}", "deployment", src, "time_scale", scale, "method", "dsperf plan's roofline per length: TTFT = the prompt's "
                     "prefill alone on the engine (chunked as configured); TPOT = one decode step at the offered batch "
                     "(concurrency, capped by max_num_seqs; open loop: the measured decoding concurrency) and mean context "
                     "prompt + output/2; fits = that batch of sequences of prompt + output tokens fits the KV cache",
