@@ -22,6 +22,7 @@ static const struct { const char *name; cmd_fn fn; const char *what; } commands[
     {"monitor", cmd_monitor, "continuous probing of a live endpoint + Prometheus exporter"},
     {"tokenize", cmd_tokenize, "encode/count/decode with a tokenizer.json or GGUF vocab"},
     {"env", cmd_env, "check the environment for what skews benchmarks"},
+    {"drift", cmd_drift, "accuracy drift between two deployments: top-1 agreement, logprob deltas, KL, delta PPL by context"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -23,7 +23,9 @@ static void usage(FILE *f) {
           "saturation curve with the knee, latency vs throughput, per-load table, percentile plots,\n"
           "time-aligned run view with telemetry, errors, and the command to reproduce. A tune file (dsperf tune,\n"
           "schema dsperf.tune/1) gets the recommendation, the Pareto chart and the configurations table\n"
-          "(Markdown and CSV too: one CSV row per configuration and load).\n\n"
+          "(Markdown and CSV too: one CSV row per configuration and load). A drift file (dsperf drift, schema\n"
+          "dsperf.drift/1) gets top-1 agreement, delta PPL and KL against context length with the noise floor,\n"
+          "the per-context table and the gate (CSV: one row per context).\n\n"
           "Options:\n"
           "  -o, --out FILE       HTML report (default report.html when no other output is asked for)\n"
           "  --md FILE            Markdown summary (verdict, findings, table, errors); '-' for stdout\n"
@@ -42,7 +44,8 @@ static void usage(FILE *f) {
           "  dsperf sim --concurrency 32 --out run.json --save-requests run.jsonl\n"
           "  dsperf report run.json -o run.html --save-requests run.jsonl\n"
           "  dsperf report sweep.json -o sweep.html --md sweep.md --csv sweep.csv --gpu h200\n"
-          "  dsperf report tune.json -o tune.html\n", f);
+          "  dsperf report tune.json -o tune.html\n"
+          "  dsperf report drift.json -o drift.html --csv drift.csv\n", f);
 }
 
 typedef int (*writer_fn)(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen);

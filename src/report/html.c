@@ -866,6 +866,7 @@ static void build(rbuf *b, const rep_model *m, const report_opts *o) {
 
 int report_write_html(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen) {
     if (report_is_tune(doc)) return report_tune_html(f, doc, o, err, errlen);
+    if (report_is_drift(doc)) return report_drift_html(f, doc, o, err, errlen);
     rep_model m;
     if (rep_model_init(&m, doc, err, errlen) != 0) return -1;
     if (!m.n) {

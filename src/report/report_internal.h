@@ -126,6 +126,16 @@ int report_tune_markdown(FILE *f, const json_t *doc, char *err, size_t errlen);
 int report_tune_csv(FILE *f, const json_t *doc, char *err, size_t errlen);
 bool report_is_tune(const json_t *doc);
 
+/* ---- drift documents (drift_page.c) ---- */
+
+/* dsperf.drift/1: the verdict at the longest context, agreement / ΔPPL / KL against context length
+ * with the noise floor, the per-context table and the gate. 0 ok, -1 with err filled. */
+int report_drift_html(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen);
+int report_drift_markdown(FILE *f, const json_t *doc, char *err, size_t errlen);
+/* One row per context. */
+int report_drift_csv(FILE *f, const json_t *doc, char *err, size_t errlen);
+bool report_is_drift(const json_t *doc);
+
 /* ---- view model (model.c) ---- */
 
 typedef struct {

@@ -5,11 +5,14 @@
 #ifndef DSP_SERVER_H
 #define DSP_SERVER_H
 #include "engine/engine.h"
+#include "engine/fixed_lm.h"
 #include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 enum { SERVER_ERROR_STYLE_LLAMACPP = 0, SERVER_ERROR_STYLE_OPENAI = 1 };
+/* How completions logprobs are written: OpenAI/vLLM legacy arrays, or llama.cpp's chat-style content. */
+enum { SERVER_LOGPROBS_OPENAI = 0, SERVER_LOGPROBS_LLAMACPP = 1 };
 
 typedef struct {
     const char *host;            /* "127.0.0.1" (loopback by default; "::1", "0.0.0.0" also) */
@@ -35,6 +38,8 @@ typedef struct {
     const char *models_meta_json;/* a JSON object: GET /v1/models data[0].meta (what the engine is), or NULL */
     const char *metrics_info;    /* exposition lines appended to /metrics (the engine's fixed facts, such
                                     as vLLM's cache_config_info), or NULL */
+    fixed_lm lm;                 /* the token model for logprobs requests (engine/fixed_lm.h) */
+    int logprobs_style;          /* SERVER_LOGPROBS_* */
 } server_params;
 
 typedef struct server server;
