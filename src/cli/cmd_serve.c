@@ -15,19 +15,15 @@
 
 typedef struct { const char *key, *value; } serve_kv;
 
-/* What an engine says about itself to clients (NULL: nothing): the /v1/models meta object and
- * fixed lines for /metrics. Owned by cmd_serve; free()d at exit. */
-typedef struct { char *models_meta, *metrics_info; } serve_facts;
-
 /* Builds an engine from the options the server did not recognise. Returns NULL with err set;
- * every failure here is a usage error (unknown key or bad value). facts may be NULL. */
+ * every failure here is a usage error (unknown key or bad value). */
 typedef engine *(*serve_engine_factory)(const serve_kv *opts, int n_opts, uint64_t seed, const char *served_model,
-                                        serve_facts *facts, char *err, size_t errlen);
+                                        server_params *sp, char *err, size_t errlen);
 
-static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, serve_facts *facts,
+static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, server_params *sp,
                                   char *err, size_t errlen) {
     (void)served_model;
-    (void)facts;
+    (void)sp;
     fixed_params p;
     fixed_default_params(&p);
     p.seed = seed;
@@ -39,12 +35,11 @@ static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, co
     return engine_fixed_create(&p, err, errlen);
 }
 
-/* The simulated DeepSeek engine: the served --model picks the catalog model (HF ids work) unless
- * the simulator's own --sim-model is given; every other unknown option is a simulator option. */
 /* The simulated deployment as clients may read it: GET /v1/models meta.sim (the simulator's settings,
- * which deploy_from_server reads: a sweep's roofline then knows the GPU) and vLLM's
- * cache_config_info on /metrics (the KV blocks, as a real vLLM exposes them). */
-static void sim_facts(const sim_params *p, engine *e, serve_facts *facts) {
+ * which deploy_from_server reads: a sweep's roofline then knows the GPU), and for vLLM's
+ * cache_config_info on /metrics what set the KV cache's size. meta is set once (the first loop's
+ * engine); the caller frees it. */
+static void sim_facts(const sim_params *p, engine *e, server_params *sp) {
     sim_info info;
     cost_model c;
     char err[256];
@@ -58,19 +53,15 @@ static void sim_facts(const sim_params *p, engine *e, serve_facts *facts) {
         "chunked_prefill", p->chunked_prefill, "max_model_len", mml, "kv_tokens", (json_int_t)(blocks * p->block_size));
     json_object_set_new(sim, "num_gpu_blocks", json_integer(p->num_gpu_blocks));   /* an override; 0 none */
     json_t *meta = json_pack("{s:s,s:o}", "engine", "dsperf sim", "sim", sim);
-    facts->models_meta = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
+    if (!sp->models_meta_json) sp->models_meta_json = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
     json_decref(meta);
-    char ov[32] = "None";
-    if (p->num_gpu_blocks > 0) snprintf(ov, sizeof ov, "%lld", p->num_gpu_blocks);
-    if (asprintf(&facts->metrics_info, "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
-                 "# TYPE vllm:cache_config_info gauge\n"
-                 "vllm:cache_config_info{block_size=\"%d\",cache_dtype=\"%s\",gpu_memory_utilization=\"%g\","
-                 "num_gpu_blocks=\"%lld\",num_gpu_blocks_override=\"%s\"} 1.0\n", p->block_size, p->kv_dtype,
-                 p->gpu_memory_utilization, blocks, ov) < 0)
-        facts->metrics_info = NULL;
+    sp->gpu_memory_utilization = p->gpu_memory_utilization;
+    sp->num_gpu_blocks_override = p->num_gpu_blocks;
 }
 
-static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, serve_facts *facts,
+/* The simulated DeepSeek engine: the served --model picks the catalog model (HF ids work) unless
+ * the simulator's own --sim-model is given; every other unknown option is a simulator option. */
+static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, server_params *sp,
                                 char *err, size_t errlen) {
     (void)seed;
     sim_params p;
@@ -91,8 +82,11 @@ static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, cons
             return NULL;
         }
     }
+    /* with prefix caching the engine needs each prompt's identity: its KV blocks' hashes */
+    if (p.prefix_caching) sp->prefix_block_tokens = p.block_size;
+    sp->kv_block_tokens = p.block_size;
     engine *e = engine_sim_create(&p, err, errlen);
-    if (e && facts) sim_facts(&p, e, facts);
+    if (e) sim_facts(&p, e, sp);
     return e;
 }
 
@@ -127,7 +121,7 @@ static const struct {
 enum {
     O_HOST = 1000, O_PORT, O_MODEL, O_ENGINE, O_SPEEDUP, O_DURATION, O_SEED, O_FAIL, O_429, O_DROP,
     O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_THREADS, O_EXIT_AFTER, O_HELP, O_MAX_BODY,
-    O_LP_SEED, O_LP_NOISE, O_LP_JITTER, O_LP_STYLE,
+    O_LP_SEED, O_LP_NOISE, O_LP_JITTER, O_LP_STYLE, O_LOG_PROMPTS,
 };
 
 static const struct option long_opts[] = {
@@ -138,6 +132,7 @@ static const struct option long_opts[] = {
     {"speedup", required_argument, 0, O_SPEEDUP},
     {"duration", required_argument, 0, O_DURATION},
     {"exit-after", required_argument, 0, O_EXIT_AFTER},
+    {"log-prompts", required_argument, 0, O_LOG_PROMPTS},
     {"seed", required_argument, 0, O_SEED},
     {"fail-rate", required_argument, 0, O_FAIL},
     {"status-429-rate", required_argument, 0, O_429},
@@ -174,6 +169,8 @@ static void usage(FILE *f) {
         "  --exit-after N           exit once N responses have completed: a server that dies mid-run,\n"
         "                           at a request count rather than a time (default 0 = never)\n"
         "  --default-max-tokens N   tokens when a request sets no max_tokens (default 256)\n"
+        "  --log-prompts FILE       write every accepted request as one JSON line (arrival order, monotonic\n"
+        "                           arrival time, the prompt tokens counted, the body as received)\n"
         "  --threads N              event loops, each on its own thread with its own socket on the port\n"
         "                           (SO_REUSEPORT) and its own engine; /metrics shows their sum. For\n"
         "                           thousands of streams; --engine fixed without --capacity (a shared\n"
@@ -229,7 +226,6 @@ int cmd_serve(int argc, char **argv) {
     int sargc = 0, n_kv = 0, rc = EXIT_USAGE;
     engine **engs = NULL;
     server *srv = NULL;
-    serve_facts facts = {0};
     if (!sargv || !kv) { log_error("out of memory"); goto out; }
     sargv[sargc++] = argv[0];
     for (int i = 1; i < argc; i++) {
@@ -284,6 +280,7 @@ int cmd_serve(int argc, char **argv) {
             sp.exit_after = (uint64_t)n;
             break;
         }
+        case O_LOG_PROMPTS: sp.log_prompts = v; break;
         case O_STALL:
             if (units_parse_duration_ns(v, &sp.stall_ns) < 0) { log_error("--stall wants a duration like 2s, got '%s'", v); goto out; }
             break;
@@ -352,22 +349,20 @@ int cmd_serve(int argc, char **argv) {
     engs = calloc((size_t)sp.threads, sizeof *engs);
     if (!engs) { log_error("out of memory"); goto out; }
     for (int i = 0; i < sp.threads; i++) {
-        engs[i] = engines[ei].create(kv, n_kv, sp.seed + (uint64_t)i, sp.model, i == 0 ? &facts : NULL, err, sizeof err);
+        engs[i] = engines[ei].create(kv, n_kv, sp.seed + (uint64_t)i, sp.model, &sp, err, sizeof err);
         if (!engs[i]) { log_error("%s", err); goto out; }
     }
-    if (facts.models_meta && sp.speedup != 1) {
+    if (sp.models_meta_json && sp.speedup != 1) {
         /* engine time runs `speedup` times faster than the client's clock: say so, so that what the
          * client measures is compared with the engine's predictions on one clock */
-        json_t *m = json_loads(facts.models_meta, 0, NULL);
+        json_t *m = json_loads(sp.models_meta_json, 0, NULL);
         if (m) {
             json_object_set_new(m, "speedup", json_real(sp.speedup));
-            free(facts.models_meta);
-            facts.models_meta = json_dumps(m, JSON_COMPACT);
+            free((char *)sp.models_meta_json);
+            sp.models_meta_json = json_dumps(m, JSON_COMPACT);
             json_decref(m);
         }
     }
-    sp.models_meta_json = facts.models_meta;
-    sp.metrics_info = facts.metrics_info;
     sp.handle_signals = true;
     bindaddr_warn_exposed("dsperf serve", sp.host);
     sp.lm.nonce_salt = sp.seed;   /* servers started with different --seed draw different --logprob-jitter */
@@ -384,7 +379,6 @@ out:
     for (int i = 0; i < n_kv; i++) free((char *)kv[i].key);
     free(kv);
     free(sargv);
-    free(facts.models_meta);
-    free(facts.metrics_info);
+    free((char *)sp.models_meta_json);
     return rc;
 }

@@ -36,8 +36,13 @@ typedef struct {
     int threads;                 /* event loops, each with its own engine and SO_REUSEPORT socket (1) */
     bool handle_signals;         /* stop cleanly on SIGINT/SIGTERM (for the command, not threads) */
     const char *models_meta_json;/* a JSON object: GET /v1/models data[0].meta (what the engine is), or NULL */
-    const char *metrics_info;    /* exposition lines appended to /metrics (the engine's fixed facts, such
-                                    as vLLM's cache_config_info), or NULL */
+    double gpu_memory_utilization;   /* the engine's, for vllm:cache_config_info (0: not said) */
+    int64_t num_gpu_blocks_override; /* the engine's KV blocks set by a setting, for cache_config_info (0: none) */
+    const char *log_prompts;     /* write every accepted request to this JSONL file (NULL: none) */
+    int32_t prefix_block_tokens; /* > 0: give the engine each prompt's chained block hashes, blocks of
+                                  * this many tokens (its KV block size), for its prefix cache */
+    int32_t kv_block_tokens;     /* the engine's KV block size when it has one (0: none), for
+                                  * vllm:cache_config_info on /metrics */
     fixed_lm lm;                 /* the token model for logprobs requests (engine/fixed_lm.h) */
     int logprobs_style;          /* SERVER_LOGPROBS_* */
 } server_params;
