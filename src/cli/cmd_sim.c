@@ -121,6 +121,13 @@ static json_t *engine_section(engine *e, const sim_params *p, const sim_series *
         json_object_set_new(o, "prefill_busy_s", json_real(info.prefill_busy_s));
     }
     json_object_set_new(o, "factors", sim_params_factors_json(&p->factors));
+    /* the scheduler's CPU cost per step and per sequence that this engine profile pays */
+    engine_profile prof;
+    if (sim_params_profile(p, &prof) == 0) {
+        cost_factors f = p->factors;
+        json_object_set_new(o, "step_overhead_s", json_real(prof.python ? *cost_step_overhead_of(&f, &prof) : 0));
+        json_object_set_new(o, "seq_overhead_s", json_real(prof.python ? *cost_seq_overhead_of(&f, &prof) : 0));
+    }
     /* sampled gauges in a few numbers, for diagnosis at a glance */
     double kv_max = 0, run_sum = 0;
     long long wait_max = 0, run_max = 0;
