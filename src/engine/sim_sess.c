@@ -7,6 +7,7 @@
  * the prompt and the answer to come, so the engine's prefix cache finds the history (the answer
  * included, as vLLM caches generated blocks) exactly where a server's would. */
 #include "engine/sim_run_int.h"
+#include "common/rng.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +31,7 @@ typedef struct {
     int oom;
 } sess_ctx;
 
-static uint64_t mix(uint64_t a, uint64_t b) {
-    uint64_t x = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
-    x ^= x >> 31; x *= 0x7fb5d329728ea185ULL; x ^= x >> 27; x *= 0x81dadef4bc2dd44dULL;
-    return x ^ (x >> 33);
-}
+static uint64_t mix(uint64_t a, uint64_t b) { return rng_mix64(a, b); }
 
 /* Turn t's prompt: system + first + t x (answer + user). */
 static int64_t prompt_tokens(const sim_sessions *s, int turn) {

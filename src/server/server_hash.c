@@ -1,5 +1,6 @@
 /* server_hash — chained block hashes of a prompt's words (server_hash.h). */
 #include "server/server_hash.h"
+#include "common/rng.h"
 #include "server/server_oai.h"
 #include <jansson.h>
 #include <ctype.h>
@@ -14,11 +15,7 @@ typedef struct {
     int oom;
 } hasher;
 
-static uint64_t mix(uint64_t a, uint64_t b) {
-    uint64_t x = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
-    x ^= x >> 31; x *= 0x7fb5d329728ea185ULL; x ^= x >> 27; x *= 0x81dadef4bc2dd44dULL;
-    return x ^ (x >> 33);
-}
+static uint64_t mix(uint64_t a, uint64_t b) { return rng_mix64(a, b); }
 
 /* One token: into the current block; a full block is chained onto the ones before. */
 static void token(hasher *h, uint64_t t) {
