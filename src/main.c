@@ -19,6 +19,7 @@ WEAK int cmd_gpu(int, char **);
 WEAK int cmd_monitor(int, char **);
 WEAK int cmd_tokenize(int, char **);
 WEAK int cmd_env(int, char **);
+WEAK int cmd_history(int, char **);
 
 static const struct { const char *name; cmd_fn fn; const char *what; } commands[] = {
     {"bench", cmd_bench, "load-test one endpoint with one load setting; summary + results JSON"},
@@ -34,6 +35,7 @@ static const struct { const char *name; cmd_fn fn; const char *what; } commands[
     {"monitor", cmd_monitor, "continuous probing of a live endpoint + Prometheus exporter"},
     {"tokenize", cmd_tokenize, "encode/count/decode with a tokenizer.json or GGUF vocab"},
     {"env", cmd_env, "check the environment for what skews benchmarks"},
+    {"history", cmd_history, "the results history (--db): list, trend, best, compare against history, import, export"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -726,3 +726,28 @@ void compare_print(FILE *f, const json_t *doc, bool md) {
         fprintf(f, md ? "- %s `%s`: %s\n" : "  %-4s %-30s %s\n", json_is_true(json_object_get(r, "passed")) ? "ok" : "FAIL",
                 json_string_value(json_object_get(r, "rule")), json_string_value(json_object_get(r, "reason")));
 }
+
+/* ---- for other readers of results (the history's noise band and trend) ---- */
+
+int compare_metric_direction(const char *metric) { return direction(metric); }
+
+double compare_sweep_headline(const json_t *sweep, const char *name) {
+    const headline_def *h = headline_of(name);
+    return h ? headline_value(sweep, h) : NAN;
+}
+
+int compare_metric_samples_of(const json_t *doc, const char *metric, compare_samples *out) {
+    memset(out, 0, sizeof *out);
+    char family[48];
+    if (parse_family(metric, &out->stat, &out->param, family, sizeof family)) {
+        const char *method = NULL;
+        out->v = family_samples(doc, family, &out->n, &out->n_run, &method);
+    } else if (!strcmp(metric, "output_throughput") || !strcmp(metric, "request_throughput")) {
+        out->stat = INFER_MEAN;
+        out->v = second_samples(doc, metric[0] == 'o' ? "output_tokens" : "finished", &out->n);
+        out->n_run = out->n;
+    }
+    if (!out->v) { out->n = 0; return -1; }
+    if (out->n_run < out->n) out->n_run = out->n;
+    return 0;
+}

@@ -5,6 +5,7 @@
  * dsperf.compare/1 document, printed as a table or Markdown. */
 #ifndef DSP_COMPARE_H
 #define DSP_COMPARE_H
+#include "metrics/infer.h"
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -62,4 +63,23 @@ json_t *compare_sweeps(const json_t *base, const json_t *cand, const compare_opt
 
 /* Prints either document: a table (markdown false) or GitHub-flavoured Markdown. */
 void compare_print(FILE *f, const json_t *doc, bool markdown);
+
+/* ---- compare's reading of a results document, for other readers (the history) ---- */
+
+/* +1 higher is better (throughputs, goodput), -1 lower is better (latencies, errors), 0 unknown. */
+int compare_metric_direction(const char *metric);
+/* A sweep's headline number (knee_load, knee_output_throughput, peak_output_throughput,
+ * max_goodput, max_goodput_load, slo_boundary_load) as compare_sweeps reads it; NAN otherwise. */
+double compare_sweep_headline(const json_t *sweep, const char *name);
+
+/* The samples compare tests a metric with: a latency statistic's per-request samples (ms,
+ * ascending; every value or quantiles of n_run) or a throughput's interior per-second values. */
+typedef struct {
+    infer_stat stat;
+    double param;        /* the percentile for INFER_PERCENTILE */
+    double *v;           /* malloc'd, ascending */
+    size_t n, n_run;
+} compare_samples;
+/* 0 with out->v filled (free it), -1 when the document has no samples for this metric. */
+int compare_metric_samples_of(const json_t *doc, const char *metric, compare_samples *out);
 #endif

@@ -107,3 +107,35 @@ int infer_bootstrap_diff(infer_stat s, double param, const double *a, size_t na,
     free(diff);
     return 0;
 }
+
+/* The standard normal quantile, by bisection on erfc (a few dozen steps; called per metric, not
+ * per sample). */
+static double normal_quantile(double p) {
+    double lo = -10, hi = 10;
+    for (int i = 0; i < 100; i++) {
+        double mid = (lo + hi) / 2;
+        if (0.5 * erfc(-mid / sqrt(2.0)) < p) lo = mid; else hi = mid;
+    }
+    return (lo + hi) / 2;
+}
+
+int infer_interval_one(infer_stat s, double param, const double *sorted, size_t n, size_t n_run, double confidence,
+                       double *lo, double *hi) {
+    *lo = *hi = NAN;
+    if (!n || s == INFER_STD || !(confidence > 0 && confidence < 1)) return -1;
+    if (n_run < n) n_run = n;
+    double z = normal_quantile(0.5 + confidence / 2);
+    if (s == INFER_MEAN) {
+        double m = stats_mean(sorted, n), half = z * stats_std(sorted, n) / sqrt((double)n_run);
+        *lo = m - half;
+        *hi = m + half;
+        return 0;
+    }
+    /* the order statistics that bracket the q-quantile with the wanted coverage: the rank of the
+     * quantile among n_run draws is Binomial(n_run, q), so the levels q -/+ z sqrt(q(1-q)/n_run) */
+    double q = param / 100.0, w = z * sqrt(q * (1 - q) / (double)n_run);
+    double ql = q - w < 0 ? 0 : q - w, qh = q + w > 1 ? 1 : q + w;
+    *lo = stats_percentile_sorted(sorted, n, ql * 100);
+    *hi = stats_percentile_sorted(sorted, n, qh * 100);
+    return 0;
+}

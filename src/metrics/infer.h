@@ -25,4 +25,12 @@ double infer_stat_value(infer_stat s, double param, const double *sorted, size_t
  * resample is drawn as counts per value, so no sorting). 0 ok, -1 empty input or out of memory. */
 int infer_bootstrap_diff(infer_stat s, double param, const double *a, size_t na, const double *b, size_t nb,
                          int resamples, double confidence, uint64_t seed, double *lo, double *hi);
+
+/* The interval of ONE run's statistic from its own ascending samples (a history's noise band):
+ * a percentile by the distribution-free order-statistic interval (levels q -/+ z sqrt(q(1-q)/N),
+ * read off the samples), the mean by its normal interval (mean -/+ z std / sqrt(N)). The samples
+ * are every value (n == n_run) or n evenly spaced quantiles of n_run values; N is n_run. No
+ * interval for INFER_STD. 0 ok, -1 empty input or no interval. */
+int infer_interval_one(infer_stat s, double param, const double *sorted, size_t n, size_t n_run, double confidence,
+                       double *lo, double *hi);
 #endif

@@ -245,6 +245,16 @@ static json_t *sample_values(const stats_samples *s, json_t **method) {
     return arr;
 }
 
+json_t *summary_samples_family(double *ms, size_t n) {
+    stats_samples s = { .v = ms, .n = n, .cap = n, .sorted = 0 };
+    stats_sort(&s);
+    json_t *m = json_object(), *method;
+    json_object_set_new(m, "values", sample_values(&s, &method));
+    json_object_set_new(m, "n", json_integer((json_int_t)n));
+    json_object_set_new(m, "method", method);
+    return m;
+}
+
 static json_t *samples_json(acc *a) {
     json_t *o = json_object();
     json_object_set_new(o, "unit", json_string("us"));

@@ -38,6 +38,11 @@ int summary_parse_slo(summary_opts *o, const char *spec);
  * NULL on out-of-memory. */
 json_t *summary_compute(const recset *recs, const summary_opts *o);
 
+/* One family of the results' "samples" ({"values": µs ascending, "n", "method"}) from per-request
+ * values in ms, as summary_compute writes it (every value up to 2,000, else 2,000 evenly spaced
+ * quantiles): for documents built from another tool's per-request lists. Sorts ms in place. */
+json_t *summary_samples_family(double *ms, size_t n);
+
 /* vLLM's spelling of a percentile in field names and labels: integral values without a
  * decimal point ("99"), others in the shortest form that reads back exactly ("99.9"). */
 void summary_percentile_label(double p, char *buf, size_t len);
