@@ -7,6 +7,7 @@
 #include "metrics/summary.h"
 #include "dataset/dataset.h"
 #include "telemetry/telemetry.h"
+#include "cli/history_opts.h"
 #include <jansson.h>
 
 #define BENCH_MAX_CLASSES 16
@@ -38,6 +39,7 @@ typedef struct {
     telemetry_opts telemetry;    /* samplers to run beside the load (none by default) */
     bool telemetry_on;
     bool quiet, no_progress;
+    history_opts hist;           /* --db / --label: record the run in the results history */
     char *command_line;
     bench_class classes[BENCH_MAX_CLASSES];
     int n_classes;               /* 0: one class, the --dataset */
@@ -53,7 +55,7 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv);
 void bench_opts_defaults(bench_opts *b, int argc, char **argv);
 /* The options every command that sends requests takes alike (bench, sweep, monitor): the target
  * (url, api, model, header, insecure, timeout), the requests (dataset, tokenizer, no-usage, seed),
- * the SLO and quiet, by long option name. Returns 0 when applied, 1 when name is not one of them,
+ * the SLO, quiet, and the history (db, label), by long option name. Returns 0 when applied, 1 when name is not one of them,
  * or EXIT_USAGE after its one-line error. */
 int bench_opts_shared(bench_opts *b, const char *name, const char *value);
 void bench_opts_free(bench_opts *b);

@@ -19,6 +19,7 @@ int cmd_bench(int argc, char **argv) {
     bench_opts b;
     int rc = bench_opts_parse(&b, argc, argv);
     if (rc >= 0) { bench_opts_free(&b); return rc; }   /* --help or a usage error (reported) */
+    if ((rc = history_opts_check(&b.hist)) != EXIT_OK) { bench_opts_free(&b); return rc; }
     fd_limit_prepare();     /* thousands of streams: before any thread starts */
     dataset *ds = NULL;
     char *model = NULL;
@@ -48,6 +49,7 @@ int cmd_bench(int argc, char **argv) {
         if (b.out_path && results_write_json(b.out_path, res, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
         else if (b.out_path) log_info("results written to %s", b.out_path);
         if (b.requests_path && results_write_requests_jsonl(b.requests_path, &recs, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
+        if (history_opts_record(&b.hist, res, NULL, 0) != EXIT_OK) exit_code = EXIT_RUN_FAILED;
         if (exit_code == EXIT_OK && json_integer_value(json_object_get(res, "completed")) == 0) {
             const char *first = NULL;
             for (size_t i = 0; i < recs.n && !first; i++) first = recs.v[i].error;

@@ -4,6 +4,7 @@
  * `bench`, plus the engine's own series under "engine". Also `--calibrate`: fits the cost model's
  * efficiency factors to a measured run and saves them as a profile. */
 #include "cli/cli.h"
+#include "cli/history_opts.h"
 #include "common/log.h"
 #include "common/rng.h"
 #include "common/units.h"
@@ -45,6 +46,7 @@ static void usage(FILE *f) {
         "  --percentiles LIST         (50,90,95,99,99.9)\n"
         "  --slo ttft=200ms,tpot=50ms,e2el=10s   goodput SLOs, any subset (as bench)\n"
         "  --quiet                    no summary on stdout\n"
+        "  --db PATH, --label K=V     record the run in the results history (dsperf history --help)\n"
         "Calibration:\n"
         "  --calibrate FILE           fit bw_eff, step overhead and compute_eff to a measured run: its\n"
         "                             per-request JSONL (bench --save-requests), or its results JSON\n"
@@ -151,7 +153,7 @@ static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_n
 
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
        O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP,
-       O_SIM = 2000 };
+       O_DB, O_LABEL, O_SIM = 2000 };
 
 int cmd_sim(int argc, char **argv) {
     static const struct option own[] = {
@@ -168,6 +170,7 @@ int cmd_sim(int argc, char **argv) {
         {"output-len", required_argument, 0, O_OUTPUT_LEN}, {"max-concurrency", required_argument, 0, O_MAXCONC},
         {"think", required_argument, 0, O_THINK}, {"slo", required_argument, 0, O_SLO},
         {"save-requests", required_argument, 0, O_REQ_OUT}, {"help", no_argument, 0, O_HELP},
+        {"db", required_argument, 0, O_DB}, {"label", required_argument, 0, O_LABEL},
     };
     const char *const *keys = sim_params_keys();
     struct option *opts = cli_options_with_keys(own, sizeof own / sizeof own[0], keys, O_SIM);
@@ -177,6 +180,8 @@ int cmd_sim(int argc, char **argv) {
     sim_default_params(&p);
     summary_opts so;
     summary_default_opts(&so);
+    history_opts hist;
+    history_opts_init(&hist);
     const char *dataset = "random:in=1024,out=128", *arrival_spec = "poisson", *out_path = NULL, *req_out = NULL;
     const char *calibrate = NULL, *req_jsonl = NULL, *profile_out = "profile.json";
     double rate = 0;
@@ -216,6 +221,9 @@ int cmd_sim(int argc, char **argv) {
         case O_CALIBRATE: calibrate = optarg; break;
         case O_REQ_JSONL: req_jsonl = optarg; break;
         case O_PROFILE_OUT: profile_out = optarg; break;
+        case O_DB: case O_LABEL:
+            if (history_opts_apply(&hist, c == O_DB ? "db" : "label", optarg) != 0) { free(opts); return EXIT_USAGE; }
+            break;
         case '?':
             log_error("sim: unknown or incomplete option '%s'; see dsperf sim --help", argv[optind - 1]);
             free(opts);
@@ -236,6 +244,7 @@ int cmd_sim(int argc, char **argv) {
         log_error("sim: unexpected argument '%s'", argv[optind]);
         return EXIT_USAGE;
     }
+    if (!calibrate && history_opts_check(&hist) != EXIT_OK) return EXIT_USAGE;
     if (calibrate) {
         sim_calibration cal;
         if (sim_calibrate_from_files(&p, calibrate, req_jsonl, &cal, err, sizeof err) < 0) {
@@ -358,6 +367,7 @@ int cmd_sim(int argc, char **argv) {
         log_error("sim: %s", err);
         rc = EXIT_RUN_FAILED;
     }
+    if (history_opts_record(&hist, doc, NULL, 0) != EXIT_OK) rc = EXIT_RUN_FAILED;
     if (!quiet) {
         results_print_summary(stdout, doc);
         int64_t first = recs.n ? recs.v[0].send_ns : 0, last = first;

@@ -40,6 +40,7 @@ static const char usage_text[] =
 "  --out FILE              sweep results (default sweep.json)\n"
 "  --save-requests PREFIX  per-request JSONL per level: PREFIX.<level>.<repeat>.jsonl\n"
 "  --quiet, --no-progress  as in bench\n"
+"  --db PATH, --label K=V  record the sweep in the results history (dsperf history --help)\n"
 "\n"
 "Every other `dsperf bench` option (--url, --model, --api, --dataset, --arrival, --max-concurrency,\n"
 "--timeout, --seed, --percentiles, --header ...) is accepted and applies to every level.\n"
@@ -56,12 +57,14 @@ int cmd_sweep(int argc, char **argv) {
     bench_opts b;
     int rc = sweep_opts_parse(&so, &b, argc, argv, "sweep", usage_text);
     if (rc >= 0) return rc;
+    if ((rc = history_opts_check(&b.hist)) != EXIT_OK) { sweep_opts_free(&so, &b); return rc; }
     fd_limit_prepare();     /* thousands of streams: before any thread starts */
     struct sigaction sa = { .sa_handler = on_signal };
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     json_t *doc = NULL;
     rc = sweep_run(&so, &b, &doc);
+    if (doc && history_opts_record(&b.hist, doc, NULL, 0) != EXIT_OK && rc == EXIT_OK) rc = EXIT_RUN_FAILED;
     json_decref(doc);
     sweep_opts_free(&so, &b);
     return rc;

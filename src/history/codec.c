@@ -88,6 +88,6 @@ json_t *hist_compare_view(const json_t *doc) {
     size_t i;
     json_t *lv;
     json_array_foreach(json_object_get(v, "levels"), i, lv) slim_results(json_object_get(lv, "results"));
-    json_object_del(v, "configurations");   /* tune: every configuration's sweep, kept in the document */
+    json_object_del(v, "configs");   /* tune: every configuration in detail, kept in the document */
     return v;
 }

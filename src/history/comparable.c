@@ -60,13 +60,27 @@ static char *differences(history *h, const cfg_group *g, size_t ng) {
     return out;
 }
 
-int hist_comparable_select(history *h, const hist_query *q, history_ids *out, char **note, char ref_hash[17], char *err,
-                           size_t errlen) {
+/* The condition "the run has a value for this metric" ('?100' is the metric's name), or NULL when
+ * only the documents can tell. */
+static const char *has_metric_sql(const char *metric, char *buf, size_t len) {
+    if (!metric) return NULL;
+    int ci = hist_col_index(metric);
+    if (ci >= 0) { snprintf(buf, len, "r.%s IS NOT NULL", hist_cols[ci].name); return buf; }
+    snprintf(buf, len, "(NOT EXISTS (SELECT 1 FROM run_metric m WHERE m.name = ?100) OR "
+                       "EXISTS (SELECT 1 FROM run_metric m WHERE m.name = ?100 AND m.run_id = r.id))");
+    return buf;
+}
+
+int hist_comparable_select(history *h, const hist_query *q, const char *has_metric, history_ids *out, char **note,
+                           char ref_hash[17], char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     *note = NULL;
     ref_hash[0] = 0;
     sqlite3_stmt *st;
-    if (hist_query_prepare(h, q, "r.id, r.config_hash", NULL, 0, &st, NULL, err, errlen) < 0) return -1;
+    char cond[256];
+    const char *extra = has_metric_sql(has_metric, cond, sizeof cond);
+    if (hist_query_prepare(h, q, "r.id, r.config_hash", extra, 0, &st, NULL, err, errlen) < 0) return -1;
+    if (extra && strstr(extra, "?100")) sqlite3_bind_text(st, 100, has_metric, -1, SQLITE_STATIC);
     size_t cap = 0, ng = 0, gcap = 8;
     cfg_group *g = malloc(gcap * sizeof *g);
     int64_t *ids = NULL;

@@ -78,13 +78,13 @@ int hist_select_before(history *h, const hist_query *q, int64_t before, const ch
 char *hist_config_hash_of(history *h, int64_t id);
 
 /* ---- comparable.c ---- */
-/* The runs a query matches that share the configuration of the most recent match (all of them
- * with config:any), ascending. *note (malloc'd, or NULL) says what was left out and what the
+/* The runs a query matches (and, when has_metric is given, that have a value for that metric)
+ * that share the configuration of the most recent match (all of them with config:any), ascending. *note (malloc'd, or NULL) says what was left out and what the
  * configurations differ in ("4 matching runs of 1 other configuration left out; they differ in
  * concurrency (4, 8)"), or with config:any what the included runs differ in. ref_hash gets the
  * configuration hash of the most recent match ("" when none matched). */
-int hist_comparable_select(history *h, const hist_query *q, history_ids *out, char **note, char ref_hash[17], char *err,
-                           size_t errlen);
+int hist_comparable_select(history *h, const hist_query *q, const char *has_metric, history_ids *out, char **note,
+                           char ref_hash[17], char *err, size_t errlen);
 /* What the configurations of these runs differ in, "concurrency (4, 8); dataset (a, b)", or NULL
  * when they share one. malloc'd. */
 char *hist_config_differences(history *h, const int64_t *ids, size_t n);

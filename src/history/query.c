@@ -25,10 +25,32 @@ static const char terms_help[] =
     "terms: N, A..B, latest, last:N, model: endpoint: engine: gpu: host: kind: producer: version: (GLOBs), "
     "label:KEY=GLOB, label:KEY, since:DATE|7d|12h, until:DATE, config:HASH, config:any, partial:yes|no";
 
+/* Every bare '?' of sql numbered explicitly from `first` on ("?7"), so that parameters elsewhere
+ * in a statement (a column list's ?100) do not shift them. malloc'd. */
+static char *renumber(const char *sql, int first) {
+    size_t n = strlen(sql), q = 0;
+    for (size_t i = 0; i < n; i++) q += sql[i] == '?';
+    char *out = malloc(n + q * 4 + 1);
+    if (!out) return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        out[o++] = sql[i];
+        if (sql[i] == '?' && !(sql[i + 1] >= '0' && sql[i + 1] <= '9')) o += (size_t)sprintf(out + o, "%d", first++);
+    }
+    out[o] = 0;
+    return out;
+}
+
+/* Appends a condition whose '?'s are the last parameters added. */
 static int add_cond(hist_query *q, const char *cond, char *err, size_t errlen) {
-    size_t n = strlen(cond);
-    if (q->wlen + n + 8 >= sizeof q->where) { snprintf(err, errlen, "query too long"); return -1; }
-    q->wlen += (size_t)snprintf(q->where + q->wlen, sizeof q->where - q->wlen, "%s(%s)", q->wlen ? " AND " : "", cond);
+    int k = 0;
+    for (const char *c = cond; *c; c++) k += *c == '?';
+    char *num = renumber(cond, q->np - k + 1);
+    if (!num) { snprintf(err, errlen, "out of memory"); return -1; }
+    size_t n = strlen(num);
+    if (q->wlen + n + 8 >= sizeof q->where) { free(num); snprintf(err, errlen, "query too long"); return -1; }
+    q->wlen += (size_t)snprintf(q->where + q->wlen, sizeof q->where - q->wlen, "%s(%s)", q->wlen ? " AND " : "", num);
+    free(num);
     return 0;
 }
 
@@ -184,18 +206,20 @@ bool hist_query_only_ids(const hist_query *q) { return q->np > 0 && !q->other_te
 
 int hist_query_prepare(history *h, const hist_query *q, const char *cols, const char *extra, int64_t limit, sqlite3_stmt **st,
                        int *first_free, char *err, size_t errlen) {
-    size_t cap = strlen(cols) + q->wlen + (extra ? strlen(extra) : 0) + 200;
+    char *ex = extra ? renumber(extra, q->np + 1) : NULL;
+    size_t cap = strlen(cols) + q->wlen + (ex ? strlen(ex) : 0) + 200;
     char *sql = malloc(cap);
-    if (!sql) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (!sql || (extra && !ex)) { free(sql); free(ex); snprintf(err, errlen, "out of memory"); return -1; }
     const char *w = q->wlen ? q->where : "1";
     int64_t last = q->last;
     if (limit > 0 && (!last || limit < last)) last = limit;
     /* the newest `last`, returned oldest first (the first column is always r.id) */
     if (last)
         snprintf(sql, cap, "SELECT * FROM (SELECT %s FROM run r WHERE %s%s%s ORDER BY r.id DESC LIMIT %lld) ORDER BY 1", cols, w,
-                 extra ? " AND " : "", extra ? extra : "", (long long)last);
+                 ex ? " AND " : "", ex ? ex : "", (long long)last);
     else
-        snprintf(sql, cap, "SELECT %s FROM run r WHERE %s%s%s ORDER BY r.id", cols, w, extra ? " AND " : "", extra ? extra : "");
+        snprintf(sql, cap, "SELECT %s FROM run r WHERE %s%s%s ORDER BY r.id", cols, w, ex ? " AND " : "", ex ? ex : "");
+    free(ex);
     int rc = sqlite3_prepare_v2(h->db, sql, -1, st, NULL);
     free(sql);
     if (rc != SQLITE_OK) return hist_sql_err(h, rc, "cannot query", err, errlen);

@@ -63,7 +63,7 @@ static const history_metric_def tune_metrics[] = {
 
 static double tune_value(const json_t *doc, const char *name) {
     if (!strcmp(name, "configurations")) {
-        const json_t *c = json_object_get(doc, "configurations");
+        const json_t *c = json_object_get(doc, "configs");
         return json_is_array(c) ? (double)json_array_size(c) : NAN;
     }
     return NAN;
@@ -204,6 +204,7 @@ static int fill_row(hist_row *r, const json_t *doc, char *err, size_t errlen) {
     r->endpoint = str_at(doc, "config.url");
     r->model = str_at(r->first, "server.model_id");
     if (!r->model) r->model = str_at(doc, "config.model");
+    if (!r->model) r->model = str_at(r->first, "config.model");
     r->engine = str_at(r->first, "server.engine");
     r->engine_version = str_at(r->first, "server.engine_version");
     if (!r->engine && json_is_object(at_path(r->first, "config.sim"))) {
@@ -216,6 +217,8 @@ static int fill_row(hist_row *r, const json_t *doc, char *err, size_t errlen) {
     }
     gpus_of(r);
     r->run_time = parse_date(str_at(doc, "date"));
+    if (!r->run_time) r->run_time = parse_date(str_at(r->first, "date"));
+    if (!r->run_time) r->run_time = (int64_t)time(NULL);   /* a document without a date: when it was recorded */
     json_t *cfg = comparable_config(r->kind, doc);
     r->config = hist_canonical(cfg);
     json_decref(cfg);

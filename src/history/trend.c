@@ -323,7 +323,7 @@ static int select_series(history *h, const char *metric, const char *query, seri
     if (hist_query_parse(query, &q, err, errlen) < 0) return -1;
     history_ids ids;
     char *note = NULL, ref[17];
-    int rc = hist_comparable_select(h, q, &ids, &note, ref, err, errlen);
+    int rc = hist_comparable_select(h, q, metric, &ids, &note, ref, err, errlen);
     if (rc == 0 && !ids.n) { snprintf(err, errlen, "no run in %s matches '%s'", h->path, query ? query : ""); rc = -1; }
     size_t missing = 0;
     if (rc == 0) rc = load_series(h, q, ref, hist_query_any_config(q), metric, s, &missing, err, errlen);
