@@ -102,13 +102,13 @@ static void table_row(FILE *f, sqlite3_stmt *st, bool wide) {
     char when[32], cfg[9];
     fmt_time(sqlite3_column_int64(st, C_TIME), when, sizeof when);
     snprintf(cfg, sizeof cfg, "%.8s", col_text(st, C_CONFIG) ? col_text(st, C_CONFIG) : "");
-    const char *kind = col_text(st, C_KIND), *model = col_text(st, C_MODEL), *engine = col_text(st, C_ENGINE);
+    const char *kind = col_text(st, C_KIND), *producer = col_text(st, C_PRODUCER), *model = col_text(st, C_MODEL), *engine = col_text(st, C_ENGINE);
     const char *gpu = col_text(st, C_GPU), *labels = col_text(st, C_LABELS);
     char eng[48];
     snprintf(eng, sizeof eng, "%s%s%s", engine ? engine : "-", col_text(st, C_ENGINE_V) ? " " : "",
              col_text(st, C_ENGINE_V) ? col_text(st, C_ENGINE_V) : "");
     fprintf(f, "%6lld  %-16s %-8.8s %-28.28s %-16.16s %-14.14s %-8s", (long long)sqlite3_column_int64(st, C_ID), when,
-            kind ? kind : "-", model ? model : "-", eng, gpu ? gpu : "-", cfg);
+            producer ? producer : kind ? kind : "-", model ? model : "-", eng, gpu ? gpu : "-", cfg);
     int pos[64], c = C_FIRST_METRIC;
     for (size_t i = 0; i < hist_n_cols && i < 64; i++) { pos[i] = c; c += hist_cols[i].band ? 3 : 1; }
     if (wide) {
@@ -140,7 +140,7 @@ static void table_row(FILE *f, sqlite3_stmt *st, bool wide) {
                                      (sweep ? sweep_show : results_show)[k].label, b, (sweep ? sweep_show : results_show)[k].unit);
             if (used >= sizeof text) break;
         }
-        fprintf(f, " %-52.52s", text);
+        fprintf(f, " %-56.56s", text);
     }
     fprintf(f, "%s  %s\n", sqlite3_column_int(st, C_PARTIAL) ? " (partial)" : "", labels ? labels : "");
 }
@@ -168,9 +168,9 @@ int history_list(history *h, const char *query, const history_list_opts *o, FILE
     int64_t shown = 0;
     json_t *arr = o->json ? json_array() : NULL;
     if (!o->json) {
-        fprintf(f, "%6s  %-16s %-8s %-28s %-16s %-14s %-8s", "run", "date (UTC)", "kind", "model", "engine", "gpu", "config");
+        fprintf(f, "%6s  %-16s %-8s %-28s %-16s %-14s %-8s", "run", "date (UTC)", "what", "model", "engine", "gpu", "config");
         if (o->wide) for (size_t i = 0; i < hist_n_cols; i++) fprintf(f, " %10.10s", hist_cols[i].name);
-        else fprintf(f, " %-52s", "headline");
+        else fprintf(f, " %-56s", "headline");
         fprintf(f, "  labels\n");
     }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
