@@ -266,6 +266,8 @@ void bench_opts_free(bench_opts *b) {
     }
     tokenizer_free(b->tok);
     b->tok = NULL;
+    json_decref(b->server_identity);
+    b->server_identity = NULL;
     free(b->command_line);
     free(b->headers);
 }

@@ -40,6 +40,7 @@ typedef struct {
     bool telemetry_on;
     bool quiet, no_progress;
     history_opts hist;           /* --db / --label: record the run in the results history */
+    json_t *server_identity;     /* the engine, its version and the served model (bench_prepare) */
     char *command_line;
     bench_class classes[BENCH_MAX_CLASSES];
     int n_classes;               /* 0: one class, the --dataset */

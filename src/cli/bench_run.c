@@ -1,6 +1,7 @@
 /* bench_run — shared orchestration of one load run for bench and sweep. */
 #include "cli/bench_run.h"
 #include "results/results.h"
+#include "client/identify.h"
 #include "common/log.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,7 @@ int bench_prepare(bench_opts *b, dataset **ds, char **model) {
         return EXIT_USAGE;
     }
     if (!b->client.model) b->client.model = *model;
+    if (!b->server_identity) b->server_identity = client_identify(&b->client, b->telemetry.server_metrics_url);
     return bench_prepare_dataset(b, b->plan.requests ? b->plan.requests + b->plan.warmup : 10000, ds);
 }
 
@@ -202,6 +204,7 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
     json_decref(meta.config);
     out->interrupted = lo.interrupted;
     if (!out->results) { snprintf(err, errlen, "out of memory while computing the summary"); return -1; }
+    if (b->server_identity) json_object_set(out->results, "server", b->server_identity);
     add_client_cost(out->results, recs, lo.end_ns - lo.start_ns, &ru_before);
     json_object_set_new(json_object_get(out->results, "client"), "threads", json_integer(lo.client_threads));
     add_token_sources(out->results, recs, b->client.counter.name);
