@@ -230,10 +230,10 @@ static int open_checked(history *h, history_mode mode, int existing, char *err, 
     }
     if (existing) {
         char report[512];
-        int c = check(h, "PRAGMA quick_check(10)", report, sizeof report);
+        int c = check(h, "PRAGMA quick_check(3)", report, sizeof report);
         if (c == 1) {
-            snprintf(err, errlen, "%s is damaged (SQLite quick_check: %s); dsperf leaves it as it is: restore a backup, "
-                     "or salvage what is readable with `sqlite3 %s .recover`", h->path, report, h->path);
+            snprintf(err, errlen, "%s is damaged; dsperf leaves it as it is: restore a backup, or salvage what is readable "
+                     "with `sqlite3 %s .recover` (SQLite quick_check: %.200s)", h->path, h->path, report);
             return -1;
         }
         if (c < 0) { snprintf(err, errlen, "%s: cannot check the database: %s", h->path, report); return -1; }
