@@ -429,7 +429,8 @@ void history_trend_print(FILE *f, const json_t *t, int show_last) {
         json_t *cp;
         json_array_foreach(cps, k, cp)
             if (json_integer_value(json_object_get(cp, "id")) == id)
-                mark = json_is_true(json_object_get(cp, "confirmed")) ? "  <- change" : "  <- shift (not beyond noise)";
+                mark = json_is_true(json_object_get(cp, "confirmed")) ? "  <- change"
+                     : json_is_true(json_object_get(cp, "tested")) ? "  <- shift within noise" : "  <- shift (not tested)";
         const char *labels = json_string_value(json_object_get(r, "labels"));
         fprintf(f, "%6lld  %-20s %12s  %-24s  %s%s\n", (long long)id, json_string_value(json_object_get(r, "date")), v, band,
                 labels ? labels : "", mark);
@@ -446,8 +447,9 @@ void history_trend_print(FILE *f, const json_t *t, int show_last) {
     }
     json_array_foreach(cps, k, cp) {
         if (json_is_true(json_object_get(cp, "confirmed"))) continue;
-        fprintf(f, "  (a shift at run %lld, %s: %s)\n", (long long)json_integer_value(json_object_get(cp, "id")),
-                json_string_value(json_object_get(cp, "sentence")), json_string_value(json_object_get(cp, "verdict")));
+        bool tested = json_is_true(json_object_get(cp, "tested"));
+        fprintf(f, "  (%s: %s%s)\n", tested ? "within noise" : "not tested", json_string_value(json_object_get(cp, "sentence")),
+                tested ? "" : "; the runs hold no samples for it (throughput needs 7 s or more of timeline)");
     }
 }
 

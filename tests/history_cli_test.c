@@ -1,0 +1,199 @@
+/* Integration tests of the results history through the real binary: runs against `dsperf serve`
+ * on loopback recorded with --db, a TTFT regression injected at a known run (the server's --ttft
+ * 20 ms -> 24 ms), found by `history trend` at that run and failed by a history gate, while a
+ * rerun of the same build passes; import and export; and bad input. */
+#include "harness.h"
+#include "testutil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* `n` bench runs against one `dsperf serve` with this TTFT, each recorded with the label. */
+static int bench_runs(const char *db, const char *ttft, int n, const char *label) {
+    test_server s;
+    char sargs[160];
+    snprintf(sargs, sizeof sargs, "--ttft %s --itl 2ms --jitter 0.05 --seed 3", ttft);
+    if (test_serve_start(&s, sargs) != 0) return -1;
+    int bad = 0;
+    for (int i = 0; i < n && !bad; i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "bench --url %s --concurrency 4 --requests 60 --dataset random:in=8,out=4 --seed %d "
+                 "--quiet --db %s --label %s", s.url, i + 1, db, label);
+        bad = test_run(cmd, NULL, NULL) != 0;
+    }
+    test_serve_stop(&s);
+    return bad ? -1 : 0;
+}
+
+TEST(history_cli_trend_finds_an_injected_regression_and_the_gate_fails_it) {
+    char db[512];
+    snprintf(db, sizeof db, "%s/perf.db", harness_tmpdir());
+    /* runs 1..4: release v1 at 20 ms; run 5: a rerun of the same build; runs 6..9: v2 at 24 ms */
+    if (bench_runs(db, "20ms", 4, "release=v1") || bench_runs(db, "20ms", 1, "release=v1") ||
+        bench_runs(db, "24ms", 4, "release=v2")) {
+        CHECK_MSG(0, "bench runs failed");
+        return;
+    }
+    char cmd[1024];
+    int st;
+    /* the rerun (run 5) against the four runs before it: the same build passes */
+    snprintf(cmd, sizeof cmd, "history --db %s compare --baseline 'label:release=v1' --candidate 5 "
+             "--gate 'median_ttft_ms:+10%%,errors:0'", db);
+    char *out = test_run_merged(cmd, &st);
+    CHECK_MSG(st == 0, "the rerun was gated as a regression (exit %d):\n%s", st, out);
+    CHECK(out && strstr(out, "gate: PASSED") && strstr(out, "4 runs (1..4)"));
+    free(out);
+    /* the latest v2 run against the v1 runs: +20 %, beyond the rule and beyond noise */
+    snprintf(cmd, sizeof cmd, "history --db %s compare --baseline 'label:release=v1 last:5' --candidate latest "
+             "--gate 'median_ttft_ms:+10%%,errors:0' --out %s/gate.json", db, harness_tmpdir());
+    out = test_run_merged(cmd, &st);
+    CHECK_MSG(st == 1, "exit %d:\n%s", st, out);
+    CHECK(out && strstr(out, "gate: FAILED") && strstr(out, "FAIL median_ttft_ms:+10%"));
+    free(out);
+    char path[600];
+    snprintf(path, sizeof path, "%s/gate.json", harness_tmpdir());
+    json_t *g = test_load_json(path);
+    CHECK(g != NULL);
+    if (g) {
+        size_t i;
+        json_t *m;
+        json_array_foreach(json_object_get(g, "metrics"), i, m) {
+            if (strcmp(json_string_value(json_object_get(m, "name")), "median_ttft_ms")) continue;
+            /* the server's TTFT went from 20 to 24 ms: +20 % within a few points */
+            CHECK_NEAR(json_number_value(json_object_get(m, "change_pct")), 20, 5);
+            CHECK(json_number_value(json_object_get(m, "ci_low_pct")) > 10);
+        }
+        CHECK_EQ_INT(json_array_size(json_object_get(json_object_get(g, "history"), "baseline_runs")), 5);
+        json_decref(g);
+    }
+    /* the trend finds the step at run 6, tested and named with its label */
+    snprintf(cmd, sizeof cmd, "history --db %s trend median_ttft_ms --json --out %s/trend.json", db, harness_tmpdir());
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    snprintf(path, sizeof path, "%s/trend.json", harness_tmpdir());
+    json_t *t = test_load_json(path);
+    CHECK(t != NULL);
+    if (t) {
+        CHECK_EQ_INT(json_array_size(json_object_get(t, "runs")), 9);
+        size_t i, confirmed = 0;
+        json_t *cp;
+        json_array_foreach(json_object_get(t, "change_points"), i, cp) {
+            if (!json_is_true(json_object_get(cp, "confirmed"))) continue;
+            confirmed++;
+            CHECK_EQ_INT(json_integer_value(json_object_get(cp, "id")), 6);
+            CHECK_NEAR(json_number_value(json_object_get(cp, "change_pct")), 20, 5);
+            CHECK(strstr(json_string_value(json_object_get(cp, "labels")), "release=v2") != NULL);
+        }
+        CHECK_EQ_INT(confirmed, 1);
+        json_decref(t);
+    }
+    snprintf(cmd, sizeof cmd, "history --db %s trend median_ttft_ms", db);
+    out = test_run_merged(cmd, &st);
+    CHECK_EQ_INT(st, 0);
+    CHECK_MSG(out && strstr(out, "median TTFT rose") && strstr(out, "at run 6, release=v2"), "%s", out);
+    free(out);
+    /* list and best read the same runs */
+    snprintf(cmd, sizeof cmd, "history --db %s list label:release=v2", db);
+    out = test_run_merged(cmd, &st);
+    CHECK(st == 0 && out && strstr(out, "(4 runs)") && strstr(out, "dsperf-serve"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "history --db %s best median_ttft_ms --top 3", db);
+    out = test_run_merged(cmd, &st);
+    CHECK(st == 0 && out && strstr(out, "release=v1") && !strstr(out, "release=v2"));
+    free(out);
+}
+
+TEST(history_cli_import_export_and_first_pipeline_run) {
+    char db[512], res[512], cmd[2048];
+    snprintf(db, sizeof db, "%s/h.db", harness_tmpdir());
+    snprintf(res, sizeof res, "%s/sim.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sim --concurrency 4 --requests 200 --dataset random:in=64,out=16 --out %s --quiet", res);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    /* a pipeline's first run has no baseline: --no-baseline-ok lets it pass, saying so */
+    snprintf(cmd, sizeof cmd, "history --db %s import %s --label branch=main", db, res);
+    int st;
+    char *out = test_run_merged(cmd, &st);
+    CHECK(st == 0 && out && strstr(out, "recorded as run 1"));
+    free(out);
+    out = test_run_merged(cmd, &st);
+    CHECK(st == 0 && out && strstr(out, "already recorded as run 1"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "history --db %s compare --baseline label:branch=main --no-baseline-ok --gate errors:0", db);
+    out = test_run_merged(cmd, &st);
+    CHECK(st == 0 && out && strstr(out, "no baseline"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "history --db %s compare --baseline label:branch=main --gate errors:0", db);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 2);
+    /* export: llm-d's Benchmark Report v0.2 */
+    snprintf(cmd, sizeof cmd, "history --db %s export 1 -o %s/br.json", db, harness_tmpdir());
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/br.json", harness_tmpdir());
+    json_t *br = test_load_json(path);
+    CHECK(br && !strcmp(json_string_value(json_object_get(br, "version")), "0.2"));
+    const json_t *acc = json_object_get(json_object_get(json_array_get(json_object_get(json_object_get(br, "scenario"), "stack"), 0),
+                                                        "standardized"), "accelerator");
+    CHECK_STR(json_string_value(json_object_get(acc, "model")), "h200 (simulated)");
+    json_decref(br);
+    /* show --doc gives the results file back */
+    snprintf(cmd, sizeof cmd, "history --db %s show 1 --doc", db);
+    char *doc = NULL;
+    CHECK_EQ_INT(test_run(cmd, &doc, NULL), 0);
+    json_t *a = doc ? json_loads(doc, 0, NULL) : NULL, *b = test_load_json(res);
+    CHECK(a && b && json_equal(a, b));
+    json_decref(a);
+    json_decref(b);
+    free(doc);
+    snprintf(cmd, sizeof cmd, "history --db %s check", db);
+    out = test_run_merged(cmd, &st);
+    CHECK(st == 0 && out && strstr(out, ": ok"));
+    free(out);
+}
+
+TEST(history_cli_bad_input) {
+    char cmd[1024], notdb[512];
+    snprintf(notdb, sizeof notdb, "%s/notes.txt", harness_tmpdir());
+    FILE *f = fopen(notdb, "w");
+    fputs("not a database\n", f);
+    fclose(f);
+    struct { const char *args; int rc; const char *says; } cases[] = {
+        {"history list", 2, "--db PATH"},
+        {"history --db %s/none.db list", 2, "no history at"},
+        {"history --db NOTDB list", 2, "not an SQLite database"},
+        {"history --db %s/x.db frobnicate", 2, "unknown history command"},
+        {"bench --url http://127.0.0.1:1 --concurrency 1 --db NOTDB", 2, "not an SQLite database"},
+        {"bench --url http://127.0.0.1:1 --concurrency 1 --label nokey", 2, "--label"},
+        {"sim --requests 10 --label a=b", 2, "give --db"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[700];
+        snprintf(args, sizeof args, cases[i].args, harness_tmpdir());
+        char *p = strstr(args, "NOTDB");
+        if (p) {
+            char tail[700];
+            snprintf(tail, sizeof tail, "%s", p + 5);
+            snprintf(p, sizeof args - (size_t)(p - args), "%s%s", notdb, tail);
+        }
+        snprintf(cmd, sizeof cmd, "%s", args);
+        int st;
+        char *out = test_run_merged(cmd, &st);
+        const char *said = out ? out : "(nothing)";
+        CHECK_MSG(st == cases[i].rc, "'%s': exit %d, want %d:\n%s", cmd, st, cases[i].rc, said);
+        CHECK_MSG(out && strstr(out, cases[i].says), "'%s' says:\n%s", cmd, said);
+        CHECK_MSG(out && strchr(out, '\n') == out + strlen(out) - 1, "'%s' gave more than one line:\n%s", cmd, said);
+        free(out);
+    }
+    /* a bad query term names itself */
+    char db[512];
+    snprintf(db, sizeof db, "%s/q.db", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sim --requests 50 --concurrency 2 --quiet --db %s", db);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "history --db %s list modle:x", db);
+    int st;
+    char *out = test_run_merged(cmd, &st);
+    CHECK(st == 2 && out && strstr(out, "unknown query term 'modle:x'"));
+    free(out);
+    f = fopen(notdb, "r");
+    char line[64] = "";
+    CHECK(f && fgets(line, sizeof line, f) && !strcmp(line, "not a database\n"));   /* left as it was */
+    if (f) fclose(f);
+}
