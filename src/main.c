@@ -5,21 +5,6 @@
 #include <string.h>
 #include <signal.h>
 
-#define WEAK __attribute__((weak))
-WEAK int cmd_bench(int, char **);
-WEAK int cmd_sweep(int, char **);
-WEAK int cmd_serve(int, char **);
-WEAK int cmd_sim(int, char **);
-WEAK int cmd_plan(int, char **);
-WEAK int cmd_diagnose(int, char **);
-WEAK int cmd_report(int, char **);
-WEAK int cmd_compare(int, char **);
-WEAK int cmd_tune(int, char **);
-WEAK int cmd_gpu(int, char **);
-WEAK int cmd_monitor(int, char **);
-WEAK int cmd_tokenize(int, char **);
-WEAK int cmd_env(int, char **);
-WEAK int cmd_history(int, char **);
 
 static const struct { const char *name; cmd_fn fn; const char *what; } commands[] = {
     {"bench", cmd_bench, "load-test one endpoint with one load setting; summary + results JSON"},
@@ -44,7 +29,7 @@ static void usage(FILE *f) {
                "usage: dsperf <command> [options]   (dsperf <command> --help for each)\n\ncommands:\n",
             DSPERF_VERSION);
     for (size_t i = 0; i < N_COMMANDS; i++)
-        if (commands[i].fn) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].what);
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].what);
     fprintf(f, "\nexit codes: 0 ok, 1 the run failed (or was interrupted: partial results) or a gate failed, 2 usage error\n");
 }
 
@@ -59,7 +44,7 @@ int main(int argc, char **argv) {
         return EXIT_OK;
     }
     for (size_t i = 0; i < N_COMMANDS; i++)
-        if (commands[i].fn && !strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
     log_error("unknown command '%s'; run 'dsperf --help' for the list", argv[1]);
     return EXIT_USAGE;
 }

@@ -1,7 +1,7 @@
 /* Integration tests of `dsperf bench` against `dsperf serve` on loopback (known timing, injected
- * faults) and against a scripted raw-socket server (byte-exact real-server quirks). Tolerances
- * come from the configured timing: the server emits on absolute deadlines, so medians must sit on
- * the configured values within a couple of milliseconds even on a loaded 2-core machine. */
+ * faults) and against a scripted raw-socket server (byte-exact real-server quirks). Bounds come
+ * from the configured timing and hold on any machine under any load (the server never emits
+ * early; a backlog only grows when the machine is slower); counts are exact. */
 #include "harness.h"
 #include "testutil.h"
 #include "common/fileio.h"
@@ -33,41 +33,60 @@ static double err_status(json_t *r, const char *code) {
     return json_is_number(v) ? json_number_value(v) : 0;
 }
 
-/* The timing half of a run: medians on the configured values. Counts are exact and checked
- * every time; the medians get one more run when the first is off, because a neighbour's burst on
- * a shared 2-core machine can shift a whole run (both runs' numbers are printed when they fail). */
-static int timing_off(json_t *r, int out_tokens, char *why, size_t len) {
-    double ttft = test_num(r, "median_ttft_ms"), itl = test_num(r, "median_itl_ms"), tpot = test_num(r, "median_tpot_ms"),
-           e2el = test_num(r, "median_e2el_ms"), want_e2el = 50.0 + (out_tokens - 1) * 10.0;   /* TTFT + (out-1) ITL */
-    snprintf(why, len, "median TTFT %.3f (50 +- 2), ITL %.3f (10 +- 0.5), TPOT %.3f (10 +- 0.5), E2EL %.3f (%.0f +- 3) ms",
-             ttft, itl, tpot, e2el, want_e2el);
-    return !(fabs(ttft - 50) <= 2 && fabs(itl - 10) <= 0.5 && fabs(tpot - 10) <= 0.5 && fabs(e2el - want_e2el) <= 3);
-}
-
+/* Timing, as far as it holds on any machine: the server emits on absolute deadlines and never
+ * early, and a byte cannot arrive before it is written, so every request's TTFT is at least the
+ * configured 50 ms and its E2EL at least 50 + (n - 1) x 10 ms, measured from the client's own
+ * per-request timestamps; the summary's medians are those of the per-request values (one
+ * definition). How close to the configured values the client lands is a property of the machine
+ * and its load: `make bench` measures that (timing error at 1,000 streams, with the server's own
+ * lateness beside it), never a test on shared cores. Counts are exact. */
 static void timing_at(int concurrency, int requests, int out_tokens) {
-    SKIP_IF_SANITIZED();
-    char first[300] = "";
-    for (int attempt = 1; attempt <= 2; attempt++) {
-        test_server s;
-        if (test_serve_start(&s, "--ttft 50ms --itl 10ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
-        char args[256];
-        snprintf(args, sizeof args, "--concurrency %d --requests %d --dataset random:in=16,out=%d", concurrency, requests, out_tokens);
-        json_t *r = bench_json(&s, args, NULL);
-        test_serve_stop(&s);
-        CHECK(r != NULL);
-        if (!r) return;
-        CHECK_EQ_INT(test_num(r, "completed"), requests);
-        CHECK_EQ_INT(test_num(r, "failed"), 0);
-        CHECK_EQ_INT(test_num(r, "total_output_tokens"), (long long)requests * out_tokens);
-        CHECK_EQ_INT(test_num(r, "total_input_tokens"), (long long)requests * 16);
-        CHECK_EQ_INT(test_num(r, "new_connections"), concurrency);
-        char why[300];
-        int off = timing_off(r, out_tokens, why, sizeof why);
-        json_decref(r);
-        if (!off) return;
-        if (attempt == 1) { snprintf(first, sizeof first, "%s", why); fprintf(stderr, "    run 1 off, measuring again: %s\n", why); continue; }
-        CHECK_MSG(0, "both runs off: run 1: %s; run 2: %s", first, why);
+    test_server s;
+    if (test_serve_start(&s, "--ttft 50ms --itl 10ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char args[1024], reqs[512];
+    snprintf(reqs, sizeof reqs, "%s/timing.jsonl", harness_tmpdir());
+    snprintf(args, sizeof args, "--concurrency %d --requests %d --dataset random:in=16,out=%d --save-requests %s", concurrency,
+             requests, out_tokens, reqs);
+    json_t *r = bench_json(&s, args, NULL);
+    test_serve_stop(&s);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK_EQ_INT(test_num(r, "completed"), requests);
+    CHECK_EQ_INT(test_num(r, "failed"), 0);
+    CHECK_EQ_INT(test_num(r, "total_output_tokens"), (long long)requests * out_tokens);
+    CHECK_EQ_INT(test_num(r, "total_input_tokens"), (long long)requests * 16);
+    CHECK_EQ_INT(test_num(r, "new_connections"), concurrency);
+    const double ttft_min_ms = 50.0, e2el_min_ms = 50.0 + (out_tokens - 1) * 10.0;
+    double *ttft = calloc((size_t)requests, sizeof *ttft), *e2el = calloc((size_t)requests, sizeof *e2el);
+    int n = 0, early = 0;
+    FILE *f = fopen(reqs, "r");
+    CHECK(f != NULL);
+    char line[1 << 16];
+    while (f && n < requests && fgets(line, sizeof line, f)) {
+        json_t *q = json_loads(line, 0, NULL);
+        if (!q) continue;
+        ttft[n] = test_num(q, "ttft_ms");
+        e2el[n] = test_num(q, "e2el_ms");
+        CHECK_EQ_INT(json_array_size(json_object_get(q, "chunk_ns")), out_tokens);
+        if (!(ttft[n] >= ttft_min_ms) || !(e2el[n] >= e2el_min_ms)) {
+            if (early++ < 3) fprintf(stderr, "    request %d: TTFT %.3f ms (>= %.0f), E2EL %.3f ms (>= %.0f)\n", n, ttft[n], ttft_min_ms, e2el[n], e2el_min_ms);
+        }
+        n++;
+        json_decref(q);
     }
+    if (f) fclose(f);
+    CHECK_EQ_INT(n, requests);
+    CHECK_MSG(early == 0, "%d requests measured shorter than the server can deliver", early);
+    /* the summary's medians are the per-request medians (numpy's linear interpolation) */
+    qsort(ttft, (size_t)n, sizeof *ttft, test_cmp_double);
+    qsort(e2el, (size_t)n, sizeof *e2el, test_cmp_double);
+    if (n > 0) {
+        CHECK_NEAR(test_num(r, "median_ttft_ms"), test_quantile_sorted(ttft, (size_t)n, 0.5), 1e-3);
+        CHECK_NEAR(test_num(r, "median_e2el_ms"), test_quantile_sorted(e2el, (size_t)n, 0.5), 1e-3);
+    }
+    free(ttft);
+    free(e2el);
+    json_decref(r);
 }
 
 TEST(bench_timing_closed_loop_1_stream) { timing_at(1, 20, 20); }
@@ -79,7 +98,6 @@ TEST(bench_timing_closed_loop_512_streams) { timing_at(512, 1024, 10); }
  * at 400/s arrive within ~0.25 s; 4 slots of 140 ms each serve ~28/s, so the last request waits
  * ~3.3 s: p99 from schedule must exceed 2 s. */
 TEST(bench_open_loop_queue_is_measured) {
-    SKIP_IF_SANITIZED();
     test_server s;
     if (test_serve_start(&s, "--ttft 50ms --itl 10ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     json_t *r = bench_json(&s, "--rate 400/s --max-concurrency 4 --requests 100 --dataset random:in=8,out=10 --seed 3", NULL);
@@ -87,9 +105,11 @@ TEST(bench_open_loop_queue_is_measured) {
     CHECK(r != NULL);
     if (!r) return;
     CHECK_EQ_INT(test_num(r, "completed"), 100);
-    CHECK_NEAR(test_num(r, "median_ttft_ms"), 50.0, 2.0);
-    CHECK_NEAR(test_num(r, "p99_ttft_ms"), 50.0, 10.0);   /* ~50 ms, against seconds from schedule */
+    CHECK(test_num(r, "min_ttft_ms") >= 50.0);
+    /* from send, TTFT is the server's 50 ms plus delivery; from the schedule it holds the backlog
+     * of seconds, which a slower machine only lengthens */
     CHECK(test_num(r, "p99_ttft_from_schedule_ms") > 2000.0);
+    CHECK(test_num(r, "median_ttft_ms") < test_num(r, "median_ttft_from_schedule_ms") / 5);
     CHECK(test_num(r, "mean_queue_ms") > 1000.0);
     CHECK(test_num(r, "max_concurrent_requests") <= 4);
     json_decref(r);
@@ -171,7 +191,9 @@ TEST(bench_against_multi_loop_server) {
     free(m);
 }
 
-/* A stall is not a failure: it shows up as one long inter-token gap. */
+/* A stall is not a failure: it shows up as one long inter-token gap. Every request takes at least
+ * 10 + 19 x 5 + 300 ms (the server's deadlines); the stall's gap is 300 ms less however late the
+ * chunk before it arrived, and no busy machine delays one chunk by half of that. */
 TEST(bench_stall_shows_in_itl_tail) {
     test_server s;
     if (test_serve_start(&s, "--ttft 10ms --itl 5ms --stall-rate 1 --stall 300ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
@@ -180,8 +202,10 @@ TEST(bench_stall_shows_in_itl_tail) {
     CHECK(r != NULL);
     if (!r) return;
     CHECK_EQ_INT(test_num(r, "completed"), 4);
-    CHECK(test_num(r, "max_itl_ms") >= 300.0);
-    CHECK_NEAR(test_num(r, "median_itl_ms"), 5.0, 0.5);
+    CHECK_EQ_INT(test_num(r, "failed"), 0);
+    CHECK(test_num(r, "min_e2el_ms") >= 10 + 19 * 5 + 300);
+    CHECK(test_num(r, "max_itl_ms") >= 150.0);
+    CHECK(test_num(r, "median_itl_ms") < 150.0);
     json_decref(r);
 }
 
@@ -337,7 +361,7 @@ TEST(bench_telemetry_server_metrics_and_host) {
     test_server s;
     if (test_serve_start(&s, "--engine sim --speedup 20") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     char args[512];
-    snprintf(args, sizeof args, "--concurrency 16 --requests 64 --dataset random:in=1024,out=256 --server-metrics %s/metrics --host-metrics --telemetry-interval 20ms --gpu all", s.url);
+    snprintf(args, sizeof args, "--concurrency 16 --requests 64 --dataset random:in=1024,out=256 --server-metrics %s/metrics --host-metrics --telemetry-interval 20ms --gpu-ids all", s.url);
     int rc;
     json_t *r = bench_json(&s, args, &rc);
     test_serve_stop(&s);
@@ -360,9 +384,10 @@ TEST(bench_telemetry_server_metrics_and_host) {
 /* With the served model's tokenizer, prompts are exactly N tokens (checked before the run) and
  * the input count is what the server sees: the prompt plus BOS. */
 TEST(bench_tokenizer_exact_input_lengths) {
-    char tok[512];
-    snprintf(tok, sizeof tok, "%s/tokenizers/deepseek-v3/tokenizer.json", harness_testdata());
-    if (access(tok, R_OK) != 0) SKIP("DeepSeek-V3 tokenizer.json not found under the test data");
+    const char *tokp = harness_testdata_file("tokenizers/deepseek-v3/tokenizer.json");
+    if (!tokp) SKIP_NO_SHARED_DATA("tokenizers/deepseek-v3/tokenizer.json");
+    char tok[700];
+    snprintf(tok, sizeof tok, "%s", tokp);
     test_server s;
     if (test_serve_start(&s, "--ttft 5ms --itl 1ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     char args[1024];

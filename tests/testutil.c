@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <time.h>
+#include <stdatomic.h>
 
 /* Splits a command line on spaces; '...' groups. Returns argv (malloc'd, strings in buf). */
 static char **split_args(const char *args, char **buf_out) {
@@ -56,10 +57,33 @@ static char *slurp_fd(int fd) {
     return b;
 }
 
+static double cmd_timeout_s(void) {
+    const char *e = getenv("DSPERF_TEST_CMD_TIMEOUT");
+    return e && atof(e) > 0 ? atof(e) : 240;
+}
+
+/* waitpid with a deadline: a command that never ends must not hang the test run. 1 when killed. */
+static int wait_child(pid_t pid, int *status) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid) return 0;
+        if (r < 0 && errno != EINTR) return 0;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 > cmd_timeout_s()) {
+            kill(pid, SIGKILL);
+            waitpid(pid, status, 0);
+            return 1;
+        }
+        usleep(2000);
+    }
+}
+
 typedef struct { int fd; char *text; } reader;
 static void *read_thread(void *arg) { reader *r = arg; r->text = slurp_fd(r->fd); return NULL; }
 
-static int run_impl(const char *args, int interrupt_ms, char **out, char **err) {
+static int run_impl(const char *args, int interrupt_ms, const char *interrupt_file, char **out, char **err) {
     int po[2], pe[2];
     if (pipe(po) < 0 || pipe(pe) < 0) return -1;
     char *buf;
@@ -81,8 +105,18 @@ static int run_impl(const char *args, int interrupt_ms, char **out, char **err) 
         nanosleep(&ts, NULL);
         kill(pid, SIGINT);
     }
+    if (interrupt_file) {
+        /* poll for the file while the command runs; it never appearing is the command's failure */
+        for (;;) {
+            if (access(interrupt_file, F_OK) == 0) break;
+            siginfo_t si = { 0 };
+            if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == pid) break;   /* it ended */
+            usleep(5000);
+        }
+        kill(pid, SIGINT);
+    }
     int status = 0;
-    waitpid(pid, &status, 0);
+    int timed_out = wait_child(pid, &status);
     pthread_join(to, NULL);
     pthread_join(te, NULL);
     close(po[0]); close(pe[0]);
@@ -90,11 +124,18 @@ static int run_impl(const char *args, int interrupt_ms, char **out, char **err) 
     if (err) *err = re.text; else { if (re.text && *re.text && getenv("DSPERF_TEST_VERBOSE")) fputs(re.text, stderr); free(re.text); }
     free(argv);
     free(buf);
+    if (timed_out) {
+        fprintf(stderr, "    killed after %.0f s: dsperf %s\n", cmd_timeout_s(), args);
+        return 124;
+    }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-int test_run(const char *args, char **out, char **err) { return run_impl(args, 0, out, err); }
-int test_run_interrupt(const char *args, int delay_ms, char **out, char **err) { return run_impl(args, delay_ms, out, err); }
+int test_run(const char *args, char **out, char **err) { return run_impl(args, 0, NULL, out, err); }
+int test_run_interrupt(const char *args, int delay_ms, char **out, char **err) { return run_impl(args, delay_ms, NULL, out, err); }
+int test_run_interrupt_when_file(const char *args, const char *path, char **out, char **err) {
+    return run_impl(args, 0, path, out, err);
+}
 
 int test_serve_start(test_server *s, const char *args) {
     char full[2048];
@@ -128,7 +169,7 @@ int test_serve_start(test_server *s, const char *args) {
     line[n] = 0;
     close(po[0]);
     const char *u = strstr(line, "http://");
-    if (!u) { kill(pid, SIGKILL); waitpid(pid, NULL, 0); return -1; }
+    if (!u) { kill(pid, SIGKILL); waitpid(pid, NULL, 0); return -1; }   /* killed: waitpid returns at once */
     snprintf(s->url, sizeof s->url, "%s", u);
     const char *colon = strrchr(s->url, ':');
     s->port = atoi(colon + 1);
@@ -184,6 +225,19 @@ int test_run_into(const char *args, char *out, size_t cap) {
 
 json_t *test_load_json(const char *path) { return json_load_file(path, 0, NULL); }
 
+int test_cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double test_quantile_sorted(const double *v, size_t n, double q) {
+    if (n == 0) return NAN;
+    double pos = q * (double)(n - 1);
+    size_t i = (size_t)pos;
+    if (i + 1 >= n) return v[n - 1];
+    return v[i] + (pos - (double)i) * (v[i + 1] - v[i]);
+}
+
 double test_num(const json_t *o, const char *key) {
     json_t *v = json_object_get(o, key);
     return json_is_number(v) ? json_number_value(v) : NAN;
@@ -235,7 +289,7 @@ double test_prom_value(const char *text, const char *prefix) {
 struct test_script {
     int lfd;
     pthread_t th;
-    volatile int stop;
+    atomic_int stop;   /* set by the test's thread, read by the server thread */
     char *resp;
     size_t len, piece;
 };
@@ -251,7 +305,7 @@ static void write_all(int fd, const char *p, size_t n) {
 
 static void *script_thread(void *arg) {
     test_script *s = arg;
-    while (!s->stop) {
+    while (!atomic_load(&s->stop)) {
         struct pollfd pf = { .fd = s->lfd, .events = POLLIN };
         if (poll(&pf, 1, 50) <= 0) continue;
         int fd = accept(s->lfd, NULL, NULL);
@@ -313,7 +367,7 @@ test_script *test_script_start(const char *response, size_t len, size_t piece, i
 
 void test_script_stop(test_script *s) {
     if (!s) return;
-    s->stop = 1;
+    atomic_store(&s->stop, 1);
     pthread_join(s->th, NULL);
     close(s->lfd);
     free(s->resp);

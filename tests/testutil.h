@@ -20,16 +20,25 @@ int test_serve_start(test_server *s, const char *args);
 int test_serve_stop(test_server *s);
 
 /* Runs `dsperf <args>` to completion (args split on spaces; single quotes group). Captures stdout
- * and stderr into malloc'd strings when the pointers are non-NULL. Returns the exit code. */
+ * and stderr into malloc'd strings when the pointers are non-NULL. Returns the exit code; a
+ * command still running after $DSPERF_TEST_CMD_TIMEOUT seconds (default 240) is killed and
+ * reported as 124, like timeout(1). */
 int test_run(const char *args, char **out, char **err);
 /* Same, but sends SIGINT after delay_ms. */
 int test_run_interrupt(const char *args, int delay_ms, char **out, char **err);
+/* Same, but sends SIGINT as soon as `path` exists (a file the command writes part-way, such as a
+ * sweep file after its first level): no guess at how long a busy machine takes to get there. */
+int test_run_interrupt_when_file(const char *args, const char *path, char **out, char **err);
 
 /* Runs `dsperf <args>` through the shell (quotes and redirections work), stdout and stderr merged
  * into out (NUL-terminated, truncated to cap). Returns the exit code (-1 if it did not run). */
 int test_run_into(const char *args, char *out, size_t cap);
 /* The same, returning the whole merged output (malloc'd) and the exit code in *status. */
 char *test_run_merged(const char *args, int *status);
+
+/* qsort comparator for doubles, and numpy's linear-interpolation quantile of sorted values. */
+int test_cmp_double(const void *a, const void *b);
+double test_quantile_sorted(const double *v, size_t n, double q);
 
 /* Loads a JSON file (NULL on failure). */
 json_t *test_load_json(const char *path);

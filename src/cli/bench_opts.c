@@ -49,7 +49,8 @@ static const char usage_text[] =
 "  --ignore-eos            ask the server to ignore EOS (always on for random datasets)\n"
 "  --no-usage              do not ask for stream_options.include_usage\n"
 "telemetry (sampled on the same clock as the requests, kept in the results):\n"
-"  --gpu all|0,1           GPU utilization, tensor/DRAM activity (GPM), power, clocks via NVML\n"
+"  --gpu-ids all|0,1       sample these local GPUs: utilization, tensor/DRAM activity (GPM), power,\n"
+"                          clocks via NVML\n"
 "  --server-metrics URL    scrape the server's Prometheus /metrics (vLLM, SGLang, TGI, llama.cpp)\n"
 "  --host-metrics          host CPU, memory and NUMA placement (with --server-pid: of the server)\n"
 "  --server-pid PID        the server process, for its CPU and NUMA placement\n"
@@ -81,7 +82,7 @@ static const struct option long_opts[] = {
     {"grace", 1, 0, O_GRACE}, {"warmup", 1, 0, O_WARMUP}, {"seed", 1, 0, O_SEED}, {"dataset", 1, 0, O_DATASET},
     {"ignore-eos", 0, 0, O_IGNORE_EOS}, {"no-usage", 0, 0, O_NO_USAGE}, {"slo", 1, 0, O_SLO},
     {"percentiles", 1, 0, O_PCT}, {"out", 1, 0, O_OUT}, {"save-requests", 1, 0, O_SAVE},
-    {"gpu", 1, 0, O_GPU}, {"server-metrics", 1, 0, O_SMETRICS}, {"host-metrics", 0, 0, O_HOSTM},
+    {"gpu-ids", 1, 0, O_GPU}, {"server-metrics", 1, 0, O_SMETRICS}, {"host-metrics", 0, 0, O_HOSTM},
     {"server-pid", 1, 0, O_SPID}, {"telemetry-interval", 1, 0, O_TINT},
     {"client-threads", 1, 0, O_CTHREADS}, {"ramp", 1, 0, O_RAMP}, {"class", 1, 0, O_CLASS}, {"tokenizer", 1, 0, O_TOK}, {"length-tolerance", 1, 0, O_LENTOL},
     {"db", 1, 0, O_DB}, {"label", 1, 0, O_LABEL},
@@ -173,6 +174,8 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
     const char *class_specs[BENCH_MAX_CLASSES];
     long long v;
     int64_t ns;
+    int gpu_idx[64];
+    bool gpu_all;
     optind = 1;
     opterr = 0;
     for (;;) {
@@ -180,6 +183,11 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         int c = getopt_long(argc, argv, "", long_opts, &li);
         if (c == -1) break;
         const char *a = optarg;
+        /* "--gpu-ids --server-metrics URL": a missing value must not swallow the next option */
+        if (a && li >= 0 && a[0] == '-' && a[1] == '-' && a[2]) {
+            log_error("--%s needs a value, but the next word is the option '%s'; see dsperf bench --help", long_opts[li].name, a);
+            return EXIT_USAGE;
+        }
         if (c != '?' && c != ':' && li >= 0) {
             int r = bench_opts_shared(b, long_opts[li].name, a);
             if (r == 0) continue;
@@ -199,7 +207,11 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         case O_PCT: if (summary_parse_percentiles(&b->summary, a) < 0) return bad("percentiles", a, "a list such as 50,90,99,99.9 within (0,100]"); break;
         case O_OUT: b->out_path = a; break;
         case O_SAVE: b->requests_path = a; break;
-        case O_GPU: b->telemetry.gpus = a; b->telemetry_on = true; break;
+        case O_GPU:
+            if (telemetry_parse_gpu_list(a, gpu_idx, 64, &gpu_all) < 0) return bad("gpu-ids", a, "all, or GPU indices such as 0,1 (the GPU type is --gpu in plan, sim, serve and diagnose)");
+            b->telemetry.gpus = a;
+            b->telemetry_on = true;
+            break;
         case O_SMETRICS: b->telemetry.server_metrics_url = a; b->telemetry_on = true; break;
         case O_HOSTM: b->telemetry.host = true; b->telemetry_on = true; break;
         case O_SPID: if (units_parse_int(a, 1, 1 << 30, &v) < 0) return bad("server-pid", a, "a process id"); b->telemetry.server_pid = (int)v; b->telemetry.host = true; b->telemetry_on = true; break;

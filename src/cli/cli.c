@@ -1,5 +1,8 @@
 /* cli — helpers shared by the command front-ends. */
 #include "cli/cli.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <getopt.h>
@@ -52,4 +55,11 @@ bool cli_word_is(const cli_word *w, const char *name) {
 const char *cli_word_value(const cli_word *w, int argc, char **argv, int *i) {
     if (w->eq) return w->eq + 1;
     return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+int cli_check_output(const char *flag, const char *path) {
+    if (!path || fileio_check_writable(path) == 0) return 0;
+    log_error("cannot write %s %s: %s (checked before the run, so nothing is measured and lost; give a path in a "
+              "writable folder)", flag, path, strerror(errno));
+    return EXIT_USAGE;
 }

@@ -1,20 +1,39 @@
 /* cli — the subcommands. Each lives in src/cli/cmd_<name>.c as int cmd_<name>(argc, argv) with
  * argv[0] the command name, prints its own --help, and returns an exit code (0 ok, 1 run or gate
- * failed, 2 usage). main.c lists them weakly, so a command exists exactly when its file does. */
+ * failed, 2 usage). main.c's command table lists every one of them. */
 #ifndef DSP_CLI_H
 #define DSP_CLI_H
 
-#define DSPERF_VERSION "0.1.0"
+#include "common/version.h"
 #include <stddef.h>
 #include <stdbool.h>
 
 typedef int (*cmd_fn)(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_diagnose(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_gpu(int argc, char **argv);
+int cmd_monitor(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_env(int argc, char **argv);
+int cmd_history(int argc, char **argv);
 
 struct option;
 /* A getopt_long table: the command's own options followed by one required-argument option per
  * key (e.g. the simulator's keys from sim_params_keys()), key i getting the value first_val + i.
  * NULL-terminated; free() it. NULL on out-of-memory. */
 struct option *cli_options_with_keys(const struct option *own, size_t n_own, const char *const *keys, int first_val);
+
+/* Checks before any work that an output named by a flag (--out, --save-requests, -o, ...) can be
+ * written: 0, or logs one line naming the flag, the path and why, and returns EXIT_USAGE. NULL
+ * passes (the output was not asked for). */
+int cli_check_output(const char *flag, const char *path);
 
 /* Joined argv for results ("the exact command line"); owned by the caller. */
 char *cli_join_argv(int argc, char **argv);

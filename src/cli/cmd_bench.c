@@ -19,6 +19,10 @@ int cmd_bench(int argc, char **argv) {
     bench_opts b;
     int rc = bench_opts_parse(&b, argc, argv);
     if (rc >= 0) { bench_opts_free(&b); return rc; }   /* --help or a usage error (reported) */
+    if ((rc = cli_check_output("--out", b.out_path)) || (rc = cli_check_output("--save-requests", b.requests_path))) {
+        bench_opts_free(&b);
+        return rc;
+    }
     if ((rc = history_opts_check(&b.hist)) != EXIT_OK) { bench_opts_free(&b); return rc; }
     fd_limit_prepare();     /* thousands of streams: before any thread starts */
     dataset *ds = NULL;

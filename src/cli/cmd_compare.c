@@ -160,6 +160,7 @@ int cmd_compare(int argc, char **argv) {
         log_error("compare wants two results files, the baseline then the candidate (dsperf compare base.json cand.json)");
         goto out;
     }
+    if (cli_check_output("--out", out_path)) goto out;
     o.baseline_path = argv[optind];
     o.candidate_path = argv[optind + 1];
     o.rules = rules;

@@ -36,13 +36,13 @@ typedef struct {
 
 static void usage(FILE *f) {
     fprintf(f,
-        "usage: dsperf gpu [--gpu all|0,1] [--interval 100ms] [--duration T] [--count N]\n"
+        "usage: dsperf gpu [--gpu-ids all|0,1] [--interval 100ms] [--duration T] [--count N]\n"
         "                  [--csv | --json] [--prom [HOST]:PORT]\n"
         "       dsperf gpu --record FILE --duration T [--no-gpu] [--host-metrics] [--server-pid PID]\n"
         "                  [--server-metrics URL]\n\n"
         "GPU telemetry from NVML (and GPM on Hopper and newer): utilisation, SM/tensor/DRAM activity,\n"
         "memory, clocks, power, energy, temperature, PCIe/NVLink traffic, throttling.\n\n"
-        "  --gpu LIST       GPUs to show: all (default) or indices, e.g. 0,1\n"
+        "  --gpu-ids LIST   GPUs to show: all (default) or indices, e.g. 0,1\n"
         "  --interval D     sampling interval (default 100ms; GPM needs >= 100ms)\n"
         "  --duration D     stop after D (e.g. 30s); default: until Ctrl-C\n"
         "  --count N        stop after N samples per GPU\n"
@@ -57,7 +57,7 @@ static void usage(FILE *f) {
         "examples:\n"
         "  dsperf gpu                          # live table, all GPUs, 100 ms\n"
         "  dsperf gpu --interval 1s --count 10 --csv > gpu.csv\n"
-        "  dsperf gpu --gpu 0 --json --duration 30s\n"
+        "  dsperf gpu --gpu-ids 0 --json --duration 30s\n"
         "  dsperf gpu --prom :9400 --interval 1s\n"
         "  dsperf gpu --record tel.json --duration 60s --host-metrics --server-metrics http://127.0.0.1:8000/metrics\n");
 }
@@ -189,25 +189,18 @@ static int record_main(const char *path, const char *gpus, int64_t interval_ns, 
     return rc;
 }
 
+/* The selected indices (all: every GPU NVML sees); -1 when malformed. */
 static int parse_gpus(const char *s, int count, int *idx) {
-    if (!strcmp(s, "all")) {
-        for (int i = 0; i < count && i < GPU_MAX; i++) idx[i] = i;
-        return count < GPU_MAX ? count : GPU_MAX;
-    }
-    int n = 0;
-    char *copy = strdup(s), *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        long long v;
-        if (units_parse_int(tok, 0, GPU_MAX - 1, &v) || n >= GPU_MAX) { free(copy); return -1; }
-        idx[n++] = (int)v;
-    }
-    free(copy);
-    return n ? n : -1;
+    bool all;
+    int n = telemetry_parse_gpu_list(s, idx, GPU_MAX, &all);
+    if (n < 0 || !all) return n;
+    for (int i = 0; i < count && i < GPU_MAX; i++) idx[i] = i;
+    return count < GPU_MAX ? count : GPU_MAX;
 }
 
 int cmd_gpu(int argc, char **argv) {
     static const struct option opts[] = {
-        {"gpu", required_argument, 0, 'g'}, {"interval", required_argument, 0, 'i'},
+        {"gpu-ids", required_argument, 0, 'g'}, {"interval", required_argument, 0, 'i'},
         {"duration", required_argument, 0, 'd'}, {"count", required_argument, 0, 'n'},
         {"csv", no_argument, 0, 'c'}, {"json", no_argument, 0, 'j'}, {"prom", required_argument, 0, 'p'},
         {"record", required_argument, 0, 'r'}, {"server-metrics", required_argument, 0, 'u'},
@@ -286,6 +279,12 @@ int cmd_gpu(int argc, char **argv) {
         if (colon > prom) snprintf(host_addr, sizeof host_addr, "%.*s", (int)(colon - prom), prom);
     }
     char err[256];
+    int check_idx[GPU_MAX];
+    bool check_all;
+    if (!no_gpu && telemetry_parse_gpu_list(gpus, check_idx, GPU_MAX, &check_all) < 0) {
+        log_error("--gpu-ids '%s': expected all or indices like 0,1 (the GPU type is --gpu in plan, sim, serve and diagnose)", gpus);
+        return EXIT_USAGE;
+    }
     gpu_ctx ctx = {.fmt = fmt, .count = count};
     if (!(ctx.nv = nvml_open(err, sizeof err))) {
         log_error("%s", err);
@@ -294,14 +293,14 @@ int cmd_gpu(int argc, char **argv) {
     int total = nvml_device_count(ctx.nv), idx[GPU_MAX];
     int n = parse_gpus(gpus, total, idx);
     if (n < 0) {
-        log_error("--gpu '%s': expected all or indices like 0,1", gpus);
+        log_error("--gpu-ids '%s': expected all or indices like 0,1", gpus);
         nvml_close(ctx.nv);
         return EXIT_USAGE;
     }
     int rc = EXIT_OK;
     for (int i = 0; i < n; i++) {
         if (idx[i] >= total) {
-            log_error("--gpu %d: no such GPU (NVML sees %d)", idx[i], total);
+            log_error("--gpu-ids %d: no such GPU (NVML sees %d)", idx[i], total);
             rc = EXIT_USAGE;
             goto out;
         }

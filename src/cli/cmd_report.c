@@ -13,7 +13,7 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-    fputs("usage: dsperf report IN.json [-o report.html] [--md FILE] [--csv FILE] [--requests FILE.jsonl] [--title T]\n"
+    fputs("usage: dsperf report IN.json [-o report.html] [--md FILE] [--csv FILE] [--save-requests FILE.jsonl] [--title T]\n"
           "Builds a report from a results file (dsperf bench / dsperf sim, schema dsperf.results/1) or a sweep\n"
           "file (dsperf sweep, schema dsperf.sweep/1): one self-contained HTML page with inline SVG charts\n"
           "(no network, no scripts; light/dark; prints to PDF): verdict, findings from the diagnosis,\n"
@@ -25,7 +25,7 @@ static void usage(FILE *f) {
           "  -o, --out FILE       HTML report (default report.html when no other output is asked for)\n"
           "  --md FILE            Markdown summary (verdict, findings, table, errors); '-' for stdout\n"
           "  --csv FILE           CSV, one row per load level (one row for a single run); '-' for stdout\n"
-          "  --requests FILE      per-request JSONL of the same run (bench --save-requests, sim --requests-out):\n"
+          "  --save-requests FILE per-request JSONL of the same run (what bench or sim wrote with --save-requests):\n"
           "                       exact percentile curves, a TTFT-over-time scatter, a request Gantt and the\n"
           "                       first error message per class; without it the curves are drawn from the\n"
           "                       percentiles stored in the results (single-run documents only)\n"
@@ -36,8 +36,8 @@ static void usage(FILE *f) {
           "                       (as in dsperf diagnose)\n"
           "  -h, --help\n\n"
           "Examples:\n"
-          "  dsperf sim --concurrency 32 --out run.json --requests-out run.jsonl\n"
-          "  dsperf report run.json -o run.html --requests run.jsonl\n"
+          "  dsperf sim --concurrency 32 --out run.json --save-requests run.jsonl\n"
+          "  dsperf report run.json -o run.html --save-requests run.jsonl\n"
           "  dsperf report sweep.json -o sweep.html --md sweep.md --csv sweep.csv --gpu h200\n"
           "  dsperf report tune.json -o tune.html\n", f);
 }
@@ -100,7 +100,7 @@ static json_t *load_diagnosis(const char *path, char *err, size_t errlen) {
 int cmd_report(int argc, char **argv) {
     static const struct option opts[] = {
         {"out", required_argument, 0, 'o'}, {"md", required_argument, 0, OPT_MD},
-        {"csv", required_argument, 0, OPT_CSV}, {"requests", required_argument, 0, OPT_REQUESTS},
+        {"csv", required_argument, 0, OPT_CSV}, {"save-requests", required_argument, 0, OPT_REQUESTS},
         {"title", required_argument, 0, OPT_TITLE}, {"diagnosis", required_argument, 0, OPT_DIAG},
         {"model", required_argument, 0, OPT_MODEL}, {"gpu", required_argument, 0, OPT_GPU},
         {"tp", required_argument, 0, OPT_TP}, {"kv-dtype", required_argument, 0, OPT_KV},
@@ -145,6 +145,7 @@ int cmd_report(int argc, char **argv) {
     }
     const char *in = argv[optind];
     if (!out && !md && !csv) out = "report.html";
+    if (cli_check_output("-o", out) || cli_check_output("--md", md) || cli_check_output("--csv", csv)) return EXIT_USAGE;
     char err[512];
     json_t *doc = report_load(in, err, sizeof err);
     if (!doc) {
@@ -155,7 +156,7 @@ int cmd_report(int argc, char **argv) {
     const char *schema = json_string_value(json_object_get(doc, "schema"));
     if (requests && schema && !strncmp(schema, "dsperf.sweep/", 13)) {
         /* a sweep has one request file per level (sweep --save-requests PREFIX): none stands for all */
-        log_warn("report: --requests is for single-run documents; ignored for the sweep %s", in);
+        log_warn("report: --save-requests is for single-run documents; ignored for the sweep %s", in);
         requests = NULL;
     }
     if (requests) {

@@ -57,9 +57,20 @@ static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, cons
 }
 
 static const char *fixed_help(void) { return fixed_params_help; }
+/* The simulator's own option list, less its --model entry (and that entry's continuation lines):
+ * in serve, --model is the served name and --sim-model names the catalog model. */
 static const char *sim_help(void) {
     static char buf[8192];
-    snprintf(buf, sizeof buf, "  --sim-model NAME       catalog model to simulate (default: the served --model)\n%s", sim_params_help());
+    size_t n = (size_t)snprintf(buf, sizeof buf, "  --sim-model NAME           catalog model to simulate (default: the served --model;\n                             dsperf plan --list names them)\n");
+    bool skipping = false;
+    for (const char *l = sim_params_help(); *l && n < sizeof buf - 1;) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) + 1 : strlen(l);
+        bool option_line = !strncmp(l, "  --", 4);
+        if (option_line) skipping = !strncmp(l, "  --model ", 10);
+        if (!skipping) n += (size_t)snprintf(buf + n, sizeof buf - n, "%.*s", (int)len, l);
+        l += len;
+    }
     return buf;
 }
 

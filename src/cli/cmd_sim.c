@@ -42,7 +42,7 @@ static void usage(FILE *f) {
         "  --seed S                   seed for arrivals and lengths (1)\n"
         "Output:\n"
         "  --out FILE                 results JSON (schema dsperf.results/1, producer \"sim\")\n"
-        "  --save-requests FILE       per-request JSONL (as bench; also --requests-out)\n"
+        "  --save-requests FILE       per-request JSONL (as bench)\n"
         "  --percentiles LIST         (50,90,95,99,99.9)\n"
         "  --slo ttft=200ms,tpot=50ms,e2el=10s   goodput SLOs, any subset (as bench)\n"
         "  --quiet                    no summary on stdout\n"
@@ -162,7 +162,7 @@ int cmd_sim(int argc, char **argv) {
         {"concurrency", required_argument, 0, O_CONC}, {"requests", required_argument, 0, O_REQUESTS},
         {"num-prompts", required_argument, 0, O_REQUESTS}, {"duration", required_argument, 0, O_DURATION},
         {"warmup", required_argument, 0, O_WARMUP}, {"seed", required_argument, 0, O_SEED},
-        {"out", required_argument, 0, O_OUT}, {"requests-out", required_argument, 0, O_REQ_OUT},
+        {"out", required_argument, 0, O_OUT},
         {"percentiles", required_argument, 0, O_PCT}, {"slo-ttft", required_argument, 0, O_SLO_TTFT},
         {"slo-tpot", required_argument, 0, O_SLO_TPOT}, {"slo-e2el", required_argument, 0, O_SLO_E2EL},
         {"quiet", no_argument, 0, O_QUIET}, {"calibrate", required_argument, 0, O_CALIBRATE},
@@ -244,6 +244,9 @@ int cmd_sim(int argc, char **argv) {
         log_error("sim: unexpected argument '%s'", argv[optind]);
         return EXIT_USAGE;
     }
+    if (cli_check_output("--out", out_path) || cli_check_output("--save-requests", req_out) ||
+        cli_check_output("--profile-out", profile_out))
+        return EXIT_USAGE;
     if (!calibrate && history_opts_check(&hist) != EXIT_OK) return EXIT_USAGE;
     if (calibrate) {
         sim_calibration cal;

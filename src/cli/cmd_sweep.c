@@ -57,6 +57,10 @@ int cmd_sweep(int argc, char **argv) {
     bench_opts b;
     int rc = sweep_opts_parse(&so, &b, argc, argv, "sweep", usage_text);
     if (rc >= 0) return rc;
+    if ((rc = cli_check_output("--out", so.out_path)) || (rc = cli_check_output("--save-requests", so.save_prefix))) {
+        sweep_opts_free(&so, &b);
+        return rc;
+    }
     if ((rc = history_opts_check(&b.hist)) != EXIT_OK) { sweep_opts_free(&so, &b); return rc; }
     fd_limit_prepare();     /* thousands of streams: before any thread starts */
     struct sigaction sa = { .sa_handler = on_signal };

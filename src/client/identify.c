@@ -3,7 +3,7 @@
  * engine", so the probes cost a few milliseconds on a live server and never fail a run. */
 #include "client/identify.h"
 #include "telemetry/prom.h"
-#include "telemetry/server_metrics.h"
+#include "telemetry/engine_metrics.h"
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,9 +118,9 @@ json_t *client_identify(const client_opts *o, const char *metrics_url) {
         char *text = url ? get(o, url, &len) : NULL;
         prom_doc doc;
         if (text && prom_parse(text, len, &doc) == 0) {
-            srv_engine e = srv_detect_engine(&doc);
-            if (e != SRV_ENGINE_UNKNOWN) {
-                engine = srv_engine_name(e);
+            em_engine e = em_detect_engine(&doc);
+            if (e != EM_ENGINE_UNKNOWN) {
+                engine = em_engine_name(e);
                 json_array_append_new(from, json_string("/metrics"));
             }
             prom_doc_free(&doc);

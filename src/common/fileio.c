@@ -55,3 +55,21 @@ int fileio_write_atomic(const char *path, const void *data, size_t len) {
     free(tmp);
     return 0;
 }
+
+int fileio_check_writable(const char *path) {
+    if (!path || !*path) { errno = ENOENT; return -1; }
+    if (!strcmp(path, "-")) return 0;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) { errno = EISDIR; return -1; }
+    size_t plen = strlen(path);
+    char *probe = malloc(plen + 48);
+    if (!probe) { errno = ENOMEM; return -1; }
+    /* beside the target, as the atomic write's temp file will be */
+    snprintf(probe, plen + 48, "%s.check.%ld", path, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) { int e = errno; free(probe); errno = e; return -1; }
+    close(fd);
+    unlink(probe);
+    free(probe);
+    return 0;
+}

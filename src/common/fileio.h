@@ -8,4 +8,8 @@
 int fileio_read_all(const char *path, char **out, size_t *len);
 /* Writes data to path atomically. Returns 0, or -1 with errno set. */
 int fileio_write_atomic(const char *path, const void *data, size_t len);
+/* Checks, before any work is done, that path can later be written atomically: a file is created
+ * in its folder and removed again, and path itself must not be a folder. "-" (stdout) passes.
+ * Returns 0, or -1 with errno set. */
+int fileio_check_writable(const char *path);
 #endif

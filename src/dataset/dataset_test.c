@@ -8,11 +8,10 @@
 #include <stdio.h>
 
 static tokenizer *v3(void) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/tokenizers/deepseek-v3/tokenizer.json", harness_testdata());
+    const char *path = harness_testdata_file("tokenizers/deepseek-v3/tokenizer.json");
     tokenizer *t = NULL;
     char err[256];
-    if (tokenizer_load(path, &t, err, sizeof err) < 0) return NULL;
+    if (!path || tokenizer_load(path, &t, err, sizeof err) < 0) return NULL;
     return t;
 }
 
@@ -40,7 +39,7 @@ TEST(dataset_random_words_exact_and_seeded) {
 
 TEST(dataset_random_exact_tokens_with_v3_tokenizer) {
     tokenizer *t = v3();
-    if (!t) SKIP("DeepSeek-V3 tokenizer.json not found under the test data");
+    if (!t) SKIP_NO_SHARED_DATA("tokenizers/deepseek-v3/tokenizer.json");
     dataset_opts o = { .tok = t, .tolerance = 0.05 };
     dataset *d;
     char err[256];

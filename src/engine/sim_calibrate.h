@@ -2,7 +2,7 @@
  * reproduces a real deployment: ITL against the decoding batch gives the achievable HBM bandwidth
  * fraction (slope) and the per-step overhead (intercept); TTFT against prompt length at low load
  * gives the achievable compute fraction. Input: the run's per-request JSONL (dsperf bench
- * --requests-out), or only its results JSON (a coarser fit of bw_eff from the median ITL).
+ * --save-requests), or only its results JSON (a coarser fit of bw_eff from the median ITL).
  * Output: a profile JSON that --profile reads back. */
 #ifndef DSP_SIM_CALIBRATE_H
 #define DSP_SIM_CALIBRATE_H

@@ -5,7 +5,7 @@
  * an SQLite file that is not a history, one from a newer dsperf and one that fails quick_check
  * are all refused with a line saying so, and the file is left exactly as it was. */
 #include "history/hist_internal.h"
-#include "cli/cli.h"
+#include "common/version.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

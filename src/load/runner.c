@@ -288,7 +288,8 @@ typedef struct {
     volatile sig_atomic_t *stop;
     const load_plan *whole;
     load_outcome out;
-    int rc;
+    bool started;      /* its thread was created (set and read by the calling thread only) */
+    int rc;            /* the shard's result: written by its thread, read after the join */
     char err[256];
 } shard_job;
 
@@ -339,16 +340,20 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
         jobs[k].whole = p;
         if (k == 0) { jobs[k].s.recs = recs; continue; }
         recset *own = malloc(sizeof *own);
-        if (!own) { jobs[k].rc = -1; continue; }
+        if (!own) { jobs[k].rc = -1; snprintf(jobs[k].err, sizeof jobs[k].err, "out of memory"); continue; }
         recset_init(own);
         jobs[k].s.recs = own;
     }
-    for (int k = 1; k < w; k++)
-        if (!jobs[k].rc && pthread_create(&th[k], NULL, shard_thread, &jobs[k]) != 0) jobs[k].rc = -2;
-    int rc = run_shard(&jobs[0].s, co, stop, progress, ctx, p, out, err, errlen);
     for (int k = 1; k < w; k++) {
-        if (jobs[k].rc == 0) pthread_join(th[k], NULL);
-        if (jobs[k].rc && rc == 0) { rc = -1; snprintf(err, errlen, "%s", jobs[k].rc == -2 ? "cannot start a client thread" : jobs[k].err); }
+        if (jobs[k].rc) continue;
+        if (pthread_create(&th[k], NULL, shard_thread, &jobs[k]) == 0) jobs[k].started = true;
+        else { jobs[k].rc = -1; snprintf(jobs[k].err, sizeof jobs[k].err, "cannot start a client thread"); }
+    }
+    int rc = run_shard(&jobs[0].s, co, stop, progress, ctx, p, out, err, errlen);
+    /* every started shard is joined, whatever it returned, before its result is read */
+    for (int k = 1; k < w; k++) {
+        if (jobs[k].started) pthread_join(th[k], NULL);
+        if (jobs[k].rc && rc == 0) { rc = -1; snprintf(err, errlen, "%s", jobs[k].err); }
         if (jobs[k].out.interrupted) out->interrupted = true;
         if (jobs[k].out.grace_expired) out->grace_expired = true;
         if (jobs[k].out.end_ns > out->end_ns) out->end_ns = jobs[k].out.end_ns;

@@ -1,6 +1,5 @@
 /* report — loading the documents a report reads, and where its findings come from: the
- * document's own "findings" when it carries them, else diagnose_run() when the binary has the
- * diagnose module. The reference is weak so the report builds and runs without that module. */
+ * document's own "findings" when it carries them, else diagnose_run() on the document. */
 #include "report/report_internal.h"
 #include "common/fileio.h"
 #include "diagnose/diagnose.h"
@@ -9,9 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "results/results.h"
-
-#pragma weak diagnose_run
-#pragma weak diagnose_default_opts
 
 json_t *report_load(const char *path, char *err, size_t errlen) {
     static const char *const schemas[] = { "dsperf.results/", "dsperf.sweep/", "dsperf.tune/", NULL };
@@ -32,17 +28,14 @@ json_t *report_diagnosis(const json_t *doc, const report_deploy *deploy) {
         }
         return d;
     }
-    if (diagnose_run && diagnose_default_opts) {
-        diagnose_opts o;
-        diagnose_default_opts(&o);
-        if (deploy) {
-            if (deploy->model) o.model = deploy->model;
-            if (deploy->gpu) o.gpu = deploy->gpu;
-            if (deploy->kv_dtype) o.kv_dtype = deploy->kv_dtype;
-            if (deploy->tp > 0) o.tp = deploy->tp;
-        }
-        char err[256];
-        return diagnose_run(doc, &o, err, sizeof err);   /* NULL: no findings shown */
+    diagnose_opts o;
+    diagnose_default_opts(&o);
+    if (deploy) {
+        if (deploy->model) o.model = deploy->model;
+        if (deploy->gpu) o.gpu = deploy->gpu;
+        if (deploy->kv_dtype) o.kv_dtype = deploy->kv_dtype;
+        if (deploy->tp > 0) o.tp = deploy->tp;
     }
-    return NULL;
+    char err[256];
+    return diagnose_run(doc, &o, err, sizeof err);   /* NULL: no findings shown */
 }

@@ -24,7 +24,7 @@ void report_default_opts(report_opts *o);
  * NULL with err filled. */
 json_t *report_load(const char *path, char *err, size_t errlen);
 
-/* Reads a per-request JSONL (`bench --save-requests`, `sim --requests-out`). Warm-up lines are
+/* Reads a per-request JSONL (`bench --save-requests`, `sim --save-requests`). Warm-up lines are
  * skipped. NULL with err filled (unreadable file, or a line that is not a JSON object). */
 report_requests *report_requests_load(const char *path, char *err, size_t errlen);
 void report_requests_free(report_requests *r);

@@ -178,7 +178,7 @@ static const char *tmp(const char *name) {
 static int sim_run(int c, int requests, const char *out, const char *jsonl) {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "sim --quiet --concurrency %d --requests %d --max-num-seqs 16 --slo-ttft 300ms "
-                              "--slo-tpot 30ms --out %s%s%s", c, requests, out, jsonl ? " --requests-out " : "",
+                              "--slo-tpot 30ms --out %s%s%s", c, requests, out, jsonl ? " --save-requests " : "",
              jsonl ? jsonl : "");
     return test_run(cmd, NULL, NULL);
 }
@@ -213,7 +213,7 @@ TEST(report_single_run_md_csv) {
     if (!r) return;
     char cmd[2048];
     const char *html = tmp("single.html"), *md = tmp("single.md"), *csv = tmp("single.csv");
-    snprintf(cmd, sizeof cmd, "report %s -o %s --md %s --csv %s --requests %s", res, html, md, csv, jl);
+    snprintf(cmd, sizeof cmd, "report %s -o %s --md %s --csv %s --save-requests %s", res, html, md, csv, jl);
     CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
     char *c = slurp(csv), *m = slurp(md), *h = slurp(html);
     CHECK(c && m && h);
@@ -396,7 +396,7 @@ TEST(report_bench_errors) {
     if (!r) { CHECK(r != NULL); return; }
     double failed = test_num(r, "failed");
     CHECK(failed > 0);
-    snprintf(cmd, sizeof cmd, "report %s -o %s --md %s --requests %s", res, html, md, jl);
+    snprintf(cmd, sizeof cmd, "report %s -o %s --md %s --save-requests %s", res, html, md, jl);
     CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
     char *h = slurp(html), *m = slurp(md);
     CHECK(h && m);
@@ -659,7 +659,7 @@ TEST(report_chromium_render) {
     const char *res = tmp("render.json"), *jl = tmp("render.jsonl"), *html = tmp("render.html");
     CHECK_EQ_INT(sim_run(16, 160, res, jl), 0);
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "report %s -o %s --requests %s", res, html, jl);
+    snprintf(cmd, sizeof cmd, "report %s -o %s --save-requests %s", res, html, jl);
     CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
     /* the page as the browser parsed it: every chart is an <svg> with drawn paths */
     const char *dom = tmp("render.dom");

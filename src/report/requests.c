@@ -1,5 +1,5 @@
 /* requests — per-request samples for the report from the JSONL that bench (--save-requests) and
- * sim (--requests-out) write: exact TTFT/TPOT/E2EL/ITL distributions for the nines plots, the
+ * sim (--save-requests) write: exact TTFT/TPOT/E2EL/ITL distributions for the nines plots, the
  * TTFT-over-time scatter, and the first error message of each failure class. */
 #include "report/report_internal.h"
 #include "common/fileio.h"

@@ -1,7 +1,7 @@
 /* results — the results document (schema dsperf.results/1), its atomic writers and loader, the
  * per-request JSONL, and the terminal summary in vLLM's "Serving Benchmark Result" layout. */
 #include "results/results.h"
-#include "cli/cli.h"
+#include "common/version.h"
 #include "common/fileio.h"
 #include <errno.h>
 #include <math.h>

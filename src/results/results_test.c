@@ -3,7 +3,7 @@
  * files are refused, and the terminal block carries vLLM's labels and layout. */
 #include "harness.h"
 #include "results/results.h"
-#include "cli/cli.h"
+#include "common/version.h"
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>

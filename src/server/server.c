@@ -8,7 +8,7 @@
  * rng. Cancels the server decides on inside an advance are deferred until the advance returns,
  * so an engine never sees a call into itself from its own emit callback. */
 #include "server/server.h"
-#include "cli/cli.h"
+#include "common/version.h"
 #include "server/server_oai.h"
 #include "server/server_metrics.h"
 #include "common/clock.h"

@@ -117,15 +117,6 @@ static double fault_count(const char *metrics, const char *kind) {
     return metric(metrics, s);
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* Index of the first event carrying generated text (a completion text or a chat content delta). */
 static int is_token_event(const char *ev, const char **text) {
@@ -334,24 +325,25 @@ TEST(server_endpoints_and_errors) {
 
 /* ---- timing ---- */
 
+/* The server's timing over HTTP, as far as it holds on any machine: a token is written at its
+ * deadline or later, never earlier, and bytes arrive after they are written, so token k arrives at
+ * least 52 + 10 k ms after the request (50 ms + 20 prompt words x 100 us, then 10 ms apart). That
+ * the deadlines are absolute (no drift) is engine_fixed_absolute_deadlines, in engine time; how
+ * punctually a busy machine meets them is `make bench` (and dsperf_emit_lateness_seconds). */
 TEST(server_timing_single_stream) {
     srv_proc p;
     if (srv_spawn(&p, "--ttft 50ms --itl 10ms --prefill-per-token 100us") < 0) return;
     http_result r = {0};
-    /* 20 prompt words: TTFT = 50 ms + 20 x 100 us = 52 ms */
     http_do(&p, "/v1/completions", "{\"prompt\":\"w w w w w w w w w w w w w w w w w w w w\",\"max_tokens\":30,\"stream\":true}", &r);
     CHECK_EQ_INT(r.n_events, 31);
     if (r.n_events == 31) {
-        double ttft = r.t_ms[0], gaps[29], late[30];
-        CHECK_MSG(ttft >= 52.0 - 0.5 && ttft <= 52.0 + 15.0, "TTFT %.3f ms, configured 52", ttft);
-        for (int i = 1; i < 30; i++) gaps[i - 1] = r.t_ms[i] - r.t_ms[i - 1];
-        CHECK_NEAR(median(gaps, 29), 10.0, 2.0);
-        /* absolute deadlines, no drift: against the grid of the least-late token, the last ten
-         * tokens are late by a little (scheduling noise), not by an amount that grew with k */
-        double anchor = 1e9;
-        for (int k = 0; k < 30; k++) if (r.t_ms[k] - 10.0 * k < anchor) anchor = r.t_ms[k] - 10.0 * k;
-        for (int k = 0; k < 10; k++) late[k] = r.t_ms[20 + k] - (anchor + 10.0 * (20 + k));
-        CHECK_MSG(median(late, 10) < 3.0, "tokens 20..29 late by a median %.3f ms against the grid", median(late, 10));
+        int early = 0;
+        for (int k = 0; k < 30; k++)
+            if (r.t_ms[k] < 52.0 + 10.0 * k - 0.05) {
+                if (early++ < 3) fprintf(stderr, "    token %d at %.3f ms, deadline %.1f\n", k, r.t_ms[k], 52.0 + 10.0 * k);
+            }
+        CHECK_MSG(early == 0, "%d tokens arrived before their deadline", early);
+        CHECK(!strcmp(r.events[30], "[DONE]"));
     }
     http_free(&r);
     srv_kill(&p);
@@ -382,11 +374,12 @@ TEST(server_capacity_queues_fifo) {
         int a = first_abs[0] < first_abs[1] ? 0 : 1, b = 1 - a;
         /* both measured from the send of the request served first */
         double first_e2e = t[a].r.t_ms[9], second_ttft = first_abs[b] - (double)t[a].r.t0 / 1e6;
-        /* tokens can be late under load, never early: one-sided tolerances. The second request
-         * enters service when the engine finishes the first (140 ms), however late that write. */
-        CHECK_MSG(t[a].r.t_ms[0] >= 49.5 && t[a].r.t_ms[0] <= 70, "first TTFT %.2f", t[a].r.t_ms[0]);
-        CHECK_MSG(first_e2e >= 139.5 && first_e2e <= 160, "first E2E %.2f, want 140", first_e2e);
-        CHECK_MSG(second_ttft >= 189.5 && second_ttft <= 210, "second first token at %.2f ms, want 140 + 50", second_ttft);
+        /* tokens can be late under load, never early: the bounds are one-sided. The second request
+         * enters service when the engine finishes the first (140 ms), however late that write; without
+         * the queue its first token would come at 50 ms, far below the bound. */
+        CHECK_MSG(t[a].r.t_ms[0] >= 49.95, "first TTFT %.2f", t[a].r.t_ms[0]);
+        CHECK_MSG(first_e2e >= 139.95, "first E2E %.2f, want 140", first_e2e);
+        CHECK_MSG(second_ttft >= 189.95, "second first token at %.2f ms, want 140 + 50", second_ttft);
     }
     http_free(&t[0].r);
     http_free(&t[1].r);
@@ -400,10 +393,10 @@ TEST(server_speedup_scales_engine_time) {
     http_do(&p, "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":5,\"stream\":true}", &r);
     CHECK_EQ_INT(r.n_events, 6);
     if (r.n_events == 6) {
-        CHECK_MSG(r.t_ms[0] >= 49.5 && r.t_ms[0] <= 65, "TTFT %.2f ms, want 50 (500 ms / 10)", r.t_ms[0]);
-        double gaps[4];
-        for (int i = 0; i < 4; i++) gaps[i] = r.t_ms[i + 1] - r.t_ms[i];
-        CHECK_NEAR(median(gaps, 4), 10.0, 3.0);
+        /* 50 ms (500 ms / 10) is a floor; without the speedup the first token would come at 500 ms
+         * and the last at 900, so a ceiling of half that separates the two on any machine */
+        CHECK_MSG(r.t_ms[0] >= 49.95 && r.t_ms[0] < 250, "TTFT %.2f ms, want 50 (500 ms / 10)", r.t_ms[0]);
+        CHECK_MSG(r.t_ms[4] >= 89.95 && r.t_ms[4] < 450, "last token at %.2f ms, want 90 (900 ms / 10)", r.t_ms[4]);
     }
     http_free(&r);
     srv_kill(&p);
@@ -445,15 +438,13 @@ TEST(server_faults_every_request) {
     if (srv_spawn(&p, "--ttft 2ms --itl 2ms --stall-rate 1 --stall 200ms") == 0) {
         http_do(&p, "/v1/completions", body, &r);
         CHECK_EQ_INT(r.n_events, 9);
-        double max_gap = 0;
-        int long_gaps = 0;
-        for (int k = 1; k < r.n_events - 1; k++) {
-            double g = r.t_ms[k] - r.t_ms[k - 1];
-            if (g > max_gap) max_gap = g;
-            if (g > 100) long_gaps++;
-        }
-        CHECK_MSG(max_gap >= 199.5 && max_gap < 260, "longest gap %.1f ms, stall 200 ms", max_gap);
+        /* one gap holds the 200 ms stall: the token after it cannot arrive before 2 + 2 k + 200 ms,
+         * and however late the token before it came, one gap is longer than half the stall */
+        int long_gaps = 0, stall_at = -1;
+        for (int k = 1; k < r.n_events - 1; k++)
+            if (r.t_ms[k] - r.t_ms[k - 1] > 100) { long_gaps++; stall_at = k; }
         CHECK_EQ_INT(long_gaps, 1);
+        if (stall_at > 0) CHECK_MSG(r.t_ms[stall_at] >= 2 + 2.0 * stall_at + 200 - 0.05, "token %d after the stall at %.1f ms", stall_at, r.t_ms[stall_at]);
         http_free(&r);
         srv_kill(&p);
     }

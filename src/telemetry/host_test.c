@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <time.h>
 
 TEST(telemetry_host_sample_sane) {
     host_sampler *h = host_sampler_new("/proc", getpid());
@@ -18,16 +19,26 @@ TEST(telemetry_host_sample_sane) {
     CHECK(a[HOST_MEM_USED_MIB] > 0 && a[HOST_MEM_AVAILABLE_MIB] > 0);
     CHECK(a[HOST_LOAD1] >= 0);
     CHECK(a[HOST_SERVER_RSS_MIB] > 0 && a[HOST_SERVER_RSS_MIB] < 1e6);
-    volatile double x = 0;                            /* burn ~50 ms of this thread's CPU */
-    int64_t end = clock_now_ns() + 50 * NS_PER_MS;
-    while (clock_now_ns() < end) x += 1;
+    /* burn 60 ms of this process's CPU (however long that takes on a busy machine), then the
+     * sampler's share must be what getrusage-level accounting says it was over the wall interval */
+    struct timespec c0, c1;
+    int64_t w0 = clock_now_ns();
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    volatile double x = 0;
+    do {
+        for (int i = 0; i < 100000; i++) x += 1;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    } while ((c1.tv_sec - c0.tv_sec) * 1e9 + (c1.tv_nsec - c0.tv_nsec) < 60e6);
     host_sample(h, clock_now_ns(), b);
+    double wall_ms = (clock_now_ns() - w0) / 1e6, cpu_ms = ((c1.tv_sec - c0.tv_sec) * 1e9 + (c1.tv_nsec - c0.tv_nsec)) / 1e6;
     CHECK(b[HOST_CPU_UTIL_PCT] >= 0 && b[HOST_CPU_UTIL_PCT] <= 100);
     CHECK(b[HOST_IOWAIT_PCT] >= 0 && b[HOST_IOWAIT_PCT] <= 100);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    /* we were busy for the whole interval: tick granularity (10 ms) and scheduling allow slack */
-    CHECK_MSG(b[HOST_SERVER_CPU_PCT] > 20 && b[HOST_SERVER_CPU_PCT] <= 100.0 * ncpu + 30,
-              "server_cpu_pct %.1f", b[HOST_SERVER_CPU_PCT]);
+    /* /proc counts in 10 ms ticks: two ticks of slack on each side of the measured share */
+    double want = 100.0 * cpu_ms / wall_ms, slack = 100.0 * 20.0 / wall_ms + 2;
+    CHECK_MSG(fabs(b[HOST_SERVER_CPU_PCT] - want) <= slack && b[HOST_SERVER_CPU_PCT] <= 100.0 * ncpu,
+              "server_cpu_pct %.1f, measured %.1f%% (%.1f ms CPU in %.1f ms) +- %.1f", b[HOST_SERVER_CPU_PCT], want, cpu_ms,
+              wall_ms, slack);
     host_sampler_free(h);
     /* a pid that does not exist: process columns unknown, machine columns still there */
     h = host_sampler_new("/proc", 0x3fffffff);

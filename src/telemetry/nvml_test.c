@@ -14,7 +14,7 @@
 TEST(telemetry_nvml_sample) {
     char err[256];
     nvml *n = nvml_open(err, sizeof err);
-    if (!n) SKIP("no NVIDIA GPU / libnvidia-ml.so.1 not found");
+    if (!n) SKIP_NO_GPU("no NVIDIA GPU / libnvidia-ml.so.1 not found");
     int count = nvml_device_count(n);
     CHECK(count >= 1);
     char drv[96];

@@ -2,7 +2,7 @@
  * each engine's documented /metrics format (vLLM V1 and V0 names, SGLang, TGI, llama.cpp). */
 #include "harness.h"
 #include "telemetry/prom.h"
-#include "telemetry/server_metrics.h"
+#include "telemetry/engine_metrics.h"
 #include <math.h>
 #include <string.h>
 
@@ -122,43 +122,43 @@ static const char *vllm_v1_b =
     "vllm:request_decode_time_seconds_sum{engine=\"0\",model_name=\"deepseek-ai/DeepSeek-V3\"} 30.0\n"
     "vllm:request_decode_time_seconds_count{engine=\"0\",model_name=\"deepseek-ai/DeepSeek-V3\"} 10.0\n";
 
-static void derive_pair(const char *a, const char *b, srv_engine expect, double *out) {
+static void derive_pair(const char *a, const char *b, em_engine expect, double *out) {
     prom_doc da, db;
     parse(a, &da);
     parse(b, &db);
-    CHECK_EQ_INT(srv_detect_engine(&da), expect);
-    srv_reading ra, rb;
-    srv_read(&da, expect, 0, &ra);
-    srv_read(&db, expect, 1000000000LL, &rb);
-    srv_derive(&ra, &rb, out);
+    CHECK_EQ_INT(em_detect_engine(&da), expect);
+    em_reading ra, rb;
+    em_read(&da, expect, 0, &ra);
+    em_read(&db, expect, 1000000000LL, &rb);
+    em_derive(&ra, &rb, out);
     prom_doc_free(&da);
     prom_doc_free(&db);
 }
 
 TEST(telemetry_prom_vllm_v1_aliases) {
-    double o[SRV_COL_COUNT];
-    derive_pair(vllm_v1_a, vllm_v1_b, SRV_ENGINE_VLLM, o);
-    CHECK_NEAR(o[SRV_RUNNING], 16, 0);
-    CHECK_NEAR(o[SRV_WAITING], 0, 0);                    /* a real zero stays zero */
-    CHECK_NEAR(o[SRV_KV_USAGE_PCT], 50, 1e-9);
-    CHECK_NEAR(o[SRV_PREEMPTIONS], 2, 0);
-    CHECK_NEAR(o[SRV_PREFIX_HITS], 150, 0);
-    CHECK_NEAR(o[SRV_PREFIX_QUERIES], 200, 0);
-    CHECK_NEAR(o[SRV_PREFIX_HIT_RATE_PCT], 75, 1e-9);
-    CHECK_NEAR(o[SRV_PROMPT_TOKENS_PER_S], 800, 1e-9);
-    CHECK_NEAR(o[SRV_GENERATION_TOKENS_PER_S], 1500, 1e-9);
-    CHECK_NEAR(o[SRV_TOKENS_PER_STEP], 800.0 / 50.0, 1e-9);
-    CHECK_NEAR(o[SRV_QUEUE_TIME_MS], 500.0 / 2, 1e-9);  /* 0.5 s over 2 requests */
-    CHECK_NEAR(o[SRV_PREFILL_TIME_MS], 100, 1e-9);
-    CHECK(isnan(o[SRV_DECODE_TIME_MS]));                /* no request finished decode: unknown, not 0 */
+    double o[EM_COL_COUNT];
+    derive_pair(vllm_v1_a, vllm_v1_b, EM_ENGINE_VLLM, o);
+    CHECK_NEAR(o[EM_RUNNING], 16, 0);
+    CHECK_NEAR(o[EM_WAITING], 0, 0);                    /* a real zero stays zero */
+    CHECK_NEAR(o[EM_KV_USAGE_PCT], 50, 1e-9);
+    CHECK_NEAR(o[EM_PREEMPTIONS], 2, 0);
+    CHECK_NEAR(o[EM_PREFIX_HITS], 150, 0);
+    CHECK_NEAR(o[EM_PREFIX_QUERIES], 200, 0);
+    CHECK_NEAR(o[EM_PREFIX_HIT_RATE_PCT], 75, 1e-9);
+    CHECK_NEAR(o[EM_PROMPT_TOKENS_PER_S], 800, 1e-9);
+    CHECK_NEAR(o[EM_GENERATION_TOKENS_PER_S], 1500, 1e-9);
+    CHECK_NEAR(o[EM_TOKENS_PER_STEP], 800.0 / 50.0, 1e-9);
+    CHECK_NEAR(o[EM_QUEUE_TIME_MS], 500.0 / 2, 1e-9);  /* 0.5 s over 2 requests */
+    CHECK_NEAR(o[EM_PREFILL_TIME_MS], 100, 1e-9);
+    CHECK(isnan(o[EM_DECODE_TIME_MS]));                /* no request finished decode: unknown, not 0 */
     /* first scrape: gauges only */
     prom_doc d;
     parse(vllm_v1_a, &d);
-    srv_reading r;
-    srv_read(&d, SRV_ENGINE_VLLM, 0, &r);
-    srv_derive(NULL, &r, o);
-    CHECK_NEAR(o[SRV_RUNNING], 12, 0);
-    CHECK(isnan(o[SRV_PREEMPTIONS]) && isnan(o[SRV_GENERATION_TOKENS_PER_S]));
+    em_reading r;
+    em_read(&d, EM_ENGINE_VLLM, 0, &r);
+    em_derive(NULL, &r, o);
+    CHECK_NEAR(o[EM_RUNNING], 12, 0);
+    CHECK(isnan(o[EM_PREEMPTIONS]) && isnan(o[EM_GENERATION_TOKENS_PER_S]));
     prom_doc_free(&d);
 }
 
@@ -182,14 +182,14 @@ TEST(telemetry_prom_vllm_v0_aliases) {
         "vllm:gpu_prefix_cache_hit_rate{model_name=\"m\"} 0.35\n"
         "vllm:num_preemptions_total{model_name=\"m\"} 13.0\n"
         "vllm:generation_tokens_total{model_name=\"m\"} 300.0\n";
-    double o[SRV_COL_COUNT];
-    derive_pair(a, b, SRV_ENGINE_VLLM, o);
-    CHECK_NEAR(o[SRV_KV_USAGE_PCT], 95, 1e-9);
-    CHECK_NEAR(o[SRV_PREFIX_HIT_RATE_PCT], 35, 1e-9);   /* the engine's own gauge */
-    CHECK_NEAR(o[SRV_PREEMPTIONS], 3, 0);
-    CHECK_NEAR(o[SRV_GENERATION_TOKENS_PER_S], 200, 1e-9);
-    CHECK(isnan(o[SRV_PROMPT_TOKENS_PER_S]));           /* not exposed: unknown */
-    CHECK(isnan(o[SRV_PREFIX_HITS]) && isnan(o[SRV_TOKENS_PER_STEP]) && isnan(o[SRV_QUEUE_TIME_MS]));
+    double o[EM_COL_COUNT];
+    derive_pair(a, b, EM_ENGINE_VLLM, o);
+    CHECK_NEAR(o[EM_KV_USAGE_PCT], 95, 1e-9);
+    CHECK_NEAR(o[EM_PREFIX_HIT_RATE_PCT], 35, 1e-9);   /* the engine's own gauge */
+    CHECK_NEAR(o[EM_PREEMPTIONS], 3, 0);
+    CHECK_NEAR(o[EM_GENERATION_TOKENS_PER_S], 200, 1e-9);
+    CHECK(isnan(o[EM_PROMPT_TOKENS_PER_S]));           /* not exposed: unknown */
+    CHECK(isnan(o[EM_PREFIX_HITS]) && isnan(o[EM_TOKENS_PER_STEP]) && isnan(o[EM_QUEUE_TIME_MS]));
 }
 
 /* SGLang --enable-metrics (docs.sglang.io "Production Metrics"). */
@@ -218,17 +218,17 @@ TEST(telemetry_prom_sglang_aliases) {
         "sglang:num_retracted_requests_total{model_name=\"deepseek-ai/DeepSeek-V3\"} 3.0\n"
         "sglang:queue_time_seconds_sum{model_name=\"deepseek-ai/DeepSeek-V3\"} 10.4\n"
         "sglang:queue_time_seconds_count{model_name=\"deepseek-ai/DeepSeek-V3\"} 104.0\n";
-    double o[SRV_COL_COUNT];
-    derive_pair(a, b, SRV_ENGINE_SGLANG, o);
-    CHECK_NEAR(o[SRV_RUNNING], 30, 0);
-    CHECK_NEAR(o[SRV_WAITING], 6, 0);
-    CHECK_NEAR(o[SRV_KV_USAGE_PCT], 31, 1e-9);
-    CHECK_NEAR(o[SRV_PREEMPTIONS], 2, 0);
-    CHECK_NEAR(o[SRV_PROMPT_TOKENS_PER_S], 1000, 1e-6);
-    CHECK_NEAR(o[SRV_GENERATION_TOKENS_PER_S], 2000, 1e-6);
-    CHECK_NEAR(o[SRV_PREFIX_HIT_RATE_PCT], 60, 1e-6);    /* 600 cached of 1000 prompt tokens */
-    CHECK_NEAR(o[SRV_QUEUE_TIME_MS], 100, 1e-6);
-    CHECK(isnan(o[SRV_TOKENS_PER_STEP]) && isnan(o[SRV_DECODE_TIME_MS]));
+    double o[EM_COL_COUNT];
+    derive_pair(a, b, EM_ENGINE_SGLANG, o);
+    CHECK_NEAR(o[EM_RUNNING], 30, 0);
+    CHECK_NEAR(o[EM_WAITING], 6, 0);
+    CHECK_NEAR(o[EM_KV_USAGE_PCT], 31, 1e-9);
+    CHECK_NEAR(o[EM_PREEMPTIONS], 2, 0);
+    CHECK_NEAR(o[EM_PROMPT_TOKENS_PER_S], 1000, 1e-6);
+    CHECK_NEAR(o[EM_GENERATION_TOKENS_PER_S], 2000, 1e-6);
+    CHECK_NEAR(o[EM_PREFIX_HIT_RATE_PCT], 60, 1e-6);    /* 600 cached of 1000 prompt tokens */
+    CHECK_NEAR(o[EM_QUEUE_TIME_MS], 100, 1e-6);
+    CHECK(isnan(o[EM_TOKENS_PER_STEP]) && isnan(o[EM_DECODE_TIME_MS]));
 }
 
 /* TGI (huggingface.co/docs/text-generation-inference/reference/metrics): method label splits
@@ -259,16 +259,16 @@ TEST(telemetry_prom_tgi_aliases) {
         "tgi_batch_inference_duration_count{method=\"decode\"} 600\n"
         "tgi_request_input_length_sum 1400\n"
         "tgi_request_generated_tokens_sum 3900\n";
-    double o[SRV_COL_COUNT];
-    derive_pair(a, b, SRV_ENGINE_TGI, o);
-    CHECK_NEAR(o[SRV_RUNNING], 9, 0);
-    CHECK_NEAR(o[SRV_WAITING], 0, 0);
-    CHECK_NEAR(o[SRV_QUEUE_TIME_MS], 100, 1e-6);
-    CHECK_NEAR(o[SRV_PREFILL_TIME_MS], 100, 1e-6);
-    CHECK_NEAR(o[SRV_DECODE_TIME_MS], 8, 1e-6);
-    CHECK_NEAR(o[SRV_PROMPT_TOKENS_PER_S], 400, 1e-6);
-    CHECK_NEAR(o[SRV_GENERATION_TOKENS_PER_S], 900, 1e-6);
-    CHECK(isnan(o[SRV_KV_USAGE_PCT]) && isnan(o[SRV_PREEMPTIONS]));   /* TGI exposes neither */
+    double o[EM_COL_COUNT];
+    derive_pair(a, b, EM_ENGINE_TGI, o);
+    CHECK_NEAR(o[EM_RUNNING], 9, 0);
+    CHECK_NEAR(o[EM_WAITING], 0, 0);
+    CHECK_NEAR(o[EM_QUEUE_TIME_MS], 100, 1e-6);
+    CHECK_NEAR(o[EM_PREFILL_TIME_MS], 100, 1e-6);
+    CHECK_NEAR(o[EM_DECODE_TIME_MS], 8, 1e-6);
+    CHECK_NEAR(o[EM_PROMPT_TOKENS_PER_S], 400, 1e-6);
+    CHECK_NEAR(o[EM_GENERATION_TOKENS_PER_S], 900, 1e-6);
+    CHECK(isnan(o[EM_KV_USAGE_PCT]) && isnan(o[EM_PREEMPTIONS]));   /* TGI exposes neither */
 }
 
 /* llama.cpp server --metrics (tools/server README). */
@@ -286,34 +286,34 @@ TEST(telemetry_prom_llamacpp_aliases) {
         "llamacpp:tokens_predicted_total 3569\n"
         "llamacpp:requests_processing 1\n"
         "llamacpp:requests_deferred 0\n";
-    double o[SRV_COL_COUNT];
-    derive_pair(a, b, SRV_ENGINE_LLAMACPP, o);
-    CHECK_NEAR(o[SRV_RUNNING], 1, 0);
-    CHECK_NEAR(o[SRV_WAITING], 0, 0);
-    CHECK(isnan(o[SRV_KV_USAGE_PCT]));                   /* gone from the second scrape: unknown */
-    CHECK_NEAR(o[SRV_PROMPT_TOKENS_PER_S], 200, 1e-9);
-    CHECK_NEAR(o[SRV_GENERATION_TOKENS_PER_S], 100, 1e-9);
+    double o[EM_COL_COUNT];
+    derive_pair(a, b, EM_ENGINE_LLAMACPP, o);
+    CHECK_NEAR(o[EM_RUNNING], 1, 0);
+    CHECK_NEAR(o[EM_WAITING], 0, 0);
+    CHECK(isnan(o[EM_KV_USAGE_PCT]));                   /* gone from the second scrape: unknown */
+    CHECK_NEAR(o[EM_PROMPT_TOKENS_PER_S], 200, 1e-9);
+    CHECK_NEAR(o[EM_GENERATION_TOKENS_PER_S], 100, 1e-9);
 }
 
 TEST(telemetry_prom_missing_is_unknown) {
     prom_doc d;
     parse("# only a comment\nunrelated_metric 1\n", &d);
-    CHECK_EQ_INT(srv_detect_engine(&d), SRV_ENGINE_UNKNOWN);
-    srv_reading r1, r2;
-    srv_read(&d, SRV_ENGINE_UNKNOWN, 0, &r1);
-    srv_read(&d, SRV_ENGINE_UNKNOWN, 1000000000LL, &r2);
-    double o[SRV_COL_COUNT];
-    srv_derive(&r1, &r2, o);
-    for (int i = 0; i < SRV_COL_COUNT; i++) CHECK_MSG(isnan(o[i]), "%s should be unknown", srv_col_names[i]);
+    CHECK_EQ_INT(em_detect_engine(&d), EM_ENGINE_UNKNOWN);
+    em_reading r1, r2;
+    em_read(&d, EM_ENGINE_UNKNOWN, 0, &r1);
+    em_read(&d, EM_ENGINE_UNKNOWN, 1000000000LL, &r2);
+    double o[EM_COL_COUNT];
+    em_derive(&r1, &r2, o);
+    for (int i = 0; i < EM_COL_COUNT; i++) CHECK_MSG(isnan(o[i]), "%s should be unknown", em_col_names[i]);
     prom_doc_free(&d);
     /* a counter that goes back (server restart) gives an unknown interval, not a negative rate */
     prom_doc a, b;
     parse("vllm:generation_tokens_total 500\nvllm:num_preemptions_total 9\n", &a);
     parse("vllm:generation_tokens_total 20\nvllm:num_preemptions_total 0\n", &b);
-    srv_read(&a, SRV_ENGINE_VLLM, 0, &r1);
-    srv_read(&b, SRV_ENGINE_VLLM, 1000000000LL, &r2);
-    srv_derive(&r1, &r2, o);
-    CHECK(isnan(o[SRV_GENERATION_TOKENS_PER_S]) && isnan(o[SRV_PREEMPTIONS]));
+    em_read(&a, EM_ENGINE_VLLM, 0, &r1);
+    em_read(&b, EM_ENGINE_VLLM, 1000000000LL, &r2);
+    em_derive(&r1, &r2, o);
+    CHECK(isnan(o[EM_GENERATION_TOKENS_PER_S]) && isnan(o[EM_PREEMPTIONS]));
     prom_doc_free(&a);
     prom_doc_free(&b);
 }

@@ -8,7 +8,7 @@
 #include "telemetry/host.h"
 #include "telemetry/nvml.h"
 #include "telemetry/series.h"
-#include "telemetry/server_metrics.h"
+#include "telemetry/engine_metrics.h"
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -20,14 +20,14 @@
 
 #define MAX_GPUS 64
 #define MAX_ROWS 360000          /* 10 h at 100 ms; beyond that rows are counted as dropped */
-#define SRV_SCRAPE_MS SRV_COL_COUNT
+#define EM_SCRAPE_MS EM_COL_COUNT
 #define MAX_PROCS_SEEN 64
 
 /* Server series columns: the common series plus how long each scrape took. */
-static const char *srv_names_ext[SRV_COL_COUNT + 1];
-static void srv_names_init(void) {
-    for (int i = 0; i < SRV_COL_COUNT; i++) srv_names_ext[i] = srv_col_names[i];
-    srv_names_ext[SRV_SCRAPE_MS] = "scrape_ms";
+static const char *em_names_ext[EM_COL_COUNT + 1];
+static void em_names_init(void) {
+    for (int i = 0; i < EM_COL_COUNT; i++) em_names_ext[i] = em_col_names[i];
+    em_names_ext[EM_SCRAPE_MS] = "scrape_ms";
 }
 
 typedef struct {
@@ -55,11 +55,11 @@ struct telemetry {
     host_sampler *hs;
     series host_s;
     json_t *numa;
-    srv_scraper *scr;
-    srv_engine engine;
-    srv_reading prev;
+    em_scraper *scr;
+    em_engine engine;
+    em_reading prev;
     bool have_prev;
-    series srv_s;
+    series em_s;
     long scrapes, scrape_errors;
     char scrape_error[256];
     long ticks;
@@ -74,8 +74,7 @@ void telemetry_default_opts(telemetry_opts *o) {
 
 const char *telemetry_warning(const telemetry *t) { return t->warning[0] ? t->warning : NULL; }
 
-/* "all" or "0,1,3" into a list; -1 on malformed input. */
-static int parse_gpu_list(const char *s, int *idx, int max, bool *all) {
+int telemetry_parse_gpu_list(const char *s, int *idx, int max, bool *all) {
     *all = !strcmp(s, "all");
     if (*all) return 0;
     int n = 0;
@@ -112,27 +111,27 @@ static void record_processes(gpu_stream *gs) {
 /* One scrape. Everything the JSON readers see is updated under the lock, so the series can be
  * read while the thread runs (live progress). */
 static void scrape_once(telemetry *t) {
-    double row[SRV_COL_COUNT + 1];
-    for (int i = 0; i <= SRV_COL_COUNT; i++) row[i] = NAN;
+    double row[EM_COL_COUNT + 1];
+    for (int i = 0; i <= EM_COL_COUNT; i++) row[i] = NAN;
     const char *text;
     size_t len;
     char err[256];
     int64_t t0 = clock_now_ns();
-    int rc = srv_scrape(t->scr, &text, &len, err, sizeof err);
+    int rc = em_scrape(t->scr, &text, &len, err, sizeof err);
     int64_t t1 = clock_now_ns(), tm = t0 + (t1 - t0) / 2;   /* the server state is of mid-request */
-    srv_engine engine = t->engine;
+    em_engine engine = t->engine;
     if (!rc) {
         prom_doc doc;
         if (prom_parse_flags(text, len, &doc, PROM_SKIP_BUCKETS) == 0) {
-            if (engine == SRV_ENGINE_UNKNOWN) engine = srv_detect_engine(&doc);
-            srv_reading cur;
-            srv_read(&doc, engine, tm, &cur);
-            srv_derive(t->have_prev ? &t->prev : NULL, &cur, row);
+            if (engine == EM_ENGINE_UNKNOWN) engine = em_detect_engine(&doc);
+            em_reading cur;
+            em_read(&doc, engine, tm, &cur);
+            em_derive(t->have_prev ? &t->prev : NULL, &cur, row);
             t->prev = cur;               /* only this thread touches prev */
             t->have_prev = true;
             prom_doc_free(&doc);
         }
-        row[SRV_SCRAPE_MS] = (double)(t1 - t0) / 1e6;
+        row[EM_SCRAPE_MS] = (double)(t1 - t0) / 1e6;
     }
     pthread_mutex_lock(&t->mu);
     t->scrapes++;
@@ -141,7 +140,7 @@ static void scrape_once(telemetry *t) {
         t->scrape_errors++;
         snprintf(t->scrape_error, sizeof t->scrape_error, "%s", err);
     }
-    series_append(&t->srv_s, tm, row);
+    series_append(&t->em_s, tm, row);
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -199,8 +198,8 @@ static void *run(void *arg) {
 static int open_gpus(telemetry *t, const char *spec, char *err, size_t errlen) {
     int idx[MAX_GPUS], n;
     bool all;
-    if ((n = parse_gpu_list(spec, idx, MAX_GPUS, &all)) < 0) {
-        snprintf(err, errlen, "--gpu '%s': expected all or indices like 0,1", spec);
+    if ((n = telemetry_parse_gpu_list(spec, idx, MAX_GPUS, &all)) < 0) {
+        snprintf(err, errlen, "--gpu-ids '%s': expected all or indices like 0,1", spec);
         return -1;
     }
     char why[200];
@@ -217,7 +216,7 @@ static int open_gpus(telemetry *t, const char *spec, char *err, size_t errlen) {
     }
     for (int i = 0; i < n; i++) {
         if (idx[i] >= count) {
-            snprintf(err, errlen, "--gpu %d: no such GPU (NVML sees %d)", idx[i], count);
+            snprintf(err, errlen, "--gpu-ids %d: no such GPU (NVML sees %d)", idx[i], count);
             return -1;
         }
         gpu_stream *gs = &t->gpus[t->n_gpus];
@@ -271,8 +270,8 @@ telemetry *telemetry_start(const telemetry_opts *o, char *err, size_t errlen) {
     pthread_condattr_destroy(&ca);
     series_init(&t->host_s, HOST_COL_COUNT, host_col_names, MAX_ROWS);
     static pthread_once_t names_once = PTHREAD_ONCE_INIT;
-    pthread_once(&names_once, srv_names_init);
-    series_init(&t->srv_s, SRV_COL_COUNT + 1, srv_names_ext, MAX_ROWS);
+    pthread_once(&names_once, em_names_init);
+    series_init(&t->em_s, EM_COL_COUNT + 1, em_names_ext, MAX_ROWS);
     if (o->gpus && open_gpus(t, o->gpus, err, errlen)) goto fail;
     if (t->warning[0]) log_warn("%s", t->warning);
     if (t->host) {
@@ -280,7 +279,7 @@ telemetry *telemetry_start(const telemetry_opts *o, char *err, size_t errlen) {
         t->numa = numa_now(t);
     }
     if (url) {
-        if (!(t->url = strdup(url)) || !(t->scr = srv_scraper_new(url, t->scrape_timeout_ns))) {
+        if (!(t->url = strdup(url)) || !(t->scr = em_scraper_new(url, t->scrape_timeout_ns))) {
             snprintf(err, errlen, "cannot set up the scraper for %s", url);
             goto fail;
         }
@@ -322,8 +321,8 @@ void telemetry_free(telemetry *t) {
     nvml_close(t->nv);
     host_sampler_free(t->hs);
     series_free(&t->host_s);
-    series_free(&t->srv_s);
-    srv_scraper_free(t->scr);
+    series_free(&t->em_s);
+    em_scraper_free(t->scr);
     json_decref(t->numa);
     free(t->url);
     pthread_mutex_destroy(&t->mu);
@@ -368,10 +367,10 @@ json_t *telemetry_series_json(const telemetry *t, int64_t t0_ns) {
         json_object_set_new(o, "host", h);
     }
     if (t->scr) {
-        json_t *s = json_pack("{s:s,s:s,s:i,s:i,s:o,s:o}", "url", t->url, "source", srv_engine_name(t->engine),
+        json_t *s = json_pack("{s:s,s:s,s:i,s:i,s:o,s:o}", "url", t->url, "source", em_engine_name(t->engine),
             "scrapes", (json_int_t)t->scrapes, "scrape_errors", (json_int_t)t->scrape_errors,
             "last_error", t->scrape_error[0] ? json_string(t->scrape_error) : json_null(),
-            "series", series_json(&t->srv_s, t0_ns, 0));
+            "series", series_json(&t->em_s, t0_ns, 0));
         json_object_set_new(o, "server", s);
     }
     pthread_mutex_unlock(&m->mu);
@@ -450,16 +449,16 @@ json_t *telemetry_summary_json(const telemetry *t, int64_t from_ns, int64_t to_n
                             energy_known && output_tokens > 0 ? json_real(energy / output_tokens) : json_null());
     }
     if (t->scr) {
-        const series *s = &t->srv_s;
-        series_stat kv = series_window(s, SRV_KV_USAGE_PCT, from_ns, to_ns);
-        series_stat pre = series_window(s, SRV_PREEMPTIONS, from_ns, to_ns);
-        series_stat run = series_window(s, SRV_RUNNING, from_ns, to_ns);
-        series_stat wait = series_window(s, SRV_WAITING, from_ns, to_ns);
-        series_stat hits = series_window(s, SRV_PREFIX_HITS, from_ns, to_ns);
-        series_stat q = series_window(s, SRV_PREFIX_QUERIES, from_ns, to_ns);
-        series_stat rate = series_window(s, SRV_PREFIX_HIT_RATE_PCT, from_ns, to_ns);
+        const series *s = &t->em_s;
+        series_stat kv = series_window(s, EM_KV_USAGE_PCT, from_ns, to_ns);
+        series_stat pre = series_window(s, EM_PREEMPTIONS, from_ns, to_ns);
+        series_stat run = series_window(s, EM_RUNNING, from_ns, to_ns);
+        series_stat wait = series_window(s, EM_WAITING, from_ns, to_ns);
+        series_stat hits = series_window(s, EM_PREFIX_HITS, from_ns, to_ns);
+        series_stat q = series_window(s, EM_PREFIX_QUERIES, from_ns, to_ns);
+        series_stat rate = series_window(s, EM_PREFIX_HIT_RATE_PCT, from_ns, to_ns);
         double hr = q.n && q.sum > 0 ? 100.0 * hits.sum / q.sum : rate.n ? rate.mean : NAN;
-        json_object_set_new(o, "server", json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "source", srv_engine_name(t->engine),
+        json_object_set_new(o, "server", json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "source", em_engine_name(t->engine),
             "kv_usage_pct_max", kv.n ? json_real(kv.max) : json_null(),
             "kv_usage_pct_mean", kv.n ? json_real(kv.mean) : json_null(),
             "preemptions", pre.n ? json_real(pre.sum) : json_null(),

