@@ -91,6 +91,30 @@ TEST(history_cli_trend_finds_an_injected_regression_and_the_gate_fails_it) {
     CHECK_EQ_INT(st, 0);
     CHECK_MSG(out && strstr(out, "median TTFT rose") && strstr(out, "at run 6, release=v2"), "%s", out);
     free(out);
+    /* the trend page: self-contained HTML with the chart, the change and the runs' table */
+    snprintf(cmd, sizeof cmd, "report --db %s --metric median_ttft_ms -o %s/trend.html --csv %s/trend.csv", db,
+             harness_tmpdir(), harness_tmpdir());
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    snprintf(path, sizeof path, "%s/trend.html", harness_tmpdir());
+    FILE *hf = fopen(path, "r");
+    char *html = NULL;
+    size_t hl = 0;
+    if (hf) { html = calloc(1, 1 << 20); hl = fread(html, 1, (1 << 20) - 1, hf); fclose(hf); }
+    CHECK(html && hl > 1000);
+    if (html) {
+        CHECK(strstr(html, "<svg") && strstr(html, "class=\"area m-ttft\"") && strstr(html, "rule change"));
+        CHECK(strstr(html, "median TTFT rose") && strstr(html, "at run 6, release=v2"));
+        CHECK(!strstr(html, "<script") && !strstr(html, "http://") && !strstr(html, "https://"));
+    }
+    free(html);
+    snprintf(path, sizeof path, "%s/trend.csv", harness_tmpdir());
+    hf = fopen(path, "r");
+    int rows = 0, changes = 0;
+    char line[512];
+    while (hf && fgets(line, sizeof line, hf)) { rows++; changes += strstr(line, ",true\n") != NULL; }
+    if (hf) fclose(hf);
+    CHECK_EQ_INT(rows, 10);      /* header + 9 runs */
+    CHECK_EQ_INT(changes, 1);
     /* list and best read the same runs */
     snprintf(cmd, sizeof cmd, "history --db %s list label:release=v2", db);
     out = test_run_merged(cmd, &st);

@@ -225,9 +225,23 @@ static double jnumv(const json_t *o, const char *k) {
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* Tests the change at index k as compare would: pooled runs [a, k) against [k, b). */
+/* The median of v[a..b). */
+static double median_range(const double *v, size_t a, size_t b) {
+    double *c = malloc((b - a) * sizeof *c);
+    if (!c) return NAN;
+    memcpy(c, v + a, (b - a) * sizeof *c);
+    double m = median_of(c, b - a);
+    free(c);
+    return m;
+}
+
+/* Tests the change at index k two ways, both of which must hold: as compare would (the pooled
+ * requests of runs [a, k) against those of [k, b): the bootstrap interval of the change excludes
+ * zero), and against the run-to-run noise (the sides' median runs differ by more than
+ * 1.96 sigma sqrt(1/n1 + 1/n2)), so that neither one noisy run nor a drift within runs makes a
+ * change point. */
 static json_t *test_change(history *h, const series *s, const char *metric, size_t a, size_t k, size_t b,
-                           const history_trend_opts *o, bool results_kind) {
+                           const history_trend_opts *o, bool results_kind, double sigma) {
     json_t *cp = json_object();
     json_object_set_new(cp, "id", json_integer(s->id[k]));
     json_object_set_new(cp, "labels", s->labels[k] ? json_string(s->labels[k]) : json_null());
@@ -243,6 +257,12 @@ static json_t *test_change(history *h, const series *s, const char *metric, size
     json_object_set_new(cp, "change_pct", mb != 0 ? json_real(100 * (ma - mb) / fabs(mb)) : json_null());
     json_object_set_new(cp, "tested", json_false());
     json_object_set_new(cp, "confirmed", json_false());
+    double shift = median_range(s->v, k, b) - median_range(s->v, a, k);
+    double limit = 1.96 * sigma * sqrt(1.0 / (double)(k - a) + 1.0 / (double)(b - k));
+    bool beyond_runs = fabs(shift) > limit;
+    json_object_set_new(cp, "median_shift", json_real(shift));
+    json_object_set_new(cp, "run_to_run_limit", json_real(limit));
+    json_object_set_new(cp, "beyond_run_to_run_noise", json_boolean(beyond_runs));
     if (!results_kind) {
         json_object_set_new(cp, "verdict", json_string("not tested (one number per run)"));
         return cp;
@@ -279,7 +299,8 @@ static json_t *test_change(history *h, const series *s, const char *metric, size
             json_object_set_new(cp, "verdict", json_string(verdict ? verdict : "n/a"));
             bool moved = verdict && (!strcmp(verdict, "worse") || !strcmp(verdict, "better") || !strcmp(verdict, "higher") ||
                                      !strcmp(verdict, "lower"));
-            json_object_set_new(cp, "confirmed", json_boolean(have_ci && moved));
+            json_object_set_new(cp, "confirmed", json_boolean(have_ci && moved && beyond_runs));
+            if (have_ci && moved && !beyond_runs) json_object_set_new(cp, "verdict", json_string("within run-to-run noise"));
         }
         json_decref(cmp);
         json_decref(base);
@@ -377,7 +398,7 @@ json_t *history_trend(history *h, const char *metric, const history_trend_opts *
         if (i == g.n) break;
         size_t k = g.cp[i], next = i + 1 < g.n ? g.cp[i + 1] : s.n;
         size_t from = k - a > w ? k - w : a, to = next - k > w ? k + w : next;
-        json_t *cp = test_change(h, &s, metric, from, k, to, o, results_kind);
+        json_t *cp = test_change(h, &s, metric, from, k, to, o, results_kind, sigma);
         change_sentence(cp, metric);
         json_array_append_new(cps, cp);
     }
