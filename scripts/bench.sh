@@ -3,7 +3,7 @@
 #  1. client cost: CPU per 1M streamed chunks and chunk rate, against `dsperf serve --itl 0`,
 #     at 1,000 and 10,000 concurrent streams;
 #  2. timing error at 1,000 streams: measured minus configured ITL (p50/p99);
-#  3. the other modules' benchmarks, when present (tokenizer, simulator).
+#  3. the other modules' benchmarks, when present (tokenizer, simulator, results history).
 set -eu
 BIN=${DSPERF_BIN:-./dsperf}
 OUT=${BENCH_OUT:-out/bench}
@@ -72,6 +72,6 @@ echo "   TTFT error p50 $(err median_ttft_ms 50) us; $(field $f "d['itl_samples'
 read -r late50 late250 < "$OUT/timing-1000.late"
 echo "   server emissions within 50 us of due: $late50, within 250 us: $late250"
 
-for extra in scripts/bench_tokenizer.sh scripts/bench_sim.sh; do
+for extra in scripts/bench_tokenizer.sh scripts/bench_sim.sh scripts/bench_history.sh; do
   if [ -f "$extra" ]; then echo "== $extra"; bash "$extra" "$BIN" || echo "bench: $extra failed"; fi
 done

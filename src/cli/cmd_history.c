@@ -297,9 +297,10 @@ int cmd_history(int argc, char **argv) {
                 to.window = (int)a.window;
                 to.min_effect_pct = a.min_effect;
                 to.resamples = a.co.resamples;
+                to.show_last = a.json ? 0 : (int)a.last;
                 doc = history_trend(h, a.pos[1], &to, err, sizeof err);
                 if (doc && a.json) emit_json(a.out, doc);
-                else if (doc) history_trend_print(stdout, doc, (int)a.last);
+                else if (doc) history_trend_print(stdout, doc);
             } else {
                 doc = history_best(h, a.pos[1], query, (int)a.top, err, sizeof err);
                 if (doc && a.json) emit_json(a.out, doc);

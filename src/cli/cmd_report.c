@@ -114,6 +114,7 @@ static int report_history(const char *db, const char *query, const char *const *
             history_trend_opts to;
             history_trend_default_opts(&to);
             to.query = query;
+            to.show_last = 0;   /* the page draws every run */
             json_t *t = history_trend(h, list[i], &to, err, sizeof err);
             if (t) json_array_append_new(trends, t);
             else if (!first_err[0]) snprintf(first_err, sizeof first_err, "%s", err);

@@ -60,88 +60,69 @@ static char *differences(history *h, const cfg_group *g, size_t ng) {
     return out;
 }
 
-/* The condition "the run has a value for this metric" ('?100' is the metric's name), or NULL when
- * only the documents can tell. */
-static const char *has_metric_sql(const char *metric, char *buf, size_t len) {
-    if (!metric) return NULL;
-    int ci = hist_col_index(metric);
-    if (ci >= 0) { snprintf(buf, len, "r.%s IS NOT NULL", hist_cols[ci].name); return buf; }
-    snprintf(buf, len, "(NOT EXISTS (SELECT 1 FROM run_metric m WHERE m.name = ?100) OR "
-                       "EXISTS (SELECT 1 FROM run_metric m WHERE m.name = ?100 AND m.run_id = r.id))");
-    return buf;
+bool hist_metric_stored(history *h, const char *metric) {
+    sqlite3_stmt *st;
+    bool found = false;
+    if (sqlite3_prepare_v2(h->db, "SELECT 1 FROM run_metric WHERE name = ? LIMIT 1", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
+        found = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+    }
+    return found;
 }
 
-int hist_comparable_select(history *h, const hist_query *q, const char *has_metric, history_ids *out, char **note,
+int hist_comparable_select(history *h, const hist_query *q, const char *has_metric, size_t *n_comparable, char **note,
                            char ref_hash[17], char *err, size_t errlen) {
-    memset(out, 0, sizeof *out);
+    *n_comparable = 0;
     *note = NULL;
     ref_hash[0] = 0;
+    /* the reference: the newest match (that has the metric, when runs store it) */
+    const char *extra = has_metric && hist_metric_stored(h, has_metric)
+                      ? "EXISTS (SELECT 1 FROM run_metric m WHERE m.name = ?100 AND m.config_hash = r.config_hash AND m.run_id = r.id)"
+                      : NULL;
     sqlite3_stmt *st;
-    char cond[256];
-    const char *extra = has_metric_sql(has_metric, cond, sizeof cond);
-    if (hist_query_prepare(h, q, "r.id, r.config_hash", extra, 0, &st, NULL, err, errlen) < 0) return -1;
-    if (extra && strstr(extra, "?100")) sqlite3_bind_text(st, 100, has_metric, -1, SQLITE_STATIC);
-    size_t cap = 0, ng = 0, gcap = 8;
+    if (hist_query_prepare(h, q, "r.id, r.config_hash", NULL, extra, 1, &st, NULL, err, errlen) < 0) return -1;
+    if (extra) sqlite3_bind_text(st, 100, has_metric, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) snprintf(ref_hash, 17, "%s", (const char *)sqlite3_column_text(st, 1));
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return hist_sql_err(h, rc, "cannot query", err, errlen);
+    if (rc == SQLITE_DONE) return 0;
+    /* every configuration among the matches, with its count (the index on config_hash covers it) */
+    char *ids = hist_query_ids_sql(q), *sql = NULL;
+    if (asprintf(&sql, "SELECT r.config_hash, count(*), max(r.id) FROM run r %s%s%s GROUP BY r.config_hash", ids ? "WHERE r.id IN (" : "",
+                 ids ? ids : "", ids ? ")" : "") < 0) sql = NULL;
+    free(ids);
+    if (!sql) { snprintf(err, errlen, "out of memory"); return -1; }
+    rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
+    free(sql);
+    if (rc != SQLITE_OK) return hist_sql_err(h, rc, "cannot query", err, errlen);
+    hist_query_bind(st, q);
+    size_t ng = 0, gcap = 16, total = 0;
     cfg_group *g = malloc(gcap * sizeof *g);
-    int64_t *ids = NULL;
-    char (*hashes)[17] = NULL;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (out->n == cap) {
-            cap = cap ? cap * 2 : 256;
-            int64_t *ni = realloc(ids, cap * sizeof *ni);
-            char (*nh)[17] = realloc(hashes, cap * sizeof *nh);
-            if (ni) ids = ni;
-            if (nh) hashes = nh;
-            if (!ni || !nh) { rc = SQLITE_NOMEM; break; }
-        }
-        ids[out->n] = sqlite3_column_int64(st, 0);
-        snprintf(hashes[out->n], 17, "%s", (const char *)sqlite3_column_text(st, 1));
-        out->n++;
+    while (g && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (ng == gcap) { cfg_group *n2 = realloc(g, (gcap *= 2) * sizeof *g); if (!n2) break; g = n2; }
+        snprintf(g[ng].hash, 17, "%s", (const char *)sqlite3_column_text(st, 0));
+        g[ng].count = (size_t)sqlite3_column_int64(st, 1);
+        g[ng].example = sqlite3_column_int64(st, 2);
+        total += g[ng].count;
+        /* the reference first, so the differences read "this configuration's value, the others'" */
+        if (!strcmp(g[ng].hash, ref_hash) && ng) { cfg_group t = g[0]; g[0] = g[ng]; g[ng] = t; }
+        ng++;
     }
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE || !g) {
-        free(ids); free(hashes); free(g);
-        out->n = 0;
-        return hist_sql_err(h, rc == SQLITE_DONE ? SQLITE_NOMEM : rc, "cannot query", err, errlen);
-    }
-    for (size_t i = 0; i < out->n; i++) {
-        size_t k = 0;
-        while (k < ng && strcmp(g[k].hash, hashes[i])) k++;
-        if (k == ng) {
-            if (ng == gcap) { cfg_group *n2 = realloc(g, (gcap *= 2) * sizeof *g); if (!n2) break; g = n2; }
-            memcpy(g[ng].hash, hashes[i], 17);
-            g[ng].count = 0;
-            ng++;
-        }
-        g[k].example = ids[i];
-        g[k].count++;
-    }
-    if (out->n) memcpy(ref_hash, hashes[out->n - 1], 17);
-    if (hist_query_any_config(q) || ng < 2) {
-        if (ng >= 2) {
-            char *d = differences(h, g, ng);
-            if (d && asprintf(note, "the %zu runs span %zu configurations, which differ in: %s", out->n, ng, d) < 0) *note = NULL;
-            free(d);
-        }
-        out->ids = ids;
+    if (!g || rc != SQLITE_DONE) { free(g); return hist_sql_err(h, g ? rc : SQLITE_NOMEM, "cannot query", err, errlen); }
+    char *d = differences(h, g, ng);
+    if (hist_query_any_config(q)) {
+        *n_comparable = total;
+        if (ng >= 2 && asprintf(note, "the %zu runs span %zu configurations, which differ in: %s", total, ng, d ? d : "?") < 0) *note = NULL;
     } else {
-        size_t kept = 0, left = 0;
-        for (size_t i = 0; i < out->n; i++) {
-            if (!strcmp(hashes[i], ref_hash)) ids[kept++] = ids[i];
-            else left++;
-        }
-        /* the reference first, so the differences read "this run's value, the others'" */
-        for (size_t k = 0; k < ng; k++)
-            if (!strcmp(g[k].hash, ref_hash) && k) { cfg_group t = g[0]; g[0] = g[k]; g[k] = t; }
-        char *d = differences(h, g, ng);
-        if (asprintf(note, "%zu matching run%s of %zu other configuration%s left out (add config:any to include them); "
-                     "they differ in: %s", left, left == 1 ? "" : "s", ng - 1, ng == 2 ? "" : "s", d ? d : "?") < 0) *note = NULL;
-        free(d);
-        out->ids = ids;
-        out->n = kept;
+        *n_comparable = ng ? g[0].count : 0;
+        size_t left = total - *n_comparable;
+        if (ng >= 2 && asprintf(note, "%zu matching run%s of %zu other configuration%s left out (add config:any to include them); "
+                                "they differ in: %s", left, left == 1 ? "" : "s", ng - 1, ng == 2 ? "" : "s", d ? d : "?") < 0) *note = NULL;
     }
-    free(hashes);
+    free(d);
     free(g);
     return 0;
 }

@@ -69,19 +69,82 @@ static const char schema_v1[] =
     "CREATE INDEX run_by_model ON run(model, id);"
     "CREATE INDEX run_by_time ON run(run_time);";
 
-/* v2: labels in their own indexed table (a label query over 100,000 runs was a JSON parse per
- * row), and run_metric for the headline metrics of kinds that have no column of their own. */
-static const char schema_v2[] =
+/* The metric columns of schema 1, frozen with it (band: it had _lo and _hi columns). */
+static const struct { const char *name; bool band; } v1_metrics[] = {
+    {"completed", 0}, {"failed", 0}, {"error_rate", 0}, {"duration", 0}, {"request_throughput", 1}, {"output_throughput", 1},
+    {"total_token_throughput", 0}, {"request_goodput", 0}, {"max_output_tokens_per_s", 0},
+    {"mean_ttft_ms", 1}, {"median_ttft_ms", 1}, {"p90_ttft_ms", 1}, {"p99_ttft_ms", 1},
+    {"mean_tpot_ms", 1}, {"median_tpot_ms", 1}, {"p90_tpot_ms", 1}, {"p99_tpot_ms", 1},
+    {"mean_itl_ms", 1}, {"median_itl_ms", 1}, {"p90_itl_ms", 1}, {"p99_itl_ms", 1},
+    {"mean_e2el_ms", 1}, {"median_e2el_ms", 1}, {"p90_e2el_ms", 1}, {"p99_e2el_ms", 1},
+    {"p99_ttft_from_schedule_ms", 1}, {"p99_e2el_from_schedule_ms", 1},
+    {"knee_load", 0}, {"knee_output_throughput", 0}, {"peak_output_throughput", 0}, {"max_goodput", 0},
+    {"max_goodput_load", 0}, {"slo_boundary_load", 0},
+};
+
+/* v2: made for 100,000 runs. Schema 1 read a 1.1 kB row per run for any question (a trend of one
+ * metric over 100,000 runs read 110 MB), and a label query parsed JSON per row. Now: every
+ * headline metric with its band in run_metric, clustered by (metric, configuration, run), so a
+ * trend reads one range of it; labels in run_label, indexed by key and value; each
+ * configuration's JSON once in config_def; the run row keeps its identity and the headline values
+ * (without bands), and an index (config_hash, id, run_time) covers the comparable-run counts. */
+static const char schema_v2_head[] =
     "CREATE TABLE run_label (run_id INTEGER NOT NULL REFERENCES run(id), key TEXT NOT NULL, value TEXT NOT NULL,"
     " PRIMARY KEY (run_id, key)) WITHOUT ROWID;"
     "CREATE INDEX run_label_by_value ON run_label(key, value, run_id);"
     "INSERT INTO run_label (run_id, key, value)"
     " SELECT run.id, j.key, CAST(j.value AS TEXT) FROM run, json_each(run.labels) AS j;"
-    "ALTER TABLE run DROP COLUMN labels;"
-    "CREATE TABLE run_metric (run_id INTEGER NOT NULL REFERENCES run(id), name TEXT NOT NULL, value REAL,"
-    " lo REAL, hi REAL, PRIMARY KEY (name, run_id)) WITHOUT ROWID;";
+    /* keyed (metric, configuration, run): the trend of one metric over comparable runs is one
+     * range of this table, read in run order, with no lookup elsewhere */
+    "CREATE TABLE run_metric (name TEXT NOT NULL, config_hash TEXT NOT NULL, run_id INTEGER NOT NULL REFERENCES run(id),"
+    " run_time INTEGER, value REAL NOT NULL, lo REAL, hi REAL, PRIMARY KEY (name, config_hash, run_id)) WITHOUT ROWID;"
+    "CREATE TABLE config_def (hash TEXT PRIMARY KEY, json TEXT NOT NULL) WITHOUT ROWID;"
+    "INSERT OR IGNORE INTO config_def (hash, json) SELECT config_hash, config FROM run;";
 
-const char *const hist_migrations[HISTORY_SCHEMA_VERSION] = { schema_v1, schema_v2 };
+static const char schema_v2_run[] =
+    "CREATE TABLE run_v2 ("
+    " id INTEGER PRIMARY KEY, recorded_at INTEGER NOT NULL, run_time INTEGER,"
+    " kind TEXT NOT NULL, producer TEXT, schema TEXT, tool_version TEXT, command TEXT, host TEXT,"
+    " endpoint TEXT, model TEXT, engine TEXT, engine_version TEXT, gpu_type TEXT, gpu_count INTEGER, gpu_driver TEXT,"
+    " config_hash TEXT NOT NULL, partial INTEGER NOT NULL DEFAULT 0, source TEXT, doc_hash TEXT NOT NULL UNIQUE";
+
+static const char schema_v2_tail[] =
+    "DROP TABLE run;"
+    "ALTER TABLE run_v2 RENAME TO run;"
+    "CREATE INDEX run_by_config ON run(config_hash, id, run_time);"
+    "CREATE INDEX run_by_model ON run(model, id);"
+    "CREATE INDEX run_by_time ON run(run_time);";
+
+static int exec_sql(history *h, const char *sql, int to, char *err, size_t errlen);
+
+static int migrate_v2(history *h, char *err, size_t errlen) {
+    if (exec_sql(h, schema_v2_head, 2, err, errlen) < 0) return -1;
+    size_t n = sizeof v1_metrics / sizeof v1_metrics[0], cap = 16384, used = 0;
+    char *sql = malloc(cap);
+    if (!sql) { snprintf(err, errlen, "out of memory"); return -1; }
+    for (size_t i = 0; i < n; i++) {
+        const char *m = v1_metrics[i].name;
+        char lo[80] = "NULL", hi[80] = "NULL";
+        if (v1_metrics[i].band) { snprintf(lo, sizeof lo, "%s_lo", m); snprintf(hi, sizeof hi, "%s_hi", m); }
+        used += (size_t)snprintf(sql + used, cap - used, "INSERT INTO run_metric SELECT '%s', config_hash, id, run_time, %s, %s, %s "
+                                 "FROM run WHERE %s IS NOT NULL;", m, m, lo, hi, m);
+    }
+    used += (size_t)snprintf(sql + used, cap - used, "%s", schema_v2_run);
+    for (size_t i = 0; i < n; i++) used += (size_t)snprintf(sql + used, cap - used, ", %s REAL", v1_metrics[i].name);
+    used += (size_t)snprintf(sql + used, cap - used, ");INSERT INTO run_v2 SELECT id, recorded_at, run_time, kind, producer, schema, "
+                             "tool_version, command, host, endpoint, model, engine, engine_version, gpu_type, gpu_count, gpu_driver, "
+                             "config_hash, partial, source, doc_hash");
+    for (size_t i = 0; i < n; i++) used += (size_t)snprintf(sql + used, cap - used, ", %s", v1_metrics[i].name);
+    snprintf(sql + used, cap - used, " FROM run;%s", schema_v2_tail);
+    int rc = exec_sql(h, sql, 2, err, errlen);
+    free(sql);
+    return rc;
+}
+
+static int migrate_v1(history *h, char *err, size_t errlen) { return exec_sql(h, schema_v1, 1, err, errlen); }
+
+const char *const hist_schema_v1 = schema_v1;
+static int (*const migrations[HISTORY_SCHEMA_VERSION])(history *, char *, size_t) = { migrate_v1, migrate_v2 };
 
 /* ---- errors ---- */
 
@@ -105,6 +168,14 @@ int hist_sql_err(history *h, int rc, const char *what, char *err, size_t errlen)
 int hist_exec(history *h, const char *sql, char *err, size_t errlen) {
     int rc = sqlite3_exec(h->db, sql, NULL, NULL, NULL);
     return rc == SQLITE_OK ? 0 : hist_sql_err(h, rc, "cannot update", err, errlen);
+}
+
+static int exec_sql(history *h, const char *sql, int to, char *err, size_t errlen) {
+    int rc = sqlite3_exec(h->db, sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) return 0;
+    char what[64];
+    snprintf(what, sizeof what, "migration to history schema %d failed", to);
+    return hist_sql_err(h, rc, what, err, errlen);
 }
 
 /* One integer from a PRAGMA or query; -1 with err on failure. */
@@ -159,15 +230,8 @@ int hist_migrate(history *h, int to, char *err, size_t errlen) {
     long long cur;
     /* another process may have migrated while this one waited for the lock */
     if (pragma_int(h, "PRAGMA user_version", &cur, err, errlen) < 0) goto fail;
-    for (int v = (int)cur + 1; v <= to; v++) {
-        int rc = sqlite3_exec(h->db, hist_migrations[v - 1], NULL, NULL, NULL);
-        if (rc != SQLITE_OK) {
-            char what[64];
-            snprintf(what, sizeof what, "migration to history schema %d failed", v);
-            hist_sql_err(h, rc, what, err, errlen);
-            goto fail;
-        }
-    }
+    for (int v = (int)cur + 1; v <= to; v++)
+        if (migrations[v - 1](h, err, errlen) < 0) goto fail;
     if (cur < to) {
         char sql[160];
         snprintf(sql, sizeof sql, "PRAGMA user_version = %d; PRAGMA application_id = %d;", to, HIST_APPLICATION_ID);
@@ -187,6 +251,8 @@ fail:
 }
 
 /* ---- open ---- */
+
+#define QUICK_CHECK_MAX_BYTES (64LL << 20)
 
 /* What the file is before SQLite opens it: 0 absent or empty, 1 an SQLite file, -1 refused. */
 static int sniff(const char *path, history_mode mode, char *err, size_t errlen) {
@@ -228,7 +294,12 @@ static int open_checked(history *h, history_mode mode, int existing, char *err, 
                  "use that dsperf or a newer one", h->path, ver, DSPERF_VERSION, HISTORY_SCHEMA_VERSION);
         return -1;
     }
-    if (existing) {
+    /* quick_check reads every page: on open for a history up to QUICK_CHECK_MAX_BYTES (about 5,000
+     * runs), and always before a migration; a larger one relies on SQLite's checks of every page a
+     * query reads (SQLITE_CORRUPT becomes the "damaged" line) and on `dsperf history check` */
+    struct stat fst;
+    bool small = stat(h->path, &fst) == 0 && fst.st_size <= QUICK_CHECK_MAX_BYTES;
+    if (existing && (small || ver < HISTORY_SCHEMA_VERSION)) {
         char report[512];
         int c = check(h, "PRAGMA quick_check(3)", report, sizeof report);
         if (c == 1) {

@@ -22,17 +22,14 @@ struct history {
 int hist_sql_err(history *h, int rc, const char *what, char *err, size_t errlen);
 /* Runs SQL without results. 0 or -1 with err. */
 int hist_exec(history *h, const char *sql, char *err, size_t errlen);
-/* The migrations, for tests: schema_sql[v - 1] takes a database from version v - 1 to v. */
-extern const char *const hist_migrations[HISTORY_SCHEMA_VERSION];
+/* The first schema's SQL, for the migration test. */
+extern const char *const hist_schema_v1;
 /* Applies migrations up to `to` inside one IMMEDIATE transaction. 0 or -1 with err. */
 int hist_migrate(history *h, int to, char *err, size_t errlen);
 
-/* ---- columns.c: the headline columns of the run table ---- */
-typedef struct {
-    const char *name;      /* column and metric name (vLLM's names) */
-    bool band;             /* has <name>_lo and <name>_hi columns: an interval from the run's samples */
-} hist_col;
-extern const hist_col hist_cols[];
+/* ---- codec.c: the headline columns of the run table (values only; every headline metric, with
+ * its band, is also in run_metric, which trend and best read) ---- */
+extern const char *const hist_cols[];
 extern const size_t hist_n_cols;
 /* Index of a headline column, or -1. */
 int hist_col_index(const char *name);
@@ -58,13 +55,29 @@ typedef struct hist_query hist_query;
 int hist_query_parse(const char *text, hist_query **q, char *err, size_t errlen);
 void hist_query_free(hist_query *q);
 bool hist_query_any_config(const hist_query *q);
+int64_t hist_query_last(const hist_query *q);   /* last:N (0: none) */
 /* The query names runs by id only ("40", "36..40"): taken as given, not narrowed to comparable runs. */
 bool hist_query_only_ids(const hist_query *q);
-/* Prepares "SELECT <cols> FROM run r WHERE <query> [AND <extra>]" in ascending id order, of the
- * newest last:N (or `limit`, when smaller; 0: none) matches. cols must start with r.id. extra may
- * be NULL; its '?' parameters come after the query's: the caller binds them from *first_free on. */
-int hist_query_prepare(history *h, const hist_query *q, const char *cols, const char *extra, int64_t limit, sqlite3_stmt **st,
-                       int *first_free, char *err, size_t errlen);
+/* Prepares "SELECT <cols> FROM run r [<join>] WHERE <query> [AND <extra>]" in ascending id order,
+ * of the newest last:N (or `limit`, when smaller; 0: none) matches. cols must start with r.id. join
+ * and extra may be NULL; extra's bare '?' parameters come after the query's: the caller binds them
+ * from *first_free on (explicit ?100 and up are free for the caller too). */
+int hist_query_prepare(history *h, const hist_query *q, const char *cols, const char *join, const char *extra, int64_t limit,
+                       sqlite3_stmt **st, int *first_free, char *err, size_t errlen);
+
+/* "SELECT r.id FROM run r WHERE <query>" (the newest last:N when asked) for an "IN (...)" inside
+ * another statement, whose own parameters must then be ?100 and up; NULL when the query has no
+ * term (every run). Bind its parameters with hist_query_bind. malloc'd. */
+char *hist_query_ids_sql(const hist_query *q);
+void hist_query_bind(sqlite3_stmt *st, const hist_query *q);
+
+/* Labels read in run order beside another read in run order (one scan of run_label instead of a
+ * lookup per run): get(id) with ascending ids returns "k=v, k=v" (valid until the next call) or
+ * NULL when the run has none. */
+typedef struct hist_label_cursor hist_label_cursor;
+hist_label_cursor *hist_label_cursor_open(history *h, int64_t from_id);
+const char *hist_label_cursor_get(hist_label_cursor *c, int64_t id);
+void hist_label_cursor_close(hist_label_cursor *c);
 
 /* Labels of a run as "k=v, k=v" (malloc'd; "" when none). */
 char *hist_labels_text(history *h, int64_t id);
@@ -78,13 +91,15 @@ int hist_select_before(history *h, const hist_query *q, int64_t before, const ch
 char *hist_config_hash_of(history *h, int64_t id);
 
 /* ---- comparable.c ---- */
-/* The runs a query matches (and, when has_metric is given, that have a value for that metric)
- * that share the configuration of the most recent match (all of them with config:any), ascending. *note (malloc'd, or NULL) says what was left out and what the
+/* "Comparable" for a query: the configuration of its newest match (that has has_metric, when
+ * given and stored) in ref_hash ("" when nothing matched), and how many matches share it (with
+ * config:any, all of them). *note (malloc'd or NULL) says what was left out and what the
  * configurations differ in ("4 matching runs of 1 other configuration left out; they differ in
- * concurrency (4, 8)"), or with config:any what the included runs differ in. ref_hash gets the
- * configuration hash of the most recent match ("" when none matched). */
-int hist_comparable_select(history *h, const hist_query *q, const char *has_metric, history_ids *out, char **note,
+ * concurrency (4, 8)"), or with config:any what the runs differ in. */
+int hist_comparable_select(history *h, const hist_query *q, const char *has_metric, size_t *n_comparable, char **note,
                            char ref_hash[17], char *err, size_t errlen);
+/* Whether any run has this metric in run_metric (else only the documents can tell). */
+bool hist_metric_stored(history *h, const char *metric);
 /* What the configurations of these runs differ in, "concurrency (4, 8); dataset (a, b)", or NULL
  * when they share one. malloc'd. */
 char *hist_config_differences(history *h, const int64_t *ids, size_t n);

@@ -41,8 +41,9 @@ int history_prepare(const char *path, char *err, size_t errlen);
  * A kind says how one sort of dsperf document is recorded: its schema, its headline metrics (read
  * from the document by path, "a.b.c" through objects) and the configuration keys that make two
  * runs comparable. Built in: results (bench, sim, monitor summaries, imports), sweep, tune.
- * Adding a kind is one call: a metric whose name is a headline column of the run table fills the
- * column; any other is kept in run_metric, where trend and best read it the same way. */
+ * Adding a kind is one call (history_register_kind). Every headline metric is kept in run_metric
+ * with its noise band, where trend and best read it; one whose name is a headline column of the
+ * run table also fills that column. */
 typedef struct {
     const char *name;              /* the metric as stored and queried ("top1_agreement") */
     const char *path;              /* where in the document ("summary.top1_agreement") */
@@ -123,7 +124,8 @@ typedef struct {
     const char *query;
     int min_runs;          /* fewest runs on each side of a change point (2) */
     int window;            /* runs pooled on each side to test a change (5) */
-    int show_last;         /* rows printed in the table (30; 0: all) */
+    int show_last;         /* runs kept in the document's "runs" (the newest; 0: every run): a text
+                            * table needs 30, a report or --json all (then 0) */
     double min_effect_pct; /* a change smaller than this is not reported (compare's 1 %) */
     int resamples;         /* bootstrap rounds of the test (compare's 2000) */
     bool json;
@@ -136,7 +138,7 @@ void history_trend_default_opts(history_trend_opts *o);
  * then tested as compare tests two runs, on the pooled samples of the runs before and after.
  * The result document (dsperf.history-trend/1) is returned; printing is the caller's choice. */
 json_t *history_trend(history *h, const char *metric, const history_trend_opts *o, char *err, size_t errlen);
-void history_trend_print(FILE *f, const json_t *trend, int show_last);
+void history_trend_print(FILE *f, const json_t *trend);
 
 /* A leaderboard among comparable runs: the best `top` by the metric (its direction from its
  * name, as compare judges it), each with its band, labels, engine and GPUs. */

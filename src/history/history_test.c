@@ -72,12 +72,12 @@ TEST(history_schema_has_every_headline_column) {
     CHECK_EQ_INT(history_schema_version(h), HISTORY_SCHEMA_VERSION);
     for (size_t i = 0; i < hist_n_cols; i++) {
         char sql[200];
-        snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('run') WHERE name = '%s'", hist_cols[i].name);
-        CHECK_MSG(count(h, sql) == 1, "column %s missing", hist_cols[i].name);
-        snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('run') WHERE name = '%s_lo'", hist_cols[i].name);
-        CHECK_MSG(count(h, sql) == (hist_cols[i].band ? 1 : 0), "band of %s", hist_cols[i].name);
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('run') WHERE name = '%s'", hist_cols[i]);
+        CHECK_MSG(count(h, sql) == 1, "column %s missing", hist_cols[i]);
     }
-    CHECK_EQ_INT(count(h, "SELECT count(*) FROM pragma_table_info('run') WHERE name = 'labels'"), 0);   /* v2 moved them */
+    /* v2 moved labels, bands and configurations out of the run row */
+    CHECK_EQ_INT(count(h, "SELECT count(*) FROM pragma_table_info('run') WHERE name IN ('labels', 'config') OR name LIKE '%\\_lo' ESCAPE '\\'"), 0);
+    CHECK_EQ_INT(count(h, "SELECT count(*) FROM pragma_table_info('run')"), 20 + (long long)hist_n_cols);
     CHECK_EQ_INT(count(h, "PRAGMA application_id"), HIST_APPLICATION_ID);
     char jm[32] = "";
     sqlite3_stmt *st;
@@ -105,8 +105,8 @@ TEST(history_records_and_reads_back) {
     CHECK(back && json_equal(back, doc));
     json_decref(back);
     sqlite3_stmt *st;
-    CHECK(sqlite3_prepare_v2(h->db, "SELECT mean_ttft_ms, mean_ttft_ms_lo, mean_ttft_ms_hi, p99_ttft_ms, completed, model, "
-                             "kind, producer, config_hash FROM run WHERE id = 1", -1, &st, NULL) == SQLITE_OK);
+    CHECK(sqlite3_prepare_v2(h->db, "SELECT mean_ttft_ms, m.lo, m.hi, p99_ttft_ms, completed, model, kind, producer, run.config_hash "
+                             "FROM run JOIN run_metric m ON m.name = 'mean_ttft_ms' AND m.run_id = run.id WHERE id = 1", -1, &st, NULL) == SQLITE_OK);
     if (sqlite3_step(st) == SQLITE_ROW) {
         double mean = json_number_value(json_object_get(doc, "mean_ttft_ms"));
         CHECK_NEAR(sqlite3_column_double(st, 0), mean, 1e-9);
@@ -230,6 +230,7 @@ TEST(history_kill9_during_writes_leaves_a_consistent_database) {
         CHECK_EQ_INT(count(h, "SELECT count(*) FROM run_doc"), runs);
         CHECK_EQ_INT(count(h, "SELECT count(*) FROM run_view"), runs);
         CHECK_EQ_INT(count(h, "SELECT count(*) FROM run WHERE mean_ttft_ms IS NULL"), 0);
+        CHECK_EQ_INT(count(h, "SELECT count(DISTINCT run_id) FROM run_metric WHERE name = 'p99_ttft_ms'"), runs);
         for (long long id = 1; id <= runs; id++) {
             json_t *d = history_load_doc(h, id, err, sizeof err);
             CHECK_MSG(d != NULL, "run %lld: %s", id, err);
@@ -246,7 +247,7 @@ TEST(history_kill9_during_writes_leaves_a_consistent_database) {
 static int make_v1(const char *path, const json_t *doc) {
     sqlite3 *db;
     if (sqlite3_open(path, &db) != SQLITE_OK) return -1;
-    int rc = sqlite3_exec(db, hist_migrations[0], NULL, NULL, NULL);
+    int rc = sqlite3_exec(db, hist_schema_v1, NULL, NULL, NULL);
     char sql[200];
     snprintf(sql, sizeof sql, "PRAGMA user_version = 1; PRAGMA application_id = %d;", HIST_APPLICATION_ID);
     rc |= sqlite3_exec(db, sql, NULL, NULL, NULL);
@@ -285,6 +286,12 @@ TEST(history_migrates_a_database_of_the_first_schema) {
     char *lt = hist_labels_text(h, 7);
     CHECK_STR(lt, "release=v0.8.2, team=perf");
     free(lt);
+    /* the v1 metric column and configuration moved to run_metric and config_def */
+    CHECK_EQ_INT(count(h, "SELECT count(*) FROM run_metric WHERE name = 'mean_ttft_ms' AND run_id = 7 AND value = 20.5"), 1);
+    CHECK_EQ_INT(count(h, "SELECT count(*) FROM run WHERE id = 7 AND mean_ttft_ms = 20.5 AND config_hash = '00000000000000aa'"), 1);
+    char *cfg = hist_config_of(h, 7);
+    CHECK_STR(cfg, "{\"kind\":\"results\"}");
+    free(cfg);
     history_ids ids;
     CHECK_EQ_INT(history_select(h, "label:release=v0.8.*", &ids, err, sizeof err), 0);
     CHECK(ids.n == 1 && ids.ids[0] == 7);
@@ -410,20 +417,27 @@ TEST(history_query_terms) {
     /* comparable: the newest run (in=16) is alone in its configuration; the note says what differs */
     hist_query *q;
     CHECK_EQ_INT(hist_query_parse("", &q, err, sizeof err), 0);
-    history_ids ids;
+    size_t n = 0;
     char *note = NULL, ref[17];
-    CHECK_EQ_INT(hist_comparable_select(h, q, NULL, &ids, &note, ref, err, sizeof err), 0);
-    CHECK(ids.n == 1 && ids.ids[0] == 4);
+    CHECK_EQ_INT(hist_comparable_select(h, q, NULL, &n, &note, ref, err, sizeof err), 0);
+    CHECK_EQ_INT(n, 1);
+    char *want = hist_config_hash_of(h, 4);
+    CHECK_STR(ref, want);
+    free(want);
     CHECK(note && strstr(note, "3 matching runs of 1 other configuration left out") &&
           strstr(note, "dataset (random:in=16,out=4, random:in=8,out=4)"));
     free(note);
-    history_ids_free(&ids);
     hist_query_free(q);
     CHECK_EQ_INT(hist_query_parse("config:any", &q, err, sizeof err), 0);
-    CHECK_EQ_INT(hist_comparable_select(h, q, NULL, &ids, &note, ref, err, sizeof err), 0);
-    CHECK(ids.n == 4 && note && strstr(note, "span 2 configurations"));
+    CHECK_EQ_INT(hist_comparable_select(h, q, NULL, &n, &note, ref, err, sizeof err), 0);
+    CHECK(n == 4 && note && strstr(note, "span 2 configurations"));
     free(note);
-    history_ids_free(&ids);
+    hist_query_free(q);
+    /* a label query: only the runs it names count */
+    CHECK_EQ_INT(hist_query_parse("label:release=v0.8.*", &q, err, sizeof err), 0);
+    CHECK_EQ_INT(hist_comparable_select(h, q, "mean_ttft_ms", &n, &note, ref, err, sizeof err), 0);
+    CHECK(n == 2 && note == NULL);
+    free(note);
     hist_query_free(q);
     history_close(h);
     free(p);

@@ -8,10 +8,9 @@
 
 /* Identity columns every listing reads, in this order. */
 #define ID_COLS "r.id, r.run_time, r.kind, r.producer, r.model, r.endpoint, r.engine, r.engine_version, r.gpu_type, " \
-                "r.gpu_count, r.config_hash, r.partial, r.tool_version, r.host, r.source, r.recorded_at, " \
-                "(SELECT group_concat(key || '=' || value, ', ') FROM run_label l WHERE l.run_id = r.id)"
+                "r.gpu_count, r.config_hash, r.partial, r.tool_version, r.host, r.source, r.recorded_at"
 enum { C_ID, C_TIME, C_KIND, C_PRODUCER, C_MODEL, C_ENDPOINT, C_ENGINE, C_ENGINE_V, C_GPU, C_GPU_N, C_CONFIG, C_PARTIAL,
-       C_VERSION, C_HOST, C_SOURCE, C_RECORDED, C_LABELS, C_FIRST_METRIC };
+       C_VERSION, C_HOST, C_SOURCE, C_RECORDED, C_FIRST_METRIC };
 
 static const char *col_text(sqlite3_stmt *st, int i) {
     const unsigned char *t = sqlite3_column_text(st, i);
@@ -39,15 +38,11 @@ static double col_num(sqlite3_stmt *st, int i) {
 
 /* The headline columns, as a SELECT list after ID_COLS. */
 static char *metric_cols(void) {
-    size_t cap = 4096, used = 0;
+    size_t cap = 2048, used = 0;
     char *s = malloc(cap);
     if (!s) return NULL;
     s[0] = 0;
-    for (size_t i = 0; i < hist_n_cols; i++) {
-        const char *n = hist_cols[i].name;
-        if (hist_cols[i].band) used += (size_t)snprintf(s + used, cap - used, ", r.%s, r.%s_lo, r.%s_hi", n, n, n);
-        else used += (size_t)snprintf(s + used, cap - used, ", r.%s", n);
-    }
+    for (size_t i = 0; i < hist_n_cols; i++) used += (size_t)snprintf(s + used, cap - used, ", r.%s", hist_cols[i]);
     return s;
 }
 
@@ -69,7 +64,7 @@ static json_t *labels_json(const char *text) {
 }
 
 /* One row as JSON: identity, labels, every headline metric the run has (with its band). */
-static json_t *row_json(sqlite3_stmt *st) {
+static json_t *row_json(sqlite3_stmt *st, const char *labels) {
     json_t *o = json_object();
     json_object_set_new(o, "id", json_integer(sqlite3_column_int64(st, C_ID)));
     char when[32];
@@ -83,38 +78,32 @@ static json_t *row_json(sqlite3_stmt *st) {
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++) json_object_set_new(o, text[i].key, jstr(col_text(st, text[i].col)));
     json_object_set_new(o, "gpu_count", sqlite3_column_type(st, C_GPU_N) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int(st, C_GPU_N)));
     json_object_set_new(o, "partial", json_boolean(sqlite3_column_int(st, C_PARTIAL)));
-    json_object_set_new(o, "labels", labels_json(col_text(st, C_LABELS)));
+    json_object_set_new(o, "labels", labels_json(labels));
     json_t *m = json_object();
-    int c = C_FIRST_METRIC;
     for (size_t i = 0; i < hist_n_cols; i++) {
-        double v = col_num(st, c++);
-        double lo = hist_cols[i].band ? col_num(st, c++) : NAN, hi = hist_cols[i].band ? col_num(st, c++) : NAN;
-        if (!isfinite(v)) continue;
-        if (isfinite(lo) && isfinite(hi)) json_object_set_new(m, hist_cols[i].name, json_pack("{s:f,s:f,s:f}", "value", v, "lo", lo, "hi", hi));
-        else json_object_set_new(m, hist_cols[i].name, jnum(v));
+        double v = col_num(st, C_FIRST_METRIC + (int)i);
+        if (isfinite(v)) json_object_set_new(m, hist_cols[i], jnum(v));
     }
     json_object_set_new(o, "metrics", m);
     return o;
 }
 
 /* The columns a table row shows for its kind. */
-static void table_row(FILE *f, sqlite3_stmt *st, bool wide) {
+static void table_row(FILE *f, sqlite3_stmt *st, bool wide, const char *labels) {
     char when[32], cfg[9];
     fmt_time(sqlite3_column_int64(st, C_TIME), when, sizeof when);
     snprintf(cfg, sizeof cfg, "%.8s", col_text(st, C_CONFIG) ? col_text(st, C_CONFIG) : "");
     const char *kind = col_text(st, C_KIND), *producer = col_text(st, C_PRODUCER), *model = col_text(st, C_MODEL), *engine = col_text(st, C_ENGINE);
-    const char *gpu = col_text(st, C_GPU), *labels = col_text(st, C_LABELS);
+    const char *gpu = col_text(st, C_GPU);
     char eng[48];
     snprintf(eng, sizeof eng, "%s%s%s", engine ? engine : "-", col_text(st, C_ENGINE_V) ? " " : "",
              col_text(st, C_ENGINE_V) ? col_text(st, C_ENGINE_V) : "");
     fprintf(f, "%6lld  %-16s %-8.8s %-28.28s %-16.16s %-14.14s %-8s", (long long)sqlite3_column_int64(st, C_ID), when,
             producer ? producer : kind ? kind : "-", model ? model : "-", eng, gpu ? gpu : "-", cfg);
-    int pos[64], c = C_FIRST_METRIC;
-    for (size_t i = 0; i < hist_n_cols && i < 64; i++) { pos[i] = c; c += hist_cols[i].band ? 3 : 1; }
     if (wide) {
         for (size_t k = 0; k < hist_n_cols; k++) {
             char b[32];
-            fmt_num(col_num(st, pos[k]), b, sizeof b);
+            fmt_num(col_num(st, C_FIRST_METRIC + (int)k), b, sizeof b);
             fprintf(f, " %10s", b);
         }
     } else {
@@ -132,7 +121,7 @@ static void table_row(FILE *f, sqlite3_stmt *st, bool wide) {
         for (size_t k = 0; (sweep ? sweep_show : results_show)[k].metric; k++) {
             const char *m = (sweep ? sweep_show : results_show)[k].metric;
             int ci = hist_col_index(m);
-            double v = ci >= 0 ? col_num(st, pos[ci]) : NAN;
+            double v = ci >= 0 ? col_num(st, C_FIRST_METRIC + ci) : NAN;
             if (!isfinite(v)) continue;
             char b[32];
             fmt_num(v, b, sizeof b);
@@ -156,28 +145,35 @@ int history_list(history *h, const char *query, const history_list_opts *o, FILE
     /* the total first, so the table can say how many were left out */
     sqlite3_stmt *st;
     int64_t total = 0;
-    int rc = hist_query_prepare(h, q, "r.id", NULL, 0, &st, NULL, err, errlen);
+    int rc = hist_query_prepare(h, q, "count(*)", NULL, NULL, 0, &st, NULL, err, errlen);
     if (rc == 0) {
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) total++;
+        rc = sqlite3_step(st);
+        total = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
         sqlite3_finalize(st);
-        rc = rc == SQLITE_DONE ? 0 : hist_sql_err(h, rc, "cannot query", err, errlen);
+        rc = rc == SQLITE_ROW ? 0 : hist_sql_err(h, rc, "cannot query", err, errlen);
     }
-    if (rc == 0) rc = hist_query_prepare(h, q, cols, NULL, o->limit, &st, NULL, err, errlen);
+    if (hist_query_last(q) && total > hist_query_last(q)) total = hist_query_last(q);
+    if (rc == 0) rc = hist_query_prepare(h, q, cols, NULL, NULL, o->limit, &st, NULL, err, errlen);
     free(cols);
     if (rc < 0) { hist_query_free(q); return -1; }
     int64_t shown = 0;
     json_t *arr = o->json ? json_array() : NULL;
     if (!o->json) {
         fprintf(f, "%6s  %-16s %-8s %-28s %-16s %-14s %-8s", "run", "date (UTC)", "what", "model", "engine", "gpu", "config");
-        if (o->wide) for (size_t i = 0; i < hist_n_cols; i++) fprintf(f, " %10.10s", hist_cols[i].name);
+        if (o->wide) for (size_t i = 0; i < hist_n_cols; i++) fprintf(f, " %10.10s", hist_cols[i]);
         else fprintf(f, " %-56s", "headline");
         fprintf(f, "  labels\n");
     }
+    hist_label_cursor *lc = NULL;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         shown++;
-        if (arr) json_array_append_new(arr, row_json(st));
-        else table_row(f, st, o->wide);
+        int64_t id = sqlite3_column_int64(st, C_ID);
+        if (!lc) lc = hist_label_cursor_open(h, id);   /* rows come in id order: one scan of the labels */
+        const char *labels = hist_label_cursor_get(lc, id);
+        if (arr) json_array_append_new(arr, row_json(st, labels));
+        else table_row(f, st, o->wide, labels);
     }
+    hist_label_cursor_close(lc);
     sqlite3_finalize(st);
     hist_query_free(q);
     if (rc != SQLITE_DONE) { json_decref(arr); return hist_sql_err(h, rc, "cannot query", err, errlen); }
@@ -233,16 +229,35 @@ json_t *hist_load_view(history *h, int64_t id, char *err, size_t errlen) {
 
 /* ---- show ---- */
 
-static void show_extra_metrics(history *h, int64_t id, FILE *f) {
+/* The run's headline metrics from run_metric, in the headline columns' order, then the kind's own. */
+static void show_metrics(history *h, int64_t id, FILE *f) {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(h->db, "SELECT name, value, lo, hi FROM run_metric WHERE run_id = ? ORDER BY name", -1, &st, NULL) != SQLITE_OK) return;
+    if (sqlite3_prepare_v2(h->db, "SELECT name, value, lo, hi FROM run_metric WHERE run_id = ?", -1, &st, NULL) != SQLITE_OK) return;
     sqlite3_bind_int64(st, 1, id);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        char v[32];
-        fmt_num(col_num(st, 1), v, sizeof v);
-        fprintf(f, "  %-28s %12s\n", col_text(st, 0), v);
-    }
+    json_t *rows = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW)
+        json_array_append_new(rows, json_pack("{s:s,s:f,s:o,s:o}", "name", col_text(st, 0), "value", col_num(st, 1),
+                                              "lo", jnum(col_num(st, 2)), "hi", jnum(col_num(st, 3))));
     sqlite3_finalize(st);
+    fprintf(f, "metrics (95%% band from the run's own samples):\n");
+    for (int pass = 0; pass < 2; pass++) {
+        size_t i;
+        json_t *r;
+        json_array_foreach(rows, i, r) {
+            const char *name = json_string_value(json_object_get(r, "name"));
+            if ((hist_col_index(name) >= 0) != (pass == 0)) continue;
+            char b[32], l[32], u[32];
+            fmt_num(json_number_value(json_object_get(r, "value")), b, sizeof b);
+            fprintf(f, "  %-28s %12s", name, b);
+            if (json_is_number(json_object_get(r, "lo")) && json_is_number(json_object_get(r, "hi"))) {
+                fmt_num(json_number_value(json_object_get(r, "lo")), l, sizeof l);
+                fmt_num(json_number_value(json_object_get(r, "hi")), u, sizeof u);
+                fprintf(f, "   [%s, %s]", l, u);
+            }
+            fputc('\n', f);
+        }
+    }
+    json_decref(rows);
 }
 
 int history_show(history *h, int64_t id, bool doc, FILE *f, char *err, size_t errlen) {
@@ -254,15 +269,11 @@ int history_show(history *h, int64_t id, bool doc, FILE *f, char *err, size_t er
         json_decref(d);
         return 0;
     }
-    char *mc = metric_cols(), *sql = NULL;
-    if (!mc || asprintf(&sql, "SELECT %s%s, r.command, r.gpu_driver, r.config, "
-                        "(SELECT doc_bytes FROM run_doc WHERE run_id = r.id), (SELECT length(doc) FROM run_doc WHERE run_id = r.id) "
-                        "FROM run r WHERE r.id = ?", ID_COLS, mc) < 0) sql = NULL;
-    free(mc);
-    if (!sql) { snprintf(err, errlen, "out of memory"); return -1; }
+    const char *sql = "SELECT " ID_COLS ", r.command, r.gpu_driver, (SELECT json FROM config_def WHERE hash = r.config_hash), "
+                      "(SELECT doc_bytes FROM run_doc WHERE run_id = r.id), (SELECT length(doc) FROM run_doc WHERE run_id = r.id) "
+                      "FROM run r WHERE r.id = ?";
     sqlite3_stmt *st;
     int rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
-    free(sql);
     if (rc != SQLITE_OK) return hist_sql_err(h, rc, "cannot read", err, errlen);
     sqlite3_bind_int64(st, 1, id);
     rc = sqlite3_step(st);
@@ -272,7 +283,6 @@ int history_show(history *h, int64_t id, bool doc, FILE *f, char *err, size_t er
         return hist_sql_err(h, rc, "cannot read", err, errlen);
     }
     int extra = C_FIRST_METRIC;
-    for (size_t i = 0; i < hist_n_cols; i++) extra += hist_cols[i].band ? 3 : 1;
     char when[32], recorded[32];
     fmt_time(sqlite3_column_int64(st, C_TIME), when, sizeof when);
     fmt_time(sqlite3_column_int64(st, C_RECORDED), recorded, sizeof recorded);
@@ -286,29 +296,15 @@ int history_show(history *h, int64_t id, bool doc, FILE *f, char *err, size_t er
     fprintf(f, "  gpus         %s", T(C_GPU));
     if (sqlite3_column_type(st, C_GPU_N) != SQLITE_NULL) fprintf(f, " x%d", sqlite3_column_int(st, C_GPU_N));
     if (col_text(st, extra + 1)) fprintf(f, ", driver %s", col_text(st, extra + 1));
-    fprintf(f, "\n  labels       %s\n", col_text(st, C_LABELS) ? col_text(st, C_LABELS) : "(none)");
+    char *labels = hist_labels_text(h, id);
+    fprintf(f, "\n  labels       %s\n", labels && *labels ? labels : "(none)");
+    free(labels);
     if (col_text(st, C_SOURCE)) fprintf(f, "  imported     %s\n", col_text(st, C_SOURCE));
     fprintf(f, "  config       %s  %s\n", T(C_CONFIG), T(extra + 2));
     fprintf(f, "  document     %lld bytes (%lld stored)\n", (long long)sqlite3_column_int64(st, extra + 3),
             (long long)sqlite3_column_int64(st, extra + 4));
 #undef T
-    fprintf(f, "metrics (95%% band from the run's own samples):\n");
-    int c = C_FIRST_METRIC;
-    for (size_t i = 0; i < hist_n_cols; i++) {
-        double v = col_num(st, c++);
-        double lo = hist_cols[i].band ? col_num(st, c++) : NAN, hi = hist_cols[i].band ? col_num(st, c++) : NAN;
-        if (!isfinite(v)) continue;
-        char b[32], l[32], u[32];
-        fmt_num(v, b, sizeof b);
-        fprintf(f, "  %-28s %12s", hist_cols[i].name, b);
-        if (isfinite(lo) && isfinite(hi)) {
-            fmt_num(lo, l, sizeof l);
-            fmt_num(hi, u, sizeof u);
-            fprintf(f, "   [%s, %s]", l, u);
-        }
-        fputc('\n', f);
-    }
     sqlite3_finalize(st);
-    show_extra_metrics(h, id, f);
+    show_metrics(h, id, f);
     return 0;
 }

@@ -202,12 +202,14 @@ void hist_query_free(hist_query *q) {
 }
 
 bool hist_query_any_config(const hist_query *q) { return q->any_config; }
+int64_t hist_query_last(const hist_query *q) { return q->last; }
 bool hist_query_only_ids(const hist_query *q) { return q->np > 0 && !q->other_terms; }
 
-int hist_query_prepare(history *h, const hist_query *q, const char *cols, const char *extra, int64_t limit, sqlite3_stmt **st,
-                       int *first_free, char *err, size_t errlen) {
+int hist_query_prepare(history *h, const hist_query *q, const char *cols, const char *join, const char *extra, int64_t limit,
+                       sqlite3_stmt **st, int *first_free, char *err, size_t errlen) {
     char *ex = extra ? renumber(extra, q->np + 1) : NULL;
-    size_t cap = strlen(cols) + q->wlen + (ex ? strlen(ex) : 0) + 200;
+    if (!join) join = "";
+    size_t cap = strlen(cols) + strlen(join) + q->wlen + (ex ? strlen(ex) : 0) + 200;
     char *sql = malloc(cap);
     if (!sql || (extra && !ex)) { free(sql); free(ex); snprintf(err, errlen, "out of memory"); return -1; }
     const char *w = q->wlen ? q->where : "1";
@@ -215,10 +217,10 @@ int hist_query_prepare(history *h, const hist_query *q, const char *cols, const 
     if (limit > 0 && (!last || limit < last)) last = limit;
     /* the newest `last`, returned oldest first (the first column is always r.id) */
     if (last)
-        snprintf(sql, cap, "SELECT * FROM (SELECT %s FROM run r WHERE %s%s%s ORDER BY r.id DESC LIMIT %lld) ORDER BY 1", cols, w,
-                 ex ? " AND " : "", ex ? ex : "", (long long)last);
+        snprintf(sql, cap, "SELECT * FROM (SELECT %s FROM run r %s WHERE %s%s%s ORDER BY r.id DESC LIMIT %lld) ORDER BY 1", cols,
+                 join, w, ex ? " AND " : "", ex ? ex : "", (long long)last);
     else
-        snprintf(sql, cap, "SELECT %s FROM run r WHERE %s%s%s ORDER BY r.id", cols, w, ex ? " AND " : "", ex ? ex : "");
+        snprintf(sql, cap, "SELECT %s FROM run r %s WHERE %s%s%s ORDER BY r.id", cols, join, w, ex ? " AND " : "", ex ? ex : "");
     free(ex);
     int rc = sqlite3_prepare_v2(h->db, sql, -1, st, NULL);
     free(sql);
@@ -229,6 +231,51 @@ int hist_query_prepare(history *h, const hist_query *q, const char *cols, const 
     }
     if (first_free) *first_free = q->np + 1;
     return 0;
+}
+
+char *hist_query_ids_sql(const hist_query *q) {
+    if (!q->wlen && !q->last) return NULL;
+    char *sql = NULL;
+    const char *w = q->wlen ? q->where : "1";
+    int rc = q->last ? asprintf(&sql, "SELECT r.id FROM run r WHERE %s ORDER BY r.id DESC LIMIT %lld", w, (long long)q->last)
+                     : asprintf(&sql, "SELECT r.id FROM run r WHERE %s", w);
+    return rc < 0 ? NULL : sql;
+}
+
+void hist_query_bind(sqlite3_stmt *st, const hist_query *q) {
+    for (int i = 0; i < q->np; i++) {
+        if (q->p[i].is_int) sqlite3_bind_int64(st, i + 1, q->p[i].i);
+        else sqlite3_bind_text(st, i + 1, q->p[i].text, -1, SQLITE_STATIC);
+    }
+}
+
+/* ---- labels, read in run order alongside another ordered read ---- */
+
+struct hist_label_cursor {
+    sqlite3_stmt *st;
+    int64_t id;           /* the run the current row is for; INT64_MAX at the end */
+};
+
+hist_label_cursor *hist_label_cursor_open(history *h, int64_t from_id) {
+    hist_label_cursor *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    if (sqlite3_prepare_v2(h->db, "SELECT run_id, group_concat(key || '=' || value, ', ') FROM run_label WHERE run_id >= ? "
+                           "GROUP BY run_id ORDER BY run_id", -1, &c->st, NULL) != SQLITE_OK) { free(c); return NULL; }
+    sqlite3_bind_int64(c->st, 1, from_id);
+    c->id = sqlite3_step(c->st) == SQLITE_ROW ? sqlite3_column_int64(c->st, 0) : INT64_MAX;
+    return c;
+}
+
+const char *hist_label_cursor_get(hist_label_cursor *c, int64_t id) {
+    if (!c) return NULL;
+    while (c->id < id) c->id = sqlite3_step(c->st) == SQLITE_ROW ? sqlite3_column_int64(c->st, 0) : INT64_MAX;
+    return c->id == id ? (const char *)sqlite3_column_text(c->st, 1) : NULL;
+}
+
+void hist_label_cursor_close(hist_label_cursor *c) {
+    if (!c) return;
+    sqlite3_finalize(c->st);
+    free(c);
 }
 
 /* ---- selections ---- */
@@ -257,7 +304,7 @@ static int select_ids(history *h, const hist_query *q, const char *extra, const 
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
     int first;
-    if (hist_query_prepare(h, q, "r.id", extra, 0, &st, &first, err, errlen) < 0) return -1;
+    if (hist_query_prepare(h, q, "r.id", NULL, extra, 0, &st, &first, err, errlen) < 0) return -1;
     for (int i = 0; i < n_args; i++) sqlite3_bind_int64(st, first + i, args[i]);
     if (text_arg) sqlite3_bind_text(st, first + n_args, text_arg, -1, SQLITE_STATIC);
     size_t cap = 0;
@@ -302,6 +349,8 @@ char *hist_labels_text(history *h, int64_t id) {
     return s ? s : strdup("");
 }
 
-char *hist_config_of(history *h, int64_t id) { return one_text(h, "SELECT config FROM run WHERE id = ?", id); }
+char *hist_config_of(history *h, int64_t id) {
+    return one_text(h, "SELECT json FROM config_def WHERE hash = (SELECT config_hash FROM run WHERE id = ?)", id);
+}
 
 char *hist_config_hash_of(history *h, int64_t id) { return one_text(h, "SELECT config_hash FROM run WHERE id = ?", id); }

@@ -265,24 +265,18 @@ static int bind_real(sqlite3_stmt *st, int i, double x) {
     return isfinite(x) ? sqlite3_bind_double(st, i, x) : sqlite3_bind_null(st, i);
 }
 
-/* The INSERT of a run: identity columns then every headline column (and band). */
+/* The INSERT of a run: identity columns then every headline column. */
 static char *insert_sql(void) {
-    size_t cap = 8192, used = 0;
+    size_t cap = 4096, used = 0;
     char *sql = malloc(cap), *vals = malloc(cap);
     if (!sql || !vals) { free(sql); free(vals); return NULL; }
     used = (size_t)snprintf(sql, cap, "INSERT INTO run (recorded_at, run_time, kind, producer, schema, tool_version, command, "
                             "host, endpoint, model, engine, engine_version, gpu_type, gpu_count, gpu_driver, config_hash, "
-                            "config, partial, source, doc_hash");
-    size_t vu = (size_t)snprintf(vals, cap, "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?");
+                            "partial, source, doc_hash");
+    size_t vu = (size_t)snprintf(vals, cap, "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?");
     for (size_t i = 0; i < hist_n_cols; i++) {
-        const char *n = hist_cols[i].name;
-        if (hist_cols[i].band) {
-            used += (size_t)snprintf(sql + used, cap - used, ", %s, %s_lo, %s_hi", n, n, n);
-            vu += (size_t)snprintf(vals + vu, cap - vu, ", ?, ?, ?");
-        } else {
-            used += (size_t)snprintf(sql + used, cap - used, ", %s", n);
-            vu += (size_t)snprintf(vals + vu, cap - vu, ", ?");
-        }
+        used += (size_t)snprintf(sql + used, cap - used, ", %s", hist_cols[i]);
+        vu += (size_t)snprintf(vals + vu, cap - vu, ", ?");
     }
     snprintf(sql + used, cap - used, ") VALUES (%s)", vals);
     free(vals);
@@ -314,44 +308,47 @@ static int insert_run(history *h, const hist_row *r, const history_record_opts *
     if (r->gpu_count > 0) sqlite3_bind_int(st, i++, r->gpu_count); else sqlite3_bind_null(st, i++);
     bind_text(st, i++, r->gpu_driver);
     bind_text(st, i++, r->config_hash);
-    bind_text(st, i++, r->config);
     sqlite3_bind_int(st, i++, json_is_true(json_object_get(d, "partial")));
     bind_text(st, i++, o ? o->source : NULL);
     bind_text(st, i++, r->doc_hash);
     for (size_t c = 0; c < hist_n_cols; c++) {
-        double v = NAN, lo = NAN, hi = NAN;
+        double v = NAN;
         for (const history_metric_def *m = r->kind->metrics; m->name; m++)
-            if (!strcmp(m->name, hist_cols[c].name)) { v = metric_value(r->kind, m, d); break; }
+            if (!strcmp(m->name, hist_cols[c])) { v = metric_value(r->kind, m, d); break; }
         bind_real(st, i++, v);
-        if (hist_cols[c].band) {
-            if (isfinite(v)) hist_band(d, hist_cols[c].name, &lo, &hi);
-            bind_real(st, i++, lo);
-            bind_real(st, i++, hi);
-        }
     }
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return hist_sql_err(h, rc, "cannot record", err, errlen);
     *id = sqlite3_last_insert_rowid(h->db);
-    return 0;
+    /* the configuration's JSON once per hash */
+    if (sqlite3_prepare_v2(h->db, "INSERT OR IGNORE INTO config_def (hash, json) VALUES (?, ?)", -1, &st, NULL) != SQLITE_OK)
+        return hist_sql_err(h, sqlite3_errcode(h->db), "cannot record", err, errlen);
+    bind_text(st, 1, r->config_hash);
+    bind_text(st, 2, r->config);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : hist_sql_err(h, rc, "cannot record", err, errlen);
 }
 
-/* The kind's metrics that have no column of their own. */
-static int insert_extra_metrics(history *h, const hist_row *r, int64_t id, char *err, size_t errlen) {
+/* Every headline metric of the kind with its noise band from the run's own samples. */
+static int insert_metrics(history *h, const hist_row *r, int64_t id, char *err, size_t errlen) {
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(h->db, "INSERT INTO run_metric (run_id, name, value, lo, hi) VALUES (?, ?, ?, ?, ?)", -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(h->db, "INSERT INTO run_metric (name, config_hash, run_id, run_time, value, lo, hi) "
+                                "VALUES (?, ?, ?, ?, ?, ?, ?)", -1, &st, NULL);
     if (rc != SQLITE_OK) return hist_sql_err(h, rc, "cannot record", err, errlen);
     for (const history_metric_def *m = r->kind->metrics; m->name; m++) {
-        if (hist_col_index(m->name) >= 0) continue;
         double v = metric_value(r->kind, m, r->doc), lo = NAN, hi = NAN;
         if (!isfinite(v)) continue;
         hist_band(r->doc, m->name, &lo, &hi);
         sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, id);
-        bind_text(st, 2, m->name);
-        bind_real(st, 3, v);
-        bind_real(st, 4, lo);
-        bind_real(st, 5, hi);
+        bind_text(st, 1, m->name);
+        bind_text(st, 2, r->config_hash);
+        sqlite3_bind_int64(st, 3, id);
+        sqlite3_bind_int64(st, 4, r->run_time);
+        bind_real(st, 5, v);
+        bind_real(st, 6, lo);
+        bind_real(st, 7, hi);
         if ((rc = sqlite3_step(st)) != SQLITE_DONE) { sqlite3_finalize(st); return hist_sql_err(h, rc, "cannot record", err, errlen); }
     }
     sqlite3_finalize(st);
@@ -423,7 +420,7 @@ int history_record(history *h, const json_t *doc, const history_record_opts *o, 
         rc = hist_exec(h, "COMMIT", err, errlen);
         goto out;
     }
-    if (insert_run(h, &r, o, run_id, err, errlen) < 0 || insert_extra_metrics(h, &r, *run_id, err, errlen) < 0 ||
+    if (insert_run(h, &r, o, run_id, err, errlen) < 0 || insert_metrics(h, &r, *run_id, err, errlen) < 0 ||
         insert_labels(h, *run_id, o, err, errlen) < 0 ||
         insert_blob(h, "INSERT INTO run_view (run_id, view, view_bytes) VALUES (?, ?, ?)", *run_id, view, err, errlen) < 0 ||
         insert_blob(h, "INSERT INTO run_doc (run_id, doc, doc_bytes) VALUES (?, ?, ?)", *run_id, doc, err, errlen) < 0 ||

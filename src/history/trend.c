@@ -65,58 +65,42 @@ static int series_push(series *s, int64_t id, int64_t t, double v, double lo, do
     return 0;
 }
 
-/* Where a metric is stored: a headline column (with or without a band), run_metric, or only in
- * the documents (read back one by one: slower). */
-typedef enum { SRC_COLUMN, SRC_METRIC_TABLE, SRC_VIEWS } metric_src;
-
-static metric_src source_of(history *h, const char *metric) {
-    if (hist_col_index(metric) >= 0) return SRC_COLUMN;
-    sqlite3_stmt *st;
-    metric_src s = SRC_VIEWS;
-    if (sqlite3_prepare_v2(h->db, "SELECT 1 FROM run_metric WHERE name = ? LIMIT 1", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW) s = SRC_METRIC_TABLE;
-        sqlite3_finalize(st);
-    }
-    return s;
-}
-
 static double col_or_nan(sqlite3_stmt *st, int i) {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
 }
 
-#define LABELS_SQL "(SELECT group_concat(key || '=' || value, ', ') FROM run_label l WHERE l.run_id = r.id)"
-
-/* The comparable runs' values of the metric, oldest first. *missing counts runs without one. */
+/* The comparable runs' values of the metric, oldest first: one range of run_metric (keyed by
+ * metric, configuration and run), restricted to the query's runs when it has terms; or, for a
+ * metric no run stored, each run's compare view (slower). Labels come from one ordered scan. */
 static int load_series(history *h, const hist_query *q, const char *ref_hash, bool any_config, const char *metric,
-                       series *s, size_t *missing, char *err, size_t errlen) {
-    metric_src src = source_of(h, metric);
-    int ci = hist_col_index(metric);
-    char cols[512];
-    if (src == SRC_COLUMN && hist_cols[ci].band)
-        snprintf(cols, sizeof cols, "r.id, r.run_time, r.%s, r.%s_lo, r.%s_hi, %s", metric, metric, metric, LABELS_SQL);
-    else if (src == SRC_COLUMN)
-        snprintf(cols, sizeof cols, "r.id, r.run_time, r.%s, NULL, NULL, %s", metric, LABELS_SQL);
-    else
-        snprintf(cols, sizeof cols, "r.id, r.run_time, NULL, NULL, NULL, %s", LABELS_SQL);
-    /* run_metric is read by correlated lookups on its (name, run_id) key; the name is bound as
-     * ?100 (after the query's own parameters), never spliced into the SQL */
-    const char *extra = any_config ? NULL : "r.config_hash = ?";
-    if (src == SRC_METRIC_TABLE)
-        snprintf(cols, sizeof cols, "r.id, r.run_time, (SELECT value FROM run_metric m WHERE m.name = ?100 AND m.run_id = r.id), "
-                 "(SELECT lo FROM run_metric m WHERE m.name = ?100 AND m.run_id = r.id), "
-                 "(SELECT hi FROM run_metric m WHERE m.name = ?100 AND m.run_id = r.id), %s", LABELS_SQL);
+                       series *s, char *err, size_t errlen) {
     sqlite3_stmt *st;
-    int first;
-    int rc = hist_query_prepare(h, q, cols, extra, 0, &st, &first, err, errlen);
-    if (rc < 0) return -1;
-    if (!any_config) sqlite3_bind_text(st, first, ref_hash, -1, SQLITE_STATIC);
-    if (src == SRC_METRIC_TABLE) sqlite3_bind_text(st, 100, metric, -1, SQLITE_STATIC);
-    *missing = 0;
+    int rc;
+    bool stored = hist_metric_stored(h, metric);
+    if (stored) {
+        /* the metric's name and the configuration are bound as ?100 and ?101, after the query's own */
+        char *ids = hist_query_ids_sql(q), *sql = NULL;
+        if (asprintf(&sql, "SELECT m.run_id, m.run_time, m.value, m.lo, m.hi FROM run_metric m WHERE m.name = ?100%s%s%s%s "
+                     "ORDER BY m.run_id", any_config ? "" : " AND m.config_hash = ?101", ids ? " AND m.run_id IN (" : "",
+                     ids ? ids : "", ids ? ")" : "") < 0) sql = NULL;
+        free(ids);
+        if (!sql) { snprintf(err, errlen, "out of memory"); return -1; }
+        rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
+        free(sql);
+        if (rc != SQLITE_OK) return hist_sql_err(h, rc, "cannot query", err, errlen);
+        hist_query_bind(st, q);
+        sqlite3_bind_text(st, 100, metric, -1, SQLITE_STATIC);
+        if (!any_config) sqlite3_bind_text(st, 101, ref_hash, -1, SQLITE_STATIC);
+    } else {
+        int first;
+        if (hist_query_prepare(h, q, "r.id, r.run_time, NULL, NULL, NULL", NULL, any_config ? NULL : "r.config_hash = ?", 0, &st,
+                               &first, err, errlen) < 0) return -1;
+        if (!any_config) sqlite3_bind_text(st, first, ref_hash, -1, SQLITE_STATIC);
+    }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
         double v = col_or_nan(st, 2), lo = col_or_nan(st, 3), hi = col_or_nan(st, 4);
-        if (src == SRC_VIEWS) {
+        if (!stored) {
             char e2[256];
             json_t *view = hist_load_view(h, id, e2, sizeof e2);
             const json_t *x = json_object_get(view, metric);
@@ -124,14 +108,17 @@ static int load_series(history *h, const hist_query *q, const char *ref_hash, bo
             if (isfinite(v)) hist_band(view, metric, &lo, &hi);
             json_decref(view);
         }
-        if (!isfinite(v)) { (*missing)++; continue; }
-        if (series_push(s, id, sqlite3_column_int64(st, 1), v, lo, hi, (const char *)sqlite3_column_text(st, 5)) < 0) {
-            rc = SQLITE_NOMEM;
-            break;
-        }
+        if (!isfinite(v)) continue;
+        if (series_push(s, id, sqlite3_column_int64(st, 1), v, lo, hi, NULL) < 0) { rc = SQLITE_NOMEM; break; }
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return hist_sql_err(h, rc, "cannot query", err, errlen);
+    hist_label_cursor *lc = s->n ? hist_label_cursor_open(h, s->id[0]) : NULL;
+    for (size_t i = 0; lc && i < s->n; i++) {
+        const char *l = hist_label_cursor_get(lc, s->id[i]);
+        if (l && *l) s->labels[i] = strdup(l);
+    }
+    hist_label_cursor_close(lc);
     return 0;
 }
 
@@ -342,30 +329,28 @@ static json_t *run_row(const series *s, size_t i) {
 static int select_series(history *h, const char *metric, const char *query, series *s, json_t *doc, char *err, size_t errlen) {
     hist_query *q;
     if (hist_query_parse(query, &q, err, errlen) < 0) return -1;
-    history_ids ids;
+    size_t n = 0;
     char *note = NULL, ref[17];
-    int rc = hist_comparable_select(h, q, metric, &ids, &note, ref, err, errlen);
-    if (rc == 0 && !ids.n) { snprintf(err, errlen, "no run in %s matches '%s'", h->path, query ? query : ""); rc = -1; }
-    size_t missing = 0;
-    if (rc == 0) rc = load_series(h, q, ref, hist_query_any_config(q), metric, s, &missing, err, errlen);
+    int rc = hist_comparable_select(h, q, metric, &n, &note, ref, err, errlen);
+    if (rc == 0 && !n) { snprintf(err, errlen, "no run in %s matches '%s'", h->path, query ? query : ""); rc = -1; }
+    if (rc == 0) rc = load_series(h, q, ref, hist_query_any_config(q), metric, s, err, errlen);
     if (rc == 0 && !s->n) {
         snprintf(err, errlen, "none of the %zu comparable runs has a value for '%s' (headline metrics: p99_ttft_ms, "
-                 "median_tpot_ms, output_throughput, knee_load, ...; dsperf history show RUN lists a run's)", ids.n, metric);
+                 "median_tpot_ms, output_throughput, knee_load, ...; dsperf history show RUN lists a run's)", n, metric);
         rc = -1;
     }
     if (rc == 0) {
         json_object_set_new(doc, "query", json_string(query ? query : ""));
         json_object_set_new(doc, "config", hist_query_any_config(q) ? json_null() : json_string(ref));
-        char *cfg = hist_config_of(h, ids.ids[ids.n - 1]);
+        char *cfg = hist_config_of(h, s->id[s->n - 1]);
         json_object_set_new(doc, "config_json", cfg ? json_loads(cfg, 0, NULL) : json_null());
         free(cfg);
         json_object_set_new(doc, "note", note ? json_string(note) : json_null());
-        json_object_set_new(doc, "runs_without_metric", json_integer((json_int_t)missing));
+        json_object_set_new(doc, "runs_without_metric", json_integer((json_int_t)(n > s->n ? n - s->n : 0)));
         int dir = compare_metric_direction(metric);
         json_object_set_new(doc, "direction", json_string(dir > 0 ? "higher_is_better" : dir < 0 ? "lower_is_better" : "unknown"));
     }
     free(note);
-    history_ids_free(&ids);
     hist_query_free(q);
     return rc;
 }
@@ -404,9 +389,13 @@ json_t *history_trend(history *h, const char *metric, const history_trend_opts *
     }
     json_object_set_new(doc, "segments", segs);
     json_object_set_new(doc, "change_points", cps);
+    /* the runs (the newest show_last of them: building 100,000 objects for a 30-row table is most
+     * of a trend's cost), and every change point's run */
     json_t *runs = json_array();
-    for (size_t i = 0; i < s.n; i++) json_array_append_new(runs, run_row(&s, i));
+    size_t from = o->show_last > 0 && s.n > (size_t)o->show_last ? s.n - (size_t)o->show_last : 0;
+    for (size_t i = from; i < s.n; i++) json_array_append_new(runs, run_row(&s, i));
     json_object_set_new(doc, "runs", runs);
+    json_object_set_new(doc, "n_runs", json_integer((json_int_t)s.n));
     free(pre);
     series_free(&s);
     return doc;
@@ -419,9 +408,9 @@ static void fmtv(double x, char *b, size_t n) {
     else snprintf(b, n, "%.4g", x);
 }
 
-void history_trend_print(FILE *f, const json_t *t, int show_last) {
+void history_trend_print(FILE *f, const json_t *t) {
     const json_t *runs = json_object_get(t, "runs");
-    size_t n = json_array_size(runs);
+    size_t n = (size_t)json_integer_value(json_object_get(t, "n_runs")), shown = json_array_size(runs);
     const char *metric = json_string_value(json_object_get(t, "metric"));
     const json_t *cfg = json_object_get(t, "config");
     fprintf(f, "trend of %s over %zu comparable run%s", metric, n, n == 1 ? "" : "s");
@@ -431,11 +420,10 @@ void history_trend_print(FILE *f, const json_t *t, int show_last) {
     if (note) fprintf(f, "note: %s\n", note);
     if (json_integer_value(json_object_get(t, "runs_without_metric")))
         fprintf(f, "note: %lld matching runs have no %s\n", (long long)json_integer_value(json_object_get(t, "runs_without_metric")), metric);
-    size_t from = show_last > 0 && n > (size_t)show_last ? n - (size_t)show_last : 0;
-    if (from) fprintf(f, "(the last %d runs; --rows 0 shows all)\n", show_last);
+    if (shown < n) fprintf(f, "(the last %zu runs; --rows 0 shows all)\n", shown);
     fprintf(f, "%6s  %-20s %12s  %-24s  %s\n", "run", "date (UTC)", metric, "95% band (own samples)", "labels");
     const json_t *cps = json_object_get(t, "change_points");
-    for (size_t i = from; i < n; i++) {
+    for (size_t i = 0; i < shown; i++) {
         const json_t *r = json_array_get(runs, i);
         json_int_t id = json_integer_value(json_object_get(r, "id"));
         char v[32], lo[32], hi[32], band[80] = "-";

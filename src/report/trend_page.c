@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define TABLE_ROWS 200
+
 static const char *str(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 static const json_t *obj(const json_t *o, const char *k) { return json_object_get(o, k); }
 
@@ -67,7 +69,8 @@ static void trend_chart(rbuf *b, const json_t *t, size_t index) {
         if (sx[1] == sx[0]) { sx[0] -= 0.3; sx[1] += 0.3; }
         svg_line(&ch, sx, sy, 2, "fit");
     }
-    svg_points(&ch, x, y, n, cls, n > 200 ? 1.5 : 3);
+    if (n <= 2000) svg_points(&ch, x, y, n, cls, n > 200 ? 1.5 : 3);
+    else svg_line(&ch, x, y, n, cls);   /* 100,000 circles would be megabytes of page for one line's worth of ink */
     json_array_foreach(obj(t, "change_points"), i, s) {
         if (!json_is_true(obj(s, "confirmed"))) continue;
         char lab[96];
@@ -93,7 +96,7 @@ static void page(rbuf *b, const json_t *trends, const report_opts *o) {
     report_page_head(b, o->title ? o->title : "dsperf history \xe2\x80\x94 trend");
     rb_puts(b, "query <code>");
     rb_esc(b, str(t0, "query") && *str(t0, "query") ? str(t0, "query") : "(all runs)");
-    rb_printf(b, "</code> &middot; %zu comparable runs", json_array_size(obj(t0, "runs")));
+    rb_printf(b, "</code> &middot; %lld comparable runs", (long long)json_integer_value(obj(t0, "n_runs")));
     if (str(t0, "config")) { rb_puts(b, " &middot; config "); rb_esc(b, str(t0, "config")); }
     if (o->source_name) { rb_puts(b, " &middot; "); rb_esc(b, o->source_name); }
     rb_puts(b, "</div><nav><a href=\"#changes\">Changes</a>");
@@ -117,13 +120,17 @@ static void page(rbuf *b, const json_t *trends, const report_opts *o) {
     rb_puts(b, "</section><section>");
     json_array_foreach(trends, i, t) trend_chart(b, t, i);
     rb_puts(b, "</section>");
-    /* the runs' table: one row per run of the first metric, a column per metric */
-    rb_puts(b, "<section id=\"runs\"><h2>Runs</h2><div class=\"tablewrap\"><table><thead><tr><th class=\"l\">run</th>"
-               "<th class=\"l\">date (UTC)</th>");
+    /* the runs' table: the newest TABLE_ROWS runs of the first metric, a column per metric (each
+     * trend's runs are in id order: one cursor per trend) */
+    size_t nt = json_array_size(trends), n0 = json_array_size(obj(t0, "runs"));
+    size_t from = n0 > TABLE_ROWS ? n0 - TABLE_ROWS : 0;
+    size_t *cur = calloc(nt ? nt : 1, sizeof *cur);
+    rb_printf(b, "<section id=\"runs\"><h2>Runs</h2>%s<div class=\"tablewrap\"><table><thead><tr><th class=\"l\">run</th>"
+                 "<th class=\"l\">date (UTC)</th>", from ? "<p class=\"faint\">The newest runs; the CSV has every one.</p>" : "");
     json_array_foreach(trends, i, t) { rb_puts(b, "<th>"); rb_esc(b, str(t, "metric")); rb_puts(b, " [95% band]</th>"); }
     rb_puts(b, "<th class=\"l\">labels</th></tr></thead><tbody>");
-    const json_t *r0;
-    json_array_foreach(obj(t0, "runs"), k, r0) {
+    for (k = from; cur && k < n0; k++) {
+        const json_t *r0 = json_array_get(obj(t0, "runs"), k);
         json_int_t id = json_integer_value(obj(r0, "id"));
         bool change = false;
         json_array_foreach(trends, i, t) { size_t j; json_array_foreach(obj(t, "change_points"), j, cp)
@@ -132,9 +139,10 @@ static void page(rbuf *b, const json_t *trends, const report_opts *o) {
         rb_esc(b, str(r0, "date"));
         rb_puts(b, "</td>");
         json_array_foreach(trends, i, t) {
-            const json_t *r = NULL, *x;
-            size_t j;
-            json_array_foreach(obj(t, "runs"), j, x) if (json_integer_value(obj(x, "id")) == id) { r = x; break; }
+            const json_t *runs = obj(t, "runs"), *r = NULL;
+            while (cur[i] < json_array_size(runs) && json_integer_value(obj(json_array_get(runs, cur[i]), "id")) < id) cur[i]++;
+            if (cur[i] < json_array_size(runs) && json_integer_value(obj(json_array_get(runs, cur[i]), "id")) == id)
+                r = json_array_get(runs, cur[i]);
             char v[32], l[32], h[32];
             fmt_num(r ? rep_num(r, "value") : NAN, v, sizeof v);
             rb_printf(b, "<td>%s", v);
@@ -149,6 +157,7 @@ static void page(rbuf *b, const json_t *trends, const report_opts *o) {
         rb_esc(b, str(r0, "labels") ? str(r0, "labels") : "");
         rb_puts(b, "</td></tr>");
     }
+    free(cur);
     rb_puts(b, "</tbody></table></div></section><section id=\"config\"><h2>Configuration</h2><p class=\"faint\">The runs "
                "above share this configuration (its hash decides which runs are comparable).</p><pre>");
     char *cfg = obj(t0, "config_json") ? json_dumps(obj(t0, "config_json"), JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
@@ -184,8 +193,11 @@ int report_trend_markdown(FILE *f, const json_t *trends, char *err, size_t errle
     }
     if (!total) rb_puts(&b, "No change beyond noise.\n");
     json_array_foreach(trends, i, t) {
-        rb_printf(&b, "\n## %s\n\n| run | date (UTC) | value | 95%% band | labels |\n|---:|---|---:|---|---|\n", str(t, "metric"));
+        size_t nr = json_array_size(obj(t, "runs"));
+        rb_printf(&b, "\n## %s\n\n%s| run | date (UTC) | value | 95%% band | labels |\n|---:|---|---:|---|---|\n", str(t, "metric"),
+                  nr > TABLE_ROWS ? "(the newest runs; the CSV has every one)\n\n" : "");
         json_array_foreach(obj(t, "runs"), k, r) {
+            if (nr > TABLE_ROWS && k < nr - TABLE_ROWS) continue;
             char v[32], l[32], h[32];
             fmt_num(rep_num(r, "value"), v, sizeof v);
             fmt_num(rep_num(r, "lo"), l, sizeof l);
