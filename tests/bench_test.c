@@ -55,7 +55,9 @@ static void timing_at(int concurrency, int requests, int out_tokens) {
     CHECK_EQ_INT(test_num(r, "failed"), 0);
     CHECK_EQ_INT(test_num(r, "total_output_tokens"), (long long)requests * out_tokens);
     CHECK_EQ_INT(test_num(r, "total_input_tokens"), (long long)requests * 16);
-    CHECK_EQ_INT(test_num(r, "new_connections"), concurrency);
+    /* a user holds at most one connection and reuses it; on a busy machine some users start after
+     * others have finished and take a pooled connection, so this is a ceiling */
+    CHECK(test_num(r, "new_connections") >= 1 && test_num(r, "new_connections") <= concurrency);
     const double ttft_min_ms = 50.0, e2el_min_ms = 50.0 + (out_tokens - 1) * 10.0;
     double *ttft = calloc((size_t)requests, sizeof *ttft), *e2el = calloc((size_t)requests, sizeof *e2el);
     int n = 0, early = 0;
@@ -219,8 +221,12 @@ TEST(bench_multi_token_chunks_per_token_view) {
     CHECK(r != NULL);
     if (!r) return;
     CHECK_EQ_INT(test_num(r, "total_output_tokens"), 180);
-    CHECK_NEAR(test_num(r, "median_itl_ms"), 12.0, 0.5);
-    CHECK_NEAR(test_num(r, "median_itl_per_token_ms"), 4.0, 0.3);
+    /* every chunk carries 3 tokens: the per-token view is the chunk view divided by 3, gap by gap
+     * (its pooled histogram is within the HDR's 0.05 %); 10 chunks per request, the last due
+     * 20 + 9 x 12 ms after the request */
+    CHECK_NEAR(test_num(r, "median_itl_per_token_ms"), test_num(r, "median_itl_ms") / 3, 1e-3 * test_num(r, "median_itl_ms"));
+    CHECK_NEAR(test_num(r, "mean_itl_per_token_ms"), test_num(r, "mean_itl_ms") / 3, 1e-3 * test_num(r, "mean_itl_ms"));
+    CHECK(test_num(r, "min_e2el_ms") >= 20 + 9 * 12);
     /* keep-alive: each closed-loop user opens one connection and reuses it */
     CHECK_EQ_INT(test_num(r, "new_connections"), 2);
     json_decref(r);

@@ -62,9 +62,15 @@ TEST(compare_cli_gate_passes_a_rerun_and_fails_a_regression) {
         json_array_foreach(json_object_get(d, "metrics"), i, m) {
             if (strcmp(json_string_value(json_object_get(m, "name")), "median_ttft_ms")) continue;
             seen = 1;
-            /* the server's TTFT went from 200 to 300 ms: +50 % within a few points */
-            CHECK_NEAR(json_number_value(json_object_get(m, "change_pct")), 50, 5);
-            CHECK(json_number_value(json_object_get(m, "ci_low_pct")) > 40);
+            /* the change is the two runs' medians' (one definition), and the server's 200 -> 300 ms
+             * keeps it far above the gate's 10 % however a busy machine delays either run */
+            json_t *jb = test_load_json(base), *js = test_load_json(slow);
+            double want = 100 * (test_num(js, "median_ttft_ms") / test_num(jb, "median_ttft_ms") - 1);
+            json_decref(jb);
+            json_decref(js);
+            CHECK_NEAR(json_number_value(json_object_get(m, "change_pct")), want, 1e-6 * fabs(want));
+            CHECK(want > 25);
+            CHECK(json_number_value(json_object_get(m, "ci_low_pct")) > 10);
             CHECK_STR(json_string_value(json_object_get(m, "verdict")), "worse");
         }
         CHECK(seen);

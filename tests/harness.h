@@ -42,14 +42,9 @@ const char *harness_tmpdir(void);
     if (!(fabs(_a - _b) <= _t)) harness_fail(__FILE__, __LINE__, "%s ~ %s: %.9g vs %.9g (tol %.3g)", #a, #b, _a, _b, _t); } while (0)
 #define CHECK_STR(a, b) do { const char *_a = (a), *_b = (b); \
     if (!_a || !_b || strcmp(_a, _b)) harness_fail(__FILE__, __LINE__, "%s == %s: \"%s\" != \"%s\"", #a, #b, _a ? _a : "(null)", _b ? _b : "(null)"); } while (0)
-/* Timing-accuracy tests run in the optimized build; sanitizers slow the server and client by
- * several times, so there they skip (saying so) rather than assert loosened numbers. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define HARNESS_SANITIZED 1
-#else
-#define HARNESS_SANITIZED 0
-#endif
-#define SKIP_IF_SANITIZED() do { if (HARNESS_SANITIZED) SKIP("timing accuracy is asserted in the optimized build (make test), not under sanitizers"); } while (0)
+/* No test asserts wall-clock timing (a busy machine or a sanitizer slows everything): timing
+ * bounds are floors from the server's deadlines or ceilings from its capacity, and how punctual
+ * the client is belongs in `make bench`. */
 #define SKIP(reason) do { harness_skip(reason); return; } while (0)
 #define SKIP_NO_GPU(reason) do { harness_skip_no_gpu(reason); return; } while (0)
 #define SKIP_NO_SHARED_DATA(rel) do { harness_skip_no_shared_data(rel); return; } while (0)

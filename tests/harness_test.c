@@ -10,7 +10,7 @@
 
 static char *run_selftest(const char *env, int *status) {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s ASAN_OPTIONS=handle_segv=0:detect_leaks=0 DSPERF_TEST_TIMEOUT=1 SELFTEST_MARK=%s/mark %s 2>/dev/null", env, harness_tmpdir(),
+    snprintf(cmd, sizeof cmd, "%s ASAN_OPTIONS=handle_segv=0:detect_leaks=0 TSAN_OPTIONS=handle_segv=0 DSPERF_TEST_TIMEOUT=1 SELFTEST_MARK=%s/mark %s 2>/dev/null", env, harness_tmpdir(),
              getenv("DSPERF_SELFTEST_BIN") ? getenv("DSPERF_SELFTEST_BIN") : "build/harness_selftest");
     FILE *p = popen(cmd, "r");
     if (!p) return NULL;

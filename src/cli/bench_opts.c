@@ -134,7 +134,7 @@ void bench_opts_defaults(bench_opts *b, int argc, char **argv) {
     summary_default_opts(&b->summary);
     telemetry_default_opts(&b->telemetry);
     history_opts_init(&b->hist);
-    b->command_line = cli_join_argv(argc, argv);
+    b->command_line = cli_command_line(argc, argv);
     b->headers = calloc((size_t)argc + 1, sizeof *b->headers);
 }
 

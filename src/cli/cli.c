@@ -3,6 +3,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <getopt.h>
@@ -29,6 +30,13 @@ char *cli_join_argv(int argc, char **argv) {
     }
     *p = 0;
     return out;
+}
+
+char *cli_command_line(int argc, char **argv) {
+    char *args = cli_join_argv(argc, argv), *line = NULL;
+    if (args && asprintf(&line, "dsperf %s", args) < 0) line = NULL;
+    free(args);
+    return line;
 }
 
 struct option *cli_options_with_keys(const struct option *own, size_t n_own, const char *const *keys, int first_val) {

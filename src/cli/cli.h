@@ -35,8 +35,11 @@ struct option *cli_options_with_keys(const struct option *own, size_t n_own, con
  * passes (the output was not asked for). */
 int cli_check_output(const char *flag, const char *path);
 
-/* Joined argv for results ("the exact command line"); owned by the caller. */
+/* argv joined with shell quoting, so the line can be pasted back; owned by the caller. */
 char *cli_join_argv(int argc, char **argv);
+/* "The exact command line" of results documents: "dsperf " + the command's argv (argv[0] the
+ * command name) joined as above; owned by the caller. */
+char *cli_command_line(int argc, char **argv);
 
 /* One word of an argv a command splits by hand (its own options vs those it passes on, as sweep
  * and tune do): "--name value" or "--name=value". */

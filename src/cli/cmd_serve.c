@@ -86,7 +86,7 @@ static const struct {
 
 enum {
     O_HOST = 1000, O_PORT, O_MODEL, O_ENGINE, O_SPEEDUP, O_DURATION, O_SEED, O_FAIL, O_429, O_DROP,
-    O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_THREADS, O_HELP,
+    O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_THREADS, O_EXIT_AFTER, O_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -96,6 +96,7 @@ static const struct option long_opts[] = {
     {"engine", required_argument, 0, O_ENGINE},
     {"speedup", required_argument, 0, O_SPEEDUP},
     {"duration", required_argument, 0, O_DURATION},
+    {"exit-after", required_argument, 0, O_EXIT_AFTER},
     {"seed", required_argument, 0, O_SEED},
     {"fail-rate", required_argument, 0, O_FAIL},
     {"status-429-rate", required_argument, 0, O_429},
@@ -123,6 +124,8 @@ static void usage(FILE *f) {
         "  --engine NAME            timing engine (default fixed)\n"
         "  --speedup K              engine time runs K times faster than wall time (default 1)\n"
         "  --duration T             exit after T (default: run until SIGINT/SIGTERM)\n"
+        "  --exit-after N           exit once N responses have completed: a server that dies mid-run,\n"
+        "                           at a request count rather than a time (default 0 = never)\n"
         "  --default-max-tokens N   tokens when a request sets no max_tokens (default 256)\n"
         "  --threads N              event loops, each on its own thread with its own socket on the port\n"
         "                           (SO_REUSEPORT) and its own engine; /metrics shows their sum. For\n"
@@ -220,6 +223,12 @@ int cmd_serve(int argc, char **argv) {
         case O_DURATION:
             if (units_parse_duration_ns(v, &sp.duration_ns) < 0) { log_error("--duration wants a duration like 30s, got '%s'", v); goto out; }
             break;
+        case O_EXIT_AFTER: {
+            long long n;
+            if (units_parse_int(v, 1, INT64_MAX, &n) < 0) { log_error("--exit-after wants a response count >= 1, got '%s'", v); goto out; }
+            sp.exit_after = (uint64_t)n;
+            break;
+        }
         case O_STALL:
             if (units_parse_duration_ns(v, &sp.stall_ns) < 0) { log_error("--stall wants a duration like 2s, got '%s'", v); goto out; }
             break;

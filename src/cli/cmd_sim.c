@@ -341,11 +341,7 @@ int cmd_sim(int argc, char **argv) {
     }
     if (concurrency == 0 && !isinf(rate) && !replay) so.intended_rate_per_s = rate;
     if (times && n) so.planned_duration_ns = times[n - 1];
-    {
-        char *args = cli_join_argv(argc, argv);   /* argv[0] is "sim" */
-        if (!args || asprintf(&cmdline, "dsperf %s", args) < 0) cmdline = NULL;
-        free(args);
-    }
+    cmdline = cli_command_line(argc, argv);   /* argv[0] is "sim" */
     load_desc ld = {.dataset = dataset, .arrival = replay ? "trace" : arrival_spec, .rate = rate,
                     .concurrency = (int)concurrency, .max_concurrency = (int)max_conc, .requests = n,
                     .warmup = (size_t)warmup, .think_ns = think_ns, .seed = (uint64_t)seed};

@@ -371,7 +371,7 @@ int sweep_opts_parse(sweep_opts *so, bench_opts *b, int argc, char **argv, const
         return rc;
     }
     free(b->command_line);
-    b->command_line = cli_join_argv(argc, argv);   /* the command's own line, not the rewritten one */
+    b->command_line = cli_command_line(argc, argv);   /* the command's own line, not the rewritten one */
     b->out_path = NULL;
     b->requests_path = NULL;
     return -1;
@@ -441,7 +441,9 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     if (save(&c, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
     if (!b->quiet && so->print_table) {
         fputc('\n', stdout);
-        sweep_print_table(stdout, c.doc, utf8_tty());
+        /* each level's row was printed as it finished; the table comes again only when repeats
+         * are grouped into means */
+        sweep_print_table(stdout, c.doc, utf8_tty(), so->repeats > 1);
         log_info("sweep written to %s", so->out_path);
     }
     *doc_out = c.doc;

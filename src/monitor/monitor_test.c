@@ -621,8 +621,9 @@ TEST(monitor_memory_bounded_in_process) {
     CHECK(monitor_run(m, &stop, &t, err, sizeof err) == 0);
     CHECK_EQ_INT(t.probes, 200);
     CHECK_EQ_INT(t.ok, 200);
-    /* each probe takes ~5 ms at 5 ms spacing: one or two in flight, never hundreds */
-    CHECK_MSG(t.records <= 16, "records allocated: %zu", t.records);
+    /* records are the peak in flight, recycled: each probe takes ~5 ms at 5 ms spacing, a few in
+     * flight on an idle machine and some tens when a busy one delays them, never one per probe */
+    CHECK_MSG(t.records >= 1 && t.records < 100, "records allocated: %zu for 200 probes", t.records);
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", monitor_port(m));
     char *text = test_http_get(url);   /* the exporter still serves after the run */

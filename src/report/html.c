@@ -80,11 +80,16 @@ static void tiles(rbuf *b, const rep_model *m, const json_t *diagnosis) {
             tile(b, "knee", "not found", "throughput kept rising");
         }
         if (m->max_goodput) {
-            double g = NAN;
-            for (size_t i = 0; isnan(g) && i < m->n; i++) if (m->lv[i].is_max_goodput) g = rep_goodput_tok_s(m->lv[i].r);
-            fmt_num(g, v, sizeof v);
+            /* goodput is requests within the SLO per second, as the terminal and the JSON say;
+             * the tokens those requests carried are the subtitle */
+            double g_tok = NAN;
+            for (size_t i = 0; isnan(g_tok) && i < m->n; i++) if (m->lv[i].is_max_goodput) g_tok = rep_goodput_tok_s(m->lv[i].r);
+            char tok[32];
+            fmt_num(rep_num(m->max_goodput, "request_goodput"), t, sizeof t);
+            snprintf(v, sizeof v, "%s req/s", t);
+            fmt_num(g_tok, tok, sizeof tok);
             rep_load_label(m, rep_num(m->max_goodput, "load"), t, sizeof t);
-            snprintf(s, sizeof s, "tok/s at %s", t);
+            snprintf(s, sizeof s, "at %s (%s out tok/s)", t, tok);
             tile(b, "max goodput", v, s);
         }
         double peak = NAN;
@@ -638,11 +643,20 @@ static void classes_section(rbuf *b, const rep_model *m) {
 
 static void env_row(rbuf *b, const char *k, const json_t *v) {
     if (!v || json_is_null(v)) return;
+    /* nothing to say: an empty list ("gpus": [] when the client saw none) */
+    if ((json_is_array(v) && !json_array_size(v)) || (json_is_object(v) && !json_object_size(v))) return;
     rb_puts(b, "<dt>");
     rb_esc(b, k);
     rb_puts(b, "</dt><dd>");
     if (json_is_string(v)) rb_esc(b, json_string_value(v));
-    else {
+    else if (json_is_array(v) && json_is_string(json_array_get(v, 0))) {
+        size_t i;
+        const json_t *e;
+        json_array_foreach(v, i, e) {
+            if (i) rb_puts(b, ", ");
+            rb_esc(b, json_is_string(e) ? json_string_value(e) : "?");
+        }
+    } else {
         char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
         rb_esc(b, s);
         free(s);
@@ -653,13 +667,22 @@ static void env_row(rbuf *b, const char *k, const json_t *v) {
 static void reproduce(rbuf *b, const rep_model *m) {
     const json_t *r = first_results(m);
     rb_puts(b, "<section id=\"reproduce\"><h2>Reproduce</h2>");
-    const char *cmd = str(m->doc, "command_line");
-    if (!cmd) cmd = str(r, "command_line");
+    const char *lo_url = NULL;
+    char *cmd = rep_command(m->doc, r, &lo_url);
     if (cmd) { rb_puts(b, "<p>Command:</p><pre>"); rb_esc(b, cmd); rb_puts(b, "</pre>"); }
+    free(cmd);
+    if (lo_url) {
+        rb_puts(b, "<p class=\"faint\">The server listened on ");
+        rb_esc(b, lo_url);
+        rb_puts(b, ", a loopback address of the machine that ran this: start the server again and give its "
+                   "address to --url.</p>");
+    }
     rb_puts(b, "<dl class=\"env\">");
     env_row(b, "tool", json_object_get(r, "tool"));
     env_row(b, "version", json_object_get(r, "version"));
-    env_row(b, "producer", json_object_get(r, "producer"));
+    json_t *sweep_producer = m->sweep ? json_string("sweep") : NULL;   /* not its first level's "bench" */
+    env_row(b, "producer", sweep_producer ? sweep_producer : json_object_get(r, "producer"));
+    json_decref(sweep_producer);
     env_row(b, "date", json_object_get(r, "date"));
     const char *k;
     json_t *v;

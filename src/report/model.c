@@ -12,6 +12,23 @@ double rep_num(const json_t *r, const char *key) {
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+char *rep_command(const json_t *doc, const json_t *r, const char **loopback_url) {
+    const json_t *c = json_object_get(doc, "command_line");
+    if (!json_is_string(c)) c = json_object_get(r, "command_line");
+    const char *cmd = json_string_value(c);
+    const char *url = json_string_value(json_object_get(json_object_get(doc, "config"), "url"));
+    if (!url) url = json_string_value(json_object_get(json_object_get(r, "config"), "url"));
+    if (loopback_url) {
+        const char *h = url && strstr(url, "://") ? strstr(url, "://") + 3 : NULL;
+        bool lo = h && (!strncmp(h, "127.", 4) || !strncmp(h, "[::1]", 5) || !strncmp(h, "localhost", 9));
+        *loopback_url = lo ? url : NULL;
+    }
+    if (!cmd) return NULL;
+    char *line = NULL;
+    if (asprintf(&line, "%s%s", strncmp(cmd, "dsperf ", 7) ? "dsperf " : "", cmd) < 0) return NULL;
+    return line;
+}
+
 double rep_pct(const json_t *r, const char *metric, double p) {
     char key[96], lab[32];
     if (p == floor(p)) snprintf(lab, sizeof lab, "%.0f", p);

@@ -153,6 +153,11 @@ int rep_model_init(rep_model *m, const json_t *doc, char *err, size_t errlen);
 void rep_model_free(rep_model *m);
 /* Number at key, NaN when absent or not a number. */
 double rep_num(const json_t *r, const char *key);
+/* The command that made the document, as the user would type it ("dsperf ..."; files written
+ * before the command line carried the program name get it prepended), or NULL. When the target
+ * was a loopback address (a server started beside dsperf for the run, its port long gone),
+ * *loopback_url gets that URL, else NULL. The string is malloc'd. */
+char *rep_command(const json_t *doc, const json_t *first_results, const char **loopback_url);
 /* p{P}_{metric}_ms (P = 50 reads median_{metric}_ms when there is no p50). */
 double rep_pct(const json_t *r, const char *metric, double p);
 /* Goodput in output tokens/s: request_goodput x mean output tokens per completed request. */

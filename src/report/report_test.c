@@ -113,6 +113,42 @@ TEST(report_svg_chart_marks) {
     rb_free(&b);
 }
 
+/* Point labels never overlap: five configurations whose points sit within a few pixels of each
+ * other get five separate boxes (or are left out), each inside the plot. */
+TEST(report_svg_point_labels_do_not_overlap) {
+    rbuf b;
+    rb_init(&b);
+    svg_chart c = { 0 };
+    svg_axis_linear(&c.x, 0, 100, 6);
+    svg_axis_linear(&c.y, 0, 100, 6);
+    svg_begin(&c, &b, 640, 340, "labels");
+    double x[] = { 50, 50.5, 51, 50.2, 49.8 }, y[] = { 50, 50.5, 49.5, 50.2, 51 };
+    const char *labels[] = { "seqs=64 kv=auto", "seqs=64 kv=fp8", "seqs=128 kv=auto", "seqs=128 kv=fp8", "seqs=256 kv=fp8" };
+    svg_point_labels(&c, x, y, labels, 5);
+    svg_end(&c);
+    double bx0[5], by0[5], bx1[5], by1[5];
+    int n = 0;
+    for (const char *p = strstr(b.p, "<g class=\"plabel\">"); p && (p = strstr(p, "<text x=\"")) && n < 5; p++) {
+        double tx, ty;
+        if (sscanf(p, "<text x=\"%lf\" y=\"%lf\"", &tx, &ty) != 2) break;
+        bool end = strncmp(strchr(p + 9, '"') + 1, " y=", 3) == 0 && strstr(p, "text-anchor=\"end\"") &&
+                   strstr(p, "text-anchor=\"end\"") < strchr(p, '>');
+        const char *t = strchr(p, '>') + 1;
+        double w = 5.6 * (double)(strchr(t, '<') - t) + 2;
+        bx0[n] = end ? tx - w : tx;
+        bx1[n] = end ? tx : tx + w;
+        by0[n] = ty - 10;
+        by1[n] = ty + 2;
+        CHECK(bx0[n] >= c.ml && bx1[n] <= 640 - c.mr + 2 && by0[n] >= c.mt - 2 && by1[n] <= 340 - c.mb);
+        n++;
+    }
+    CHECK_MSG(n >= 4, "only %d of 5 labels placed", n);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            CHECK_MSG(!(bx0[i] < bx1[j] && bx0[j] < bx1[i] && by0[i] < by1[j] && by0[j] < by1[i]), "labels %d and %d overlap", i, j);
+    rb_free(&b);
+}
+
 TEST(report_escape_and_format) {
     rbuf b;
     rb_init(&b);
@@ -325,6 +361,7 @@ static const char *make_sweep(void) {
                         json_pack("{s:f,s:f,s:f,s:f,s:f}", "break_load", 16.0, "rise_slope", 100.0, "rise_intercept",
                                   300.0, "tail_slope", 1.0, "tail_intercept", 1900.0));
     json_object_set_new(json_object_get(doc, "max_goodput"), "slo_boundary_load", json_real(40.5));
+    json_object_set_new(json_object_get(doc, "max_goodput"), "request_goodput", json_real(12.5));
     json_object_set_new(json_object_get(doc, "max_goodput"), "slo_boundary_limited_by", json_string("ttft"));
     json_object_set_new(doc, "ci", json_pack("{s:[{s:f,s:{s:{s:f,s:f,s:i}}}]}", "levels", "load", 16.0, "metrics",
                                              "output_throughput", "lo", 1000.0, "hi", 1100.0, "n", 3));
@@ -361,6 +398,12 @@ TEST(report_sweep_html_csv) {
         CHECK(strstr(h, "<tr id=\"level-2\" class=\"knee\">") != NULL);
         CHECK(strstr(h, "over-saturated") != NULL);
         CHECK(strstr(h, "knee at c=16") != NULL);
+        /* the reproduce block names the program and the sweep (not its first level's "bench"); a
+         * goodput tile reads in requests/s like the terminal and the JSON */
+        CHECK(strstr(h, "<pre>dsperf sweep --concurrency 1,4,16,64</pre>") != NULL);
+        CHECK(strstr(h, "<dt>producer</dt><dd>sweep</dd>") != NULL);
+        CHECK(strstr(h, "<dt>gpus</dt>") == NULL);   /* sim's "gpus": [] says nothing */
+        CHECK(strstr(h, "<div class=\"k\">max goodput</div><div class=\"v\">12.5 req/s</div>") != NULL);
         CHECK_EQ_INT(count(c, "\n"), 5);
         for (int i = 0; i < 4; i++) {
             const json_t *r = json_object_get(json_array_get(json_object_get(doc, "levels"), (size_t)i), "results");
@@ -402,6 +445,10 @@ TEST(report_bench_errors) {
     CHECK(h && m);
     if (h && m) {
         CHECK(strstr(h, "<td>HTTP 500</td>") != NULL);
+        /* the run's server was on a loopback port that is gone now: the reproduce block says so */
+        CHECK(strstr(h, "<pre>dsperf bench --url ") != NULL);
+        CHECK(strstr(h, "a loopback address of the machine that ran this") != NULL);
+        CHECK(strstr(m, "a loopback address of the machine that ran this") != NULL);
         CHECK(strstr(h, "error-adjusted (failures count as +inf)") != NULL);
         CHECK(strstr(h, "class=\"rule fail\"") != NULL);
         CHECK(strstr(h, "client CPU") != NULL);            /* validity badge from "client" */

@@ -46,7 +46,7 @@ const char report_css[] =
     "svg .s{fill:none;stroke-width:2;stroke-linejoin:round;stroke-linecap:round}\n"
     "svg .dash{stroke-dasharray:6 4}svg .dot{stroke-dasharray:1.5 3.5}svg .thin{stroke-width:1.3}\n"
     "svg .faint{opacity:.45}\n"
-    "svg .legend text{fill:var(--fg)}svg .plabel text{fill:var(--muted);font-size:10px}\n"
+    "svg .legend text{fill:var(--fg)}svg .plabel text{fill:var(--muted);font-size:10px}svg .plabel line{stroke:var(--muted);stroke-width:0.6}\n"
     ".m-tok{stroke:var(--tok);fill:var(--tok)}.m-good{stroke:var(--good);fill:var(--good)}"
     ".m-ttft{stroke:var(--ttft);fill:var(--ttft)}.m-tpot{stroke:var(--tpot);fill:var(--tpot)}"
     ".m-itl{stroke:var(--itl);fill:var(--itl)}.m-e2el{stroke:var(--e2el);fill:var(--e2el)}"

@@ -265,15 +265,46 @@ void svg_points(svg_chart *c, const double *x, const double *y, size_t n, const 
     rb_puts(c->out, "</g>");
 }
 
+/* Labels at 10 px: about 5.6 px per character, 11 px from baseline to cap. */
+typedef struct { double x0, y0, x1, y1; } label_box;
+
+static bool boxes_overlap(const label_box *a, const label_box *b) {
+    return a->x0 < b->x1 && b->x0 < a->x1 && a->y0 < b->y1 && b->y0 < a->y1;
+}
+
+/* Each label goes to the first of a few places around its point (right, left, above, below, then
+ * farther up or down) where it overlaps no label already placed and stays inside the plot; a label
+ * moved away from its point gets a thin leader line. A label with no free place is left out rather
+ * than drawn over another (the tables below a chart carry every name). */
 void svg_point_labels(svg_chart *c, const double *x, const double *y, const char *const *labels, size_t n) {
     rb_puts(c->out, "<g class=\"plabel\">");
+    label_box placed[64];
+    size_t n_placed = 0;
+    static const struct { double dx, dy; bool left; } spots[] = {
+        { 5, -5, false }, { -5, -5, true }, { 5, 13, false }, { -5, 13, true },
+        { 5, -18, false }, { -5, -18, true }, { 5, 26, false }, { -5, 26, true },
+        { 5, -31, false }, { -5, -31, true }, { 5, 39, false }, { -5, 39, true },
+    };
     for (size_t i = 0; i < n; i++) {
-        if (!finite_pt(c, x[i], y[i]) || !labels[i]) continue;
-        /* near the right edge the text goes to the left of its point, so the clip keeps it */
+        if (!finite_pt(c, x[i], y[i]) || !labels[i] || !*labels[i]) continue;
         double px = svg_px(c, x[i]), py = svg_py(c, y[i]);
-        bool left = px > c->w - c->mr - 40, below = py < c->mt + 12;
-        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\"%s>", left ? px - 5 : px + 5, below ? py + 13 : py - 5,
-                  left ? " text-anchor=\"end\"" : "");
+        double w = 5.6 * (double)strlen(labels[i]) + 2;
+        int chosen = -1;
+        label_box box = { 0, 0, 0, 0 };
+        for (size_t k = 0; k < sizeof spots / sizeof spots[0] && chosen < 0; k++) {
+            double tx = px + spots[k].dx, ty = py + spots[k].dy;
+            box = (label_box){ spots[k].left ? tx - w : tx, ty - 10, spots[k].left ? tx : tx + w, ty + 2 };
+            if (box.x0 < c->ml || box.x1 > c->w - c->mr + 2 || box.y0 < c->mt - 2 || box.y1 > c->h - c->mb) continue;
+            bool clash = false;
+            for (size_t j = 0; j < n_placed && !clash; j++) clash = boxes_overlap(&box, &placed[j]);
+            if (!clash) chosen = (int)k;
+        }
+        if (chosen < 0 || n_placed == sizeof placed / sizeof placed[0]) continue;
+        placed[n_placed++] = box;
+        double tx = px + spots[chosen].dx, ty = py + spots[chosen].dy;
+        if (chosen >= 4)
+            rb_printf(c->out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", px, py, tx, ty - 4);
+        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\"%s>", tx, ty, spots[chosen].left ? " text-anchor=\"end\"" : "");
         rb_esc(c->out, labels[i]);
         rb_puts(c->out, "</text>");
     }

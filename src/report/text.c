@@ -156,14 +156,17 @@ int report_write_markdown(FILE *f, const json_t *doc, const report_opts *o, char
     } else {
         rb_puts(&b, "The document holds no levels with results.\n");
     }
-    const char *cmd = str(doc, "command_line");
-    if (!cmd) cmd = str(r, "command_line");
+    const char *lo_url = NULL;
+    char *cmd = rep_command(doc, r, &lo_url);
     rb_puts(&b, "\n## Reproduce\n\n");
     if (cmd) {
         rb_puts(&b, "    ");
         for (const char *p = cmd; *p; p++) rb_putn(&b, *p == '\n' ? " " : p, 1);
         rb_puts(&b, "\n\n");
     }
+    free(cmd);
+    if (lo_url) rb_printf(&b, "The server listened on %s, a loopback address of the machine that ran this: start it again "
+                              "and give its address to --url.\n\n", lo_url);
     rb_printf(&b, "dsperf %s", str(r, "version") ? str(r, "version") : "?");
     if (str(r, "date")) rb_printf(&b, ", %s", str(r, "date"));
     const json_t *env = json_object_get(r, "environment");

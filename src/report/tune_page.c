@@ -185,8 +185,10 @@ static void page(rbuf *b, const json_t *doc, const report_opts *o) {
     json_array_foreach(obj(doc, "configs"), i, c) config_row(b, c, false, rec_idx);
     rb_puts(b, "</tbody></table></div></section>");
 
-    rb_puts(b, "<section id=\"reproduce\"><h2>Reproduce</h2><pre>dsperf ");
-    rb_esc(b, str(doc, "command_line") ? str(doc, "command_line") : "");
+    rb_puts(b, "<section id=\"reproduce\"><h2>Reproduce</h2><pre>");
+    char *cmd = rep_command(doc, NULL, NULL);
+    rb_esc(b, cmd ? cmd : "");
+    free(cmd);
     rb_puts(b, "</pre><p class=\"faint\">Each configuration's sweep file (sweep_file in the tune document) opens in "
                "dsperf report, diagnose and compare.</p></section>");
     rb_puts(b, "<footer class=\"foot\">dsperf tune report");

@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <errno.h>
@@ -96,6 +97,7 @@ struct server {
     server_params p;
     char *model, *model_json;
     int port, n;
+    atomic_ulong completed;          /* responses completed, over every loop (--exit-after) */
     worker **w;
     struct event *dur_ev, *sig_int, *sig_term;   /* on worker 0's loop */
 };
@@ -229,7 +231,9 @@ static void stream_complete(stream *st) {
     if (st->evcon) evhttp_connection_set_closecb(st->evcon, NULL, NULL);
     st->req = NULL;
     st->evcon = NULL;
+    server *top = st->srv->top;
     stream_retire(st, true);
+    if (top->p.exit_after && atomic_fetch_add(&top->completed, 1) + 1 == top->p.exit_after) server_stop(top);
 }
 
 static void send_chunk(stream *st, void (*flushed)(struct evhttp_connection *, void *)) {

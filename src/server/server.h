@@ -18,6 +18,8 @@ typedef struct {
     const char *model;           /* served model name ("deepseek-ai/DeepSeek-V2-Lite") */
     double speedup;              /* engine time runs this many times faster than wall time (1) */
     int64_t duration_ns;         /* stop after this long; 0 = run until stopped */
+    uint64_t exit_after;         /* stop once this many responses have completed (a server that dies
+                                    mid-run, on a count rather than a clock); 0 = never */
     int32_t default_max_tokens;  /* when the request has no max_tokens (256) */
     uint64_t seed;               /* fault injection rng (1) */
     double fail_rate;            /* HTTP 500 */

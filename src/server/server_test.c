@@ -576,24 +576,25 @@ TEST(server_itl0_many_streams) {
 TEST(server_disconnect_while_queued) {
     srv_proc p;
     if (srv_spawn(&p, "--ttft 5ms --itl 5ms --capacity 1") < 0) return;
-    req_thread a = {&p, "{\"prompt\":\"x\",\"max_tokens\":80,\"stream\":true}", {0}};
+    req_thread a = {&p, "{\"prompt\":\"x\",\"max_tokens\":400,\"stream\":true}", {0}};
     pthread_t th;
     pthread_create(&th, NULL, run_req, &a);
-    usleep(20 * 1000);
+    /* B goes only once A holds the one slot, however long a busy machine takes to get A there */
+    CHECK_NEAR(wait_metric(&p, "vllm:num_requests_running{model_name=\"deepseek-ai/DeepSeek-V2-Lite\"}", 1, 20000), 1, 0);
     http_result r = {0};
     r.timeout_ms = 60;
     http_do(&p, "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":5,\"stream\":true}", &r);
     CHECK(r.curl_rc != 0);
     CHECK_EQ_INT(r.n_events, 0);
     http_free(&r);
-    /* the sweep looks every 100 ms; A is still running (400 ms) */
-    CHECK_NEAR(wait_metric(&p, "dsperf_client_disconnects_total", 1, 2000), 1, 0);
+    /* the sweep looks every 100 ms; A is still running (2 s) */
+    CHECK_NEAR(wait_metric(&p, "dsperf_client_disconnects_total", 1, 20000), 1, 0);
     http_do(&p, "/metrics", NULL, &r);
     const char *m = r.body ? r.body : "";
     CHECK_NEAR(metric(m, "vllm:num_requests_waiting{model_name=\"deepseek-ai/DeepSeek-V2-Lite\"}"), 0, 0);
     http_free(&r);
     pthread_join(th, NULL);
-    CHECK_EQ_INT(a.r.n_events, 81);
+    CHECK_EQ_INT(a.r.n_events, 401);
     http_free(&a.r);
     srv_kill(&p);
 }

@@ -118,9 +118,10 @@ void sweep_ci_mean(const double *v, size_t n, double confidence, double *mean, d
 /* Recomputes "knee", "knee_note", "max_goodput" and "ci" from doc's levels (per load: the mean
  * over repeats). slo_percentile picks the p<P> latency fields compared with the SLOs. 0 ok. */
 int sweep_analyse(json_t *doc, double slo_percentile);
-/* The final table (<= 100 columns): header, knee, max goodput, one row per load (the knee row
- * marked with ▶ when utf8, '>' otherwise). */
-void sweep_print_table(FILE *f, const json_t *doc, bool utf8);
+/* The final table (<= 100 columns): header, knee, max goodput, and with rows one row per load (the
+ * knee row marked with ▶ when utf8, '>' otherwise); without, the headline only (the caller
+ * printed each level's row as it finished). */
+void sweep_print_table(FILE *f, const json_t *doc, bool utf8, bool rows);
 /* One row for a level just measured (the live line), in the table's columns; with_header
  * prints the column names first. */
 void sweep_print_level(FILE *f, const json_t *level, const char *axis, bool with_header);

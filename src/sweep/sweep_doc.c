@@ -284,7 +284,7 @@ void sweep_print_level(FILE *f, const json_t *lv, const char *axis, bool with_he
         state_of(json_is_true(json_object_get(lv, "saturated")), json_is_true(json_object_get(lv, "early_stopped"))));
 }
 
-void sweep_print_table(FILE *f, const json_t *doc, bool utf8) {
+void sweep_print_table(FILE *f, const json_t *doc, bool utf8, bool rows) {
     const json_t *levels = json_object_get(doc, "levels");
     const char *axis = json_string_value(json_object_get(doc, "axis"));
     group g[SWEEP_MAX_LEVELS];
@@ -335,6 +335,7 @@ void sweep_print_table(FILE *f, const json_t *doc, bool utf8) {
         }
         fputc('\n', f);
     }
+    if (!rows) return;   /* the caller printed every level's row as it finished */
     header(f);
     size_t knee_idx = json_is_object(kn) ? (size_t)json_integer_value(json_object_get(kn, "load_index")) : SIZE_MAX;
     for (size_t k = 0; k < ng; k++) {

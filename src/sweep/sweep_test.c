@@ -191,13 +191,15 @@ TEST(sweep_concurrency_knee_at_capacity) {
     json_decref(d);
 }
 
-/* Open loop at 4x the server's capacity: the detector stops the level, marks it saturated and
- * the ladder ends there (400/s is never run). */
+/* Open loop at eight times the server's capacity (2 slots of 76 ms: 26 requests/s, so a 1 s window
+ * sees some 26 first tokens, over the detector's minimum of 10): the detector stops the level,
+ * marks it saturated and the ladder ends there (400/s is never run). The overload is wide enough
+ * that a client slowed by a sanitizer or a busy machine still builds the backlog. */
 TEST(sweep_rate_over_saturation_stops) {
     test_server s;
-    if (test_serve_start(&s, "--ttft 20ms --itl 2ms --capacity 2") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    if (test_serve_start(&s, "--ttft 40ms --itl 4ms --capacity 2") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     int rc;
-    json_t *d = run_sweep(&s, "--rate 10,200,400/s --duration 1500ms --osd-window 400ms --dataset random:in=8,out=10 "
+    json_t *d = run_sweep(&s, "--rate 5,200,400/s --duration 3s --osd-window 1s --dataset random:in=8,out=10 "
                               "--quiet", &rc, "osd");
     test_serve_stop(&s);
     CHECK_EQ_INT(rc, 0);
@@ -209,12 +211,12 @@ TEST(sweep_rate_over_saturation_stops) {
     CHECK(json_is_true(json_object_get(hi, "early_stopped")));
     CHECK(json_is_true(json_object_get(hi, "saturated")));
     CHECK(test_num(json_object_get(hi, "over_saturation"), "inflight_slope_per_s") > 10);
-    /* it stopped well before the planned 1.5 s of sending */
-    CHECK(test_num(json_object_get(hi, "results"), "duration") < 1.45);
+    /* it stopped well before the planned 3 s of sending */
+    CHECK(test_num(json_object_get(hi, "results"), "duration") < 2.9);
     CHECK(!json_is_true(json_object_get(json_array_get(lv, 0), "saturated")));
     const json_t *k = json_object_get(d, "knee");
     CHECK(json_is_object(k));
-    CHECK_NEAR(test_num(k, "load"), 10, 0);
+    CHECK_NEAR(test_num(k, "load"), 5, 0);
     json_decref(d);
 }
 
@@ -333,7 +335,7 @@ TEST(sweep_table_from_document) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    sweep_print_table(f, doc, true);
+    sweep_print_table(f, doc, true, true);
     fclose(f);
     CHECK(strstr(buf, "\u25b6 c=8 ") != NULL);
     CHECK(strstr(buf, "KNEE c=8") != NULL);

@@ -1,0 +1,47 @@
+/* tune_run — the configurations of `dsperf tune`, run one at a time (see tune_run.c). */
+#ifndef DSP_TUNE_RUN_H
+#define DSP_TUNE_RUN_H
+#include "cli/bench_opts.h"
+#include "cli/sweep_run.h"
+#include "tune/tune.h"
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *server_cmd, *sim_flags, *url, *out_path, *gpus_key, *objective;
+    double gpus;
+    bool dry_run;
+    int64_t health_timeout_ns, stop_grace_ns;
+    tune_grid grid;
+    char **rest;                /* the sweep options, argv-style (rest[0] = "tune") */
+    int nrest;
+    history_opts hist;          /* --db / --label: the tune and each configuration's sweep recorded */
+} tune_opts;
+
+/* A signal asks the run to stop (the server in service is stopped, no configuration starts). */
+void tune_run_request_stop(void);
+bool tune_run_stopped(void);
+
+/* Runs configuration idx of total: a server from the template, or the simulator with sim_flags.
+ * Fills cfg (status, settings, sweep file, summary, log tail). True when it measured anything. */
+bool tune_run_config(const tune_opts *t, size_t idx, size_t total, const char *stem, json_t *cfg);
+bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const char *stem, json_t *cfg);
+
+/* The tune document before any configuration has run (schema, command line, grid, settings). */
+json_t *tune_new_doc(const tune_opts *t, int argc, char **argv, const bench_opts *b, double slo_pct);
+/* Analyses and writes the document atomically; -1 (logged) when it cannot be written. */
+int tune_save(json_t *doc, const char *path);
+/* "runs/tune.json" -> "runs/tune" (malloc'd): per-configuration files are STEM.N.* */
+char *tune_out_stem(const char *out);
+/* The sweep's argv for one configuration: the sweep options with the grid's placeholders filled,
+ * then --url URL --out SWEEP_PATH; free with tune_free_argv. */
+char **tune_config_argv(const tune_opts *t, const size_t *choice, int port, const char *url, const char *sweep_path,
+                        int *argc_out);
+void tune_free_argv(char **v, int n);
+/* Was the sweep option `name` (e.g. "--requests") given? */
+bool tune_arg_given(const tune_opts *t, const char *name);
+/* GPUs of configuration `choice`: --gpus, else the --gpus-key grid value, else 0 (unknown). */
+double tune_config_gpus(const tune_opts *t, const size_t *choice);
+#endif
