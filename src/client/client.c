@@ -463,6 +463,17 @@ static size_t mem_write(char *buf, size_t size, size_t n, void *ud) {
 
 #include <jansson.h>
 
+struct curl_slist *client_get_headers(const client_opts *o) {
+    struct curl_slist *h = NULL;
+    if (o->api_key && *o->api_key) {
+        char hb[1024];
+        snprintf(hb, sizeof hb, "Authorization: Bearer %s", o->api_key);
+        h = curl_slist_append(h, hb);
+    }
+    for (const char *const *x = o->headers; x && *x; x++) h = curl_slist_append(h, *x);
+    return h;
+}
+
 int client_preflight(const client_opts *o, char **model_out, char ***all_models, char *err, size_t errlen) {
     if (!g_curl_init) { curl_global_init(CURL_GLOBAL_DEFAULT); g_curl_init = 1; }
     if (strncmp(o->base_url, "http://", 7) && strncmp(o->base_url, "https://", 8)) {
@@ -472,13 +483,7 @@ int client_preflight(const client_opts *o, char **model_out, char ***all_models,
     char *url = client_url(o->base_url, "/v1/models");
     CURL *e = curl_easy_init();
     membuf mb = {0};
-    struct curl_slist *h = NULL;
-    if (o->api_key && *o->api_key) {
-        char hb[1024];
-        snprintf(hb, sizeof hb, "Authorization: Bearer %s", o->api_key);
-        h = curl_slist_append(h, hb);
-    }
-    for (const char *const *x = o->headers; x && *x; x++) h = curl_slist_append(h, *x);
+    struct curl_slist *h = client_get_headers(o);
     common_easy_opts(e, o);
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);

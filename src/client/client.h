@@ -48,6 +48,11 @@ void client_abort_all(client *c, rec_outcome outcome);
 #define CLIENT_UNREACHABLE (-2)
 int client_preflight(const client_opts *o, char **model_out, char ***all_models, char *err, size_t errlen);
 
+/* The headers of the run's GET requests (the pre-flight, the engine's identity): the bearer token
+ * and every --header. Free with curl_slist_free_all. */
+struct curl_slist;
+struct curl_slist *client_get_headers(const client_opts *o);
+
 /* Joins base URL and path, tolerating a trailing "/" or "/v1" on the base. malloc'd. */
 char *client_url(const char *base_url, const char *path);
 #endif

@@ -28,13 +28,7 @@ static char *get(const client_opts *o, const char *url, size_t *len) {
     CURL *e = curl_easy_init();
     if (!e) return NULL;
     body b = {0};
-    struct curl_slist *h = NULL;
-    if (o->api_key && *o->api_key) {
-        char hb[1024];
-        snprintf(hb, sizeof hb, "Authorization: Bearer %s", o->api_key);
-        h = curl_slist_append(h, hb);
-    }
-    for (const char *const *x = o->headers; x && *x; x++) h = curl_slist_append(h, *x);
+    struct curl_slist *h = client_get_headers(o);
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);

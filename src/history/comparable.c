@@ -89,15 +89,8 @@ int hist_comparable_select(history *h, const hist_query *q, const char *has_metr
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return hist_sql_err(h, rc, "cannot query", err, errlen);
     if (rc == SQLITE_DONE) return 0;
     /* every configuration among the matches, with its count (the index on config_hash covers it) */
-    char *ids = hist_query_ids_sql(q), *sql = NULL;
-    if (asprintf(&sql, "SELECT r.config_hash, count(*), max(r.id) FROM run r %s%s%s GROUP BY r.config_hash", ids ? "WHERE r.id IN (" : "",
-                 ids ? ids : "", ids ? ")" : "") < 0) sql = NULL;
-    free(ids);
-    if (!sql) { snprintf(err, errlen, "out of memory"); return -1; }
-    rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
-    free(sql);
-    if (rc != SQLITE_OK) return hist_sql_err(h, rc, "cannot query", err, errlen);
-    hist_query_bind(st, q);
+    if (hist_prepare_in(h, q, "SELECT r.config_hash, count(*), max(r.id) FROM run r", "r.id", "GROUP BY r.config_hash", &st, err,
+                        errlen) < 0) return -1;
     size_t ng = 0, gcap = 16, total = 0;
     cfg_group *g = malloc(gcap * sizeof *g);
     while (g && (rc = sqlite3_step(st)) == SQLITE_ROW) {

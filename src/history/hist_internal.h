@@ -70,6 +70,11 @@ int hist_query_prepare(history *h, const hist_query *q, const char *cols, const 
  * term (every run). Bind its parameters with hist_query_bind. malloc'd. */
 char *hist_query_ids_sql(const hist_query *q);
 void hist_query_bind(sqlite3_stmt *st, const hist_query *q);
+/* Prepares head + (" WHERE "/" AND ") column IN (the query's runs) + " " + tail (no restriction
+ * when the query has no term), with the query's parameters bound: for statements over other
+ * tables than run (run_metric) or grouped ones. */
+int hist_prepare_in(history *h, const hist_query *q, const char *head, const char *column, const char *tail, sqlite3_stmt **st,
+                    char *err, size_t errlen);
 
 /* Labels read in run order beside another read in run order (one scan of run_label instead of a
  * lookup per run): get(id) with ascending ids returns "k=v, k=v" (valid until the next call) or

@@ -4,6 +4,7 @@
  * and a file that is not SQLite (both left byte for byte as they were), and the query language. */
 #include "harness.h"
 #include "history/hist_internal.h"
+#include "history/hist_testdata.h"
 #include "results/results.h"
 #include "metrics/record.h"
 #include "common/rng.h"
@@ -14,41 +15,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-/* A results document from `n` synthetic requests through the real summary: TTFT around ttft_ms
- * (uniform jitter of +-jitter_ms), `chunks` content chunks every 2 ms, one request at a time. */
-static json_t *synthetic_run(double ttft_ms, double jitter_ms, size_t n, int chunks, uint64_t seed, const char *dataset) {
-    recset rs;
-    recset_init(&rs);
-    rng r;
-    rng_seed(&r, seed);
-    int64_t t = 1000000000LL;
-    for (size_t i = 0; i < n; i++) {
-        record *x = recset_add(&rs);
-        x->index = (uint32_t)i;
-        x->sched_ns = t;
-        x->send_ns = t + 10000;
-        x->http_status = 200;
-        x->outcome = REC_OK;
-        x->in_tokens = 8;
-        x->max_tokens = chunks;
-        int64_t first = x->send_ns + (int64_t)((ttft_ms + jitter_ms * (2 * rng_uniform(&r) - 1)) * 1e6);
-        for (int k = 0; k < chunks; k++) record_add_chunk(x, first + (int64_t)k * 2000000, 1);
-        x->first_ns = first;
-        x->last_ns = x->end_ns = first + (int64_t)(chunks - 1) * 2000000;
-        x->out_tokens_server = chunks;
-        t = x->end_ns + 100000;
-    }
-    summary_opts so;
-    summary_default_opts(&so);
-    json_t *cfg = json_pack("{s:s,s:s,s:s,s:i,s:i,s:s}", "url", "http://127.0.0.1:1", "model", "m", "load", "closed",
-                            "concurrency", 1, "requests", (int)n, "dataset", dataset);
-    results_meta meta = { .producer = "bench", .command_line = "bench (synthetic)", .config = cfg };
-    json_t *doc = results_build(&rs, &so, &meta);
-    json_decref(cfg);
-    recset_free(&rs);
-    return doc;
-}
 
 static char *db_path(const char *name) {
     char *p = NULL;
@@ -91,7 +57,7 @@ TEST(history_schema_has_every_headline_column) {
 
 TEST(history_records_and_reads_back) {
     char *p = db_path("rw.db"), err[512];
-    json_t *doc = synthetic_run(20, 1, 200, 4, 7, "random:in=8,out=4");
+    json_t *doc = hist_test_run(20, 1, 200, 4, 7, "random:in=8,out=4");
     const char *labels[] = {"release=v0.9.1", "branch=main"};
     history_record_opts ro = { .labels = labels, .n_labels = 2 };
     int64_t id = 0;
@@ -151,7 +117,7 @@ TEST(history_records_and_reads_back) {
 static int record_many(const char *path, int n, uint64_t seed0, size_t requests) {
     int ok = 0;
     for (int i = 0; i < n; i++) {
-        json_t *doc = synthetic_run(20, 2, requests, 8, seed0 + (uint64_t)i, "random:in=8,out=8");
+        json_t *doc = hist_test_run(20, 2, requests, 8, seed0 + (uint64_t)i, "random:in=8,out=8");
         char err[512];
         int64_t id;
         if (doc && history_record_to(path, doc, NULL, &id, err, sizeof err) == 0) ok++;
@@ -198,7 +164,7 @@ TEST(history_kill9_during_writes_leaves_a_consistent_database) {
         if (kid == 0) {
             /* one large document (20,000 requests) recorded again and again under new command lines:
              * the child's time is then mostly inside history_record's transaction */
-            json_t *doc = synthetic_run(20, 2, 20000, 8, 5000000 + (uint64_t)round, "random:in=8,out=8");
+            json_t *doc = hist_test_run(20, 2, 20000, 8, 5000000 + (uint64_t)round, "random:in=8,out=8");
             history *w;
             if (history_open(p, HISTORY_WRITE, &w, err, sizeof err) < 0) _exit(1);
             for (long i = 0;; i++) {
@@ -276,7 +242,7 @@ static int make_v1(const char *path, const json_t *doc) {
 
 TEST(history_migrates_a_database_of_the_first_schema) {
     char *p = db_path("v1.db"), err[512];
-    json_t *doc = synthetic_run(20, 1, 50, 4, 3, "random:in=8,out=4");
+    json_t *doc = hist_test_run(20, 1, 50, 4, 3, "random:in=8,out=4");
     CHECK_EQ_INT(make_v1(p, doc), 0);
     history *h;
     CHECK_EQ_INT(history_open(p, HISTORY_READ, &h, err, sizeof err), 0);   /* reading migrates a writable file */
@@ -389,7 +355,7 @@ TEST(history_query_terms) {
     if (!h) { free(p); return; }
     const char *rel[] = {"release=v0.8.0", "release=v0.8.1", "release=v0.9.0", "release=v0.9.1"};
     for (int i = 0; i < 4; i++) {
-        json_t *doc = synthetic_run(20 + i, 1, 30, 4, 100 + (uint64_t)i, i < 3 ? "random:in=8,out=4" : "random:in=16,out=4");
+        json_t *doc = hist_test_run(20 + i, 1, 30, 4, 100 + (uint64_t)i, i < 3 ? "random:in=8,out=4" : "random:in=16,out=4");
         history_record_opts ro = { .labels = &rel[i], .n_labels = 1 };
         int64_t id;
         CHECK_EQ_INT(history_record(h, doc, &ro, &id, NULL, err, sizeof err), 0);

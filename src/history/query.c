@@ -242,6 +242,24 @@ char *hist_query_ids_sql(const hist_query *q) {
     return rc < 0 ? NULL : sql;
 }
 
+int hist_prepare_in(history *h, const hist_query *q, const char *head, const char *column, const char *tail, sqlite3_stmt **st,
+                    char *err, size_t errlen) {
+    char *ids = hist_query_ids_sql(q), *sql = NULL;
+    bool where = strstr(head, " WHERE ") != NULL;
+    if (asprintf(&sql, "%s%s%s%s%s%s", head, ids ? (where ? " AND " : " WHERE ") : "", ids ? column : "", ids ? " IN (" : "",
+                 ids ? ids : "", ids ? ")" : "") < 0 || !sql) { free(ids); snprintf(err, errlen, "out of memory"); return -1; }
+    free(ids);
+    char *full = NULL;
+    if (asprintf(&full, "%s %s", sql, tail ? tail : "") < 0) full = NULL;
+    free(sql);
+    if (!full) { snprintf(err, errlen, "out of memory"); return -1; }
+    int rc = sqlite3_prepare_v2(h->db, full, -1, st, NULL);
+    free(full);
+    if (rc != SQLITE_OK) return hist_sql_err(h, rc, "cannot query", err, errlen);
+    hist_query_bind(*st, q);
+    return 0;
+}
+
 void hist_query_bind(sqlite3_stmt *st, const hist_query *q) {
     for (int i = 0; i < q->np; i++) {
         if (q->p[i].is_int) sqlite3_bind_int64(st, i + 1, q->p[i].i);

@@ -79,16 +79,10 @@ static int load_series(history *h, const hist_query *q, const char *ref_hash, bo
     bool stored = hist_metric_stored(h, metric);
     if (stored) {
         /* the metric's name and the configuration are bound as ?100 and ?101, after the query's own */
-        char *ids = hist_query_ids_sql(q), *sql = NULL;
-        if (asprintf(&sql, "SELECT m.run_id, m.run_time, m.value, m.lo, m.hi FROM run_metric m WHERE m.name = ?100%s%s%s%s "
-                     "ORDER BY m.run_id", any_config ? "" : " AND m.config_hash = ?101", ids ? " AND m.run_id IN (" : "",
-                     ids ? ids : "", ids ? ")" : "") < 0) sql = NULL;
-        free(ids);
-        if (!sql) { snprintf(err, errlen, "out of memory"); return -1; }
-        rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
-        free(sql);
-        if (rc != SQLITE_OK) return hist_sql_err(h, rc, "cannot query", err, errlen);
-        hist_query_bind(st, q);
+        const char *head = any_config ? "SELECT m.run_id, m.run_time, m.value, m.lo, m.hi FROM run_metric m WHERE m.name = ?100"
+                                      : "SELECT m.run_id, m.run_time, m.value, m.lo, m.hi FROM run_metric m "
+                                        "WHERE m.name = ?100 AND m.config_hash = ?101";
+        if (hist_prepare_in(h, q, head, "m.run_id", "ORDER BY m.run_id", &st, err, errlen) < 0) return -1;
         sqlite3_bind_text(st, 100, metric, -1, SQLITE_STATIC);
         if (!any_config) sqlite3_bind_text(st, 101, ref_hash, -1, SQLITE_STATIC);
     } else {

@@ -4,6 +4,7 @@
  * synthetic requests pushed through the real summary, so the right answers are known. */
 #include "harness.h"
 #include "history/hist_internal.h"
+#include "history/hist_testdata.h"
 #include "results/results.h"
 #include "metrics/record.h"
 #include "metrics/stats.h"
@@ -12,36 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* n requests one after another: TTFT = ttft_ms +- jitter (uniform), 4 chunks 2 ms apart. */
 static json_t *run_doc(double ttft_ms, double jitter_ms, size_t n, uint64_t seed) {
-    recset rs;
-    recset_init(&rs);
-    rng r;
-    rng_seed(&r, seed);
-    int64_t t = 1000000000LL;
-    for (size_t i = 0; i < n; i++) {
-        record *x = recset_add(&rs);
-        x->index = (uint32_t)i;
-        x->sched_ns = t;
-        x->send_ns = t;
-        x->http_status = 200;
-        x->in_tokens = 8;
-        int64_t first = t + (int64_t)((ttft_ms + jitter_ms * (2 * rng_uniform(&r) - 1)) * 1e6);
-        for (int k = 0; k < 4; k++) record_add_chunk(x, first + k * 2000000LL, 1);
-        x->first_ns = first;
-        x->last_ns = x->end_ns = first + 6000000LL;
-        x->out_tokens_server = 4;
-        t = x->end_ns;
-    }
-    summary_opts so;
-    summary_default_opts(&so);
-    json_t *cfg = json_pack("{s:s,s:s,s:s,s:i,s:s}", "url", "http://127.0.0.1:1", "model", "m", "load", "closed",
-                            "concurrency", 1, "dataset", "random:in=8,out=4");
-    results_meta meta = { .producer = "bench", .command_line = "bench", .config = cfg };
-    json_t *doc = results_build(&rs, &so, &meta);
-    json_decref(cfg);
-    recset_free(&rs);
-    return doc;
+    return hist_test_run(ttft_ms, jitter_ms, n, 4, seed, "random:in=8,out=4");
 }
 
 static history *fresh(const char *name, char **path) {
