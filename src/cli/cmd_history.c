@@ -27,7 +27,7 @@ static const char usage_text[] =
 "  trend METRIC [QUERY]      the metric over comparable runs, each with its 95% band from its own\n"
 "                            samples, and the change points, each tested as compare tests two runs\n"
 "                            (--rows N printed, default 30; --min-runs N per side, default 2; --window N\n"
-"                            runs pooled per side, default 5; --min-effect P%%; --json)\n"
+"                            runs pooled per side, default 5; --min-effect P%; --json)\n"
 "  best METRIC [QUERY]       leaderboard among comparable runs (--top N, default 10; --json)\n"
 "  compare [BASE CAND]       the candidate (default latest) against a baseline from history, with\n"
 "                            dsperf compare's statistics and gate: --baseline QUERY --candidate QUERY,\n"
