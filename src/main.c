@@ -1,7 +1,9 @@
 /* main — dispatches `dsperf <command>` to the command's front-end in src/cli/. */
 #include "cli/cli.h"
 #include "common/log.h"
+#include "common/redact.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <signal.h>
 
@@ -43,6 +45,7 @@ int main(int argc, char **argv) {
         printf("dsperf %s\n", DSPERF_VERSION);
         return EXIT_OK;
     }
+    free(redact_command_line(argc, argv));   /* from here on, a credential on the command line is masked wherever it appears */
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
     log_error("unknown command '%s'; run 'dsperf --help' for the list", argv[1]);

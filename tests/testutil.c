@@ -286,14 +286,6 @@ double test_prom_value(const char *text, const char *prefix) {
 
 /* ---- scripted server ---- */
 
-struct test_script {
-    int lfd;
-    pthread_t th;
-    atomic_int stop;   /* set by the test's thread, read by the server thread */
-    char *resp;
-    size_t len, piece;
-};
-
 static void write_all(int fd, const char *p, size_t n) {
     while (n) {
         ssize_t w = write(fd, p, n);
@@ -302,6 +294,59 @@ static void write_all(int fd, const char *p, size_t n) {
         n -= (size_t)w;
     }
 }
+
+#define SCRIPT_ROUTES 8
+struct test_script {
+    int lfd;
+    pthread_t th;
+    atomic_int stop;   /* set by the test's thread, read by the server thread */
+    char *resp;
+    size_t len, piece;
+    pthread_mutex_t mu;            /* guards the routes (added while the thread runs) and seen */
+    struct { char prefix[64]; char *resp; size_t len; } routes[SCRIPT_ROUTES];
+    int n_routes;
+    char *seen;                    /* every request read, for test_script_requests */
+    size_t seen_n;
+};
+
+static void remember(test_script *s, const char *req, size_t n) {
+    pthread_mutex_lock(&s->mu);
+    if (s->seen_n + n <= (1u << 20)) {
+        char *p = realloc(s->seen, s->seen_n + n + 1);
+        if (p) { memcpy(p + s->seen_n, req, n); s->seen_n += n; p[s->seen_n] = 0; s->seen = p; }
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+char *test_script_requests(test_script *s) {
+    pthread_mutex_lock(&s->mu);
+    char *r = strdup(s->seen ? s->seen : "");
+    pthread_mutex_unlock(&s->mu);
+    return r;
+}
+
+
+static void write_pieces(int fd, const char *p, size_t len, size_t piece) {
+    for (size_t off = 0; off < len; off += piece) {
+        size_t k = len - off < piece ? len - off : piece;
+        write_all(fd, p + off, k);
+        usleep(2000);
+    }
+}
+
+/* A registered route's response for this request head, copied (NULL: none matches). */
+static char *route_for(test_script *s, const char *req, size_t *len) {
+    char *out = NULL;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->n_routes && !out; i++)
+        if (!strncmp(req, s->routes[i].prefix, strlen(s->routes[i].prefix)) && (out = malloc(s->routes[i].len + 1))) {
+            memcpy(out, s->routes[i].resp, s->routes[i].len);
+            *len = s->routes[i].len;
+        }
+    pthread_mutex_unlock(&s->mu);
+    return out;
+}
+
 
 static void *script_thread(void *arg) {
     test_script *s = arg;
@@ -328,18 +373,20 @@ static void *script_thread(void *arg) {
             size_t body = cl ? (size_t)atol(cl + 15) : 0;
             if (n >= (size_t)(end + 4 - req) + body) break;
         }
-        if (!strncmp(req, "GET /v1/models", 14)) {
+        remember(s, req, n);
+        size_t rlen = 0;
+        char *routed = route_for(s, req, &rlen);
+        if (routed) {
+            write_pieces(fd, routed, rlen, s->piece < rlen ? s->piece : rlen);
+            free(routed);
+        } else if (!strncmp(req, "GET /v1/models", 14)) {
             const char *b = "{\"object\":\"list\",\"data\":[{\"id\":\"scripted\",\"object\":\"model\"}]}";
             char h[256];
             snprintf(h, sizeof h, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", strlen(b));
             write_all(fd, h, strlen(h));
             write_all(fd, b, strlen(b));
         } else {
-            for (size_t off = 0; off < s->len; off += s->piece) {
-                size_t k = s->len - off < s->piece ? s->len - off : s->piece;
-                write_all(fd, s->resp + off, k);
-                usleep(2000);
-            }
+            write_pieces(fd, s->resp, s->len, s->piece);
         }
         close(fd);
     }
@@ -352,6 +399,7 @@ test_script *test_script_start(const char *response, size_t len, size_t piece, i
     memcpy(s->resp, response, len);
     s->len = len;
     s->piece = piece ? piece : len;
+    pthread_mutex_init(&s->mu, NULL);
     s->lfd = socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -371,5 +419,23 @@ void test_script_stop(test_script *s) {
     pthread_join(s->th, NULL);
     close(s->lfd);
     free(s->resp);
+    free(s->seen);
+    for (int i = 0; i < s->n_routes; i++) free(s->routes[i].resp);
+    pthread_mutex_destroy(&s->mu);
     free(s);
+}
+
+void test_script_route(test_script *s, const char *request_prefix, const char *response, size_t len) {
+    char *copy = malloc(len ? len : 1);
+    if (!copy) return;
+    memcpy(copy, response, len);
+    pthread_mutex_lock(&s->mu);
+    if (s->n_routes < SCRIPT_ROUTES) {
+        snprintf(s->routes[s->n_routes].prefix, sizeof s->routes[0].prefix, "%s", request_prefix);
+        s->routes[s->n_routes].resp = copy;
+        s->routes[s->n_routes++].len = len;
+        copy = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    free(copy);
 }

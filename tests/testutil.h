@@ -55,4 +55,10 @@ double test_prom_value(const char *text, const char *line_prefix);
 typedef struct test_script test_script;
 test_script *test_script_start(const char *response, size_t len, size_t piece, int *port);
 void test_script_stop(test_script *s);
+/* Every request the scripted server has read so far (heads and bodies, in order, at most 1 MiB),
+ * malloc'd: what the client really sent. */
+char *test_script_requests(test_script *s);
+/* Answers requests whose head starts with request_prefix ("GET /props", "GET /metrics",
+ * "GET /v1/models") with response (raw bytes) instead: a real server's other endpoints, replayed. */
+void test_script_route(test_script *s, const char *request_prefix, const char *response, size_t len);
 #endif

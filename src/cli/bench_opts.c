@@ -4,10 +4,14 @@
 #include "common/units.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/fileio.h"
+#include "common/redact.h"
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char usage_text[] =
 "usage: dsperf bench --url URL [options]\n"
@@ -20,6 +24,12 @@ static const char usage_text[] =
 "  --api completions|chat  endpoint: /v1/completions (default) or /v1/chat/completions\n"
 "  --model NAME            model to ask for (default: the first of GET /v1/models)\n"
 "  --header 'K: V'         extra HTTP header (repeatable); OPENAI_API_KEY is sent as a Bearer token\n"
+"                          unless an Authorization header is given. $ENV{VAR} in a value is replaced\n"
+"                          by that variable, so a key need not be on the command line:\n"
+"                          --header 'Authorization: Bearer $ENV{MY_KEY}' (single quotes)\n"
+"  --header-file FILE      headers from FILE, one 'Name: value' per line ('#' comments; $ENV{VAR} too)\n"
+"                          Credentials never reach the results, reports or logs: they are masked\n"
+"                          (e.g. [redacted sk-... #1a2b3c]; the fingerprint tells keys apart)\n"
 "  --insecure              do not verify TLS certificates\n"
 "  --timeout T             whole-request timeout (default 300s)\n"
 "load (closed loop or open loop):\n"
@@ -72,10 +82,11 @@ static const char usage_text[] =
 
 enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_CONC, O_THINK, O_RATE, O_ARRIVAL,
        O_MAXCONC, O_REQUESTS, O_DURATION, O_GRACE, O_WARMUP, O_SEED, O_DATASET, O_IGNORE_EOS, O_NO_USAGE,
-       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS, O_RAMP, O_CLASS, O_DB, O_LABEL };
+       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS, O_RAMP, O_CLASS, O_HFILE, O_DB, O_LABEL };
 
 static const struct option long_opts[] = {
     {"url", 1, 0, O_URL}, {"api", 1, 0, O_API}, {"model", 1, 0, O_MODEL}, {"header", 1, 0, O_HEADER},
+    {"header-file", 1, 0, O_HFILE},
     {"insecure", 0, 0, O_INSECURE}, {"timeout", 1, 0, O_TIMEOUT}, {"concurrency", 1, 0, O_CONC},
     {"think", 1, 0, O_THINK}, {"rate", 1, 0, O_RATE}, {"arrival", 1, 0, O_ARRIVAL},
     {"max-concurrency", 1, 0, O_MAXCONC}, {"requests", 1, 0, O_REQUESTS}, {"duration", 1, 0, O_DURATION},
@@ -126,6 +137,7 @@ void bench_opts_defaults(bench_opts *b, int argc, char **argv) {
     b->client.timeout_ns = 300 * NS_PER_S;
     b->client.include_usage = true;
     b->client.api_key = getenv("OPENAI_API_KEY");
+    redact_add_secret("OPENAI_API_KEY", b->client.api_key);
     b->plan.grace_ns = 30 * NS_PER_S;
     b->plan.seed = 1;
     b->dataset_spec = "random:in=1024,out=128";
@@ -136,8 +148,82 @@ void bench_opts_defaults(bench_opts *b, int argc, char **argv) {
     history_opts_init(&b->hist);
     b->command_line = cli_command_line(argc, argv);
     b->headers = calloc((size_t)argc + 1, sizeof *b->headers);
+    b->headers_cap = (size_t)argc;
 }
 
+/* One header, its $ENV{VAR} references replaced (the value is then only in memory, never in
+ * argv); kept, and its credential registered for masking. where: what to blame in an error. */
+static int add_header(bench_opts *b, const char *h, const char *where) {
+    const char *colon = strchr(h, ':');
+    if (!colon || colon == h) {   /* only the name is quoted back: the rest may be a key */
+        log_error("%s: '%.*s...' is not a header; use 'Name: value'", where, (int)strcspn(h, " \t:"), h);
+        return EXIT_USAGE;
+    }
+    size_t cap = strlen(h) + 1, n = 0;
+    char *out = malloc(cap);
+    for (const char *p = h; out && *p;) {
+        const char *v = strncmp(p, "$ENV{", 5) ? NULL : p + 5, *end = v ? strchr(v, '}') : NULL;
+        const char *val = NULL;
+        size_t len = 1;
+        if (end) {
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", (int)(end - v) < 255 ? (int)(end - v) : 255, v);
+            if (!(val = getenv(name))) {
+                log_error("%s: $ENV{%s} is not set; export %s=... first", where, name, name);
+                free(out);
+                return EXIT_USAGE;
+            }
+            len = strlen(val);
+        }
+        if (n + len + 1 > cap) {
+            char *o = realloc(out, cap = (n + len + 1) * 2);
+            if (!o) { free(out); out = NULL; break; }
+            out = o;
+        }
+        memcpy(out + n, val ? val : p, len);
+        n += len;
+        p = end ? end + 1 : p + 1;
+    }
+    if (out) out[n] = 0;
+    if (out && b->n_headers == b->headers_cap) {   /* --header-file can hold more than argc */
+        const char **hs = realloc(b->headers, (b->headers_cap * 2 + 9) * sizeof *hs);
+        if (hs) { b->headers = hs; b->headers_cap = b->headers_cap * 2 + 8; }
+    }
+    if (!out || !b->headers || b->n_headers == b->headers_cap) {
+        log_error("out of memory reading headers");
+        free(out);
+        return EXIT_USAGE;
+    }
+    redact_add_header(out);
+    /* an explicit Authorization replaces the OPENAI_API_KEY one rather than adding a second */
+    if ((size_t)(colon - h) == 13 && !strncasecmp(h, "authorization", 13)) b->client.api_key = NULL;
+    b->headers[b->n_headers++] = out;
+    b->headers[b->n_headers] = NULL;
+    return 0;
+}
+
+/* --header-file: one header per line; blank lines and '#' comments skipped. */
+static int add_header_file(bench_opts *b, const char *path) {
+    char *text = NULL;
+    if (fileio_read_all(path, &text, NULL) < 0) {
+        log_error("--header-file %s: %s", path, strerror(errno));
+        return EXIT_USAGE;
+    }
+    int rc = 0, line = 0;
+    char *save = NULL;
+    for (char *l = strtok_r(text, "\n", &save); l && !rc; l = strtok_r(NULL, "\n", &save)) {
+        line++;
+        size_t n = strlen(l);
+        while (n && (l[n - 1] == '\r' || l[n - 1] == ' ' || l[n - 1] == '\t')) l[--n] = 0;
+        while (*l == ' ' || *l == '\t') l++;
+        if (!*l || *l == '#') continue;
+        char where[300];
+        snprintf(where, sizeof where, "--header-file %.200s line %d", path, line);
+        rc = add_header(b, l, where);
+    }
+    free(text);
+    return rc;
+}
 int bench_opts_shared(bench_opts *b, const char *name, const char *a) {
     long long v;
     int64_t ns;
@@ -147,10 +233,9 @@ int bench_opts_shared(bench_opts *b, const char *name, const char *a) {
         else if (!strcmp(a, "chat")) b->client.api = OPENAI_CHAT;
         else return bad("api", a, "use completions or chat");
     } else if (!strcmp(name, "model")) b->client.model = a;
-    else if (!strcmp(name, "header")) {
-        if (!strchr(a, ':')) return bad("header", a, "use 'Name: value'");
-        b->headers[b->n_headers++] = a;
-    } else if (!strcmp(name, "insecure")) b->client.insecure = true;
+    else if (!strcmp(name, "header")) return add_header(b, a, "--header");
+    else if (!strcmp(name, "header-file")) return add_header_file(b, a);
+    else if (!strcmp(name, "insecure")) b->client.insecure = true;
     else if (!strcmp(name, "timeout")) {
         if (units_parse_duration_ns(a, &ns) < 0 || ns <= 0) return bad("timeout", a, "a duration such as 30s or 5m");
         b->client.timeout_ns = ns;
@@ -280,13 +365,16 @@ void bench_opts_free(bench_opts *b) {
     b->tok = NULL;
     json_decref(b->server_identity);
     b->server_identity = NULL;
+    json_decref(b->deployment);
+    b->deployment = NULL;
     free(b->command_line);
+    for (size_t i = 0; i < b->n_headers; i++) free((char *)b->headers[i]);
     free(b->headers);
 }
 
 json_t *bench_opts_config_json(const bench_opts *b, const dataset *ds) {
     json_t *c = json_object();
-    json_object_set_new(c, "url", json_string(b->client.base_url));
+    json_object_set_new(c, "url", redact_json(b->client.base_url));
     json_object_set_new(c, "api", json_string(b->client.api == OPENAI_CHAT ? "chat" : "completions"));
     json_object_set_new(c, "model", json_string(b->client.model ? b->client.model : ""));
     json_object_set_new(c, "load", json_string(b->plan.concurrency ? "closed" : "open"));

@@ -33,8 +33,8 @@ typedef struct {
     const char *arrival_spec;
     const char *out_path;
     const char *requests_path;
-    const char **headers;        /* NULL-terminated */
-    size_t n_headers;
+    const char **headers;        /* NULL-terminated, owned ($ENV{} expanded; --header-file lines) */
+    size_t n_headers, headers_cap;
     bool ignore_eos;
     telemetry_opts telemetry;    /* samplers to run beside the load (none by default) */
     bool telemetry_on;
@@ -46,6 +46,7 @@ typedef struct {
     int n_classes;               /* 0: one class, the --dataset */
     const dataset *class_ds[BENCH_MAX_CLASSES];
     double class_weight[BENCH_MAX_CLASSES];
+    json_t *deployment;          /* what the server said about itself at preflight (deploy.h's section) */
 } bench_opts;
 
 /* Returns -1 when the run should go ahead; otherwise the exit code to return now (0 after

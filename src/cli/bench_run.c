@@ -1,5 +1,6 @@
 /* bench_run — shared orchestration of one load run for bench and sweep. */
 #include "cli/bench_run.h"
+#include "deploy/deploy.h"
 #include "results/results.h"
 #include "client/identify.h"
 #include "common/log.h"
@@ -117,6 +118,29 @@ void bench_print_classes(FILE *f, const json_t *res) {
     fprintf(f, "(latencies in ms; goodput in req/s, under each class's SLOs)\n");
 }
 
+/* What the server says about itself (its /v1/models entry; llama.cpp's /props with the slots, the
+ * context per slot and the GGUF it loaded), kept for every results file of the run so that the
+ * roofline knows what is served. A server that answers neither is no error. */
+static void probe_deployment(bench_opts *b) {
+    json_t *models = client_get_json(&b->client, "/v1/models");
+    json_t *props = client_get_json(&b->client, "/props");
+    deploy d;
+    deploy_init(&d);
+    deploy_from_server(&d, models, props, b->client.model, b->tokenizer_path);
+    json_decref(b->deployment);
+    b->deployment = deploy_to_json(&d);
+    json_decref(models);
+    json_decref(props);
+}
+
+/* The run's deployment: what the server said, with what the results add (NVML's GPUs). */
+static void add_deployment(json_t *res, const bench_opts *b) {
+    if (b->deployment) json_object_set(res, "deployment", b->deployment);
+    deploy d;
+    char err[256];
+    if (deploy_resolve(res, NULL, &d, err, sizeof err) == 0) json_object_set_new(res, "deployment", deploy_to_json(&d));
+}
+
 int bench_prepare(bench_opts *b, dataset **ds, char **model) {
     char err[1024];
     *model = NULL;
@@ -126,6 +150,7 @@ int bench_prepare(bench_opts *b, dataset **ds, char **model) {
         return EXIT_USAGE;
     }
     if (!b->client.model) b->client.model = *model;
+    probe_deployment(b);
     if (!b->server_identity) b->server_identity = client_identify(&b->client, b->telemetry.server_metrics_url);
     return bench_prepare_dataset(b, b->plan.requests ? b->plan.requests + b->plan.warmup : 10000, ds);
 }
@@ -216,5 +241,6 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
         json_object_set_new(out->results, "telemetry_summary", telemetry_summary_json(tel, lo.start_ns, lo.end_ns, out_tokens));
         telemetry_free(tel);
     }
+    add_deployment(out->results, b);
     return 0;
 }

@@ -2,35 +2,16 @@
 #include "cli/cli.h"
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/redact.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <getopt.h>
 
-/* Quotes an argument the way a POSIX shell would need it, so the line can be pasted back. */
-char *cli_join_argv(int argc, char **argv) {
-    size_t cap = 16;
-    for (int i = 0; i < argc; i++) cap += strlen(argv[i]) * 4 + 3;
-    char *out = malloc(cap), *p = out;
-    if (!out) return NULL;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        int plain = *a != 0;
-        for (const char *c = a; *c; c++)
-            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,@%+", *c)) plain = 0;
-        if (i) *p++ = ' ';
-        if (plain) { strcpy(p, a); p += strlen(a); continue; }
-        *p++ = '\'';
-        for (const char *c = a; *c; c++) {
-            if (*c == '\'') { memcpy(p, "'\\''", 4); p += 4; }
-            else *p++ = *c;
-        }
-        *p++ = '\'';
-    }
-    *p = 0;
-    return out;
-}
+/* Quoted the way a POSIX shell needs it, so the line can be pasted back; credentials become
+ * ${NAME:?...} parameters (common/redact.h). */
+char *cli_join_argv(int argc, char **argv) { return redact_command_line(argc, argv); }
 
 char *cli_command_line(int argc, char **argv) {
     char *args = cli_join_argv(argc, argv), *line = NULL;

@@ -15,32 +15,42 @@
 #include <string.h>
 
 static const char usage_text[] =
-"usage: dsperf diagnose FILE [--model M --gpu G --tp N --kv-dtype D] [--json]\n"
+"usage: dsperf diagnose FILE [--model M | --model-config F] [--gpu G --gpus N --tp N] [--weight-dtype D\n"
+"                            --kv-dtype D] [--json] [--save]\n"
 "\n"
 "Names the bottleneck of a run from its results (bench, sim) or sweep file, with evidence from\n"
 "the file (summary, timeline, client cost, sim engine series, telemetry), a confidence, and the\n"
-"knobs to turn. Also the roofline efficiency: achieved decode tokens/s vs the HBM-bandwidth bound\n"
-"for the model, GPU, batch and context.\n"
+"settings to change (current value -> suggested). Findings are ranked by what they cost: the\n"
+"share of throughput or goodput lost against the roofline, the best level or the plan. Also the\n"
+"roofline efficiency: achieved decode tokens/s vs the HBM-bandwidth bound for the deployment,\n"
+"batch and context. A rate beyond that bound is physically impossible: it is reported under\n"
+"Configuration, naming the assumption to correct, never as a bottleneck.\n"
 "\n"
-"options:\n"
-"  --model NAME     catalog model (deepseek-v3, deepseek-v2, deepseek-v2-lite, ...) when the file\n"
-"                   does not say (default: the sim config or the served model name)\n"
-"  --gpu NAME       catalog GPU (h200, h100, a100-80g, ...) (default: sim config or telemetry)\n"
-"  --tp N           tensor-parallel size (default: sim config, else the GPUs in telemetry, else 1)\n"
-"  --kv-dtype D     bf16, fp8, ... (default: sim config, else bf16)\n"
-"  --json           print the diagnosis as JSON\n"
-"  --save           also store it in FILE (\"findings\", \"roofline\", \"checked\", written\n"
-"                   atomically) so `dsperf report` shows this diagnosis\n"
+"The deployment (architecture, dtypes, GPU type and count, tp) comes from what the run recorded\n"
+"(llama.cpp /props and /v1/models, the served GGUF, the served model id), the sim config and\n"
+"NVML telemetry; the \"Deployment\" lines say where each part came from. Flags override:\n"
+"  --model NAME        catalog model (deepseek-v3, deepseek-v2, deepseek-v2-lite, ...; HF ids work)\n"
+"  --model-config F    the served model's config.json or GGUF file (any architecture)\n"
+"  --gpu NAME          catalog GPU (h200, h100, a100-80g, ...)\n"
+"  --gpus N            GPUs serving the model\n"
+"  --tp N              tensor-parallel size\n"
+"  --weight-dtype D    bf16, fp16, fp8, int8, int4 (default: the release's dtype)\n"
+"  --kv-dtype D        bf16, fp16, fp8, int8 (default: 16-bit)\n"
+"other options:\n"
+"  --json              print the diagnosis as JSON\n"
+"  --save              also store it in FILE (\"findings\", \"configuration\", \"roofline\",\n"
+"                      \"deployment\", \"checked\", written atomically) so `dsperf report` shows it\n"
 "\n"
 "examples:\n"
 "  dsperf diagnose results.json\n"
 "  dsperf diagnose sweep.json --json > diagnosis.json\n"
 "  dsperf diagnose results.json --model deepseek-v3 --gpu h200 --tp 8 --kv-dtype fp8\n"
-"  dsperf diagnose sweep.json --gpu h200 --save && dsperf report sweep.json -o report.html\n";
+"  dsperf diagnose sweep.json --model-config /models/medium.gguf --save && dsperf report sweep.json -o report.html\n";
 
 int cmd_diagnose(int argc, char **argv) {
     static const struct option opts[] = {
         {"model", 1, 0, 'm'}, {"gpu", 1, 0, 'g'}, {"tp", 1, 0, 't'}, {"kv-dtype", 1, 0, 'k'},
+        {"model-config", 1, 0, 'c'}, {"gpus", 1, 0, 'n'}, {"weight-dtype", 1, 0, 'w'},
         {"json", 0, 0, 'j'}, {"save", 0, 0, 's'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     diagnose_opts o;
@@ -64,6 +74,17 @@ int cmd_diagnose(int argc, char **argv) {
             if (units_parse_int(optarg, 1, 1024, &v) < 0) { log_error("bad value '%s' for --tp: an integer >= 1", optarg); return EXIT_USAGE; }
             o.tp = (int)v;
             break;
+        case 'c': o.model_config = optarg; break;
+        case 'n':
+            if (units_parse_int(optarg, 1, 4096, &v) < 0) { log_error("bad value '%s' for --gpus: an integer >= 1", optarg); return EXIT_USAGE; }
+            o.n_gpus = (int)v;
+            break;
+        case 'w': {
+            model_dtype d;
+            if (model_dtype_parse(optarg, DT_BF16, &d) < 0) { log_error("bad value '%s' for --weight-dtype: bf16, fp16, fp8, int8 or int4", optarg); return EXIT_USAGE; }
+            o.weight_dtype = optarg;
+            break;
+        }
         case 'k': {
             model_dtype d;
             if (model_dtype_parse(optarg, DT_BF16, &d) < 0) { log_error("bad value '%s' for --kv-dtype: bf16, fp16, fp8 or int8", optarg); return EXIT_USAGE; }
@@ -99,8 +120,8 @@ int cmd_diagnose(int argc, char **argv) {
     }
     int rc = EXIT_OK;
     if (save) {
-        static const char *const keys[] = { "findings", "roofline", "checked" };
-        for (int i = 0; i < 3; i++) json_object_set(doc, keys[i], json_object_get(dg, keys[i]));
+        static const char *const keys[] = { "findings", "configuration", "roofline", "deployment", "checked" };
+        for (int i = 0; i < 5; i++) json_object_set(doc, keys[i], json_object_get(dg, keys[i]));
         if (results_write_json(path, doc, err, sizeof err) < 0) {
             log_error("%s", err);
             rc = EXIT_RUN_FAILED;

@@ -6,6 +6,7 @@
 #include "common/fileio.h"
 #include "telemetry/nvml.h"
 #include "telemetry/telemetry.h"
+#include "common/bindaddr.h"
 #include <jansson.h>
 #include <event2/event.h>
 #include <event2/buffer.h>
@@ -48,7 +49,8 @@ static void usage(FILE *f) {
         "  --count N        stop after N samples per GPU\n"
         "  --csv            CSV with a header row (t_s,gpu,<columns>)\n"
         "  --json           one JSON object per GPU sample per line\n"
-        "  --prom ADDR      also serve Prometheus text on http://ADDR/metrics (\":9400\" binds 127.0.0.1)\n"
+        "  --prom ADDR      also serve Prometheus text on http://ADDR/metrics (\":9400\" binds 127.0.0.1;\n"
+        "                   no authentication: an address other than loopback prints a warning)\n"
         "  --record FILE    run the telemetry sampler (the one bench uses) for --duration and write its\n"
         "                   series + summary JSON to FILE; with --server-metrics URL, --host-metrics,\n"
         "                   --server-pid PID it also records the server and the host\n\n"
@@ -277,6 +279,7 @@ int cmd_gpu(int argc, char **argv) {
             return EXIT_USAGE;
         }
         if (colon > prom) snprintf(host_addr, sizeof host_addr, "%.*s", (int)(colon - prom), prom);
+        bindaddr_warn_exposed("the GPU exporter (--prom)", host_addr);
     }
     char err[256];
     int check_idx[GPU_MAX];

@@ -11,6 +11,8 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "results/results.h"
+#include "common/redact.h"
+#include "common/bindaddr.h"
 #include <curl/curl.h>
 #include <time.h>
 #include <getopt.h>
@@ -34,6 +36,9 @@ static const char usage_text[] =
 "  --model NAME            model to ask for (default: the first of GET /v1/models, asked again\n"
 "                          at each probe while the endpoint does not answer)\n"
 "  --header 'K: V'         extra HTTP header (repeatable); OPENAI_API_KEY is sent as a Bearer token\n"
+"                          unless an Authorization header is given; $ENV{VAR} in a value is replaced\n"
+"                          by that variable (--header 'Authorization: Bearer $ENV{MY_KEY}')\n"
+"  --header-file FILE      headers from FILE, one 'Name: value' per line (keys stay off argv)\n"
 "  --insecure              do not verify TLS certificates\n"
 "  --timeout T             a probe slower than this is a failure, outcome=\"timeout\" (default 60s)\n"
 "probes:\n"
@@ -54,7 +59,8 @@ static const char usage_text[] =
 "                          = (bad fraction in the window) / (1 - F), over 5m, 30m, 1h, 6h\n"
 "output:\n"
 "  --listen [HOST]:PORT    exporter address (default 127.0.0.1:9464; \":PORT\" is loopback; port 0\n"
-"                          picks a free one; the address is printed on stdout)\n"
+"                          picks a free one; the address is printed on stdout). The exporter has\n"
+"                          no authentication: any other address than loopback prints a warning\n"
 "  --log FILE              append one JSON line per probe (flushed), for post-mortems\n"
 "  --linger T              after the last probe of --requests/--duration, keep exporting for T\n"
 "                          (or until SIGINT/SIGTERM), so a scraper reads the final numbers\n"
@@ -76,10 +82,11 @@ static const char usage_text[] =
 
 enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_RATE, O_ARRIVAL, O_DATASET, O_TOK,
        O_NO_USAGE, O_SEED, O_MAXIF, O_REQUESTS, O_DURATION, O_SLO, O_SLO_TARGET, O_LISTEN, O_LOG, O_LINGER,
-       O_QUIET, O_HELP, O_DB, O_LABEL, O_DB_INTERVAL };
+       O_QUIET, O_HELP, O_HFILE, O_DB, O_LABEL, O_DB_INTERVAL };
 
 static const struct option long_opts[] = {
     {"url", 1, 0, O_URL}, {"api", 1, 0, O_API}, {"model", 1, 0, O_MODEL}, {"header", 1, 0, O_HEADER},
+    {"header-file", 1, 0, O_HFILE},
     {"insecure", 0, 0, O_INSECURE}, {"timeout", 1, 0, O_TIMEOUT}, {"rate", 1, 0, O_RATE},
     {"arrival", 1, 0, O_ARRIVAL}, {"dataset", 1, 0, O_DATASET}, {"tokenizer", 1, 0, O_TOK},
     {"no-usage", 0, 0, O_NO_USAGE}, {"seed", 1, 0, O_SEED}, {"max-in-flight", 1, 0, O_MAXIF},
@@ -143,7 +150,7 @@ static void record_period(void *ctx, const recset *probes, double start_unix_s, 
     const period_ctx *pc = ctx;
     const bench_opts *b = pc->b;
     json_t *cfg = json_object();
-    json_object_set_new(cfg, "url", json_string(b->client.base_url));
+    json_object_set_new(cfg, "url", redact_json(b->client.base_url));
     json_object_set_new(cfg, "api", json_string(b->client.api == OPENAI_CHAT ? "chat" : "completions"));
     json_object_set_new(cfg, "model", b->client.model ? json_string(b->client.model) : json_null());
     json_object_set_new(cfg, "load", json_string("monitor"));
@@ -241,6 +248,7 @@ int cmd_monitor(int argc, char **argv) {
         goto out;
     }
     mo.listen_host = listen_host;
+    bindaddr_warn_exposed("the exporter (--listen)", listen_host);
     if (arrival_parse(b.arrival_spec, rate, &mo.arr) < 0) { rc = bad("arrival", b.arrival_spec, "use poisson or constant"); goto out; }
     mo.seed = b.plan.seed;
     mo.slo.ttft_s = b.summary.slo_ttft_ms / 1e3;

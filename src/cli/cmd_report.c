@@ -7,6 +7,7 @@
 #include "common/units.h"
 #include "report/report.h"
 #include "history/history.h"
+#include "common/redact.h"
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -217,6 +218,7 @@ int cmd_report(int argc, char **argv) {
     if (cli_check_output("-o", out) || cli_check_output("--md", md) || cli_check_output("--csv", csv)) return EXIT_USAGE;
     char err[512];
     json_t *doc = report_load(in, err, sizeof err);
+    redact_json_tree(doc);   /* a document saved before redaction existed still reports no credential */
     if (!doc) {
         log_error("report: %s", err);
         return EXIT_USAGE;

@@ -7,6 +7,7 @@
 #include "engine/sim.h"
 #include "common/units.h"
 #include "common/log.h"
+#include "common/bindaddr.h"
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,7 +119,8 @@ static void usage(FILE *f) {
         "GET /v1/models, /health, /metrics with vLLM names) whose tokens come when an engine says.\n"
         "Prints one line 'dsperf serve: listening on http://HOST:PORT' on stdout when ready.\n\n"
         "server options:\n"
-        "  --host ADDR              listen address (default 127.0.0.1; ::1 for IPv6 loopback)\n"
+        "  --host ADDR              listen address (default 127.0.0.1; ::1 for IPv6 loopback). The server\n"
+        "                           has no authentication: any other address prints a warning\n"
         "  --port N                 port; 0 picks a free one (default 0)\n"
         "  --model NAME             served model name (default deepseek-ai/DeepSeek-V2-Lite)\n"
         "  --engine NAME            timing engine (default fixed)\n"
@@ -281,6 +283,7 @@ int cmd_serve(int argc, char **argv) {
         if (!engs[i]) { log_error("%s", err); goto out; }
     }
     sp.handle_signals = true;
+    bindaddr_warn_exposed("dsperf serve", sp.host);
     if (server_start(&srv, &sp, engs, err, sizeof err) < 0) { log_error("%s", err); rc = EXIT_RUN_FAILED; goto out; }
     bool v6 = strchr(sp.host, ':') != NULL;
     printf("dsperf serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", sp.host, v6 ? "]" : "", server_port(srv));

@@ -43,7 +43,7 @@ static const char usage_text[] =
 "  --db PATH, --label K=V  record the sweep in the results history (dsperf history --help)\n"
 "\n"
 "Every other `dsperf bench` option (--url, --model, --api, --dataset, --arrival, --max-concurrency,\n"
-"--timeout, --seed, --percentiles, --header ...) is accepted and applies to every level.\n"
+"--timeout, --seed, --percentiles, --header, --header-file ...) is accepted and applies to every level.\n"
 "\n"
 "examples:\n"
 "  dsperf sweep --url http://127.0.0.1:8000 --concurrency 1..128x2 --duration 20s --out sweep.json\n"

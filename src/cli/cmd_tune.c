@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "common/fileio.h"
+#include "common/redact.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <sys/wait.h>
@@ -306,15 +307,18 @@ int cmd_tune(int argc, char **argv) {
             char *cmd = t.sim_flags ? tune_template_render(t.sim_flags, &t.grid, choice, -1, true, err, sizeof err)
                                     : tune_template_render(t.server_cmd, &t.grid, choice, -1, true, err, sizeof err);
             char *url = tune_template_render(t.url, &t.grid, choice, -1, true, err, sizeof err);
+            char *shown = redact_text(cmd), *shown_url = redact_text(url);   /* printed: no credentials */
             double g = tune_config_gpus(&t, choice);
             char gpus[48] = "";
             if (g > 0) snprintf(gpus, sizeof gpus, " %g GPU%s", g, g == 1 ? "" : "s");
             if (t.sim_flags)
                 printf("%zu [%s]%s: dsperf sim %s\n   log %s.%zu.log, sweep %s.%zu.sweep.json\n", i,
-                       label && *label ? label : "no grid", gpus, cmd ? cmd : "?", stem, i, stem, i);
+                       label && *label ? label : "no grid", gpus, shown ? shown : "?", stem, i, stem, i);
             else
                 printf("%zu [%s]%s: %s\n   url %s, log %s.%zu.log, sweep %s.%zu.sweep.json\n", i,
-                       label && *label ? label : "no grid", gpus, cmd ? cmd : "?", url ? url : "?", stem, i, stem, i);
+                       label && *label ? label : "no grid", gpus, shown ? shown : "?", shown_url ? shown_url : "?", stem, i, stem, i);
+            free(shown);
+            free(shown_url);
             free(label);
             free(cmd);
             free(url);

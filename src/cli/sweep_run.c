@@ -321,6 +321,8 @@ static json_t *new_doc(const bench_opts *b, json_t *config, const char *axis) {
     json_object_set_new(d, "date", json_string(date));
     json_object_set_new(d, "environment", json_null());
     json_object_set_new(d, "config", config);
+    /* what the server said about itself at preflight; each level's results add what they saw */
+    if (b->deployment) json_object_set(d, "deployment", b->deployment);
     json_object_set_new(d, "axis", json_string(axis));
     json_object_set_new(d, "partial", json_false());
     json_object_set_new(d, "partial_reason", json_null());

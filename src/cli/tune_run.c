@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "common/fileio.h"
+#include "common/redact.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <sys/wait.h>
@@ -93,8 +94,8 @@ bool tune_run_config(const tune_opts *t, size_t idx, size_t total, const char *s
     snprintf(sweep_path, sizeof sweep_path, "%s.%zu.sweep.json", stem, idx);
     remove(log_path);
     json_object_set_new(cfg, "port", json_integer(port));
-    json_object_set_new(cfg, "command", json_string(cmd ? cmd : ""));
-    json_object_set_new(cfg, "url", json_string(url ? url : ""));
+    json_object_set_new(cfg, "command", redact_json(cmd ? cmd : ""));
+    json_object_set_new(cfg, "url", redact_json(url ? url : ""));
     json_object_set_new(cfg, "log", json_string(log_path));
     json_object_set_new(cfg, "sweep_file", json_string(sweep_path));
     double speedup = cmd ? tune_detect_speedup(cmd) : 1;
@@ -115,8 +116,9 @@ bool tune_run_config(const tune_opts *t, size_t idx, size_t total, const char *s
     if (hr < 0) {
         bool was_alive = tune_proc_alive(&p);
         int how = tune_proc_stop(&p, t->stop_grace_ns);
+        redact_file(log_path);   /* a server may print its own command line, keys and all */
         json_object_set_new(cfg, "status", json_string(hr == -3 ? "interrupted" : "failed"));
-        json_object_set_new(cfg, "error", json_string(err));
+        json_object_set_new(cfg, "error", redact_json(err));   /* it quotes the health URL */
         json_object_set_new(cfg, "stopped_by", was_alive ? json_string(how ? "SIGKILL" : "SIGTERM") : json_null());
         char *tail = tune_log_tail(log_path, 20, 4096);
         json_object_set_new(cfg, "log_tail", json_string(tail));
@@ -142,17 +144,31 @@ bool tune_run_config(const tune_opts *t, size_t idx, size_t total, const char *s
         rc = sweep_run(&so, &b, &sdoc);
         sweep_opts_free(&so, &b);
     }
-    bool alive = tune_proc_alive(&p);
+    /* Still alive is not still serving: a server on its way out (a sanitizer's exit checks, a crash
+     * handler) or hung answers nothing. One that does not answer its health check gets a few
+     * seconds to show whether it is exiting; one that stays up without answering is reported so. */
+    bool alive = tune_proc_alive(&p), unresponsive = false;
+    if (alive && !g_stop) {
+        const char *hp2;
+        char herr[256];
+        if (tune_wait_healthy(&p, url, 2 * NS_PER_S, &g_stop, &hp2, herr, sizeof herr) != 0) {
+            for (int i = 0; i < 50 && (alive = tune_proc_alive(&p)); i++) usleep(100 * 1000);
+            unresponsive = alive;
+        }
+    }
     char died[128] = "";
     if (!alive) tune_describe_status(p.status, died, sizeof died);
     int how = tune_proc_stop(&p, t->stop_grace_ns);
+    redact_file(log_path);
     json_object_set_new(cfg, "stopped_by", alive ? json_string(how ? "SIGKILL" : "SIGTERM") : json_null());
     json_object_set_new(cfg, "sweep_exit_code", json_integer(rc));
     json_t *sum = sdoc ? tune_config_summary(sdoc, tune_config_gpus(t, choice), t->objective) : NULL;
     measured = sum != NULL;
-    const char *status = g_stop ? "interrupted" : !measured ? "failed" : rc == EXIT_OK && alive ? "ok" : "partial";
+    const char *status = g_stop ? "interrupted" : !measured ? "failed" : rc == EXIT_OK && alive && !unresponsive ? "ok" : "partial";
     json_object_set_new(cfg, "status", json_string(status));
-    if (!alive) {
+    if (unresponsive) {
+        json_object_set_new(cfg, "error", json_string("the server stopped answering its health check during the sweep"));
+    } else if (!alive) {
         char *tail = tune_log_tail(log_path, 20, 4096);
         snprintf(err, sizeof err, "the server %s during the sweep", died);
         json_object_set_new(cfg, "log_tail", json_string(tail));
@@ -419,9 +435,9 @@ json_t *tune_new_doc(const tune_opts *t, int argc, char **argv, const bench_opts
     json_object_set_new(d, "command_line", json_string(line));
     json_object_set_new(d, "date", json_string(date));
     json_object_set_new(d, "mode", json_string(t->sim_flags ? "sim" : "server"));
-    json_object_set_new(d, "server_cmd", t->server_cmd ? json_string(t->server_cmd) : json_null());
-    json_object_set_new(d, "sim_flags", t->sim_flags ? json_string(t->sim_flags) : json_null());
-    json_object_set_new(d, "url", t->sim_flags ? json_null() : json_string(t->url));
+    json_object_set_new(d, "server_cmd", redact_json(t->server_cmd));
+    json_object_set_new(d, "sim_flags", redact_json(t->sim_flags));
+    json_object_set_new(d, "url", redact_json(t->sim_flags ? NULL : t->url));
     json_object_set_new(d, "grid", grid);
     json_object_set_new(d, "sweep_options", json_string(sweep_line ? sweep_line : ""));
     json_object_set_new(d, "gpus", t->gpus > 0 ? json_real(t->gpus) : json_null());

@@ -7,6 +7,7 @@
 #include "client/client.h"
 #include "client/sse.h"
 #include "common/clock.h"
+#include "common/redact.h"
 #include <curl/curl.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -65,14 +66,17 @@ struct client {
 static int g_curl_init;
 
 char *client_url(const char *base_url, const char *path) {
-    size_t bl = strlen(base_url);
+    /* a query (?api-key=..., gateways that take the key there) stays at the end */
+    const char *q = strchr(base_url, '?');
+    size_t bl = q ? (size_t)(q - base_url) : strlen(base_url), ql = q ? strlen(q) : 0;
     while (bl && base_url[bl - 1] == '/') bl--;
     if (bl >= 3 && !strncmp(base_url + bl - 3, "/v1", 3) && !strncmp(path, "/v1/", 4)) bl -= 3;
     size_t pl = strlen(path);
-    char *u = malloc(bl + pl + 1);
+    char *u = malloc(bl + pl + ql + 1);
     if (!u) return NULL;
     memcpy(u, base_url, bl);
-    memcpy(u + bl, path, pl + 1);
+    memcpy(u + bl, path, pl);
+    memcpy(u + bl + pl, q ? q : "", ql + 1);
     return u;
 }
 
@@ -158,7 +162,7 @@ static size_t on_write(char *buf, size_t size, size_t n, void *ud) {
 }
 
 static void set_err(record *r, const char *msg) {
-    if (!r->error && msg) r->error = strdup(msg);
+    if (!r->error && msg) r->error = redact_text(msg);   /* a server may echo the key it refused */
 }
 
 static rec_outcome classify(transfer *t, CURLcode res) {
@@ -463,7 +467,11 @@ static size_t mem_write(char *buf, size_t size, size_t n, void *ud) {
 
 #include <jansson.h>
 
-struct curl_slist *client_get_headers(const client_opts *o) {
+/* GET {base}{path} with the run's credentials and headers: the body (malloc'd), the status and
+ * curl's result. */
+static CURLcode get_body(const client_opts *o, const char *url, membuf *mb, long *status) {
+    if (!g_curl_init) { curl_global_init(CURL_GLOBAL_DEFAULT); g_curl_init = 1; }
+    CURL *e = curl_easy_init();
     struct curl_slist *h = NULL;
     if (o->api_key && *o->api_key) {
         char hb[1024];
@@ -471,29 +479,42 @@ struct curl_slist *client_get_headers(const client_opts *o) {
         h = curl_slist_append(h, hb);
     }
     for (const char *const *x = o->headers; x && *x; x++) h = curl_slist_append(h, *x);
-    return h;
+    common_easy_opts(e, o);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, mem_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, mb);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 15000L);
+    CURLcode res = curl_easy_perform(e);
+    *status = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(e);
+    return res;
+}
+
+json_t *client_get_json(const client_opts *o, const char *path) {
+    char *url = client_url(o->base_url, path);
+    membuf mb = {0};
+    long status;
+    CURLcode res = url ? get_body(o, url, &mb, &status) : CURLE_OUT_OF_MEMORY;
+    json_t *j = res == CURLE_OK && status == 200 ? json_loadb(mb.p ? mb.p : "", mb.n, 0, NULL) : NULL;
+    free(mb.p);
+    free(url);
+    if (j && !json_is_object(j)) { json_decref(j); j = NULL; }
+    return j;
 }
 
 int client_preflight(const client_opts *o, char **model_out, char ***all_models, char *err, size_t errlen) {
-    if (!g_curl_init) { curl_global_init(CURL_GLOBAL_DEFAULT); g_curl_init = 1; }
     if (strncmp(o->base_url, "http://", 7) && strncmp(o->base_url, "https://", 8)) {
         snprintf(err, errlen, "bad --url '%s': it must start with http:// or https:// (e.g. http://127.0.0.1:8000)", o->base_url);
         return -1;
     }
     char *url = client_url(o->base_url, "/v1/models");
-    CURL *e = curl_easy_init();
     membuf mb = {0};
-    struct curl_slist *h = client_get_headers(o);
-    common_easy_opts(e, o);
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, mem_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &mb);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 15000L);
-    CURLcode res = curl_easy_perform(e);
-    long status = 0;
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    long status;
+    CURLcode res = get_body(o, url, &mb, &status);
     int rc = -1;
     if (res != CURLE_OK) {
         snprintf(err, errlen, "cannot reach %s: %s (is the server running and the URL right?)", url, curl_easy_strerror(res));
@@ -529,8 +550,6 @@ int client_preflight(const client_opts *o, char **model_out, char ***all_models,
         }
         json_decref(j);
     }
-    curl_slist_free_all(h);
-    curl_easy_cleanup(e);
     free(mb.p);
     free(url);
     return rc;

@@ -10,6 +10,7 @@
 #include "dataset/dataset.h"
 #include <stdint.h>
 #include <stdbool.h>
+#include <jansson.h>
 
 typedef struct {
     const char *base_url;        /* "http://127.0.0.1:8000" (a trailing /v1 is accepted) */
@@ -48,10 +49,10 @@ void client_abort_all(client *c, rec_outcome outcome);
 #define CLIENT_UNREACHABLE (-2)
 int client_preflight(const client_opts *o, char **model_out, char ***all_models, char *err, size_t errlen);
 
-/* The headers of the run's GET requests (the pre-flight, the engine's identity): the bearer token
- * and every --header. Free with curl_slist_free_all. */
-struct curl_slist;
-struct curl_slist *client_get_headers(const client_opts *o);
+/* GET {base}{path} (with the run's headers and credentials): the JSON object it answers with, or
+ * NULL when it does not answer 200 with a JSON object (a server without that endpoint). For what a
+ * server says about itself at preflight (/v1/models, llama.cpp's /props). */
+json_t *client_get_json(const client_opts *o, const char *path);
 
 /* Joins base URL and path, tolerating a trailing "/" or "/v1" on the base. malloc'd. */
 char *client_url(const char *base_url, const char *path);

@@ -1,6 +1,7 @@
 /* openai — request bodies and streamed-chunk interpretation for OpenAI-compatible servers. */
 #include "client/openai.h"
 #include "client/chunkscan.h"
+#include "common/redact.h"
 #include <jansson.h>
 #include <string.h>
 #include <stdlib.h>
@@ -65,7 +66,7 @@ char *openai_request_body(openai_api api, const char *model, const dataset_item 
 
 static void set_error(record *r, const char *msg) {
     if (r->error) return;   /* keep the first */
-    r->error = strdup(msg);
+    r->error = redact_text(msg);   /* a server may quote a credential in its error */
 }
 
 static void error_from_json(record *r, json_t *err) {

@@ -1,5 +1,6 @@
 /* fileio — read a file whole; write one atomically (temp + fsync + rename). */
 #include "common/fileio.h"
+#include "common/redact.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,21 @@ int fileio_read_all(const char *path, char **out, size_t *len) {
     return 0;
 }
 
+static int write_atomic(const char *path, const void *data, size_t len);
+
 int fileio_write_atomic(const char *path, const void *data, size_t len) {
+    /* the last line of defence: a credential the process holds never reaches a file */
+    size_t safe_len = 0;
+    char *safe = redact_known(data, len, &safe_len);
+    if (safe) { data = safe; len = safe_len; }
+    int rc = write_atomic(path, data, len);
+    int e = errno;
+    free(safe);
+    errno = e;
+    return rc;
+}
+
+static int write_atomic(const char *path, const void *data, size_t len) {
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 32);
     if (!tmp) { errno = ENOMEM; return -1; }

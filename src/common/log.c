@@ -1,5 +1,6 @@
 /* log — one-line messages on stderr, prefixed with the program name. */
 #include "common/log.h"
+#include "common/redact.h"
 #include <stdio.h>
 #include <stdarg.h>
 
@@ -7,10 +8,11 @@ static int quiet;
 
 void log_set_quiet(int q) { quiet = q; }
 
+/* Messages quote URLs, headers and server commands: the credentials in them are masked here. */
 static void vsay(const char *tag, const char *fmt, va_list ap) {
-    char line[2048];
+    char line[2048], safe[2048];
     vsnprintf(line, sizeof line, fmt, ap);
-    fprintf(stderr, "dsperf: %s%s\n", tag, line);
+    fprintf(stderr, "dsperf: %s%s\n", tag, redact_into(safe, sizeof safe, line));
 }
 
 void log_error(const char *fmt, ...) { va_list ap; va_start(ap, fmt); vsay("error: ", fmt, ap); va_end(ap); }

@@ -8,6 +8,7 @@
  * passes. Without samples a rule falls back to the point values and says so. */
 #include "compare/compare.h"
 #include "metrics/infer.h"
+#include "common/redact.h"
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -345,7 +346,7 @@ static json_t *run_info(const json_t *doc, const char *path) {
     const char *keys[] = {"producer", "date", "command_line", "version"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(doc, keys[i]);
-        json_object_set(j, keys[i], v ? v : json_null());
+        json_object_set_new(j, keys[i], json_is_string(v) ? redact_json(json_string_value(v)) : json_incref(v ? v : json_null()));
     }
     json_object_set(j, "partial", json_object_get(doc, "partial") ? json_object_get(doc, "partial") : json_false());
     return j;

@@ -1,10 +1,10 @@
-/* diagnose — the driver: reads a results or sweep document, resolves the deployment (flags, sim
- * config, served model name, telemetry GPU name), computes the roofline, runs the rules, adds
- * "healthy" when nothing limits the run and decode sits near its roofline, ranks the findings, and
- * prints them for a person. */
+/* diagnose — the driver: reads a results or sweep document, resolves the deployment (src/deploy:
+ * flags, what the run recorded, sim config, served model name, telemetry), computes the roofline
+ * (a run that beats it makes a configuration finding instead), runs the rules, adds "healthy" when
+ * nothing limits the run and decode sits near its roofline, ranks the findings by what they cost,
+ * and prints them for a person. Also the builders and series helpers the rules share. */
 #include "diagnose/diagnose_int.h"
 #include "model/model.h"
-#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -120,85 +120,127 @@ bool diag_span(const json_t *t, const json_t *arr, double thr, double *t0, doubl
     return any;
 }
 
-/* ---- deployment ---- */
 
-static void copy(char *dst, size_t len, const char *src) { snprintf(dst, len, "%s", src ? src : ""); }
-
-/* "NVIDIA H200" → "h200", "NVIDIA H100 80GB HBM3" → "h100": the first word that names a
- * catalog GPU. */
-static bool gpu_from_name(const char *name, char *out, size_t len) {
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", name);
-    char *save = NULL;
-    for (char *w = strtok_r(buf, " -", &save); w; w = strtok_r(NULL, " -", &save)) {
-        for (char *p = w; *p; p++) *p = (char)tolower((unsigned char)*p);
-        if (hw_find(w)) { snprintf(out, len, "%s", w); return true; }
+double diag_gpu_mean(const diag_in *in, const char *col) {
+    double s = 0;
+    int n = 0;
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(in->tel, "gpu"), i, g) {
+        double m = diag_mean(json_object_get(json_object_get(g, "series"), col));
+        if (isfinite(m)) { s += m; n++; }
     }
-    return false;
+    return n ? s / n : NAN;
 }
 
-static void resolve(diag_in *in) {
-    const diagnose_opts *o = in->o;
-    const json_t *sim = json_object_get(in->cfg, "sim");
-    in->tp = o->tp;
-    in->chunked_prefill = -1;
-    in->step_overhead_s = NAN;
-    in->deploy_source = "flags";
-    const char *m = o->model, *g = o->gpu, *kv = o->kv_dtype;
-    if (sim) {
-        if (!m) m = json_string_value(json_object_get(sim, "model"));
-        if (!g) g = json_string_value(json_object_get(sim, "gpu"));
-        if (!kv) kv = json_string_value(json_object_get(sim, "kv_dtype"));
-        if (!in->tp) in->tp = (int)json_integer_value(json_object_get(sim, "tp"));
-        copy(in->weight_dtype, sizeof in->weight_dtype, json_string_value(json_object_get(sim, "weight_dtype")));
-        in->max_num_seqs = (int)json_integer_value(json_object_get(sim, "max_num_seqs"));
-        in->max_num_batched_tokens = (int)json_integer_value(json_object_get(sim, "max_num_batched_tokens"));
-        const json_t *cp = json_object_get(sim, "chunked_prefill");
-        if (json_is_boolean(cp)) in->chunked_prefill = json_is_true(cp);
-        in->step_overhead_s = diag_num(json_object_get(in->engine, "factors"), "step_overhead_s");
-        if (!o->model || !o->gpu) in->deploy_source = "sim config";
+void diag_checked(json_t *checked, const char *rule, bool ran, const char *used) {
+    json_array_append_new(checked, json_pack("{s:s,s:b,s:s}", "rule", rule, "ran", ran, ran ? "used" : "why", used));
+}
+
+void diag_cost(json_t *f, double lost_frac, const char *fmt, ...) {
+    char basis[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(basis, sizeof basis, fmt, ap);
+    va_end(ap);
+    double x = isfinite(lost_frac) ? (lost_frac < 0 ? 0 : lost_frac > 1 ? 1 : lost_frac) : DIAG_COST_UNKNOWN;
+    json_object_set_new(f, "cost", json_pack("{s:f,s:s}", "lost_frac", round(x * 1000) / 1000, "basis", basis));
+}
+
+/* ---- settings: the engine's own flag, current value → suggested ---- */
+
+/* The engine's flag for a setting; "" when the engine has no such setting (the advice is then
+ * not given), NULL when the engine is unknown. */
+static const char *engine_flag(const char *engine, const char *knob) {
+    static const struct { const char *knob, *vllm, *sglang, *llama, *sim; } t[] = {
+        {"max_num_seqs", "--max-num-seqs", "--max-running-requests", "-np (slots)", "--max-num-seqs"},
+        {"kv_cache_dtype", "--kv-cache-dtype", "--kv-cache-dtype", "-ctk/-ctv", "--kv-dtype"},
+        {"weight_dtype", "--quantization", "--quantization", "a quantized GGUF", "--weight-dtype"},
+        {"tensor_parallel_size", "--tensor-parallel-size", "--tp-size", "--split-mode row", "--tp"},
+        {"enable_chunked_prefill", "--enable-chunked-prefill", "--chunked-prefill-size", "", "--chunked-prefill"},
+        {"max_num_batched_tokens", "--max-num-batched-tokens", "--chunked-prefill-size", "-b/-ub", "--max-num-batched-tokens"},
+        {"gpu_memory_utilization", "--gpu-memory-utilization", "--mem-fraction-static", "", "--gpu-memory-utilization"},
+        {"context_per_seq", "--max-model-len", "--context-length", "-c (total, split over -np slots)", "--max-model-len"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        if (strcmp(t[i].knob, knob)) continue;
+        if (!strcmp(engine, "vllm")) return t[i].vllm;
+        if (!strcmp(engine, "sglang")) return t[i].sglang;
+        if (!strcmp(engine, "llama.cpp")) return t[i].llama;
+        if (!strcmp(engine, "dsperf sim")) return t[i].sim;
     }
-    if (!m) {
-        m = json_string_value(json_object_get(in->cfg, "model"));
-        if (m) in->deploy_source = "results config (served model name)";
+    return NULL;
+}
+
+/* The deployment field behind a setting, to say when its current value is only assumed. */
+static const deploy_src *setting_src(const deploy *d, const char *knob) {
+    if (!strcmp(knob, "kv_cache_dtype")) return &d->kv_dtype_s;
+    if (!strcmp(knob, "weight_dtype")) return &d->weight_dtype_s;
+    if (!strcmp(knob, "tensor_parallel_size")) return &d->tp_s;
+    if (!strcmp(knob, "max_num_seqs")) return &d->max_num_seqs_s;
+    if (!strcmp(knob, "enable_chunked_prefill")) return &d->chunked_prefill_s;
+    if (!strcmp(knob, "max_num_batched_tokens")) return &d->max_num_batched_tokens_s;
+    return NULL;
+}
+
+/* Already there: equal values, or a dtype already as small as the suggested one. */
+static bool already(const char *knob, const char *cur, const char *sug) {
+    if (!cur || !sug) return false;
+    if (!strcasecmp(cur, sug)) return true;
+    if (strstr(knob, "dtype")) {
+        model_dtype a, b;
+        if (model_dtype_parse(cur, DT_BF16, &a) == 0 && model_dtype_parse(sug, DT_BF16, &b) == 0)
+            return model_dtype_bytes(a) <= model_dtype_bytes(b);
     }
-    if (!g) {
-        const json_t *gpus = json_object_get(in->tel, "gpu");
-        const char *name = json_string_value(json_object_get(json_array_get(gpus, 0), "name"));
-        if (name && gpu_from_name(name, in->gpu, sizeof in->gpu)) {
-            in->have_gpu = true;
-            if (!o->tp && !in->tp) in->tp = (int)json_array_size(gpus);
-        }
-    } else {
-        copy(in->gpu, sizeof in->gpu, g);
-        in->have_gpu = hw_find(g) != NULL;
-    }
-    if (in->tp <= 0) in->tp = 1;
-    if (m && model_find(m)) { copy(in->model, sizeof in->model, m); in->have_model = true; }
-    copy(in->kv_dtype, sizeof in->kv_dtype, kv && strcmp(kv, "auto") ? kv : "");
-    if (o->kv_dtype) copy(in->kv_dtype, sizeof in->kv_dtype, o->kv_dtype);
+    char *e1, *e2;
+    double x = strtod(cur, &e1), y = strtod(sug, &e2);
+    return !*e1 && !*e2 && *cur && *sug && x == y;
+}
+
+void diag_setting(const diag_in *in, json_t *f, const char *knob, const char *cur, const char *sug, const char *effect) {
+    if (already(knob, cur, sug)) return;
+    char *e;
+    double num = strtod(sug, &e);
+    if (!*e && num <= 0) return;                 /* nothing below one GPU, one sequence, one token */
+    const deploy_src *s = setting_src(&in->dep, knob);
+    bool assumed = cur && s && s->assumed;
+    char dir[160];
+    if (cur) snprintf(dir, sizeof dir, "%s%s \xe2\x86\x92 %s", cur, assumed ? " (assumed)" : "", sug);
+    else snprintf(dir, sizeof dir, "%s (current value unknown)", sug);
+    const char *flag = engine_flag(in->dep.engine, knob);
+    if (flag && !*flag) return;
+    json_array_append_new(json_object_get(f, "knobs"), json_pack("{s:s,s:o,s:s,s:s,s:o,s:s}", "knob", knob,
+        "current", cur ? json_string(cur) : json_null(), "suggested", sug, "direction", dir,
+        "flag", flag ? json_string(flag) : json_null(), "effect", effect));
 }
 
 /* ---- one results document ---- */
 
-static int cmp_conf(const void *a, const void *b) {
-    double x = json_number_value(json_object_get(*(json_t *const *)a, "confidence"));
-    double y = json_number_value(json_object_get(*(json_t *const *)b, "confidence"));
-    return x > y ? -1 : x < y;
+static double score(const json_t *f) {
+    const json_t *c = json_object_get(f, "cost");
+    double lost = c ? json_number_value(json_object_get(c, "lost_frac")) : DIAG_COST_UNKNOWN;
+    return lost * json_number_value(json_object_get(f, "confidence"));
 }
 
-static json_t *sorted(json_t *list) {
+static bool ranks_before(const json_t *a, const json_t *b) {
+    double x = score(a), y = score(b);
+    if (x != y) return x > y;
+    return json_number_value(json_object_get(a, "confidence")) > json_number_value(json_object_get(b, "confidence"));
+}
+
+json_t *diag_rank(json_t *list) {
     size_t n = json_array_size(list);
     json_t **v = malloc(sizeof *v * (n + 1));
+    json_t *out = json_array();
+    if (!v) return list;
     for (size_t i = 0; i < n; i++) v[i] = json_array_get(list, i);
-    /* stable: insertion sort keeps rule order among equal confidences */
+    /* stable: insertion sort keeps rule order among equal scores */
     for (size_t i = 1; i < n; i++) {
         json_t *x = v[i];
         size_t j = i;
-        while (j > 0 && cmp_conf(&v[j - 1], &x) > 0) { v[j] = v[j - 1]; j--; }
+        while (j > 0 && ranks_before(x, v[j - 1])) { v[j] = v[j - 1]; j--; }
         v[j] = x;
     }
-    json_t *out = json_array();
     for (size_t i = 0; i < n; i++) json_array_append(out, v[i]);
     free(v);
     json_decref(list);
@@ -206,19 +248,27 @@ static json_t *sorted(json_t *list) {
 }
 
 static json_t *roofline_json(const diag_in *in) {
-    if (!in->have_roof) return json_null();
-    return json_pack("{s:s,s:s,s:i,s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:s,s:s,s:o,s:o}", "model", in->model, "gpu", in->gpu,
-        "tp", in->tp, "kv_dtype", in->kv_dtype[0] ? in->kv_dtype : "bf16",
+    if (!in->have_roof && !in->roof_impossible) return json_null();
+    const deploy *d = &in->dep;
+    json_t *r = json_pack("{s:s,s:s,s:i,s:s,s:s,s:o,s:o,s:o,s:b,s:o,s:o,s:s,s:s,s:o,s:o,s:o,s:o}", "model", d->model,
+        "gpu", d->gpu, "tp", d->tp, "kv_dtype", model_dtype_name(d->kv_dtype), "weight_dtype", model_dtype_name(d->weight_dtype),
         "decode_tokens_per_s", jnum(in->roof_achieved), "bound_tokens_per_s", jnum(in->roof_bound),
-        "efficiency", jnum(in->roof_eff), "batch", jnum(in->roof_batch), "context", jnum(in->roof_context),
-        "batch_source", in->roof_batch_source ? in->roof_batch_source : "",
-        "bound", in->roof_mem_bound ? "memory" : "compute",
-        "source", !strcmp(in->deploy_source, "flags") ? "flags" : "catalog",
-        "decode_step_ms_model", jnum(in->roof_decode_ms), "prefill_ms_model", jnum(in->roof_prefill_ms));
+        "efficiency", in->have_roof ? jnum(in->roof_eff) : json_null(), "valid", in->have_roof,
+        "batch", jnum(in->roof_batch), "context", jnum(in->roof_context),
+        "batch_source", in->roof_batch_source ? in->roof_batch_source : "", "bound", in->roof_mem_bound ? "memory" : "compute",
+        "decode_step_ms_model", jnum(in->roof_decode_ms), "decode_step_ms_floor", jnum(in->roof_mem_ms),
+        "decode_step_ms_measured", jnum(in->roof_step_ms), "prefill_ms_model", jnum(in->roof_prefill_ms));
+    json_object_set_new(r, "source", json_string(d->arch_s.src));
+    if (in->roof_impossible) {
+        json_object_set_new(r, "efficiency_if_valid", jnum(in->roof_eff));
+        json_object_set_new(r, "why_not_valid", json_string("the run beats this roofline: the assumed deployment is wrong "
+                                                            "(see configuration)"));
+    }
+    return r;
 }
 
 static const char *const problems[] = { "errors", "client_bound", "queueing", "kv_capacity", "prefill_interference",
-    "host_pcie", "communication", "throttling", "cross_numa", "prefill_compute", NULL };
+    "host_pcie", "communication", "throttling", "cross_numa", "prefill_compute", "tenants", NULL };
 
 static void add_healthy(diag_in *in, json_t *list) {
     size_t i;
@@ -226,33 +276,49 @@ static void add_healthy(diag_in *in, json_t *list) {
     json_array_foreach(list, i, f) {
         const char *c = json_string_value(json_object_get(f, "class"));
         for (int k = 0; problems[k]; k++) if (!strcmp(c, problems[k])) return;
-        if (!strcmp(c, "underutilization") && json_number_value(json_object_get(f, "confidence")) >= 0.5) return;
+        if (!strcmp(c, "engine_overhead") && json_number_value(json_object_get(f, "confidence")) >= 0.5) return;
     }
     if (in->have_roof && in->roof_eff >= DIAG_HEALTHY_EFF) {
-        json_t *h = diag_finding(list, "healthy", 0.7, "healthy: decode within %.0f%% of the physical limit (HBM roofline)",
-                                 100 * (1 - in->roof_eff));
+        json_t *h = in->roof_eff <= 1
+            ? diag_finding(list, "healthy", 0.7, "healthy: decode within %.0f%% of the physical limit (HBM roofline)",
+                           100 * (1 - in->roof_eff))
+            : diag_finding(list, "healthy", 0.7, "healthy: decode at the physical limit (HBM roofline; %.0f%% of the "
+                           "modelled bound, within its %.0f%% tolerance)", 100 * in->roof_eff, 100 * (DIAG_PHYSICS_TOL - 1));
+        diag_cost(h, 0, "nothing lost that the hardware would give at this batch");
         diag_ev(h, 100 * in->roof_eff, "%", "roofline", "decode at %.0f%% of the bandwidth roofline, no errors, no queue, "
                 "no KV pressure found", 100 * in->roof_eff);
         diag_knob(h, "load", "hold", "this is near what the hardware allows at this batch");
     } else if (json_array_size(list) == 0) {
         json_t *h = diag_finding(list, "healthy", 0.3, "no bottleneck found in the data this run holds");
+        diag_cost(h, 0, "nothing found");
         diag_ev(h, NAN, NULL, "diagnose.checked", "%s", in->have_roof ? "decode below the healthy efficiency threshold, but no rule fired"
-                : "no roofline (model/GPU unknown: --model, --gpu) and no telemetry: few rules could run");
+                : "no valid roofline (model/GPU unknown: --model or --model-config, --gpu) and little telemetry: few rules could run");
     }
 }
 
 static json_t *inputs_json(const diag_in *in) {
     const json_t *tel = in->tel;
-    return json_pack("{s:s,s:b,s:b,s:b,s:b,s:b,s:b,s:s,s:s,s:s,s:i}", "producer",
-        json_string_value(json_object_get(in->doc, "producer")) ? json_string_value(json_object_get(in->doc, "producer")) : "?",
+    const char *producer = json_string_value(json_object_get(in->doc, "producer"));
+    return json_pack("{s:s,s:b,s:b,s:b,s:b,s:b,s:b,s:s,s:s,s:s,s:i}", "producer", producer ? producer : "?",
         "timeline", in->timeline != NULL, "client", in->client != NULL, "engine", in->eng_series != NULL,
         "telemetry_gpu", json_object_get(tel, "gpu") != NULL, "telemetry_host", json_object_get(tel, "host") != NULL,
-        "telemetry_server", json_object_get(tel, "server") != NULL, "model", in->have_model ? in->model : "unknown",
-        "gpu", in->have_gpu ? in->gpu : "unknown", "deployment_from", in->deploy_source, "tp", in->tp);
+        "telemetry_server", json_object_get(tel, "server") != NULL,
+        "model", deploy_has_model(&in->dep) ? in->dep.model : "unknown", "gpu", deploy_has_gpu(&in->dep) ? in->dep.gpu : "unknown",
+        "deployment_from", in->dep.arch_s.known ? in->dep.arch_s.src : "nothing: give --model or --model-config", "tp", in->dep.tp);
 }
 
-/* Diagnoses one results document: {"findings","roofline","checked","inputs"}. */
-static json_t *diagnose_results(const json_t *doc, const diagnose_opts *o, double level) {
+static void flags_of(const diagnose_opts *o, deploy_flags *f) {
+    memset(f, 0, sizeof *f);
+    f->model = o->model;
+    f->model_config = o->model_config;
+    f->gpu = o->gpu;
+    f->tp = o->tp;
+    f->n_gpus = o->n_gpus;
+    f->kv_dtype = o->kv_dtype;
+    f->weight_dtype = o->weight_dtype;
+}
+
+json_t *diag_results(const json_t *doc, const diagnose_opts *o, double level, char *err, size_t errlen) {
     diag_in in;
     memset(&in, 0, sizeof in);
     in.doc = doc;
@@ -264,7 +330,11 @@ static json_t *diagnose_results(const json_t *doc, const diagnose_opts *o, doubl
     in.tel = json_object_get(doc, "telemetry");
     in.client = json_object_get(doc, "client");
     in.timeline = json_object_get(doc, "timeline");
-    resolve(&in);
+    in.step_overhead_s = diag_num(json_object_get(in.engine, "factors"), "step_overhead_s");
+    deploy_flags fl;
+    flags_of(o, &fl);
+    if (deploy_resolve(doc, &fl, &in.dep, err, errlen) < 0) return NULL;
+    in.config = json_array();
     diag_roofline(&in);
     json_t *list = json_array(), *checked = json_array();
     diag_rules(&in, list, checked);
@@ -273,103 +343,98 @@ static json_t *diagnose_results(const json_t *doc, const diagnose_opts *o, doubl
         size_t i;
         json_t *f;
         json_array_foreach(list, i, f) json_object_set_new(f, "level", json_real(level));
+        json_array_foreach(in.config, i, f) json_object_set_new(f, "level", json_real(level));
     }
-    return json_pack("{s:o,s:o,s:o,s:o}", "findings", sorted(list), "roofline", roofline_json(&in), "checked", checked,
+    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "findings", diag_rank(list), "configuration", in.config,
+                     "roofline", roofline_json(&in), "deployment", deploy_to_json(&in.dep), "checked", checked,
                      "inputs", inputs_json(&in));
-}
-
-/* A sweep: every level is diagnosed; per class the most confident finding is kept (the lowest
- * load among equals), so the list says where each problem first shows most clearly. The
- * roofline is the knee level's (else the level with the highest output throughput). */
-static json_t *diagnose_sweep(const json_t *doc, const diagnose_opts *o) {
-    const json_t *levels = json_object_get(doc, "levels");
-    const json_t *knee = json_object_get(doc, "knee");
-    double ref_load = json_is_object(knee) ? diag_num(knee, "load") : NAN, best_tput = -1;
-    size_t i;
-    json_t *lv;
-    if (!isfinite(ref_load))
-        json_array_foreach(levels, i, lv) {
-            double t = diag_num(json_object_get(lv, "results"), "output_throughput");
-            if (t > best_tput) { best_tput = t; ref_load = diag_num(lv, "load"); }
-        }
-    json_t *best = json_object(), *roof = json_null(), *checked = NULL, *inputs = NULL;
-    json_array_foreach(levels, i, lv) {
-        double load = diag_num(lv, "load");
-        json_t *d = diagnose_results(json_object_get(lv, "results"), o, load);
-        size_t k;
-        json_t *f;
-        json_array_foreach(json_object_get(d, "findings"), k, f) {
-            const char *c = json_string_value(json_object_get(f, "class"));
-            json_t *have = json_object_get(best, c);
-            double cf = json_number_value(json_object_get(f, "confidence"));
-            if (!have || cf > json_number_value(json_object_get(have, "confidence")))
-                json_object_set(best, c, f);
-        }
-        if (load == ref_load && json_is_null(roof)) {
-            json_decref(roof);
-            roof = json_incref(json_object_get(d, "roofline"));
-            json_object_set_new(roof, "level", json_real(load));
-            checked = json_incref(json_object_get(d, "checked"));
-            inputs = json_incref(json_object_get(d, "inputs"));
-        }
-        json_decref(d);
-    }
-    /* "healthy" only when no level found a problem */
-    if (json_object_size(best) > 1) json_object_del(best, "healthy");
-    json_t *list = json_array();
-    const char *k;
-    json_t *f;
-    json_object_foreach(best, k, f) json_array_append(list, f);
-    json_decref(best);
-    json_t *out = json_pack("{s:o,s:o}", "findings", sorted(list), "roofline", roof);
-    json_object_set_new(out, "checked", checked ? checked : json_array());
-    json_object_set_new(out, "inputs", inputs ? inputs : json_object());
-    if (json_is_object(knee)) json_object_set_new(out, "knee_load", json_real(ref_load));
-    return out;
 }
 
 json_t *diagnose_run(const json_t *doc, const diagnose_opts *o, char *err, size_t errlen) {
     diagnose_opts dflt;
     if (!o) { diagnose_default_opts(&dflt); o = &dflt; }
     const char *schema = json_string_value(json_object_get(doc, "schema"));
-    if (schema && !strncmp(schema, "dsperf.results/", 15)) return diagnose_results(doc, o, NAN);
-    if (schema && !strncmp(schema, "dsperf.sweep/", 13)) return diagnose_sweep(doc, o);
+    if (schema && !strncmp(schema, "dsperf.results/", 15)) return diag_results(doc, o, NAN, err, errlen);
+    if (schema && !strncmp(schema, "dsperf.sweep/", 13)) return diag_sweep(doc, o, err, errlen);
     snprintf(err, errlen, "not a dsperf results or sweep document (schema \"%s\")", schema ? schema : "missing");
     return NULL;
 }
 
 /* ---- printing ---- */
 
+static void print_finding(FILE *f, const json_t *x, const char *lead) {
+    const json_t *lvl = json_object_get(x, "level"), *lvls = json_object_get(x, "levels");
+    char at[160] = "";
+    if (json_array_size(lvls) > 1) {
+        size_t n = 0, i;
+        json_t *v;
+        snprintf(at, sizeof at, " [at loads ");
+        json_array_foreach(lvls, i, v)
+            n += (size_t)snprintf(at + strlen(at), sizeof at - strlen(at), "%s%g", i ? ", " : "", json_number_value(v));
+        strncat(at, "]", sizeof at - strlen(at) - 1);
+        (void)n;
+    } else if (json_is_number(lvl)) {
+        snprintf(at, sizeof at, " [at load %.3g]", json_number_value(lvl));
+    }
+    fprintf(f, "%s%s (%s, confidence %.2f)%s\n", lead, json_string_value(json_object_get(x, "title")),
+            json_string_value(json_object_get(x, "class")), json_number_value(json_object_get(x, "confidence")), at);
+    const json_t *c = json_object_get(x, "cost");
+    double lost = json_number_value(json_object_get(c, "lost_frac"));
+    if (c && lost > 0) fprintf(f, "     costs ~%.0f%% %s\n", 100 * lost, json_string_value(json_object_get(c, "basis")));
+    size_t k;
+    json_t *e;
+    json_array_foreach(json_object_get(x, "evidence"), k, e)
+        fprintf(f, "     - %s  [%s]\n", json_string_value(json_object_get(e, "text")), json_string_value(json_object_get(e, "source")));
+    const json_t *w = json_object_get(x, "window");
+    if (json_is_object(w)) fprintf(f, "     window: %.1f s to %.1f s of the run\n", diag_num(w, "t0_s"), diag_num(w, "t1_s"));
+    json_array_foreach(json_object_get(x, "knobs"), k, e) {
+        const char *flag = json_string_value(json_object_get(e, "flag"));
+        fprintf(f, "     > %s: %s%s%s%s (%s)\n", json_string_value(json_object_get(e, "knob")),
+                json_string_value(json_object_get(e, "direction")), flag ? " [" : "", flag ? flag : "", flag ? "]" : "",
+                json_string_value(json_object_get(e, "effect")));
+    }
+}
+
 void diagnose_print(FILE *f, const json_t *dg) {
-    const json_t *list = json_object_get(dg, "findings");
-    fprintf(f, "Diagnosis (%zu finding%s, most important first)\n", json_array_size(list), json_array_size(list) == 1 ? "" : "s");
+    const json_t *cfg = json_object_get(dg, "configuration"), *list = json_object_get(dg, "findings");
     size_t i;
     json_t *x;
+    if (json_array_size(cfg)) {
+        fprintf(f, "Configuration: the assumed deployment cannot be right (correct it, then read the findings)\n");
+        json_array_foreach(cfg, i, x) print_finding(f, x, "!  ");
+    }
+    fprintf(f, "Diagnosis (%zu finding%s, ranked by what they cost)\n", json_array_size(list), json_array_size(list) == 1 ? "" : "s");
     json_array_foreach(list, i, x) {
-        const json_t *lvl = json_object_get(x, "level");
-        char at[48] = "";
-        if (json_is_number(lvl)) snprintf(at, sizeof at, " [at load %.3g]", json_number_value(lvl));
-        fprintf(f, "%zu. %s (%s, confidence %.2f)%s\n", i + 1, json_string_value(json_object_get(x, "title")),
-                json_string_value(json_object_get(x, "class")), json_number_value(json_object_get(x, "confidence")), at);
-        size_t k;
-        json_t *e;
-        json_array_foreach(json_object_get(x, "evidence"), k, e)
-            fprintf(f, "     - %s  [%s]\n", json_string_value(json_object_get(e, "text")),
-                    json_string_value(json_object_get(e, "source")));
-        const json_t *w = json_object_get(x, "window");
-        if (json_is_object(w)) fprintf(f, "     window: %.1f s to %.1f s of the run\n", diag_num(w, "t0_s"), diag_num(w, "t1_s"));
-        json_array_foreach(json_object_get(x, "knobs"), k, e)
-            fprintf(f, "     > %s: %s (%s)\n", json_string_value(json_object_get(e, "knob")),
-                    json_string_value(json_object_get(e, "direction")), json_string_value(json_object_get(e, "effect")));
+        char lead[32];
+        snprintf(lead, sizeof lead, "%zu. ", i + 1);
+        print_finding(f, x, lead);
     }
     const json_t *r = json_object_get(dg, "roofline");
-    if (json_is_object(r))
-        fprintf(f, "Roofline: decode %.0f tok/s of %.0f tok/s bound (%.0f%%) for %s on %s, batch %.1f, context %.0f (%s)\n",
+    if (json_is_object(r) && json_is_true(json_object_get(r, "valid")))
+        fprintf(f, "Roofline: decode %.0f tok/s of %.0f tok/s bound (%.1f%%) for %s on %s, batch %.1f, context %.0f\n",
                 diag_num(r, "decode_tokens_per_s"), diag_num(r, "bound_tokens_per_s"), 100 * diag_num(r, "efficiency"),
                 json_string_value(json_object_get(r, "model")), json_string_value(json_object_get(r, "gpu")),
-                diag_num(r, "batch"), diag_num(r, "context"), json_string_value(json_object_get(r, "source")));
+                diag_num(r, "batch"), diag_num(r, "context"));
+    else if (json_is_object(r))
+        fprintf(f, "Roofline: not valid: decode %.0f tok/s beats the %.0f tok/s bound of the assumed deployment (see "
+                "Configuration)\n", diag_num(r, "decode_tokens_per_s"), diag_num(r, "bound_tokens_per_s"));
     else
-        fprintf(f, "Roofline: not computed (model or GPU unknown: give --model and --gpu)\n");
+        fprintf(f, "Roofline: not computed (architecture or GPU unknown: give --model or --model-config, and --gpu)\n");
+    const json_t *d = json_object_get(dg, "deployment");
+    const char *k;
+    json_t *v;
+    fprintf(f, "Deployment:");
+    json_object_foreach((json_t *)d, k, v) {
+        if (!strcmp(k, "architecture") || !strcmp(k, "served_model")) continue;
+        const json_t *val = json_object_get(v, "value");
+        char s[64];
+        if (json_is_string(val)) snprintf(s, sizeof s, "%s", json_string_value(val));
+        else if (json_is_integer(val)) snprintf(s, sizeof s, "%lld", (long long)json_integer_value(val));
+        else if (json_is_number(val)) snprintf(s, sizeof s, "%.4g", json_number_value(val));
+        else snprintf(s, sizeof s, "%s", json_is_true(val) ? "on" : "off");
+        fprintf(f, "\n  %-22s %-18s %s", k, s, json_string_value(json_object_get(v, "source")));
+    }
+    fprintf(f, "\n");
     json_array_foreach(json_object_get(dg, "checked"), i, x)
         if (!json_is_true(json_object_get(x, "ran")))
             fprintf(f, "  (not checked: %s — %s)\n", json_string_value(json_object_get(x, "rule")),

@@ -1,18 +1,23 @@
 /* diagnose_int — what the diagnosis rules share inside the module: the facts read from one
- * results document, finding builders and series helpers. Not part of the module's interface
- * (that is diagnose.h). */
+ * results document (and its resolved deployment), finding builders and series helpers. Not part of
+ * the module's interface (that is diagnose.h). */
 #ifndef DSP_DIAGNOSE_INT_H
 #define DSP_DIAGNOSE_INT_H
 #include "diagnose/diagnose.h"
+#include "deploy/deploy.h"
 #include <stdbool.h>
 
-/* Thresholds of the rules (the report lists them). */
+/* Thresholds of the rules (the README lists them). */
 #define DIAG_KV_FULL 0.95              /* KV usage fraction counted as full */
 #define DIAG_WAITING_MEAN 1.0          /* mean waiting requests that make a queue */
 #define DIAG_SEQS_FULL 0.95            /* running / max_num_seqs counted as the cap */
 #define DIAG_TTFT_WAIT_RATIO 3.0       /* median TTFT / min TTFT: requests wait before service */
 #define DIAG_ROOF_EFF 0.5              /* decode efficiency vs the HBM roofline for "bandwidth bound" */
 #define DIAG_HEALTHY_EFF 0.7           /* ... and for "healthy" */
+#define DIAG_PHYSICS_TOL 1.2           /* achieved / roofline beyond this is impossible: the roofline's own
+                                          uncertainty (batch and context estimated, uniform expert routing) */
+#define DIAG_OVERHEAD_EFF 0.25         /* decode below this share of its roofline: something other than HBM limits it */
+#define DIAG_PIPES_IDLE 20.0           /* % DRAM bandwidth and tensor activity under which the GPU's pipes idle */
 #define DIAG_PREFILL_SHARE 0.3         /* TTFT / E2EL for prefill to matter */
 #define DIAG_TENSOR_HIGH 50.0          /* % tensor activity counted as compute bound */
 #define DIAG_DRAM_HIGH 60.0            /* % DRAM bandwidth counted as bandwidth bound */
@@ -29,27 +34,25 @@
 #define DIAG_ERROR_FRAC 0.01           /* failed / total */
 #define DIAG_CLASS_MISS 0.9            /* a request class with a smaller good fraction misses its SLO ... */
 #define DIAG_CLASS_MEET 0.95           /* ... while another, at this fraction or more, meets its own */
+#define DIAG_COST_UNKNOWN 0.05         /* share lost assumed for a finding that cannot size its cost */
 
 typedef struct {
     const json_t *doc, *cfg, *engine, *eng_series, *tel, *client, *timeline;
     const diagnose_opts *o;
     double level;                      /* sweep load, NAN for a single run */
-    /* deployment, resolved from flags, the sim config, the served model name, telemetry */
-    char model[128], gpu[64], kv_dtype[16], weight_dtype[16];
-    int tp;
-    const char *deploy_source;         /* "flags", "sim config", "results config", "catalog default" */
-    bool have_model, have_gpu;
-    int max_num_seqs;                  /* 0 unknown */
-    int max_num_batched_tokens;
-    int chunked_prefill;               /* -1 unknown */
+    deploy dep;                        /* what is served on what, with where each part came from */
     double step_overhead_s;            /* sim factors, NAN unknown */
-    /* the roofline at this run's batch and context (valid when have_roof) */
-    bool have_roof;
+    /* the roofline at this run's batch and context */
+    bool have_roof;                    /* computed and physically possible: rules may rely on it */
+    bool roof_impossible;              /* computed, but the run beats it: the assumed deployment is wrong */
     double roof_batch, roof_context, roof_achieved, roof_bound, roof_eff, roof_decode_ms, roof_comm_share;
+    double roof_mem_ms;                /* bytes of one decode step / HBM bandwidth: the physical floor */
+    double roof_step_ms;               /* measured: the mean TPOT (one decode step per token) */
     int roof_mem_bound;
     double roof_prefill_ms, roof_prompt;
     int roof_prefill_compute;
     const char *roof_batch_source;
+    json_t *config;                    /* configuration findings (the assumed deployment is wrong) */
 } diag_in;
 
 /* Finding builders. */
@@ -57,7 +60,16 @@ json_t *diag_finding(json_t *list, const char *cls, double confidence, const cha
     __attribute__((format(printf, 4, 5)));
 void diag_ev(json_t *f, double value, const char *unit, const char *source, const char *text_fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* An action that is not a server setting ("load: lower", "server log: read"). */
 void diag_knob(json_t *f, const char *knob, const char *direction, const char *effect);
+/* A server setting (generic name: max_num_seqs, kv_cache_dtype, weight_dtype, tensor_parallel_size,
+ * enable_chunked_prefill, max_num_batched_tokens, gpu_memory_utilization): the current value (NULL
+ * unknown) and the suggested one ("64", or "raise" when the current is unknown). Nothing is added
+ * when the setting already has the suggested value. The engine's own flag is named when known. */
+void diag_setting(const diag_in *in, json_t *f, const char *knob, const char *current, const char *suggested,
+                  const char *effect);
+/* What the finding costs the user: the share of throughput or goodput lost (0..1) and against what. */
+void diag_cost(json_t *f, double lost_frac, const char *basis_fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_window(json_t *f, double t0_s, double t1_s);
 
 /* Numbers from documents: NAN when absent. */
@@ -70,10 +82,43 @@ double diag_frac_at_least(const json_t *arr, double thr);
 double diag_corr(const json_t *a, const json_t *b);
 /* First and last t_s where arr >= thr; false when never. */
 bool diag_span(const json_t *t, const json_t *arr, double thr, double *t0, double *t1);
+/* The mean over GPUs of a telemetry column's mean; NAN when no GPU has it. */
+double diag_gpu_mean(const diag_in *in, const char *col);
+/* Tracks "checked" lines: what a rule used, or why it could not run. */
+void diag_checked(json_t *checked, const char *rule, bool ran, const char *used_or_why);
 
-/* Fills the roofline fields of in (needs model and GPU). */
+/* Requests by who ended them. Failures the server caused, by class (with the first status and
+ * message the results keep); requests the client ended itself (cancelled at the end of a level or
+ * on Ctrl-C) are counted apart and are never the server's. This is the one place that reads the
+ * error classes. */
+#define DIAG_MAX_FAIL 16
+typedef struct {
+    char cls[24];                      /* "http", "timeout", "connect", "stream", "truncated", "invalid_json" */
+    int status;                        /* HTTP status (http), else 0 */
+    double count;
+    const char *message;               /* first message, or NULL (owned by the document) */
+} diag_fail;
+typedef struct {
+    double total, completed, server_failed, self_ended;
+    size_t n;
+    diag_fail v[DIAG_MAX_FAIL];
+} diag_failures;
+void diag_read_failures(const json_t *doc, diag_failures *out);
+/* The errors rule: failures the server caused, their first messages, advice per class. */
+void diag_rule_errors(diag_in *in, json_t *list, json_t *checked);
+
+/* Roofline of one document (diagnose_roof.c): fills the roof_* fields, and, when the run beats
+ * physics, a configuration finding in in->config instead of a usable roofline. */
 void diag_roofline(diag_in *in);
+void diag_roof_rules(diag_in *in, json_t *list, json_t *checked);   /* decode_bandwidth, engine_overhead */
 /* Runs every rule on one results document; appends findings to list and a line per rule to
  * checked ({"rule","ran","used"|"why"}). */
 void diag_rules(diag_in *in, json_t *list, json_t *checked);
+
+/* One results document: {"findings","configuration","roofline","deployment","checked","inputs"}. */
+json_t *diag_results(const json_t *doc, const diagnose_opts *o, double level, char *err, size_t errlen);
+/* A sweep document (diagnose_sweep.c). */
+json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t errlen);
+/* Findings sorted by what they cost (lost share x confidence), most first; takes list. */
+json_t *diag_rank(json_t *list);
 #endif

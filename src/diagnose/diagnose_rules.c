@@ -3,7 +3,6 @@
  * says in `checked` what it used or why it could not run, and adds a finding with evidence,
  * confidence and knobs when its condition holds. Thresholds are in diagnose_int.h. */
 #include "diagnose/diagnose_int.h"
-#include "plan/plan.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,112 +10,26 @@
 
 static const json_t *get(const json_t *o, const char *k) { return json_object_get(o, k); }
 
-static void checked_add(json_t *checked, const char *rule, bool ran, const char *used) {
-    json_array_append_new(checked, json_pack("{s:s,s:b,s:s}", "rule", rule, "ran", ran, ran ? "used" : "why", used));
-}
-
 static double clamp01(double x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
-
-/* Telemetry helpers: the mean over GPUs of a column's mean; NAN when no GPU has it. */
-static double gpu_col_mean(const diag_in *in, const char *col) {
-    const json_t *gpus = get(in->tel, "gpu");
-    double s = 0;
-    int n = 0;
-    size_t i;
-    json_t *g;
-    json_array_foreach(gpus, i, g) {
-        double m = diag_mean(get(get(g, "series"), col));
-        if (isfinite(m)) { s += m; n++; }
-    }
-    return n ? s / n : NAN;
-}
 
 static const json_t *srv_series(const diag_in *in) { return get(get(in->tel, "server"), "series"); }
 
-/* ---- roofline ---- */
-
-void diag_roofline(diag_in *in) {
-    in->have_roof = false;
-    if (!in->have_model || !in->have_gpu) return;
-    const json_t *d = in->doc;
-    double done = diag_num(d, "completed");
-    double tpot = diag_num(d, "mean_tpot_ms");
-    if (!(done > 0) || !(tpot > 0)) return;
-    double in_tok = diag_num(d, "total_input_tokens") / done, out_tok = diag_num(d, "total_output_tokens") / done;
-    /* the decoding batch: the engine's own count, else the server's, else Little's law over the
-     * decode phase (request rate x mean time spent decoding) */
-    double b = NAN;
-    const char *src = NULL;
-    if (in->eng_series) {
-        const json_t *run = get(in->eng_series, "running");
-        double s = 0;
-        size_t n = 0, i;
-        json_t *v;
-        json_array_foreach(run, i, v) if (json_number_value(v) > 0) { s += json_number_value(v); n++; }
-        if (n) { b = s / n; src = "engine.series.running (mean while busy)"; }
-    }
-    if (!isfinite(b) && srv_series(in)) {
-        b = diag_mean(get(srv_series(in), "running"));
-        if (isfinite(b)) src = "telemetry.server.series.running (mean)";
-    }
-    if (!isfinite(b) || b < 1) {
-        double rt = diag_num(d, "request_throughput");
-        double dec_ms = diag_num(d, "mean_e2el_ms") - diag_num(d, "mean_ttft_ms");
-        b = rt * dec_ms / 1000.0;
-        src = "Little's law: request_throughput x (mean_e2el_ms - mean_ttft_ms)";
-    }
-    if (!(b >= 1)) b = 1;
-    plan_inputs pi;
-    plan_default_inputs(&pi);
-    sim_default_params(&pi.target);
-    char err[256];
-    if (sim_params_set(&pi.target, "model", in->model, err, sizeof err) != 0 ||
-        sim_params_set(&pi.target, "gpu", in->gpu, err, sizeof err) != 0) return;
-    char tp[16];
-    snprintf(tp, sizeof tp, "%d", in->tp > 0 ? in->tp : 1);
-    sim_params_set(&pi.target, "tp", tp, err, sizeof err);
-    if (in->kv_dtype[0]) sim_params_set(&pi.target, "kv-dtype", in->kv_dtype, err, sizeof err);
-    if (in->weight_dtype[0]) sim_params_set(&pi.target, "weight-dtype", in->weight_dtype, err, sizeof err);
-    pi.prompt_tokens = in_tok >= 1 ? (int)lround(in_tok) : 1;
-    pi.output_tokens = out_tok >= 1 ? (int)lround(out_tok) : 1;
-    pi.batch = (int)lround(b);
-    pi.context = in_tok + out_tok / 2;
-    plan_result r;
-    if (plan_compute(&pi, &r, err, sizeof err) < 0) return;
-    in->have_roof = true;
-    in->roof_batch = b;
-    in->roof_batch_source = src;
-    in->roof_context = pi.context;
-    in->roof_achieved = b * 1000.0 / tpot;
-    in->roof_bound = r.bw_ceiling_tokens_per_s * b / pi.batch;   /* per-sequence bound x the fractional batch */
-    in->roof_eff = in->roof_achieved / in->roof_bound;
-    in->roof_decode_ms = r.decode.t * 1e3;
-    in->roof_mem_bound = r.decode.bound == COST_BOUND_MEMORY;
-    in->roof_comm_share = r.decode.t > 0 ? r.decode.t_comm / r.decode.t : 0;
-    in->roof_prefill_ms = r.prefill_s * 1e3;
-    in->roof_prompt = pi.prompt_tokens;
-    in->roof_prefill_compute = r.prefill.bound == COST_BOUND_COMPUTE;
+/* The share of a user's end-to-end time spent waiting for service: TTFT beyond the fastest TTFT
+ * (a prefill alone), over the mean end-to-end latency. */
+static double wait_share(const json_t *d) {
+    double ttft = diag_num(d, "mean_ttft_ms"), tmin = diag_num(d, "min_ttft_ms"), e2el = diag_num(d, "mean_e2el_ms");
+    double q = diag_num(d, "mean_queue_ms");
+    if (!(e2el > 0) || !isfinite(ttft) || !isfinite(tmin)) return NAN;
+    return clamp01((ttft - tmin) / (e2el + (q > 0 ? q : 0)));
 }
+
+static void int_str(char *buf, size_t n, int v) { snprintf(buf, n, "%d", v); }
 
 /* ---- rules ---- */
 
-static void rule_errors(diag_in *in, json_t *L, json_t *C) {
-    double ok = diag_num(in->doc, "completed"), bad = diag_num(in->doc, "failed");
-    checked_add(C, "errors", true, "results.completed, results.failed, results.errors");
-    if (!(ok + bad > 0) || bad / (ok + bad) < DIAG_ERROR_FRAC) return;
-    json_t *f = diag_finding(L, "errors", 0.9, "%.1f%% of requests failed", 100 * bad / (ok + bad));
-    diag_ev(f, bad, "requests", "results.failed", "%.0f of %.0f requests failed", bad, ok + bad);
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)get(in->doc, "errors"), k, v)
-        if (json_is_integer(v) && json_integer_value(v) > 0)
-            diag_ev(f, (double)json_integer_value(v), "requests", "results.errors", "%s: %lld", k, (long long)json_integer_value(v));
-    diag_knob(f, "load", "lower", "fewer timeouts and cancellations; find the cause in the first error per class");
-}
-
 static void rule_client(diag_in *in, json_t *L, json_t *C) {
     const json_t *d = in->doc;
-    checked_add(C, "client_bound", true, "results.client_fell_behind, client_queue_capped, queue and rate fields, client section");
+    diag_checked(C, "client_bound", true, "results.client_fell_behind, client_queue_capped, queue and rate fields, client section");
     double share = diag_num(in->client, "cpu_core_share");
     double q = diag_num(d, "mean_queue_ms"), ttft = diag_num(d, "mean_ttft_ms");
     double ach = diag_num(d, "achieved_rate_per_s"), want = diag_num(d, "intended_rate_per_s");
@@ -143,6 +56,9 @@ static void rule_client(diag_in *in, json_t *L, json_t *C) {
                          100 * share);
     }
     if (!f) return;
+    if (rate_short) diag_cost(f, 1 - ach / want, "of the planned request rate never sent");
+    else if (fs99 > 0 && sv99 >= 0) diag_cost(f, clamp01(impact), "of p99 TTFT from schedule spent in the client");
+    else diag_cost(f, DIAG_COST_UNKNOWN, "not sized");
     diag_ev(f, q, "ms", "results.mean_queue_ms", "mean client queue %.1f ms vs mean TTFT %.1f ms", q, ttft);
     if (isfinite(want)) diag_ev(f, ach, "req/s", "results.achieved_rate_per_s", "sent %.2f req/s of %.2f planned", ach, want);
     double fs = diag_num(d, "p99_ttft_from_schedule_ms");
@@ -183,10 +99,10 @@ static void rule_kv(diag_in *in, json_t *L, json_t *C) {
         run_max = diag_max(get(s, "running"));
         src = "telemetry.server.series.kv_usage_pct, preemptions, waiting";
     } else {
-        checked_add(C, "kv_capacity", false, "no KV usage series (sim engine section or server /metrics telemetry)");
+        diag_checked(C, "kv_capacity", false, "no KV usage series (sim engine section or server /metrics telemetry)");
         return;
     }
-    checked_add(C, "kv_capacity", true, src);
+    diag_checked(C, "kv_capacity", true, src);
     bool full = kv_max >= DIAG_KV_FULL;
     if (!full && !(pre > 0)) return;
     double conf = pre > 0 && wait_mean >= DIAG_WAITING_MEAN ? 0.9 : pre > 0 ? 0.8 : 0.75;
@@ -197,17 +113,34 @@ static void rule_kv(diag_in *in, json_t *L, json_t *C) {
     if (isfinite(pre)) diag_ev(f, pre, "preemptions", in->eng_series ? "engine.preemptions_total" : "telemetry.server.series.preemptions",
                                "%.0f preemptions", pre);
     if (isfinite(wait_mean)) diag_ev(f, wait_mean, "requests", in->eng_series ? "engine.series.waiting" : "telemetry.server.series.waiting", "mean waiting %.1f requests", wait_mean);
-    if (in->max_num_seqs > 0 && isfinite(run_max))
+    int seqs = in->dep.max_num_seqs;
+    if (seqs > 0 && isfinite(run_max))
         diag_ev(f, run_max, "requests", in->eng_series ? "engine.series.running" : "telemetry.server.series.running", "running at most %.0f of max_num_seqs %d: memory, not the "
-                "sequence cap, stops admission", run_max, in->max_num_seqs);
+                "sequence cap, stops admission", run_max, seqs);
+    double ws = wait_share(in->doc);
+    diag_cost(f, isfinite(ws) ? ws : DIAG_COST_UNKNOWN, isfinite(ws) ? "of end-to-end time spent waiting for admission"
+                                                                     : "not sized");
     double kv_tok = diag_num(in->engine, "kv_tokens");
     if (isfinite(kv_tok)) diag_ev(f, kv_tok, "tokens", "engine.kv_tokens", "KV capacity %.0f tokens", kv_tok);
     double t0, t1;
     if (t && kv && diag_span(t, kv, in->eng_series ? DIAG_KV_FULL : 100 * DIAG_KV_FULL, &t0, &t1)) diag_window(f, t0, t1);
-    diag_knob(f, "kv_cache_dtype", "fp8", "halves KV bytes per token: about twice the tokens fit");
-    diag_knob(f, "gpu_memory_utilization", "raise", "more memory for KV blocks");
-    diag_knob(f, "tensor_parallel_size", "raise", "weights split over more GPUs leave more memory for KV");
-    diag_knob(f, "max_num_seqs", "lower", "fewer preemptions (recomputation wastes prefill work)");
+    char cur[16], sug[16];
+    diag_setting(in, f, "kv_cache_dtype", model_dtype_name(in->dep.kv_dtype), "fp8",
+                 "halves KV bytes per token: about twice the tokens fit");
+    double gmu = diag_num(get(in->cfg, "sim"), "gpu_memory_utilization");
+    snprintf(cur, sizeof cur, "%.2f", gmu);
+    diag_setting(in, f, "gpu_memory_utilization", isfinite(gmu) ? cur : NULL, isfinite(gmu) && gmu < 0.95 ? "0.95" : "raise",
+                 "more memory for KV blocks");
+    int_str(cur, sizeof cur, in->dep.tp);
+    int_str(sug, sizeof sug, 2 * in->dep.tp);
+    diag_setting(in, f, "tensor_parallel_size", in->dep.tp_s.assumed ? NULL : cur, in->dep.tp_s.assumed ? "raise" : sug,
+                 "weights split over more GPUs leave more memory for KV");
+    if (pre > 0) {
+        int_str(cur, sizeof cur, seqs);
+        int_str(sug, sizeof sug, isfinite(run_max) && run_max > 1 ? (int)(0.75 * run_max) : seqs / 2);
+        diag_setting(in, f, "max_num_seqs", seqs > 0 ? cur : NULL, seqs > 0 ? sug : "lower",
+                     "fewer preemptions (recomputation wastes prefill work)");
+    }
 }
 
 static void rule_queueing(diag_in *in, json_t *L, json_t *C) {
@@ -223,11 +156,12 @@ static void rule_queueing(diag_in *in, json_t *L, json_t *C) {
     double kv_max = in->eng_series ? diag_max(get(s, "kv_usage")) : s ? diag_max(get(s, "kv_usage_pct")) / 100 : NAN;
     double ttft_med = diag_num(d, "median_ttft_ms"), ttft_min = diag_num(d, "min_ttft_ms");
     double ttft = diag_num(d, "mean_ttft_ms"), e2el = diag_num(d, "mean_e2el_ms");
-    checked_add(C, "queueing", true, isfinite(wait_mean) ? (in->eng_series ? "engine.series.waiting/running, config max_num_seqs"
+    diag_checked(C, "queueing", true, isfinite(wait_mean) ? (in->eng_series ? "engine.series.waiting/running, config max_num_seqs"
                                                                           : "telemetry.server.series.waiting/running")
                                                          : "results.median_ttft_ms vs min_ttft_ms (no server series)");
     json_t *f = NULL;
-    bool at_cap = in->max_num_seqs > 0 && run_max >= DIAG_SEQS_FULL * in->max_num_seqs;
+    int seqs = in->dep.max_num_seqs;
+    bool at_cap = seqs > 0 && run_max >= DIAG_SEQS_FULL * seqs;
     if (isfinite(wait_mean) && wait_mean >= DIAG_WAITING_MEAN && !(kv_max >= DIAG_KV_FULL)) {
         /* a queue that costs little of the end-to-end time matters less */
         double conf = (at_cap ? 0.85 : 0.7) * (e2el > 0 && ttft / e2el < 0.2 ? 0.6 : 1);
@@ -235,8 +169,9 @@ static void rule_queueing(diag_in *in, json_t *L, json_t *C) {
                          at_cap ? " at max_num_seqs" : "");
         diag_ev(f, wait_mean, "requests", src_w, "mean waiting %.1f requests", wait_mean);
         if (isfinite(run_max)) {
-            if (in->max_num_seqs > 0)
-                diag_ev(f, run_max, "requests", src_r, "running max %.0f of max_num_seqs %d", run_max, in->max_num_seqs);
+            if (seqs > 0)
+                diag_ev(f, run_max, "requests", src_r, "running max %.0f of max_num_seqs %d (%s)", run_max, seqs,
+                        in->dep.max_num_seqs_s.src);
             else {
                 /* running pinned at its max whenever requests wait points to a sequence cap */
                 const json_t *rs = get(s, "running"), *ws = get(s, "waiting");
@@ -261,50 +196,32 @@ static void rule_queueing(diag_in *in, json_t *L, json_t *C) {
         diag_ev(f, ttft_med, "ms", "results.median_ttft_ms", "median TTFT %.1f ms vs min %.1f ms", ttft_med, ttft_min);
     }
     if (!f) return;
-    if (in->have_roof) diag_ev(f, in->roof_prefill_ms, "ms", "roofline (plan)", "a %.0f-token prefill alone takes about %.1f ms; "
+    double ws = wait_share(d);
+    diag_cost(f, isfinite(ws) ? ws : DIAG_COST_UNKNOWN, isfinite(ws) ? "of end-to-end time spent waiting for admission"
+                                                                     : "not sized");
+    if (in->have_roof) diag_ev(f, in->roof_prefill_ms, "ms", "roofline (cost model)", "a %.0f-token prefill alone takes about %.1f ms; "
                                "mean TTFT %.1f ms", in->roof_prompt, in->roof_prefill_ms, ttft);
     if (e2el > 0) diag_ev(f, 100 * ttft / e2el, "%", "results.mean_ttft_ms / mean_e2el_ms", "TTFT is %.0f%% of end-to-end latency",
                           100 * ttft / e2el);
-    diag_knob(f, "max_num_seqs", "raise", "more requests decode at once (if KV memory allows), shorter waits; TPOT grows");
+    char cur[16], sug[16];
+    int_str(cur, sizeof cur, seqs);
+    int_str(sug, sizeof sug, 2 * seqs);
+    diag_setting(in, f, "max_num_seqs", seqs > 0 ? cur : NULL, seqs > 0 ? sug : "raise",
+                 "more requests decode at once (if KV memory allows), shorter waits; TPOT grows");
     diag_knob(f, "replicas", "add", "the queue splits over instances");
     diag_knob(f, "load", "lower", "stay below the knee");
 }
 
-static void rule_decode_bw(diag_in *in, json_t *L, json_t *C) {
-    if (!in->have_roof) {
-        checked_add(C, "decode_bandwidth", false, "no roofline: model or GPU unknown (give --model and --gpu) or no TPOT");
-        return;
-    }
-    double dram = gpu_col_mean(in, "dram_bw_util_pct"), tensor = gpu_col_mean(in, "tensor_util_pct");
-    checked_add(C, "decode_bandwidth", true, isfinite(dram) ? "roofline (plan) at the run's batch and context, results.mean_tpot_ms, "
-                "telemetry GPU dram_bw_util_pct/tensor_util_pct" : "roofline (plan) at the run's batch and context, results.mean_tpot_ms");
-    bool tel = isfinite(dram) && dram >= DIAG_DRAM_HIGH && (!isfinite(tensor) || tensor < DIAG_TENSOR_HIGH);
-    if (!(in->roof_mem_bound && in->roof_eff >= DIAG_ROOF_EFF) && !tel) return;
-    double conf = 0.5 + 0.4 * clamp01((in->roof_eff - DIAG_ROOF_EFF) / 0.35);
-    if (tel) conf = conf < 0.85 ? 0.85 : conf;
-    json_t *f = diag_finding(L, "decode_bandwidth", conf, "decode is HBM-bandwidth bound: %.0f%% of the bandwidth roofline "
-                             "at batch %.0f", 100 * in->roof_eff, in->roof_batch);
-    diag_ev(f, in->roof_achieved, "tok/s", "batch / results.mean_tpot_ms", "decode %.0f tok/s at batch %.1f, context %.0f",
-            in->roof_achieved, in->roof_batch, in->roof_context);
-    diag_ev(f, in->roof_bound, "tok/s", "roofline (plan): batch x HBM bandwidth / bytes per step",
-            "HBM roofline %.0f tok/s for %s on %s", in->roof_bound, in->model, in->gpu);
-    if (isfinite(dram)) diag_ev(f, dram, "%", "telemetry.gpu.series.dram_bw_util_pct", "DRAM bandwidth %.0f%%, tensor %.0f%%", dram, tensor);
-    diag_knob(f, "max_num_seqs", "raise", "a larger batch reads the weights once for more tokens: more tok/s, slower per user");
-    diag_knob(f, "kv_cache_dtype", "fp8", "fewer KV bytes read per token at long contexts");
-    diag_knob(f, "quantization", "fp8 weights", "fewer weight bytes per step");
-    diag_knob(f, "speculative decoding / MTP", "enable", "several tokens per weight read");
-}
-
 static void rule_prefill(diag_in *in, json_t *L, json_t *C) {
-    double tensor = gpu_col_mean(in, "tensor_util_pct");
+    double tensor = diag_gpu_mean(in, "tensor_util_pct");
     double ttft = diag_num(in->doc, "mean_ttft_ms"), e2el = diag_num(in->doc, "mean_e2el_ms");
     double tmin = diag_num(in->doc, "min_ttft_ms");
     if (!in->have_roof && !isfinite(tensor)) {
-        checked_add(C, "prefill_compute", false, "no roofline (model/GPU unknown) and no tensor-activity telemetry");
+        diag_checked(C, "prefill_compute", false, "no roofline (model/GPU unknown) and no tensor-activity telemetry");
         return;
     }
-    checked_add(C, "prefill_compute", true, isfinite(tensor) ? "telemetry tensor_util_pct, results TTFT/E2EL" :
-                "roofline (plan) prefill bound, results.min_ttft_ms, mean_ttft_ms / mean_e2el_ms");
+    diag_checked(C, "prefill_compute", true, isfinite(tensor) ? "telemetry tensor_util_pct, results TTFT/E2EL" :
+                "roofline (cost model) prefill bound, results.min_ttft_ms, mean_ttft_ms / mean_e2el_ms");
     double share = e2el > 0 ? ttft / e2el : NAN;
     bool roof = in->have_roof && in->roof_prefill_compute && share >= DIAG_PREFILL_SHARE;
     bool tel = isfinite(tensor) && tensor >= DIAG_TENSOR_HIGH;
@@ -312,13 +229,18 @@ static void rule_prefill(diag_in *in, json_t *L, json_t *C) {
     double conf = (tel ? 0.8 : 0.6) + 0.3 * clamp01((share - DIAG_PREFILL_SHARE) / 0.4);
     json_t *f = diag_finding(L, "prefill_compute", conf > 0.95 ? 0.95 : conf, "prefill is compute bound and takes %.0f%% of "
                              "end-to-end latency", 100 * share);
+    diag_cost(f, clamp01(share), "of end-to-end latency spent in prefill");
     if (in->have_roof)
-        diag_ev(f, in->roof_prefill_ms, "ms", "roofline (plan)", "a %.0f-token prefill is compute bound: %.1f ms at the "
+        diag_ev(f, in->roof_prefill_ms, "ms", "roofline (cost model)", "a %.0f-token prefill is compute bound: %.1f ms at the "
                 "tensor roofline; fastest TTFT measured %.1f ms", in->roof_prompt, in->roof_prefill_ms, tmin);
     diag_ev(f, 100 * share, "%", "results.mean_ttft_ms / mean_e2el_ms", "mean TTFT %.1f ms of mean E2EL %.1f ms", ttft, e2el);
     if (tel) diag_ev(f, tensor, "%", "telemetry.gpu.series.tensor_util_pct", "tensor activity %.0f%%", tensor);
-    diag_knob(f, "quantization", "fp8 weights", "twice the tensor rate on Hopper");
-    diag_knob(f, "tensor_parallel_size", "raise", "prefill FLOPs split over more GPUs");
+    char cur[16], sug[16];
+    diag_setting(in, f, "weight_dtype", model_dtype_name(in->dep.weight_dtype), "fp8", "twice the tensor rate on Hopper");
+    int_str(cur, sizeof cur, in->dep.tp);
+    int_str(sug, sizeof sug, 2 * in->dep.tp);
+    diag_setting(in, f, "tensor_parallel_size", in->dep.tp_s.assumed ? NULL : cur, in->dep.tp_s.assumed ? "raise" : sug,
+                 "prefill FLOPs split over more GPUs");
     diag_knob(f, "prefix caching", "enable", "shared prompt prefixes are not recomputed");
 }
 
@@ -332,90 +254,80 @@ static void rule_interference(diag_in *in, json_t *L, json_t *C) {
         step_max = diag_max(st);
         step_med = diag_median(st);
     }
-    checked_add(C, "prefill_interference", true, in->eng_series ? "results p99/median ITL, engine.series.step_ms vs batch_tokens"
+    diag_checked(C, "prefill_interference", true, in->eng_series ? "results p99/median ITL, engine.series.step_ms vs batch_tokens"
                                                                 : "results p99/median ITL");
     bool spikes = ratio >= DIAG_ITL_SPIKE;
     bool aligned = corr >= DIAG_STEP_CORR && step_max >= DIAG_STEP_SPIKE * step_med;
     if (!spikes) return;
     if (in->eng_series && !aligned) return;
-    double conf = aligned ? (in->chunked_prefill == 0 ? 0.85 : 0.7) : 0.5;
+    int chunked = in->dep.chunked_prefill;
+    double conf = aligned ? (chunked == 0 ? 0.85 : 0.7) : 0.5;
     json_t *f = diag_finding(L, "prefill_interference", conf, "decode stalls behind prefills: p99 ITL is %.1fx the median",
                              ratio);
-    diag_ev(f, itl99, "ms", "results.p99_itl_ms", "ITL p99 %.1f ms vs median %.1f ms", itl99, itl50);
+    /* the stalls' share of decode time: the mean gap beyond the typical one */
+    double itl_mean = diag_num(in->doc, "mean_itl_ms");
+    double lost = itl_mean > 0 && itl50 > 0 ? clamp01((itl_mean - itl50) / itl_mean) : DIAG_COST_UNKNOWN;
+    diag_cost(f, lost, "of decode time spent in stalls (mean ITL beyond the median)");
+    diag_ev(f, itl99, "ms", "results.p99_itl_ms", "ITL p99 %.1f ms vs median %.1f ms (mean %.1f ms)", itl99, itl50, itl_mean);
     if (aligned) {
         diag_ev(f, corr, NULL, "engine.series.step_ms ~ batch_tokens", "step time follows tokens per step (correlation %.2f)", corr);
         diag_ev(f, step_max, "ms", "engine.series.step_ms", "longest step %.1f ms vs median %.1f ms", step_max, step_med);
     }
-    if (in->chunked_prefill == 0) {
-        diag_ev(f, NAN, NULL, "config.sim.chunked_prefill", "chunked prefill is off: a whole prompt runs in one step");
-        diag_knob(f, "enable_chunked_prefill", "on", "prompts run in chunks beside decodes: ITL spikes shrink");
-    }
-    if (in->max_num_batched_tokens > 0) {
-        diag_ev(f, in->max_num_batched_tokens, "tokens", "config.sim.max_num_batched_tokens", "up to %d tokens per step",
-                in->max_num_batched_tokens);
-    }
-    diag_knob(f, "max_num_batched_tokens", "lower", "smaller prefill chunks per step: lower ITL tail, somewhat longer TTFT");
+    if (chunked == 0)
+        diag_ev(f, NAN, NULL, in->dep.chunked_prefill_s.src, "chunked prefill is off: a whole prompt runs in one step");
+    diag_setting(in, f, "enable_chunked_prefill", chunked < 0 ? NULL : chunked ? "on" : "off", "on",
+                 "prompts run in chunks beside decodes: ITL spikes shrink");
+    int mnbt = in->dep.max_num_batched_tokens;
+    if (mnbt > 0)
+        diag_ev(f, mnbt, "tokens", in->dep.max_num_batched_tokens_s.src, "up to %d tokens per step", mnbt);
+    char cur[16], sug[16];
+    int_str(cur, sizeof cur, mnbt);
+    int_str(sug, sizeof sug, mnbt / 2);
+    diag_setting(in, f, "max_num_batched_tokens", mnbt > 0 ? cur : NULL, mnbt > 0 ? sug : "lower",
+                 "smaller prefill chunks per step: lower ITL tail, somewhat longer TTFT");
     diag_knob(f, "disaggregated prefill", "consider", "prefill on other GPUs: no decode stalls");
 }
 
 static void rule_pcie(diag_in *in, json_t *L, json_t *C) {
-    if (!get(in->tel, "gpu")) { checked_add(C, "host_pcie", false, "no GPU telemetry"); return; }
-    double rx = gpu_col_mean(in, "gpm_pcie_rx_mb_s"), tx = gpu_col_mean(in, "gpm_pcie_tx_mb_s");
-    if (!isfinite(rx)) { rx = gpu_col_mean(in, "pcie_rx_mb_s"); tx = gpu_col_mean(in, "pcie_tx_mb_s"); }
-    if (!isfinite(rx)) { checked_add(C, "host_pcie", false, "GPU telemetry has no PCIe columns"); return; }
-    checked_add(C, "host_pcie", true, "telemetry.gpu.series PCIe rx/tx MB/s");
+    if (!get(in->tel, "gpu")) { diag_checked(C, "host_pcie", false, "no GPU telemetry"); return; }
+    double rx = diag_gpu_mean(in, "gpm_pcie_rx_mb_s"), tx = diag_gpu_mean(in, "gpm_pcie_tx_mb_s");
+    if (!isfinite(rx)) { rx = diag_gpu_mean(in, "pcie_rx_mb_s"); tx = diag_gpu_mean(in, "pcie_tx_mb_s"); }
+    if (!isfinite(rx)) { diag_checked(C, "host_pcie", false, "GPU telemetry has no PCIe columns"); return; }
+    diag_checked(C, "host_pcie", true, "telemetry.gpu.series PCIe rx/tx MB/s");
     double sum = rx + (isfinite(tx) ? tx : 0);
     if (sum < DIAG_PCIE_MB_S) return;
     json_t *f = diag_finding(L, "host_pcie", 0.6, "heavy host<->GPU traffic: %.1f GB/s over PCIe", sum / 1000);
+    diag_cost(f, DIAG_COST_UNKNOWN, "not sized (transfers may overlap compute)");
     diag_ev(f, sum, "MB/s", "telemetry.gpu.series.pcie", "PCIe rx %.0f MB/s + tx %.0f MB/s (mean per GPU)", rx, tx);
     diag_knob(f, "cpu offload / swap space", "remove", "weights or KV moved over PCIe every step are slow");
     diag_knob(f, "PCIe link", "check", "gen and width (nvidia-smi -q); pinned host memory");
 }
 
 static void rule_comm(diag_in *in, json_t *L, json_t *C) {
-    double rx = gpu_col_mean(in, "gpm_nvlink_rx_mb_s"), tx = gpu_col_mean(in, "gpm_nvlink_tx_mb_s");
-    if (!isfinite(rx)) { rx = gpu_col_mean(in, "nvlink_rx_mb_s"); tx = gpu_col_mean(in, "nvlink_tx_mb_s"); }
-    const hw_gpu *g = in->have_gpu ? hw_find(in->gpu) : NULL;
+    double rx = diag_gpu_mean(in, "gpm_nvlink_rx_mb_s"), tx = diag_gpu_mean(in, "gpm_nvlink_tx_mb_s");
+    if (!isfinite(rx)) { rx = diag_gpu_mean(in, "nvlink_rx_mb_s"); tx = diag_gpu_mean(in, "nvlink_tx_mb_s"); }
+    const hw_gpu *g = deploy_has_gpu(&in->dep) ? hw_find(in->dep.gpu) : NULL;
     bool tel = isfinite(rx) && g && g->link_bytes_per_s > 0;
-    bool model = in->have_roof && in->tp > 1;
-    if (!tel && !model) { checked_add(C, "communication", false, "single GPU (tp 1) and no NVLink telemetry"); return; }
-    checked_add(C, "communication", true, tel ? "telemetry NVLink rx/tx vs the GPU catalog's link bandwidth" :
-                "roofline (plan): modelled all-reduce time share of a decode step");
+    bool model = in->have_roof && in->dep.tp > 1;
+    if (!tel && !model) { diag_checked(C, "communication", false, "single GPU (tp 1) and no NVLink telemetry"); return; }
+    diag_checked(C, "communication", true, tel ? "telemetry NVLink rx/tx vs the GPU catalog's link bandwidth" :
+                "roofline (cost model): modelled all-reduce time share of a decode step");
     double frac = tel ? (rx + (isfinite(tx) ? tx : 0)) * 1e6 / g->link_bytes_per_s : NAN;
     bool hit_tel = tel && frac >= DIAG_LINK_FRAC;
     bool hit_model = model && in->roof_comm_share >= DIAG_COMM_SHARE;
     if (!hit_tel && !hit_model) return;
     json_t *f = diag_finding(L, "communication", hit_tel ? 0.65 : 0.5, "GPU-to-GPU communication takes a large share of each step");
+    if (hit_model) diag_cost(f, in->roof_comm_share, "of a decode step spent in all-reduce (modelled)");
+    else diag_cost(f, DIAG_COST_UNKNOWN, "not sized (link traffic may overlap compute)");
     if (hit_tel) diag_ev(f, 100 * frac, "%", "telemetry.gpu.series.nvlink", "NVLink traffic %.0f%% of %s bandwidth", 100 * frac, g->link_name);
-    if (model) diag_ev(f, 100 * in->roof_comm_share, "%", "roofline (plan)", "all-reduce about %.0f%% of a decode step at tp %d",
-                       100 * in->roof_comm_share, in->tp);
-    diag_knob(f, "tensor_parallel_size", "lower (more replicas)", "fewer all-reduces per token");
+    if (model) diag_ev(f, 100 * in->roof_comm_share, "%", "roofline (cost model)", "all-reduce about %.0f%% of a decode step at tp %d",
+                       100 * in->roof_comm_share, in->dep.tp);
+    char cur[16], sug[16];
+    int_str(cur, sizeof cur, in->dep.tp);
+    int_str(sug, sizeof sug, in->dep.tp / 2);
+    if (in->dep.tp > 1)
+        diag_setting(in, f, "tensor_parallel_size", cur, sug, "fewer all-reduces per token; run more replicas instead");
     diag_knob(f, "expert parallel", "enable for MoE", "all-to-all of tokens instead of all-reduce of activations");
-}
-
-static void rule_underuse(diag_in *in, json_t *L, json_t *C) {
-    double util = gpu_col_mean(in, "util_gpu_pct");
-    double inflight = diag_mean(get(in->timeline, "in_flight"));
-    double step_med = in->eng_series ? diag_median(get(in->eng_series, "step_ms")) : NAN;
-    double ovh = in->step_overhead_s * 1e3;
-    bool tel = isfinite(util) && inflight >= 1 && util < DIAG_GPU_IDLE_UTIL;
-    bool sim = isfinite(step_med) && step_med > 0 && isfinite(ovh) && ovh / step_med >= DIAG_OVERHEAD_SHARE;
-    if (!isfinite(util) && !isfinite(step_med)) {
-        checked_add(C, "underutilization", false, "no GPU utilisation telemetry and no engine step series");
-        return;
-    }
-    checked_add(C, "underutilization", true, isfinite(util) ? "telemetry util_gpu_pct, results.timeline.in_flight"
-                                                            : "engine.series.step_ms, engine.factors.step_overhead_s");
-    if (!tel && !sim) return;
-    json_t *f = diag_finding(L, "underutilization", tel ? 0.65 : 0.45, tel ? "the GPU idles while requests are in flight" :
-                             "fixed per-step overhead is a large part of every step");
-    if (tel) diag_ev(f, util, "%", "telemetry.gpu.series.util_gpu_pct", "GPU busy %.0f%% with %.1f requests in flight on average",
-                     util, inflight);
-    if (sim) diag_ev(f, 100 * ovh / step_med, "%", "engine.factors.step_overhead_s / median engine.series.step_ms",
-                     "%.2f ms of a %.2f ms median step is fixed overhead (scheduling, launches, sampling)", ovh, step_med);
-    diag_knob(f, "CUDA graphs", "enable", "fewer kernel launches per step");
-    diag_knob(f, "max_num_seqs / load", "raise", "more work per step amortises the fixed cost");
-    diag_knob(f, "server CPU", "check", "scheduler and detokenizer threads must not starve");
 }
 
 static const char *reason_names(long bits, char *buf, size_t len) {
@@ -429,8 +341,8 @@ static const char *reason_names(long bits, char *buf, size_t len) {
 
 static void rule_throttle(diag_in *in, json_t *L, json_t *C) {
     const json_t *gpus = get(in->tel, "gpu");
-    if (!json_array_size(gpus)) { checked_add(C, "throttling", false, "no GPU telemetry"); return; }
-    checked_add(C, "throttling", true, "telemetry.gpu.series.throttled, clock_event_reasons, sm_clock_mhz");
+    if (!json_array_size(gpus)) { diag_checked(C, "throttling", false, "no GPU telemetry"); return; }
+    diag_checked(C, "throttling", true, "telemetry.gpu.series.throttled, clock_event_reasons, sm_clock_mhz");
     size_t i;
     json_t *g;
     json_array_foreach(gpus, i, g) {
@@ -448,6 +360,7 @@ static void rule_throttle(diag_in *in, json_t *L, json_t *C) {
                 reason_names(bits, names, sizeof names));
         double clk = diag_mean(get(s, "sm_clock_mhz")), clk_max = diag_num(g, "sm_clock_max_mhz");
         if (isfinite(clk)) diag_ev(f, clk, "MHz", "telemetry.gpu.series.sm_clock_mhz", "SM clock mean %.0f MHz of max %.0f MHz", clk, clk_max);
+        diag_cost(f, clk_max > 0 && clk > 0 ? clamp01(1 - clk / clk_max) : DIAG_COST_UNKNOWN, "of the SM clock lost to throttling");
         double t0, t1;
         if (diag_span(get(s, "t_s"), get(s, "throttled"), 1, &t0, &t1)) diag_window(f, t0, t1);
         diag_knob(f, "cooling / power limit", "check", "nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE; clocks recover");
@@ -457,10 +370,11 @@ static void rule_throttle(diag_in *in, json_t *L, json_t *C) {
 
 static void rule_numa(diag_in *in, json_t *L, json_t *C) {
     const json_t *numa = get(get(in->tel, "host"), "numa");
-    if (!numa) { checked_add(C, "cross_numa", false, "no host NUMA telemetry"); return; }
-    checked_add(C, "cross_numa", true, "telemetry.host.numa");
+    if (!numa) { diag_checked(C, "cross_numa", false, "no host NUMA telemetry"); return; }
+    diag_checked(C, "cross_numa", true, "telemetry.host.numa");
     if (!json_is_true(get(numa, "cross_numa"))) return;
     json_t *f = diag_finding(L, "cross_numa", 0.75, "the server runs across NUMA nodes from its GPUs");
+    diag_cost(f, DIAG_COST_UNKNOWN, "not sized (host-side copies cross the socket link)");
     const char *why = json_string_value(get(numa, "why"));
     diag_ev(f, NAN, NULL, "telemetry.host.numa.why", "%s", why ? why : "cross_numa = true");
     double off = diag_num(get(numa, "server"), "mem_off_gpu_node_pct");
@@ -481,7 +395,7 @@ static void rule_tenants(diag_in *in, json_t *L, json_t *C) {
     const json_t *arr = get(in->doc, "classes");
     size_t n = json_array_size(arr);
     if (n < 2) return;                  /* one class: nothing to weigh against */
-    checked_add(C, "tenants", true, "results.classes[]: good requests under each class's SLO, p99 TTFT/TPOT, "
+    diag_checked(C, "tenants", true, "results.classes[]: good requests under each class's SLO, p99 TTFT/TPOT, "
                 "prompt lengths, shares of requests and output tokens");
     class_view v[16];
     size_t m = 0;
@@ -516,6 +430,8 @@ static void rule_tenants(diag_in *in, json_t *L, json_t *C) {
     bool tpot_miss = isfinite(worst->slo_tpot) && worst->p99_tpot > worst->slo_tpot;
     json_t *f = diag_finding(L, "tenants", 0.75, "request class '%s' misses its SLO (%.0f%% of requests good) while '%s' "
                              "meets its own (%.0f%%)", worst->name, 100 * gw, best->name, 100 * gb);
+    diag_cost(f, all_req > 0 ? (1 - gw) * worst->total / all_req : DIAG_COST_UNKNOWN, "of all requests: the missing class's "
+              "requests outside its SLO");
     for (size_t i = 0; i < m; i++) {
         class_view *x = &v[i];
         char slo[96] = "no SLO", part[48];
@@ -542,28 +458,36 @@ static void rule_tenants(diag_in *in, json_t *L, json_t *C) {
                   "it is admitted ahead of the loose class");
         diag_knob(f, "routing", "separate replicas per class", "the loose class's long generations stop holding the strict "
                   "class's slots");
-        diag_knob(f, "max_num_seqs", "raise", "more slots, shorter waits for everyone (if KV memory allows)");
+        char cur[16], sug[16];
+        int_str(cur, sizeof cur, in->dep.max_num_seqs);
+        int_str(sug, sizeof sug, 2 * in->dep.max_num_seqs);
+        diag_setting(in, f, "max_num_seqs", in->dep.max_num_seqs > 0 ? cur : NULL, in->dep.max_num_seqs > 0 ? sug : "raise",
+                     "more slots, shorter waits for everyone (if KV memory allows)");
     }
     if (tpot_miss) {
-        diag_knob(f, "max_num_batched_tokens", "lower (with chunked prefill)", "another class's long prefills are cut into "
-                  "smaller chunks per step, so decode steps stay short");
+        char cur[16], sug[16];
+        int mnbt = in->dep.max_num_batched_tokens;
+        int_str(cur, sizeof cur, mnbt);
+        int_str(sug, sizeof sug, mnbt / 2);
+        diag_setting(in, f, "max_num_batched_tokens", mnbt > 0 ? cur : NULL, mnbt > 0 ? sug : "lower",
+                     "with chunked prefill, another class's long prefills are cut into smaller chunks per step, so decode "
+                     "steps stay short");
         if (!ttft_miss) diag_knob(f, "routing", "separate replicas per class", "prefill-heavy and latency-bound tenants stop sharing steps");
     }
     diag_knob(f, "load", "rate-limit the class that holds the server", "the other's tail comes back");
 }
 
 void diag_rules(diag_in *in, json_t *list, json_t *checked) {
-    rule_errors(in, list, checked);
+    diag_rule_errors(in, list, checked);
     rule_client(in, list, checked);
     rule_kv(in, list, checked);
     rule_queueing(in, list, checked);
-    rule_decode_bw(in, list, checked);
+    diag_roof_rules(in, list, checked);
     rule_prefill(in, list, checked);
     rule_interference(in, list, checked);
     rule_tenants(in, list, checked);
     rule_pcie(in, list, checked);
     rule_comm(in, list, checked);
-    rule_underuse(in, list, checked);
     rule_throttle(in, list, checked);
     rule_numa(in, list, checked);
 }

@@ -5,6 +5,7 @@
  * compressed — all in one IMMEDIATE transaction, so a process killed mid-write leaves either the
  * whole run or nothing. */
 #include "history/hist_internal.h"
+#include "common/redact.h"
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -409,8 +410,15 @@ int history_record(history *h, const json_t *doc, const history_record_opts *o, 
     if (existed) *existed = false;
     for (int i = 0; o && i < o->n_labels; i++)
         if (history_check_label(o->labels[i], err, errlen) < 0) return -1;
+    /* credentials never reach the database: every string of the document goes through redact
+     * (a no-op for what dsperf wrote itself, which is redacted already; an imported file or an
+     * older dsperf's may hold a key in a URL or a command line) */
+    json_t *safe = json_deep_copy(doc);
+    if (!safe) { snprintf(err, errlen, "out of memory"); return -1; }
+    redact_json_tree(safe);
+    doc = safe;
     hist_row r;
-    if (fill_row(&r, doc, err, errlen) < 0) return -1;
+    if (fill_row(&r, doc, err, errlen) < 0) { json_decref(safe); return -1; }
     json_t *view = hist_compare_view(doc);
     int rc = -1;
     if (!view) { snprintf(err, errlen, "out of memory"); goto out; }
@@ -432,6 +440,7 @@ int history_record(history *h, const json_t *doc, const history_record_opts *o, 
     rc = 0;
 out:
     json_decref(view);
+    json_decref(safe);
     free(r.config);
     return rc;
 }

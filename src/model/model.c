@@ -163,8 +163,8 @@ double model_kv_bytes_per_token(const model_arch *m, model_dtype kv, int tp) {
 
 /* --- Hugging Face config.json --- */
 
-static int jint(json_t *root, const char *key, int dflt) {
-    json_t *v = json_object_get(root, key);
+static int jint(const json_t *root, const char *key, int dflt) {
+    const json_t *v = json_object_get(root, key);
     if (json_is_integer(v)) return (int)json_integer_value(v);
     if (json_is_real(v)) return (int)json_real_value(v);
     return dflt;
@@ -177,9 +177,17 @@ int model_load_hf_config(const char *path, model_arch *out, char *err, size_t er
         snprintf(err, errlen, "cannot read model config %s: %s (line %d)", path, je.text, je.line);
         return -1;
     }
+    const char *slash = strrchr(path, '/');
+    int rc = model_arch_from_hf_json(root, path, slash ? slash + 1 : path, out, err, errlen);
+    json_decref(root);
+    return rc;
+}
+
+int model_arch_from_hf_json(const json_t *root, const char *what, const char *name, model_arch *out, char *err,
+                            size_t errlen) {
+    const char *path = what;
     if (!json_is_object(root)) {
         snprintf(err, errlen, "model config %s: not a JSON object", path);
-        json_decref(root);
         return -1;
     }
     model_arch m;
@@ -193,7 +201,6 @@ int model_load_hf_config(const char *path, model_arch *out, char *err, size_t er
     for (int i = 0; i < 4; i++)
         if (vals[i] <= 0) {
             snprintf(err, errlen, "model config %s: missing or invalid \"%s\"", path, required[i]);
-            json_decref(root);
             return -1;
         }
     m.kv_lora_rank = jint(root, "kv_lora_rank", 0);
@@ -219,18 +226,13 @@ int model_load_hf_config(const char *path, model_arch *out, char *err, size_t er
     m.moe_layer_freq = jint(root, "moe_layer_freq", jint(root, "decoder_sparse_step", 1));
     m.mtp_layers = jint(root, "num_nextn_predict_layers", 0);
     m.native_dtype = DT_BF16;
-    json_t *q = json_object_get(root, "quantization_config");
+    const json_t *q = json_object_get(root, "quantization_config");
     const char *qm = json_string_value(json_object_get(q, "quant_method"));
     if (qm && !strcasecmp(qm, "fp8")) m.native_dtype = DT_FP8;
     const char *td = json_string_value(json_object_get(root, "torch_dtype"));
     if (!qm && td && !strcmp(td, "float16")) m.native_dtype = DT_FP16;
     const char *nm = json_string_value(json_object_get(root, "_name_or_path"));
-    if (!nm || !*nm) {
-        const char *slash = strrchr(path, '/');
-        nm = slash ? slash + 1 : path;
-    }
-    snprintf(m.name, sizeof m.name, "%s", nm);
-    json_decref(root);
+    snprintf(m.name, sizeof m.name, "%s", nm && *nm ? nm : name);
     *out = m;
     return 0;
 }

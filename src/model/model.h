@@ -6,6 +6,7 @@
 #define DSP_MODEL_H
 #include <stddef.h>
 #include <stdio.h>
+#include <jansson.h>
 
 typedef enum { DT_BF16, DT_FP16, DT_FP8, DT_INT8, DT_INT4, DT_COUNT } model_dtype;
 
@@ -73,6 +74,10 @@ const model_arch *model_catalog(size_t i);
 /* Reads a Hugging Face config.json. 0 ok, -1 with a one-line err (missing file, bad JSON,
  * missing hidden_size/num_hidden_layers/num_attention_heads/vocab_size). */
 int model_load_hf_config(const char *path, model_arch *out, char *err, size_t errlen);
+/* The same from a parsed config object (what names it in messages; name when it has no
+ * _name_or_path). */
+int model_arch_from_hf_json(const json_t *root, const char *what, const char *name, model_arch *out, char *err,
+                            size_t errlen);
 
 int model_is_mla(const model_arch *m);
 int model_is_moe(const model_arch *m);

@@ -2,6 +2,7 @@
  * window ring and the Prometheus text exposition of all of them. */
 #include "monitor/monitor.h"
 #include "common/clock.h"
+#include "common/redact.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +131,7 @@ void mon_metrics_init(mon_metrics *m, const mon_slo *slo, double rate_per_s, con
     mon_hist_init(&m->e2el, mon_e2el_bounds_s, mon_e2el_n_bounds);
     mon_window_init(&m->win);
     m->rate_per_s = rate_per_s;
-    m->url = strdup(url ? url : "");
+    m->url = redact_text(url ? url : "");   /* a label anyone who scrapes reads */
     m->api = strdup(api ? api : "");
     m->model = strdup("");
     m->start_unix_s = clock_wall_ns() / 1e9;

@@ -8,6 +8,7 @@
 #include "monitor/monitor.h"
 #include "common/clock.h"
 #include "common/rng.h"
+#include "common/redact.h"
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -324,7 +325,7 @@ static bool resolve_model(monitor *m, size_t idx, size_t index, int64_t sched_ns
     r->sched_ns = sched_ns;
     r->outcome = REC_ERR_CONNECT;
     r->end_ns = clock_now_ns();
-    r->error = strdup(err);
+    r->error = redact_text(err);   /* the pre-flight message quotes the URL */
     finish_probe(m, idx);
     return false;
 }

@@ -2,6 +2,8 @@
  * batch recommendations, MoE all-to-all volume; printed as a table or JSON. */
 #include "plan/plan.h"
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -23,6 +25,49 @@ static void reason(plan_result *r, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(r->reasons[r->n_reasons++], sizeof r->reasons[0], fmt, ap);
     va_end(ap);
+}
+
+/* Whether the weights fit (some KV blocks left) with p changed to tp and weight dtype wd. */
+static bool fits_with(const sim_params *p, int tp, const char *wd, const char *gpu) {
+    sim_params q = *p;
+    q.tp = tp;
+    if (q.n_gpus > 0 && q.n_gpus < tp) q.n_gpus = tp;
+    if (q.n_gpus > 0 && q.n_gpus % tp) q.n_gpus = tp;
+    if (wd) snprintf(q.weight_dtype, sizeof q.weight_dtype, "%s", wd);
+    if (gpu) snprintf(q.gpu, sizeof q.gpu, "%s", gpu);
+    cost_model c;
+    char err[256];
+    if (sim_params_cost(&q, &c, err, sizeof err) < 0) return false;
+    bool ok = sim_params_kv_blocks(&q, &c) > 0;
+    cost_free(&c);
+    return ok;
+}
+
+/* Advice for a model that does not fit, from the current setting to one that fits: the smallest
+ * tensor-parallel size, a smaller weight dtype (only when the weights are not already 1 byte or
+ * less), a GPU with more memory at this tp. */
+static void does_not_fit_advice(plan_result *r, const sim_params *p) {
+    char tp_s[64] = "", wd_s[96] = "", gpu_s[96] = "";
+    for (int tp = p->tp * 2; tp <= 64; tp *= 2)
+        if (fits_with(p, tp, NULL, NULL)) { snprintf(tp_s, sizeof tp_s, "--tp %d \xe2\x86\x92 %d", p->tp, tp); break; }
+    if (model_dtype_bytes(r->weight_dtype) > 1 && fits_with(p, p->tp, "fp8", NULL))
+        snprintf(wd_s, sizeof wd_s, "--weight-dtype %s \xe2\x86\x92 fp8", model_dtype_name(r->weight_dtype));
+    else if (model_dtype_bytes(r->weight_dtype) > 0.5 && fits_with(p, p->tp, "int4", NULL))
+        snprintf(wd_s, sizeof wd_s, "--weight-dtype %s \xe2\x86\x92 int4 (4-bit weights cost accuracy)",
+                 model_dtype_name(r->weight_dtype));
+    for (size_t i = 0; hw_catalog(i); i++) {
+        const hw_gpu *g = hw_catalog(i);
+        if (g->mem_bytes > r->gpu_mem_bytes && fits_with(p, p->tp, NULL, g->name)) {
+            snprintf(gpu_s, sizeof gpu_s, "--gpu %s \xe2\x86\x92 %s (%.0f GiB)", r->gpu, g->name, g->mem_bytes / GIB);
+            break;
+        }
+    }
+    if (!tp_s[0] && !wd_s[0] && !gpu_s[0]) {
+        reason(r, "no single change fits it: neither tp up to 64, a smaller weight dtype nor a catalog GPU");
+        return;
+    }
+    reason(r, "to fit: %s%s%s%s%s", tp_s, tp_s[0] && (wd_s[0] || gpu_s[0]) ? ", or " : "", wd_s,
+           wd_s[0] && gpu_s[0] ? ", or " : "", gpu_s);
 }
 
 static void decode_at(cost_model *c, long long b, double ctx, cost_step *s) {
@@ -127,7 +172,9 @@ static void adaptive(cost_model *c, const plan_inputs *in, plan_result *r, doubl
         r->adaptive_max_num_seqs = 0;
         r->replicas_needed = r->max_rate_per_instance > 0 ? (int)ceil(in->rate_per_s / r->max_rate_per_instance) : 0;
         if (b_slo == 0)
-            reason(r, "even batch 1 misses the P99 target of %.1f ms on this setup: more GPUs per instance (TP), a faster GPU, or fp8 weights", p99t * 1e3);
+            reason(r, "even batch 1 misses the P99 target of %.1f ms on this setup (tp %d, %s weights): more GPUs per "
+                   "instance (--tp %d \xe2\x86\x92 %d), a faster GPU%s", p99t * 1e3, c->tp, model_dtype_name(c->weight_dtype),
+                   c->tp, 2 * c->tp, model_dtype_bytes(c->weight_dtype) > 1 ? ", or fp8 weights" : "");
         else
             reason(r, "the P99 target %.1f ms allows batch <= %lld, which sustains %.2f req/s per instance; %.3g req/s needs %d instances",
                    p99t * 1e3, b_slo, r->max_rate_per_instance, in->rate_per_s, r->replicas_needed);
@@ -194,7 +241,7 @@ int plan_compute(const plan_inputs *in, plan_result *r, char *err, size_t errlen
         reason(r, "%s does not fit: %.1f GiB of weights per GPU vs %.1f GiB usable (%.0f%% of %.1f GiB, less %.1f GiB reserved)",
                r->model, r->weight_bytes_per_gpu / GIB, (r->usable_bytes - p->reserved_bytes) / GIB,
                p->gpu_memory_utilization * 100, r->gpu_mem_bytes / GIB, p->reserved_bytes / GIB);
-        reason(r, "raise --tp, use --weight-dtype fp8, or pick a GPU with more memory");
+        does_not_fit_advice(r, p);
     } else {
         long long rec = max_batch_within(&c, ctx, cap, in->tpot_target_s);
         r->rec_max_num_seqs = rec;

@@ -3,6 +3,7 @@
  * time-aligned run view, errors by class, and how to reproduce the run. One file, inline CSS and
  * SVG, no script and no external reference, every document string escaped. */
 #include "report/report_internal.h"
+#include "common/redact.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -385,6 +386,14 @@ static void findings(rbuf *b, const rep_model *m, const report_opts *o) {
         json_t *f;
         json_array_foreach(list, i, f) finding(b, m, f, i + 1);
     }
+    /* a rate beyond physics: the assumed deployment is wrong, which is no bottleneck */
+    const json_t *cfg = json_object_get(o->diagnosis, "configuration");
+    if (json_array_size(cfg)) {
+        rb_puts(b, "<h3>Configuration: the assumed deployment cannot be right</h3>");
+        size_t i;
+        json_t *f;
+        json_array_foreach(cfg, i, f) finding(b, m, f, i + 1);
+    }
     roofline(b, json_object_get(o->diagnosis, "roofline"));
     const json_t *checked = json_object_get(o->diagnosis, "checked");
     size_t i, skipped = 0;
@@ -486,6 +495,21 @@ static void levels_table(rbuf *b, const rep_model *m) {
 
 /* ---- errors ---- */
 
+/* The first message of a class (an HTTP status when status > 0) from the results' error_examples,
+ * at the first level that has one; NULL when no level kept one. */
+static const char *example_message(const rep_model *m, const char *cls, int status) {
+    for (size_t i = 0; i < m->n; i++) {
+        size_t k;
+        json_t *e;
+        json_array_foreach(json_object_get(m->lv[i].r, "error_examples"), k, e) {
+            const char *c = json_string_value(json_object_get(e, "class"));
+            if (!c || strcmp(c, cls) || (status && json_integer_value(json_object_get(e, "status")) != status)) continue;
+            if (json_string_value(json_object_get(e, "message"))) return json_string_value(json_object_get(e, "message"));
+        }
+    }
+    return NULL;
+}
+
 static void errors_section(rbuf *b, const rep_model *m, const report_opts *o) {
     rb_puts(b, "<section id=\"errors\"><h2>Errors</h2>");
     double failed = 0;
@@ -527,7 +551,9 @@ static void errors_section(rbuf *b, const rep_model *m, const report_opts *o) {
         rb_puts(b, "</th>");
     }
     const report_requests *rq = o->requests;
-    rb_puts(b, rq ? "<th class=\"l\">first message</th></tr></thead><tbody>" : "</tr></thead><tbody>");
+    bool examples = false;
+    for (size_t i = 0; i < m->n; i++) examples |= json_array_size(json_object_get(m->lv[i].r, "error_examples")) > 0;
+    rb_puts(b, rq || examples ? "<th class=\"l\">first message</th></tr></thead><tbody>" : "</tr></thead><tbody>");
     for (size_t c = 0; c < nc; c++) {
         bool http = classes[c][0] >= '0' && classes[c][0] <= '9';
         rb_puts(b, "<tr><td>");
@@ -541,9 +567,17 @@ static void errors_section(rbuf *b, const rep_model *m, const report_opts *o) {
             fmt_num(json_is_number(v) ? json_number_value(v) : 0, t, sizeof t);
             rb_printf(b, "<td>%s</td>", t);
         }
-        if (!rq) { rb_puts(b, "</tr>"); continue; }
+        const char *msg = example_message(m, http ? "http" : classes[c], http ? atoi(classes[c]) : 0);
+        if (!rq && !examples) { rb_puts(b, "</tr>"); continue; }
         rb_puts(b, "<td class=\"l\">");
-        for (size_t k = 0; k < rq->n_error_classes; k++)
+        if (msg) {
+            char cut[241];
+            snprintf(cut, sizeof cut, "%s", msg);
+            rb_puts(b, "<code>");
+            rb_esc(b, cut);
+            rb_puts(b, "</code>");
+        }
+        for (size_t k = 0; !msg && rq && k < rq->n_error_classes; k++)
             if (!strcmp(rq->first_error_class[k], http ? "http" : classes[c])) {
                 rb_puts(b, "<code>");
                 char cut[241];
@@ -670,6 +704,7 @@ static void reproduce(rbuf *b, const rep_model *m) {
     const char *lo_url = NULL;
     char *cmd = rep_command(m->doc, r, &lo_url);
     if (cmd) { rb_puts(b, "<p>Command:</p><pre>"); rb_esc(b, cmd); rb_puts(b, "</pre>"); }
+    if (redact_command_note(cmd)) { rb_puts(b, "<p class=\"faint\">"); rb_esc(b, redact_command_note(cmd)); rb_puts(b, "</p>"); }
     free(cmd);
     if (lo_url) {
         rb_puts(b, "<p class=\"faint\">The server listened on ");

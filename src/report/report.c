@@ -21,8 +21,8 @@ json_t *report_diagnosis(const json_t *doc, const report_deploy *deploy) {
     if (json_is_array(f)) {
         json_t *d = json_object();
         json_object_set_new(d, "findings", json_deep_copy(f));
-        static const char *const extra[] = { "roofline", "checked" };
-        for (size_t i = 0; i < 2; i++) {
+        static const char *const extra[] = { "roofline", "checked", "configuration", "deployment" };
+        for (size_t i = 0; i < 4; i++) {
             const json_t *v = json_object_get(doc, extra[i]);
             if (v) json_object_set_new(d, extra[i], json_deep_copy(v));
         }

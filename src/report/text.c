@@ -2,6 +2,7 @@
  * the reproduce command) for pasting into issues and PRs, and CSV with one row per load level
  * (one row for a single run) of the headline metrics, for spreadsheets and scripts. */
 #include "report/report_internal.h"
+#include "common/redact.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +26,23 @@ static void md_pair(rbuf *b, double x, double y, double slo) {
     rb_printf(b, " %s / %s%s%s |", a, bad ? "**" : "", c, bad ? "** \xe2\x9c\x97" : "");
 }
 
+static void md_finding_list(rbuf *b, const rep_model *m, const json_t *list);
+
 static void md_findings(rbuf *b, const rep_model *m, const json_t *diagnosis) {
     rb_puts(b, "\n## Findings\n\n");
-    const json_t *list = json_object_get(diagnosis, "findings");
+    const json_t *list = json_object_get(diagnosis, "findings"), *cfg = json_object_get(diagnosis, "configuration");
     if (!diagnosis) { rb_puts(b, "No diagnosis available for this document.\n"); return; }
+    if (json_array_size(cfg)) {
+        /* a rate beyond physics: the assumed deployment is wrong, which is no bottleneck */
+        rb_puts(b, "**Configuration: the assumed deployment cannot be right.**\n\n");
+        md_finding_list(b, m, cfg);
+        rb_puts(b, "\n");
+    }
     if (!json_array_size(list)) { rb_puts(b, "The diagnosis found nothing to report.\n"); return; }
+    md_finding_list(b, m, list);
+}
+
+static void md_finding_list(rbuf *b, const rep_model *m, const json_t *list) {
     size_t i;
     json_t *f;
     json_array_foreach(list, i, f) {
@@ -128,6 +141,18 @@ static void md_errors(rbuf *b, const rep_model *m) {
             }
         }
         rb_puts(b, "\n");
+        size_t j;
+        json_array_foreach(json_object_get(r, "error_examples"), j, v) {
+            const char *msg = json_string_value(json_object_get(v, "message"));
+            if (!msg) continue;
+            char cut[241];
+            snprintf(cut, sizeof cut, "%s", msg);
+            rb_puts(b, "  - first ");
+            rb_md_cell(b, json_string_value(json_object_get(v, "class")));
+            rb_puts(b, ": `");
+            rb_md_cell(b, cut);
+            rb_puts(b, "`\n");
+        }
     }
 }
 
@@ -163,6 +188,7 @@ int report_write_markdown(FILE *f, const json_t *doc, const report_opts *o, char
         rb_puts(&b, "    ");
         for (const char *p = cmd; *p; p++) rb_putn(&b, *p == '\n' ? " " : p, 1);
         rb_puts(&b, "\n\n");
+        if (redact_command_note(cmd)) rb_printf(&b, "%s\n\n", redact_command_note(cmd));
     }
     free(cmd);
     if (lo_url) rb_printf(&b, "The server listened on %s, a loopback address of the machine that ran this: start it again "

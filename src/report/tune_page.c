@@ -3,6 +3,7 @@
  * configuration's loads (the front drawn through its points, SLO misses hollow), the table of
  * configurations, and how to reproduce. Markdown and CSV carry the same table and points. */
 #include "report/report_internal.h"
+#include "common/redact.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,8 +189,10 @@ static void page(rbuf *b, const json_t *doc, const report_opts *o) {
     rb_puts(b, "<section id=\"reproduce\"><h2>Reproduce</h2><pre>");
     char *cmd = rep_command(doc, NULL, NULL);
     rb_esc(b, cmd ? cmd : "");
+    rb_puts(b, "</pre>");
+    if (redact_command_note(cmd)) { rb_puts(b, "<p class=\"faint\">"); rb_esc(b, redact_command_note(cmd)); rb_puts(b, "</p>"); }
     free(cmd);
-    rb_puts(b, "</pre><p class=\"faint\">Each configuration's sweep file (sweep_file in the tune document) opens in "
+    rb_puts(b, "<p class=\"faint\">Each configuration's sweep file (sweep_file in the tune document) opens in "
                "dsperf report, diagnose and compare.</p></section>");
     rb_puts(b, "<footer class=\"foot\">dsperf tune report");
     if (o->source_name) { rb_puts(b, " &middot; "); rb_esc(b, o->source_name); }

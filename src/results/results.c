@@ -51,6 +51,41 @@ static json_t *environment(void) {
     return env;
 }
 
+/* ---- the first message of each error class ---- */
+
+/* One entry per failure class (and HTTP status): how many, and the first one's status and message
+ * (the earliest sent), so that a summary, a report and a diagnosis can say what went wrong
+ * without the per-request file. Largest class first. */
+json_t *results_error_examples(const recset *recs) {
+    typedef struct { int outcome, status; long count; const record *first; } ex;
+    ex v[64];
+    size_t n = 0;
+    for (size_t i = 0; i < recs->n; i++) {
+        const record *r = &recs->v[i];
+        if (r->warmup || r->outcome == REC_OK) continue;
+        int status = r->outcome == REC_ERR_HTTP ? r->http_status : 0;
+        size_t k = 0;
+        while (k < n && !(v[k].outcome == r->outcome && v[k].status == status)) k++;
+        if (k == n) {
+            if (n == sizeof v / sizeof v[0]) continue;
+            v[n++] = (ex){ r->outcome, status, 0, r };
+        }
+        v[k].count++;
+        if (r->send_ns && (!v[k].first->send_ns || r->send_ns < v[k].first->send_ns)) v[k].first = r;
+    }
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && v[j].count > v[j - 1].count; j--) { ex t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
+    json_t *out = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_pack("{s:s,s:I}", "class", rec_outcome_name((rec_outcome)v[i].outcome), "count", (json_int_t)v[i].count);
+        if (v[i].status) json_object_set_new(e, "status", json_integer(v[i].status));
+        json_object_set_new(e, "message", v[i].first->error ? json_string(v[i].first->error) : json_null());
+        json_object_set_new(e, "first_request", json_integer(v[i].first->index));
+        json_array_append_new(out, e);
+    }
+    return out;
+}
+
 json_t *results_build(const recset *recs, const summary_opts *o, const results_meta *m) {
     json_t *summary = summary_compute(recs, o);
     if (!summary) return NULL;
@@ -77,6 +112,7 @@ json_t *results_build(const recset *recs, const summary_opts *o, const results_m
         doc = NULL;
     }
     json_decref(summary);
+    if (doc) json_object_set_new(doc, "error_examples", results_error_examples(recs));
     return doc;
 }
 
@@ -327,6 +363,13 @@ static void errors_section(FILE *f, const json_t *r) {
             snprintf(label, sizeof label, "%s errors:", k);
             row_int(f, label, v);
         }
+    }
+    size_t i;
+    json_array_foreach(get(r, "error_examples"), i, v) {
+        const char *msg = json_string_value(get(v, "message"));
+        if (!msg) continue;
+        /* one line each: the first failure of the class says what went wrong */
+        fprintf(f, "  first %s error: %.*s\n", json_string_value(get(v, "class")), 160, msg);
     }
     double kp = key_percentile(r);
     if (isnan(kp)) return;

@@ -9,6 +9,7 @@
 #include "telemetry/nvml.h"
 #include "telemetry/series.h"
 #include "telemetry/engine_metrics.h"
+#include "common/redact.h"
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -370,7 +371,7 @@ json_t *telemetry_series_json(const telemetry *t, int64_t t0_ns) {
         json_object_set_new(o, "host", h);
     }
     if (t->scr) {
-        json_t *s = json_pack("{s:s,s:s,s:i,s:i,s:o,s:o}", "url", t->url, "source", em_engine_name(t->engine),
+        json_t *s = json_pack("{s:o,s:s,s:i,s:i,s:o,s:o}", "url", redact_json(t->url), "source", em_engine_name(t->engine),
             "scrapes", (json_int_t)t->scrapes, "scrape_errors", (json_int_t)t->scrape_errors,
             "last_error", t->scrape_error[0] ? json_string(t->scrape_error) : json_null(),
             "series", series_json(&t->em_s, t0_ns, 0));

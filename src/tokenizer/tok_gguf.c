@@ -267,3 +267,53 @@ int tok_load_gguf(tokenizer *t, const char *path, const uint8_t *data, size_t le
     }
     return tok_finish(t, err, errlen);
 }
+
+/* ---- every metadata key, for readers beyond the tokenizer (the model's architecture) ---- */
+
+static double real_at(const cursor *c, size_t off, uint32_t type) {
+    const uint8_t *p = c->d + off;
+    if (type == GGUF_F32) { float v; memcpy(&v, p, 4); return v; }
+    double v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+int tok_gguf_metadata(const uint8_t *data, size_t len, gguf_meta_fn fn, void *ctx, uint64_t *n_tensors, char *err,
+                      size_t errlen) {
+    if (errlen) err[0] = 0;
+    cursor c = {data, len, 4, err, errlen};
+    uint32_t version;
+    uint64_t n_kv, nt;
+    if (rd_u32(&c, &version)) return -1;
+    if (version < 2 || version > 3) { snprintf(err, errlen, "unsupported GGUF version %u", version); return -1; }
+    if (rd_u64(&c, &nt) || rd_u64(&c, &n_kv)) return -1;
+    if (n_tensors) *n_tensors = nt;
+    for (uint64_t i = 0; i < n_kv; i++) {
+        gguf_meta m;
+        memset(&m, 0, sizeof m);
+        uint32_t type;
+        if (rd_str(&c, &m.key, &m.key_len) || rd_u32(&c, &type)) return -1;
+        size_t at = c.off;
+        if (skip_value(&c, type, 0)) return -1;   /* bounds-checked before anything is read */
+        if (type == GGUF_STRING) {
+            cursor s = c;
+            s.off = at;
+            rd_str(&s, &m.s, &m.s_len);
+            m.kind = GGUF_META_STR;
+        } else if (type == GGUF_ARRAY) {
+            uint64_t cnt;
+            memcpy(&cnt, c.d + at + 4, 8);
+            m.kind = GGUF_META_ARRAY;
+            m.n = cnt;
+        } else if (type == GGUF_F32 || type == GGUF_F64) {
+            m.kind = GGUF_META_REAL;
+            m.r = real_at(&c, at, type);
+        } else {
+            m.kind = GGUF_META_INT;
+            m.i = int_at(&c, (kv_ref){at, type, true});
+            m.r = (double)m.i;
+        }
+        fn(ctx, &m);
+    }
+    return 0;
+}

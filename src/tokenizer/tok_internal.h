@@ -103,6 +103,9 @@ int tok_jscan_model(tokenizer *t, const char *data, size_t len, char **skeleton,
 /* Sets t->chat and its variant flags from t->chat_template. */
 void tok_chat_detect(tokenizer *t);
 int tok_load_gguf(tokenizer *t, const char *path, const uint8_t *data, size_t len, char *err, size_t errlen);
+/* Every metadata key of a mapped GGUF (tokenizer_gguf_metadata without the file handling). */
+int tok_gguf_metadata(const uint8_t *data, size_t len, gguf_meta_fn fn, void *ctx, uint64_t *n_tensors, char *err,
+                      size_t errlen);
 
 /* UTF-8: length of the valid prefix; and lossy conversion (one U+FFFD per maximal invalid subpart,
  * as Rust's String::from_utf8_lossy) appending to a growable buffer. */

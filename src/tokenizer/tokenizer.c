@@ -524,3 +524,26 @@ void tokenizer_free(tokenizer *t) {
     tok_release(t);
     free(t);
 }
+
+int tokenizer_gguf_metadata(const char *path, gguf_meta_fn fn, void *ctx, uint64_t *n_tensors, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) { snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno)); return -1; }
+    struct stat st;
+    size_t len = 0;
+    void *map = MAP_FAILED;
+    if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size >= 4) {
+        len = (size_t)st.st_size;
+        map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);   /* only the header pages are read */
+    }
+    close(fd);
+    if (map == MAP_FAILED || memcmp(map, "GGUF", 4)) {
+        snprintf(err, errlen, "'%s' is not a GGUF file", path);
+        if (map != MAP_FAILED) munmap(map, len);
+        return -1;
+    }
+    char why[256];
+    int rc = tok_gguf_metadata(map, len, fn, ctx, n_tensors, why, sizeof why);
+    if (rc) snprintf(err, errlen, "%s: %s", path, why);
+    munmap(map, len);
+    return rc;
+}

@@ -52,4 +52,23 @@ int tokenizer_chat_prompt_tokens(const tokenizer *t, const char *const *roles, c
 /* The same prompt as text (malloc'ed, NUL-terminated); same return codes. */
 int tokenizer_chat_render(const tokenizer *t, const char *const *roles, const char *const *contents,
                           size_t n_messages, char **out, size_t *len);
+/* One metadata key/value of a GGUF header, for readers of keys beyond the tokenizer's (the served
+ * model's architecture): integers and bools as i (and r), floats as r, strings as s/s_len (not
+ * NUL-terminated), arrays by their element count n only. key is not NUL-terminated either. */
+typedef struct {
+    const char *key;
+    size_t key_len;
+    enum { GGUF_META_INT, GGUF_META_REAL, GGUF_META_STR, GGUF_META_ARRAY } kind;
+    int64_t i;
+    double r;
+    const char *s;
+    size_t s_len;
+    uint64_t n;
+} gguf_meta;
+typedef void (*gguf_meta_fn)(void *ctx, const gguf_meta *kv);
+/* Reads the header of a GGUF file (mapped; tensors are never touched, so a model file of any size
+ * costs its header) and calls fn once per metadata key, in file order. *n_tensors (may be NULL)
+ * gets the tensor count: 0 for a vocabulary-only file. 0 ok, -1 with a one-line err (missing file,
+ * not GGUF, truncated at offset N). */
+int tokenizer_gguf_metadata(const char *path, gguf_meta_fn fn, void *ctx, uint64_t *n_tensors, char *err, size_t errlen);
 #endif

@@ -4,6 +4,7 @@
  * SIGKILL after a grace period) and the tail of its log for the failure report. */
 #include "tune/tune.h"
 #include "common/clock.h"
+#include "common/redact.h"
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -118,15 +119,16 @@ static void sleep_ms(int ms) {
 
 int tune_wait_healthy(tune_proc *p, const char *base_url, int64_t timeout_ns, volatile sig_atomic_t *stop,
                       const char **path_out, char *err, size_t errlen) {
-    /* the server root: the base without a trailing '/' or "/v1" */
+    /* the server root: the base without a trailing '/' or "/v1"; a query (?api_key=...) kept */
     char root[1024];
-    snprintf(root, sizeof root, "%s", base_url);
+    const char *q = strchr(base_url, '?');
+    snprintf(root, sizeof root, "%.*s", q ? (int)(q - base_url) : (int)strlen(base_url), base_url);
     size_t n = strlen(root);
     while (n && root[n - 1] == '/') root[--n] = 0;
     if (n >= 3 && !strcmp(root + n - 3, "/v1")) root[n -= 3] = 0;
-    char health[1100], models[1100];
-    snprintf(health, sizeof health, "%s/health", root);
-    snprintf(models, sizeof models, "%s/v1/models", root);
+    char health[2100], models[2100];
+    snprintf(health, sizeof health, "%s/health%s", root, q ? q : "");
+    snprintf(models, sizeof models, "%s/v1/models%s", root, q ? q : "");
     CURL *h = curl_easy_init();
     if (!h) { snprintf(err, errlen, "curl_easy_init failed"); return -2; }
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -210,9 +212,9 @@ char *tune_log_tail(const char *path, int max_lines, size_t max_bytes) {
     for (size_t i = n; i > 0; i--) {
         if (buf[i - 1] == '\n' && ++lines >= max_lines) { start = i; break; }
     }
-    char *out = strdup(buf + start);
+    char *out = redact_text(buf + start);   /* the tail goes into the tune file */
     free(buf);
-    return out;
+    return out ? out : strdup("");
 }
 
 double tune_detect_speedup(const char *cmd) {

@@ -1,0 +1,127 @@
+/* deploy_json — the "deployment" section: every known field as {"value", "source", "assumed"},
+ * the architecture in Hugging Face config.json names (so it reads back through the same parser as
+ * a config.json). Results keep it; diagnose reads it back and re-resolves with its own flags. */
+#include "deploy/deploy_int.h"
+#include <string.h>
+
+static void put(json_t *o, const char *key, json_t *value, const deploy_src *s) {
+    if (!s->known) { json_decref(value); return; }
+    json_object_set_new(o, key, json_pack("{s:o,s:s,s:b}", "value", value, "source", s->src, "assumed", s->assumed));
+}
+
+static json_t *arch_json(const model_arch *m) {
+    json_t *a = json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:b,s:i,s:i,s:i}", "_name_or_path", m->name, "hidden_size", m->hidden,
+        "num_hidden_layers", m->layers, "num_attention_heads", m->heads, "num_key_value_heads", m->kv_heads,
+        "vocab_size", m->vocab, "tie_word_embeddings", m->tie_embeddings, "max_position_embeddings", m->max_position,
+        "intermediate_size", m->intermediate, "num_nextn_predict_layers", m->mtp_layers);
+    if (m->head_dim > 0) json_object_set_new(a, "head_dim", json_integer(m->head_dim));
+    if (model_is_mla(m)) {
+        json_t *mla = json_pack("{s:i,s:i,s:i,s:i,s:i}", "q_lora_rank", m->q_lora_rank, "kv_lora_rank", m->kv_lora_rank,
+                                "qk_nope_head_dim", m->qk_nope_head_dim, "qk_rope_head_dim", m->qk_rope_head_dim,
+                                "v_head_dim", m->v_head_dim);
+        json_object_update(a, mla);
+        json_decref(mla);
+    }
+    if (model_is_moe(m)) {
+        json_t *moe = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i}", "n_routed_experts", m->n_routed_experts, "n_shared_experts",
+                                m->n_shared_experts, "num_experts_per_tok", m->top_k, "moe_intermediate_size",
+                                m->moe_intermediate, "first_k_dense_replace", m->first_k_dense, "moe_layer_freq",
+                                m->moe_layer_freq > 0 ? m->moe_layer_freq : 1);
+        json_object_update(a, moe);
+        json_decref(moe);
+    }
+    return a;
+}
+
+json_t *deploy_to_json(const deploy *d) {
+    json_t *o = json_object();
+    put(o, "engine", json_string(d->engine), &d->engine_s);
+    put(o, "served_model", json_string(d->served_model), &d->served_model_s);
+    put(o, "model", json_string(d->model), &d->model_s);
+    if (deploy_has_model(d)) put(o, "architecture", arch_json(&d->arch), &d->arch_s);
+    put(o, "weight_dtype", json_string(model_dtype_name(d->weight_dtype)), &d->weight_dtype_s);
+    put(o, "kv_dtype", json_string(model_dtype_name(d->kv_dtype)), &d->kv_dtype_s);
+    put(o, "gpu", json_string(d->gpu), &d->gpu_s);
+    put(o, "n_gpus", json_integer(d->n_gpus), &d->n_gpus_s);
+    put(o, "tp", json_integer(d->tp), &d->tp_s);
+    put(o, "max_num_seqs", json_integer(d->max_num_seqs), &d->max_num_seqs_s);
+    put(o, "max_num_batched_tokens", json_integer(d->max_num_batched_tokens), &d->max_num_batched_tokens_s);
+    put(o, "chunked_prefill", json_boolean(d->chunked_prefill == 1), &d->chunked_prefill_s);
+    put(o, "context_per_seq", json_integer(d->context_per_seq), &d->context_per_seq_s);
+    put(o, "params", json_real(d->params), &d->params_s);
+    put(o, "model_bytes", json_real(d->model_bytes), &d->model_bytes_s);
+    return o;
+}
+
+/* A field read back: its value when stated by a source (assumptions are made again by whoever
+ * resolves, with what it knows then). */
+static const json_t *field(const json_t *sec, const char *key, deploy_src *s) {
+    const json_t *f = json_object_get(sec, key), *v = json_object_get(f, "value");
+    const char *src = json_string_value(json_object_get(f, "source"));
+    if (!v || !src || json_is_true(json_object_get(f, "assumed"))) return NULL;
+    deploy_set(s, false, "%s", src);
+    return v;
+}
+
+static void str_field(const json_t *sec, const char *key, char *dst, size_t n, deploy_src *s) {
+    deploy_src tmp = {0};
+    const json_t *v = field(sec, key, &tmp);
+    if (!json_is_string(v)) return;
+    snprintf(dst, n, "%s", json_string_value(v));
+    *s = tmp;
+}
+
+static void int_field(const json_t *sec, const char *key, int *dst, deploy_src *s) {
+    deploy_src tmp = {0};
+    const json_t *v = field(sec, key, &tmp);
+    if (!json_is_integer(v) || json_integer_value(v) <= 0) return;
+    *dst = (int)json_integer_value(v);
+    *s = tmp;
+}
+
+static void real_field(const json_t *sec, const char *key, double *dst, deploy_src *s) {
+    deploy_src tmp = {0};
+    const json_t *v = field(sec, key, &tmp);
+    if (!json_is_number(v) || !(json_number_value(v) > 0)) return;
+    *dst = json_number_value(v);
+    *s = tmp;
+}
+
+static void dtype_field(const json_t *sec, const char *key, model_dtype *dst, deploy_src *s) {
+    char name[32] = "";
+    deploy_src tmp = {0};
+    str_field(sec, key, name, sizeof name, &tmp);
+    model_dtype d;
+    if (tmp.known && model_dtype_parse(name, DT_BF16, &d) == 0) { *dst = d; *s = tmp; }
+}
+
+void deploy_from_json(deploy *d, const json_t *sec) {
+    if (!json_is_object(sec)) return;
+    str_field(sec, "engine", d->engine, sizeof d->engine, &d->engine_s);
+    str_field(sec, "served_model", d->served_model, sizeof d->served_model, &d->served_model_s);
+    str_field(sec, "model", d->model, sizeof d->model, &d->model_s);
+    deploy_src as = {0};
+    const json_t *a = field(sec, "architecture", &as);
+    model_arch m;
+    char err[256];
+    if (a && model_arch_from_hf_json(a, "deployment.architecture", d->model, &m, err, sizeof err) == 0) {
+        d->arch = m;
+        d->arch_s = as;
+    }
+    dtype_field(sec, "weight_dtype", &d->weight_dtype, &d->weight_dtype_s);
+    dtype_field(sec, "kv_dtype", &d->kv_dtype, &d->kv_dtype_s);
+    char gpu[32] = "";
+    deploy_src gs = {0};
+    str_field(sec, "gpu", gpu, sizeof gpu, &gs);
+    if (gs.known && hw_find(gpu)) { snprintf(d->gpu, sizeof d->gpu, "%s", hw_find(gpu)->name); d->gpu_s = gs; }
+    int_field(sec, "n_gpus", &d->n_gpus, &d->n_gpus_s);
+    int_field(sec, "tp", &d->tp, &d->tp_s);
+    int_field(sec, "max_num_seqs", &d->max_num_seqs, &d->max_num_seqs_s);
+    int_field(sec, "max_num_batched_tokens", &d->max_num_batched_tokens, &d->max_num_batched_tokens_s);
+    int_field(sec, "context_per_seq", &d->context_per_seq, &d->context_per_seq_s);
+    deploy_src cs = {0};
+    const json_t *cp = field(sec, "chunked_prefill", &cs);
+    if (json_is_boolean(cp)) { d->chunked_prefill = json_is_true(cp); d->chunked_prefill_s = cs; }
+    real_field(sec, "params", &d->params, &d->params_s);
+    real_field(sec, "model_bytes", &d->model_bytes, &d->model_bytes_s);
+}

@@ -1,0 +1,133 @@
+/* Tests of deployment resolution on real inputs: a GGUF header (the DeepSeek-LLM vocabulary file in
+ * shared/testdata, whose architecture keys are those of deepseek-llm-7b), llama.cpp's /props and
+ * /v1/models as a real server sent them (tests/fixtures/llamacpp), the real H200 sweep's telemetry,
+ * and the order in which sources override each other. */
+#include "harness.h"
+#include "testutil.h"
+#include "deploy/deploy.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VOCAB_GGUF "tokenizers/deepseek-llm/ggml-vocab-deepseek-llm.gguf"
+
+/* The body of a captured response (after the blank line of its .headers file, the .body is alone). */
+static json_t *fixture_body(const char *name) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/fixtures/llamacpp/%s.body", name);
+    return test_load_json(path);
+}
+
+TEST(deploy_gguf_architecture) {
+    const char *gguf = harness_testdata_file(VOCAB_GGUF);
+    if (!gguf) SKIP_NO_SHARED_DATA(VOCAB_GGUF);
+    deploy d;
+    deploy_init(&d);
+    char err[256];
+    /* a vocabulary-only file (no tensors) is no claim about the served model ... */
+    CHECK(deploy_from_gguf(&d, gguf, false, err, sizeof err) < 0);
+    CHECK(strstr(err, "vocabulary-only") != NULL);
+    CHECK(!deploy_has_model(&d));
+    /* ... unless the user names it as the model: its keys are deepseek-llm-7b's */
+    CHECK_EQ_INT(deploy_from_gguf(&d, gguf, true, err, sizeof err), 0);
+    CHECK(deploy_has_model(&d));
+    const model_arch *ref = model_find("deepseek-llm-7b");
+    CHECK_EQ_INT(d.arch.layers, ref->layers);
+    CHECK_EQ_INT(d.arch.hidden, ref->hidden);
+    CHECK_EQ_INT(d.arch.heads, ref->heads);
+    CHECK_EQ_INT(d.arch.kv_heads, ref->kv_heads);
+    CHECK_EQ_INT(d.arch.intermediate, ref->intermediate);
+    CHECK_EQ_INT(d.arch.vocab, ref->vocab);
+    model_params a, b;
+    model_count_params(&d.arch, &a);
+    model_count_params(ref, &b);
+    CHECK_NEAR(a.total, b.total, 1);
+    CHECK_EQ_INT(d.weight_dtype, DT_FP16);                   /* general.file_type 1 */
+    CHECK(strstr(d.weight_dtype_s.src, "general.file_type 1") != NULL);
+    CHECK(deploy_from_gguf(&d, "/nonexistent.gguf", true, err, sizeof err) < 0);
+}
+
+TEST(deploy_llamacpp_props_and_models) {
+    json_t *models = fixture_body("v1_models"), *props = fixture_body("props");
+    CHECK(models && props);
+    deploy d;
+    deploy_init(&d);
+    deploy_from_server(&d, models, props, "/opt/llms/models/ds2-random-tiny-f16.gguf", NULL);
+    CHECK_STR(d.engine, "llama.cpp");
+    CHECK(strstr(d.engine_s.src, "/props") != NULL);
+    CHECK_EQ_INT(d.max_num_seqs, 4);
+    CHECK_EQ_INT(d.context_per_seq, 1024);
+    CHECK_NEAR(d.params, 29575040, 0);
+    CHECK_NEAR(d.model_bytes, 59166208, 0);
+    CHECK_EQ_INT(d.weight_dtype, DT_FP16);                   /* 59166208 / 29575040 = 2.00 bytes */
+    CHECK(!deploy_has_model(&d));                            /* the GGUF is on another host */
+    /* the section reads back with its sources */
+    json_t *sec = deploy_to_json(&d);
+    deploy e;
+    deploy_init(&e);
+    deploy_from_json(&e, sec);
+    CHECK_STR(e.engine, "llama.cpp");
+    CHECK_EQ_INT(e.max_num_seqs, 4);
+    CHECK_STR(e.max_num_seqs_s.src, d.max_num_seqs_s.src);
+    json_decref(sec);
+    json_decref(models);
+    json_decref(props);
+}
+
+/* The real sweep's first level: NVML names the GPU, the server's pid is on it, the /metrics names
+ * say llama.cpp (which splits layers, so tp 1); flags override; an architecture survives the
+ * results' section round trip exactly. */
+TEST(deploy_resolve_sources_and_flags) {
+    json_t *sweep = test_load_json("tests/fixtures/real-gpu/medium_sweep.json");
+    CHECK(sweep != NULL);
+    if (!sweep) return;
+    const json_t *res = json_object_get(json_array_get(json_object_get(sweep, "levels"), 0), "results");
+    deploy d;
+    char err[256];
+    CHECK_EQ_INT(deploy_resolve(res, NULL, &d, err, sizeof err), 0);
+    CHECK_STR(d.gpu, "h200");
+    CHECK(strstr(d.gpu_s.src, "NVML") != NULL);
+    CHECK_EQ_INT(d.n_gpus, 1);
+    CHECK(strstr(d.n_gpus_s.src, "pid 4471") != NULL);
+    CHECK_STR(d.engine, "llama.cpp");
+    CHECK_EQ_INT(d.tp, 1);
+    CHECK(!d.tp_s.assumed);
+    CHECK(!deploy_has_model(&d));            /* "models/medium.gguf" is in no catalog */
+    deploy_flags f = { .model_config = "tests/fixtures/real-gpu/medium_config.json", .gpu = "h100", .tp = 2 };
+    CHECK_EQ_INT(deploy_resolve(res, &f, &d, err, sizeof err), 0);
+    CHECK(deploy_has_model(&d));
+    CHECK_EQ_INT(d.arch.n_routed_experts, 32);
+    CHECK_STR(d.gpu, "h100");
+    CHECK_STR(d.gpu_s.src, "--gpu");
+    CHECK_EQ_INT(d.tp, 2);
+    CHECK_EQ_INT(d.weight_dtype, DT_FP16);    /* torch_dtype float16 */
+    model_params a, b;
+    model_count_params(&d.arch, &a);
+    CHECK_NEAR(a.total / 1e9, 0.906, 0.001);
+    /* round trip through the results' section */
+    json_t *sec = deploy_to_json(&d);
+    deploy e;
+    deploy_init(&e);
+    deploy_from_json(&e, sec);
+    model_count_params(&e.arch, &b);
+    CHECK_NEAR(a.total, b.total, 0);
+    CHECK_NEAR(a.active, b.active, 0);
+    json_decref(sec);
+    f = (deploy_flags){ .model_config = "/nonexistent/config.json" };
+    CHECK(deploy_resolve(res, &f, &d, err, sizeof err) < 0);
+    json_decref(sweep);
+}
+
+/* What nobody stated is assumed, and says so. */
+TEST(deploy_assumptions_are_marked) {
+    json_t *doc = json_pack("{s:s,s:{s:s}}", "schema", "dsperf.results/1", "config", "model", "deepseek-ai/DeepSeek-R1");
+    deploy d;
+    char err[256];
+    CHECK_EQ_INT(deploy_resolve(doc, NULL, &d, err, sizeof err), 0);
+    CHECK_STR(d.model, "deepseek-v3");
+    CHECK_EQ_INT(d.weight_dtype, DT_FP8);       /* R1 is released in fp8 */
+    CHECK(d.weight_dtype_s.assumed);
+    CHECK(d.kv_dtype_s.assumed && d.tp_s.assumed);
+    CHECK(!deploy_has_gpu(&d));
+    json_decref(doc);
+}

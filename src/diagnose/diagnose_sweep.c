@@ -1,0 +1,262 @@
+/* diagnose_sweep — a sweep is diagnosed level by level, then read as a whole: per class the finding
+ * that costs the most is kept, with every load where the class fired; what holds at every load
+ * (decode far below its roofline while the GPU's pipes idle) becomes one finding with the scaling
+ * evidence (throughput gain against load gain, step time against the roofline's at each load).
+ * Levels whose requests outlasted them are not measurements and are skipped. */
+#include "diagnose/diagnose_int.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LEVELS 256
+
+typedef struct {
+    double load, tput, eff, achieved, bound, step_ms, floor_ms, batch;
+    bool roof, overhead, pipes;
+    double dram, tensor, sm, util, cpu;
+} level_facts;
+
+/* A level that measured the server: completed requests, and not marked "not measured" (a level
+ * whose requests outlast it says nothing about the server). */
+static bool level_measured(const json_t *lv) {
+    if (json_is_false(json_object_get(lv, "measured"))) return false;
+    const char *st = json_string_value(json_object_get(lv, "state"));
+    if (st && !strcmp(st, "not_measured")) return false;
+    return diag_num(json_object_get(lv, "results"), "completed") > 0;
+}
+
+static double gpu_mean(const json_t *res, const char *col) {
+    double s = 0;
+    int n = 0;
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(json_object_get(res, "telemetry"), "gpu"), i, g) {
+        double m = diag_mean(json_object_get(json_object_get(g, "series"), col));
+        if (isfinite(m)) { s += m; n++; }
+    }
+    return n ? s / n : NAN;
+}
+
+static const json_t *find_class(const json_t *list, const char *cls) {
+    size_t i;
+    json_t *f;
+    json_array_foreach(list, i, f) if (!strcmp(json_string_value(json_object_get(f, "class")), cls)) return f;
+    return NULL;
+}
+
+static void facts_of(level_facts *x, double load, const json_t *res, const json_t *dg) {
+    memset(x, 0, sizeof *x);
+    x->load = load;
+    x->tput = diag_num(res, "output_throughput");
+    const json_t *r = json_object_get(dg, "roofline");
+    x->roof = json_is_true(json_object_get(r, "valid"));
+    x->eff = diag_num(r, "efficiency");
+    x->achieved = diag_num(r, "decode_tokens_per_s");
+    x->bound = diag_num(r, "bound_tokens_per_s");
+    x->step_ms = diag_num(r, "decode_step_ms_measured");
+    x->floor_ms = diag_num(r, "decode_step_ms_floor");
+    x->batch = diag_num(r, "batch");
+    const json_t *eo = find_class(json_object_get(dg, "findings"), "engine_overhead");
+    x->overhead = eo && json_number_value(json_object_get(eo, "confidence")) >= 0.6;
+    x->dram = gpu_mean(res, "dram_bw_util_pct");
+    x->tensor = gpu_mean(res, "tensor_util_pct");
+    x->sm = gpu_mean(res, "sm_util_pct");
+    x->util = gpu_mean(res, "util_gpu_pct");
+    x->cpu = diag_mean(json_object_get(json_object_get(json_object_get(json_object_get(res, "telemetry"), "host"), "series"),
+                                       "server_cpu_pct"));
+    x->pipes = isfinite(x->dram) && x->dram < DIAG_PIPES_IDLE && (!isfinite(x->tensor) || x->tensor < DIAG_PIPES_IDLE);
+}
+
+static void range(const level_facts *F, size_t n, size_t off, double *lo, double *hi) {
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        double v = *(const double *)((const char *)&F[i] + off);
+        if (!isfinite(v)) continue;
+        if (v < *lo) *lo = v;
+        if (v > *hi) *hi = v;
+    }
+}
+
+/* Least-squares slope of y on x over the levels that have both. */
+static double slope(const level_facts *F, size_t n, size_t xo, size_t yo) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        double x = *(const double *)((const char *)&F[i] + xo), y = *(const double *)((const char *)&F[i] + yo);
+        if (!isfinite(x) || !isfinite(y)) continue;
+        sx += x; sy += y; sxx += x * x; sxy += x * y; k++;
+    }
+    double d = k * sxx - sx * sx;
+    return k >= 2 && d > 0 ? (k * sxy - sx * sy) / d : NAN;
+}
+
+/* The same finding, read across every load: decode far below its roofline (or the GPU's pipes
+ * idle) at each of them, and throughput that grows much less than the load. */
+static json_t *overhead_everywhere(const level_facts *F, size_t n, const json_t *per_level, const json_t *scaling) {
+    bool roof = true, pipes = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!F[i].overhead) return NULL;
+        roof &= F[i].roof && F[i].eff < DIAG_OVERHEAD_EFF;
+        pipes &= F[i].pipes;
+    }
+    if (!roof && !pipes) return NULL;
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++) if (F[i].tput > F[best].tput) best = i;
+    double lo, hi;
+    json_t *list = json_array(), *f;
+    if (roof) {
+        range(F, n, offsetof(level_facts, eff), &lo, &hi);
+        f = diag_finding(list, "engine_overhead", pipes ? 0.9 : 0.8, "the engine's overhead, not the GPU, limits this "
+                         "deployment: decode runs at %.1f-%.1f%% of the HBM roofline at every load (%g to %g)", 100 * lo,
+                         100 * hi, F[0].load, F[n - 1].load);
+        diag_cost(f, 1 - F[best].eff, "of decode throughput vs the HBM roofline at the best level (load %g)", F[best].load);
+        char line[512] = "", part[48];
+        for (size_t i = 0; i < n; i++) {
+            snprintf(part, sizeof part, "%s%.1f%% at %g", i ? ", " : "", 100 * F[i].eff, F[i].load);
+            strncat(line, part, sizeof line - strlen(line) - 1);
+        }
+        diag_ev(f, 100 * F[best].eff, "%", "levels[]: batch / mean_tpot_ms vs roofline (cost model)", "decode throughput vs "
+                "its HBM roofline: %s", line);
+    } else {
+        range(F, n, offsetof(level_facts, dram), &lo, &hi);
+        f = diag_finding(list, "engine_overhead", 0.7, "the GPU's memory and tensor pipes idle at every load (%g to %g): the "
+                         "engine's overhead, not the GPU, limits this deployment", F[0].load, F[n - 1].load);
+        diag_cost(f, 1 - F[best].dram / 100, "of the GPU's DRAM bandwidth unused at the best level (load %g)", F[best].load);
+    }
+    double tg = json_number_value(json_object_get(scaling, "throughput_gain"));
+    double lg = json_number_value(json_object_get(scaling, "load_gain"));
+    if (tg > 0 && lg > 0)
+        diag_ev(f, tg, "x", "levels[].results.output_throughput", "output throughput grew %.1fx (%.0f to %.0f tok/s) for %.0fx "
+                "the load (%g to %g)", tg, F[0].tput, F[n - 1].tput, lg, F[0].load, F[n - 1].load);
+    if (roof) {
+        diag_ev(f, F[0].step_ms, "ms", "results.mean_tpot_ms vs bytes per step / HBM bandwidth", "at load %g a decode step "
+                "takes %.1f ms; streaming its weights and KV from HBM takes %.3f ms", F[0].load, F[0].step_ms, F[0].floor_ms);
+        double s_meas = slope(F, n, offsetof(level_facts, batch), offsetof(level_facts, step_ms));
+        double s_floor = slope(F, n, offsetof(level_facts, batch), offsetof(level_facts, floor_ms));
+        if (isfinite(s_meas) && isfinite(s_floor))
+            diag_ev(f, s_meas, "ms", "levels[]: mean_tpot_ms against the batch", "each added sequence adds %.2f ms to a step; "
+                    "at the roofline it would add %.4f ms", s_meas, s_floor);
+    }
+    double a, b, c, d, e, g, u, v;
+    range(F, n, offsetof(level_facts, dram), &a, &b);
+    range(F, n, offsetof(level_facts, tensor), &c, &d);
+    range(F, n, offsetof(level_facts, sm), &e, &g);
+    range(F, n, offsetof(level_facts, util), &u, &v);
+    if (isfinite(a) && isfinite(u))
+        diag_ev(f, b, "%", "levels[].telemetry.gpu.series: dram_bw_util_pct, tensor_util_pct, sm_util_pct, util_gpu_pct",
+                "DRAM bandwidth %.1f-%.1f%%, tensor %.2f-%.2f%%, SM %.0f-%.0f%% (GPM) while NVML utilization reads %.0f-%.0f%% "
+                "(it counts time with any kernel running)", a, b, c, d, e, g, u, v);
+    range(F, n, offsetof(level_facts, cpu), &a, &b);
+    if (isfinite(a) && a >= 80)
+        diag_ev(f, a, "%", "levels[].telemetry.host.series.server_cpu_pct", "the server process keeps %.0f-%.0f%% of a CPU "
+                "core busy at every load: its host-side loop runs every step", a, b);
+    if (tg > 0 && lg > 0 && tg < 0.5 * lg)
+        diag_knob(f, "load", "hold", "more users buy little throughput here and cost every user latency");
+    size_t i;
+    json_t *k;
+    json_array_foreach(json_object_get(per_level, "knobs"), i, k) json_array_append(json_object_get(f, "knobs"), k);
+    json_incref(f);
+    json_decref(list);
+    return f;
+}
+
+static json_t *scaling_json(const level_facts *F, size_t n) {
+    json_t *loads = json_array(), *tput = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(loads, json_real(F[i].load));
+        json_array_append_new(tput, isfinite(F[i].tput) ? json_real(F[i].tput) : json_null());
+    }
+    double tg = n >= 2 && F[0].tput > 0 ? F[n - 1].tput / F[0].tput : NAN;
+    double lg = n >= 2 && F[0].load > 0 ? F[n - 1].load / F[0].load : NAN;
+    return json_pack("{s:o,s:o,s:o,s:o}", "loads", loads, "output_throughput", tput,
+                     "throughput_gain", isfinite(tg) ? json_real(tg) : json_null(), "load_gain", isfinite(lg) ? json_real(lg) : json_null());
+}
+
+/* Keeps per class the finding that costs the most (then the most confident, then the lowest load)
+ * and the loads where it fired. */
+static void merge(json_t *best, json_t *where, const json_t *list, double load) {
+    size_t i;
+    json_t *f;
+    json_array_foreach(list, i, f) {
+        const char *c = json_string_value(json_object_get(f, "class"));
+        const json_t *have = json_object_get(best, c);
+        const json_t *fc = json_object_get(f, "cost"), *hc = json_object_get(have, "cost");
+        double cf = json_number_value(json_object_get(f, "confidence"));
+        double ch = have ? json_number_value(json_object_get(have, "confidence")) : -1;
+        double sf = json_number_value(json_object_get(fc, "lost_frac")) * cf;
+        double sh = have ? json_number_value(json_object_get(hc, "lost_frac")) * ch : -1;
+        if (!have || sf > sh || (sf == sh && cf > ch)) json_object_set(best, c, f);
+        json_t *w = json_object_get(where, c);
+        if (!w) { w = json_array(); json_object_set_new(where, c, w); }
+        json_array_append_new(w, json_real(load));
+    }
+}
+
+static json_t *collect(json_t *best, json_t *where) {
+    json_t *list = json_array();
+    const char *k;
+    json_t *f;
+    json_object_foreach(best, k, f) {
+        json_object_set(f, "levels", json_object_get(where, k));
+        json_array_append(list, f);
+    }
+    return list;
+}
+
+json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t errlen) {
+    const json_t *levels = json_object_get(doc, "levels"), *knee = json_object_get(doc, "knee");
+    double ref_load = json_is_object(knee) ? diag_num(knee, "load") : NAN, best_tput = -1;
+    size_t i;
+    json_t *lv;
+    if (!isfinite(ref_load))
+        json_array_foreach(levels, i, lv) {
+            double t = diag_num(json_object_get(lv, "results"), "output_throughput");
+            if (level_measured(lv) && t > best_tput) { best_tput = t; ref_load = diag_num(lv, "load"); }
+        }
+    json_t *best = json_object(), *where = json_object(), *cbest = json_object(), *cwhere = json_object();
+    json_t *ref = NULL, *overhead_level = NULL, *skipped = json_array();
+    level_facts F[MAX_LEVELS];
+    size_t n = 0;
+    json_array_foreach(levels, i, lv) {
+        double load = diag_num(lv, "load");
+        if (!level_measured(lv)) { json_array_append_new(skipped, json_real(load)); continue; }
+        const json_t *res = json_object_get(lv, "results");
+        json_t *d = diag_results(res, o, load, err, errlen);
+        if (!d) {
+            json_decref(best); json_decref(where); json_decref(cbest); json_decref(cwhere); json_decref(ref); json_decref(skipped);
+            json_decref(overhead_level);
+            return NULL;
+        }
+        merge(best, where, json_object_get(d, "findings"), load);
+        merge(cbest, cwhere, json_object_get(d, "configuration"), load);
+        if (n < MAX_LEVELS) facts_of(&F[n++], load, res, d);
+        const json_t *eo = find_class(json_object_get(d, "findings"), "engine_overhead");
+        if (eo && !overhead_level) overhead_level = json_incref((json_t *)eo);
+        if (load == ref_load && !ref) ref = json_incref(d);
+        json_decref(d);
+    }
+    json_t *scaling = scaling_json(F, n);
+    json_t *all = n >= 2 ? overhead_everywhere(F, n, overhead_level, scaling) : NULL;
+    json_decref(overhead_level);
+    if (all) {
+        json_object_set_new(best, "engine_overhead", all);
+        json_object_set_new(where, "engine_overhead", json_deep_copy(json_object_get(scaling, "loads")));
+    }
+    /* "healthy" only when no level found a problem */
+    if (json_object_size(best) > 1) json_object_del(best, "healthy");
+    json_t *out = json_pack("{s:o,s:o}", "findings", diag_rank(collect(best, where)), "configuration", collect(cbest, cwhere));
+    json_decref(best); json_decref(where); json_decref(cbest); json_decref(cwhere);
+    static const char *const from_ref[] = { "roofline", "deployment", "checked", "inputs" };
+    for (int k = 0; k < 4; k++) {
+        json_t *v = ref ? json_object_get(ref, from_ref[k]) : NULL;
+        json_object_set(out, from_ref[k], v ? v : k == 0 ? json_null() : k == 2 ? json_array() : json_object());
+    }
+    if (json_is_object(json_object_get(out, "roofline"))) json_object_set_new(json_object_get(out, "roofline"), "level", json_real(ref_load));
+    json_decref(ref);
+    json_object_set_new(out, "scaling", scaling);
+    json_object_set_new(out, "levels_not_measured", skipped);
+    if (json_is_object(knee)) json_object_set_new(out, "knee_load", json_real(ref_load));
+    return out;
+}
