@@ -107,6 +107,22 @@ TEST(history_records_and_reads_back) {
     CHECK_EQ_INT(count(h, "SELECT count(*) FROM run"), 1);
     CHECK_EQ_INT(history_show(h, 2, false, stdout, err, sizeof err), -1);
     CHECK(strstr(err, "no run 2") != NULL);
+    /* a document holding credentials (an imported file of an older dsperf): nothing of them is stored */
+    static const char secret[] = "sk-proj-abcdefghijklmnopqrstuvwxyz0123";
+    char cmdline[256], url[128];
+    snprintf(cmdline, sizeof cmdline, "dsperf bench --url http://u:hunter2secret@10.0.0.5:8000 --header 'Authorization: Bearer %s'", secret);
+    snprintf(url, sizeof url, "http://u:hunter2secret@10.0.0.5:8000/?api_key=%s", secret);
+    json_object_set_new(doc, "command_line", json_string(cmdline));
+    json_object_set_new(json_object_get(doc, "config"), "url", json_string(url));
+    CHECK_EQ_INT(history_record(h, doc, NULL, &id, &existed, err, sizeof err), 0);
+    CHECK_EQ_INT(id, 2);
+    json_t *stored = history_load_doc(h, 2, err, sizeof err);
+    char *text = stored ? json_dumps(stored, 0) : NULL;
+    CHECK(text && !strstr(text, secret) && !strstr(text, "hunter2secret") && strstr(text, "redacted"));
+    free(text);
+    json_decref(stored);
+    CHECK_EQ_INT(count(h, "SELECT count(*) FROM run WHERE id = 2 AND (command LIKE '%abcdefghijklmnop%' OR endpoint LIKE '%hunter2%')"), 0);
+    CHECK_EQ_INT(count(h, "SELECT count(*) FROM run WHERE id = 2 AND command LIKE '%redacted%' AND endpoint LIKE '%redacted%'"), 1);
     history_close(h);
     json_decref(doc);
     free(p);

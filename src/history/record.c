@@ -155,6 +155,12 @@ static void gpus_of(hist_row *r) {
         r->gpu_count = (int)i + 1;
     }
     r->gpu_driver = str_at(r->first, "telemetry.driver_version");
+    const json_t *dg = at_path(r->first, "deployment.gpu"), *dn = at_path(r->first, "deployment.n_gpus");
+    if (!r->gpu_type[0] && json_is_string(json_object_get(dg, "value")) && !json_is_true(json_object_get(dg, "assumed"))) {
+        snprintf(r->gpu_type, sizeof r->gpu_type, "%s", json_string_value(json_object_get(dg, "value")));
+        if (json_is_integer(json_object_get(dn, "value")) && !json_is_true(json_object_get(dn, "assumed")))
+            r->gpu_count = (int)json_integer_value(json_object_get(dn, "value"));
+    }
     const json_t *sim = at_path(r->first, "config.sim");
     if (!r->gpu_type[0] && json_is_object(sim) && json_string_value(json_object_get(sim, "gpu"))) {
         snprintf(r->gpu_type, sizeof r->gpu_type, "%s (simulated)", json_string_value(json_object_get(sim, "gpu")));
@@ -211,6 +217,11 @@ static int fill_row(hist_row *r, const json_t *doc, char *err, size_t errlen) {
     if (!r->engine && json_is_object(at_path(r->first, "config.sim"))) {
         r->engine = "dsperf-sim";
         r->engine_version = str_at(doc, "version");
+    }
+    if (!r->engine) {   /* what deployment resolution stated (not an assumption) */
+        const json_t *e = at_path(r->first, "deployment.engine");
+        if (json_is_string(json_object_get(e, "value")) && !json_is_true(json_object_get(e, "assumed")))
+            r->engine = json_string_value(json_object_get(e, "value"));
     }
     if (!r->engine) {   /* the metric names the scrape recognised (vllm:, sglang:, tgi_, llamacpp:) */
         const char *src = str_at(r->first, "telemetry.server.source");
