@@ -4,7 +4,7 @@
 # Layout: src/<module>/*.c is the program (src/main.c the entry point); src/<module>/*_test.c and
 # tests/*_test.c are tests, linked with tests/harness.c into one test binary.
 
-PKGS    := libcurl libevent libevent_pthreads jansson libpcre2-8 libcrypto sqlite3 zlib
+PKGS    := libcurl libevent libevent_pthreads jansson libpcre2-8 libcrypto ompi-c sqlite3 zlib
 CC      ?= cc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
@@ -19,8 +19,11 @@ LIB_C   := $(filter-out src/main.c %_test.c,$(ALL_C))
 LIB_O   := $(LIB_C:%.c=$(BUILD)/%.o)
 TEST_SUP := $(filter-out %_test.c,$(wildcard tests/*.c))
 TEST_O  := $(TEST_C:%.c=$(BUILD)/%.o) $(TEST_SUP:%.c=$(BUILD)/%.o)
+# The fuzz targets (fuzz/) are linked into the tests too: tests/fuzz_corpus_test.c replays the corpus.
+FUZZ_C  := $(filter-out fuzz/libfuzzer_main.c,$(wildcard fuzz/*.c))
+TEST_O  += $(FUZZ_C:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps build test run-tests test-asan test-tsan testdata-npm demo bench clean
+.PHONY: all deps build test run-tests test-asan test-tsan testdata-npm demo bench clean fuzz fuzz-build
 # Public targets check the Debian dependencies first, then re-enter make so that pkg-config's
 # answers are read after any install.
 all: deps
@@ -52,6 +55,16 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
 	@$(CC) $(BASEFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# The stand-in libnvidia-ml.so.1 the NVML tests load (tests/nvml_stub/): the sampler and GPM math are
+# tested with known values on machines without a GPU.
+NVML_STUB := $(BUILD)/nvml_stub/libnvidia-ml.so.1
+$(NVML_STUB): tests/nvml_stub/nvml_stub.c
+	@mkdir -p $(dir $@)
+	@echo "  SO $@"
+	@$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(LDFLAGS) -shared -fPIC -fvisibility=hidden -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+
+$(BUILD)/dsperf_test: | $(NVML_STUB)
 
 # The tests run the real binary (integration tests start `dsperf serve` on loopback). Each test
 # runs in its own process with a deadline (DSPERF_TEST_TIMEOUT seconds); T=substring picks tests.
@@ -88,9 +101,31 @@ demo: all
 	@sh scripts/demo.sh
 
 bench: all
+	@$(MAKE) --no-print-directory $(BUILD)/dist_bench
 	@sh scripts/bench.sh
 
+# Fuzzing (not part of `make test`): each target of fuzz/fuzz.h under libFuzzer (clang, with ASan and
+# UBSan) for FUZZ_SECONDS, starting from tests/fuzz-corpus/<target>; findings land in build-fuzz/.
+FUZZ_TARGETS ?= sse chunkscan prom tok_json tok_gguf results
+FUZZ_SECONDS ?= 60
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+fuzz: deps
+	@command -v clang >/dev/null 2>&1 || { echo "make fuzz needs clang and libFuzzer: apt-get install clang libclang-rt-14-dev" >&2; exit 2; }
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang CFLAGS="$(FUZZ_CFLAGS)" fuzz-build
+	@sh scripts/fuzz.sh build-fuzz "$(FUZZ_SECONDS)" $(FUZZ_TARGETS)
+
+fuzz-build: $(FUZZ_TARGETS:%=$(BUILD)/fuzz-%)
+
+$(BUILD)/fuzz-%: fuzz/libfuzzer_main.c $(FUZZ_C:%.c=$(BUILD)/%.o) $(LIB_O)
+	@echo "  LD $@"
+	@$(CC) $(BASEFLAGS) $(CFLAGS) -fsanitize=fuzzer -DFUZZ_TARGET=fuzz_$* -o $@ $^ $(LDLIBS)
+
+# the merge benchmark of multi-host runs (scripts/bench_dist.sh): an MPI program over src/dist
+$(BUILD)/dist_bench: $(BUILD)/src/dist/bench/dist_bench.o $(LIB_O)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 clean:
-	rm -rf build build-asan build-tsan dsperf
+	rm -rf build build-asan build-tsan build-fuzz dsperf
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -2,9 +2,11 @@
 # make bench — benchmarks, measured side by side in one run (never timed assertions in tests).
 #  1. client cost: CPU per 1M streamed chunks and chunk rate, against `dsperf serve --itl 0`,
 #     at 1,000 and 10,000 concurrent streams;
-#  2. timing error at 1, 64, 512 and 1,000 streams: measured minus configured TTFT and ITL, with the
+#  2. client CPU per chunk when chunks arrive one at a time (10 ms gap) at 32, 256 and 1,000 streams,
+#     with libcurl's post-read poll answered by the client's epoll and, beside it, made by libcurl;
+#  3. timing error at 1, 64, 512 and 1,000 streams: measured minus configured TTFT and ITL, with the
 #     server's own emission lateness beside it;
-#  3. the other modules' benchmarks, when present (tokenizer, simulator, results history).
+#  4. the other modules' benchmarks, when present (tokenizer, simulator, multi-host merge, results history).
 set -eu
 BIN=${DSPERF_BIN:-./dsperf}
 OUT=${BENCH_OUT:-out/bench}
@@ -49,6 +51,32 @@ for streams in 1000 10000; do
   echo "   completed $(field $f "d['completed']") failed $(field $f "d['failed']")"
 done
 
+# Client cost when chunks arrive one at a time: at a 10 ms gap each chunk of a stream comes alone,
+# so every chunk costs a wake-up and a read. libcurl 7.88 also polls the socket after every read;
+# the client answers that poll from its own epoll (src/client/readpoll.h). Both ways side by side,
+# alternating (DSPERF_CLIENT_CURL_POLL=1 lets libcurl make its poll), 3 runs each, median shown;
+# CPU time of the client process (getrusage), so a busy machine's other jobs do not count.
+echo "== client CPU per chunk, chunks one at a time (serve --itl 10ms), poll answered by epoll vs made by libcurl"
+printf '%-8s %-10s %-9s %-16s %-22s %-22s\n' streams poll chunks cpu_us_per_chunk "ITL err p50/p99 (us)" "cpu_us runs"
+for streams in 32 256 1000; do
+  start_serve --threads "$SERVE_THREADS" --ttft 10ms --itl 10ms --prefill-per-token 0
+  for run in 1 2 3; do
+    for mode in skip curl; do
+      flag=0; [ $mode = curl ] && flag=1
+      DSPERF_CLIENT_CURL_POLL=$flag "$BIN" bench --url "$URL" --concurrency "$streams" --requests $((streams * 2)) \
+          --dataset random:in=8,out=100 --quiet --out "$OUT/chunk-$streams-$mode-$run.json" || true
+    done
+  done
+  stop_serve
+  for mode in skip curl; do
+    runs=""; for run in 1 2 3; do runs="$runs $(field "$OUT/chunk-$streams-$mode-$run.json" "round(d['client']['cpu_us_per_chunk'],2)")"; done
+    med=$(echo $runs | tr ' ' '\n' | sort -g | sed -n 2p)
+    f="$OUT/chunk-$streams-$mode-2.json"
+    printf '%-8s %-10s %-9s %-16s %-22s %-22s\n' "$streams" "$mode" "$(field $f "d['client']['chunks']")" "$med" \
+      "$(field $f "round((d['median_itl_ms']-10)*1000)")/$(field $f "round((d['p99_itl_ms']-10)*1000)")" "$runs"
+  done
+done
+
 # Timing error, the client's precision against `dsperf serve`'s known timing (TTFT 50 ms, ITL
 # 10 ms): 1, 64 and 512 streams (what the tests once asserted on wall clocks, which no test may do
 # on shared cores), and 1,000 closed-loop streams of 100 tokens, 3 rounds (the first opens the
@@ -77,6 +105,6 @@ PY
 done
 echo "   (goal at 1,000 streams: ITL p99 < 200 us; $(field "$OUT/timing-1000.json" "d['itl_samples']") gaps, $(field "$OUT/timing-1000.json" "d['client']['threads']") client threads)"
 
-for extra in scripts/bench_tokenizer.sh scripts/bench_sim.sh scripts/bench_history.sh; do
+for extra in scripts/bench_tokenizer.sh scripts/bench_sim.sh scripts/bench_dist.sh scripts/bench_history.sh; do
   if [ -f "$extra" ]; then echo "== $extra"; bash "$extra" "$BIN" || echo "bench: $extra failed"; fi
 done

@@ -22,6 +22,7 @@ static const struct { const char *name; cmd_fn fn; const char *what; } commands[
     {"monitor", cmd_monitor, "continuous probing of a live endpoint + Prometheus exporter"},
     {"tokenize", cmd_tokenize, "encode/count/decode with a tokenizer.json or GGUF vocab"},
     {"env", cmd_env, "check the environment for what skews benchmarks"},
+    {"drift", cmd_drift, "accuracy drift between two deployments: top-1 agreement, logprob deltas, KL, delta PPL by context"},
     {"history", cmd_history, "the results history (--db): list, trend, best, compare against history, import, export"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -32,7 +33,18 @@ static void usage(FILE *f) {
             DSPERF_VERSION);
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].what);
-    fprintf(f, "\nexit codes: 0 ok, 1 the run failed (or was interrupted: partial results) or a gate failed, 2 usage error\n");
+    fputs("\nexit codes (one policy for bench, sweep, sim, monitor, compare and tune):\n"
+          "  0  done: the run measured what it planned. Warnings (an overloaded server, a client that fell\n"
+          "     behind, requests dsperf cancelled itself) are printed and kept in the results, and do not\n"
+          "     fail a run.\n"
+          "  1  the run failed, after everything measured is written: interrupted (Ctrl-C/SIGTERM: partial\n"
+          "     results), no request completed, server-side failures above --max-error-rate (default 1% of\n"
+          "     the requests that ended; requests dsperf cancelled itself do not count), an output could not\n"
+          "     be written, a sweep level could not be measured (requests outlast it), a monitor run bounded\n"
+          "     by --requests/--duration over --max-error-rate (a signal is a monitor's normal end), tune\n"
+          "     measured no configuration — or a compare gate failed (a rule beyond its allowance, or on a\n"
+          "     metric the runs' settings make incomparable without --allow-config-change)\n"
+          "  2  usage error: nothing ran (a bad flag or file, an endpoint that does not answer at the start)\n", f);
 }
 
 int main(int argc, char **argv) {

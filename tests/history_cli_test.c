@@ -1,10 +1,13 @@
 /* Integration tests of the results history through the real binary: runs against `dsperf serve`
  * on loopback recorded with --db, a TTFT regression injected at a known run (the server's --ttft
  * 20 ms -> 24 ms), found by `history trend` at that run and failed by a history gate, while a
- * rerun of the same build passes; import and export; and bad input. */
+ * rerun of the same build passes; drift runs (their own kind); a history written before sample
+ * sets; import and export; and bad input. */
 #include "harness.h"
 #include "testutil.h"
+#include "common/fileio.h"
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +178,142 @@ TEST(history_cli_import_export_and_first_pipeline_run) {
     out = test_run_merged(cmd, &st);
     CHECK(st == 0 && out && strstr(out, ": ok"));
     free(out);
+}
+
+/* dsperf drift --db: one drift run per candidate, baseline `dsperf serve` plain */
+static int drift_run(const char *db, const char *base_url, const char *cand_args, const char *label) {
+    test_server c;
+    char cargs[160];
+    snprintf(cargs, sizeof cargs, "--itl 0 --ttft 0 %s", cand_args);
+    if (test_serve_start(&c, cargs) != 0) return -1;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "drift --baseline %s --candidate %s --contexts 32,128 --prompts 4 --gen-tokens 16 --no-floor "
+             "--quiet --db %s --label %s", base_url, c.url, db, label);
+    int st = test_run(cmd, NULL, NULL);
+    test_serve_stop(&c);
+    return st;
+}
+
+TEST(history_cli_records_drift_runs) {
+    char db[512], cmd[1024];
+    snprintf(db, sizeof db, "%s/drift.db", harness_tmpdir());
+    test_server b;
+    if (test_serve_start(&b, "--itl 0 --ttft 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    /* run 1: a candidate identical to the baseline; run 2: one whose logits carry noise */
+    int s1 = drift_run(db, b.url, "", "kv=bf16"), s2 = drift_run(db, b.url, "--logprob-noise 0.5,1", "kv=fp8");
+    test_serve_stop(&b);
+    CHECK_EQ_INT(s1, 0);
+    CHECK_EQ_INT(s2, 0);
+    int st;
+    snprintf(cmd, sizeof cmd, "history --db %s list kind:drift", db);
+    char *out = test_run_merged(cmd, &st);
+    CHECK_MSG(st == 0 && out && strstr(out, "(2 runs)") && strstr(out, "kv=fp8"), "%s", out ? out : "");
+    free(out);
+    /* the headline is the longest context's, with the bucket's own interval as its band */
+    snprintf(cmd, sizeof cmd, "history --db %s trend top1_agreement --json --out %s/dtrend.json", db, harness_tmpdir());
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/dtrend.json", harness_tmpdir());
+    json_t *t = test_load_json(path), *d2 = NULL;
+    const json_t *runs = json_object_get(t, "runs");
+    CHECK_EQ_INT(json_array_size(runs), 2);
+    CHECK_STR(json_string_value(json_object_get(t, "direction")), "higher_is_better");
+    /* run 2's value and band are its document's 128-word bucket */
+    snprintf(cmd, sizeof cmd, "history --db %s show 2 --doc", db);
+    char *doc = NULL;
+    CHECK_EQ_INT(test_run(cmd, &doc, NULL), 0);
+    d2 = doc ? json_loads(doc, 0, NULL) : NULL;
+    free(doc);
+    const json_t *bk = json_array_get(json_object_get(d2, "buckets"), 1), *r1 = json_array_get(runs, 0), *r2 = json_array_get(runs, 1);
+    CHECK_EQ_INT(json_integer_value(json_object_get(bk, "context")), 128);
+    CHECK_NEAR(json_number_value(json_object_get(r1, "value")), 1.0, 0);
+    CHECK(json_number_value(json_object_get(r2, "value")) < 1.0);
+    CHECK_NEAR(json_number_value(json_object_get(r2, "value")), json_number_value(json_object_get(bk, "top1_agreement")), 1e-12);
+    CHECK_NEAR(json_number_value(json_object_get(r2, "lo")), json_number_value(json_array_get(json_object_get(bk, "top1_agreement_ci"), 0)), 1e-12);
+    CHECK_NEAR(json_number_value(json_object_get(r2, "hi")), json_number_value(json_array_get(json_object_get(bk, "top1_agreement_ci"), 1)), 1e-12);
+    json_decref(d2);
+    json_decref(t);
+    /* best knows which way is better for a drift metric; compare says where drift runs are read */
+    snprintf(cmd, sizeof cmd, "history --db %s best top1_agreement", db);
+    out = test_run_merged(cmd, &st);
+    CHECK_MSG(st == 0 && out && strstr(out, "kv=bf16") && strstr(out, "kv=fp8") && strstr(out, "kv=bf16") < strstr(out, "kv=fp8"),
+              "%s", out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, "history --db %s compare --baseline 1 --candidate 2", db);
+    out = test_run_merged(cmd, &st);
+    CHECK_MSG(st == 2 && out && strstr(out, "dsperf.drift/1 document"), "exit %d: %s", st, out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, "history --db %s show 2", db);
+    out = test_run_merged(cmd, &st);
+    CHECK_MSG(st == 0 && out && strstr(out, "run 2: drift") && strstr(out, "kl") && strstr(out, "delta_ppl"), "%s", out ? out : "");
+    /* a metric the document gives no interval for has no band */
+    const char *abs_line = out ? strstr(out, "  mean_abs_logprob_delta") : NULL, *nl = abs_line ? strchr(abs_line, '\n') : NULL;
+    CHECK_MSG(abs_line && nl && !memchr(abs_line, '[', (size_t)(nl - abs_line)), "%s", out ? out : "");
+    free(out);
+}
+
+/* A history recorded before results files kept sample sets (tests/fixtures/history/README.md:
+ * runs 1-3 at a 20 ms server, 4-6 at 24 ms, samples as µs arrays) is read by this dsperf. */
+TEST(history_cli_reads_a_history_written_before_sample_sets) {
+    char db[512], cmd[1024], path[600];
+    snprintf(db, sizeof db, "%s/old.db", harness_tmpdir());
+    char *bytes = NULL;
+    size_t len = 0;
+    if (fileio_read_all("tests/fixtures/history/before-sample-sets.db", &bytes, &len) < 0 ||
+        fileio_write_atomic(db, bytes, len) < 0) { free(bytes); CHECK_MSG(0, "cannot copy the fixture"); return; }
+    free(bytes);
+    int st;
+    /* the trend's change point is tested on the old runs' pooled arrays */
+    snprintf(cmd, sizeof cmd, "history --db %s trend median_ttft_ms --json --out %s/old-trend.json", db, harness_tmpdir());
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    snprintf(path, sizeof path, "%s/old-trend.json", harness_tmpdir());
+    json_t *t = test_load_json(path);
+    CHECK_EQ_INT(json_array_size(json_object_get(t, "runs")), 6);
+    size_t i, confirmed = 0;
+    json_t *cp;
+    json_array_foreach(json_object_get(t, "change_points"), i, cp) {
+        if (!json_is_true(json_object_get(cp, "confirmed"))) continue;
+        confirmed++;
+        CHECK_EQ_INT(json_integer_value(json_object_get(cp, "id")), 4);
+        /* the stored medians: 20.79 ms before, 24.44 ms after (+17.6 %) */
+        CHECK_NEAR(json_number_value(json_object_get(cp, "change_pct")), 17.6, 1.5);
+        CHECK(strstr(json_string_value(json_object_get(cp, "basis")), "300 / 300 samples") != NULL);
+    }
+    CHECK_EQ_INT(confirmed, 1);
+    json_decref(t);
+    /* a gate over the old runs: the 24 ms run fails against the 20 ms ones, a 20 ms one passes */
+    snprintf(cmd, sizeof cmd, "history --db %s compare --baseline label:release=v1 --candidate 4 --gate median_ttft_ms:+10%%", db);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 1);
+    snprintf(cmd, sizeof cmd, "history --db %s compare --baseline 1..2 --candidate 3 --gate median_ttft_ms:+10%%", db);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    /* a new run (sample sets) recorded into the old history is comparable with the old runs */
+    test_server s;
+    if (test_serve_start(&s, "--ttft 24ms --itl 2ms --jitter 0.05 --seed 3") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    snprintf(cmd, sizeof cmd, "bench --url %s --concurrency 4 --requests 100 --dataset random:in=8,out=4 --seed 7 --quiet "
+             "--db %s --label release=v2", s.url, db);
+    st = test_run(cmd, NULL, NULL);
+    test_serve_stop(&s);
+    CHECK_EQ_INT(st, 0);
+    snprintf(cmd, sizeof cmd, "history --db %s compare --baseline label:release=v2 --candidate latest --json --out %s/mixed.json",
+             db, harness_tmpdir());
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    snprintf(path, sizeof path, "%s/mixed.json", harness_tmpdir());
+    json_t *c = test_load_json(path);
+    const json_t *br = json_object_get(json_object_get(c, "history"), "baseline_runs");
+    CHECK(json_array_size(br) == 3 && json_integer_value(json_array_get(br, 0)) == 4);
+    json_t *m;
+    bool seen = false;
+    json_array_foreach(json_object_get(c, "metrics"), i, m) {
+        if (strcmp(json_string_value(json_object_get(m, "name")), "median_ttft_ms")) continue;
+        seen = true;
+        CHECK(json_is_number(json_object_get(m, "ci_low")) && json_is_number(json_object_get(m, "ci_high")));
+        CHECK_MSG(strstr(json_string_value(json_object_get(m, "basis")), "300 / 100 samples") != NULL, "%s",
+                  json_string_value(json_object_get(m, "basis")));
+    }
+    CHECK(seen);
+    json_decref(c);
+    snprintf(cmd, sizeof cmd, "history --db %s check", db);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
 }
 
 TEST(history_cli_bad_input) {

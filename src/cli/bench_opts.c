@@ -4,6 +4,7 @@
 #include "common/units.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "results/validity.h"
 #include "common/fileio.h"
 #include "common/redact.h"
 #include <errno.h>
@@ -65,9 +66,15 @@ static const char usage_text[] =
 "  --host-metrics          host CPU, memory and NUMA placement (with --server-pid: of the server)\n"
 "  --server-pid PID        the server process, for its CPU and NUMA placement\n"
 "  --telemetry-interval T  sampling interval (default 100ms)\n"
+"many hosts (under mpirun / srun --mpi=pmix; see the README, \"Beyond one machine\"):\n"
+"  --gpu-nodes H1,H2       ranks on these hosts sample their GPUs and host (--gpu-ids, --host-metrics)\n"
+"                          and send no load\n"
+"  --rank-timeout T        a rank silent this long is lost; the result covers the others (default 30s)\n"
 "statistics and output:\n"
 "  --slo ttft=200ms,tpot=50ms,e2el=10s   goodput SLOs (any subset)\n"
 "  --percentiles LIST      default 50,90,95,99,99.9\n"
+"  --max-error-rate F      server-side failures (not requests dsperf cancelled itself) above this\n"
+"                          share of the requests that ended fail the run: exit 1 (default 1%)\n"
 "  --out FILE              write results JSON (schema dsperf.results/1, vLLM-compatible names)\n"
 "  --save-requests FILE    write one JSON line per request with every timestamp\n"
 "  --quiet                 no summary and no progress; --no-progress: no live line\n"
@@ -78,11 +85,13 @@ static const char usage_text[] =
 "examples:\n"
 "  dsperf bench --url http://127.0.0.1:8000 --concurrency 32 --requests 500 --out r.json\n"
 "  dsperf bench --url http://h:8000 --api chat --rate 20/s --max-concurrency 64 --duration 60s \\\n"
-"               --dataset random:in=2048,out=256 --slo ttft=500ms,tpot=50ms\n";
+"               --dataset random:in=2048,out=256 --slo ttft=500ms,tpot=50ms\n"
+"  mpirun --hostfile hosts -np 8 dsperf bench --url http://h:8000 --rate 400/s --duration 120s \\\n"
+"               --gpu-nodes gpu1,gpu2 --gpu-ids all --out job.json   # one job over many hosts\n";
 
 enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_CONC, O_THINK, O_RATE, O_ARRIVAL,
        O_MAXCONC, O_REQUESTS, O_DURATION, O_GRACE, O_WARMUP, O_SEED, O_DATASET, O_IGNORE_EOS, O_NO_USAGE,
-       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS, O_RAMP, O_CLASS, O_HFILE, O_DB, O_LABEL };
+       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS, O_RAMP, O_CLASS, O_GPUNODES, O_RANKTO, O_HFILE, O_MAXERR, O_DB, O_LABEL };
 
 static const struct option long_opts[] = {
     {"url", 1, 0, O_URL}, {"api", 1, 0, O_API}, {"model", 1, 0, O_MODEL}, {"header", 1, 0, O_HEADER},
@@ -92,10 +101,10 @@ static const struct option long_opts[] = {
     {"max-concurrency", 1, 0, O_MAXCONC}, {"requests", 1, 0, O_REQUESTS}, {"duration", 1, 0, O_DURATION},
     {"grace", 1, 0, O_GRACE}, {"warmup", 1, 0, O_WARMUP}, {"seed", 1, 0, O_SEED}, {"dataset", 1, 0, O_DATASET},
     {"ignore-eos", 0, 0, O_IGNORE_EOS}, {"no-usage", 0, 0, O_NO_USAGE}, {"slo", 1, 0, O_SLO},
-    {"percentiles", 1, 0, O_PCT}, {"out", 1, 0, O_OUT}, {"save-requests", 1, 0, O_SAVE},
+    {"percentiles", 1, 0, O_PCT}, {"max-error-rate", 1, 0, O_MAXERR}, {"out", 1, 0, O_OUT}, {"save-requests", 1, 0, O_SAVE},
     {"gpu-ids", 1, 0, O_GPU}, {"server-metrics", 1, 0, O_SMETRICS}, {"host-metrics", 0, 0, O_HOSTM},
     {"server-pid", 1, 0, O_SPID}, {"telemetry-interval", 1, 0, O_TINT},
-    {"client-threads", 1, 0, O_CTHREADS}, {"ramp", 1, 0, O_RAMP}, {"class", 1, 0, O_CLASS}, {"tokenizer", 1, 0, O_TOK}, {"length-tolerance", 1, 0, O_LENTOL},
+    {"client-threads", 1, 0, O_CTHREADS}, {"ramp", 1, 0, O_RAMP}, {"class", 1, 0, O_CLASS}, {"gpu-nodes", 1, 0, O_GPUNODES}, {"rank-timeout", 1, 0, O_RANKTO}, {"tokenizer", 1, 0, O_TOK}, {"length-tolerance", 1, 0, O_LENTOL},
     {"db", 1, 0, O_DB}, {"label", 1, 0, O_LABEL},
     {"quiet", 0, 0, O_QUIET}, {"no-progress", 0, 0, O_NOPROG}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0},
 };
@@ -143,9 +152,11 @@ void bench_opts_defaults(bench_opts *b, int argc, char **argv) {
     b->dataset_spec = "random:in=1024,out=128";
     b->length_tolerance = 0.05;
     b->arrival_spec = "poisson";
+    b->max_error_rate = VALIDITY_DEFAULT_MAX_ERROR_RATE;
     summary_default_opts(&b->summary);
     telemetry_default_opts(&b->telemetry);
     history_opts_init(&b->hist);
+    dist_default_opts(&b->dist_o);
     b->command_line = cli_command_line(argc, argv);
     b->headers = calloc((size_t)argc + 1, sizeof *b->headers);
     b->headers_cap = (size_t)argc;
@@ -247,6 +258,8 @@ int bench_opts_shared(bench_opts *b, const char *name, const char *a) {
         b->plan.seed = (uint64_t)v;
     } else if (!strcmp(name, "slo")) {
         if (summary_parse_slo(&b->summary, a) < 0) return bad("slo", a, "use ttft=200ms,tpot=50ms,e2el=10s (any subset)");
+    } else if (!strcmp(name, "max-error-rate")) {
+        if (validity_parse_rate(a, &b->max_error_rate) < 0) return bad("max-error-rate", a, "a share such as 1% or 0.01, within [0, 1]");
     } else if (!strcmp(name, "quiet")) { b->quiet = true; log_set_quiet(1); }
     else return history_opts_apply(&b->hist, name, a);
     return 0;
@@ -309,6 +322,8 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         case O_CTHREADS: if (units_parse_int(a, 1, 64, &v) < 0) return bad("client-threads", a, "an integer from 1 to 64"); b->plan.client_threads = (int)v; break;
         case O_LENTOL: if (units_parse_double(a, &b->length_tolerance) < 0 || b->length_tolerance < 0 || b->length_tolerance >= 1) return bad("length-tolerance", a, "a fraction such as 0.05"); break;
         case O_NOPROG: b->no_progress = true; break;
+        case O_GPUNODES: b->dist_o.gpu_nodes = a; break;
+        case O_RANKTO: if (units_parse_duration_ns(a, &ns) < 0 || ns < 100 * NS_PER_MS) return bad("rank-timeout", a, "a duration of at least 100ms such as 30s"); b->dist_o.rank_timeout_ns = ns; break;
         case O_HELP: fputs(usage_text, stdout); return EXIT_OK;
         default:
             if (optopt && optopt < 256) log_error("unknown option '-%c'; see dsperf bench --help", optopt);

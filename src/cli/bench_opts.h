@@ -7,6 +7,7 @@
 #include "metrics/summary.h"
 #include "dataset/dataset.h"
 #include "telemetry/telemetry.h"
+#include "dist/dist.h"
 #include "cli/history_opts.h"
 #include <jansson.h>
 
@@ -41,12 +42,17 @@ typedef struct {
     bool quiet, no_progress;
     history_opts hist;           /* --db / --label: record the run in the results history */
     json_t *server_identity;     /* the engine, its version and the served model (bench_prepare) */
+    double max_error_rate;       /* --max-error-rate: server-side failures above it fail the run (validity.h) */
     char *command_line;
     bench_class classes[BENCH_MAX_CLASSES];
     int n_classes;               /* 0: one class, the --dataset */
     const dataset *class_ds[BENCH_MAX_CLASSES];
     double class_weight[BENCH_MAX_CLASSES];
     json_t *deployment;          /* what the server said about itself at preflight (deploy.h's section) */
+    /* one job over many hosts (mpirun/srun): NULL when not started by an MPI launcher */
+    dist *dist;
+    dist_opts dist_o;            /* --rank-timeout, --gpu-nodes */
+    bool keep_request_chunks;    /* sweep --save-requests: bring every rank's chunk arrays to rank 0 */
 } bench_opts;
 
 /* Returns -1 when the run should go ahead; otherwise the exit code to return now (0 after
@@ -57,7 +63,7 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv);
 void bench_opts_defaults(bench_opts *b, int argc, char **argv);
 /* The options every command that sends requests takes alike (bench, sweep, monitor): the target
  * (url, api, model, header, insecure, timeout), the requests (dataset, tokenizer, no-usage, seed),
- * the SLO, quiet, and the history (db, label), by long option name. Returns 0 when applied, 1 when name is not one of them,
+ * the SLO, max-error-rate, quiet, and the history (db, label), by long option name. Returns 0 when applied, 1 when name is not one of them,
  * or EXIT_USAGE after its one-line error. */
 int bench_opts_shared(bench_opts *b, const char *name, const char *value);
 void bench_opts_free(bench_opts *b);

@@ -3,7 +3,9 @@
 #include "deploy/deploy.h"
 #include "results/results.h"
 #include "client/identify.h"
+#include "results/validity.h"
 #include "common/log.h"
+#include "common/clock.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +78,7 @@ static void add_token_sources(json_t *res, const recset *recs, const char *count
 /* Every request class summarised on its own, with its own SLOs ("does one tenant's burst hurt
  * another's tail?"). Whether the client kept its plan is a property of the whole run, so those
  * fields stay at the top level only. */
-static void add_class_summaries(json_t *res, const recset *recs, const bench_opts *b) {
+static void add_class_summaries(json_t *res, const recset *recs, const bench_opts *b, const summary_parts *parts) {
     json_t *arr = json_array();
     record *view = malloc((recs->n ? recs->n : 1) * sizeof *view);
     if (!view) return;
@@ -84,7 +86,7 @@ static void add_class_summaries(json_t *res, const recset *recs, const bench_opt
         recset sub = { .v = view, .n = 0, .cap = recs->n };
         for (size_t i = 0; i < recs->n; i++)
             if (recs->v[i].class_id == c) view[sub.n++] = recs->v[i];   /* shallow: the view owns nothing */
-        json_t *sm = summary_compute(&sub, &b->classes[c].summary);
+        json_t *sm = summary_compute_parts(&sub, &b->classes[c].summary, parts ? &parts[c] : NULL);
         if (!sm) continue;
         static const char *const whole_run[] = { "client_fell_behind", "client_lag_reason", "client_lag_threshold_ms",
             "client_queue_capped", "client_queue_reason", "intended_rate_per_s", "timeline", NULL };
@@ -208,39 +210,116 @@ int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop
 int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, load_progress_fn progress,
                         void *ctx, recset *recs, bench_result *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
+    dist *d = b->dist;           /* a multi-host job: src/dist; NULL otherwise */
+    load_plan plan = b->plan;    /* the run's copy: a job adds its shards and start time */
+    telemetry_opts topts = b->telemetry;
+    bool tel_on = b->telemetry_on;
+    dist_progress *dp = NULL;
+    if (d) {
+        if (!plan.progress_interval_ns || plan.progress_interval_ns > 100 * NS_PER_MS)
+            plan.progress_interval_ns = 100 * NS_PER_MS;   /* the ranks' heartbeat and stop latency */
+        if (dist_is_root(d) && dist_run_begin(d, &plan, b->requests_path || b->keep_request_chunks, err, errlen) < 0) return -1;
+        tel_on = tel_on && dist_telemetry_opts(d, &topts);
+        if (!(dp = dist_progress_new(d, progress, ctx, stop))) { snprintf(err, errlen, "out of memory"); return -1; }
+    }
     telemetry *tel = NULL;
-    if (b->telemetry_on) {
+    if (tel_on) {
         /* bad telemetry options are usage errors: they were validated before the run */
-        tel = telemetry_start(&b->telemetry, err, errlen);
-        if (!tel) return -1;
+        tel = telemetry_start(&topts, err, errlen);
+        if (!tel) { dist_progress_free(dp); return -1; }
     }
     load_outcome lo;
     struct rusage ru_before;
     getrusage(RUSAGE_SELF, &ru_before);
-    if (load_run(&b->plan, &b->client, ds, recs, stop, progress, ctx, &lo, err, errlen) < 0) {
+    if (d && (dist_samples_only(d) || plan.client_threads == 0)) dist_idle_run(d, dp, &lo);   /* no shard here */
+    else if (load_run(&plan, &b->client, ds, recs, stop, dp ? dist_progress_tick : progress, dp ? (void *)dp : ctx, &lo,
+                      err, errlen) < 0) {
         telemetry_free(tel);
+        dist_progress_free(dp);
         return -1;
     }
+    dist_progress_free(dp);
+    json_t *client = json_object();
+    add_client_cost(client, recs, lo.end_ns - lo.start_ns, &ru_before);
+    json_t *cost = json_incref(json_object_get(client, "client"));
+    json_decref(client);
+    json_object_set_new(cost, "threads", json_integer(lo.client_threads));
+    if (tel) telemetry_stop(tel);
+    dist_merged m;
+    memset(&m, 0, sizeof m);
+    if (d) {
+        dist_local loc = { cost, tel };
+        int rc = dist_gather(d, recs, b->n_classes, &lo, &loc, stop, &m, err, errlen);
+        telemetry_free(tel);
+        tel = NULL;
+        if (rc < 0 || !dist_is_root(d)) { json_decref(cost); dist_merged_free(&m); return rc < 0 ? -1 : 0; }
+        /* rank 0 goes on with the job's records, on its clock, as if it had measured them all */
+        recset_free(recs);
+        *recs = m.recs;
+        recset_init(&m.recs);
+        lo = m.lo;
+        json_decref(cost);
+        cost = json_incref(m.client);
+    }
+    /* the sweep's early stop ends a level the way Ctrl-C does, but it is no interruption */
+    bool interrupted = lo.interrupted && lo.stop_code != LOAD_STOP_EARLY;
+    char reason[768];
+    snprintf(reason, sizeof reason, "%s%s%s", interrupted ? "interrupted (SIGINT/SIGTERM): results cover what finished before the stop" : "",
+             interrupted && m.lost ? "; " : "", m.lost ? m.partial_reason : "");
     results_meta meta = {
         .producer = "bench", .command_line = b->command_line, .config = bench_opts_config_json(b, ds),
-        .partial = lo.interrupted, .partial_reason = lo.interrupted ? "interrupted (SIGINT/SIGTERM): results cover what finished before the stop" : NULL,
+        .partial = lo.interrupted || m.lost > 0, .partial_reason = reason[0] ? reason : NULL, .parts = d ? &m.whole : NULL,
     };
     out->results = results_build(recs, &b->summary, &meta);
     json_decref(meta.config);
-    out->interrupted = lo.interrupted;
-    if (!out->results) { snprintf(err, errlen, "out of memory while computing the summary"); return -1; }
+    out->interrupted = interrupted;
+    if (!out->results) { json_decref(cost); dist_merged_free(&m); telemetry_free(tel); snprintf(err, errlen, "out of memory while computing the summary"); return -1; }
+    json_object_set_new(out->results, "interrupted", json_boolean(interrupted));
+    json_object_set_new(out->results, "client", cost);
     if (b->server_identity) json_object_set(out->results, "server", b->server_identity);
-    add_client_cost(out->results, recs, lo.end_ns - lo.start_ns, &ru_before);
-    json_object_set_new(json_object_get(out->results, "client"), "threads", json_integer(lo.client_threads));
     add_token_sources(out->results, recs, b->client.counter.name);
-    if (b->n_classes) add_class_summaries(out->results, recs, b);
+    if (b->n_classes) add_class_summaries(out->results, recs, b, d ? m.cls : NULL);
     if (tel) {
-        telemetry_stop(tel);
         double out_tokens = json_number_value(json_object_get(out->results, "total_output_tokens"));
         json_object_set_new(out->results, "telemetry", telemetry_series_json(tel, lo.start_ns));
         json_object_set_new(out->results, "telemetry_summary", telemetry_summary_json(tel, lo.start_ns, lo.end_ns, out_tokens));
         telemetry_free(tel);
     }
+    if (d) {
+        if (m.telemetry) json_object_set(out->results, "telemetry", m.telemetry);
+        if (m.telemetry_summary) json_object_set(out->results, "telemetry_summary", m.telemetry_summary);
+        json_object_set(out->results, "dist", m.section);
+        dist_merged_free(&m);
+    }
     add_deployment(out->results, b);
+    validity_judge(out->results, b->max_error_rate, NULL, 0);
     return 0;
+}
+
+/* A follower's signals end its run (and the job's next ones): mpirun forwards Ctrl-C as SIGTERM. */
+static volatile sig_atomic_t follow_signalled, follow_run_stop;
+static void follow_signal(int sig) { (void)sig; follow_signalled = 1; follow_run_stop = 1; }
+
+int bench_follow(bench_opts *b, const dataset *ds) {
+    struct sigaction sa = { .sa_handler = follow_signal };
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    load_plan whole = b->plan;
+    int code = EXIT_RUN_FAILED;
+    for (;;) {
+        load_plan p = whole;
+        if (dist_run_wait(b->dist, &p, &code) != 1) break;
+        b->plan = p;
+        follow_run_stop = follow_signalled;
+        recset recs;
+        recset_init(&recs);
+        bench_result br;
+        char err[1024];
+        int rc = bench_run_once_hook(b, ds, &follow_run_stop, NULL, NULL, &recs, &br, err, sizeof err);
+        recset_free(&recs);
+        json_decref(br.results);
+        b->plan = whole;
+        if (rc < 0) { log_error("%s", err); code = EXIT_RUN_FAILED; break; }
+    }
+    return code;
 }

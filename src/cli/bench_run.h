@@ -15,7 +15,8 @@ int bench_prepare(bench_opts *b, dataset **ds, char **model);
 int bench_prepare_dataset(bench_opts *b, size_t n_hint, dataset **ds);
 
 typedef struct {
-    json_t *results;      /* the results document (owned by the caller), NULL on failure */
+    json_t *results;      /* the results document (owned by the caller), NULL on failure and on
+                           * a multi-host job's followers (rank 0 writes the job's result) */
     bool interrupted;     /* *stop was raised during the run */
 } bench_result;
 
@@ -27,6 +28,9 @@ int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop
  * runner's counters; it may raise *stop to end the run early) instead of the live line. */
 int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, load_progress_fn progress,
                         void *ctx, recset *recs, bench_result *out, char *err, size_t errlen);
+/* A follower of a multi-host job (rank > 0, after dist_join): runs every run rank 0 announces,
+ * with this rank's slice of the plan, until rank 0 ends the job; returns the job's exit code. */
+int bench_follow(bench_opts *b, const dataset *ds);
 /* Prints the per-class lines of a multi-class run (nothing for one class). */
 void bench_print_classes(FILE *f, const json_t *results);
 #endif

@@ -18,8 +18,14 @@ static void usage(FILE *f) {
           "Compares two results files (dsperf bench / dsperf sim, schema dsperf.results/1): each metric with\n"
           "its change, a bootstrap confidence interval of the change computed from the runs' samples, the\n"
           "Mann-Whitney p-value of the distribution, and a verdict (better, worse, no significant change).\n"
-          "Latency intervals use the per-request samples stored in each results file; throughput intervals\n"
-          "use the per-second timeline (runs of at least 7 s).\n"
+          "Latency intervals use every request's sample, stored in each results file, so they are sized by\n"
+          "each run's true n (older files' 2,000 quantiles are read as standing for all of it); throughput\n"
+          "intervals use the per-second output tokens (runs of at least 7 s), and request_throughput's\n"
+          "also the output tokens per request, so the two agree when the lengths do.\n"
+          "A metric whose meaning depends on a setting the runs differ in is not compared, and a gate rule\n"
+          "on its change fails naming the setting: latencies and throughputs on the workload (model, api,\n"
+          "dataset, max_tokens, ignore_eos, length unit) and the load (concurrency, rate, arrival, cap),\n"
+          "goodput also on the SLO. Error counts and absolute rules (p99_ttft_ms:<=50) always apply.\n"
           "Two sweeps (dsperf sweep, dsperf.sweep/1) compare their headline numbers (knee_load,\n"
           "knee_output_throughput, peak_output_throughput, max_goodput, max_goodput_load, slo_boundary_load)\n"
           "and every load both ran, level by level; a gate rule on another metric holds at every level.\n\n"
@@ -41,7 +47,9 @@ static void usage(FILE *f) {
           "  --confidence F        of the intervals (default 0.95)\n"
           "  --min-effect P%       a change beyond noise but smaller than P% is called negligible\n"
           "                        (default 1%; gate rules keep their own allowances)\n"
-          "  --resamples N         bootstrap rounds (default 2000)\n"
+          "  --allow-config-change compare metrics even when the runs' settings differ (the difference is\n"
+          "                        the point: a new model, another dataset)\n"
+          "  --resamples N         bootstrap rounds of the throughput intervals (default 2000)\n"
           "  --seed N              bootstrap seed (default 1: the same files give the same intervals)\n"
           "  --md                  print Markdown (for a pull-request comment) instead of a table\n"
           "  --out FILE            write the comparison (dsperf.compare/1 JSON) atomically\n"
@@ -53,7 +61,7 @@ static void usage(FILE *f) {
           "  dsperf compare nightly-old.json nightly-new.json --gate 'max_goodput:-5%,p99_ttft_ms:+15%'   (sweeps)\n", f);
 }
 
-enum { O_GATE = 1000, O_METRICS, O_CONF, O_RESAMPLES, O_SEED, O_MD, O_OUT, O_MIN_EFFECT, O_CLASS, O_HELP };
+enum { O_GATE = 1000, O_METRICS, O_CONF, O_RESAMPLES, O_SEED, O_MD, O_OUT, O_MIN_EFFECT, O_CLASS, O_HELP, O_ALLOW };
 
 static const struct option long_opts[] = {
     {"gate", required_argument, 0, O_GATE},
@@ -65,6 +73,7 @@ static const struct option long_opts[] = {
     {"min-effect", required_argument, 0, O_MIN_EFFECT},
     {"class", required_argument, 0, O_CLASS},
     {"out", required_argument, 0, O_OUT},
+    {"allow-config-change", no_argument, 0, O_ALLOW},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -148,6 +157,7 @@ int cmd_compare(int argc, char **argv) {
             o.seed = (uint64_t)n;
             break;
         case O_MD: md = true; break;
+        case O_ALLOW: o.allow_config_change = true; break;
         case O_CLASS: class_name = v; break;
         case O_OUT: out_path = v; break;
         default:

@@ -2,6 +2,7 @@
  * sweep file, as text or JSON. */
 #include "cli/cli.h"
 #include "diagnose/diagnose.h"
+#include "drift/drift.h"
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/units.h"
@@ -16,7 +17,7 @@
 
 static const char usage_text[] =
 "usage: dsperf diagnose FILE [--model M | --model-config F] [--gpu G --gpus N --tp N] [--weight-dtype D\n"
-"                            --kv-dtype D] [--json] [--save]\n"
+"                            --kv-dtype D] [--drift FILE] [--json] [--save]\n"
 "\n"
 "Names the bottleneck of a run from its results (bench, sim) or sweep file, with evidence from\n"
 "the file (summary, timeline, client cost, sim engine series, telemetry), a confidence, and the\n"
@@ -37,6 +38,9 @@ static const char usage_text[] =
 "  --weight-dtype D    bf16, fp16, fp8, int8, int4 (default: the release's dtype)\n"
 "  --kv-dtype D        bf16, fp16, fp8, int8 (default: 16-bit)\n"
 "other options:\n"
+"  --drift FILE        a dsperf drift result (baseline: the current KV-cache dtype, candidate: the one\n"
+"                      advised): a kv_cache_dtype knob then shows what it costs in accuracy by\n"
+"                      context; without it the knob says it is untested for accuracy\n"
 "  --json              print the diagnosis as JSON\n"
 "  --save              also store it in FILE (\"findings\", \"configuration\", \"roofline\",\n"
 "                      \"deployment\", \"checked\", written atomically) so `dsperf report` shows it\n"
@@ -51,11 +55,12 @@ int cmd_diagnose(int argc, char **argv) {
     static const struct option opts[] = {
         {"model", 1, 0, 'm'}, {"gpu", 1, 0, 'g'}, {"tp", 1, 0, 't'}, {"kv-dtype", 1, 0, 'k'},
         {"model-config", 1, 0, 'c'}, {"gpus", 1, 0, 'n'}, {"weight-dtype", 1, 0, 'w'},
-        {"json", 0, 0, 'j'}, {"save", 0, 0, 's'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+        {"json", 0, 0, 'j'}, {"save", 0, 0, 's'}, {"help", 0, 0, 'h'}, {"drift", 1, 0, 'd'}, {0, 0, 0, 0},
     };
     diagnose_opts o;
     diagnose_default_opts(&o);
     bool as_json = false, save = false;
+    const char *drift_path = NULL;
     long long v;
     int c;
     optind = 1;
@@ -92,6 +97,7 @@ int cmd_diagnose(int argc, char **argv) {
             break;
         }
         case 'j': as_json = true; break;
+        case 'd': drift_path = optarg; break;
         case 's': save = true; break;
         case 'h': fputs(usage_text, stdout); return EXIT_OK;
         default:
@@ -112,12 +118,21 @@ int cmd_diagnose(int argc, char **argv) {
         log_error("%s", err);
         return EXIT_USAGE;
     }
+    json_t *drift = NULL;
+    if (drift_path && !(drift = drift_load(drift_path, err, sizeof err))) {
+        json_decref(doc);
+        log_error("--drift: %s", err);
+        return EXIT_USAGE;
+    }
     json_t *dg = diagnose_run(doc, &o, err, sizeof err);
     if (!dg) {
         json_decref(doc);
+        json_decref(drift);
         log_error("%s: %s", path, err);
         return EXIT_USAGE;
     }
+    drift_annotate_findings(dg, drift);   /* a KV-dtype knob says what it costs in accuracy, or that it is untested */
+    json_decref(drift);
     int rc = EXIT_OK;
     if (save) {
         static const char *const keys[] = { "findings", "configuration", "roofline", "deployment", "checked" };

@@ -103,7 +103,10 @@ static void on_tick(evutil_socket_t fd, short ev, void *arg) {
     double t_s = (double)(now - c->start_ns) / 1e9;
     if (c->fmt == OUT_TABLE && c->done % 20 == 0) print_table_row(0, NULL, true);
     for (int i = 0; i < c->n; i++) {
+        bool was_lost = nvml_gpu_lost(c->g[i]);
         nvml_gpu_sample(c->g[i], clock_now_ns(), c->last[i]);
+        if (!was_lost && nvml_gpu_lost(c->g[i]))
+            log_warn("GPU %d was lost (NVML: GPU is lost, %.1f s in); its columns stay empty", c->info[i].index, t_s);
         const double *v = c->last[i];
         if (c->fmt == OUT_TABLE) {
             print_table_row(c->info[i].index, v, false);

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "history/history.h"
+#include "cli/history_opts.h"
 #include "results/results.h"
 #include <errno.h>
 #include <stdio.h>
@@ -15,8 +16,8 @@
 static const char usage_text[] =
 "usage: dsperf history [--db PATH] COMMAND [QUERY...] [options]\n"
 "\n"
-"The results history: every run recorded with --db PATH (bench, sweep, sim, tune, monitor) or\n"
-"imported, in one SQLite file (default $DSPERF_DB). Runs are comparable when their configuration\n"
+"The results history: every run recorded with --db PATH (bench, sweep, sim, tune, monitor, drift)\n"
+"or imported, in one SQLite file (default $DSPERF_DB). Runs are comparable when their configuration\n"
 "hash is the same (model, dataset shape, load plan, SLO); queries keep the runs of the most recent\n"
 "match's configuration and say what they left out, unless they say config:any.\n"
 "\n"
@@ -34,8 +35,9 @@ static const char usage_text[] =
 "                            --gate RULES, --md, --out FILE, --metrics, --confidence, --resamples,\n"
 "                            --seed, --min-effect; several runs on a side are pooled. The baseline is\n"
 "                            taken among runs recorded before the candidate with its configuration.\n"
+"                            Results runs and sweeps only (a drift run's metrics: trend, best)\n"
 "                            --no-baseline-ok: an empty baseline (a pipeline's first run) passes\n"
-"  import FILE...            dsperf results/sweep/tune files and vLLM benchmark JSONs (--label k=v)\n"
+"  import FILE...            dsperf results/sweep/tune/drift files and vLLM benchmark JSONs (--label k=v)\n"
 "  export RUN                llm-d Benchmark Report v0.2 JSON (a sweep: one per level) (-o FILE)\n"
 "  check                     PRAGMA integrity_check of the whole database\n"
 "\n"
@@ -50,6 +52,7 @@ static const char usage_text[] =
 "  dsperf history --db perf.db list model:deepseek* label:release=v0.9.*\n"
 "  dsperf history --db perf.db trend p99_ttft_ms label:branch=main\n"
 "  dsperf history --db perf.db best max_goodput kind:sweep\n"
+"  dsperf history --db perf.db trend top1_agreement kind:drift   # a KV-dtype change's accuracy cost\n"
 "  dsperf history --db perf.db compare --baseline 'label:branch=main last:5' --candidate latest \\\n"
 "                 --gate 'p99_ttft_ms:+10%,output_throughput:-5%,errors:0'\n"
 "  dsperf history --db perf.db import old/*.json vllm-results.json --label source=archive\n"
@@ -250,6 +253,7 @@ static int do_compare(history *h, hargs *a) {
 }
 
 int cmd_history(int argc, char **argv) {
+    history_opts_register_kinds();   /* import and record know every kind */
     hargs a;
     int rc = parse(&a, argc, argv);
     if (rc >= 0) return rc;

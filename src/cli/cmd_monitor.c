@@ -9,6 +9,7 @@
 #include "monitor/monitor.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "results/validity.h"
 #include "common/units.h"
 #include "results/results.h"
 #include "common/redact.h"
@@ -65,14 +66,18 @@ static const char usage_text[] =
 "  --linger T              after the last probe of --requests/--duration, keep exporting for T\n"
 "                          (or until SIGINT/SIGTERM), so a scraper reads the final numbers\n"
 "  --quiet                 no informational lines on stderr\n"
+"  --max-error-rate F      a run bounded by --requests/--duration whose probes failed on the\n"
+"                          server side above this share exits 1 (default 1%)\n"
 "history (see dsperf history --help):\n"
 "  --db PATH               record a summary of the probes (dsperf.results/1, producer monitor) every\n"
 "                          --db-interval, and of the last partial period at the end (default $DSPERF_DB)\n"
 "  --db-interval T         the period of those summaries (default 10m; also after 100,000 probes)\n"
 "  --label KEY=VALUE       a label for the recorded summaries (repeatable)\n"
 "\n"
-"Exit code 0 when it ends (bound reached, or SIGINT/SIGTERM), whatever the probes' outcomes;\n"
-"1 when it cannot run (exporter address in use, log not writable); 2 for usage errors.\n"
+"Exit codes (as every dsperf command, see dsperf --help): 0 when it ends — SIGINT/SIGTERM is a\n"
+"monitor's normal end, whatever the probes' outcomes; 1 when a bounded run (--requests or\n"
+"--duration) saw server-side failures above --max-error-rate, or it cannot run (exporter address\n"
+"in use, log not writable); 2 for usage errors.\n"
 "\n"
 "examples:\n"
 "  dsperf monitor --url http://10.0.0.5:8000 --slo ttft=500ms,tpot=50ms\n"
@@ -82,7 +87,7 @@ static const char usage_text[] =
 
 enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_RATE, O_ARRIVAL, O_DATASET, O_TOK,
        O_NO_USAGE, O_SEED, O_MAXIF, O_REQUESTS, O_DURATION, O_SLO, O_SLO_TARGET, O_LISTEN, O_LOG, O_LINGER,
-       O_QUIET, O_HELP, O_HFILE, O_DB, O_LABEL, O_DB_INTERVAL };
+       O_QUIET, O_HELP, O_HFILE, O_MAXERR, O_DB, O_LABEL, O_DB_INTERVAL };
 
 static const struct option long_opts[] = {
     {"url", 1, 0, O_URL}, {"api", 1, 0, O_API}, {"model", 1, 0, O_MODEL}, {"header", 1, 0, O_HEADER},
@@ -93,6 +98,7 @@ static const struct option long_opts[] = {
     {"requests", 1, 0, O_REQUESTS}, {"duration", 1, 0, O_DURATION}, {"slo", 1, 0, O_SLO},
     {"slo-target", 1, 0, O_SLO_TARGET}, {"listen", 1, 0, O_LISTEN}, {"log", 1, 0, O_LOG},
     {"linger", 1, 0, O_LINGER}, {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP},
+    {"max-error-rate", 1, 0, O_MAXERR},
     {"db", 1, 0, O_DB}, {"label", 1, 0, O_LABEL}, {"db-interval", 1, 0, O_DB_INTERVAL}, {0, 0, 0, 0},
 };
 
@@ -307,6 +313,12 @@ int cmd_monitor(int argc, char **argv) {
     } else {
         printf("dsperf monitor: done: %zu probes, %zu ok%s\n", t.probes, t.ok, t.interrupted ? " (stopped by a signal)" : "");
         fflush(stdout);
+        /* the run policy (results/validity.h) for a bounded run; a signal is a monitor's normal end */
+        if (!t.interrupted && validity_error_rate_over((double)t.failed, (double)t.ok, b.max_error_rate)) {
+            log_error("%zu of %zu probes failed on the server side, over --max-error-rate %g%%", t.failed, t.failed + t.ok,
+                      100 * b.max_error_rate);
+            rc = EXIT_RUN_FAILED;
+        }
         if (!t.interrupted && linger_ns > 0) {
             int64_t until = clock_now_ns() + linger_ns;
             while (!g_stop && clock_now_ns() < until) clock_sleep_ns(50 * NS_PER_MS);

@@ -7,6 +7,7 @@
 #include "common/units.h"
 #include "report/report.h"
 #include "history/history.h"
+#include "cli/history_opts.h"
 #include "common/redact.h"
 #include <errno.h>
 #include <getopt.h>
@@ -23,7 +24,9 @@ static void usage(FILE *f) {
           "saturation curve with the knee, latency vs throughput, per-load table, percentile plots,\n"
           "time-aligned run view with telemetry, errors, and the command to reproduce. A tune file (dsperf tune,\n"
           "schema dsperf.tune/1) gets the recommendation, the Pareto chart and the configurations table\n"
-          "(Markdown and CSV too: one CSV row per configuration and load).\n\n"
+          "(Markdown and CSV too: one CSV row per configuration and load). A drift file (dsperf drift, schema\n"
+          "dsperf.drift/1) gets top-1 agreement, delta PPL and KL against context length with the noise floor,\n"
+          "the per-context table and the gate (CSV: one row per context).\n\n"
           "Options:\n"
           "  -o, --out FILE       HTML report (default report.html when no other output is asked for)\n"
           "  --md FILE            Markdown summary (verdict, findings, table, errors); '-' for stdout\n"
@@ -41,13 +44,15 @@ static void usage(FILE *f) {
           "                       metric over the comparable runs with their noise bands and change points\n"
           "  --query Q            which runs (dsperf history's query terms, e.g. 'label:branch=main since:30d')\n"
           "  --metric M           a metric to draw (repeatable; default p99_ttft_ms, p99_tpot_ms,\n"
-          "                       output_throughput, or for sweeps knee_load, max_goodput, peak_output_throughput)\n"
+          "                       output_throughput, or for sweeps knee_load, max_goodput, peak_output_throughput,\n"
+          "                       or for drift runs top1_agreement, delta_ppl, kl)\n"
           "  -h, --help\n\n"
           "Examples:\n"
           "  dsperf sim --concurrency 32 --out run.json --save-requests run.jsonl\n"
           "  dsperf report run.json -o run.html --save-requests run.jsonl\n"
           "  dsperf report sweep.json -o sweep.html --md sweep.md --csv sweep.csv --gpu h200\n"
           "  dsperf report tune.json -o tune.html\n"
+          "  dsperf report drift.json -o drift.html --csv drift.csv\n"
           "  dsperf report --db perf.db --query 'label:branch=main' --metric p99_ttft_ms -o trend.html\n", f);
 }
 
@@ -103,13 +108,16 @@ static int report_history(const char *db, const char *query, const char *const *
                           const char *md, const char *csv, report_opts *ro) {
     char err[1024];
     history *h;
+    history_opts_register_kinds();   /* which way is better for every kind's metrics */
     if (history_open(db, HISTORY_READ, &h, err, sizeof err) < 0) { log_error("report: %s", err); return EXIT_USAGE; }
-    static const char *const results_default[] = {"p99_ttft_ms", "p99_tpot_ms", "output_throughput"};
-    static const char *const sweep_default[] = {"knee_load", "max_goodput", "peak_output_throughput"};
+    static const char *const defaults[3][3] = {
+        {"p99_ttft_ms", "p99_tpot_ms", "output_throughput"}, {"knee_load", "max_goodput", "peak_output_throughput"},
+        {"top1_agreement", "delta_ppl", "kl"},
+    };
     json_t *trends = json_array();
     char first_err[1024] = "";
-    for (int pass = 0; pass < (n_metrics ? 1 : 2) && !json_array_size(trends); pass++) {
-        const char *const *list = n_metrics ? metrics : pass ? sweep_default : results_default;
+    for (int pass = 0; pass < (n_metrics ? 1 : 3) && !json_array_size(trends); pass++) {
+        const char *const *list = n_metrics ? metrics : defaults[pass];
         int n = n_metrics ? n_metrics : 3;
         for (int i = 0; i < n; i++) {
             history_trend_opts to;

@@ -87,7 +87,8 @@ static const struct {
 
 enum {
     O_HOST = 1000, O_PORT, O_MODEL, O_ENGINE, O_SPEEDUP, O_DURATION, O_SEED, O_FAIL, O_429, O_DROP,
-    O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_THREADS, O_EXIT_AFTER, O_HELP,
+    O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_THREADS, O_EXIT_AFTER, O_HELP, O_MAX_BODY,
+    O_LP_SEED, O_LP_NOISE, O_LP_JITTER, O_LP_STYLE,
 };
 
 static const struct option long_opts[] = {
@@ -108,7 +109,12 @@ static const struct option long_opts[] = {
     {"error-style", required_argument, 0, O_ERR_STYLE},
     {"default-max-tokens", required_argument, 0, O_DEFAULT_MAX},
     {"threads", required_argument, 0, O_THREADS},
+    {"max-body", required_argument, 0, O_MAX_BODY},
     {"help", no_argument, 0, O_HELP},
+    {"logprob-seed", required_argument, 0, O_LP_SEED},
+    {"logprob-noise", required_argument, 0, O_LP_NOISE},
+    {"logprob-jitter", required_argument, 0, O_LP_JITTER},
+    {"logprobs-style", required_argument, 0, O_LP_STYLE},
     {0, 0, 0, 0},
 };
 
@@ -133,6 +139,8 @@ static void usage(FILE *f) {
         "                           (SO_REUSEPORT) and its own engine; /metrics shows their sum. For\n"
         "                           thousands of streams; --engine fixed without --capacity (a shared\n"
         "                           queue or one simulated batch cannot be split) (default 1)\n"
+        "  --max-body SIZE          largest request body accepted; a larger one is answered HTTP 413\n"
+        "                           (default 4MiB)\n"
         "fault injection (decided per request in arrival order from one rng seeded by --seed;\n"
         "with --threads, one rng per loop seeded by --seed + loop):\n"
         "  --seed N                 (default 1)\n"
@@ -143,7 +151,12 @@ static void usage(FILE *f) {
         "  --error-event-rate F     an error event mid-stream, then the end of the response\n"
         "  --error-style S          llamacpp: 'error: {...}' line; openai: 'data: {\"error\":...}' then [DONE]\n"
         "                           (what vLLM sends) (default llamacpp)\n"
-        "Every injected fault is counted in /metrics as dsperf_injected_faults_total{kind=...}.\n\n");
+        "Every injected fault is counted in /metrics as dsperf_injected_faults_total{kind=...}.\n\n"
+        "%s"
+        "  --logprobs-style S       openai: completions logprobs as tokens/token_logprobs/top_logprobs, echo and\n"
+        "                           vLLM's prompt_logprobs honoured; llamacpp: chat-style logprobs.content on\n"
+        "                           /v1/completions too, echo refused (HTTP 500), prompt_logprobs ignored, as\n"
+        "                           llama.cpp's server does (default openai)\n\n", fixed_lm_help);
     for (int i = 0; i < N_ENGINES; i++) fprintf(f, "engine options (--engine %s):\n%s\n", engines[i].name, engines[i].help());
     fprintf(f,
         "examples:\n"
@@ -242,6 +255,15 @@ int cmd_serve(int argc, char **argv) {
             if (units_parse_int(v, 1, 10000000, &n) < 0) { log_error("--default-max-tokens wants 1..10000000, got '%s'", v); goto out; }
             sp.default_max_tokens = (int32_t)n;
             break;
+        case O_MAX_BODY: {
+            int64_t b;
+            if (units_parse_bytes(v, &b) < 0 || b < 1024 || b > (1LL << 30)) {
+                log_error("--max-body wants a size from 1KiB to 1GiB (e.g. 4MiB), got '%s'", v);
+                goto out;
+            }
+            sp.max_body_bytes = b;
+            break;
+        }
         case O_THREADS:
             if (units_parse_int(v, 1, 64, &n) < 0) { log_error("--threads wants 1..64, got '%s'", v); goto out; }
             sp.threads = (int)n;
@@ -251,6 +273,17 @@ int cmd_serve(int argc, char **argv) {
         case O_DROP: if (parse_rate("drop-rate", v, &sp.drop_rate) < 0) goto out; break;
         case O_STALL_RATE: if (parse_rate("stall-rate", v, &sp.stall_rate) < 0) goto out; break;
         case O_ERR_RATE: if (parse_rate("error-event-rate", v, &sp.error_event_rate) < 0) goto out; break;
+        case O_LP_SEED: case O_LP_NOISE: case O_LP_JITTER: {
+            char e[256];
+            const char *key = c == O_LP_SEED ? "logprob-seed" : c == O_LP_NOISE ? "logprob-noise" : "logprob-jitter";
+            if (fixed_lm_set(&sp.lm, key, v, e, sizeof e) != 0) { log_error("%s", e); goto out; }
+            break;
+        }
+        case O_LP_STYLE:
+            if (!strcmp(v, "openai") || !strcmp(v, "vllm")) sp.logprobs_style = SERVER_LOGPROBS_OPENAI;
+            else if (!strcmp(v, "llamacpp")) sp.logprobs_style = SERVER_LOGPROBS_LLAMACPP;
+            else { log_error("--logprobs-style wants openai or llamacpp, got '%s'", v); goto out; }
+            break;
         case O_ERR_STYLE:
             if (!strcmp(v, "llamacpp")) sp.error_style = SERVER_ERROR_STYLE_LLAMACPP;
             else if (!strcmp(v, "openai") || !strcmp(v, "vllm")) sp.error_style = SERVER_ERROR_STYLE_OPENAI;
@@ -284,6 +317,7 @@ int cmd_serve(int argc, char **argv) {
     }
     sp.handle_signals = true;
     bindaddr_warn_exposed("dsperf serve", sp.host);
+    sp.lm.nonce_salt = sp.seed;   /* servers started with different --seed draw different --logprob-jitter */
     if (server_start(&srv, &sp, engs, err, sizeof err) < 0) { log_error("%s", err); rc = EXIT_RUN_FAILED; goto out; }
     bool v6 = strchr(sp.host, ':') != NULL;
     printf("dsperf serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", sp.host, v6 ? "]" : "", server_port(srv));

@@ -11,8 +11,10 @@
 #include "engine/sim.h"
 #include "engine/sim_calibrate.h"
 #include "engine/sim_run.h"
+#include "engine/sim_validate.h"
 #include "load/arrival.h"
 #include "results/results.h"
+#include "results/validity.h"
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,7 +30,9 @@ static void usage(FILE *f) {
         "Load:\n"
         "  --dataset SPEC             random:in=N,out=M[,range=F] (default random:in=1024,out=128; the same\n"
         "                             lengths bench draws for the seed without a tokenizer), jsonl:FILE,\n"
-        "                             sharegpt:FILE or prefix:... (lengths in words; no prefix caching yet)\n"
+        "                             sharegpt:FILE, prefix:groups=G,prefix=P,suffix=S,out=M (lengths in words;\n"
+        "                             with --prefix-caching on a group's shared prompt is cached), or\n"
+        "                             lognormal:in=MEAN,out=MEAN[,sigma=S,max_in=N,max_total=N] (ShareGPT-like)\n"
         "  --output-len N             max_tokens for jsonl items without one (128)\n"
         "  --rate R/s | inf           open-loop arrival rate (inf: all at once)\n"
         "  --arrival KIND             poisson (default), gamma:K, constant, or trace (the jsonl timestamps)\n"
@@ -45,6 +49,8 @@ static void usage(FILE *f) {
         "  --save-requests FILE       per-request JSONL (as bench)\n"
         "  --percentiles LIST         (50,90,95,99,99.9)\n"
         "  --slo ttft=200ms,tpot=50ms,e2el=10s   goodput SLOs, any subset (as bench)\n"
+        "  --max-error-rate F         failed requests above this share fail the run: exit 1, as bench\n"
+        "                             (default 1%%)\n"
         "  --quiet                    no summary on stdout\n"
         "  --db PATH, --label K=V     record the run in the results history (dsperf history --help)\n"
         "Calibration:\n"
@@ -54,6 +60,14 @@ static void usage(FILE *f) {
         "                             writes the profile to --profile-out (default profile.json)\n"
         "  --requests-jsonl FILE      per-request JSONL of the run being calibrated against\n"
         "  --profile-out FILE\n"
+        "Validation against published deployments:\n"
+        "  --validate TABLE           simulate every row of a published-measurements table (data/published.json)\n"
+        "                             and print predicted vs published, the error per metric, the median and\n"
+        "                             the worst per target (TPOT, per-GPU output throughput, low-load TTFT)\n"
+        "  --fit                      with --validate: fit the mechanism parameters (per-kernel time, eager\n"
+        "                             launch, scheduler cost, collective latency, MoE kernel efficiency) to\n"
+        "                             the table first, and print them\n"
+        "  --loo                      with --validate: leave-one-out (fit without each row, predict it)\n"
         "Engine and hardware:\n%s\n"
         "examples:\n"
         "  dsperf sim --model deepseek-v2-lite --gpu h200 --tp 1 --dataset random:in=1024,out=128 \\\n"
@@ -76,9 +90,18 @@ static json_t *engine_section(engine *e, const sim_params *p, const sim_series *
         "generation_tokens_total", (json_int_t)st.generation_tokens_total,
         "prefill_tokens_total", (json_int_t)info.prefill_tokens_total, "busy_s", info.busy_s);
     json_object_set_new(o, "kv_tokens", json_integer((json_int_t)info.total_blocks * p->block_size));
-    json_object_set_new(o, "factors", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f}", "bw_eff", p->factors.bw_eff,
-        "compute_eff", p->factors.compute_eff, "link_eff", p->factors.link_eff, "step_overhead_s",
-        p->factors.step_overhead_s, "comm_latency_s", p->factors.comm_latency_s, "expert_skew", p->factors.expert_skew));
+    json_object_set_new(o, "engine_profile", json_string(p->engine_profile));
+    /* prefix cache: prompt tokens found cached over prompt tokens looked up (vLLM's hit rate) */
+    json_object_set_new(o, "prefix_cache_queries_tokens", json_integer(info.prefix_query_tokens));
+    json_object_set_new(o, "prefix_cache_hit_tokens", json_integer(info.prefix_hit_tokens));
+    json_object_set_new(o, "prefix_cache_hit_rate", info.prefix_query_tokens > 0
+                        ? json_real((double)info.prefix_hit_tokens / info.prefix_query_tokens) : json_null());
+    if (p->prefill_instances > 0) {
+        json_object_set_new(o, "kv_transfers", json_integer(info.kv_transfers));
+        json_object_set_new(o, "kv_transfer_ms_mean", info.kv_transfers ? json_real(info.kv_transfer_s / info.kv_transfers * 1e3) : json_null());
+        json_object_set_new(o, "prefill_busy_s", json_real(info.prefill_busy_s));
+    }
+    json_object_set_new(o, "factors", sim_params_factors_json(&p->factors));
     /* sampled gauges in a few numbers, for diagnosis at a glance */
     double kv_max = 0, run_sum = 0;
     long long wait_max = 0, run_max = 0;
@@ -141,19 +164,58 @@ static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_n
     engine_get_stats(e, &st);
     fprintf(f, "%s\n", "============ Simulated engine ============");
     fprintf(f, "%-40s%-10s\n", "Model / GPU:", p->model_config[0] ? p->model_config : p->model);
-    fprintf(f, "%-40s%d x %s\n", "GPUs (TP):", p->tp, p->gpu);
+    fprintf(f, "%-40s%d x %s%s\n", "GPUs (TP):", p->tp, p->gpu, p->prefill_instances > 0 ? " (decode instance)" : "");
     fprintf(f, "%-40s%lld (%lld tokens)\n", "KV blocks:", info.total_blocks, info.total_blocks * p->block_size);
     fprintf(f, "%-40s%lld\n", "Engine steps:", (long long)st.steps_total);
     fprintf(f, "%-40s%.2f\n", "Mean tokens per step:",
             st.steps_total ? (double)(info.prefill_tokens_total + st.generation_tokens_total) / st.steps_total : 0);
     fprintf(f, "%-40s%.1f%%\n", "Engine busy:", span_ns > 0 ? 100 * info.busy_s / (span_ns / 1e9) : 0);
     fprintf(f, "%-40s%lld\n", "Preemptions:", (long long)st.preemptions_total);
+    fprintf(f, "%-40s%s\n", "Engine profile:", p->engine_profile);
+    if (info.prefix_query_tokens > 0)
+        fprintf(f, "%-40s%.1f%%\n", "Prefix cache hit rate (tokens):", 100.0 * info.prefix_hit_tokens / info.prefix_query_tokens);
+    if (p->prefill_instances > 0)
+        fprintf(f, "%-40s%lld, %.2f ms mean\n", "KV transfers (PD):", (long long)info.kv_transfers,
+                info.kv_transfers ? info.kv_transfer_s / info.kv_transfers * 1e3 : 0);
     fprintf(f, "%s\n", "==================================================");
 }
 
+/* --validate: the published table, simulated with the current factors (or fitted ones). */
+static int run_validate(const char *path, const sim_params *p, int fit, int loo, int quiet) {
+    char err[512];
+    val_table *t;
+    if (val_load(path, &t, err, sizeof err) < 0) {
+        log_error("sim: --validate: %s", err);
+        return EXIT_USAGE;
+    }
+    cost_factors f = p->factors;
+    int rc = EXIT_OK;
+    if (loo) {
+        if (val_loo(t, stdout, err, sizeof err) < 0) { log_error("sim: --loo: %s", err); rc = EXIT_RUN_FAILED; }
+        val_free(t);
+        return rc;
+    }
+    if (fit) {
+        val_prior_factors(&f);
+        if (val_fit(t, &f, -1, quiet ? NULL : stderr, err, sizeof err) < 0) { log_error("sim: --fit: %s", err); val_free(t); return EXIT_RUN_FAILED; }
+    } else if (val_run(t, &f, err, sizeof err) < 0) {
+        log_error("sim: --validate: %s", err);
+        val_free(t);
+        return EXIT_RUN_FAILED;
+    }
+    val_print(stdout, t);
+    if (fit) {
+        printf("\nfitted mechanism parameters:\n");
+        val_print_factors(stdout, &f);
+    }
+    val_free(t);
+    return rc;
+}
+
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
-       O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP,
-       O_DB, O_LABEL, O_SIM = 2000 };
+       O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP, O_MAXERR,
+       O_DB, O_LABEL,
+       O_VALIDATE, O_FIT, O_LOO, O_SIM = 2000 };
 
 int cmd_sim(int argc, char **argv) {
     static const struct option own[] = {
@@ -170,6 +232,8 @@ int cmd_sim(int argc, char **argv) {
         {"output-len", required_argument, 0, O_OUTPUT_LEN}, {"max-concurrency", required_argument, 0, O_MAXCONC},
         {"think", required_argument, 0, O_THINK}, {"slo", required_argument, 0, O_SLO},
         {"save-requests", required_argument, 0, O_REQ_OUT}, {"help", no_argument, 0, O_HELP},
+        {"max-error-rate", required_argument, 0, O_MAXERR},
+        {"validate", required_argument, 0, O_VALIDATE}, {"fit", no_argument, 0, O_FIT}, {"loo", no_argument, 0, O_LOO},
         {"db", required_argument, 0, O_DB}, {"label", required_argument, 0, O_LABEL},
     };
     const char *const *keys = sim_params_keys();
@@ -183,8 +247,9 @@ int cmd_sim(int argc, char **argv) {
     history_opts hist;
     history_opts_init(&hist);
     const char *dataset = "random:in=1024,out=128", *arrival_spec = "poisson", *out_path = NULL, *req_out = NULL;
-    const char *calibrate = NULL, *req_jsonl = NULL, *profile_out = "profile.json";
-    double rate = 0;
+    const char *calibrate = NULL, *req_jsonl = NULL, *profile_out = "profile.json", *validate = NULL;
+    int fit = 0, loo = 0;
+    double rate = 0, max_error_rate = VALIDITY_DEFAULT_MAX_ERROR_RATE;
     long long concurrency = 0, n_req = 1000, warmup = 0, seed = 1, output_len = 128, max_conc = 0;
     int64_t think_ns = 0;
     int64_t duration_ns = 0, ns;
@@ -218,12 +283,16 @@ int cmd_sim(int argc, char **argv) {
         case O_SLO_TPOT: bad = units_parse_duration_ns(optarg, &ns); so.slo_tpot_ms = ns / 1e6; break;
         case O_SLO_E2EL: bad = units_parse_duration_ns(optarg, &ns); so.slo_e2el_ms = ns / 1e6; break;
         case O_QUIET: quiet = 1; break;
+        case O_MAXERR: bad = validity_parse_rate(optarg, &max_error_rate); break;
         case O_CALIBRATE: calibrate = optarg; break;
         case O_REQ_JSONL: req_jsonl = optarg; break;
         case O_PROFILE_OUT: profile_out = optarg; break;
         case O_DB: case O_LABEL:
             if (history_opts_apply(&hist, c == O_DB ? "db" : "label", optarg) != 0) { free(opts); return EXIT_USAGE; }
             break;
+        case O_VALIDATE: validate = optarg; break;
+        case O_FIT: fit = 1; break;
+        case O_LOO: loo = 1; break;
         case '?':
             log_error("sim: unknown or incomplete option '%s'; see dsperf sim --help", argv[optind - 1]);
             free(opts);
@@ -244,6 +313,11 @@ int cmd_sim(int argc, char **argv) {
         log_error("sim: unexpected argument '%s'", argv[optind]);
         return EXIT_USAGE;
     }
+    if ((fit || loo) && !validate) {
+        log_error("sim: --fit and --loo go with --validate TABLE");
+        return EXIT_USAGE;
+    }
+    if (validate) return run_validate(validate, &p, fit, loo, quiet);
     if (cli_check_output("--out", out_path) || cli_check_output("--save-requests", req_out) ||
         cli_check_output("--profile-out", profile_out))
         return EXIT_USAGE;
@@ -284,13 +358,15 @@ int cmd_sim(int argc, char **argv) {
     if (!n_req_given && strncmp(dataset, "random", 6)) n = 0;   /* a file: every line once */
     int64_t *times = NULL, *stamps = NULL;
     int32_t *ins = NULL, *outs = NULL;
-    if (sim_workload_lengths(dataset, &n, (uint64_t)seed, (int32_t)output_len, &ins, &outs, &stamps, err, sizeof err) < 0) {
+    int32_t *groups = NULL, prefix_len = 0;
+    if (sim_workload_lengths_groups(dataset, &n, (uint64_t)seed, (int32_t)output_len, &ins, &outs, &stamps, &groups,
+                                    &prefix_len, err, sizeof err) < 0) {
         log_error("sim: --dataset: %s", err);
         return EXIT_USAGE;
     }
     if (replay && !stamps) {
         log_error("sim: --arrival trace needs a dataset with a \"timestamp\" on every line (jsonl:FILE)");
-        free(ins); free(outs);
+        free(ins); free(outs); free(groups);
         return EXIT_USAGE;
     }
     if (replay) {
@@ -311,7 +387,7 @@ int cmd_sim(int argc, char **argv) {
     engine *e = engine_sim_create(&p, err, sizeof err);
     if (!e) {
         log_error("sim: %s", err);
-        free(ins); free(outs); free(times);
+        free(ins); free(outs); free(times); free(groups);
         return EXIT_USAGE;
     }
     recset recs;
@@ -332,6 +408,7 @@ int cmd_sim(int argc, char **argv) {
         goto done;
     }
     sim_workload w = {.n = n, .arrival_ns = times, .concurrency = (int)concurrency, .think_ns = think_ns,
+                      .prefix_group = groups, .prefix_len = prefix_len,
                       .max_concurrency = (int)max_conc, .in_tokens = ins, .max_tokens = outs, .warmup = (size_t)warmup};
     so.max_concurrency = (int)max_conc;
     if (sim_run(e, &w, &recs, &ser, err, sizeof err) < 0) {
@@ -357,7 +434,10 @@ int cmd_sim(int argc, char **argv) {
         json_object_set_new(doc, "telemetry", tel);
     }
     json_object_set_new(tel, "server", sim_series_server_json(&ser));
-    rc = EXIT_OK;
+    json_object_set_new(doc, "interrupted", json_false());
+    /* the same warnings and exit code as bench (results/validity.h) */
+    char why[400];
+    rc = validity_judge(doc, max_error_rate, why, sizeof why) ? EXIT_RUN_FAILED : EXIT_OK;
     if (out_path && results_write_json(out_path, doc, err, sizeof err) < 0) {
         log_error("sim: %s", err);
         rc = EXIT_RUN_FAILED;
@@ -373,6 +453,7 @@ int cmd_sim(int argc, char **argv) {
         for (size_t i = 0; i < recs.n; i++) if (recs.v[i].end_ns > last) last = recs.v[i].end_ns;
         print_engine(stdout, e, &p, last - first);
     }
+    if (rc == EXIT_RUN_FAILED && why[0]) log_error("sim: %s", why);
     goto done;
 oom:
     log_error("sim: out of memory");
@@ -385,6 +466,7 @@ done:
     recset_free(&recs);
     free(times);
     free(ins);
+    free(groups);
     free(outs);
     engine_destroy(e);
     return rc;

@@ -8,6 +8,7 @@
 #include "cli/bench_run.h"
 #include "cli/sweep_run.h"
 #include "common/log.h"
+#include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
 
@@ -28,7 +29,12 @@ static const char usage_text[] =
 "  --auto-levels N         rate levels in --auto (default 6)\n"
 "  --auto-max-concurrency N  users of the saturating run (default 128)\n"
 "per level (the bench options apply to each level):\n"
-"  --duration T | --requests N   how long each level runs (default 100 requests)\n"
+"  --duration T | --requests N   how long each level runs (default 100 requests); a level whose\n"
+"                          requests outlast --duration + --grace (dsperf cut more than completed)\n"
+"                          is not measured: the sweep says which --duration or --requests would\n"
+"                          measure it, stops there and exits 1\n"
+"  --max-error-rate F      a level with server-side failures above it fails the sweep (exit 1,\n"
+"                          after every level is written; default 1%)\n"
 "  --warmup N              warm-up requests per level, excluded from its statistics\n"
 "  --repeats N             run each level N times (seeds seed..seed+N-1); means and 95% t intervals\n"
 "analysis:\n"
@@ -44,6 +50,7 @@ static const char usage_text[] =
 "\n"
 "Every other `dsperf bench` option (--url, --model, --api, --dataset, --arrival, --max-concurrency,\n"
 "--timeout, --seed, --percentiles, --header, --header-file ...) is accepted and applies to every level.\n"
+"Under mpirun or srun --mpi=pmix the sweep runs as one job over many hosts (--gpu-nodes, --rank-timeout).\n"
 "\n"
 "examples:\n"
 "  dsperf sweep --url http://127.0.0.1:8000 --concurrency 1..128x2 --duration 20s --out sweep.json\n"
@@ -52,24 +59,55 @@ static const char usage_text[] =
 
 static void on_signal(int sig) { (void)sig; sweep_run_request_stop(); }
 
+/* A follower of a multi-host sweep: prepares from its host, joins, runs what rank 0 announces. */
+static int follow(bench_opts *b) {
+    dataset *ds = NULL;
+    char *model = NULL;
+    int rc = dist_join(b->dist, bench_prepare(b, &ds, &model), NULL);
+    if (rc == EXIT_OK) rc = bench_follow(b, ds);
+    dataset_free(ds);
+    free(model);
+    return rc;
+}
+
 int cmd_sweep(int argc, char **argv) {
     sweep_opts so;
     bench_opts b;
+    if (dist_env_rank() > 0) log_set_quiet(2);   /* a job's followers: rank 0 reports bad options */
     int rc = sweep_opts_parse(&so, &b, argc, argv, "sweep", usage_text);
     if (rc >= 0) return rc;
-    if ((rc = cli_check_output("--out", so.out_path)) || (rc = cli_check_output("--save-requests", so.save_prefix))) {
+    rc = EXIT_OK;
+    if (dist_launched()) {
+        char err[512];
+        log_set_quiet(b.quiet);
+        if (!(b.dist = dist_init(&b.dist_o, err, sizeof err))) { log_error("%s", err); sweep_opts_free(&so, &b); return EXIT_RUN_FAILED; }
+        b.keep_request_chunks = so.save_prefix != NULL;
+    }
+    /* outputs and the history are checked before the run; only rank 0 of a job writes them */
+    if (!b.dist || dist_is_root(b.dist)) {
+        if ((rc = cli_check_output("--out", so.out_path)) == EXIT_OK) rc = cli_check_output("--save-requests", so.save_prefix);
+        if (rc == EXIT_OK) rc = history_opts_check(&b.hist);
+    }
+    if (rc != EXIT_OK) {
+        if (b.dist) { dist_join(b.dist, rc, NULL); dist_finalize(b.dist, rc); }   /* the followers end with it */
         sweep_opts_free(&so, &b);
         return rc;
     }
-    if ((rc = history_opts_check(&b.hist)) != EXIT_OK) { sweep_opts_free(&so, &b); return rc; }
     fd_limit_prepare();     /* thousands of streams: before any thread starts */
-    struct sigaction sa = { .sa_handler = on_signal };
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    json_t *doc = NULL;
-    rc = sweep_run(&so, &b, &doc);
-    if (doc && history_opts_record(&b.hist, doc, NULL, 0) != EXIT_OK && rc == EXIT_OK) rc = EXIT_RUN_FAILED;
-    json_decref(doc);
+    dist *job = b.dist;
+    if (job && !dist_is_root(job)) {
+        rc = follow(&b);
+    } else {
+        struct sigaction sa = { .sa_handler = on_signal };
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        json_t *doc = NULL;
+        rc = sweep_run(&so, &b, &doc);   /* under a job: rank 0 joins the others after its pre-flight */
+        if (doc && history_opts_record(&b.hist, doc, NULL, 0) != EXIT_OK && rc == EXIT_OK) rc = EXIT_RUN_FAILED;
+        json_decref(doc);
+        if (job) dist_end(job, rc);
+    }
     sweep_opts_free(&so, &b);
+    if (job) dist_finalize(job, rc);
     return rc;
 }

@@ -248,12 +248,21 @@ int cmd_tokenize(int argc, char **argv) {
     if (rc != EXIT_OK || mode == 0) {
         /* done */
     } else if (mode == 'd') {
-        int32_t *ids;
-        size_t n;
+        int32_t *ids = NULL;
+        size_t n = 0;
         int pr = parse_ids(text, &ids, &n);
         char *out;
         size_t ol;
+        /* The library skips unknown ids as HF does; asked on the command line, an id that names no token
+         * is a mistake to report, not text to drop silently. */
+        size_t bad = SIZE_MAX;
+        for (size_t i = 0; pr == 0 && i < n && bad == SIZE_MAX; i++)
+            if (!tokenizer_id_known(t, ids[i])) bad = i;
         if (pr == -2) { log_error("tokenize: --decode expects token ids (non-negative integers)"); rc = EXIT_USAGE; }
+        else if (bad != SIZE_MAX) {
+            log_error("tokenize: --decode: id %d is not a token of this vocabulary (ids 0..%zu)", ids[bad], tokenizer_vocab_size(t) - 1);
+            rc = EXIT_USAGE;
+        }
         else if (pr || tokenizer_decode(t, ids, n, &out, &ol)) { log_error("tokenize: out of memory"); rc = EXIT_RUN_FAILED; }
         else {
             fwrite(out, 1, ol, stdout);

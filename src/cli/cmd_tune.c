@@ -9,6 +9,7 @@
 #include "cli/sweep_run.h"
 #include "cli/tune_run.h"
 #include "tune/tune.h"
+#include "drift/drift.h"
 #include "results/results.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -60,6 +61,8 @@ static const char usage_text[] =
 "                          --slo-percentile (default p99), server-view as goodput is judged\n"
 "  --dry-run               print every configuration's command and URL, start nothing\n"
 "  --show FILE             print the table, front and recommendation of a saved tune file\n"
+"  --drift FILE            a dsperf drift result: a recommendation that changes the KV-cache dtype shows\n"
+"                          its accuracy cost (without it, such a recommendation says it is untested)\n"
 "  --out FILE              tune results, schema dsperf.tune/1 (default tune.json); beside it\n"
 "                          FILE-stem.<i>.log (server output) and FILE-stem.<i>.sweep.json\n"
 "  --db PATH, --label K=V  record the tune and each configuration's sweep (labelled tune.KEY=VALUE)\n"
@@ -153,6 +156,7 @@ static int parse_own(int argc, char **argv, tune_opts *t) {
         else if (IS("--url")) { if (!(t->url = VAL())) goto missing; }
         else if (IS("--out")) { if (!(t->out_path = VAL())) goto missing; }
         else if (IS("--gpus-key")) { if (!(t->gpus_key = VAL())) goto missing; }
+        else if (IS("--drift")) { if (!VAL()) goto missing; }   /* loaded by load_drift */
         else if (IS("--db") || IS("--label")) {
             bool db = IS("--db");
             if (!(val = VAL())) goto missing;
@@ -239,6 +243,9 @@ static void free_opts(tune_opts *t) {
     free(t->rest);
 }
 
+static json_t *g_drift;   /* --drift: a dsperf.drift/1 document, or NULL */
+
+/* --show FILE: the saved file re-analysed and printed. */
 static int show(const char *path) {
     char *text = NULL;
     size_t len = 0;
@@ -253,13 +260,26 @@ static int show(const char *path) {
         json_decref(doc);
         return EXIT_USAGE;
     }
+    if (g_drift) json_object_set(doc, "drift", g_drift);   /* analysed with this accuracy result */
     tune_analyse(doc);
     tune_print(stdout, doc);
     json_decref(doc);
     return EXIT_OK;
 }
 
+/* --drift FILE (taken before the other options, as --show is); 0, or an exit code. */
+static int load_drift(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--drift")) continue;
+        char err[512];
+        json_decref(g_drift);
+        if (!(g_drift = drift_load(argv[i + 1], err, sizeof err))) { log_error("--drift: %s", err); return EXIT_USAGE; }
+    }
+    return 0;
+}
+
 int cmd_tune(int argc, char **argv) {
+    if (load_drift(argc, argv)) return EXIT_USAGE;
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--show")) return show(argv[i + 1]);
     tune_opts t;
@@ -328,6 +348,7 @@ int cmd_tune(int argc, char **argv) {
         return EXIT_OK;
     }
     json_t *doc = tune_new_doc(&t, argc, argv, &b, so.slo_pct);
+    if (doc && g_drift) json_object_set(doc, "drift", g_drift);   /* tune_analyse shows its accuracy cost */
     bool quiet = b.quiet;
     sweep_opts_free(&so, &b);
     tune_free_argv(pargv, pargc);

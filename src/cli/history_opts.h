@@ -12,6 +12,9 @@ typedef struct {
     int n_labels;
 } history_opts;
 
+/* Registers the history kinds of documents other modules write (dsperf.drift/1); once per
+ * process, also from history_opts_init. */
+void history_opts_register_kinds(void);
 /* No database unless $DSPERF_DB names one. */
 void history_opts_init(history_opts *o);
 /* Applies --db / --label by long option name: 0 applied, 1 not one of them, EXIT_USAGE after

@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "cli/bench_run.h"
 #include "results/results.h"
+#include "metrics/request_metrics.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/units.h"
@@ -20,7 +21,7 @@
 /* g_stop: the whole sweep stops (a signal); g_level_stop: the level in progress stops (a signal
  * or the over-saturation detector). */
 static volatile sig_atomic_t g_stop, g_level_stop;
-void sweep_run_request_stop(void) { g_stop = 1; g_level_stop = 1; }
+void sweep_run_request_stop(void) { g_stop = 1; g_level_stop = LOAD_STOP_INTERRUPT; }
 bool sweep_run_stop_requested(void) { return g_stop != 0; }
 
 /* What the progress hook of one level needs. */
@@ -55,8 +56,10 @@ static void on_tick(void *ctx, const load_progress *p) {
         while (from > 0 && rs->v[from - 1].first_ns > w->last_ns) from--;
         for (size_t i = from; i < rs->n; i++) {
             const record *r = &rs->v[i];
-            if (r->first_ns > w->last_ns && r->first_ns <= now && r->sched_ns > 0)
-                sweep_osd_add_ttft(&w->osd, (r->first_ns - w->t0_ns) / 1e9, (r->first_ns - r->sched_ns) / 1e6);
+            if (!(r->first_ns > w->last_ns && r->first_ns <= now && r->sched_ns > 0)) continue;
+            req_metrics m;
+            req_metrics_of(r, &m);
+            if (m.has_ttft) sweep_osd_add_ttft(&w->osd, (r->first_ns - w->t0_ns) / 1e9, m.ttft_from_schedule_ms);
         }
         w->last_ns = now;
         if (w->watch && !w->fired) {
@@ -67,7 +70,7 @@ static void on_tick(void *ctx, const load_progress *p) {
              * stop a level */
             if (!w->verdict.saturated) w->sat_since = -1;
             else if (w->sat_since < 0) w->sat_since = t;
-            else if (t - w->sat_since >= w->osd.window_s) { w->fired = true; g_level_stop = 1; }
+            else if (t - w->sat_since >= w->osd.window_s) { w->fired = true; g_level_stop = LOAD_STOP_EARLY; }
         }
     }
     if (w->tty) {
@@ -114,7 +117,46 @@ typedef struct {
     json_t *doc;
     bool tty, rate_axis;
     uint64_t seed0;
+    double prev_e2e_s;          /* p99 E2E of the last measured level (NAN none) */
+    bool not_measured;          /* a level could not be measured: the sweep stopped there */
+    bool level_failed;          /* a level failed by the run policy (server errors over --max-error-rate) */
 } sweep_ctx;
+
+/* The longest any request dsperf cut at the level's deadline had been waiting or in flight. */
+static double longest_cut_s(const recset *rs) {
+    double m = 0;
+    for (size_t i = 0; i < rs->n; i++) {
+        const record *r = &rs->v[i];
+        if (r->warmup || record_end(r) != REC_END_DEADLINE) continue;
+        int64_t from = r->send_ns > 0 ? r->send_ns : r->sched_ns;
+        if (from > 0 && r->end_ns > from && (r->end_ns - from) / 1e9 > m) m = (r->end_ns - from) / 1e9;
+    }
+    return m;
+}
+
+/* Whether the level measured anything (sweep_check_level), recorded in the level. */
+static bool check_level(sweep_ctx *c, json_t *lv, const recset *recs, double load, bool rate) {
+    const json_t *res = json_object_get(lv, "results");
+    double completed = json_number_value(json_object_get(res, "completed"));
+    double failed = json_number_value(json_object_get(res, "failed"));
+    double cut = json_number_value(json_object_get(json_object_get(res, "ended"), "client_deadline"));
+    const json_t *e2e = json_object_get(res, "p99_e2el_ms");
+    sweep_level_check chk;
+    /* Little's law: requests in flight / completions per second is the time each one takes */
+    double rt = json_number_value(json_object_get(res, "request_throughput"));
+    double little = rt > 0 ? json_number_value(json_object_get(res, "max_concurrent_requests")) / rt : NAN;
+    double this_e2e = json_is_number(e2e) ? json_number_value(e2e) / 1e3 : NAN;
+    if (isfinite(little) && !(this_e2e >= little)) this_e2e = little;
+    sweep_check_level(load, rate, completed, failed, cut, longest_cut_s(recs), this_e2e,
+                      c->prev_e2e_s, c->b->plan.duration_ns / 1e9, c->b->plan.duration_ns ? c->b->plan.grace_ns / 1e9 : 0, &chk);
+    json_object_set_new(lv, "measured", json_boolean(chk.measured));
+    json_object_set_new(lv, "not_measured_reason", chk.measured ? json_null() : json_string(chk.reason));
+    if (!chk.measured)
+        json_object_set_new(lv, "advice", json_pack("{s:f,s:I}", "duration_s", chk.min_duration_s, "requests", (json_int_t)chk.requests));
+    else if (json_is_number(e2e))
+        c->prev_e2e_s = json_number_value(e2e) / 1e3;
+    return chk.measured;
+}
 
 /* Runs one level (one repeat); appends it to doc. Returns 0, 1 when the sweep must stop
  * (interrupted or saturated), -1 on a run failure (err filled). *res_out borrows the results. */
@@ -162,6 +204,9 @@ static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, co
     json_object_set_new(lv, "interrupted", json_boolean(interrupted));
     json_object_set_new(lv, "over_saturation", verdict_json(&v, w.osd.window_s));
     json_object_set_new(lv, "results", br.results);
+    bool measured = check_level(c, lv, &recs, load, rate);
+    if (!measured) c->not_measured = true;
+    else if (!interrupted && json_is_true(json_object_get(br.results, "run_failed"))) c->level_failed = true;
     json_array_append_new(json_object_get(c->doc, "levels"), lv);
     if (c->so->save_prefix) {
         char path[1024];
@@ -175,7 +220,8 @@ static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, co
         fflush(stdout);
     }
     *res_out = br.results;
-    return interrupted || early ? 1 : 0;
+    if (!measured && !interrupted) log_warn("%s: %s; no higher level runs", w.label, json_string_value(json_object_get(lv, "not_measured_reason")));
+    return interrupted || early || !measured ? 1 : 0;
 }
 
 /* UTF-8 box and arrow characters only where the terminal's locale says UTF-8. */
@@ -391,13 +437,14 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     dataset *ds = NULL;
     char *model = NULL;
     int rc = bench_prepare(b, &ds, &model);
+    if (b->dist) rc = dist_join(b->dist, rc, NULL);   /* a multi-host job goes on only if every rank prepared */
     if (rc != EXIT_OK) {
         dataset_free(ds);
         free(model);
         return rc;
     }
     const char *axis = so->conc_ladder ? "concurrency" : "rate";
-    sweep_ctx c = { .b = b, .ds = ds, .so = so, .rate_axis = !so->conc_ladder, .seed0 = b->plan.seed,
+    sweep_ctx c = { .b = b, .ds = ds, .so = so, .rate_axis = !so->conc_ladder, .seed0 = b->plan.seed, .prev_e2e_s = NAN,
                     .tty = isatty(STDERR_FILENO) && !b->quiet && !b->no_progress };
     c.doc = new_doc(b, sweep_config(so, b, ds, axis), axis);
     if (!b->quiet) log_info("sweep %s model %s: %s, %s per level%s", b->client.base_url, b->client.model,
@@ -438,6 +485,16 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     } else if (g_stop) {
         json_object_set_new(c.doc, "partial", json_true());
         json_object_set_new(c.doc, "partial_reason", json_string("interrupted (SIGINT/SIGTERM): the levels measured so far are kept"));
+        exit_code = EXIT_RUN_FAILED;
+    } else if (c.not_measured) {
+        /* the run policy (results/validity.h): a level asked for and not measured fails the sweep */
+        json_object_set_new(c.doc, "partial", json_true());
+        json_object_set_new(c.doc, "partial_reason", json_string("a level could not be measured (requests outlast it): "
+                                                                 "the sweep stopped there; see the level's not_measured_reason"));
+        exit_code = EXIT_RUN_FAILED;
+    } else if (c.level_failed) {
+        log_error("a level failed: server-side failures over --max-error-rate %g%% (see each level's run_failed_reason)",
+                  100 * b->max_error_rate);
         exit_code = EXIT_RUN_FAILED;
     }
     if (save(&c, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }

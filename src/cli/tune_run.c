@@ -250,6 +250,8 @@ static void sim_level_args(argvec *a, const char *exe, const wordexp_t *we, cons
     else if (so->rate_ladder && b->plan.duration_ns) { av_add(a, "--duration"); av_addf(a, "%lldns", (long long)b->plan.duration_ns); }
     else { av_add(a, "--requests"); av_addf(a, "%zu", sim_default_requests(load)); }
     if (b->plan.warmup) { av_add(a, "--warmup"); av_addf(a, "%zu", b->plan.warmup); }
+    av_add(a, "--max-error-rate");
+    av_addf(a, "%.9g", b->max_error_rate);
     char slo[160] = "";
     size_t n = 0;
     if (b->summary.slo_ttft_ms > 0) n += (size_t)snprintf(slo + n, sizeof slo - n, "ttft=%.9gms,", b->summary.slo_ttft_ms);
@@ -340,7 +342,10 @@ bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const cha
                 av_free(&a);
                 if (r < 0) { rc = EXIT_RUN_FAILED; break; }
                 if (tune_proc_wait(&p, &g_stop, t->stop_grace_ns) < 0) break;
-                if (!WIFEXITED(p.status) || WEXITSTATUS(p.status) != 0) {
+                /* exit 1 with results written: a level measured and judged failed by the run policy
+                 * (results/validity.h), kept as a sweep keeps such a level */
+                bool judged = WIFEXITED(p.status) && WEXITSTATUS(p.status) == 1 && access(level_path, R_OK) == 0;
+                if (!judged && (!WIFEXITED(p.status) || WEXITSTATUS(p.status) != 0)) {
                     char st[64];
                     tune_describe_status(p.status, st, sizeof st);
                     snprintf(err, sizeof err, "dsperf sim %s at %s %.6g", st, kind, so.ladder[i]);

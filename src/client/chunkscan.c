@@ -1,5 +1,7 @@
 /* chunkscan — a strict single-pass scanner for the few fields of a streamed chunk. */
 #include "client/chunkscan.h"
+#include <errno.h>
+#include <math.h>
 #include <string.h>
 #include <stdlib.h>
 
@@ -9,19 +11,61 @@ static void ws(cur *c) {
     while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r')) c->p++;
 }
 
-/* At a '"': moves past the closing quote; span excludes the quotes. */
+static int hex4(const char *s, unsigned *v);
+
+/* Length of the valid escape sequence at q ('\\' ...), or -1. As jansson: \u0000 is refused (it
+ * parses without JSON_ALLOW_NUL) and so is a surrogate that is not a high-low pair. */
+static int escape_len(const char *q, const char *end) {
+    if (end - q < 2) return -1;
+    switch (q[1]) {
+    case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't': return 2;
+    case 'u': break;
+    default: return -1;
+    }
+    unsigned cp, lo;
+    if (end - q < 6 || hex4(q + 2, &cp) < 0 || cp == 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) return -1;
+    if (cp < 0xD800 || cp > 0xDBFF) return 6;
+    if (end - q < 12 || q[6] != '\\' || q[7] != 'u' || hex4(q + 8, &lo) < 0 || lo < 0xDC00 || lo > 0xDFFF) return -1;
+    return 12;
+}
+
+/* Length of the valid UTF-8 sequence at q (a byte >= 0x80 first), or -1: no overlong forms,
+ * surrogates or code points above U+10FFFF, which jansson refuses too. */
+static int utf8_len(const char *q, const char *end) {
+    unsigned char c0 = (unsigned char)q[0];
+    int k = c0 >= 0xC2 && c0 <= 0xDF ? 2 : c0 >= 0xE0 && c0 <= 0xEF ? 3 : c0 >= 0xF0 && c0 <= 0xF4 ? 4 : -1;
+    if (k < 0 || end - q < k) return -1;
+    unsigned cp = c0 & (k == 2 ? 0x1F : k == 3 ? 0x0F : 0x07);
+    for (int i = 1; i < k; i++) {
+        unsigned char b = (unsigned char)q[i];
+        if ((b & 0xC0) != 0x80) return -1;
+        cp = cp << 6 | (b & 0x3F);
+    }
+    if ((k == 3 && cp < 0x800) || (k == 4 && cp < 0x10000) || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return -1;
+    return k;
+}
+
+/* Bytes a string cannot hold as they are: control characters, the quote, the backslash, and the
+ * start of a multi-byte UTF-8 sequence (checked apart). One table load per byte on the hot path. */
+static const unsigned char special[256] = {
+    [0x00 ... 0x1F] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xFF] = 1,
+};
+
+/* At a '"': moves past the closing quote; span excludes the quotes. The string must be valid JSON
+ * (escapes, UTF-8), or the chunk is left to jansson. */
 static int str(cur *c, const char **s, size_t *n, bool *escaped) {
     if (c->p >= c->end || *c->p != '"') return -1;
-    const char *q = ++c->p;
+    const char *q = ++c->p, *end = c->end;
     bool esc = false;
-    while (q < c->end) {
+    for (;;) {
+        while (q < end && !special[(unsigned char)*q]) q++;
+        if (q >= end) return -1;
         unsigned char ch = (unsigned char)*q;
         if (ch == '"') break;
-        if (ch == '\\') { esc = true; q += 2; continue; }
-        if (ch < 0x20) return -1;
-        q++;
+        int k = ch == '\\' ? (esc = true, escape_len(q, end)) : ch >= 0x80 ? utf8_len(q, end) : -1;
+        if (k < 0) return -1;
+        q += k;
     }
-    if (q >= c->end) return -1;
     if (s) { *s = c->p; *n = (size_t)(q - c->p); }
     if (escaped) *escaped = esc;
     c->p = q + 1;
@@ -37,21 +81,45 @@ static int lit(cur *c, const char *w) {
     return 0;
 }
 
+static bool digit(const cur *c) { return c->p < c->end && *c->p >= '0' && *c->p <= '9'; }
+
+/* A JSON number (the grammar exactly, and within what jansson takes: integers in long long, reals
+ * that do not overflow a double). *v, when asked for, must be an integer. */
 static int num(cur *c, long long *v) {
     const char *s = c->p;
+    bool real = false, exp_seen = false;
     if (c->p < c->end && *c->p == '-') c->p++;
-    if (c->p >= c->end || *c->p < '0' || *c->p > '9') return -1;
-    while (c->p < c->end && ((*c->p >= '0' && *c->p <= '9') || *c->p == '.' || *c->p == 'e' || *c->p == 'E' || *c->p == '+' || *c->p == '-')) c->p++;
-    if (v) {
-        char buf[32];
-        size_t n = (size_t)(c->p - s);
-        if (n >= sizeof buf) return -1;
-        memcpy(buf, s, n);
-        buf[n] = 0;
-        char *e;
-        *v = strtoll(buf, &e, 10);
-        if (*e) return -1;   /* not an integer where one was wanted */
+    if (!digit(c)) return -1;
+    if (*c->p++ != '0')
+        while (digit(c)) c->p++;
+    if (c->p < c->end && *c->p == '.') {
+        c->p++, real = true;
+        if (!digit(c)) return -1;
+        while (digit(c)) c->p++;
     }
+    if (c->p < c->end && (*c->p == 'e' || *c->p == 'E')) {
+        c->p++, real = exp_seen = true;
+        if (c->p < c->end && (*c->p == '+' || *c->p == '-')) c->p++;
+        if (!digit(c)) return -1;
+        while (digit(c)) c->p++;
+    }
+    size_t n = (size_t)(c->p - s);
+    if (n >= 32) return -1;           /* long numbers are rare in a chunk: jansson decides */
+    if (real && v) return -1;         /* a count that is not an integer */
+    /* Only what could be out of range is converted: an integer of 19+ characters, a real with an
+     * exponent (chunks carry ids and indices on the hot path; strtoll for each cost ~50 ns). */
+    if (!(real ? exp_seen : n >= 19) && !v) return 0;
+    char buf[32];
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    errno = 0;
+    if (real) {
+        double d = strtod(buf, NULL);
+        return d == HUGE_VAL || d == -HUGE_VAL ? -1 : 0;
+    }
+    long long x = strtoll(buf, NULL, 10);
+    if (errno == ERANGE) return -1;
+    if (v) *v = x;
     return 0;
 }
 
@@ -91,7 +159,7 @@ static int skip_value(cur *c, int depth) {
 
 /* Iterates an object's members: calls fn for each key with the cursor at the value; fn must
  * consume the value. */
-typedef int (*member_fn)(cur *c, const char *key, size_t klen, chunk_fields *f, int depth);
+typedef int (*member_fn)(cur *c, const char *key, size_t klen, chunk_fields *f, int depth, unsigned *seen);
 
 static int object(cur *c, member_fn fn, chunk_fields *f, int depth) {
     ws(c);
@@ -99,6 +167,7 @@ static int object(cur *c, member_fn fn, chunk_fields *f, int depth) {
     c->p++;
     ws(c);
     if (c->p < c->end && *c->p == '}') { c->p++; return 0; }
+    unsigned seen = 0;   /* members fn interpreted so far (ONCE) */
     for (;;) {
         const char *k;
         size_t kl;
@@ -108,7 +177,7 @@ static int object(cur *c, member_fn fn, chunk_fields *f, int depth) {
         ws(c);
         if (c->p >= c->end || *c->p++ != ':') return -1;
         ws(c);
-        if (fn(c, k, kl, f, depth) < 0) return -1;
+        if (fn(c, k, kl, f, depth, &seen) < 0) return -1;
         ws(c);
         if (c->p >= c->end) return -1;
         if (*c->p == ',') { c->p++; continue; }
@@ -118,6 +187,9 @@ static int object(cur *c, member_fn fn, chunk_fields *f, int depth) {
 }
 
 #define KEY(lit_) (kl == sizeof(lit_) - 1 && !memcmp(k, lit_, kl))
+/* A member interpreted twice (or two that fill one field) would be read differently by jansson,
+ * which keeps the last: such a chunk is left to jansson. */
+#define ONCE(bit_) do { if (*seen & (bit_)) return -1; *seen |= (bit_); } while (0)
 
 static int is_null(cur *c) { return c->end - c->p >= 4 && !memcmp(c->p, "null", 4); }
 
@@ -126,16 +198,21 @@ static int string_or_null(cur *c, const char **s, size_t *n, bool *esc) {
     return str(c, s, n, esc);
 }
 
-static int delta_member(cur *c, const char *k, size_t kl, chunk_fields *f, int depth) {
-    if (KEY("content")) return string_or_null(c, &f->text, &f->text_len, &f->text_escaped);
-    if (KEY("reasoning_content") || KEY("reasoning")) return string_or_null(c, &f->reasoning, &f->reasoning_len, &f->reasoning_escaped);
+static int delta_member(cur *c, const char *k, size_t kl, chunk_fields *f, int depth, unsigned *seen) {
+    if (KEY("content")) { ONCE(1); return string_or_null(c, &f->text, &f->text_len, &f->text_escaped); }
+    if (KEY("reasoning_content") || KEY("reasoning")) {
+        ONCE(2);
+        return string_or_null(c, &f->reasoning, &f->reasoning_len, &f->reasoning_escaped);
+    }
     return skip_value(c, depth + 1);
 }
 
-static int choice_member(cur *c, const char *k, size_t kl, chunk_fields *f, int depth) {
-    if (KEY("text")) return string_or_null(c, &f->text, &f->text_len, &f->text_escaped);
-    if (KEY("delta")) return is_null(c) ? (c->p += 4, 0) : object(c, delta_member, f, depth + 1);
+static int choice_member(cur *c, const char *k, size_t kl, chunk_fields *f, int depth, unsigned *seen) {
+    /* text (completions) and delta (chat) both fill the text: one of them per choice */
+    if (KEY("text")) { ONCE(1); return string_or_null(c, &f->text, &f->text_len, &f->text_escaped); }
+    if (KEY("delta")) { ONCE(1); return is_null(c) ? (c->p += 4, 0) : object(c, delta_member, f, depth + 1); }
     if (KEY("finish_reason")) {
+        ONCE(2);
         if (is_null(c)) { c->p += 4; return 0; }
         f->finished = true;
         return skip_value(c, depth + 1);
@@ -143,14 +220,15 @@ static int choice_member(cur *c, const char *k, size_t kl, chunk_fields *f, int 
     return skip_value(c, depth + 1);
 }
 
-static int usage_member(cur *c, const char *k, size_t kl, chunk_fields *f, int depth) {
-    if (KEY("prompt_tokens")) return num(c, &f->prompt_tokens);
-    if (KEY("completion_tokens")) return num(c, &f->completion_tokens);
+static int usage_member(cur *c, const char *k, size_t kl, chunk_fields *f, int depth, unsigned *seen) {
+    if (KEY("prompt_tokens")) { ONCE(1); return num(c, &f->prompt_tokens); }
+    if (KEY("completion_tokens")) { ONCE(2); return num(c, &f->completion_tokens); }
     return skip_value(c, depth + 1);
 }
 
-static int top_member(cur *c, const char *k, size_t kl, chunk_fields *f, int depth) {
+static int top_member(cur *c, const char *k, size_t kl, chunk_fields *f, int depth, unsigned *seen) {
     if (KEY("choices")) {
+        ONCE(1);
         if (is_null(c)) { c->p += 4; return 0; }
         if (c->p >= c->end || *c->p != '[') return -1;
         c->p++;
@@ -167,11 +245,13 @@ static int top_member(cur *c, const char *k, size_t kl, chunk_fields *f, int dep
         }
     }
     if (KEY("usage")) {
+        ONCE(2);
         if (is_null(c)) { c->p += 4; return 0; }
         f->has_usage = true;
         return object(c, usage_member, f, depth + 1);
     }
     if (KEY("error")) {
+        ONCE(4);
         if (is_null(c)) { c->p += 4; return 0; }
         f->has_error = true;
         return skip_value(c, depth + 1);

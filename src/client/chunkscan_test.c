@@ -41,3 +41,30 @@ TEST(chunkscan_unescape) {
     CHECK(chunkscan_unescape("\\ud83d", 6, out, sizeof out) == -1);   /* lone high surrogate */
     CHECK(chunkscan_unescape("\\u12", 4, out, sizeof out) == -1);
 }
+
+/* What jansson would refuse or read differently is left to it (-1): the fast path and the fallback
+ * never disagree about a chunk (the fuzz target fuzz_chunkscan checks this on every input). */
+TEST(chunkscan_leaves_what_jansson_reads_differently) {
+    static const char *const left[] = {
+        "{\"choices\":[{\"text\":\"\xc0\xaf\"}]}",                              /* overlong UTF-8 */
+        "{\"choices\":[{\"text\":\"\xed\xa0\x80\"}]}",                          /* a surrogate in UTF-8 */
+        "{\"choices\":[{\"delta\":{\"content\":\"a\\u0000b\"}}]}",             /* jansson refuses \u0000 */
+        "{\"choices\":[{\"delta\":{\"content\":\"\\udc00\"}}]}",               /* lone low surrogate */
+        "{\"choices\":[{\"delta\":{\"content\":\"\\x\"}}]}",                   /* unknown escape */
+        "{\"id\":1.2.3,\"choices\":[{\"text\":\"a\"}]}",                       /* not a number */
+        "{\"id\":01,\"choices\":[{\"text\":\"a\"}]}",
+        "{\"created\":99999999999999999999,\"choices\":[{\"text\":\"a\"}]}",   /* beyond long long */
+        "{\"x\":1e999,\"choices\":[{\"text\":\"a\"}]}",                        /* beyond double */
+        "{\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\",\"finish_reason\":null}]}",
+        "{\"choices\":[{\"text\":\"x\",\"delta\":{\"content\":\"y\"}}]}",      /* two sources of text */
+        "{\"choices\":[{\"delta\":{\"reasoning_content\":\"r\",\"reasoning\":\"s\"}}]}",
+        "{\"usage\":{\"completion_tokens\":3,\"completion_tokens\":4}}",
+    };
+    chunk_fields f;
+    for (size_t i = 0; i < sizeof left / sizeof left[0]; i++)
+        CHECK_MSG(chunkscan(left[i], strlen(left[i]), &f) == -1, "accepted %s", left[i]);
+    const char *ok = "{\"id\":\"c\",\"created\":1733040000,\"x\":-0.5e-3,\"choices\":[{\"index\":0,\"delta\":"
+                     "{\"content\":\"w\xc3\xb6rld \\ud83d\\ude00\"},\"finish_reason\":null}],\"usage\":null}";
+    CHECK_EQ_INT(chunkscan(ok, strlen(ok), &f), 0);
+    CHECK(f.text && f.text_escaped && f.text_len == strlen("w\xc3\xb6rld \\ud83d\\ude00") && !f.finished);
+}

@@ -6,6 +6,7 @@
  * straight into the request's record, stamped with the monotonic clock as they are handed to us. */
 #include "client/client.h"
 #include "client/sse.h"
+#include "client/readpoll.h"
 #include "common/clock.h"
 #include "common/redact.h"
 #include <curl/curl.h>
@@ -54,6 +55,7 @@ struct client {
     CURL **pool;                /* easy handles of finished transfers, options kept, for reuse */
     size_t pool_n, pool_cap;
     int finished_now;           /* transfers finished during the current poll */
+    bool curl_poll;             /* DSPERF_CLIENT_CURL_POLL=1: let libcurl make its post-read poll (make bench compares) */
 };
 
 /* Submitted requests are handed to libcurl (and so sent) at most this many per turn of the
@@ -134,6 +136,7 @@ static size_t on_write(char *buf, size_t size, size_t n, void *ud) {
     size_t len = size * n;
     /* every event in one read arrived together: one clock read stamps them all */
     t->read_ns = clock_now_ns();
+    if (!t->c->curl_poll) readpoll_delivered();   /* libcurl's "more bytes waiting?" poll is answered by epoll */
     if (!t->got_body) {
         t->got_body = true;
         curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
@@ -282,6 +285,8 @@ client *client_new(const client_opts *o, recset *recs, client_done_fn done, void
     c->done = done;
     c->ctx = ctx;
     c->curl_deadline_ns = INT64_MAX;
+    const char *cp = getenv("DSPERF_CLIENT_CURL_POLL");
+    c->curl_poll = cp && *cp == '1';
     c->url = client_url(o->base_url, openai_path(o->api));
     c->epfd = epoll_create1(EPOLL_CLOEXEC);
     c->multi = curl_multi_init();
@@ -436,7 +441,9 @@ int client_poll(client *c, int64_t wake_at_ns) {
             if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) mask |= CURL_CSELECT_IN;
             if (evs[i].events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
             if (evs[i].events & EPOLLERR) mask |= CURL_CSELECT_ERR;
+            readpoll_enter(evs[i].data.fd);
             curl_multi_socket_action(c->multi, evs[i].data.fd, mask, &running);
+            readpoll_leave();
         }
         if (n > 0) drain_done(c);
         if (c->finished_now || clock_now_ns() >= wake_at_ns) return c->finished_now;

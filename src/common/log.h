@@ -9,6 +9,9 @@ enum { EXIT_OK = 0, EXIT_RUN_FAILED = 1, EXIT_USAGE = 2 };
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Silences log_info (for --quiet and for tests). */
+/* 1 silences log_info (for --quiet and for tests); 2 silences every line (the followers of a
+ * multi-host job while they parse the same options rank 0 reports on). */
 void log_set_quiet(int quiet);
+/* Words after "dsperf: " on every line (e.g. "rank 3 (host-b): " in a multi-host job); NULL none. */
+void log_set_prefix(const char *prefix);
 #endif

@@ -1,13 +1,13 @@
 /* compare — baseline vs candidate with statistics, and gate rules (see compare.h).
  *
  * Point values come from the results documents (exact, over the whole run). Intervals come from
- * the runs' `samples` (latency metrics: every value or 2,000 evenly spaced quantiles) or from the
- * per-second timeline (throughputs, the interior seconds only: the first and last are partial).
- * A change counts when the bootstrap interval of (candidate - baseline) excludes zero; a gate rule
- * fails when the change is beyond its allowance *and* counts, so a noisy rerun of the same build
- * passes. Without samples a rule falls back to the point values and says so. */
-#include "compare/compare.h"
-#include "metrics/infer.h"
+ * the runs' samples, sized by each run's n (compare_samples.c). A change counts when the interval
+ * of (candidate - baseline) excludes zero; a gate rule fails when the change is beyond its
+ * allowance *and* counts, so a noisy rerun of the same build passes. Without samples a rule falls
+ * back to the point values and says so. A metric whose meaning depends on a setting the runs
+ * differ in is not compared, and a rule on its change fails (compare_config.c). */
+#include "compare/compare_int.h"
+#include "results/validity.h"
 #include "common/redact.h"
 #include <ctype.h>
 #include <math.h>
@@ -91,31 +91,17 @@ int compare_parse_rules(const char *spec, gate_rule *rules, int max, int *n, cha
 
 /* ---- metrics ---- */
 
-typedef struct {
-    char name[64];
-    bool known;              /* the name means something in at least one run */
-    double base, cand;       /* NAN when absent or null */
-    int dir;                 /* +1 higher is better, -1 lower is better, 0 unknown */
-    bool have_ci;
-    double ci_lo, ci_hi;     /* of cand - base, in the metric's unit */
-    double p_mwu;            /* distribution shift, NAN when not tested */
-    char basis[96];          /* what the interval was computed from */
-    const char *no_ci_why;   /* why there is no interval (NULL: "no samples") */
-} metric_cmp;
+#define num cmp_num
 
-static double num(const json_t *doc, const char *key) {
-    const json_t *v = json_object_get(doc, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static double error_rate(const json_t *doc) {
-    double f = num(doc, "failed"), c = num(doc, "completed");
-    return isfinite(f) && isfinite(c) && f + c > 0 ? f / (f + c) : NAN;
-}
-
+/* errors / error_rate: server-side failures (validity_counts: files of every version alike). */
 static double value_of(const json_t *doc, const char *name, bool *present) {
-    if (!strcmp(name, "errors")) name = "failed";
-    if (!strcmp(name, "error_rate")) { *present = json_object_get(doc, "failed") != NULL; return error_rate(doc); }
+    if (!strcmp(name, "errors") || !strcmp(name, "failed") || !strcmp(name, "error_rate")) {
+        double f, c;
+        validity_counts(doc, &f, &c);
+        *present = json_object_get(doc, "failed") != NULL;
+        if (strcmp(name, "error_rate")) return f;
+        return isfinite(f) && isfinite(c) && f + c > 0 ? f / (f + c) : NAN;
+    }
     *present = json_object_get(doc, name) != NULL;
     return num(doc, name);
 }
@@ -130,110 +116,8 @@ static int direction(const char *name) {
     return 0;
 }
 
-/* "p99_ttft_ms" -> stat percentile 99, family "ttft"; "mean_e2el_from_schedule_ms" -> mean. */
-static bool parse_family(const char *name, infer_stat *stat, double *param, char *family, size_t flen) {
-    size_t n = strlen(name);
-    if (n < 4 || strcmp(name + n - 3, "_ms")) return false;
-    const char *us = strchr(name, '_');
-    if (!us) return false;
-    size_t sl = (size_t)(us - name);
-    if (sl == 4 && !strncmp(name, "mean", 4)) { *stat = INFER_MEAN; *param = 0; }
-    else if (sl == 3 && !strncmp(name, "std", 3)) { *stat = INFER_STD; *param = 0; }
-    else if (sl == 6 && !strncmp(name, "median", 6)) { *stat = INFER_PERCENTILE; *param = 50; }
-    else if (name[0] == 'p' && sl > 1) {
-        char buf[16];
-        if (sl >= sizeof buf) return false;
-        memcpy(buf, name + 1, sl - 1);
-        buf[sl - 1] = 0;
-        char *end;
-        *param = strtod(buf, &end);
-        if (*end || *param < 0 || *param > 100) return false;
-        *stat = INFER_PERCENTILE;
-    } else return false;     /* min/max: extremes get no interval */
-    size_t fl = n - 3 - sl - 1;
-    if (!fl || fl >= flen) return false;
-    memcpy(family, us + 1, fl);
-    family[fl] = 0;
-    return true;
-}
-
-static int cmp_d(const void *x, const void *y) {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-/* The run's samples of a family, in ms, ascending. NULL when the run has none. */
-static double *family_samples(const json_t *doc, const char *family, size_t *n, size_t *n_run, const char **method) {
-    const json_t *f = json_object_get(json_object_get(doc, "samples"), family);
-    const json_t *vals = json_object_get(f, "values");
-    *n = json_array_size(vals);
-    *n_run = (size_t)json_integer_value(json_object_get(f, "n"));
-    *method = json_string_value(json_object_get(f, "method"));
-    if (!*n) return NULL;
-    double *v = malloc(*n * sizeof *v);
-    if (!v) return NULL;
-    for (size_t i = 0; i < *n; i++) v[i] = (double)json_integer_value(json_array_get(vals, i)) / 1000.0;
-    for (size_t i = 1; i < *n; i++)           /* written ascending; keep the promise if edited */
-        if (v[i] < v[i - 1]) { qsort(v, *n, sizeof *v, cmp_d); break; }
-    return v;
-}
-
-/* Per-second values of a timeline series, interior seconds only, ascending. */
-static double *second_samples(const json_t *doc, const char *series, size_t *n) {
-    const json_t *arr = json_object_get(json_object_get(doc, "timeline"), series);
-    size_t len = json_array_size(arr);
-    *n = len >= 2 ? len - 2 : 0;
-    if (*n < MIN_SECONDS) { *n = 0; return NULL; }
-    double *v = malloc(*n * sizeof *v);
-    if (!v) { *n = 0; return NULL; }
-    for (size_t i = 0; i < *n; i++) v[i] = json_number_value(json_array_get(arr, i + 1));
-    qsort(v, *n, sizeof *v, cmp_d);
-    return v;
-}
-
-static void infer(metric_cmp *m, const json_t *base, const json_t *cand, const compare_opts *o) {
-    m->have_ci = false;
-    m->p_mwu = NAN;
-    infer_stat stat = INFER_MEAN;
-    double param = 0;
-    char family[48];
-    double *a = NULL, *b = NULL;
-    size_t na = 0, nb = 0;
-    if (parse_family(m->name, &stat, &param, family, sizeof family)) {
-        size_t ra, rb;
-        const char *ma = NULL, *mb = NULL;
-        a = family_samples(base, family, &na, &ra, &ma);
-        b = family_samples(cand, family, &nb, &rb, &mb);
-        if (a && b) {
-            bool q = (ma && !strcmp(ma, "quantiles")) || (mb && !strcmp(mb, "quantiles"));
-            snprintf(m->basis, sizeof m->basis, "%s samples %zu / %zu%s", family, na, nb, q ? " (quantiles)" : "");
-        }
-    } else if (!strcmp(m->name, "output_throughput") || !strcmp(m->name, "request_throughput")) {
-        const char *series = m->name[0] == 'o' ? "output_tokens" : "finished";
-        a = second_samples(base, series, &na);
-        b = second_samples(cand, series, &nb);
-        stat = INFER_MEAN;
-        if (a && b) snprintf(m->basis, sizeof m->basis, "per-second %s, %zu / %zu s", series, na, nb);
-        else m->no_ci_why = "under 5 whole seconds of timeline";
-    } else {
-        m->no_ci_why = "no per-request samples for this metric";
-    }
-    if (a && b) {
-        double lo, hi;
-        if (infer_bootstrap_diff(stat, param, a, na, b, nb, o->resamples, o->confidence, o->seed, &lo, &hi) == 0) {
-            m->have_ci = true;
-            m->ci_lo = lo;
-            m->ci_hi = hi;
-        }
-        m->p_mwu = infer_mann_whitney_p(a, na, b, nb, NULL);
-    } else {
-        m->basis[0] = 0;
-    }
-    free(a);
-    free(b);
-}
-
-static void fill_metric(metric_cmp *m, const char *name, const json_t *base, const json_t *cand, const compare_opts *o) {
+static void fill_metric(metric_cmp *m, const char *name, const json_t *base, const json_t *cand, const compare_opts *o,
+                        const cmp_config_diff *cd) {
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "%s", name);
     bool pb, pc;
@@ -241,7 +125,9 @@ static void fill_metric(metric_cmp *m, const char *name, const json_t *base, con
     m->cand = value_of(cand, name, &pc);
     m->known = pb || pc;
     m->dir = direction(name);
-    infer(m, base, cand, o);
+    m->p_mwu = NAN;
+    cmp_refuse(m, cd, o);
+    if (!m->refused[0]) cmp_infer(m, base, cand, o);
 }
 
 static double pct_of(double d, double base) { return base != 0 && isfinite(base) ? 100.0 * d / fabs(base) : NAN; }
@@ -250,6 +136,7 @@ static double pct_of(double d, double base) { return base != 0 && isfinite(base)
  * and the change is at least min_effect; "negligible" when it is real but smaller; "no significant
  * change" when the interval holds zero. Without an interval, by the points, marked "not tested". */
 static const char *verdict(const metric_cmp *m, double min_effect_pct) {
+    if (m->refused[0]) return "not comparable";
     if (!isfinite(m->base) || !isfinite(m->cand)) return "n/a";
     int moved = 0;
     if (m->have_ci) moved = m->ci_lo > 0 ? 1 : m->ci_hi < 0 ? -1 : 0;
@@ -282,6 +169,9 @@ static json_t *metric_json(const metric_cmp *m, double min_effect_pct) {
     json_object_set_new(j, "basis", m->basis[0] ? json_string(m->basis) : json_null());
     json_object_set_new(j, "direction", json_string(m->dir > 0 ? "higher_is_better" : m->dir < 0 ? "lower_is_better" : "unknown"));
     json_object_set_new(j, "verdict", json_string(verdict(m, min_effect_pct)));
+    json_object_set_new(j, "comparable", json_boolean(!m->refused[0]));
+    json_object_set_new(j, "not_comparable_because", m->refused[0] ? json_string(m->refused) : json_null());
+    json_object_set_new(j, "no_interval_because", !m->have_ci && m->no_ci_why[0] ? json_string(m->no_ci_why) : json_null());
     return j;
 }
 
@@ -289,12 +179,15 @@ static json_t *metric_json(const metric_cmp *m, double min_effect_pct) {
 
 static json_t *eval_rule(const gate_rule *r, const metric_cmp *m, bool *passed) {
     json_t *j = json_object();
-    char why[512];
+    char why[900];
     double b = m->base, c = m->cand, d = c - b;
     bool rel = r->kind == GATE_RISE_PCT || r->kind == GATE_FALL_PCT;
     bool change_rule = r->kind != GATE_MAX && r->kind != GATE_MIN;
     *passed = true;
-    if (!isfinite(c) || (change_rule && !isfinite(b))) {
+    if (change_rule && m->refused[0]) {
+        *passed = false;
+        snprintf(why, sizeof why, "not comparable: %s; --allow-config-change compares anyway", m->refused);
+    } else if (!isfinite(c) || (change_rule && !isfinite(b))) {
         *passed = false;
         snprintf(why, sizeof why, "cannot evaluate: %s is missing in the %s", m->name, !isfinite(c) ? "candidate" : "baseline");
     } else if (r->kind == GATE_MAX) {
@@ -318,8 +211,8 @@ static json_t *eval_rule(const gate_rule *r, const metric_cmp *m, bool *passed) 
             if (rel && b != 0) snprintf(ci, sizeof ci, ", interval %+.1f%%..%+.1f%%", pct_of(m->ci_lo, b), pct_of(m->ci_hi, b));
             else snprintf(ci, sizeof ci, ", interval %+g..%+g", m->ci_lo, m->ci_hi);
         }
-        char no_ci[96];
-        snprintf(no_ci, sizeof no_ci, " (%s: not tested for noise)", m->no_ci_why ? m->no_ci_why : "no samples");
+        char no_ci[240];
+        snprintf(no_ci, sizeof no_ci, " (%s: not tested for noise)", m->no_ci_why[0] ? m->no_ci_why : "no samples");
         const char *tail = !m->have_ci ? no_ci
                          : beyond && !real ? " (within noise)" : "";
         snprintf(why, sizeof why, "%s %g -> %g, %s%s; allowed %s%g%s%s", m->name, b, c, change, ci,
@@ -391,6 +284,13 @@ static json_t *doc_header(const json_t *base, const json_t *cand, const compare_
     json_object_set_new(doc, "confidence", json_real(o->confidence));
     json_object_set_new(doc, "resamples", json_integer(o->resamples));
     json_object_set_new(doc, "min_effect_pct", json_real(o->min_effect_pct));
+    json_object_set_new(doc, "allow_config_change", json_boolean(o->allow_config_change));
+    cmp_config_diff cd;
+    cmp_config_diff_of(base, cand, &cd);
+    json_t *diff = json_object();
+    static const char *const group[] = { "workload", "load", "slo" };
+    for (int g = 0; g < 3; g++) json_object_set_new(diff, group[g], cd.why[g][0] ? json_string(cd.why[g]) : json_null());
+    json_object_set_new(doc, "config_differences", diff);
     return doc;
 }
 
@@ -414,9 +314,9 @@ static bool has_metric(json_t *list, const char *name) {
 /* The comparison of a metric, computed once (a bootstrap is thousands of resamples): from done[]
  * when a metric of that name was compared already, else computed into it. */
 static const metric_cmp *compared(const char *name, metric_cmp *done, int *n_done, const json_t *base, const json_t *cand,
-                                  const compare_opts *o) {
+                                  const compare_opts *o, const cmp_config_diff *cd) {
     for (int i = 0; i < *n_done; i++) if (!strcmp(done[i].name, name)) return &done[i];
-    fill_metric(&done[*n_done], name, base, cand, o);
+    fill_metric(&done[*n_done], name, base, cand, o, cd);
     return &done[(*n_done)++];
 }
 
@@ -433,6 +333,8 @@ json_t *compare_runs(const json_t *base, const json_t *cand, const compare_opts 
         }
     }
     int n_names = o->metrics ? o->n_metrics : (int)(sizeof default_metrics / sizeof default_metrics[0]), n_done = 0;
+    cmp_config_diff cd;
+    cmp_config_diff_of(base, cand, &cd);
     metric_cmp *done = calloc((size_t)(n_names + o->n_rules + 1), sizeof *done);
     if (!done) { snprintf(err, errlen, "out of memory"); return NULL; }
     json_t *doc = doc_header(base, cand, o, NULL);
@@ -440,14 +342,14 @@ json_t *compare_runs(const json_t *base, const json_t *cand, const compare_opts 
     json_t *list = json_array();
     for (int i = 0; i < n_names; i++) {
         const char *name = o->metrics ? o->metrics[i] : default_metrics[i];
-        const metric_cmp *m = compared(name, done, &n_done, base, cand, o);
+        const metric_cmp *m = compared(name, done, &n_done, base, cand, o, &cd);
         if (!m->known || has_metric(list, name)) continue;     /* e.g. goodput without an SLO */
         json_array_append_new(list, metric_json(m, o->min_effect_pct));
     }
     json_t *rules = json_array();
     bool all = true;
     for (int i = 0; i < o->n_rules; i++) {
-        const metric_cmp *m = compared(o->rules[i].metric, done, &n_done, base, cand, o);
+        const metric_cmp *m = compared(o->rules[i].metric, done, &n_done, base, cand, o, &cd);
         if (!has_metric(list, m->name)) json_array_append_new(list, metric_json(m, o->min_effect_pct));
         bool ok;
         json_array_append_new(rules, eval_rule(&o->rules[i], m, &ok));
@@ -491,14 +393,16 @@ static double headline_value(const json_t *sweep, const headline_def *h) {
 }
 
 /* A headline number of both sweeps: one point each, so no interval. */
-static void headline_cmp(metric_cmp *m, const headline_def *h, const json_t *base, const json_t *cand) {
+static void headline_cmp(metric_cmp *m, const headline_def *h, const json_t *base, const json_t *cand, const compare_opts *o,
+                         const cmp_config_diff *cd) {
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "%s", h->name);
     m->base = headline_value(base, h);
     m->cand = headline_value(cand, h);
     m->dir = +1;                 /* more throughput, goodput or load before a limit is better */
     m->p_mwu = NAN;
-    m->no_ci_why = "one number per sweep";
+    snprintf(m->no_ci_why, sizeof m->no_ci_why, "one number per sweep");
+    cmp_refuse(m, cd, o);
 }
 
 /* The first level of the sweep at this load (repeats after the first are left out). */
@@ -549,6 +453,8 @@ json_t *compare_sweeps(const json_t *base, const json_t *cand, const compare_opt
     }
     json_t *doc = doc_header(base, cand, o, ab);
     json_t *warn = config_warnings(base, cand);
+    cmp_config_diff cd;
+    cmp_config_diff_of(base, cand, &cd);
     size_t nb = json_array_size(json_object_get(base, "levels")), nc = json_array_size(json_object_get(cand, "levels"));
     if (json_array_size(levels) < nb || json_array_size(levels) < nc) {
         char msg[200];
@@ -561,7 +467,7 @@ json_t *compare_sweeps(const json_t *base, const json_t *cand, const compare_opt
     json_t *list = json_array();
     metric_cmp m;
     for (size_t h = 0; h < sizeof headlines / sizeof headlines[0]; h++) {
-        headline_cmp(&m, &headlines[h], base, cand);
+        headline_cmp(&m, &headlines[h], base, cand, o, &cd);
         if (isfinite(m.base) || isfinite(m.cand)) json_array_append_new(list, metric_json(&m, o->min_effect_pct));
     }
     json_object_set_new(doc, "metrics", list);
@@ -584,7 +490,7 @@ json_t *compare_sweeps(const json_t *base, const json_t *cand, const compare_opt
         bool ok = true;
         json_t *res = NULL;
         if (h) {
-            headline_cmp(&m, h, base, cand);
+            headline_cmp(&m, h, base, cand, o, &cd);
             res = eval_rule(&o->rules[r], &m, &ok);
         } else {
             /* this rule's result at each level: the first failing level speaks for it */
@@ -711,6 +617,19 @@ void compare_print(FILE *f, const json_t *doc, bool md) {
         fprintf(f, md ? "> **warning:** %s\n" : "warning: %s\n", json_string_value(w));
     if (md && json_array_size(json_object_get(doc, "warnings"))) fputc('\n', f);
     print_metric_rows(f, json_object_get(doc, "metrics"), conf, md);
+    /* the metrics refused, and why: one line per distinct reason */
+    const json_t *ms = json_object_get(doc, "metrics"), *m;
+    json_array_foreach(ms, i, m) {
+        const char *why = json_string_value(json_object_get(m, "not_comparable_because"));
+        bool seen = false;
+        for (size_t k = 0; why && k < i && !seen; k++) {
+            const char *w2 = json_string_value(json_object_get(json_array_get(ms, k), "not_comparable_because"));
+            seen = w2 && !strcmp(w2, why);
+        }
+        if (why && !seen)
+            fprintf(f, md ? "\n> **not comparable:** %s; `--allow-config-change` compares anyway\n"
+                          : "not comparable: %s; --allow-config-change compares anyway\n", why);
+    }
     if (sweep) print_levels(f, doc, md);
     const json_t *gate = json_object_get(doc, "gate");
     const json_t *rules = json_object_get(gate, "rules");
@@ -735,20 +654,4 @@ int compare_metric_direction(const char *metric) { return direction(metric); }
 double compare_sweep_headline(const json_t *sweep, const char *name) {
     const headline_def *h = headline_of(name);
     return h ? headline_value(sweep, h) : NAN;
-}
-
-int compare_metric_samples_of(const json_t *doc, const char *metric, compare_samples *out) {
-    memset(out, 0, sizeof *out);
-    char family[48];
-    if (parse_family(metric, &out->stat, &out->param, family, sizeof family)) {
-        const char *method = NULL;
-        out->v = family_samples(doc, family, &out->n, &out->n_run, &method);
-    } else if (!strcmp(metric, "output_throughput") || !strcmp(metric, "request_throughput")) {
-        out->stat = INFER_MEAN;
-        out->v = second_samples(doc, metric[0] == 'o' ? "output_tokens" : "finished", &out->n);
-        out->n_run = out->n;
-    }
-    if (!out->v) { out->n = 0; return -1; }
-    if (out->n_run < out->n) out->n_run = out->n;
-    return 0;
 }

@@ -1,7 +1,8 @@
 /* compare — a baseline run against a candidate run (two dsperf.results/1 documents): every metric
- * side by side with its change, a bootstrap confidence interval of the change from the runs'
- * samples (so noise is told from change), a Mann–Whitney p-value for the distribution, and a
- * verdict; then `--gate` rules that decide pass or fail for a pipeline. The output is a
+ * side by side with its change, a confidence interval of the change from the runs' samples, sized
+ * by each run's n (so noise is told from change), a Mann–Whitney p-value for the distribution, and a
+ * verdict; then `--gate` rules that decide pass or fail for a pipeline. A metric whose meaning
+ * depends on a setting the runs differ in is refused (compare_config.c). The output is a
  * dsperf.compare/1 document, printed as a table or Markdown. */
 #ifndef DSP_COMPARE_H
 #define DSP_COMPARE_H
@@ -43,6 +44,7 @@ typedef struct {
     int n_rules;
     const char *const *metrics;    /* metrics to show (NULL: a default set); rule metrics are added */
     int n_metrics;
+    bool allow_config_change;      /* compare metrics whose meaning depends on a setting that differs */
     const char *baseline_path, *candidate_path;   /* for the document only */
 } compare_opts;
 
@@ -72,14 +74,18 @@ int compare_metric_direction(const char *metric);
  * max_goodput, max_goodput_load, slo_boundary_load) as compare_sweeps reads it; NAN otherwise. */
 double compare_sweep_headline(const json_t *sweep, const char *name);
 
-/* The samples compare tests a metric with: a latency statistic's per-request samples (ms,
- * ascending; every value or quantiles of n_run) or a throughput's interior per-second values. */
+/* The samples compare tests a metric with, as a sample set: a latency statistic's every
+ * per-request sample (ns; an older file's 2,000 quantiles each standing for n / 2,000 samples), or
+ * a throughput's interior per-second values (tokens or requests in each second). */
 typedef struct {
     infer_stat stat;
     double param;        /* the percentile for INFER_PERCENTILE */
-    double *v;           /* malloc'd, ascending */
-    size_t n, n_run;
+    double unit;         /* the metric's unit per set unit: 1e-6 for latencies (ns -> ms), 1 for throughputs */
+    bool quantiles;      /* from an older file's quantiles */
+    sampleset set;
 } compare_samples;
-/* 0 with out->v filled (free it), -1 when the document has no samples for this metric. */
+/* 0 with out->set filled (compare_samples_free it), -1 when the document has no samples for this
+ * metric (out->set empty). */
 int compare_metric_samples_of(const json_t *doc, const char *metric, compare_samples *out);
+void compare_samples_free(compare_samples *s);
 #endif

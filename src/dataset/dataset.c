@@ -268,6 +268,74 @@ static int32_t messages_len(json_t *msgs, const dataset_opts *o) {
     return n;
 }
 
+/* An optional integer field of a JSONL line: absent or null leaves *out alone; anything but an
+ * integer in [lo, hi] is an error naming the file, the line and the field. */
+static int jsonl_int(json_t *obj, const char *key, long long lo, long long hi, long long *out, bool *given,
+                     const char *path, size_t lineno, char *err, size_t errlen) {
+    json_t *v = json_object_get(obj, key);
+    *given = false;
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+        char shown[64];
+        if (json_is_number(v)) snprintf(shown, sizeof shown, "%.17g", json_number_value(v));
+        else snprintf(shown, sizeof shown, "a %s", json_is_string(v) ? "string" : json_is_boolean(v) ? "boolean" : json_is_array(v) ? "list" : "object");
+        snprintf(err, errlen, "%s line %zu: \"%s\" is %s; it must be an integer from %lld to %lld (or left out)",
+                 path, lineno, key, shown, lo, hi);
+        return -1;
+    }
+    *out = json_integer_value(v);
+    *given = true;
+    return 0;
+}
+
+/* The fields of one JSONL line into it; -1 with a one-line err naming the file, line and field. */
+static int jsonl_item(dataset *d, dataset_item *it, json_t *obj, const dataset_opts *o, const char *path,
+                      size_t lineno, char *err, size_t errlen) {
+    json_t *p = json_object_get(obj, "prompt"), *m = json_object_get(obj, "messages");
+    if (json_is_string(p)) {
+        it->prompt = strdup(json_string_value(p));
+        it->in_tokens = measure(o, it->prompt, json_string_length(p));
+    } else if ((!p || json_is_null(p)) && json_is_array(m) && json_array_size(m) > 0) {
+        size_t i;
+        json_t *msg;
+        json_array_foreach(m, i, msg) {
+            if (!json_is_string(json_object_get(msg, "role"))) {
+                snprintf(err, errlen, "%s line %zu: messages[%zu] needs a string \"role\" (and its \"content\")", path, lineno, i);
+                return -1;
+            }
+        }
+        it->messages_json = json_dumps(m, JSON_COMPACT);
+        it->in_tokens = messages_len(m, o);
+    } else {
+        snprintf(err, errlen, "%s line %zu: needs a \"prompt\" string or a non-empty \"messages\" array", path, lineno);
+        return -1;
+    }
+    long long v;
+    bool given;
+    /* max_tokens as the OpenAI API takes it: 0 or -5 would otherwise become the server's default */
+    if (jsonl_int(obj, "max_tokens", 1, 10000000, &v, &given, path, lineno, err, errlen)) return -1;
+    if (given) it->max_tokens = (int32_t)v;
+    json_t *ts = json_object_get(obj, "timestamp");
+    if (ts && !json_is_null(ts)) {
+        /* seconds from the trace's start; 1e9 s (32 years) keeps the ns in int64 */
+        double sec = json_number_value(ts);
+        if (!json_is_number(ts) || !(sec >= 0 && sec <= 1e9)) {
+            snprintf(err, errlen, "%s line %zu: \"timestamp\" must be a number of seconds from 0 to 1e9 (or left out)", path, lineno);
+            return -1;
+        }
+        it->timestamp_ns = (int64_t)llround(sec * 1e9);
+    }
+    if (jsonl_int(obj, "input_tokens", 0, INT32_MAX, &v, &given, path, lineno, err, errlen)) return -1;
+    double tol = o ? o->tolerance : 0.05, w = (double)v;
+    if (given && fabs(it->in_tokens - w) > tol * w + 0.5) {
+        snprintf(err, errlen, "%s line %zu: the prompt has %d %s but the line declares input_tokens %.0f "
+                 "(off by more than %.0f%%); fix the file or measure with the tokenizer it was made for",
+                 path, lineno, it->in_tokens, d->length_unit, w, tol * 100);
+        return -1;
+    }
+    return 0;
+}
+
 static int open_jsonl(const char *spec, const char *path, const dataset_opts *o, dataset **out, char *err, size_t errlen) {
     char *text;
     size_t len;
@@ -279,57 +347,31 @@ static int open_jsonl(const char *spec, const char *path, const dataset_opts *o,
     for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
     dataset *d = ds_new(spec, lines, o);
     if (!d) { free(text); snprintf(err, errlen, "out of memory"); return -1; }
-    size_t lineno = 0;
-    char *save = NULL;
     int rc = 0;
-    double tol = o ? o->tolerance : 0.05;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    /* line by line, blank ones included, so an error names the line an editor shows */
+    size_t lineno = 0;
+    for (char *line = text; rc == 0 && line < text + len; ) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        char *next = nl ? nl + 1 : text + len;
+        if (nl) *nl = 0;
         lineno++;
         while (*line && isspace((unsigned char)*line)) line++;
-        if (!*line) continue;
+        if (!*line) { line = next; continue; }
         json_error_t je;
         json_t *obj = json_loads(line, 0, &je);
         if (!json_is_object(obj)) {
             snprintf(err, errlen, "%s line %zu: not a JSON object (%s); each line must be {\"prompt\": ...} or {\"messages\": [...]}", path, lineno, obj ? "wrong type" : je.text);
-            json_decref(obj);
             rc = -1;
-            break;
-        }
-        dataset_item *it = &d->items[d->n];
-        it->max_tokens = -1;
-        it->timestamp_ns = -1;
-        it->group = -1;
-        json_t *p = json_object_get(obj, "prompt"), *m = json_object_get(obj, "messages");
-        if (json_is_string(p)) {
-            it->prompt = strdup(json_string_value(p));
-            it->in_tokens = measure(o, it->prompt, json_string_length(p));
-        } else if (json_is_array(m) && json_array_size(m) > 0) {
-            it->messages_json = json_dumps(m, JSON_COMPACT);
-            it->in_tokens = messages_len(m, o);
         } else {
-            snprintf(err, errlen, "%s line %zu: needs a \"prompt\" string or a non-empty \"messages\" array", path, lineno);
-            json_decref(obj);
-            rc = -1;
-            break;
-        }
-        d->n++;
-        json_t *mt = json_object_get(obj, "max_tokens");
-        if (json_is_integer(mt) && json_integer_value(mt) > 0) it->max_tokens = (int32_t)json_integer_value(mt);
-        json_t *ts = json_object_get(obj, "timestamp");
-        if (json_is_number(ts)) it->timestamp_ns = (int64_t)llround(json_number_value(ts) * 1e9);
-        json_t *want = json_object_get(obj, "input_tokens");
-        if (json_is_integer(want)) {
-            double w = (double)json_integer_value(want);
-            if (fabs(it->in_tokens - w) > tol * w + 0.5) {
-                snprintf(err, errlen, "%s line %zu: the prompt has %d %s but the line declares input_tokens %.0f "
-                         "(off by more than %.0f%%); fix the file or measure with the tokenizer it was made for",
-                         path, lineno, it->in_tokens, d->length_unit, w, tol * 100);
-                json_decref(obj);
-                rc = -1;
-                break;
-            }
+            dataset_item *it = &d->items[d->n];
+            it->max_tokens = -1;
+            it->timestamp_ns = -1;
+            it->group = -1;
+            rc = jsonl_item(d, it, obj, o, path, lineno, err, errlen);
+            d->n++;   /* counted even on error, so dataset_free frees what the item holds */
         }
         json_decref(obj);
+        line = next;
     }
     free(text);
     if (!rc && d->n == 0) { snprintf(err, errlen, "dataset file '%s' has no requests", path); rc = -1; }

@@ -1,6 +1,7 @@
 /* Tests for datasets: exact lengths (words, and tokens with the DeepSeek-V3 tokenizer), seeding,
  * prefix groups, JSONL and ShareGPT files, pre-validation refusals, bad specs. */
 #include "harness.h"
+#include "testutil.h"
 #include "dataset/dataset.h"
 #include "common/fileio.h"
 #include <string.h>
@@ -118,6 +119,70 @@ TEST(dataset_jsonl_and_declared_length_check) {
     CHECK(fileio_write_atomic(path, notjson, strlen(notjson)) == 0);
     CHECK(dataset_open(spec, 0, 1, NULL, &d, err, sizeof err) == -1);
     CHECK(strstr(err, "line 2") != NULL);
+}
+
+/* Every field of a JSONL line is checked: a bad value is one line naming the file, the line (as an
+ * editor counts it, blank lines included) and the field, never a silent default. */
+TEST(dataset_jsonl_field_validation) {
+    char path[512], spec[600], err[512];
+    snprintf(path, sizeof path, "%s/v.jsonl", harness_tmpdir());
+    snprintf(spec, sizeof spec, "jsonl:%s", path);
+    static const struct { const char *line2; const char *want; } cases[] = {
+        {"{\"prompt\": \"x\", \"max_tokens\": -5}", "\"max_tokens\" is -5; it must be an integer from 1 to 10000000"},
+        {"{\"prompt\": \"x\", \"max_tokens\": 0}", "\"max_tokens\" is 0"},
+        {"{\"prompt\": \"x\", \"max_tokens\": 2.5}", "\"max_tokens\" is 2.5"},
+        {"{\"prompt\": \"x\", \"max_tokens\": \"64\"}", "\"max_tokens\" is a string"},
+        {"{\"prompt\": \"x\", \"max_tokens\": 99999999999}", "\"max_tokens\" is 99999999999"},
+        {"{\"prompt\": \"x\", \"input_tokens\": -1}", "\"input_tokens\" is -1; it must be an integer from 0"},
+        {"{\"prompt\": \"x\", \"timestamp\": -1}", "\"timestamp\" must be a number of seconds from 0 to 1e9"},
+        {"{\"prompt\": \"x\", \"timestamp\": 1e300}", "\"timestamp\" must be a number"},
+        {"{\"prompt\": \"x\", \"timestamp\": \"0.5\"}", "\"timestamp\" must be a number"},
+        {"{\"prompt\": 5}", "needs a \"prompt\" string"},
+        {"{\"messages\": [\"hi\"]}", "messages[0] needs a string \"role\""},
+        {"[1, 2]", "not a JSON object"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"prompt\": \"fine\"}\n\n%s\n", cases[i].line2);
+        CHECK(fileio_write_atomic(path, text, strlen(text)) == 0);
+        dataset *d = NULL;
+        err[0] = 0;
+        CHECK_MSG(dataset_open(spec, 0, 1, NULL, &d, err, sizeof err) == -1, "accepted %s", cases[i].line2);
+        CHECK_MSG(strstr(err, path) && strstr(err, " line 3: ") && strstr(err, cases[i].want) && !strchr(err, '\n'),
+                  "%s: '%s'", cases[i].line2, err);
+    }
+    /* null means "not given", as does leaving the field out */
+    const char *ok = "{\"prompt\": \"x y\", \"max_tokens\": null, \"timestamp\": null, \"input_tokens\": null}\n"
+                     "{\"prompt\": null, \"messages\": [{\"role\": \"user\", \"content\": \"a b c\"}], \"max_tokens\": 10000000}\n";
+    CHECK(fileio_write_atomic(path, ok, strlen(ok)) == 0);
+    dataset *d = NULL;
+    CHECK_MSG(dataset_open(spec, 0, 1, NULL, &d, err, sizeof err) == 0, "%s", err);
+    if (!d) return;
+    CHECK_EQ_INT(d->items[0].max_tokens, -1);
+    CHECK_EQ_INT(d->items[0].timestamp_ns, -1);
+    CHECK_EQ_INT(d->items[1].max_tokens, 10000000);
+    CHECK_EQ_INT(d->items[1].in_tokens, 3);
+    dataset_free(d);
+}
+
+/* bench refuses such a file before the first request: one line, exit 2 (it used to run with the
+ * server's default of 256 tokens in place of max_tokens -5). */
+TEST(dataset_jsonl_bad_field_refuses_bench) {
+    char path[512], args[1024];
+    snprintf(path, sizeof path, "%s/neg.jsonl", harness_tmpdir());
+    const char *text = "{\"prompt\": \"hello world\", \"max_tokens\": -5}\n";
+    CHECK(fileio_write_atomic(path, text, strlen(text)) == 0);
+    test_server s;
+    if (test_serve_start(&s, "--ttft 1ms --itl 1ms")) { CHECK_MSG(0, "server did not start"); return; }
+    snprintf(args, sizeof args, "bench --url %s --concurrency 1 --requests 2 --quiet --dataset jsonl:%s", s.url, path);
+    char *out = NULL;
+    int status = -1;
+    out = test_run_merged(args, &status);
+    CHECK_EQ_INT(status, 2);
+    CHECK_MSG(out && strstr(out, "neg.jsonl line 1: \"max_tokens\" is -5") && strchr(out, '\n') == out + strlen(out) - 1,
+              "output: %s", out ? out : "(none)");
+    free(out);
+    CHECK_EQ_INT(test_serve_stop(&s), 0);
 }
 
 TEST(dataset_sharegpt_first_turn_and_reply_length) {

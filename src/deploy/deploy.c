@@ -344,7 +344,13 @@ int deploy_cost(const deploy *d, const cost_factors *f, cost_model *c, char *err
     if (!deploy_has_model(d) || !deploy_has_gpu(d)) { snprintf(err, errlen, "model or GPU unknown"); return -1; }
     cost_factors dflt;
     if (!f) { cost_default_factors(&dflt); f = &dflt; }
-    return cost_init(c, &d->arch, hw_find(d->gpu), d->tp > 0 ? d->tp : 1, 1, d->weight_dtype, d->kv_dtype, f, err, errlen);
+    /* the simulator's engine profile for the engine that served (vLLM V1 for anything else) */
+    cost_setup s;
+    cost_default_setup(&s, d->tp > 0 ? d->tp : 1, 1);
+    static const struct { const char *engine, *profile; } map[] = {{"llama.cpp", "llamacpp"}, {"sglang", "sglang"}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(d->engine, map[i].engine)) profile_find(map[i].profile, &s.prof);
+    return cost_init(c, &d->arch, hw_find(d->gpu), &s, d->weight_dtype, d->kv_dtype, f, err, errlen);
 }
 
 void deploy_describe(const deploy *d, char *buf, size_t len) {

@@ -38,6 +38,9 @@ void diag_read_failures(const json_t *doc, diag_failures *out) {
     out->completed = diag_num(doc, "completed");
     double failed = diag_num(doc, "failed");
     out->total = (isfinite(out->completed) ? out->completed : 0) + (isfinite(failed) ? failed : 0);
+    /* files that say who ended each request keep dsperf's own cancellations apart ("cancelled",
+     * "ended"); "failed" is then server-side only */
+    if (json_object_get(doc, "ended")) out->self_ended = diag_num(doc, "cancelled") > 0 ? diag_num(doc, "cancelled") : 0;
     const json_t *errs = json_object_get(doc, "errors");
     const char *k;
     json_t *v;

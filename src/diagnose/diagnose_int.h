@@ -51,6 +51,8 @@ typedef struct {
     int roof_mem_bound;
     double roof_prefill_ms, roof_prompt;
     int roof_prefill_compute;
+    cost_factors roof_factors_v;       /* a simulated run's own cost factors (engine.factors) */
+    const cost_factors *roof_factors;  /* &roof_factors_v, or NULL: the defaults */
     const char *roof_batch_source;
     json_t *config;                    /* configuration findings (the assumed deployment is wrong) */
 } diag_in;

@@ -5,6 +5,7 @@
  * the two rules that read the roofline: decode bandwidth bound (near it) and engine overhead (far
  * below it while the GPU's pipes idle). */
 #include "diagnose/diagnose_int.h"
+#include "engine/sim.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,9 +38,9 @@ static double decode_batch(const diag_in *in, const char **src) {
 
 typedef struct { double bound, mem_ms, decode_ms, comm_share, prefill_ms; int mem_bound, prefill_compute; } roof;
 
-static int roof_at(const deploy *d, double b, double ctx, int prompt, roof *r, char *err, size_t errlen) {
+static int roof_at(const deploy *d, const cost_factors *f, double b, double ctx, int prompt, roof *r, char *err, size_t errlen) {
     cost_model c;
-    if (deploy_cost(d, NULL, &c, err, errlen) < 0) return -1;
+    if (deploy_cost(d, f, &c, err, errlen) < 0) return -1;
     long long B = llround(b);
     cost_batch cb;
     cost_step s, p;
@@ -68,7 +69,7 @@ static void physics_alternatives(diag_in *in, json_t *f, int prompt) {
         d.tp = t;
         roof r;
         char err[128];
-        if (roof_at(&d, in->roof_batch, in->roof_context, prompt, &r, err, sizeof err) < 0) continue;
+        if (roof_at(&d, in->roof_factors, in->roof_batch, in->roof_context, prompt, &r, err, sizeof err) < 0) continue;
         double eff = in->roof_achieved / r.bound;
         snprintf(part, sizeof part, "%stp %d: %.0f%%", line[0] ? ", " : "", t, 100 * eff);
         strncat(line, part, sizeof line - strlen(line) - 1);
@@ -90,7 +91,7 @@ static void physics_alternatives(diag_in *in, json_t *f, int prompt) {
         d.weight_dtype = DT_FP8;
         roof r;
         char err[128];
-        if (roof_at(&d, in->roof_batch, in->roof_context, prompt, &r, err, sizeof err) == 0) {
+        if (roof_at(&d, in->roof_factors, in->roof_batch, in->roof_context, prompt, &r, err, sizeof err) == 0) {
             diag_ev(f, 100 * in->roof_achieved / r.bound, "%", "roofline (cost model) with 1-byte weights",
                     "with fp8/int8 weights the run would be at %.0f%% of the roofline", 100 * in->roof_achieved / r.bound);
             json_array_append_new(json_object_get(f, "knobs"), json_pack("{s:s,s:s,s:s,s:s,s:s}", "knob", "--weight-dtype",
@@ -139,7 +140,15 @@ void diag_roofline(diag_in *in) {
     double ctx = in_tok + out_tok / 2;
     roof r;
     char err[256];
-    if (roof_at(&in->dep, b, ctx, prompt, &r, err, sizeof err) < 0) return;
+    /* a simulated run is modelled with its own factors (the engine section says which) */
+    sim_params sp;
+    sim_default_params(&sp);
+    in->roof_factors = NULL;
+    if (sim_params_apply_factors(&sp, json_object_get(in->engine, "factors"), NULL) == 0) {
+        in->roof_factors_v = sp.factors;
+        in->roof_factors = &in->roof_factors_v;
+    }
+    if (roof_at(&in->dep, in->roof_factors, b, ctx, prompt, &r, err, sizeof err) < 0) return;
     in->roof_batch = b;
     in->roof_batch_source = src;
     in->roof_context = ctx;

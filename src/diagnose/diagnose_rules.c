@@ -354,8 +354,10 @@ static void rule_throttle(diag_in *in, json_t *L, json_t *C) {
         json_t *v;
         json_array_foreach(get(s, "clock_event_reasons"), k, v) if (json_is_integer(v)) bits |= (long)json_integer_value(v);
         char names[128];
-        json_t *f = diag_finding(L, "throttling", 0.8, "GPU %lld clocks were held down %.0f%% of the time",
-                                 (long long)json_integer_value(get(g, "index")), 100 * frac);
+        /* a deployment over many nodes: the GPU's host says which one (telemetry from every node) */
+        const char *host = json_string_value(get(g, "host"));
+        json_t *f = diag_finding(L, "throttling", 0.8, "GPU %lld%s%s clocks were held down %.0f%% of the time",
+                                 (long long)json_integer_value(get(g, "index")), host ? " on " : "", host ? host : "", 100 * frac);
         diag_ev(f, 100 * frac, "%", "telemetry.gpu.series.throttled", "throttled in %.0f%% of samples (%s)", 100 * frac,
                 reason_names(bits, names, sizeof names));
         double clk = diag_mean(get(s, "sm_clock_mhz")), clk_max = diag_num(g, "sm_clock_max_mhz");

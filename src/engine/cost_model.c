@@ -1,4 +1,4 @@
-/* cost_model — roofline step time of a DeepSeek model on a GPU (see cost_model.h for the equations). */
+/* cost_model — step time of a DeepSeek model on an instance of GPUs (see cost_model.h). */
 #include "engine/cost_model.h"
 #include <math.h>
 #include <stdio.h>
@@ -7,14 +7,36 @@
 
 #define ACT_BYTES 2.0           /* activations travel in bf16 */
 #define TOUCHED_CACHE_N 65536
+#define MOE_TILE_M 64           /* grouped GEMM tile rows: an expert's tokens are padded to it */
 
 void cost_default_factors(cost_factors *f) {
-    f->bw_eff = 0.85;
-    f->compute_eff = 0.6;
+    memset(f, 0, sizeof *f);
+    f->bw_eff = 0.85;            /* H200 probe: device copy 0.89, decode-shaped GEMM 0.82-0.88 (README-sim.md) */
+    f->compute_eff = 0.7;        /* H200 probe: 0.80 bf16, 0.73 fp8 on large GEMMs */
     f->link_eff = 0.7;
-    f->step_overhead_s = 1.5e-3;
-    f->comm_latency_s = 10e-6;
+    f->attn_compute_eff = 0.667; /* FlashMLA README: 660 TFLOPS compute-bound on H800 (989 peak) */
+    /* fitted on the rows of data/published.json (dsperf sim --validate data/published.json --fit;
+     * README-sim.md lists the values and the rows each one rests on) */
+    f->kernel_s = 3.98e-6;
+    f->launch_s = 29.77e-6;
+    f->step_overhead_s = 9.548e-3;
+    f->seq_overhead_s = 33.88e-6;
+    f->seq_overhead_trt_s = 170.21e-6;
+    f->comm_latency_s = 5.40e-6;
+    f->moe_eff = 0.355;
+    f->moe_triton_eff = 0.470;
+    f->moe_triton_fp8_eff = 0.107;
+    f->attn_triton_eff = 0.303;
+    f->mtp_accept = 0.68;        /* chain acceptance that gives SGLang's published 2.18 (2 drafts) and 2.44 (3) */
     f->expert_skew = 0;
+}
+
+void cost_default_setup(cost_setup *s, int tp, int ep) {
+    memset(s, 0, sizeof *s);
+    s->tp = tp;
+    s->ep = ep;
+    s->dp = 1;
+    profile_find("vllm-v1", &s->prof);
 }
 
 static int cmp_desc(const void *a, const void *b) {
@@ -24,7 +46,7 @@ static int cmp_desc(const void *a, const void *b) {
 
 /* Zipf(skew) popularity over the experts; a token picks top_k of them, so expert j is chosen by a
  * token with probability min(1, k q_j). With skew 0 this is k/E for every expert. The EP imbalance
- * places experts round-robin over the ep GPUs (hot experts spread out, as EPLB tries to). */
+ * places experts round-robin over the ep GPUs (hot experts spread out); EPLB evens it out. */
 static int init_routing(cost_model *c) {
     int E = c->arch.n_routed_experts, k = c->arch.top_k;
     c->ep_imbalance = 1;
@@ -38,7 +60,7 @@ static int init_routing(cost_model *c) {
     qsort(c->p_expert, E, sizeof(double), cmp_desc);
     for (int t = 0; t < TOUCHED_CACHE_N; t++) c->touched_cache[t] = -1;
     c->cache_n = TOUCHED_CACHE_N;
-    if (c->ep > 1) {
+    if (c->ep > 1 && !c->s.eplb) {
         double maxload = 0, total = 0;
         for (int g = 0; g < c->ep; g++) {
             double load = 0;
@@ -51,55 +73,85 @@ static int init_routing(cost_model *c) {
     return 0;
 }
 
-int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, int tp, int ep, model_dtype weight_dtype,
+double cost_mtp_tokens_per_step(const cost_model *c) {
+    if (c->s.mtp_draft <= 0) return 1;
+    if (c->s.mtp_accept_len >= 1) return fmin(c->s.mtp_accept_len, 1.0 + c->s.mtp_draft);
+    double l = 1, p = 1;
+    for (int i = 0; i < c->s.mtp_draft; i++) { p *= c->f.mtp_accept; l += p; }
+    return l;
+}
+
+int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const cost_setup *s, model_dtype weight_dtype,
               model_dtype kv_dtype, const cost_factors *f, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
-    if (tp < 1 || arch->heads % tp) {
-        snprintf(err, errlen, "tensor parallel size %d must divide the %d attention heads of %s", tp, arch->heads, arch->name);
+    int tp = s->tp, ep = s->ep < 1 ? 1 : s->ep, dp = s->dp < 1 ? 1 : s->dp;
+    if (tp < 1 || tp % dp || arch->heads % (tp / dp)) {
+        snprintf(err, errlen, "tensor parallel size %d (attention TP %d with --dp %d) must divide the %d attention heads of %s",
+                 tp, dp > 0 ? tp / dp : tp, dp, arch->heads, arch->name);
         return -1;
     }
-    if (ep != 1 && ep != tp) {
-        snprintf(err, errlen, "expert parallel size %d must be 1 (experts split by TP) or equal to --tp %d", ep, tp);
+    if (tp % ep) {
+        snprintf(err, errlen, "expert parallel size %d must divide --tp %d (the GPUs of the instance)", ep, tp);
         return -1;
     }
     if (ep > 1 && !model_is_moe(arch)) {
         snprintf(err, errlen, "expert parallelism needs an MoE model; %s is dense", arch->name);
         return -1;
     }
-    if (f->bw_eff <= 0 || f->compute_eff <= 0 || f->link_eff <= 0 || f->bw_eff > 1 || f->compute_eff > 1 || f->link_eff > 1) {
+    if (f->bw_eff <= 0 || f->compute_eff <= 0 || f->link_eff <= 0 || f->bw_eff > 1 || f->compute_eff > 1 || f->link_eff > 1 ||
+        f->moe_eff <= 0 || f->moe_eff > 1 || f->moe_triton_eff <= 0 || f->moe_triton_eff > 1 ||
+        f->moe_triton_fp8_eff <= 0 || f->moe_triton_fp8_eff > 1 || f->attn_triton_eff <= 0 || f->attn_triton_eff > 1) {
         snprintf(err, errlen, "efficiency factors must be in (0, 1]");
         return -1;
     }
     c->arch = *arch;
     c->gpu = *gpu;
+    c->s = *s;
     c->tp = tp;
     c->ep = ep;
+    c->dp = dp;
+    c->atp = tp / dp;
     c->weight_dtype = weight_dtype;
     c->kv_dtype = kv_dtype;
     c->f = *f;
+    comm_init(&c->comm, gpu, f->link_eff, f->comm_latency_s);
     model_count_params(arch, &c->params);
     const model_params *p = &c->params;
     double wb = model_dtype_bytes(weight_dtype);
+    c->wb = wb;
     /* embeddings and LM head stay in 16 bits in quantized checkpoints (V3's fp8 release does so) */
     double eb = wb < 2 ? 2 : wb;
-    double body = p->total - p->embed - p->lm_head;
-    c->weight_bytes_per_gpu = (body * wb + (p->embed + p->lm_head) * eb) / tp;
-    c->kv_bytes_per_token = model_kv_bytes_per_token(arch, kv_dtype, tp);
-    c->dense_read_bytes = ((p->nonexpert - p->embed - p->lm_head) * wb + p->lm_head * eb) / tp;
-    c->expert_bytes = p->expert * p->n_moe_layers * wb / tp;
-    double active_matmul = p->active - p->lm_head;
-    c->linear_flops_per_token = 2 * active_matmul / tp;
-    c->head_flops_per_token = 2 * p->lm_head / tp;
-    double H = arch->heads;
-    if (model_is_mla(arch)) {
-        c->attn_flops_decode_per_key = arch->layers * 4.0 * H * (arch->kv_lora_rank + arch->qk_rope_head_dim) / tp;
-        c->attn_flops_prefill_per_pair =
-            arch->layers * 2.0 * H * (arch->qk_nope_head_dim + arch->qk_rope_head_dim + arch->v_head_dim) / tp;
+    double kvb = model_dtype_bytes(kv_dtype);
+    /* DeepEP deployments run the shared experts and the dense FFN layers data-parallel too (DeepSeek's
+     * "MLA/Shared Expert DP"; SGLang's large-scale EP), so only routed tokens cross GPUs */
+    c->shared_dp = dp > 1 && s->prof.a2a == A2A_DEEPEP;
+    c->expert_params = p->expert;
+    c->shared_params = p->shared_per_moe_layer + p->gate_per_moe_layer;
+    c->dense_mlp_params = p->dense_mlp_per_layer;
+    c->head_params = p->lm_head;
+    double attn_proj = p->attn_per_layer - 2.0 * arch->hidden;   /* without the two RMSNorms */
+    c->attn_w_bytes = attn_proj * wb / c->atp;
+    if (model_is_mla(arch) && s->prof.mla_absorbed) {
+        double per_layer = s->kv_flashmla_fp8 ? 656.0 : (arch->kv_lora_rank + arch->qk_rope_head_dim) * kvb;
+        c->kv_bytes_layer = per_layer;
+    } else if (model_is_mla(arch)) {
+        /* pre-MLA engines: K (nope + rope) and V per head, both padded to the kernel's head size */
+        int hd = s->prof.kv_head_dim > 0 ? s->prof.kv_head_dim : arch->qk_nope_head_dim + arch->qk_rope_head_dim;
+        c->kv_bytes_layer = 2.0 * arch->heads / c->atp * hd * kvb;
     } else {
-        double hd = arch->head_dim > 0 ? arch->head_dim : (double)arch->hidden / H;
-        c->attn_flops_decode_per_key = arch->layers * 4.0 * H * hd / tp;
-        c->attn_flops_prefill_per_pair = c->attn_flops_decode_per_key;
+        c->kv_bytes_layer = model_kv_bytes_per_token(arch, kv_dtype, c->atp) / arch->layers;
     }
+    c->kv_bytes_per_token = c->kv_bytes_layer * arch->layers;
+    int E = arch->n_routed_experts + (model_is_moe(arch) ? s->redundant_experts : 0);
+    double routed_resident = p->n_moe_layers * (double)E * p->expert * wb / tp;
+    double shared_resident = p->n_moe_layers * c->shared_params * wb / (c->shared_dp ? 1 : tp);
+    c->weight_bytes_per_gpu = arch->layers * c->attn_w_bytes + p->n_dense_layers * p->dense_mlp_per_layer * wb / (c->shared_dp ? 1 : tp) +
+                              shared_resident + routed_resident + (p->embed + p->lm_head) * eb / c->atp;
+    if (s->mtp_draft > 0 && arch->mtp_layers > 0) c->weight_bytes_per_gpu += (p->mtp - p->embed - p->lm_head) * wb / tp;
+    c->dense_read_bytes = arch->layers * c->attn_w_bytes + p->n_dense_layers * p->dense_mlp_per_layer * wb / (c->shared_dp ? 1 : tp) +
+                          p->n_moe_layers * c->shared_params * wb / (c->shared_dp ? 1 : tp) + p->lm_head * eb / c->atp;
+    c->expert_bytes = p->expert * p->n_moe_layers * wb / tp;
+    c->mtp_len = cost_mtp_tokens_per_step(c);
     if (init_routing(c) < 0) {
         cost_free(c);
         snprintf(err, errlen, "out of memory");
@@ -129,65 +181,222 @@ double cost_a2a_bytes_per_layer(const cost_model *c, int64_t tokens) {
     return (double)tokens * c->arch.top_k * c->arch.hidden * ACT_BYTES;
 }
 
-/* Ring all-reduce of `bytes` over p GPUs: 2 (p-1)/p x bytes each way on the per-direction link. */
-static double allreduce_s(const cost_model *c, double bytes) {
-    double p = c->tp, bw = c->gpu.link_bytes_per_s / 2 * c->f.link_eff;
-    return 2 * (p - 1) / p * bytes / bw + c->f.comm_latency_s;
+double cost_kv_transfer_bytes(const cost_model *c, int64_t tokens) {
+    /* the KV of one request as its rank stores it (MLA latent: the same on every rank) */
+    return (double)tokens * c->kv_bytes_per_token * (c->s.prof.mla_absorbed || !model_is_mla(&c->arch) ? 1 : c->atp);
+}
+
+/* A GEMM-like component: bytes and flops into memory and compute seconds. */
+static void add_comp(cost_step *o, int k, double bytes, double flops, double bw, double peak) {
+    o->mem_s[k] += bytes / bw;
+    o->comp_s[k] += flops / peak;
+    o->flops += flops;
+    o->bytes += bytes;
+}
+
+/* Routed experts of one MoE layer on the busiest GPU, for T tokens entering the MoE. */
+static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
+    const model_arch *a = &c->arch;
+    double X = cost_experts_touched(c, (int64_t)ceil(T));
+    double pairs = T * a->top_k / c->ep;                     /* token-expert pairs per GPU */
+    /* statistical imbalance: the busiest of ep GPUs takes about mean + sqrt(2 ln ep) sigma */
+    double stat = c->ep > 1 && pairs > 0 ? 1 + sqrt(2 * log(c->ep) * (1 - 1.0 / c->ep) / pairs) : 1;
+    double imb = (c->ep > 1 ? c->ep_imbalance : 1) * stat;
+    double x_loc = fmin(X / c->ep, (double)a->n_routed_experts / c->ep);   /* touched experts on the GPU */
+    if (x_loc < 1 && pairs > 0) x_loc = fmin(1, pairs);
+    double moe_tp = (double)c->tp / c->ep;
+    double m = x_loc > 0 ? pairs * imb / x_loc : 0;          /* tokens per touched local expert */
+    double padded = ceil(m / MOE_TILE_M) * MOE_TILE_M;
+    double w = c->expert_params / moe_tp;
+    double eff = c->s.prof.moe_kernel == MOE_GEMV ? 1.0   /* streams like any weight read */
+               : c->s.prof.moe_kernel != MOE_TRITON ? c->f.moe_eff
+               : c->weight_dtype == DT_FP8 ? c->f.moe_triton_fp8_eff : c->f.moe_triton_eff;
+    double hbm = c->gpu.hbm_bytes_per_s * c->f.bw_eff * eff;
+    double peak = hw_matmul_flops(&c->gpu, c->weight_dtype) * c->f.compute_eff;
+    double bytes = x_loc * w * c->wb + pairs * imb * a->hidden * ACT_BYTES * 2;
+    add_comp(o, COST_MOE, layers * bytes, layers * x_loc * padded * 2 * w, hbm, peak);
+    o->weight_bytes += layers * x_loc * w * c->wb;
+    o->experts_touched = X;
+}
+
+/* Dense GEMMs of `params` whole weights split `ways`, for T tokens. */
+static void dense_gemm(cost_model *c, int k, double params, int ways, double T, double wb, cost_step *o) {
+    double hbm = c->gpu.hbm_bytes_per_s * c->f.bw_eff;
+    double peak = hw_matmul_flops(&c->gpu, wb >= 2 ? DT_BF16 : c->weight_dtype) * c->f.compute_eff;
+    double w = params / ways;
+    add_comp(o, k, w * wb + T * c->arch.hidden * ACT_BYTES * 2, 2 * T * w, hbm, peak);
+    o->weight_bytes += w * wb;
+}
+
+/* One decoder-only pass (all layers, or the MTP module's one layer when mtp) over the step's
+ * tokens: T_rank tokens on the busiest attention rank, T_all entering the FFN. */
+static void forward(cost_model *c, const cost_batch *b, double T_rank, double T_all, double seqs_rank, double rank_dec,
+                    double rank_pre, int mtp, cost_step *o) {
+    const model_arch *a = &c->arch;
+    const model_params *p = &c->params;
+    double layers = mtp ? 1 : a->layers, n_dense = mtp ? 0 : p->n_dense_layers, n_moe = mtp ? 1 : p->n_moe_layers;
+    double hbm = c->gpu.hbm_bytes_per_s * c->f.bw_eff;
+    double attn_peak = (c->s.attn_fp8 && c->gpu.fp8_flops > 0 ? c->gpu.fp8_flops : c->gpu.bf16_flops) * c->f.attn_compute_eff;
+    double attn_hbm = hbm;
+    if (c->s.prof.attn_kernel == ATTN_TRITON && model_is_mla(a) && c->s.prof.mla_absorbed) {
+        /* a kernel that reaches a fraction of FlashMLA's compute reaches that fraction of its bandwidth too */
+        attn_peak = c->gpu.bf16_flops * c->f.attn_triton_eff;
+        attn_hbm = hbm * fmin(1, c->f.attn_triton_eff / c->f.attn_compute_eff);
+    }
+    /* attention projections (per layer, split over the attention TP group) */
+    double proj = p->attn_per_layer - 2.0 * a->hidden;
+    dense_gemm(c, COST_ATTN_PROJ, layers * proj, c->atp, T_rank, c->wb, o);
+    /* attention over the KV: decode reads each sequence's context once; prefill chunks read
+     * their earlier context and write their own */
+    double H = (double)a->heads / c->atp;
+    double q = b->q_per_seq > 1 ? b->q_per_seq : 1;
+    double dec_keys = b->decode_keys * rank_dec, pre_pairs = b->prefill_pairs * rank_pre, pre_keys = b->prefill_keys_read * rank_pre;
+    double kv_bytes = layers * (dec_keys + pre_keys + T_rank) * c->kv_bytes_layer;
+    double per_key, per_pair;
+    if (model_is_mla(a) && c->s.prof.mla_absorbed) {
+        per_key = H * 2.0 * (2 * a->kv_lora_rank + a->qk_rope_head_dim);
+        per_pair = H * 2.0 * (a->qk_nope_head_dim + a->qk_rope_head_dim + a->v_head_dim);
+    } else if (model_is_mla(a)) {
+        per_key = per_pair = H * 2.0 * (a->qk_nope_head_dim + a->qk_rope_head_dim + a->v_head_dim);
+    } else {
+        double hd = a->head_dim > 0 ? a->head_dim : (double)a->hidden / a->heads;
+        per_key = per_pair = H * 4.0 * hd;
+    }
+    double attn_flops = layers * (dec_keys * q * per_key + pre_pairs * per_pair);
+    double score_bytes = c->f.no_flash_attention ? layers * (dec_keys * q + pre_pairs) * H * 2.0 * 4 : 0;
+    add_comp(o, COST_ATTN, kv_bytes + score_bytes, attn_flops, attn_hbm, attn_peak);
+    o->kv_bytes += kv_bytes + score_bytes;
+    /* dense FFN layers and the shared experts + router: all tokens over the tp GPUs (or, with
+     * DeepEP deployments, shared experts per DP rank on its own tokens) */
+    if (n_dense > 0) {
+        if (c->shared_dp) dense_gemm(c, COST_FFN_DENSE, n_dense * c->dense_mlp_params, 1, T_rank, c->wb, o);
+        else dense_gemm(c, COST_FFN_DENSE, n_dense * c->dense_mlp_params, c->tp, T_all, c->wb, o);
+    }
+    if (model_is_moe(a) && n_moe > 0) {
+        if (c->shared_dp) dense_gemm(c, COST_FFN_DENSE, n_moe * c->shared_params, 1, T_rank, c->wb, o);
+        else dense_gemm(c, COST_FFN_DENSE, n_moe * c->shared_params, c->tp, T_all, c->wb, o);
+        moe_layer(c, T_all, n_moe, o);
+    } else if (mtp) {
+        dense_gemm(c, COST_FFN_DENSE, c->dense_mlp_params, c->tp, T_all, c->wb, o);
+    }
+    if (mtp) dense_gemm(c, COST_ATTN_PROJ, 2.0 * a->hidden * a->hidden, c->atp, T_rank, c->wb, o);  /* eh_proj */
+    /* LM head in bf16 over the attention TP group, for the sampled rows */
+    dense_gemm(c, COST_FFN_DENSE, c->head_params, c->atp, seqs_rank, 2, o);
+    /* communication per layer */
+    double comm = 0, comm_bytes = 0;
+    double ar_bytes = T_rank * a->hidden * ACT_BYTES;
+    if (c->atp > 1) {
+        comm += layers * 2 * comm_allreduce_s(&c->comm, ar_bytes, c->atp);
+        comm_bytes += layers * 2 * 2.0 * (c->atp - 1) / c->atp * ar_bytes;
+    }
+    if (c->dp > 1) {
+        /* FFN of every layer sees every rank's tokens */
+        double all = T_all * a->hidden * ACT_BYTES;
+        int deepep = c->s.prof.a2a == A2A_DEEPEP && model_is_moe(a);
+        double gather_layers = deepep ? 0 : layers;
+        comm += gather_layers * 2 * comm_allgather_s(&c->comm, all, c->tp);
+        comm_bytes += gather_layers * 2 * (double)(c->tp - 1) / c->tp * all;
+        if (deepep && n_moe > 0) {
+            int ll = b->prefill_seqs == 0;
+            double tr = T_all / c->dp;
+            comm += n_moe * (comm_deepep_s(&c->comm, tr, a->hidden, a->top_k, c->ep, 0, ll) +
+                             comm_deepep_s(&c->comm, tr, a->hidden, a->top_k, c->ep, 1, ll));
+            comm_bytes += n_moe * tr * a->top_k * a->hidden * 3.0;
+        }
+    } else if (c->tp > 1 && c->atp == 1) {
+        /* unreachable: dp == 1 means atp == tp */
+    }
+    o->t_comm += comm;
+    o->comm_bytes += comm_bytes;
+    /* kernels */
+    double kernels = layers * c->s.prof.kernels_per_layer + n_moe * c->s.prof.kernels_per_moe_layer + 4;
+    o->t_kernels += kernels * c->f.kernel_s * (c->s.prof.two_batch_overlap && c->dp > 1 ? 2 : 1);
+    o->t_launch_cpu += kernels * c->f.launch_s;
+}
+
+/* Combines the parts into the step time (also used to rescale for calibration). */
+static double combine(const cost_model *c, const cost_step *o, double bw_scale, double ce_scale, double step_overhead_s,
+                      double *math_out) {
+    double math = 0;
+    for (int k = 0; k < COST_NCOMP; k++) math += fmax(o->mem_s[k] * bw_scale, o->comp_s[k] * ce_scale);
+    if (math_out) *math_out = math;
+    double gpu = c->s.prof.two_batch_overlap && c->dp > 1 ? fmax(math, o->t_comm) : math + o->t_comm;
+    gpu += o->t_kernels;
+    if (!o->graphs) gpu = fmax(gpu, o->t_launch_cpu + o->t_kernels);
+    double sched = c->s.prof.python ? step_overhead_s + o->t_sched : 0;
+    return c->s.prof.overlap_schedule ? fmax(gpu, sched) : gpu + sched;
 }
 
 void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
     memset(o, 0, sizeof *o);
+    o->graphs = 1;
     if (b->tokens <= 0) {
-        o->t_overhead = o->t = c->f.step_overhead_s;
+        o->t_sched = 0;
+        o->t = o->t_overhead = c->s.prof.python ? c->f.step_overhead_s : 0;
         return;
     }
-    const model_arch *a = &c->arch;
-    double T = (double)b->tokens;
-    o->experts_touched = cost_experts_touched(c, b->tokens);
-    double imb = c->ep > 1 ? c->ep_imbalance : 1;
-    o->weight_bytes = c->dense_read_bytes + o->experts_touched * c->expert_bytes * imb + T * a->hidden * ACT_BYTES;
-    o->kv_bytes = (b->decode_keys + b->prefill_keys_read + T) * c->kv_bytes_per_token;
-    o->bytes = o->weight_bytes + o->kv_bytes;
-    if (c->f.no_flash_attention)   /* scores written, read for softmax, written, read for the values */
-        o->bytes += (b->decode_keys + b->prefill_pairs) * a->layers * ((double)a->heads / c->tp) * 2.0 * 4;
-    double expert_flops_share = 0;
-    if (model_is_moe(a)) expert_flops_share = 2.0 * a->top_k * c->params.expert * c->params.n_moe_layers / c->tp;
-    double linear = T * (c->linear_flops_per_token + expert_flops_share * (imb - 1)) + b->seqs * c->head_flops_per_token;
-    double attn = b->decode_keys * c->attn_flops_decode_per_key + b->prefill_pairs * c->attn_flops_prefill_per_pair;
-    o->flops = linear + attn;
-    o->t_mem = o->bytes / (c->gpu.hbm_bytes_per_s * c->f.bw_eff);
-    o->t_compute = linear / (hw_matmul_flops(&c->gpu, c->weight_dtype) * c->f.compute_eff) +
-                   attn / (c->gpu.bf16_flops * c->f.compute_eff);
-    if (c->tp > 1) {
-        double ar_bytes = T * a->hidden * ACT_BYTES;
-        int moe_layers = c->ep > 1 ? c->params.n_moe_layers : 0;
-        int n_ar = 2 * a->layers - moe_layers;   /* with EP the MoE output is combined by all-to-all */
-        o->t_comm = n_ar * allreduce_s(c, ar_bytes);
-        o->comm_bytes = n_ar * 2.0 * (c->tp - 1) / c->tp * ar_bytes;
-        if (moe_layers) {
-            /* tokens are replicated after attention; each GPU dispatches its 1/ep share, of which
-             * (ep-1)/ep leaves the GPU; dispatch and combine */
-            double per_gpu = cost_a2a_bytes_per_layer(c, b->tokens) / c->ep * (c->ep - 1) / c->ep;
-            double bw = c->gpu.link_bytes_per_s / 2 * c->f.link_eff;
-            o->t_comm += moe_layers * 2 * (per_gpu / bw + c->f.comm_latency_s);
-            o->comm_bytes += moe_layers * 2 * per_gpu;
-        }
+    const engine_profile *pr = &c->s.prof;
+    int64_t pre_seqs = b->prefill_seqs > 0 ? b->prefill_seqs : (b->prefill_pairs > 0 ? 1 : 0);
+    int64_t dec_seqs = b->decode_seqs > 0 ? b->decode_seqs : (b->decode_keys > 0 ? b->seqs - (b->prefill_pairs > 0) : 0);
+    if (dec_seqs < 0) dec_seqs = 0;
+    double q = b->q_per_seq > 1 ? b->q_per_seq : 1;
+    double dec_tokens = dec_seqs * q, pre_tokens = fmax(0, (double)b->tokens - dec_tokens);
+    /* the busiest attention rank: decodes spread evenly, prefill chunks over up to dp ranks */
+    double rank_dec = dec_seqs > 0 ? ceil((double)dec_seqs / c->dp) / dec_seqs : 0;
+    double rank_pre = pre_seqs > 0 ? 1.0 / (pre_seqs < c->dp ? pre_seqs : c->dp) : 0;
+    if (c->dp == 1) rank_dec = rank_pre = 1;
+    double T_rank = dec_tokens * rank_dec + pre_tokens * rank_pre;
+    double seqs_rank = c->dp > 1 ? ceil((double)b->seqs / c->dp) : (double)b->seqs;
+    if (T_rank < 1) T_rank = 1;
+    /* graphs are captured per rank, up to graph_max_batch tokens */
+    o->graphs = pr->cuda_graphs && (pre_seqs == 0 || pr->prefill_mode == PREFILL_MIXED) &&
+                (pr->graph_max_batch == 0 || T_rank <= pr->graph_max_batch);
+    /* a whole prefill chunk is compute-heavy and launches eagerly in graph-capturing engines
+     * (vLLM V1 captures mixed batches piecewise, so it keeps graphs up to its capture size) */
+    forward(c, b, T_rank, (double)b->tokens, seqs_rank, rank_dec, rank_pre, 0, o);
+    if (c->s.mtp_draft > 0 && dec_seqs > 0) {
+        /* d sequential draft passes of the MTP module over the decoding sequences */
+        cost_batch d;
+        memset(&d, 0, sizeof d);
+        d.decode_keys = b->decode_keys;
+        d.q_per_seq = 1;
+        for (int i = 0; i < c->s.mtp_draft; i++)
+            forward(c, &d, dec_seqs * rank_dec, (double)dec_seqs, seqs_rank, rank_dec, 0, 1, o);
     }
-    o->t_overhead = c->f.step_overhead_s;
+    /* each attention DP rank has its own scheduler process */
+    o->t_sched = (c->s.prof.sched_trt ? c->f.seq_overhead_trt_s : c->f.seq_overhead_s) * seqs_rank;
+    for (int k = 0; k < COST_NCOMP; k++) { o->t_mem += o->mem_s[k]; o->t_compute += o->comp_s[k]; }
+    o->t = combine(c, o, 1, 1, c->f.step_overhead_s, &o->t_math);
+    o->t_overhead = o->t - o->t_math - o->t_comm;
+    if (o->t_overhead < 0) o->t_overhead = 0;
     o->bound = o->t_compute > o->t_mem ? COST_BOUND_COMPUTE : COST_BOUND_MEMORY;
-    o->t = fmax(o->t_mem, o->t_compute) + o->t_comm + o->t_overhead;
+}
+
+double cost_step_rescale(const cost_model *c, const cost_step *s, double bw_eff, double compute_eff, double step_overhead_s) {
+    return combine(c, s, c->f.bw_eff / bw_eff, c->f.compute_eff / compute_eff, step_overhead_s, NULL);
 }
 
 void cost_decode_batch(int64_t batch, double ctx, cost_batch *b) {
     memset(b, 0, sizeof *b);
     b->tokens = batch;
     b->seqs = batch;
+    b->decode_seqs = batch;
+    b->q_per_seq = 1;
     b->decode_keys = batch * ctx;
+}
+
+void cost_decode_batch_mtp(const cost_model *c, int64_t batch, double ctx, cost_batch *b) {
+    cost_decode_batch(batch, ctx, b);
+    if (c->s.mtp_draft > 0) {
+        b->q_per_seq = 1 + c->s.mtp_draft;
+        b->tokens = batch * b->q_per_seq;
+    }
 }
 
 void cost_prefill_batch(int64_t tokens, cost_batch *b) {
     memset(b, 0, sizeof *b);
     b->tokens = tokens;
     b->seqs = 1;
+    b->prefill_seqs = 1;
     b->prefill_pairs = (double)tokens * (tokens + 1) / 2;
 }

@@ -1,59 +1,104 @@
-/* cost_model — the time of one engine step on the hardware: a roofline over the step's work.
+/* cost_model — the time of one engine step on the hardware, per GPU of an instance, as a sum of
+ * per-component rooflines plus what is not math:
  *
- *   t = max(bytes / (HBM_BW x bw_eff), flops / (FLOPS x compute_eff)) + t_comm + overhead
+ *   gpu  = sum_c max(bytes_c / (HBM x bw_eff x r_c), flops_c / (peak_c x compute_eff x s_c))
+ *          + t_comm (hidden behind compute with two-batch overlap) + kernels x kernel_s
+ *   eager: gpu = max(gpu, kernels x launch_s)          (the CPU cannot launch faster)
+ *   t    = overlap scheduler ? max(gpu, sched) : gpu + sched,   sched = step_overhead + seqs x seq_overhead
  *
- * bytes: weights read (dense part + experts touched by the step's tokens) + KV read/written;
- * flops: 2 x active matmul parameters per token (LM head only for sampled tokens) + attention
- * (MLA decode absorbed: 4 x heads x (kv_lora_rank + rope) per key per layer; prefill: 2 x heads x
- * (qk_head + v_head) per query-key pair, causal); t_comm: TP all-reduces (ring) and EP all-to-all
- * on the GPU link, plus a fixed latency per collective. Without flash attention the score matrix
- * (heads x query x key, bf16) is written and read back through HBM. Everything is per GPU: the GPUs of a
- * tensor-parallel instance work in lockstep. Used by the simulated engine and by `dsperf plan`. */
+ * Components: attention projections (dense GEMMs), attention itself (KV read; MLA absorbed on the
+ * latent KV, or expanded per-head K/V in pre-MLA engines), the dense parts of the FFN (dense layers,
+ * shared experts, router, LM head), and the routed experts (a grouped GEMM that reads every touched
+ * expert once and pads each expert's tokens to the kernel's tile; its bandwidth is r = moe_eff of a
+ * streaming kernel's). Communication: TP all-reduces (alpha + ring bytes), DP-attention all-gather /
+ * reduce-scatter, or DeepEP dispatch/combine from its published latency and bandwidth tables
+ * (comm.h). DP attention: each rank attends only its own sequences (the busiest rank sets the pace)
+ * and holds only their KV; the MoE sees every rank's tokens. MTP: each decoding sequence verifies
+ * 1 + d tokens and the d draft passes run one MoE layer and the LM head each. */
 #ifndef DSP_COST_MODEL_H
 #define DSP_COST_MODEL_H
 #include "model/model.h"
+#include "engine/comm.h"
+#include "engine/profile.h"
 #include <stdint.h>
 
 typedef struct {
-    double bw_eff;            /* achievable fraction of HBM bandwidth (0.85) */
-    double compute_eff;       /* achievable fraction of dense tensor FLOPS (0.6) */
-    double link_eff;          /* achievable fraction of the per-direction link bandwidth (0.7) */
-    double step_overhead_s;   /* per step: scheduling, launches, sampling (CUDA graphs make it small) */
-    double comm_latency_s;    /* per collective (all-reduce / all-to-all) */
+    double bw_eff;            /* streaming kernels' fraction of HBM bandwidth (0.85) */
+    double compute_eff;       /* dense GEMMs' fraction of the tensor peak (0.7) */
+    double link_eff;          /* fraction of the per-direction link / NIC bandwidth (0.7) */
+    double step_overhead_s;   /* CPU scheduler time per step (Python engines) */
+    double seq_overhead_s;    /* CPU time per running sequence per step (batch building, sampling, detokenize) */
+    double seq_overhead_trt_s;/* ... in TensorRT-LLM's PyTorch executor */
+    double comm_latency_s;    /* latency of one collective inside the NVLink domain */
+    double kernel_s;          /* GPU time per kernel boundary (launch latency, tail) with CUDA graphs */
+    double launch_s;          /* CPU time to launch one kernel eagerly (PyTorch dispatch) */
+    double moe_eff;           /* tuned grouped GEMM bandwidth relative to a streaming kernel's */
+    double moe_triton_eff;    /* the 2024 Triton fused-MoE kernel's, relative (bf16 weights) */
+    double moe_triton_fp8_eff;/* ... with block-scaled fp8 weights (SGLang v0.4.1's V3 path) */
+    double attn_triton_eff;   /* the Triton MLA decode kernel's fraction of the bf16 peak */
+    double attn_compute_eff;  /* attention kernels' fraction of the bf16 peak (FlashMLA: 660 of 989 TFLOPS) */
+    double mtp_accept;        /* probability that a draft token is accepted, given the previous one was */
     double expert_skew;       /* Zipf exponent of expert popularity: 0 uniform routing */
     int no_flash_attention;   /* 1: attention materializes its score matrix in HBM (eager attention) */
 } cost_factors;
 
 void cost_default_factors(cost_factors *f);
 
+/* How the instance is laid out and what runs on it, beyond the model and the GPU. */
+typedef struct {
+    int tp;                   /* GPUs of the instance (tensor parallel world size) */
+    int ep;                   /* expert parallel size (1: experts split by TP; divides tp) */
+    int dp;                   /* attention data-parallel ranks (1: off; divides tp) */
+    int mtp_draft;            /* MTP / speculative draft tokens per step (0: off) */
+    double mtp_accept_len;    /* published acceptance length (tokens per step incl. the verified one); 0: from mtp_accept */
+    int redundant_experts;    /* EPLB's extra expert copies (memory; EPLB also evens out skew) */
+    int eplb;                 /* expert placement balanced by load (removes the skew imbalance) */
+    int kv_flashmla_fp8;      /* fp8 KV in FlashMLA's layout: 656 bytes per token per layer */
+    int attn_fp8;             /* attention math on fp8 tensor cores (FP8 MLA / FA3 fp8) */
+    engine_profile prof;
+} cost_setup;
+
+enum { COST_ATTN_PROJ, COST_ATTN, COST_FFN_DENSE, COST_MOE, COST_NCOMP };
+
 typedef struct {
     model_arch arch;
     model_params params;
     hw_gpu gpu;
-    int tp, ep;
+    int tp, ep, dp, atp;           /* atp: attention TP size = tp / dp */
     model_dtype weight_dtype, kv_dtype;
     cost_factors f;
+    cost_setup s;
+    comm_model comm;
     /* derived, per GPU */
     double weight_bytes_per_gpu;   /* resident weights */
-    double kv_bytes_per_token;     /* resident KV per token */
-    double dense_read_bytes;       /* weights read every step (everything but routed experts and the embedding table) */
-    double expert_bytes;           /* one routed expert, this GPU's share, all MoE layers together */
-    double linear_flops_per_token; /* 2 x active matmul params (without LM head) / tp */
-    double head_flops_per_token;   /* LM head, only for sampled tokens */
-    double attn_flops_decode_per_key, attn_flops_prefill_per_pair;
-    double ep_imbalance;           /* hottest GPU's expert load / mean (EP with skew), 1 otherwise */
-    double *p_expert;              /* per-expert routing probability (skew > 0), sorted hot first */
-    double *touched_cache;         /* experts touched by T tokens, cached for T < cache_n (skew > 0) */
+    double kv_bytes_per_token;     /* resident KV per token per GPU (its own rank's sequences) */
+    double kv_bytes_layer;         /* ... one layer */
+    double wb;                     /* bytes per weight */
+    double attn_w_bytes;           /* attention projections of one layer on one GPU */
+    double dense_mlp_params;       /* one dense MLP layer, whole */
+    double shared_params;          /* shared experts + router of one MoE layer, whole */
+    double expert_params;          /* one routed expert */
+    double head_params;            /* LM head */
+    int shared_dp;                 /* shared experts replicated per DP rank (DeepEP deployments) */
+    double dense_read_bytes;       /* weights read every step regardless of routing (for plan) */
+    double expert_bytes;           /* one routed expert, this GPU's share, all MoE layers */
+    double mtp_len;                /* expected tokens per decode step per sequence (1 without MTP) */
+    double ep_imbalance;           /* hottest GPU's expert load / mean from skew (1 with EPLB or no skew) */
+    double *p_expert;
+    double *touched_cache;
     int cache_n;
 } cost_model;
 
-/* The work of one step, as the scheduler sees it. */
+/* The work of one step, as the scheduler sees it (the whole instance). */
 typedef struct {
-    int64_t tokens;           /* tokens processed (decode tokens + prefill chunk tokens) */
-    int64_t seqs;             /* sequences that sample a token this step (LM head rows) */
-    double decode_keys;       /* sum over decode tokens of the keys they attend (context incl. itself) */
+    int64_t tokens;           /* tokens processed (decode tokens incl. MTP verify tokens + prefill chunk tokens) */
+    int64_t seqs;             /* sequences that sample this step (LM head rows) */
+    int64_t decode_seqs;      /* sequences decoding (0: all of seqs minus prefill_seqs) */
+    double decode_keys;       /* sum over decoding sequences of the keys they attend (KV read once each) */
+    int32_t q_per_seq;        /* query tokens per decoding sequence (1; 1 + drafts with MTP) */
     double prefill_pairs;     /* sum over prefill chunks of causal query-key pairs: c x p + c (c + 1) / 2 */
     double prefill_keys_read; /* sum over prefill chunks of earlier context read (p) */
+    int64_t prefill_seqs;     /* sequences with a prefill chunk in the step */
 } cost_batch;
 
 enum { COST_BOUND_MEMORY = 0, COST_BOUND_COMPUTE = 1 };
@@ -61,27 +106,42 @@ enum { COST_BOUND_MEMORY = 0, COST_BOUND_COMPUTE = 1 };
 typedef struct {
     double weight_bytes, kv_bytes, bytes;   /* read/written from HBM, per GPU */
     double flops;                           /* per GPU */
-    double comm_bytes;                      /* sent per GPU over the link */
+    double comm_bytes;                      /* sent per GPU over links */
     double experts_touched;                 /* distinct routed experts per MoE layer */
-    double t_mem, t_compute, t_comm, t_overhead, t;  /* seconds */
-    int bound;                              /* COST_BOUND_* */
+    double mem_s[COST_NCOMP], comp_s[COST_NCOMP];  /* per component at the model's factors */
+    double t_mem, t_compute;                /* sums of the components' memory and compute times */
+    double t_math;                          /* sum of per-component maxima */
+    double t_comm, t_kernels, t_launch_cpu, t_sched;
+    double t_overhead;                      /* t - t_math - t_comm: kernels, launches, scheduling */
+    double t;                               /* the step, seconds */
+    int graphs;                             /* this step ran as a CUDA graph */
+    int bound;                              /* COST_BOUND_* (the larger of the summed memory and compute times) */
 } cost_step;
 
-/* Sets up the model for arch on gpu with tp-way tensor parallelism, ep-way expert parallelism
- * (1: experts split by tensor parallelism; ep == tp: whole experts spread over the GPUs).
- * 0 ok, -1 with err (tp not dividing heads, ep not 1 or tp, ...). */
-int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, int tp, int ep, model_dtype weight_dtype,
+/* Sets up arch on gpu laid out as s. 0 ok, -1 with err (tp not dividing heads, ep/dp not dividing tp, ...). */
+int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const cost_setup *s, model_dtype weight_dtype,
               model_dtype kv_dtype, const cost_factors *f, char *err, size_t errlen);
 void cost_free(cost_model *c);
+/* A plain setup: tp GPUs, ep, no dp, no MTP, the default engine profile (vllm-v1). */
+void cost_default_setup(cost_setup *s, int tp, int ep);
 /* Expected distinct routed experts touched per MoE layer by T tokens (E (1 - (1 - k/E)^T) when
  * routing is uniform). */
 double cost_experts_touched(cost_model *c, int64_t tokens);
 void cost_step_time(cost_model *c, const cost_batch *b, cost_step *out);
-/* Convenience batches: a decode step of `batch` sequences at mean context `ctx`, and a prefill of
- * one `tokens`-long prompt (no earlier context). */
+/* The step time for other global efficiencies, from a step computed at the model's (for
+ * calibration: the components scale, the rest stays). */
+double cost_step_rescale(const cost_model *c, const cost_step *s, double bw_eff, double compute_eff, double step_overhead_s);
+/* Expected tokens per decode step per sequence: 1 + p + ... + p^d (MTP acceptance), or the
+ * published acceptance length. */
+double cost_mtp_tokens_per_step(const cost_model *c);
+/* Convenience batches: a decode step of `batch` sequences at mean context `ctx` (with MTP: q per
+ * sequence), and a prefill of one `tokens`-long prompt (no earlier context). */
 void cost_decode_batch(int64_t batch, double ctx, cost_batch *b);
+void cost_decode_batch_mtp(const cost_model *c, int64_t batch, double ctx, cost_batch *b);
 void cost_prefill_batch(int64_t tokens, cost_batch *b);
 /* Bytes one all-to-all (dispatch or combine) moves in total across the EP group, per MoE layer,
  * for T tokens: T x top_k x hidden x 2 (bf16 activations). */
 double cost_a2a_bytes_per_layer(const cost_model *c, int64_t tokens);
+/* Bytes of KV one request of `tokens` moves from a prefill to a decode instance (all layers). */
+double cost_kv_transfer_bytes(const cost_model *c, int64_t tokens);
 #endif

@@ -24,6 +24,19 @@ typedef struct {
      * token comes stall_ns later than it otherwise would (0 = no stall) */
     int32_t stall_after;
     int64_t stall_ns;
+    /* Prefix identity, for engines with prefix caching: the prompt's leading blocks have these
+     * content ids (a trace's hash_ids: block i covers tokens [i x hash_block_tokens, (i + 1) x
+     * hash_block_tokens)); requests whose ids match share those blocks' KV. Or, simpler: the first
+     * prefix_len tokens are the same for every request with this prefix_id (a shared system prompt).
+     * The engine reads block_hashes during submit only. */
+    const uint64_t *block_hashes;
+    int32_t n_block_hashes;
+    int32_t hash_block_tokens;  /* tokens per block_hashes entry; 0: the engine's KV block size */
+    uint64_t prefix_id;         /* 0: none */
+    int32_t prefix_len;
+    /* tokens whose KV arrives already computed (a decode instance behind a prefill instance):
+     * blocks are allocated, nothing is prefilled */
+    int32_t kv_ready_tokens;
 } engine_request;
 
 enum {

@@ -9,6 +9,8 @@
  * the waiting queue; re-admitted, it prefills prompt + generated tokens again.
  * Per step the work is O(running); no allocation happens per token or per step. */
 #include "engine/sim.h"
+#include "engine/sim_pc.h"
+#include "engine/sim_pd.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,13 +31,23 @@ typedef struct {
     int64_t seq;                /* submission order: FIFO within a priority */
     uint8_t state;
     uint8_t counted_prompt;     /* prompt_tokens_total counted once, not again on recompute */
+    uint8_t decoding;           /* the step in flight is a decode step for it (MTP emits several tokens) */
     int32_t next_free;
+    int32_t resv_blocks;        /* KV blocks it reserved at admission (profile's admit_reserve) */
+    int32_t ready;              /* tokens whose KV arrived computed (PD decode side), not yet placed */
+    double mtp_acc;             /* accepted-token accumulator: tokens per step average the acceptance length */
+    sim_pc_req pc;              /* prefix cache: its blocks' ids and the hashes of its prompt */
 } sim_req;
 
 typedef struct {
     engine base;
     sim_params p;
     cost_model cost;
+    engine_profile prof;
+    int prefill_first;          /* a step is all prefill while prompts wait (SGLang, vLLM V0) */
+    int q_per_seq;              /* query tokens per decoding sequence (1 + MTP drafts) */
+    long long resv_out;         /* blocks reserved at admission and not yet allocated */
+    sim_pc *pc;                 /* prefix cache (NULL: off) */
     long long total_blocks, free_blocks;
     int max_model_len;
     /* request pool */
@@ -145,6 +157,7 @@ static int32_t pool_alloc(sim_engine *s) {
         s->reqs = n;
         for (int32_t i = ncap - 1; i >= s->cap_reqs; i--) {
             n[i].state = RQ_FREE;
+            memset(&n[i].pc, 0, sizeof n[i].pc);
             n[i].next_free = s->free_head;
             s->free_head = i;
         }
@@ -219,9 +232,25 @@ static int32_t blocks_for(const sim_engine *s, int64_t tokens) {
     return (int32_t)((tokens + s->p.block_size - 1) / s->p.block_size);
 }
 
+static void drop_reservation(sim_engine *s, sim_req *r) {
+    if (r->resv_blocks > r->blocks) s->resv_out -= r->resv_blocks - r->blocks;
+    r->resv_blocks = 0;
+}
+
+/* Blocks now held by r: with the prefix cache, its full blocks stay cached (evictable) for others. */
 static void free_blocks(sim_engine *s, sim_req *r) {
-    s->free_blocks += r->blocks;
+    drop_reservation(s, r);
+    if (s->pc) s->free_blocks += sim_pc_release(s->pc, &r->pc, r->blocks);
+    else s->free_blocks += r->blocks;
     r->blocks = 0;
+}
+
+/* Takes n blocks for r (the caller checked room_for), evicting cached blocks first when needed. */
+static void take_blocks(sim_engine *s, sim_req *r, int32_t n) {
+    if (n <= 0) return;
+    if (r->resv_blocks > r->blocks) s->resv_out -= (n < r->resv_blocks - r->blocks ? n : r->resv_blocks - r->blocks);
+    s->free_blocks -= n;
+    r->blocks += n;
 }
 
 /* --- engine ops --- */
@@ -236,9 +265,13 @@ static int sim_submit(engine *e, const engine_request *q, int64_t now_ns) {
     if (i < 0) return -1;
     if (map_put(s, q->id, i) < 0) { pool_release(s, i); return -1; }
     sim_req *r = &s->reqs[i];
+    sim_pc_req keep = r->pc;   /* the prefix-cache arrays are reused from request to request */
     memset(r, 0, sizeof *r);
+    r->pc = keep;
+    if (s->pc && sim_pc_prepare(&r->pc, q, s->p.block_size) < 0) { map_del(s, q->id); pool_release(s, i); return -1; }
     s->blocked = false;
     r->id = q->id;
+    r->ready = q->kv_ready_tokens > 0 && q->kv_ready_tokens < q->prompt_tokens ? q->kv_ready_tokens : 0;
     r->arrival_ns = now_ns;
     r->prompt = q->prompt_tokens;
     r->max_tokens = q->max_tokens;
@@ -318,26 +351,35 @@ static void preempt_last(sim_engine *s, int64_t t, engine_emit_fn emit, void *ct
     emit_simple(emit, ctx, r->id, t, ENGINE_EV_PREEMPTED);
 }
 
-/* Adds a request's scheduled chunk to the step's work. */
+/* Adds a request's scheduled chunk to the step's work: a decode (one known token, or 1 + drafts
+ * with MTP) or a prefill chunk of n tokens. */
 static void account(sim_engine *s, const sim_req *r, int32_t n, cost_batch *b) {
     int64_t known = (int64_t)r->prompt + r->generated;
-    b->tokens += n;
     if (r->computed + n == known) b->seqs++;
     if (n == 1 && r->computed >= r->prompt) {
+        b->tokens += s->q_per_seq;
+        b->decode_seqs++;
         b->decode_keys += r->computed + 1;
         s->info.last_step_decode_tokens++;
     } else {
+        b->tokens += n;
+        b->prefill_seqs++;
         b->prefill_pairs += (double)n * r->computed + (double)n * (n + 1) / 2;
         b->prefill_keys_read += r->computed;
         s->info.last_step_prefill_tokens += n;
     }
 }
 
+/* KV tokens a scheduled chunk needs: a decode step writes the verified token and the drafts. */
+static int32_t kv_extra(const sim_engine *s, const sim_req *r, int32_t n) {
+    return n == 1 && r->computed >= r->prompt ? s->q_per_seq : n;
+}
+
 /* Gives request r n more tokens of KV, preempting from the tail of the running list when blocks
  * run out. Returns 0, or -1 when r itself had to be preempted. */
 static int grow_kv(sim_engine *s, int32_t idx, int32_t n, int64_t t, engine_emit_fn emit, void *ctx) {
     sim_req *r = &s->reqs[idx];
-    int32_t need = blocks_for(s, (int64_t)r->computed + n) - r->blocks;
+    int32_t need = blocks_for(s, (int64_t)r->computed + kv_extra(s, r, n)) - r->blocks;
     while (need > s->free_blocks) {
         int32_t last = s->run[s->n_run - 1];
         preempt_last(s, t, emit, ctx);
@@ -345,8 +387,8 @@ static int grow_kv(sim_engine *s, int32_t idx, int32_t n, int64_t t, engine_emit
     }
     r = &s->reqs[idx];   /* the callback may have submitted (and moved the pool) */
     if (need > 0) {
-        s->free_blocks -= need;
-        r->blocks += need;
+        if (s->pc) sim_pc_make_room(s->pc, s->free_blocks, need);
+        take_blocks(s, r, need);
     }
     return 0;
 }
@@ -362,78 +404,138 @@ static void run_insert(sim_engine *s, int32_t i) {
     s->n_run++;
 }
 
+/* Places what a request brings along before its first step: KV that arrived computed (PD) or
+ * prompt blocks found in the prefix cache. Returns the blocks that left the free pool. */
+static int32_t place_known_kv(sim_engine *s, sim_req *r) {
+    if (r->computed > 0) return 0;
+    if (r->ready > 0) {
+        r->computed = r->ready;
+        return 0;   /* its blocks are taken with the first chunk's (blocks_for counts computed) */
+    }
+    if (!s->pc || r->prompt < 2) return 0;
+    int32_t was_free = 0;
+    int32_t hit = sim_pc_match(s->pc, &r->pc, (r->prompt - 1) / s->p.block_size, &was_free);
+    s->info.prefix_query_tokens += r->prompt;
+    if (hit <= 0) return 0;
+    s->info.prefix_hit_tokens += (int64_t)hit * s->p.block_size;
+    r->computed = hit * s->p.block_size;
+    r->blocks = hit;
+    s->free_blocks -= was_free;
+    return was_free;
+}
+
 /* Admits waiting requests into the step (prefill or a chunk of it). whole: prompts must fit
  * entirely (chunked prefill off). Returns tokens scheduled. */
 static int64_t admit(sim_engine *s, int64_t t, int64_t budget, bool whole, cost_batch *b, engine_emit_fn emit, void *ctx) {
     int64_t used = 0;
+    double reserve = s->prof.admit_reserve;
     while (budget > 0 && s->n_run < s->p.max_num_seqs) {
         int32_t i = wq_front(s);
         if (i < 0) break;
         sim_req *r = &s->reqs[i];
         if (r->arrival_ns > t) break;  /* submitted after this step began (serve lags the clock) */
+        int64_t q0 = s->info.prefix_query_tokens, h0 = s->info.prefix_hit_tokens;
+        place_known_kv(s, r);
         int64_t pending = (int64_t)r->prompt + r->generated - r->computed;
         int32_t n = (int32_t)(pending < budget ? pending : budget);
         if (whole && pending > budget) {
             /* a prompt longer than the token budget still runs, alone, rather than never */
-            if (b->tokens > 0) break;
-            n = (int32_t)pending;
+            n = b->tokens > 0 ? -1 : (int32_t)pending;
         }
-        int32_t need = blocks_for(s, (int64_t)r->computed + n) - r->blocks;
-        if (need > s->free_blocks) break;
-        s->free_blocks -= need;
-        r->blocks += need;
+        int32_t need = n > 0 ? blocks_for(s, (int64_t)r->computed + kv_extra(s, r, n)) - r->blocks : 0;
+        int32_t resv = reserve > 0 ? blocks_for(s, (int64_t)r->prompt + (int64_t)ceil(reserve * r->max_tokens)) : 0;
+        int32_t resv_more = resv > r->blocks + need ? resv - r->blocks - need : 0;
+        if (n < 0 || need + resv_more > s->free_blocks - s->resv_out) {
+            /* it waits as it was: hits given back, counted again when it is admitted */
+            if (r->blocks) free_blocks(s, r);
+            r->computed = 0;
+            s->info.prefix_query_tokens = q0;
+            s->info.prefix_hit_tokens = h0;
+            break;
+        }
+        if (s->pc) sim_pc_make_room(s->pc, s->free_blocks, need);
+        take_blocks(s, r, need);
+        r->resv_blocks = resv;
+        s->resv_out += resv_more;
         wq_pop(s);
         s->n_waiting--;
         r->state = RQ_RUNNING;
         run_insert(s, i);
         account(s, r, n, b);
         r->sched = n;
+        r->decoding = n == 1 && r->computed >= r->prompt;
         if (!r->counted_prompt) { s->st.prompt_tokens_total += r->prompt; r->counted_prompt = 1; }
         emit_simple(emit, ctx, r->id, t, ENGINE_EV_SCHEDULED);
-        budget -= n;
+        budget -= r->decoding ? s->q_per_seq : n;
         used += n;
     }
     return used;
+}
+
+/* Schedules the running requests' next chunks: prefill chunks only (prefill_only), or decodes and
+ * chunks alike; stops at a preemption that emptied the rest of the list. */
+static void schedule_running(sim_engine *s, int64_t t, int64_t *budget, bool prefill_only, cost_batch *b,
+                             engine_emit_fn emit, void *ctx) {
+    for (int32_t k = 0; k < s->n_run; k++) {
+        int32_t i = s->run[k];
+        sim_req *r = &s->reqs[i];
+        r->sched = 0;
+        r->decoding = 0;
+        if (r->stalled_until_ns > t) continue;
+        if (r->stalled_until_ns > 0) { r->stalled_until_ns = 0; s->n_stalled--; }
+        if (*budget <= 0) continue;
+        int64_t pending = (int64_t)r->prompt + r->generated - r->computed;
+        bool dec = pending == 1 && r->computed >= r->prompt;
+        if (prefill_only && dec) continue;
+        int32_t n = (int32_t)(pending < *budget ? pending : *budget);
+        if (!s->p.chunked_prefill && n < pending) continue; /* unreachable in practice: prompts go whole */
+        if (grow_kv(s, i, n, t, emit, ctx) < 0) break;   /* r was the last one: nothing after it */
+        r = &s->reqs[i];
+        account(s, r, n, b);
+        r->sched = n;
+        r->decoding = dec;
+        *budget -= dec ? s->q_per_seq : n;
+    }
 }
 
 /* Forms the step starting at t. Returns false when nothing could be scheduled. */
 static bool form_step(sim_engine *s, int64_t t, engine_emit_fn emit, void *ctx) {
     cost_batch b;
     memset(&b, 0, sizeof b);
+    b.q_per_seq = s->q_per_seq;
     s->info.last_step_decode_tokens = s->info.last_step_prefill_tokens = 0;
     int64_t budget = s->p.max_num_batched_tokens;
     int64_t preempted_before = s->st.preemptions_total;
-    bool prefill_only = false;
-    if (!s->p.chunked_prefill && s->n_run < s->p.max_num_seqs) {
-        /* vLLM without chunked prefill: a step is all prefill when a waiting prompt fits */
-        int32_t w = wq_front(s);
-        if (w >= 0 && s->reqs[w].arrival_ns <= t) {
-            for (int32_t k = 0; k < s->n_run; k++) s->reqs[s->run[k]].sched = 0;
-            if (admit(s, t, budget, true, &b, emit, ctx) > 0) prefill_only = true;
+    if (s->prefill_first) {
+        /* vLLM V0 / SGLang: while prompts wait (or one is mid-prefill), a step is all prefill */
+        schedule_running(s, t, &budget, true, &b, emit, ctx);
+        if (s->st.preemptions_total == preempted_before && s->n_run < s->p.max_num_seqs) {
+            int32_t w = wq_front(s);
+            if (w >= 0 && s->reqs[w].arrival_ns <= t) admit(s, t, budget, !s->p.chunked_prefill, &b, emit, ctx);
         }
-    }
-    if (!prefill_only) {
-        for (int32_t k = 0; k < s->n_run; k++) {
-            int32_t i = s->run[k];
-            sim_req *r = &s->reqs[i];
-            r->sched = 0;
-            if (r->stalled_until_ns > t) continue;
-            if (r->stalled_until_ns > 0) { r->stalled_until_ns = 0; s->n_stalled--; }
-            if (budget <= 0) continue;
-            int64_t pending = (int64_t)r->prompt + r->generated - r->computed;
-            int32_t n = (int32_t)(pending < budget ? pending : budget);
-            if (!s->p.chunked_prefill && n < pending) continue; /* unreachable in practice: prompts go whole */
-            if (grow_kv(s, i, n, t, emit, ctx) < 0) break;   /* r was the last one: nothing after it */
-            r = &s->reqs[i];
-            account(s, r, n, &b);
-            r->sched = n;
-            budget -= n;
+        if (b.tokens == 0) {
+            budget = s->p.max_num_batched_tokens;
+            memset(&b, 0, sizeof b);
+            b.q_per_seq = s->q_per_seq;
+            s->info.last_step_decode_tokens = s->info.last_step_prefill_tokens = 0;
+            schedule_running(s, t, &budget, false, &b, emit, ctx);
         }
+    } else {
+        schedule_running(s, t, &budget, false, &b, emit, ctx);
         /* vLLM admits nothing new in a step that had to preempt */
-        if (s->p.chunked_prefill && s->st.preemptions_total == preempted_before)
-            admit(s, t, budget, false, &b, emit, ctx);
+        if (s->st.preemptions_total == preempted_before) admit(s, t, budget, false, &b, emit, ctx);
     }
     if (b.tokens == 0) return false;
+    if (s->p.rank_sample > 1) {
+        double k = s->p.rank_sample;
+        b.tokens *= s->p.rank_sample;
+        b.seqs *= s->p.rank_sample;
+        b.decode_seqs *= s->p.rank_sample;
+        b.prefill_seqs *= s->p.rank_sample;
+        b.decode_keys *= k;
+        b.prefill_pairs *= k;
+        b.prefill_keys_read *= k;
+    }
     cost_step cs;
     cost_step_time(&s->cost, &b, &cs);
     int64_t dt = (int64_t)llround(cs.t * 1e9);
@@ -459,17 +561,28 @@ static void finish_step(sim_engine *s, engine_emit_fn emit, void *ctx) {
         sim_req *r = &s->reqs[i];
         bool done = false;
         if (r->sched > 0) {
-            r->computed += r->sched;
+            int32_t n_tok = 1;
+            if (r->decoding && s->q_per_seq > 1) {
+                /* MTP: the verified token plus the accepted drafts, averaging the acceptance length */
+                double before = r->mtp_acc;
+                r->mtp_acc += s->cost.mtp_len;
+                n_tok = (int32_t)(floor(r->mtp_acc) - floor(before));
+                if (n_tok < 1) n_tok = 1;
+                if (n_tok > r->max_tokens - r->generated) n_tok = r->max_tokens - r->generated;
+            }
+            r->computed += r->sched + n_tok - 1;
             r->sched = 0;
-            if (r->computed == r->prompt + r->generated) {
-                r->generated++;
-                s->st.generation_tokens_total++;
+            r->decoding = 0;
+            if (s->pc) sim_pc_commit(s->pc, &r->pc, r->computed / s->p.block_size);
+            if (r->computed == r->prompt + r->generated + n_tok - 1) {
+                r->generated += n_tok;
+                s->st.generation_tokens_total += n_tok;
                 int flags = ENGINE_EV_TOKENS;
-                if (r->generated == 1) flags |= ENGINE_EV_FIRST;
+                if (r->generated == n_tok) flags |= ENGINE_EV_FIRST;
                 if (r->generated >= r->max_tokens) { flags |= ENGINE_EV_FINISHED; done = true; }
-                engine_event ev = {.id = r->id, .t_ns = t, .n_tokens = 1, .flags = flags,
+                engine_event ev = {.id = r->id, .t_ns = t, .n_tokens = n_tok, .flags = flags,
                                    .finish_reason = done ? finish_length : NULL};
-                if (!done && r->stall_after > 0 && r->generated == r->stall_after) {
+                if (!done && r->stall_after > 0 && r->generated >= r->stall_after) {
                     r->stalled_until_ns = t + r->stall_ns;
                     r->stall_after = 0;
                     s->n_stalled++;
@@ -524,6 +637,8 @@ static void sim_stats(engine *e, engine_stats *out) {
 static void sim_destroy(engine *e) {
     sim_engine *s = (sim_engine *)e;
     cost_free(&s->cost);
+    for (int32_t i = 0; i < s->cap_reqs; i++) sim_pc_req_free(&s->reqs[i].pc);
+    sim_pc_destroy(s->pc);
     free(s->reqs);
     free(s->map_keys);
     free(s->map_vals);
@@ -537,7 +652,7 @@ static const engine_ops sim_ops = {
     .advance = sim_advance, .stats = sim_stats, .destroy = sim_destroy,
 };
 
-engine *engine_sim_create(const sim_params *p, char *err, size_t errlen) {
+static engine *sim_create_one(const sim_params *p, char *err, size_t errlen) {
     if (p->n_gpus > 0 && p->n_gpus != p->tp) {
         snprintf(err, errlen, "the engine models one instance of --tp %d GPUs; --gpus %d would be %d replicas (use dsperf plan)",
                  p->tp, p->n_gpus, p->n_gpus / (p->tp ? p->tp : 1));
@@ -547,9 +662,13 @@ engine *engine_sim_create(const sim_params *p, char *err, size_t errlen) {
     if (!s) { snprintf(err, errlen, "out of memory"); return NULL; }
     s->base.ops = &sim_ops;
     s->p = *p;
+    if (p->rank_sample > 1) {
+        s->p.max_num_seqs = (p->max_num_seqs + p->rank_sample - 1) / p->rank_sample;
+        s->p.max_num_batched_tokens = (p->max_num_batched_tokens + p->rank_sample - 1) / p->rank_sample;
+    }
     s->free_head = -1;
     if (sim_params_cost(p, &s->cost, err, errlen) < 0) { free(s); return NULL; }
-    s->total_blocks = s->free_blocks = sim_params_kv_blocks(p, &s->cost);
+    s->total_blocks = s->free_blocks = sim_params_kv_blocks(p, &s->cost) / (p->rank_sample > 1 ? p->rank_sample : 1);
     if (s->total_blocks <= 0) {
         snprintf(err, errlen, "%s does not fit: %.1f GiB of weights per GPU, %.1f GiB usable on %s "
                  "(raise --tp, use --weight-dtype fp8, or a larger GPU)", s->cost.arch.name,
@@ -559,6 +678,14 @@ engine *engine_sim_create(const sim_params *p, char *err, size_t errlen) {
         return NULL;
     }
     s->max_model_len = p->max_model_len > 0 ? p->max_model_len : s->cost.arch.max_position;
+    s->prof = s->cost.s.prof;
+    s->prefill_first = !p->chunked_prefill || s->prof.prefill_mode == PREFILL_SEPARATE;
+    s->q_per_seq = 1 + (p->mtp_draft > 0 ? p->mtp_draft : 0);
+    if (p->prefix_caching && !(s->pc = sim_pc_create(s->total_blocks))) {
+        snprintf(err, errlen, "out of memory");
+        sim_destroy(&s->base);
+        return NULL;
+    }
     s->run = malloc(sizeof(int32_t) * (size_t)p->max_num_seqs);
     if (!s->run) { snprintf(err, errlen, "out of memory"); sim_destroy(&s->base); return NULL; }
     s->st.last_step_ns = -1;
@@ -569,7 +696,19 @@ engine *engine_sim_create(const sim_params *p, char *err, size_t errlen) {
     return &s->base;
 }
 
+engine *engine_sim_create(const sim_params *p, char *err, size_t errlen) {
+    if (p->prefill_instances > 0) return engine_sim_pd_create(p, sim_create_one, err, errlen);
+    return sim_create_one(p, err, errlen);
+}
+
+static int one_info(engine *e, sim_info *info);
+
 int sim_get_info(engine *e, sim_info *info) {
+    if (e && e->ops != &sim_ops) return sim_pd_get_info(e, one_info, info);
+    return one_info(e, info);
+}
+
+static int one_info(engine *e, sim_info *info) {
     if (!e || e->ops != &sim_ops) return -1;
     sim_engine *s = (sim_engine *)e;
     *info = s->info;

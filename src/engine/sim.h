@@ -11,6 +11,7 @@
 #include "engine/cost_model.h"
 #include <stdbool.h>
 #include <stddef.h>
+#include <jansson.h>
 
 typedef struct sim_params {
     char model[128];                 /* catalog name or HF id (model_find) */
@@ -32,6 +33,25 @@ typedef struct sim_params {
     bool chunked_prefill;
     bool priority_scheduling;        /* scheduling-policy priority: engine_request.priority, lower first */
     cost_factors factors;            /* efficiency factors, overheads, expert skew */
+    char engine_profile[32];         /* profile.h name (default vllm-v1) */
+    int dp;                          /* attention data-parallel ranks (1 off; --enable-dp-attention: = tp) */
+    int mtp_draft;                   /* MTP draft tokens per step (0 off) */
+    double mtp_accept_len;           /* published acceptance length; 0: from the acceptance rate */
+    int redundant_experts, eplb;
+    int kv_flashmla_fp8;             /* --kv-dtype fp8-flashmla: 656 bytes per token per layer */
+    int attn_fp8;                    /* --attn-dtype fp8: attention math on fp8 tensor cores */
+    /* profile facts overridden by flags (-1: the profile's) */
+    int ov_cuda_graphs, ov_graph_max, ov_overlap, ov_mla, ov_tbo, ov_a2a, ov_prefill_mode, ov_moe_kernel, ov_attn_kernel;
+    double ov_admit_reserve;
+    bool prefix_caching;             /* hashed KV blocks reused across requests (LRU eviction) */
+    /* prefill/decode disaggregation: prefill_instances > 0 runs prompts on a separate pool of
+     * prefill_instances x prefill_tp GPUs (same model and profile, no MTP) and moves the KV over the
+     * network to this (decode) instance */
+    int prefill_instances, prefill_tp, prefill_dp, prefill_ep;
+    /* > 1: simulate one in rank_sample of the requests (the DP ranks are symmetric) and count each
+     * step's batch rank_sample times in the cost model; KV blocks and limits scale down alike.
+     * Used by --validate to keep wide-DP rows fast; results scale back by the caller. */
+    int rank_sample;
 } sim_params;
 
 /* DeepSeek-V2-Lite on one H200, vLLM defaults (max_num_seqs 256, max_num_batched_tokens 8192,
@@ -50,11 +70,21 @@ const char *sim_params_help(void);
 /* Resolves model, GPU (with overrides) and dtypes and sets up the cost model. 0 ok, -1 with err
  * (unknown model/GPU, bad config file, bad parallel sizes). cost_free() it. */
 int sim_params_cost(const sim_params *p, cost_model *c, char *err, size_t errlen);
+/* The engine profile with the flag overrides applied. 0 ok, -1 unknown profile. */
+int sim_params_profile(const sim_params *p, engine_profile *out);
+/* The prefill pool's parameters under PD disaggregation (tp, dp, ep of the prefill instances; no MTP). */
+void sim_params_prefill_side(const sim_params *p, sim_params *out);
 /* KV blocks per GPU from memory: (mem x utilization - weights - reserved) / (block_size x KV bytes
  * per token), or the num_gpu_blocks override. <= 0 when the weights do not fit. */
 long long sim_params_kv_blocks(const sim_params *p, const cost_model *c);
 /* Reads a calibration profile (JSON written by `dsperf sim --calibrate`) into p->factors. */
 int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t errlen);
+/* Sets p's factors from a {"bw_eff": .., "step_overhead_s": .., ...} object (a profile's "factors" or a
+ * simulated run's engine.factors; missing keys keep their values) and the engine profile when named.
+ * 0 ok, -1 not an object or out of range (p unchanged). */
+int sim_params_apply_factors(sim_params *p, const json_t *factors, const char *profile_name);
+/* Every factor as such an object. */
+json_t *sim_params_factors_json(const cost_factors *f);
 
 /* The engine. Its emit callback may call engine_submit (new work is scheduled from the next
  * step) but not engine_cancel: defer cancellations until advance returns. */
@@ -67,6 +97,11 @@ typedef struct {
     int64_t last_step_decode_tokens, last_step_prefill_tokens;
     int64_t prefill_tokens_total;    /* incl. recomputation after preemption */
     double busy_s;                   /* simulated time spent in steps */
+    int64_t prefix_query_tokens;     /* prompt tokens looked up in the prefix cache */
+    int64_t prefix_hit_tokens;       /* ... found there (their prefill was skipped) */
+    int64_t kv_transfers;            /* PD: requests whose KV moved to the decode instance */
+    double kv_transfer_s;            /* ... total transfer time */
+    double prefill_busy_s;           /* PD: simulated time the prefill pool spent in steps */
 } sim_info;
 /* Fills info for an engine made by engine_sim_create; -1 for any other engine. */
 int sim_get_info(engine *e, sim_info *info);

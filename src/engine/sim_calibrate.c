@@ -109,7 +109,12 @@ static long count_below(const int64_t *v, long n, int64_t t, int inclusive) {
 
 /* One inter-token gap and the work of the step that produced it: the decoding batch, and the
  * prompts whose first token came in the same gap (their prefill ran in that step). */
-typedef struct { float itl_s; float bytes, t_comp, t_comm; int mixed; } itl_sample;
+typedef struct {
+    float itl_s;
+    float mem[COST_NCOMP], comp[COST_NCOMP];   /* the step's components at the base factors */
+    float comm, kern, launch, sched;
+    unsigned char graphs, mixed;
+} itl_sample;
 
 #define MAX_ITL_SAMPLES 200000
 
@@ -177,7 +182,12 @@ static void tl_free(timeline_index *x) {
     for (int k = 0; k < PS_COUNT; k++) { free(x->by_first[k]); free(x->by_last[k]); }
 }
 
-typedef struct { itl_sample *v; long m; } itl_set;
+typedef struct {
+    itl_sample *v;
+    long m;
+    const cost_model *cm;
+    double bw0, ce0;        /* the factors the components were computed at */
+} itl_set;
 
 /* Matches every gap (subsampled) with its step's work and computes, at bw_eff 1 and compute_eff 1,
  * the step's bytes, compute time and communication: the fits then only rescale. */
@@ -196,8 +206,6 @@ static int itl_build(cost_model *cm, const sim_params *p, const sim_calib_data *
     int rc = -1;
     if (!v || !seen || tl_build(&x, d) < 0 || total < 10) goto out;
     cost_factors keep = cm->f;
-    cm->f.compute_eff = 1;
-    cm->f.step_overhead_s = 0;
     long m = 0, k_all = 0;
     for (long i = 0; i < d->n; i++)
         for (uint32_t k = 1; k < d->n_chunks[i]; k++, k_all++) {
@@ -225,12 +233,23 @@ static int itl_build(cost_model *cm, const sim_params *p, const sim_calib_data *
             cb.prefill_pairs = pairs;
             cost_step st;
             cost_step_time(cm, &cb, &st);
-            v[m++] = (itl_sample){(float)((t - t0) / 1e9), (float)st.bytes, (float)st.t_compute, (float)st.t_comm, z > a};
+            itl_sample *x = &v[m++];
+            x->itl_s = (float)((t - t0) / 1e9);
+            for (int k = 0; k < COST_NCOMP; k++) { x->mem[k] = (float)st.mem_s[k]; x->comp[k] = (float)st.comp_s[k]; }
+            x->comm = (float)st.t_comm;
+            x->kern = (float)st.t_kernels;
+            x->launch = (float)st.t_launch_cpu;
+            x->sched = (float)st.t_sched;
+            x->graphs = (unsigned char)st.graphs;
+            x->mixed = z > a;
         }
     cm->f = keep;
     for (long b = 1; b <= d->n; b++) c->n_itl_bins += seen[b];
     out->v = v;
     out->m = m;
+    out->cm = cm;
+    out->bw0 = keep.bw_eff;
+    out->ce0 = keep.compute_eff;
     v = NULL;
     rc = 0;
 out:
@@ -240,8 +259,17 @@ out:
     return rc;
 }
 
-static double itl_pred(const itl_sample *v, double hbm, double bw, double ce) {
-    return fmax(v->bytes / (hbm * bw), v->t_comp / ce) + v->t_comm;
+/* The step time of a gap's step at (bw, ce), the scheduler's fixed cost left to the caller. */
+static double itl_pred(const itl_set *s, const itl_sample *v, double bw, double ce) {
+    cost_step st;
+    memset(&st, 0, sizeof st);
+    for (int k = 0; k < COST_NCOMP; k++) { st.mem_s[k] = v->mem[k] * s->bw0 / bw; st.comp_s[k] = v->comp[k] * s->ce0 / ce; }
+    st.t_comm = v->comm;
+    st.t_kernels = v->kern;
+    st.t_launch_cpu = v->launch;
+    st.t_sched = v->sched;
+    st.graphs = v->graphs;
+    return cost_step_rescale(s->cm, &st, s->cm->f.bw_eff, s->cm->f.compute_eff, 0);
 }
 
 /* Sum of squared errors over the selected gaps (use[j]) for (bw_eff, compute_eff) and overhead
@@ -252,13 +280,13 @@ static double itl_sse(const itl_set *s, const unsigned char *use, double hbm, do
     long n = 0;
     if (fit_ov) {
         for (long j = 0; j < s->m; j++)
-            if (use[j]) { sr += s->v[j].itl_s - itl_pred(&s->v[j], hbm, bw, ce); n++; }
+            if (use[j]) { sr += s->v[j].itl_s - itl_pred(s, &s->v[j], bw, ce); n++; }
         *ov = n ? fmax(0, sr / n) : *ov;
     }
     n = 0;
     for (long j = 0; j < s->m; j++) {
         if (!use[j]) continue;
-        double e = s->v[j].itl_s - itl_pred(&s->v[j], hbm, bw, ce) - *ov;
+        double e = s->v[j].itl_s - itl_pred(s, &s->v[j], bw, ce) - *ov;
         sse += e * e;
         n++;
     }
@@ -294,7 +322,7 @@ static double grid_fit(const itl_set *s, const unsigned char *use, double hbm, i
  * steps, a client hiccup), so a few outliers do not drag the fit. */
 static void trim(const itl_set *s, unsigned char *use, double hbm, double bw, double ce, double ov, double rmse) {
     for (long j = 0; j < s->m; j++)
-        if (use[j] && fabs(s->v[j].itl_s - itl_pred(&s->v[j], hbm, bw, ce) - ov) > 3 * rmse) use[j] = 0;
+        if (use[j] && fabs(s->v[j].itl_s - itl_pred(s, &s->v[j], bw, ce) - ov) > 3 * rmse) use[j] = 0;
 }
 
 /* Decode-only gaps give bw_eff and the overhead; gaps whose step carried a prefill give
@@ -574,13 +602,13 @@ int sim_calibration_write(const sim_calibration *c, const sim_params *p, const c
     const cost_factors *f = &c->factors;
     json_t *notes = json_array();
     for (int i = 0; i < c->n_notes; i++) json_array_append_new(notes, json_string(c->notes[i]));
-    json_t *o = json_pack("{s:s,s:{s:s,s:s,s:i,s:i,s:s,s:s},s:{s:f,s:f,s:f,s:f,s:f,s:f},"
+    json_t *fac = sim_params_factors_json(f);
+    json_t *o = json_pack("{s:s,s:{s:s,s:s,s:s,s:i,s:i,s:i,s:s,s:s},s:o,"
                           "s:{s:b,s:b,s:b,s:I,s:I,s:I,s:f,s:f,s:f},s:o}",
         "schema", "dsperf.sim-profile/1",
-        "setup", "model", p->model_config[0] ? p->model_config : p->model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep,
-        "weight_dtype", p->weight_dtype, "kv_dtype", p->kv_dtype,
-        "factors", "bw_eff", f->bw_eff, "compute_eff", f->compute_eff, "link_eff", f->link_eff,
-        "step_overhead_s", f->step_overhead_s, "comm_latency_s", f->comm_latency_s, "expert_skew", f->expert_skew,
+        "setup", "model", p->model_config[0] ? p->model_config : p->model, "gpu", p->gpu, "engine_profile", p->engine_profile,
+        "tp", p->tp, "ep", p->ep, "dp", p->dp, "weight_dtype", p->weight_dtype, "kv_dtype", p->kv_dtype,
+        "factors", fac,
         "fit", "bw_eff", c->fitted_bw, "step_overhead", c->fitted_overhead, "compute_eff", c->fitted_compute,
         "requests", (json_int_t)c->n_requests, "itl_samples", (json_int_t)c->n_itl_samples,
         "ttft_points", (json_int_t)c->n_ttft_points, "itl_rmse_ms", c->itl_rmse_ms, "ttft_rmse_ms", c->ttft_rmse_ms,

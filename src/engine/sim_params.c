@@ -25,17 +25,39 @@ void sim_default_params(sim_params *p) {
     p->reserved_bytes = 2.0 * 1073741824.0;
     p->chunked_prefill = true;
     cost_default_factors(&p->factors);
+    snprintf(p->engine_profile, sizeof p->engine_profile, "vllm-v1");
+    p->dp = 1;
+    p->ov_cuda_graphs = p->ov_graph_max = p->ov_overlap = p->ov_mla = p->ov_tbo = p->ov_a2a = p->ov_prefill_mode = -1;
+    p->ov_moe_kernel = p->ov_attn_kernel = -1;
+    p->ov_admit_reserve = -1;
 }
 
-static const char help[] =
+static const char help_head[] =
     "  --model NAME               deepseek-v3 (= r1), deepseek-v2, deepseek-v2-lite, deepseek-llm-7b,\n"
     "                             deepseek-llm-67b (default deepseek-v2-lite)\n"
     "  --model-config FILE        a Hugging Face config.json instead of the catalog\n"
-    "  --gpu NAME                 a100-80g, h100, h200, h20, l40s, mi300x (default h200)\n"
+    "  --gpu NAME                 %s\n"
+    "                             (default h200; dsperf plan --list shows memory, bandwidth, peaks, links)\n"
+    "  --engine-profile NAME      what the engine does around the math (default vllm-v1):\n%s"
     "  --gpus N                   GPUs in total (default = --tp)\n"
-    "  --tp N, --ep N             tensor parallel size; expert parallel size (1 or = tp)\n"
-    "  --weight-dtype D           auto (as released: fp8 for V3), bf16, fp16, fp8, int8, int4\n"
-    "  --kv-dtype D               auto (bf16), bf16, fp16, fp8, int8\n"
+    "  --tp N, --ep N             GPUs of one instance (tensor parallel world size); expert parallel size\n"
+    "                             (divides tp). More GPUs than one node's link domain go over the NIC\n"
+    "  --dp N                     attention data-parallel ranks (divides tp); --enable-dp-attention = tp\n"
+    "  --a2a allreduce|allgather|deepep   how MoE tokens move under DP attention / EP (profile's)\n"
+    "  --two-batch-overlap on|off communication hidden behind a second micro-batch (DeepSeek, SGLang TBO)\n"
+    "  --eplb on|off, --redundant-experts N   expert placement by load; extra expert copies\n"
+    "  --mtp N                    MTP / speculative draft tokens per step (0 off)\n"
+    "  --mtp-accept-len L         tokens accepted per step incl. the verified one (default from\n"
+    "                             --mtp-accept P: 1 + P + ... + P^N, P = 0.68)\n"
+    "  --weight-dtype D           auto (as released: fp8 for V3), bf16, fp16, fp8, int8, int4, fp4 (NVFP4), q4 (GGUF)\n"
+    "  --kv-dtype D               auto (bf16), bf16, fp16, fp8, int8, fp8-flashmla (656 B per token-layer)\n"
+    "  --cuda-graphs on|off, --graph-max-batch N, --overlap-schedule on|off, --mla on|off,\n"
+    "  --moe-kernel tuned|triton|gemv, --attn-kernel flash|triton\n"
+    "                             override the profile's facts\n"
+    "  --prefix-caching on|off    reuse hashed KV blocks of shared prefixes (LRU eviction) (off)\n"
+    "  --pd-prefill N[xTP]        prefill/decode disaggregation: N prefill instances of TP GPUs each\n"
+    "                             (default TP = --tp); the KV moves over the network to this decode\n"
+    "                             instance and TTFT includes the transfer\n"
     "  --max-num-seqs N           running sequences per step (256)\n"
     "  --max-num-batched-tokens N tokens per step (8192)\n"
     "  --block-size N             tokens per KV block (16)\n"
@@ -48,21 +70,36 @@ static const char help[] =
     "                             is preempted first)\n"
     "  --gpu-mem B, --hbm-bw B/s, --bf16-flops F, --fp8-flops F, --link-bw B/s\n"
     "                             override the GPU catalog (e.g. --hbm-bw 4.8TB/s --bf16-flops 989T)\n"
-    "  --bw-eff F, --compute-eff F, --link-eff F   achievable fractions of peak (0.85, 0.6, 0.7)\n"
-    "  --step-overhead DUR        fixed time per engine step (1.5ms)\n"
-    "  --comm-latency DUR         per all-reduce / all-to-all (10us)\n"
+    "  --bw-eff F, --compute-eff F, --link-eff F   achievable fractions of peak (0.85, 0.7, 0.7)\n"
+    "  --step-overhead DUR, --seq-overhead DUR     CPU scheduler time per step / per running sequence\n"
+    "                             (--seq-overhead-trt: TensorRT-LLM's PyTorch executor)\n"
+    "  --attn-dtype bf16|fp8      attention math on fp8 tensor cores (FP8 MLA) (bf16)\n"
+    "  --kernel-time DUR, --launch-time DUR        GPU time per kernel (graphs); CPU time per eager launch\n"
+    "  --comm-latency DUR         per collective inside the NVLink domain\n"
+    "  --moe-eff F, --moe-triton-eff F, --moe-triton-fp8-eff F, --attn-compute-eff F, --attn-triton-eff F\n"
+    "                             kernel efficiencies (fitted defaults)\n"
     "  --expert-skew S            Zipf exponent of expert popularity (0 = uniform routing)\n"
     "  --flash-attention on|off   off: attention scores go through HBM (eager attention) (on)\n"
-    "  --profile FILE             efficiency factors from `dsperf sim --calibrate`\n";
+    "  --profile FILE             fitted factors from `dsperf sim --calibrate`\n";
 
-const char *sim_params_help(void) { return help; }
+const char *sim_params_help(void) {
+    static char buf[sizeof help_head + 4096];
+    if (!buf[0]) snprintf(buf, sizeof buf, help_head, hw_names(), profile_help());
+    return buf;
+}
+
 
 static const char *const keys[] = {
     "model", "model-config", "gpu", "gpus", "tp", "tensor-parallel-size", "ep", "expert-parallel-size",
     "weight-dtype", "dtype", "kv-dtype", "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens", "block-size",
     "max-model-len", "gpu-memory-utilization", "reserved-mem", "num-gpu-blocks", "chunked-prefill",
     "enable-chunked-prefill", "gpu-mem", "hbm-bw", "bf16-flops", "fp8-flops", "link-bw", "bw-eff", "compute-eff",
-    "link-eff", "step-overhead", "comm-latency", "expert-skew", "flash-attention", "scheduling-policy", "profile", NULL,
+    "link-eff", "step-overhead", "comm-latency", "expert-skew", "flash-attention", "scheduling-policy", "profile",
+    "engine-profile", "dp", "data-parallel-size", "enable-dp-attention", "a2a", "two-batch-overlap", "eplb",
+    "redundant-experts", "mtp", "mtp-accept-len", "mtp-accept", "cuda-graphs", "graph-max-batch", "overlap-schedule",
+    "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
+    "moe-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
+    "seq-overhead-trt", "moe-kernel", "attn-kernel", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -111,6 +148,13 @@ static int parse_bool(const char *v, bool *out) {
     return 0;
 }
 
+static int parse_flag(const char *v, int *out) {
+    bool b;
+    if (parse_bool(v, &b) < 0) return -1;
+    *out = b;
+    return 0;
+}
+
 static int parse_seconds(const char *v, double *out) {
     int64_t ns;
     if (units_parse_duration_ns(v, &ns) < 0) return -1;
@@ -131,18 +175,19 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         if (!*v) { snprintf(err, errlen, "--model-config needs a config.json path"); return -1; }
         snprintf(p->model_config, sizeof p->model_config, "%s", v);
     } else if (!strcmp(key, "gpu")) {
-        if (!hw_find(v)) { snprintf(err, errlen, "unknown GPU '%s'; known: a100-80g, h100, h200, h20, l40s, mi300x", v); return -1; }
+        if (!hw_find(v)) { snprintf(err, errlen, "unknown GPU '%s'; known: %s", v, hw_names()); return -1; }
         snprintf(p->gpu, sizeof p->gpu, "%s", v);
     } else if (!strcmp(key, "gpus")) { rc = parse_posint(v, 4096, &p->n_gpus); want = "a GPU count >= 1";
     } else if (!strcmp(key, "tp") || !strcmp(key, "tensor-parallel-size")) { rc = parse_posint(v, 1024, &p->tp); want = "a size >= 1";
     } else if (!strcmp(key, "ep") || !strcmp(key, "expert-parallel-size")) { rc = parse_posint(v, 1024, &p->ep); want = "a size >= 1";
     } else if (!strcmp(key, "weight-dtype") || !strcmp(key, "dtype")) {
-        rc = model_dtype_parse(v, DT_BF16, &d); want = "auto, bf16, fp16, fp8, int8 or int4";
+        rc = model_dtype_parse(v, DT_BF16, &d); want = "auto, bf16, fp16, fp8, int8, int4, fp4 or q4";
         if (!rc) snprintf(p->weight_dtype, sizeof p->weight_dtype, "%s", v);
     } else if (!strcmp(key, "kv-dtype") || !strcmp(key, "kv-cache-dtype")) {
-        rc = model_dtype_parse(v, DT_BF16, &d); want = "auto, bf16, fp16, fp8 or int8";
-        if (!rc && d == DT_INT4) rc = -1;
-        if (!rc) snprintf(p->kv_dtype, sizeof p->kv_dtype, "%s", v);
+        p->kv_flashmla_fp8 = !strcasecmp(v, "fp8-flashmla");
+        rc = model_dtype_parse(p->kv_flashmla_fp8 ? "fp8" : v, DT_BF16, &d); want = "auto, bf16, fp16, fp8, int8 or fp8-flashmla";
+        if (!rc && (d == DT_INT4 || d == DT_FP4 || d == DT_Q4)) rc = -1;
+        if (!rc) snprintf(p->kv_dtype, sizeof p->kv_dtype, "%s", p->kv_flashmla_fp8 ? "fp8" : v);
     } else if (!strcmp(key, "max-num-seqs")) { rc = parse_posint(v, 1 << 20, &p->max_num_seqs); want = "a count >= 1";
     } else if (!strcmp(key, "max-num-batched-tokens")) { rc = parse_posint(v, 1 << 24, &p->max_num_batched_tokens); want = "a count >= 1";
     } else if (!strcmp(key, "block-size")) { rc = parse_posint(v, 1 << 16, &p->block_size); want = "tokens >= 1";
@@ -180,6 +225,65 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         if (!rc) p->factors.no_flash_attention = !on;
     } else if (!strcmp(key, "profile")) {
         return sim_params_load_profile(p, v, err, errlen);
+    } else if (!strcmp(key, "engine-profile")) {
+        engine_profile pr;
+        if (profile_find(v, &pr) < 0) { snprintf(err, errlen, "unknown --engine-profile '%s'; known: %s", v, profile_names()); return -1; }
+        snprintf(p->engine_profile, sizeof p->engine_profile, "%s", pr.name);
+    } else if (!strcmp(key, "dp") || !strcmp(key, "data-parallel-size")) { rc = parse_posint(v, 1024, &p->dp); want = "a size >= 1";
+    } else if (!strcmp(key, "enable-dp-attention")) {
+        bool on; rc = parse_bool(v, &on); want = "on or off";
+        if (!rc) p->dp = on ? 0 : 1;   /* 0: = tp, resolved in sim_params_cost */
+    } else if (!strcmp(key, "a2a")) {
+        p->ov_a2a = !strcmp(v, "allreduce") ? A2A_ALLREDUCE : !strcmp(v, "allgather") ? A2A_ALLGATHER : !strcmp(v, "deepep") ? A2A_DEEPEP : -2;
+        if (p->ov_a2a == -2) { p->ov_a2a = -1; rc = -1; }
+        want = "allreduce, allgather or deepep";
+    } else if (!strcmp(key, "two-batch-overlap")) { rc = parse_flag(v, &p->ov_tbo); want = "on or off";
+    } else if (!strcmp(key, "cuda-graphs")) { rc = parse_flag(v, &p->ov_cuda_graphs); want = "on or off";
+    } else if (!strcmp(key, "overlap-schedule")) { rc = parse_flag(v, &p->ov_overlap); want = "on or off";
+    } else if (!strcmp(key, "mla")) { rc = parse_flag(v, &p->ov_mla); want = "on or off";
+    } else if (!strcmp(key, "graph-max-batch")) { rc = parse_posint(v, 1 << 20, &p->ov_graph_max); want = "a batch >= 1";
+    } else if (!strcmp(key, "eplb")) { rc = parse_flag(v, &p->eplb); want = "on or off";
+    } else if (!strcmp(key, "redundant-experts")) {
+        long long x; rc = units_parse_int(v, 0, 4096, &x); want = "a count >= 0";
+        if (!rc) p->redundant_experts = (int)x;
+    } else if (!strcmp(key, "mtp")) {
+        long long x; rc = units_parse_int(v, 0, 16, &x); want = "draft tokens 0..16";
+        if (!rc) p->mtp_draft = (int)x;
+    } else if (!strcmp(key, "mtp-accept-len")) {
+        rc = units_parse_double(v, &p->mtp_accept_len); want = "tokens per step >= 1";
+        if (!rc && p->mtp_accept_len < 1) rc = -1;
+    } else if (!strcmp(key, "mtp-accept")) { rc = parse_fraction(v, 0, 1, &p->factors.mtp_accept); want = "a probability in (0, 1]";
+    } else if (!strcmp(key, "prefix-caching") || !strcmp(key, "enable-prefix-caching")) {
+        rc = parse_bool(v, &p->prefix_caching); want = "on or off";
+    } else if (!strcmp(key, "pd-prefill")) {
+        int n = 0, t = 0;
+        char x = 0;
+        int got = sscanf(v, "%d%c%d", &n, &x, &t);
+        rc = !(got == 1 || (got == 3 && (x == 'x' || x == 'X'))) || n < 1 || n > 4096 || (got == 3 && (t < 1 || t > 1024));
+        want = "N or NxTP (prefill instances, GPUs each)";
+        if (!rc) { p->prefill_instances = n; p->prefill_tp = got == 3 ? t : 0; }
+    } else if (!strcmp(key, "seq-overhead")) { rc = parse_seconds(v, &p->factors.seq_overhead_s); want = "a duration (e.g. 10us)";
+    } else if (!strcmp(key, "kernel-time")) { rc = parse_seconds(v, &p->factors.kernel_s); want = "a duration (e.g. 3us)";
+    } else if (!strcmp(key, "launch-time")) { rc = parse_seconds(v, &p->factors.launch_s); want = "a duration (e.g. 15us)";
+    } else if (!strcmp(key, "moe-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_eff); want = "a fraction in (0, 1]";
+    } else if (!strcmp(key, "moe-triton-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_triton_eff); want = "a fraction in (0, 1]";
+    } else if (!strcmp(key, "moe-kernel")) {
+        p->ov_moe_kernel = !strcmp(v, "tuned") ? MOE_TUNED : !strcmp(v, "triton") ? MOE_TRITON : !strcmp(v, "gemv") ? MOE_GEMV : -1;
+        rc = p->ov_moe_kernel < 0 ? -1 : 0;
+        want = "tuned, triton or gemv";
+    } else if (!strcmp(key, "attn-kernel")) {
+        p->ov_attn_kernel = !strcmp(v, "flash") ? ATTN_FLASH : !strcmp(v, "triton") ? ATTN_TRITON : -1;
+        rc = p->ov_attn_kernel < 0 ? -1 : 0;
+        want = "flash or triton";
+    } else if (!strcmp(key, "attn-dtype")) {
+        if (!strcmp(v, "fp8")) p->attn_fp8 = 1;
+        else if (!strcmp(v, "bf16") || !strcmp(v, "auto")) p->attn_fp8 = 0;
+        else rc = -1;
+        want = "bf16 or fp8";
+    } else if (!strcmp(key, "seq-overhead-trt")) { rc = parse_seconds(v, &p->factors.seq_overhead_trt_s); want = "a duration (e.g. 50us)";
+    } else if (!strcmp(key, "moe-triton-fp8-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_triton_fp8_eff); want = "a fraction in (0, 1]";
+    } else if (!strcmp(key, "attn-triton-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.attn_triton_eff); want = "a fraction in (0, 1]";
+    } else if (!strcmp(key, "attn-compute-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.attn_compute_eff); want = "a fraction in (0, 1]";
     } else {
         snprintf(err, errlen, "unknown option --%s", key);
         return 1;
@@ -188,6 +292,41 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         snprintf(err, errlen, "--%s '%s': expected %s", key, v, want ? want : "a valid value");
         return -1;
     }
+    return 0;
+}
+
+/* The factor keys of a profile file and of the results' engine.factors. */
+static const struct { const char *key; size_t off; } factor_keys[] = {
+    {"bw_eff", offsetof(cost_factors, bw_eff)}, {"compute_eff", offsetof(cost_factors, compute_eff)},
+    {"link_eff", offsetof(cost_factors, link_eff)}, {"step_overhead_s", offsetof(cost_factors, step_overhead_s)},
+    {"comm_latency_s", offsetof(cost_factors, comm_latency_s)}, {"expert_skew", offsetof(cost_factors, expert_skew)},
+    {"seq_overhead_s", offsetof(cost_factors, seq_overhead_s)}, {"kernel_s", offsetof(cost_factors, kernel_s)},
+    {"launch_s", offsetof(cost_factors, launch_s)}, {"moe_eff", offsetof(cost_factors, moe_eff)},
+    {"moe_triton_eff", offsetof(cost_factors, moe_triton_eff)}, {"attn_compute_eff", offsetof(cost_factors, attn_compute_eff)},
+    {"mtp_accept", offsetof(cost_factors, mtp_accept)}, {"moe_triton_fp8_eff", offsetof(cost_factors, moe_triton_fp8_eff)},
+    {"attn_triton_eff", offsetof(cost_factors, attn_triton_eff)}, {"seq_overhead_trt_s", offsetof(cost_factors, seq_overhead_trt_s)},
+};
+
+json_t *sim_params_factors_json(const cost_factors *f) {
+    json_t *o = json_object();
+    for (size_t i = 0; i < sizeof factor_keys / sizeof factor_keys[0]; i++)
+        json_object_set_new(o, factor_keys[i].key, json_real(*(const double *)((const char *)f + factor_keys[i].off)));
+    return o;
+}
+
+int sim_params_apply_factors(sim_params *p, const json_t *factors, const char *profile_name) {
+    if (!json_is_object(factors)) return -1;
+    cost_factors nf = p->factors;
+    for (size_t i = 0; i < sizeof factor_keys / sizeof factor_keys[0]; i++) {
+        json_t *v = json_object_get(factors, factor_keys[i].key);
+        if (v && json_is_number(v)) *(double *)((char *)&nf + factor_keys[i].off) = json_number_value(v);
+    }
+    if (nf.bw_eff <= 0 || nf.bw_eff > 1 || nf.compute_eff <= 0 || nf.compute_eff > 1 || nf.step_overhead_s < 0 ||
+        nf.moe_eff <= 0 || nf.moe_eff > 1)
+        return -1;
+    engine_profile pr;
+    if (profile_name && profile_find(profile_name, &pr) == 0) snprintf(p->engine_profile, sizeof p->engine_profile, "%s", pr.name);
+    p->factors = nf;
     return 0;
 }
 
@@ -204,23 +343,41 @@ int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t e
         json_decref(root);
         return -1;
     }
-    static const struct { const char *key; size_t off; } keys[] = {
-        {"bw_eff", offsetof(cost_factors, bw_eff)}, {"compute_eff", offsetof(cost_factors, compute_eff)},
-        {"link_eff", offsetof(cost_factors, link_eff)}, {"step_overhead_s", offsetof(cost_factors, step_overhead_s)},
-        {"comm_latency_s", offsetof(cost_factors, comm_latency_s)}, {"expert_skew", offsetof(cost_factors, expert_skew)},
-    };
-    cost_factors nf = p->factors;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        json_t *v = json_object_get(f, keys[i].key);
-        if (v && json_is_number(v)) *(double *)((char *)&nf + keys[i].off) = json_number_value(v);
-    }
+    const char *prof = json_string_value(json_object_get(json_object_get(root, "setup"), "engine_profile"));
+    int rc = sim_params_apply_factors(p, f, prof);
     json_decref(root);
-    if (nf.bw_eff <= 0 || nf.bw_eff > 1 || nf.compute_eff <= 0 || nf.compute_eff > 1 || nf.step_overhead_s < 0) {
+    if (rc < 0) {
         snprintf(err, errlen, "profile %s: factors out of range", path);
         return -1;
     }
-    p->factors = nf;
     return 0;
+}
+
+int sim_params_profile(const sim_params *p, engine_profile *out) {
+    if (profile_find(p->engine_profile, out) < 0) return -1;
+    if (p->ov_cuda_graphs >= 0) out->cuda_graphs = p->ov_cuda_graphs;
+    if (p->ov_graph_max >= 0) out->graph_max_batch = p->ov_graph_max;
+    if (p->ov_overlap >= 0) out->overlap_schedule = p->ov_overlap;
+    if (p->ov_mla >= 0) out->mla_absorbed = p->ov_mla;
+    if (p->ov_tbo >= 0) out->two_batch_overlap = p->ov_tbo;
+    if (p->ov_a2a >= 0) out->a2a = p->ov_a2a;
+    if (p->ov_prefill_mode >= 0) out->prefill_mode = p->ov_prefill_mode;
+    if (p->ov_admit_reserve >= 0) out->admit_reserve = p->ov_admit_reserve;
+    if (p->ov_moe_kernel >= 0) out->moe_kernel = p->ov_moe_kernel;
+    if (p->ov_attn_kernel >= 0) out->attn_kernel = p->ov_attn_kernel;
+    if (out->mla_absorbed == 0 && out->kv_head_dim == 0) out->kv_head_dim = 192;
+    return 0;
+}
+
+void sim_params_prefill_side(const sim_params *p, sim_params *out) {
+    *out = *p;
+    out->tp = p->prefill_tp > 0 ? p->prefill_tp : p->tp;
+    out->dp = p->prefill_dp > 0 ? p->prefill_dp : 1;
+    out->ep = p->prefill_ep > 0 ? p->prefill_ep : (p->ep > out->tp ? out->tp : p->ep);
+    if (out->tp % out->ep) out->ep = 1;
+    out->mtp_draft = 0;
+    out->prefill_instances = 0;
+    out->n_gpus = 0;
 }
 
 int sim_params_cost(const sim_params *p, cost_model *c, char *err, size_t errlen) {
@@ -255,12 +412,29 @@ int sim_params_cost(const sim_params *p, cost_model *c, char *err, size_t errlen
         snprintf(err, errlen, "--gpus %d is not a multiple of --tp %d", p->n_gpus, p->tp);
         return -1;
     }
-    return cost_init(c, &arch, &g, p->tp, p->ep, wd, kd, &p->factors, err, errlen);
+    cost_setup s;
+    memset(&s, 0, sizeof s);
+    if (sim_params_profile(p, &s.prof) < 0) {
+        snprintf(err, errlen, "unknown engine profile '%s'; known: %s", p->engine_profile, profile_names());
+        return -1;
+    }
+    s.tp = p->tp;
+    s.ep = p->ep;
+    s.dp = p->dp == 0 ? p->tp : p->dp;
+    s.mtp_draft = p->mtp_draft;
+    s.mtp_accept_len = p->mtp_accept_len;
+    s.redundant_experts = p->redundant_experts;
+    s.eplb = p->eplb;
+    s.kv_flashmla_fp8 = p->kv_flashmla_fp8;
+    s.attn_fp8 = p->attn_fp8;
+    if (s.dp > 1 && s.prof.a2a == A2A_ALLREDUCE) s.prof.a2a = A2A_ALLGATHER;
+    return cost_init(c, &arch, &g, &s, wd, kd, &p->factors, err, errlen);
 }
 
 long long sim_params_kv_blocks(const sim_params *p, const cost_model *c) {
     if (p->num_gpu_blocks > 0) return p->num_gpu_blocks;
     double avail = c->gpu.mem_bytes * p->gpu_memory_utilization - c->weight_bytes_per_gpu - p->reserved_bytes;
     if (avail <= 0) return 0;
-    return (long long)floor(avail / (p->block_size * c->kv_bytes_per_token));
+    /* every attention DP rank holds the KV of its own sequences */
+    return (long long)floor(avail / (p->block_size * c->kv_bytes_per_token)) * c->dp;
 }

@@ -97,6 +97,10 @@ static int submit_one(engine *e, const sim_workload *w, recset *recs, size_t i, 
     r->sched_ns = sched;
     r->send_ns = t;
     engine_request q = {.id = i, .prompt_tokens = w->in_tokens[i], .max_tokens = w->max_tokens[i], .ignore_eos = true};
+    if (w->prefix_group && w->prefix_group[i] >= 0) {
+        q.prefix_id = (uint64_t)w->prefix_group[i] + 1;
+        q.prefix_len = w->prefix_len;
+    }
     /* chunk arrays sized once: no allocation per token */
     if (w->max_tokens[i] > 0 && !r->chunk_ns) {
         r->chunk_ns = malloc(sizeof(int64_t) * (size_t)w->max_tokens[i]);
@@ -297,8 +301,69 @@ static int parse_random(const char *spec, long *in, long *out, double *range) {
     return 0;
 }
 
+/* lognormal:in=MEAN,out=MEAN[,sigma=S,max_in=N,max_total=N] — a ShareGPT-like spread of lengths
+ * (lognormal, clamped to [4, max]) rescaled so the totals are exactly n x the means: a published run
+ * gives its token totals, not its lengths. */
+static int lognormal_lengths(const char *spec, size_t n, uint64_t seed, int32_t **ins, int32_t **outs, char *err,
+                             size_t errlen) {
+    double mean_in = 0, mean_out = 0, sigma = 1.0, max_in = 1 << 20, max_total = 1 << 21;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", spec + 10);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '='), *end;
+        if (!eq) goto bad;
+        *eq++ = 0;
+        double v = strtod(eq, &end);
+        if (*end || v <= 0) goto bad;
+        if (!strcmp(tok, "in")) mean_in = v;
+        else if (!strcmp(tok, "out")) mean_out = v;
+        else if (!strcmp(tok, "sigma")) sigma = v;
+        else if (!strcmp(tok, "max_in")) max_in = v;
+        else if (!strcmp(tok, "max_total")) max_total = v;
+        else goto bad;
+    }
+    if (mean_in < 1 || mean_out < 1 || n == 0) goto bad;
+    *ins = malloc(sizeof(int32_t) * n);
+    *outs = malloc(sizeof(int32_t) * n);
+    double *a = malloc(sizeof(double) * n), *b = malloc(sizeof(double) * n);
+    if (!*ins || !*outs || !a || !b) { free(a); free(b); free(*ins); free(*outs); *ins = *outs = NULL; snprintf(err, errlen, "out of memory"); return -1; }
+    rng r;
+    rng_seed(&r, seed ^ 0x109e5ULL);
+    double sa = 0, sb = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (int k = 0; k < 2; k++) {
+            double z = rng_normal(&r);
+            double v = exp(log(k ? mean_out : mean_in) - sigma * sigma / 2 + sigma * z);
+            if (k) b[i] = v; else a[i] = v;
+        }
+        a[i] = fmin(fmax(a[i], 4), max_in);
+        b[i] = fmin(fmax(b[i], 4), max_total - a[i]);
+        sa += a[i];
+        sb += b[i];
+    }
+    double fa = mean_in * n / sa, fb = mean_out * n / sb;
+    for (size_t i = 0; i < n; i++) {
+        (*ins)[i] = (int32_t)fmax(1, llround(a[i] * fa));
+        (*outs)[i] = (int32_t)fmax(1, llround(b[i] * fb));
+    }
+    free(a);
+    free(b);
+    return 0;
+bad:
+    snprintf(err, errlen, "bad dataset '%s': expected lognormal:in=MEAN,out=MEAN[,sigma=S,max_in=N,max_total=N]", spec);
+    return -1;
+}
+
 int sim_workload_lengths(const char *spec, size_t *n, uint64_t seed, int32_t default_out, int32_t **ins,
                          int32_t **outs, int64_t **times_ns, char *err, size_t errlen) {
+    return sim_workload_lengths_groups(spec, n, seed, default_out, ins, outs, times_ns, NULL, NULL, err, errlen);
+}
+
+int sim_workload_lengths_groups(const char *spec, size_t *n, uint64_t seed, int32_t default_out, int32_t **ins,
+                                int32_t **outs, int64_t **times_ns, int32_t **groups, int32_t *prefix_len, char *err,
+                                size_t errlen) {
+    if (groups) *groups = NULL;
+    if (prefix_len) *prefix_len = 0;
     *ins = *outs = NULL;
     *times_ns = NULL;
     if (!strncmp(spec, "random", 6) && (!spec[6] || spec[6] == ':')) {
@@ -324,6 +389,7 @@ int sim_workload_lengths(const char *spec, size_t *n, uint64_t seed, int32_t def
         }
         return 0;
     }
+    if (!strncmp(spec, "lognormal:", 10)) return lognormal_lengths(spec, *n, seed, ins, outs, err, errlen);
     dataset *d;
     if (dataset_open(spec, *n, seed, NULL, &d, err, errlen) < 0) return -1;   /* lengths in words, as bench without a tokenizer */
     int stamped = d->n > 0;
@@ -332,12 +398,25 @@ int sim_workload_lengths(const char *spec, size_t *n, uint64_t seed, int32_t def
     *ins = malloc(sizeof(int32_t) * *n);
     *outs = malloc(sizeof(int32_t) * *n);
     if (stamped) *times_ns = malloc(sizeof(int64_t) * *n);
-    if (!*ins || !*outs || (stamped && !*times_ns)) { dataset_free(d); free(*times_ns); *times_ns = NULL; goto oom; }
+    int grouped = groups && d->n > 0 && d->items[0].group >= 0;
+    if (grouped) *groups = malloc(sizeof(int32_t) * *n);
+    if (!*ins || !*outs || (stamped && !*times_ns) || (grouped && !*groups)) {
+        dataset_free(d);
+        free(*times_ns);
+        *times_ns = NULL;
+        if (grouped) { free(*groups); *groups = NULL; }
+        goto oom;
+    }
+    if (grouped && prefix_len) {
+        const char *pp = strstr(spec, "prefix=");
+        *prefix_len = pp ? (int32_t)atoi(pp + 7) : 0;
+    }
     for (size_t i = 0; i < *n; i++) {
         const dataset_item *it = &d->items[i % d->n];   /* cycled, as bench does */
         (*ins)[i] = it->in_tokens > 0 ? it->in_tokens : 1;
         (*outs)[i] = it->max_tokens > 0 ? it->max_tokens : default_out;
         if (stamped) (*times_ns)[i] = it->timestamp_ns;
+        if (grouped) (*groups)[i] = it->group;
     }
     dataset_free(d);
     return 0;

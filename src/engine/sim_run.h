@@ -25,6 +25,8 @@ typedef struct {
     const int32_t *in_tokens;    /* per request */
     const int32_t *max_tokens;   /* per request (ignore_eos: the exact output length) */
     size_t warmup;               /* the first `warmup` requests are marked warm-up */
+    const int32_t *prefix_group; /* per request: shared-prefix group (-1 none), or NULL (prefix caching) */
+    int32_t prefix_len;          /* tokens every request of a group shares */
     size_t max_series_points;    /* series resolution cap (0: 2048) */
 } sim_workload;
 
@@ -45,6 +47,11 @@ typedef struct {
  * file has (random: error). 0 ok, -1 with err. */
 int sim_workload_lengths(const char *spec, size_t *n, uint64_t seed, int32_t default_out, int32_t **ins,
                          int32_t **outs, int64_t **times_ns, char *err, size_t errlen);
+/* The same, and for prefix:groups=G,prefix=P,... datasets each request's group (*groups, NULL for
+ * other datasets) and P (*prefix_len), so the engine's prefix cache sees the shared prompts. */
+int sim_workload_lengths_groups(const char *spec, size_t *n, uint64_t seed, int32_t default_out, int32_t **ins,
+                                int32_t **outs, int64_t **times_ns, int32_t **groups, int32_t *prefix_len, char *err,
+                                size_t errlen);
 
 /* Runs the whole workload to completion. recs receives exactly w->n records (index = position in
  * the plan); requests the engine rejects are recorded as HTTP 400 failures. 0 ok, -1 with err. */

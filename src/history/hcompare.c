@@ -97,8 +97,18 @@ json_t *history_compare(history *h, const history_compare_opts *ho, const compar
     bdoc = hist_pool(bv, base.n, bl);
     cdoc = hist_pool(cv, cand.n, cl);
     if (!bdoc || !cdoc) { snprintf(err, errlen, "out of memory"); goto done; }
-    bool sweep_b = !strncmp(json_string_value(json_object_get(bdoc, "schema")), "dsperf.sweep/", 13);
-    bool sweep_c = !strncmp(json_string_value(json_object_get(cdoc, "schema")), "dsperf.sweep/", 13);
+    const char *sb = json_string_value(json_object_get(bdoc, "schema")), *sc = json_string_value(json_object_get(cdoc, "schema"));
+    sb = sb ? sb : "";
+    sc = sc ? sc : "";
+    for (int side = 0; side < 2; side++) {
+        const char *sch = side ? sc : sb;
+        if (strncmp(sch, "dsperf.results/", 15) && strncmp(sch, "dsperf.sweep/", 13)) {
+            snprintf(err, errlen, "the %s is a %s document: history compare compares results runs and sweeps (a tune or "
+                     "drift run's metrics are in history trend and best)", side ? "candidate" : "baseline", sch);
+            goto done;
+        }
+    }
+    bool sweep_b = !strncmp(sb, "dsperf.sweep/", 13), sweep_c = !strncmp(sc, "dsperf.sweep/", 13);
     if (sweep_b != sweep_c) {
         snprintf(err, errlen, "compare a results run with a results run, or a sweep with a sweep (the baseline is a %s, the candidate a %s)",
                  sweep_b ? "sweep" : "results run", sweep_c ? "sweep" : "results run");

@@ -40,13 +40,15 @@ int history_prepare(const char *path, char *err, size_t errlen);
 /* ---- document kinds ----
  * A kind says how one sort of dsperf document is recorded: its schema, its headline metrics (read
  * from the document by path, "a.b.c" through objects) and the configuration keys that make two
- * runs comparable. Built in: results (bench, sim, monitor summaries, imports), sweep, tune.
- * Adding a kind is one call (history_register_kind). Every headline metric is kept in run_metric
- * with its noise band, where trend and best read it; one whose name is a headline column of the
- * run table also fills that column. */
+ * runs comparable. Built in: results (bench, sim, monitor summaries, imports), sweep, tune; drift
+ * is registered by the commands (cli/history_opts.c). Adding a kind is one call
+ * (history_register_kind). Every headline metric is kept in run_metric with its noise band, where
+ * trend and best read it; one whose name is a headline column of the run table also fills that
+ * column. */
 typedef struct {
     const char *name;              /* the metric as stored and queried ("top1_agreement") */
     const char *path;              /* where in the document ("summary.top1_agreement") */
+    int direction;                 /* +1 higher is better, -1 lower; 0: as compare reads the name */
 } history_metric_def;
 
 typedef struct {
@@ -54,9 +56,16 @@ typedef struct {
     const char *schema_prefix;     /* "dsperf.drift/" */
     const history_metric_def *metrics;   /* terminated by a {NULL, NULL} entry */
     const char *const *config_keys;      /* keys of the document's "config" that make runs
-                                          * comparable, NULL-terminated; NULL: all of it */
+                                          * comparable ("a.b" with a dot: that path from the
+                                          * document's top), NULL-terminated; NULL: all of it */
     /* optional: the value of a metric the path cannot reach (NULL: by path) */
     double (*value)(const json_t *doc, const char *name);
+    /* optional: the noise band a document states for a metric (true when it has one); NULL: from
+     * the run's own samples, as compare reads them */
+    bool (*band)(const json_t *doc, const char *name, double *lo, double *hi);
+    /* optional: where the identity lies when not where a results document keeps it ("date",
+     * "command_line", "version", "config.url", "config.model"); the time may be Unix seconds */
+    const char *time_path, *command_path, *version_path, *endpoint_path, *model_path;
 } history_kind;
 
 /* Registers a kind (the struct must outlive the process's use of it). 0, or -1 when the table
@@ -64,6 +73,9 @@ typedef struct {
 int history_register_kind(const history_kind *k);
 /* The kind that records documents of this schema, or NULL. */
 const history_kind *history_kind_of(const json_t *doc);
+/* Which way is better for a metric: a registered kind's direction, else compare's reading of the
+ * name (+1 higher, -1 lower, 0 unknown). */
+int history_metric_direction(const char *metric);
 
 /* ---- recording ---- */
 

@@ -6,6 +6,7 @@
  * (Nout - 1)). Without them only vLLM's summary numbers come across, and compare says so. */
 #include "history/hist_internal.h"
 #include "metrics/summary.h"
+#include "metrics/sampleset.h"
 #include "results/results.h"
 #include <math.h>
 #include <stdlib.h>
@@ -28,7 +29,8 @@ static bool succeeded(const json_t *errors, size_t i) {
     return !e || json_is_null(e) || (json_is_string(e) && !*json_string_value(e));
 }
 
-/* samples from the per-request lists: ttfts (s), itls (lists of s), output_lens. */
+/* samples from the per-request lists: ttfts (s), itls (lists of s), output_lens; sample sets as a
+ * results file keeps them (sampleset.h: every sample, latencies in ns, output tokens in tokens). */
 static json_t *vllm_samples(const json_t *v, size_t *failed) {
     const json_t *ttfts = json_object_get(v, "ttfts"), *itls = json_object_get(v, "itls");
     const json_t *outs = json_object_get(v, "output_lens"), *errors = json_object_get(v, "errors");
@@ -38,9 +40,9 @@ static json_t *vllm_samples(const json_t *v, size_t *failed) {
     size_t n_itl = 0;
     for (size_t i = 0; i < json_array_size(itls); i++) n_itl += json_array_size(json_array_get(itls, i));
     double *ttft = malloc(n * sizeof *ttft), *e2el = malloc(n * sizeof *e2el), *tpot = malloc(n * sizeof *tpot);
-    double *gap = malloc((n_itl ? n_itl : 1) * sizeof *gap);
-    if (!ttft || !e2el || !tpot || !gap) { free(ttft); free(e2el); free(tpot); free(gap); return NULL; }
-    size_t k = 0, kt = 0, kg = 0;
+    double *toks = malloc(n * sizeof *toks), *gap = malloc((n_itl ? n_itl : 1) * sizeof *gap);
+    if (!ttft || !e2el || !tpot || !toks || !gap) { free(ttft); free(e2el); free(tpot); free(toks); free(gap); return NULL; }
+    size_t k = 0, kt = 0, kg = 0, ko = 0;
     for (size_t i = 0; i < n; i++) {
         if (!succeeded(errors, i)) { (*failed)++; continue; }
         double t = json_number_value(json_array_get(ttfts, i)) * 1000.0, sum = 0;
@@ -52,18 +54,25 @@ static json_t *vllm_samples(const json_t *v, size_t *failed) {
         }
         ttft[k] = t;
         e2el[k] = t + sum;
-        json_int_t out = json_integer_value(json_array_get(outs, i));
+        const json_t *o = json_array_get(outs, i);
+        json_int_t out = json_integer_value(o);
+        if (json_is_integer(o)) toks[ko++] = (double)out;
         if (out > 1) tpot[kt++] = sum / (double)(out - 1);
         k++;
     }
     json_t *s = json_object();
-    json_object_set_new(s, "unit", json_string("us"));
-    json_object_set_new(s, "max_per_metric", json_integer(2000));
-    json_object_set_new(s, "ttft", summary_samples_family(ttft, k));
-    json_object_set_new(s, "e2el", summary_samples_family(e2el, k));
-    if (kt) json_object_set_new(s, "tpot", summary_samples_family(tpot, kt));
-    if (kg) json_object_set_new(s, "itl", summary_samples_family(gap, kg));
-    free(ttft); free(e2el); free(tpot); free(gap);
+    json_object_set_new(s, "format", json_string(SAMPLESET_FORMAT));
+    json_object_set_new(s, "unit", json_string("ns"));
+    json_object_set_new(s, "rel_error", json_real(HDR_REL_ERROR));
+    json_object_set_new(s, "ttft", summary_samples_family(ttft, k, 1e6));
+    json_object_set_new(s, "e2el", summary_samples_family(e2el, k, 1e6));
+    if (kt) json_object_set_new(s, "tpot", summary_samples_family(tpot, kt, 1e6));
+    if (kg) json_object_set_new(s, "itl", summary_samples_family(gap, kg, 1e6));
+    if (ko) {
+        json_object_set_new(s, "out_tokens", summary_samples_family(toks, ko, 1));
+        json_object_set_new(s, "units", json_pack("{s:s}", "out_tokens", "tokens"));
+    }
+    free(ttft); free(e2el); free(tpot); free(toks); free(gap);
     return s;
 }
 

@@ -1,14 +1,15 @@
 /* pool — several runs of one configuration as one results document, so that compare's own
- * statistics (bootstrap intervals of the change, Mann–Whitney, gate rules) apply to "the last
- * five runs" as they apply to one file; and the noise band of a single run from its own samples.
+ * statistics (intervals sized by n, Mann–Whitney, gate rules) apply to "the last five runs" as
+ * they apply to one file; and the noise band of a single run from its own samples.
  *
- * Pooling puts the runs' requests together: each latency family's samples are concatenated (a
- * run stored as 2,000 quantiles weighs as 2,000 requests, so long runs weigh alike), and the
- * family statistics a gate reads (mean_ttft_ms, p99_ttft_ms, ...) are recomputed over the pooled
- * samples by the same function compare's bootstrap uses. Throughput intervals come from the
- * per-second timeline: the pooled timeline holds every run's interior seconds between a leading
- * and a trailing placeholder, which compare drops as it drops a run's partial first and last
- * second. Other numbers are the runs' mean (min and max: the extremes). */
+ * Pooling puts the runs' requests together: each family's sample sets (sampleset.h) are merged
+ * exactly — the set of the union of the runs' requests, n summed; an older file's 2,000 quantiles
+ * enter weighted as the n samples they stand for, as compare reads them — and the family
+ * statistics a gate reads (mean_ttft_ms, p99_ttft_ms, ...) are read off the merged set, as
+ * compare reads a set. Throughput intervals come from the per-second timeline: the pooled
+ * timeline holds every run's interior seconds between a leading and a trailing placeholder, which
+ * compare drops as it drops a run's partial first and last second. Other numbers are the runs'
+ * mean (min and max: the extremes). */
 #include "history/hist_internal.h"
 #include <math.h>
 #include <stdlib.h>
@@ -17,36 +18,37 @@
 bool hist_band(const json_t *doc, const char *metric, double *lo, double *hi) {
     compare_samples s;
     *lo = *hi = NAN;
-    if (compare_metric_samples_of(doc, metric, &s) < 0) return false;
-    int rc = infer_interval_one(s.stat, s.param, s.v, s.n, s.n_run, 0.95, lo, hi);
-    free(s.v);
+    if (compare_metric_samples_of(doc, metric, &s) < 0) { compare_samples_free(&s); return false; }
+    int rc = infer_interval_set_one(s.stat, s.param, &s.set, 0.95, lo, hi, NULL, 0);
+    compare_samples_free(&s);
+    *lo *= s.unit;
+    *hi *= s.unit;
     return rc == 0 && isfinite(*lo) && isfinite(*hi);
 }
 
-/* Every view's values of one samples family, concatenated; NULL when a view lacks it. */
+/* Every view's sample set of one family, merged; NULL when a view lacks it. A latency metric
+ * name reads the family (any statistic will do); "out_tokens" has none, so it is read directly. */
 static json_t *pool_family(json_t *const *views, size_t n, const char *family) {
-    json_t *vals = json_array();
-    json_int_t total = 0;
-    bool all = true;
-    for (size_t i = 0; i < n; i++) {
+    sampleset all;
+    sampleset_init(&all);
+    char metric[64];
+    snprintf(metric, sizeof metric, "mean_%s_ms", family);
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        compare_samples s;
         const json_t *f = json_object_get(json_object_get(views[i], "samples"), family);
-        const json_t *v = json_object_get(f, "values");
-        if (!json_is_array(v)) { json_decref(vals); return NULL; }
-        json_array_extend(vals, (json_t *)v);
-        total += json_integer_value(json_object_get(f, "n"));
-        const char *m = json_string_value(json_object_get(f, "method"));
-        all = all && m && !strcmp(m, "all");
+        if (!strcmp(family, "out_tokens")) {
+            sampleset_init(&s.set);
+            ok = json_object_get(f, "buckets") && sampleset_from_json(&s.set, f) == 0;
+        } else {
+            ok = compare_metric_samples_of(views[i], metric, &s) == 0;
+        }
+        ok = ok && sampleset_merge(&all, &s.set) == 0;
+        compare_samples_free(&s);
     }
-    json_t *out = json_object();
-    json_object_set_new(out, "values", vals);
-    json_object_set_new(out, "n", json_integer(total));
-    json_object_set_new(out, "method", json_string(all ? "all" : "quantiles"));
+    json_t *out = ok && all.n ? sampleset_to_json(&all) : NULL;
+    sampleset_free(&all);
     return out;
-}
-
-static int cmp_int(const void *a, const void *b) {
-    json_int_t x = json_integer_value(*(json_t *const *)a), y = json_integer_value(*(json_t *const *)b);
-    return (x > y) - (x < y);
 }
 
 static json_t *pool_samples(json_t *const *views, size_t n) {
@@ -56,24 +58,15 @@ static json_t *pool_samples(json_t *const *views, size_t n) {
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)first, k, v) {
-        if (!json_is_object(v)) { json_object_set(out, k, v); continue; }    /* unit, max_per_metric */
+        if (!json_is_object(v)) continue;                 /* format, unit, rel_error; set below */
+        if (!strcmp(k, "units")) { json_object_set(out, k, v); continue; }
         json_t *f = pool_family(views, n, k);
-        if (!f) continue;
-        /* ascending, as a results file keeps them (compare sorts when it must, but sorted input
-         * lets it skip that) */
-        json_t *vals = json_object_get(f, "values");
-        size_t len = json_array_size(vals);
-        json_t **items = malloc((len ? len : 1) * sizeof *items);
-        if (items) {
-            for (size_t i = 0; i < len; i++) items[i] = json_incref(json_array_get(vals, i));
-            qsort(items, len, sizeof *items, cmp_int);
-            json_t *sorted = json_array();
-            for (size_t i = 0; i < len; i++) json_array_append_new(sorted, items[i]);
-            json_object_set_new(f, "values", sorted);
-            free(items);
-        }
-        json_object_set_new(out, k, f);
+        if (f) json_object_set_new(out, k, f);
     }
+    /* the merged sets are sets whatever the runs kept (older files: quantile arrays) */
+    json_object_set_new(out, "format", json_string(SAMPLESET_FORMAT));
+    json_object_set_new(out, "unit", json_string("ns"));
+    json_object_set_new(out, "rel_error", json_real(HDR_REL_ERROR));
     return out;
 }
 
@@ -97,10 +90,11 @@ static bool prefixed(const char *s, const char *p) { return !strncmp(s, p, strle
 static double pooled_number(json_t *const *views, size_t n, const json_t *pooled, const char *key) {
     compare_samples s;
     if (!strstr(key, "throughput") && compare_metric_samples_of(pooled, key, &s) == 0) {
-        double x = infer_stat_value(s.stat, s.param, s.v, s.n);
-        free(s.v);
+        double x = infer_set_value(s.stat, s.param, &s.set) * s.unit;
+        compare_samples_free(&s);
         return x;
     }
+    compare_samples_free(&s);
     bool mn = prefixed(key, "min_"), mx = prefixed(key, "max_") && strstr(key, "_ms");
     double acc = NAN;
     size_t k = 0;

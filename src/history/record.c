@@ -27,16 +27,16 @@ static double results_value(const json_t *doc, const char *name) {
 static double sweep_value(const json_t *doc, const char *name) { return compare_sweep_headline(doc, name); }
 
 static const history_metric_def results_metrics[] = {
-    {"completed", "completed"}, {"failed", "failed"}, {"error_rate", NULL}, {"duration", "duration"},
-    {"request_throughput", "request_throughput"}, {"output_throughput", "output_throughput"},
-    {"total_token_throughput", "total_token_throughput"}, {"request_goodput", "request_goodput"},
-    {"max_output_tokens_per_s", "max_output_tokens_per_s"},
-    {"mean_ttft_ms", NULL}, {"median_ttft_ms", NULL}, {"p90_ttft_ms", NULL}, {"p99_ttft_ms", NULL},
-    {"mean_tpot_ms", NULL}, {"median_tpot_ms", NULL}, {"p90_tpot_ms", NULL}, {"p99_tpot_ms", NULL},
-    {"mean_itl_ms", NULL}, {"median_itl_ms", NULL}, {"p90_itl_ms", NULL}, {"p99_itl_ms", NULL},
-    {"mean_e2el_ms", NULL}, {"median_e2el_ms", NULL}, {"p90_e2el_ms", NULL}, {"p99_e2el_ms", NULL},
-    {"p99_ttft_from_schedule_ms", NULL}, {"p99_e2el_from_schedule_ms", NULL},
-    {NULL, NULL},
+    {"completed", "completed", 0}, {"failed", "failed", 0}, {"error_rate", NULL, 0}, {"duration", "duration", 0},
+    {"request_throughput", "request_throughput", 0}, {"output_throughput", "output_throughput", 0},
+    {"total_token_throughput", "total_token_throughput", 0}, {"request_goodput", "request_goodput", 0},
+    {"max_output_tokens_per_s", "max_output_tokens_per_s", 0},
+    {"mean_ttft_ms", NULL, 0}, {"median_ttft_ms", NULL, 0}, {"p90_ttft_ms", NULL, 0}, {"p99_ttft_ms", NULL, 0},
+    {"mean_tpot_ms", NULL, 0}, {"median_tpot_ms", NULL, 0}, {"p90_tpot_ms", NULL, 0}, {"p99_tpot_ms", NULL, 0},
+    {"mean_itl_ms", NULL, 0}, {"median_itl_ms", NULL, 0}, {"p90_itl_ms", NULL, 0}, {"p99_itl_ms", NULL, 0},
+    {"mean_e2el_ms", NULL, 0}, {"median_e2el_ms", NULL, 0}, {"p90_e2el_ms", NULL, 0}, {"p99_e2el_ms", NULL, 0},
+    {"p99_ttft_from_schedule_ms", NULL, 0}, {"p99_e2el_from_schedule_ms", NULL, 0},
+    {NULL, NULL, 0},
 };
 
 /* what a load run's workload is: the same model, dataset shape and load plan (and SLO, which
@@ -47,8 +47,8 @@ static const char *const results_keys[] = {
 };
 
 static const history_metric_def sweep_metrics[] = {
-    {"knee_load", NULL}, {"knee_output_throughput", NULL}, {"peak_output_throughput", NULL},
-    {"max_goodput", NULL}, {"max_goodput_load", NULL}, {"slo_boundary_load", NULL}, {NULL, NULL},
+    {"knee_load", NULL, 0}, {"knee_output_throughput", NULL, 0}, {"peak_output_throughput", NULL, 0},
+    {"max_goodput", NULL, 0}, {"max_goodput_load", NULL, 0}, {"slo_boundary_load", NULL, 0}, {NULL, NULL, 0},
 };
 
 static const char *const sweep_keys[] = {
@@ -58,8 +58,8 @@ static const char *const sweep_keys[] = {
 };
 
 static const history_metric_def tune_metrics[] = {
-    {"recommended_goodput_per_gpu", "recommendation.score"}, {"recommended_load", "recommendation.load"},
-    {"configurations", NULL}, {NULL, NULL},
+    {"recommended_goodput_per_gpu", "recommendation.score", 0}, {"recommended_load", "recommendation.load", 0},
+    {"configurations", NULL, 0}, {NULL, NULL, 0},
 };
 
 static double tune_value(const json_t *doc, const char *name) {
@@ -71,9 +71,10 @@ static double tune_value(const json_t *doc, const char *name) {
 }
 
 static const history_kind builtin[] = {
-    {"results", "dsperf.results/", results_metrics, results_keys, results_value},
-    {"sweep", "dsperf.sweep/", sweep_metrics, sweep_keys, sweep_value},
-    {"tune", "dsperf.tune/", tune_metrics, NULL, tune_value},
+    {.kind = "results", .schema_prefix = "dsperf.results/", .metrics = results_metrics, .config_keys = results_keys,
+     .value = results_value},
+    {.kind = "sweep", .schema_prefix = "dsperf.sweep/", .metrics = sweep_metrics, .config_keys = sweep_keys, .value = sweep_value},
+    {.kind = "tune", .schema_prefix = "dsperf.tune/", .metrics = tune_metrics, .value = tune_value},
 };
 
 #define MAX_KINDS 16
@@ -93,6 +94,13 @@ const history_kind *history_kind_of(const json_t *doc) {
     for (int i = 0; schema && i < n_kinds; i++)
         if (!strncmp(schema, kinds[i]->schema_prefix, strlen(kinds[i]->schema_prefix))) return kinds[i];
     return NULL;
+}
+
+int history_metric_direction(const char *metric) {
+    for (int i = 0; i < n_kinds; i++)
+        for (const history_metric_def *m = kinds[i]->metrics; m->name; m++)
+            if (m->direction && !strcmp(m->name, metric)) return m->direction;
+    return compare_metric_direction(metric);
 }
 
 /* "a.b.c" through objects. */
@@ -124,7 +132,7 @@ static double metric_value(const history_kind *k, const history_metric_def *m, c
 typedef struct {
     const history_kind *kind;
     const json_t *doc, *first;    /* first: the results the identity comes from (a sweep's first level) */
-    const char *producer, *endpoint, *model, *engine, *engine_version, *gpu_driver;
+    const char *producer, *endpoint, *model, *engine, *engine_version, *gpu_driver, *command, *version;
     char gpu_type[160];
     int gpu_count;
     int64_t run_time;
@@ -178,7 +186,7 @@ static json_t *comparable_config(const history_kind *k, const json_t *doc) {
     json_object_set_new(c, "kind", json_string(k->kind));
     if (k->config_keys) {
         for (const char *const *key = k->config_keys; *key; key++) {
-            const json_t *v = json_object_get(cfg, *key);
+            const json_t *v = strchr(*key, '.') ? at_path(doc, *key) : json_object_get(cfg, *key);
             if (v && !json_is_null(v)) json_object_set(c, *key, (json_t *)v);
         }
     } else if (json_is_object(cfg)) {
@@ -198,7 +206,7 @@ static int fill_row(hist_row *r, const json_t *doc, char *err, size_t errlen) {
     r->kind = history_kind_of(doc);
     if (!r->kind) {
         const char *schema = json_string_value(json_object_get(doc, "schema"));
-        snprintf(err, errlen, "cannot record a document with schema \"%s\" (dsperf records results, sweep and tune documents)",
+        snprintf(err, errlen, "cannot record a document with schema \"%s\" (dsperf records results, sweep, tune and drift documents)",
                  schema ? schema : "missing");
         return -1;
     }
@@ -208,8 +216,11 @@ static int fill_row(hist_row *r, const json_t *doc, char *err, size_t errlen) {
     if (json_is_object(lv0)) r->first = lv0;
     r->producer = json_string_value(json_object_get(doc, "producer"));
     if (!r->producer) r->producer = r->kind->kind;
-    r->endpoint = str_at(doc, "config.url");
-    r->model = str_at(r->first, "server.model_id");
+    const history_kind *k = r->kind;
+    r->endpoint = str_at(doc, k->endpoint_path ? k->endpoint_path : "config.url");
+    r->command = str_at(doc, k->command_path ? k->command_path : "command_line");
+    r->version = str_at(doc, k->version_path ? k->version_path : "version");
+    r->model = k->model_path ? str_at(doc, k->model_path) : str_at(r->first, "server.model_id");
     if (!r->model) r->model = str_at(doc, "config.model");
     if (!r->model) r->model = str_at(r->first, "config.model");
     r->engine = str_at(r->first, "server.engine");
@@ -228,7 +239,8 @@ static int fill_row(hist_row *r, const json_t *doc, char *err, size_t errlen) {
         if (src && strcmp(src, "unknown")) r->engine = src;
     }
     gpus_of(r);
-    r->run_time = parse_date(str_at(doc, "date"));
+    const json_t *when = at_path(doc, k->time_path ? k->time_path : "date");
+    r->run_time = json_is_number(when) ? (int64_t)json_number_value(when) : parse_date(json_string_value(when));
     if (!r->run_time) r->run_time = parse_date(str_at(r->first, "date"));
     if (!r->run_time) r->run_time = (int64_t)time(NULL);   /* a document without a date: when it was recorded */
     json_t *cfg = comparable_config(r->kind, doc);
@@ -309,8 +321,8 @@ static int insert_run(history *h, const hist_row *r, const history_record_opts *
     bind_text(st, i++, r->kind->kind);
     bind_text(st, i++, r->producer);
     bind_text(st, i++, json_string_value(json_object_get(d, "schema")));
-    bind_text(st, i++, json_string_value(json_object_get(d, "version")));
-    bind_text(st, i++, json_string_value(json_object_get(d, "command_line")));
+    bind_text(st, i++, r->version);
+    bind_text(st, i++, r->command);
     bind_text(st, i++, str_at(r->first, "environment.hostname"));
     bind_text(st, i++, r->endpoint);
     bind_text(st, i++, r->model);
@@ -352,7 +364,8 @@ static int insert_metrics(history *h, const hist_row *r, int64_t id, char *err, 
     for (const history_metric_def *m = r->kind->metrics; m->name; m++) {
         double v = metric_value(r->kind, m, r->doc), lo = NAN, hi = NAN;
         if (!isfinite(v)) continue;
-        hist_band(r->doc, m->name, &lo, &hi);
+        if (r->kind->band) r->kind->band(r->doc, m->name, &lo, &hi);
+        else hist_band(r->doc, m->name, &lo, &hi);
         sqlite3_reset(st);
         bind_text(st, 1, m->name);
         bind_text(st, 2, r->config_hash);

@@ -5,9 +5,10 @@
  * more squared error than 3 σ² ln(n), where σ is the run-to-run noise (the larger of the robust
  * spread of successive differences and the runs' own bands), and each side holds at least
  * min_runs runs. Each split is then tested the way `dsperf compare` tests two runs: the runs just
- * before it and just after it (up to `window` on each side, within its segment) are pooled and
- * compared with compare_runs, whose bootstrap interval of the change must exclude zero and whose
- * change must reach min_effect. Only a tested change is said to be one. */
+ * before it and just after it (up to `window` on each side, within its segment) are pooled (their
+ * sample sets merged) and compared with compare_runs, whose interval of the change (sized by the
+ * pooled n) must exclude zero and whose change must reach min_effect. Only a tested change is
+ * said to be one. */
 #include "history/hist_internal.h"
 #include <math.h>
 #include <stdlib.h>
@@ -341,7 +342,7 @@ static int select_series(history *h, const char *metric, const char *query, seri
         free(cfg);
         json_object_set_new(doc, "note", note ? json_string(note) : json_null());
         json_object_set_new(doc, "runs_without_metric", json_integer((json_int_t)(n > s->n ? n - s->n : 0)));
-        int dir = compare_metric_direction(metric);
+        int dir = history_metric_direction(metric);
         json_object_set_new(doc, "direction", json_string(dir > 0 ? "higher_is_better" : dir < 0 ? "lower_is_better" : "unknown"));
     }
     free(note);
@@ -467,7 +468,7 @@ static int cmp_rank(const void *a, const void *b) {
 }
 
 json_t *history_best(history *h, const char *metric, const char *query, int top, char *err, size_t errlen) {
-    int dir = compare_metric_direction(metric);
+    int dir = history_metric_direction(metric);
     if (!dir) {
         snprintf(err, errlen, "best: which way is better for '%s' is not known (latencies *_ms: lower; throughputs and "
                  "goodput: higher)", metric);

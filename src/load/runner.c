@@ -2,6 +2,7 @@
  * when one event loop would not keep up (see runner.h). */
 #include "load/runner.h"
 #include "common/clock.h"
+#include "metrics/request_metrics.h"
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
@@ -21,8 +22,9 @@ typedef struct {
     const dataset *ds;
     recset *recs;             /* this shard's records */
     client *c;
-    int shard, n_shards;
-    shard_counters *counters; /* [n_shards] */
+    int shard, n_shards;      /* of the whole plan (also across processes: load_plan.shard_total) */
+    int slot, n_slots;        /* this process's threads: counters[slot]; slot 0 reports progress */
+    shard_counters *counters; /* [n_slots] */
     int64_t t0_ns, first_arrival_ns;
     double lambda;            /* ramp: expected arrivals so far (operational time) */
     rng class_rng;            /* request classes are drawn from their own generator */
@@ -124,7 +126,10 @@ static double recent_ttft_p50_ms(const recset *rs) {
     int n = 0;
     for (size_t i = rs->n; i-- > 0 && n < 512;) {
         const record *r = &rs->v[i];
-        if (r->outcome == REC_OK && r->end_ns && r->first_ns && r->send_ns) v[n++] = (r->first_ns - r->send_ns) / 1e6;
+        if (r->outcome != REC_OK || !r->end_ns) continue;
+        req_metrics m;
+        req_metrics_of(r, &m);
+        if (m.has_ttft) v[n++] = m.ttft_ms;
     }
     if (!n) return NAN;
     /* small insertion sort: at most 512 values once a second */
@@ -145,7 +150,7 @@ static int64_t next_gap(run_state *s) {
 }
 
 static void publish(run_state *s) {
-    shard_counters *c = &s->counters[s->shard];
+    shard_counters *c = &s->counters[s->slot];
     size_t q = fifo_len(s);
     atomic_store_explicit(&c->sent, s->scheduled - q, memory_order_relaxed);
     atomic_store_explicit(&c->finished, s->finished, memory_order_relaxed);
@@ -156,7 +161,7 @@ static void publish(run_state *s) {
 
 static size_t sum_counter(const run_state *s, size_t off) {
     size_t t = 0;
-    for (int k = 0; k < s->n_shards; k++)
+    for (int k = 0; k < s->n_slots; k++)
         t += atomic_load_explicit((atomic_size_t *)((char *)&s->counters[k] + off), memory_order_relaxed);
     return t;
 }
@@ -199,7 +204,7 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
 
     for (;;) {
         int64_t now = clock_now_ns();
-        if (stop && *stop) { out->interrupted = true; break; }
+        if (stop && *stop) { out->interrupted = true; out->stop_code = (int)*stop; break; }
         int64_t wake = now + NS_PER_S;
         if (closed) {
             while (s.ready_n) {
@@ -231,7 +236,7 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
         if (now >= grace_end) { out->grace_expired = true; break; }
         if (grace_end < wake) wake = grace_end;
         publish(&s);
-        if (progress && s.shard == 0 && now >= next_progress) {
+        if (progress && s.slot == 0 && now >= next_progress) {
             size_t finished = sum_counter(&s, offsetof(shard_counters, finished));
             load_progress pr = {
                 .planned = whole->requests ? whole->requests + whole->warmup : 0,
@@ -248,13 +253,11 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
         if (next_progress < wake) wake = next_progress;
         client_poll(s.c, wake);
     }
-    /* whatever is still in flight or queued is cancelled, and says so */
+    /* whatever is still in flight or queued is cancelled by dsperf, and says why */
     client_abort_all(s.c, REC_ERR_CANCELLED);
-    while (fifo_len(&s)) {
-        record *r = &recs->v[s.fifo[s.fifo_head++ % s.fifo_cap]];
-        r->outcome = REC_ERR_CANCELLED;
-        if (!r->error) r->error = strdup("cancelled: never sent (still in the client queue when the run stopped)");
-    }
+    while (fifo_len(&s)) recs->v[s.fifo[s.fifo_head++ % s.fifo_cap]].outcome = REC_ERR_CANCELLED;
+    recset_mark_cancelled(recs, 0, !out->interrupted ? REC_CANCEL_DEADLINE
+                                   : out->stop_code == LOAD_STOP_EARLY ? REC_CANCEL_EARLY_STOP : REC_CANCEL_INTERRUPT);
     out->end_ns = clock_now_ns();
     publish(&s);
     client_free(s.c);
@@ -307,7 +310,9 @@ static int by_index(const void *a, const void *b) {
 int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recset *recs,
              volatile sig_atomic_t *stop, load_progress_fn progress, void *ctx,
              load_outcome *out, char *err, size_t errlen) {
-    int w = load_client_threads(p, p->client_threads);
+    /* a slice of a job's shards has its thread count set by the job (src/dist) */
+    int w = p->shard_total > 0 ? p->client_threads : load_client_threads(p, p->client_threads);
+    if (w < 1) { snprintf(err, errlen, "no client thread for this slice of the plan"); return -1; }
     shard_counters *counters = calloc((size_t)w, sizeof *counters);
     load_plan *plans = calloc((size_t)w, sizeof *plans);
     shard_job *jobs = calloc((size_t)w, sizeof *jobs);
@@ -317,23 +322,26 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    int64_t t0 = clock_now_ns();
+    int64_t t0 = p->start_ns > 0 ? p->start_ns : clock_now_ns();
+    /* shard g of W: g = k here, or this process's slice of a job's shards */
+    int W = p->shard_total > 0 ? p->shard_total : w, base = p->shard_total > 0 ? p->shard_base : 0;
     for (int k = 0; k < w; k++) {
         load_plan *q = &plans[k];
+        int g = base + k;
         *q = *p;
-        if (p->concurrency) q->concurrency = (int)share((size_t)p->concurrency, k, w);
-        if (p->max_concurrency) q->max_concurrency = (int)share((size_t)p->max_concurrency, k, w);
-        if (p->requests) q->requests = share(p->requests, k, w);
-        q->warmup = share(p->warmup, k, w);
-        if (!p->concurrency && !p->trace) { q->arr.rate_per_s = p->arr.rate_per_s / w; q->arr.ramp_from_per_s = p->arr.ramp_from_per_s / w; }
-        q->seed = p->seed + (uint64_t)k * 0x9e3779b97f4a7c15ULL;
-        jobs[k].s = (run_state){ .p = q, .ds = ds, .shard = k, .n_shards = w, .counters = counters, .t0_ns = t0,
-                                 .first_arrival_ns = t0 };
+        if (p->concurrency) q->concurrency = (int)share((size_t)p->concurrency, g, W);
+        if (p->max_concurrency) q->max_concurrency = (int)share((size_t)p->max_concurrency, g, W);
+        if (p->requests) q->requests = share(p->requests, g, W);
+        q->warmup = share(p->warmup, g, W);
+        if (!p->concurrency && !p->trace) { q->arr.rate_per_s = p->arr.rate_per_s / W; q->arr.ramp_from_per_s = p->arr.ramp_from_per_s / W; }
+        q->seed = p->seed + (uint64_t)g * 0x9e3779b97f4a7c15ULL;
+        jobs[k].s = (run_state){ .p = q, .ds = ds, .shard = g, .n_shards = W, .slot = k, .n_slots = w,
+                                 .counters = counters, .t0_ns = t0, .first_arrival_ns = t0 };
         if (!p->concurrency) {
             /* the shards' first arrivals interleave: a constant rate stays exactly constant, and
              * a trace keeps each request's own offset */
-            if (p->trace) jobs[k].s.first_arrival_ns = t0 + (ds->items[(size_t)k % ds->n].timestamp_ns - ds->items[0].timestamp_ns);
-            else if (p->arr.kind == ARRIVAL_CONSTANT && p->arr.rate_per_s > 0) jobs[k].s.first_arrival_ns = t0 + (int64_t)(k * 1e9 / p->arr.rate_per_s);
+            if (p->trace) jobs[k].s.first_arrival_ns = t0 + (ds->items[(size_t)g % ds->n].timestamp_ns - ds->items[0].timestamp_ns);
+            else if (p->arr.kind == ARRIVAL_CONSTANT && p->arr.rate_per_s > 0) jobs[k].s.first_arrival_ns = t0 + (int64_t)(g * 1e9 / p->arr.rate_per_s);
         }
         jobs[k].co = co;
         jobs[k].stop = stop;
@@ -354,7 +362,7 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
     for (int k = 1; k < w; k++) {
         if (jobs[k].started) pthread_join(th[k], NULL);
         if (jobs[k].rc && rc == 0) { rc = -1; snprintf(err, errlen, "%s", jobs[k].err); }
-        if (jobs[k].out.interrupted) out->interrupted = true;
+        if (jobs[k].out.interrupted) { out->interrupted = true; if (!out->stop_code) out->stop_code = jobs[k].out.stop_code; }
         if (jobs[k].out.grace_expired) out->grace_expired = true;
         if (jobs[k].out.end_ns > out->end_ns) out->end_ns = jobs[k].out.end_ns;
         recset *own = jobs[k].s.recs;

@@ -3,7 +3,9 @@
  * process; --max-concurrency caps in-flight requests and the excess waits in a client FIFO whose
  * wait is measured as queue time, never hidden). Every request gets a record whose sched_ns is
  * when the plan intended to send it. Stops by request count or duration (in-flight requests then
- * finish within a grace period), or early on *stop (Ctrl-C): what was measured is kept.
+ * finish within a grace period), or early on *stop (Ctrl-C, an early stop): what was measured is
+ * kept, and every request the runner cancels says why (record.cancel: the deadline, an interrupt
+ * or an early stop), so no request dsperf ended itself reads as a server failure.
  *
  * One client thread (an epoll loop over libcurl) ingests a few hundred thousand chunks a second
  * when chunks arrive in bursts, but only ~100k/s when each arrives alone. Past that the plan is
@@ -41,6 +43,12 @@ typedef struct {
     int n_classes;
     const dataset *const *class_ds;
     const double *class_weight;
+    /* one job over many processes (src/dist): this process runs the shards shard_base ..
+     * shard_base + its threads - 1 of shard_total, numbered as one process with shard_total
+     * threads would number them, so the job's schedule is that process's; shard_total 0: this
+     * process is the whole plan */
+    int shard_base, shard_total;
+    int64_t start_ns;         /* the plan's time zero on this clock (0: now); may lie ahead */
 } load_plan;
 
 /* How many client threads a plan gets: `threads` when > 0, else auto — one per 256 concurrent
@@ -57,10 +65,16 @@ typedef struct {
 
 typedef void (*load_progress_fn)(void *ctx, const load_progress *p);
 
+/* Values of *stop (load_run): why the caller stopped the run, which the requests cancelled in
+ * flight carry (record.h rec_cancel). Any other non-zero value counts as an interrupt. */
+#define LOAD_STOP_INTERRUPT 1   /* Ctrl-C / SIGTERM */
+#define LOAD_STOP_EARLY 2       /* the sweep's over-saturation early stop */
+
 typedef struct {
     int64_t start_ns;         /* first scheduled send */
     int64_t end_ns;
     bool interrupted;         /* stopped by *stop */
+    int stop_code;            /* *stop's value when it stopped the run (LOAD_STOP_*), 0 otherwise */
     bool grace_expired;       /* in-flight requests were cancelled at the end of the grace period */
     int client_threads;       /* client event loops the plan ran on */
 } load_outcome;

@@ -62,11 +62,7 @@ void hdr_merge(hdr_hist *dst, const hdr_hist *src) {
     } else {
         if (src->min < dst->min) dst->min = src->min;
         if (src->max > dst->max) dst->max = src->max;
-        /* Chan et al.'s pairwise combination of means and squared deviations */
-        double na = (double)dst->total, nb = (double)src->total, n = na + nb;
-        double delta = src->mean - dst->mean;
-        dst->mean += delta * nb / n;
-        dst->m2 += src->m2 + delta * delta * na * nb / n;
+        stats_merge_moments(&dst->mean, &dst->m2, (double)dst->total, src->mean, src->m2, (double)src->total);
     }
     dst->total += src->total;
     dst->saturated += src->saturated;

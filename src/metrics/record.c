@@ -1,6 +1,7 @@
 /* record — storage for per-request measurements. */
 #include "metrics/record.h"
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const outcome_names[REC_OUTCOME_COUNT] = {
@@ -91,4 +92,40 @@ void recset_free(recset *s) {
     for (size_t i = 0; i < s->n; i++) record_free(&s->v[i]);
     free(s->v);
     memset(s, 0, sizeof *s);
+}
+
+static const char *const end_names[REC_END_COUNT] = {
+    "completed", "server_error", "client_deadline", "interrupt", "early_stop",
+};
+
+const char *rec_end_name(rec_end e) { return (unsigned)e < REC_END_COUNT ? end_names[e] : "unknown"; }
+
+rec_end record_end(const record *r) {
+    if (r->outcome == REC_OK) return REC_END_COMPLETED;
+    if (r->outcome != REC_ERR_CANCELLED) return REC_END_SERVER_ERROR;
+    switch ((rec_cancel)r->cancel) {
+    case REC_CANCEL_INTERRUPT: return REC_END_INTERRUPT;
+    case REC_CANCEL_EARLY_STOP: return REC_END_EARLY_STOP;
+    default: return REC_END_DEADLINE;
+    }
+}
+
+void recset_mark_cancelled(recset *s, size_t from, rec_cancel why) {
+    static const char *const what[REC_CANCEL_COUNT] = {
+        NULL,
+        "the run's time (--duration + --grace) ran out while it was in flight or queued",
+        "the run was interrupted (Ctrl-C / SIGTERM)",
+        "the sweep stopped this over-saturated level early",
+    };
+    for (size_t i = from; i < s->n; i++) {
+        record *r = &s->v[i];
+        if (r->outcome != REC_ERR_CANCELLED || r->cancel != REC_CANCEL_NONE) continue;
+        r->cancel = (uint8_t)why;
+        if ((unsigned)why >= REC_CANCEL_COUNT || !what[why]) continue;
+        char buf[200];
+        snprintf(buf, sizeof buf, "cancelled by dsperf, not a server failure: %s%s", what[why],
+                 r->send_ns > 0 ? "" : " (never sent: it was still in the client queue)");
+        free(r->error);
+        r->error = strdup(buf);
+    }
 }

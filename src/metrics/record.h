@@ -14,7 +14,7 @@ typedef enum {
     REC_ERR_STREAM,     /* an `error:` event or an error object inside the stream */
     REC_ERR_TRUNCATED,  /* the stream ended before [DONE] / finish_reason (dropped connection) */
     REC_ERR_JSON,       /* a data message that is not valid JSON, or a non-SSE/non-JSON body */
-    REC_ERR_CANCELLED,  /* still in flight when the run was stopped (Ctrl-C, grace timeout) */
+    REC_ERR_CANCELLED,  /* ended by dsperf itself, not the server: `cancel` says why. Not a failure */
     REC_OUTCOME_COUNT
 } rec_outcome;
 
@@ -22,11 +22,29 @@ typedef enum {
  * "invalid_json", "cancelled"). */
 const char *rec_outcome_name(rec_outcome o);
 
+/* Why dsperf cancelled a request (outcome REC_ERR_CANCELLED). A request dsperf ended itself says
+ * nothing about the server: it is neither a success nor a failure, and it is left out of the
+ * error counts, the error-adjusted percentiles and --max-error-rate. */
+typedef enum {
+    REC_CANCEL_NONE = 0,
+    REC_CANCEL_DEADLINE,    /* the run or sweep level ended (--duration + --grace) while it was in flight or queued */
+    REC_CANCEL_INTERRUPT,   /* Ctrl-C / SIGTERM, or a monitor stopping */
+    REC_CANCEL_EARLY_STOP,  /* the sweep stopped an over-saturated level */
+    REC_CANCEL_COUNT
+} rec_cancel;
+
+/* Who ended a request and why, one word each: "completed", "server_error" (the outcome names the
+ * class), "client_deadline", "interrupt", "early_stop". */
+typedef enum { REC_END_COMPLETED = 0, REC_END_SERVER_ERROR, REC_END_DEADLINE, REC_END_INTERRUPT, REC_END_EARLY_STOP,
+               REC_END_COUNT } rec_end;
+const char *rec_end_name(rec_end e);
+
 typedef struct {
     uint32_t index;            /* position in the load plan */
     uint16_t class_id;         /* request class (tenant); 0 when there is one */
     uint8_t outcome;           /* rec_outcome */
     uint8_t warmup;            /* 1: excluded from statistics */
+    uint8_t cancel;            /* rec_cancel: why dsperf ended it (outcome REC_ERR_CANCELLED) */
     int32_t http_status;       /* 0 when no response */
     int64_t sched_ns;          /* when the plan intended to send it */
     int64_t send_ns;           /* just before the request bytes were written */
@@ -48,6 +66,10 @@ typedef struct {
 
 /* Output tokens: the server's usage when given, else the client's count, else the chunk count. */
 int32_t record_out_tokens(const record *r);
+/* Who ended r and why (a cancelled record without a reason counts as the client's deadline). */
+rec_end record_end(const record *r);
+/* A failure the server is answerable for: any outcome but ok and cancelled. */
+static inline int record_failed(const record *r) { return r->outcome != 0 && r->outcome != REC_ERR_CANCELLED; }
 
 /* A growable array of records that owns their chunk arrays and error strings. */
 typedef struct {
@@ -58,6 +80,9 @@ typedef struct {
 void recset_init(recset *s);
 record *recset_add(recset *s);           /* zeroed record with -1 token fields; NULL on OOM */
 void recset_free(recset *s);
+/* Marks every cancelled record of s[from..] that has no reason yet with `why` and a message
+ * saying so ("cancelled by dsperf: ..."), replacing the client's generic one. */
+void recset_mark_cancelled(recset *s, size_t from, rec_cancel why);
 /* Appends one chunk arrival to r (grows its arrays). tokens may be 0 for unknown → counted as 1. */
 int record_add_chunk(record *r, int64_t t_ns, unsigned tokens);
 void record_free(record *r);

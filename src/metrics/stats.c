@@ -78,3 +78,9 @@ double stats_percentile_sorted(const double *sorted, size_t n, double p) {
     if (isinf(b)) return t > 0.0 ? b : a;
     return stats_lerp(a, b, t);
 }
+
+void stats_merge_moments(double *mean, double *m2, double n, double mean_b, double m2_b, double n_b) {
+    double nt = n + n_b, d = mean_b - *mean;
+    *mean += d * n_b / nt;
+    *m2 += m2_b + d * d * n * n_b / nt;
+}

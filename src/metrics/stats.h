@@ -33,6 +33,10 @@ double stats_max(const double *v, size_t n);
  * +inf. */
 double stats_percentile_sorted(const double *sorted, size_t n, double p);
 
+/* Chan et al.'s combination of two sets' means and sums of squared deviations: (*mean, *m2) over
+ * n samples merged with (mean_b, m2_b) over n_b (both n > 0); exact up to double rounding. */
+void stats_merge_moments(double *mean, double *m2, double n, double mean_b, double m2_b, double n_b);
+
 /* numpy's lerp a + (b-a)·t, evaluated from b's side when t >= 0.5 (numpy does the same so that
  * t = 1 gives b exactly); shared with the histogram. */
 double stats_lerp(double a, double b, double t);

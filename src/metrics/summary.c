@@ -17,6 +17,8 @@
 #include "common/units.h"
 #include "metrics/stats.h"
 #include "metrics/hdr.h"
+#include "metrics/request_metrics.h"
+#include "metrics/sampleset.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,27 +92,34 @@ typedef struct {
     stats_samples ttft, tpot, e2el, queue, ttft_fs, e2el_fs;  /* ms, successful requests */
     stats_samples ttft_ea, e2el_ea, ttft_fs_ea, e2el_fs_ea;    /* ms, + +inf per failure */
     stats_samples queue_sent;     /* ms, every sent request, less connection setup: the client-lag check */
+    stats_samples out_tok;        /* output tokens of each successful request */
+    stats_samples trend_t, trend_v;  /* open loop: sched time (s) and TTFT from schedule (ms), the overload check */
     size_t new_conns;             /* requests that opened a new connection */
     double connect_ms_sum;
     hdr_hist *itl, *itl_tok;      /* ns: chunk view, per-token view */
     uint64_t multi_token_chunks;  /* later chunks (k >= 1) carrying m > 1 tokens */
     long total, completed, failed, warmup, good;
+    long ended[REC_END_COUNT];    /* who ended each request and why */
     long errors[REC_OUTCOME_COUNT];
     long long in_tokens, out_tokens, in_tokens_server, out_tokens_client;
     long n_in_server, n_out_client, mismatches;
+    double max_tokens_sum;
+    long n_max_tokens;
     int64_t first_send, last_send, last_end;
     long sends;
+    const summary_parts *parts;   /* chunk-level inputs from elsewhere (NULL: from the records) */
 } acc;
 
 static void acc_free(acc *a) {
     stats_samples *all[] = { &a->ttft, &a->tpot, &a->e2el, &a->queue, &a->ttft_fs, &a->e2el_fs,
-                             &a->ttft_ea, &a->e2el_ea, &a->ttft_fs_ea, &a->e2el_fs_ea, &a->queue_sent };
+                             &a->ttft_ea, &a->e2el_ea, &a->ttft_fs_ea, &a->e2el_fs_ea, &a->queue_sent,
+                             &a->out_tok, &a->trend_t, &a->trend_v };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) stats_free(all[i]);
     free(a->itl);
     free(a->itl_tok);
 }
 
-static int64_t rec_end(const record *r) {
+static int64_t rec_end_time(const record *r) {
     return r->end_ns > r->last_ns ? r->end_ns : r->last_ns;
 }
 
@@ -118,51 +127,53 @@ static int64_t rec_queue_ns(const record *r) {
     return r->sched_ns > 0 && r->send_ns >= r->sched_ns ? r->send_ns - r->sched_ns : 0;
 }
 
-/* A request meets the SLOs when every given one holds (vLLM: metric <= SLO; TPOT counts as 0
- * for Nout <= 1). A missing TTFT (no content chunk) fails a TTFT SLO. */
-static int meets_slo(const summary_opts *o, int has_ttft, double ttft_ms, double tpot_ms, double e2el_ms) {
-    if (o->slo_ttft_ms > 0 && (!has_ttft || ttft_ms > o->slo_ttft_ms)) return 0;
-    if (o->slo_tpot_ms > 0 && tpot_ms > o->slo_tpot_ms) return 0;
-    if (o->slo_e2el_ms > 0 && e2el_ms > o->slo_e2el_ms) return 0;
-    return 1;
+/* One record's chunk gaps into the pooled ITL histograms. */
+static void add_itl(hdr_hist *itl, hdr_hist *itl_tok, uint64_t *multi_token_chunks, const record *r) {
+    for (uint32_t k = 1; r->chunk_ns && k < r->n_chunks; k++) {
+        int64_t gap = r->chunk_ns[k] - r->chunk_ns[k - 1];
+        unsigned m = r->chunk_tokens && r->chunk_tokens[k] > 0 ? r->chunk_tokens[k] : 1;
+        if (itl) hdr_record(itl, gap, 1);
+        /* per-token view: the gap before a chunk of m tokens is m gaps of gap/m */
+        if (itl_tok) hdr_record(itl_tok, llround((double)gap / m), m);
+        if (m > 1) (*multi_token_chunks)++;
+    }
+}
+
+/* One record's output tokens into 1 s bins from t0 (tokens outside [t0, t0 + bins s) are left out). */
+static void add_tokens(long *tokens, size_t bins, int64_t t0, const record *r) {
+    for (uint32_t k = 0; r->chunk_ns && k < r->n_chunks; k++) {
+        int64_t t = r->chunk_ns[k];
+        if (t < t0 || (size_t)((t - t0) / (int64_t)NS_PER_S) >= bins) continue;
+        tokens[(t - t0) / (int64_t)NS_PER_S] += r->chunk_tokens && r->chunk_tokens[k] ? r->chunk_tokens[k] : 1;
+    }
 }
 
 static int add_ok(acc *a, const record *r, const summary_opts *o) {
     int rc = 0;
-    int has_ttft = r->n_chunks > 0 && r->first_ns > 0;
-    double ttft = has_ttft ? (double)(r->first_ns - r->send_ns) / NS_PER_MS : NAN;
-    int64_t last = r->last_ns > 0 ? r->last_ns : r->end_ns;
-    double e2el = (double)(last - r->send_ns) / NS_PER_MS;
-    double q = (double)rec_queue_ns(r) / NS_PER_MS;
-    int32_t nout = record_out_tokens(r);
-    double tpot = 0;
-    if (has_ttft) {
-        rc |= stats_add(&a->ttft, ttft) | stats_add(&a->ttft_fs, ttft + q);
-        rc |= stats_add(&a->ttft_ea, ttft) | stats_add(&a->ttft_fs_ea, ttft + q);
-        if (nout > 1) {
-            tpot = (e2el - ttft) / (double)(nout - 1);
-            rc |= stats_add(&a->tpot, tpot);
-        }
+    req_metrics m;
+    req_metrics_of(r, &m);
+    if (m.has_ttft) {
+        rc |= stats_add(&a->ttft, m.ttft_ms) | stats_add(&a->ttft_fs, m.ttft_from_schedule_ms);
+        rc |= stats_add(&a->ttft_ea, m.ttft_ms) | stats_add(&a->ttft_fs_ea, m.ttft_from_schedule_ms);
+        if (isfinite(m.tpot_ms)) rc |= stats_add(&a->tpot, m.tpot_ms);
+        if (r->sched_ns > 0 && o->intended_rate_per_s > 0)
+            rc |= stats_add(&a->trend_t, (double)r->sched_ns / NS_PER_S) | stats_add(&a->trend_v, m.ttft_from_schedule_ms);
     }
-    rc |= stats_add(&a->e2el, e2el) | stats_add(&a->e2el_fs, e2el + q);
-    rc |= stats_add(&a->e2el_ea, e2el) | stats_add(&a->e2el_fs_ea, e2el + q);
-    rc |= stats_add(&a->queue, q);
-    for (uint32_t k = 1; k < r->n_chunks; k++) {
-        int64_t gap = r->chunk_ns[k] - r->chunk_ns[k - 1];
-        unsigned m = r->chunk_tokens && r->chunk_tokens[k] > 0 ? r->chunk_tokens[k] : 1;
-        hdr_record(a->itl, gap, 1);
-        /* per-token view: the gap before a chunk of m tokens is m gaps of gap/m */
-        hdr_record(a->itl_tok, llround((double)gap / m), m);
-        if (m > 1) a->multi_token_chunks++;
+    if (isfinite(m.e2el_ms)) {
+        rc |= stats_add(&a->e2el, m.e2el_ms) | stats_add(&a->e2el_fs, m.e2el_from_schedule_ms);
+        rc |= stats_add(&a->e2el_ea, m.e2el_ms) | stats_add(&a->e2el_fs_ea, m.e2el_from_schedule_ms);
     }
+    rc |= stats_add(&a->queue, m.queue_ms) | stats_add(&a->out_tok, (double)m.out_tokens);
+    if (!a->parts) add_itl(a->itl, a->itl_tok, &a->multi_token_chunks, r);
     a->completed++;
-    a->out_tokens += nout;
+    a->out_tokens += m.out_tokens;
     a->in_tokens += r->in_tokens >= 0 ? r->in_tokens : (r->in_tokens_server >= 0 ? r->in_tokens_server : 0);
     if (r->in_tokens_server >= 0) { a->in_tokens_server += r->in_tokens_server; a->n_in_server++; }
     if (r->out_tokens_client >= 0) { a->out_tokens_client += r->out_tokens_client; a->n_out_client++; }
     if (r->out_tokens_server >= 0 && r->out_tokens_client >= 0 && r->out_tokens_server != r->out_tokens_client)
         a->mismatches++;
-    if (meets_slo(o, has_ttft, ttft, tpot, e2el)) a->good++;
+    req_slo slo = { o->slo_ttft_ms, o->slo_tpot_ms, o->slo_e2el_ms };
+    if (req_meets_slo(&slo, &m)) a->good++;
     return rc;
 }
 
@@ -179,10 +190,16 @@ static int accumulate(acc *a, const recset *recs, const summary_opts *o) {
     if (!a->itl || !a->itl_tok) return -1;
     hdr_init(a->itl);
     hdr_init(a->itl_tok);
+    if (a->parts) {
+        if (a->parts->itl) hdr_merge(a->itl, a->parts->itl);
+        if (a->parts->itl_tok) hdr_merge(a->itl_tok, a->parts->itl_tok);
+        a->multi_token_chunks = a->parts->multi_token_chunks;
+    }
     for (size_t i = 0; i < recs->n; i++) {
         const record *r = &recs->v[i];
         if (r->warmup) { a->warmup++; continue; }
         a->total++;
+        if (r->max_tokens >= 0) { a->max_tokens_sum += r->max_tokens; a->n_max_tokens++; }
         if (r->send_ns > 0) {
             if (!a->sends || r->send_ns < a->first_send) a->first_send = r->send_ns;
             if (!a->sends || r->send_ns > a->last_send) a->last_send = r->send_ns;
@@ -192,7 +209,10 @@ static int accumulate(acc *a, const recset *recs, const summary_opts *o) {
             if (stats_add(&a->queue_sent, (double)(q > 0 ? q : 0) / NS_PER_MS)) return -1;
             if (r->connect_ns > 0) { a->new_conns++; a->connect_ms_sum += r->connect_ns / 1e6; }
         }
-        if (rec_end(r) > a->last_end) a->last_end = rec_end(r);
+        if (rec_end_time(r) > a->last_end) a->last_end = rec_end_time(r);
+        a->ended[record_end(r)]++;
+        /* a request dsperf cancelled itself is neither a success nor a failure */
+        if (r->outcome == REC_ERR_CANCELLED) continue;
         if ((r->outcome == REC_OK ? add_ok(a, r, o) : add_failed(a, r)) != 0) return -1;
     }
     return 0;
@@ -227,60 +247,51 @@ static void emit_exact(json_t *obj, const char *name, stats_samples *s, const su
 }
 
 /* ---- samples, so two runs can be compared with statistics (dsperf compare) ----
- * Per metric, the values in integer microseconds, ascending: every value when there are at most
- * SAMPLES_MAX, otherwise SAMPLES_MAX evenly spaced quantiles ((k + 0.5) / m). Quantiles keep the
- * file small at any run length and keep the shape; a bootstrap on m < n points gives wider
- * intervals than the full run would, so compare errs towards "noise". Pooled ITL comes from
- * its histogram. */
-#define SAMPLES_MAX 2000
-
-static json_t *sample_values(const stats_samples *s, json_t **method) {
-    json_t *arr = json_array();
-    size_t m = s->n < SAMPLES_MAX ? s->n : SAMPLES_MAX;
-    for (size_t k = 0; k < m; k++) {
-        double v = m == s->n ? s->v[k] : stats_percentile_sorted(s->v, s->n, ((double)k + 0.5) * 100.0 / (double)m);
-        json_array_append_new(arr, json_integer((json_int_t)llround(v * 1000.0)));
-    }
-    *method = json_string(m == s->n ? "all" : "quantiles");
-    return arr;
+ * Every sample of every request-level metric, at any run length, as a sample set (sampleset.h:
+ * the HDR buckets with exact n, min, max, mean and m2; a few kilobytes per metric): compare sizes
+ * its intervals by the run's true n, and runs merge exactly. Latencies in ns; "out_tokens" (output
+ * tokens per successful request, which relates request to token throughput) in tokens. Pooled ITL
+ * comes from its histogram. */
+static json_t *set_json(hdr_hist *h, const stats_samples *s, double scale) {
+    hdr_init(h);
+    for (size_t i = 0; s && i < s->n; i++) hdr_record(h, llround(s->v[i] * scale), 1);
+    sampleset ss;
+    sampleset_init(&ss);
+    json_t *j = sampleset_from_hdr(&ss, h) == 0 ? sampleset_to_json(&ss) : NULL;
+    sampleset_free(&ss);
+    return j ? j : json_null();
 }
 
-json_t *summary_samples_family(double *ms, size_t n) {
-    stats_samples s = { .v = ms, .n = n, .cap = n, .sorted = 0 };
-    stats_sort(&s);
-    json_t *m = json_object(), *method;
-    json_object_set_new(m, "values", sample_values(&s, &method));
-    json_object_set_new(m, "n", json_integer((json_int_t)n));
-    json_object_set_new(m, "method", method);
-    return m;
+json_t *summary_samples_family(const double *v, size_t n, double scale) {
+    hdr_hist *h = malloc(sizeof *h);
+    if (!h) return json_null();
+    stats_samples s = { .v = (double *)v, .n = n, .cap = n };
+    json_t *j = set_json(h, &s, scale);
+    free(h);
+    return j;
 }
 
 static json_t *samples_json(acc *a) {
     json_t *o = json_object();
-    json_object_set_new(o, "unit", json_string("us"));
-    json_object_set_new(o, "max_per_metric", json_integer(SAMPLES_MAX));
-    struct { const char *name; stats_samples *s; } exact[] = {
-        {"ttft", &a->ttft}, {"tpot", &a->tpot}, {"e2el", &a->e2el}, {"queue", &a->queue},
-        {"ttft_from_schedule", &a->ttft_fs}, {"e2el_from_schedule", &a->e2el_fs},
+    hdr_hist *h = malloc(sizeof *h);
+    if (!h) return o;
+    json_object_set_new(o, "format", json_string(SAMPLESET_FORMAT));
+    json_object_set_new(o, "unit", json_string("ns"));
+    json_object_set_new(o, "rel_error", json_real(HDR_REL_ERROR));
+    struct { const char *name; stats_samples *s; double scale; } exact[] = {
+        {"ttft", &a->ttft, NS_PER_MS}, {"tpot", &a->tpot, NS_PER_MS}, {"e2el", &a->e2el, NS_PER_MS},
+        {"queue", &a->queue, NS_PER_MS}, {"ttft_from_schedule", &a->ttft_fs, NS_PER_MS},
+        {"e2el_from_schedule", &a->e2el_fs, NS_PER_MS}, {"out_tokens", &a->out_tok, 1},
     };
-    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
-        stats_sort(exact[i].s);
-        json_t *m = json_object(), *method;
-        json_object_set_new(m, "values", sample_values(exact[i].s, &method));
-        json_object_set_new(m, "n", json_integer((json_int_t)exact[i].s->n));
-        json_object_set_new(m, "method", method);
-        json_object_set_new(o, exact[i].name, m);
-    }
-    uint64_t n_itl = a->itl->total, m_itl = n_itl < SAMPLES_MAX ? n_itl : SAMPLES_MAX;
-    json_t *itl = json_object(), *arr = json_array();
-    double *q = m_itl ? malloc(m_itl * sizeof *q) : NULL;
-    if (q) hdr_quantiles(a->itl, m_itl, q);
-    for (uint64_t k = 0; q && k < m_itl; k++) json_array_append_new(arr, json_integer((json_int_t)llround(q[k] / 1000.0)));
-    free(q);
-    json_object_set_new(itl, "values", arr);
-    json_object_set_new(itl, "n", json_integer((json_int_t)n_itl));
-    json_object_set_new(itl, "method", json_string("quantiles"));
-    json_object_set_new(o, "itl", itl);
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+        json_object_set_new(o, exact[i].name, set_json(h, exact[i].s, exact[i].scale));
+    sampleset ss;
+    sampleset_init(&ss);
+    json_t *itl = sampleset_from_hdr(&ss, a->itl) == 0 ? sampleset_to_json(&ss) : NULL;
+    sampleset_free(&ss);
+    json_object_set_new(o, "itl", itl ? itl : json_null());
+    json_object_set_new(o, "units", json_pack("{s:s}", "out_tokens", "tokens"));
+    free(h);
     return o;
 }
 
@@ -319,6 +330,7 @@ static void emit_error_adjusted(json_t *obj, const char *name, stats_samples *s,
 static json_t *errors_json(const acc *a, const recset *recs) {
     json_t *e = json_object(), *st = json_object();
     for (int k = REC_ERR_CONNECT; k < REC_OUTCOME_COUNT; k++) {
+        if (k == REC_ERR_CANCELLED) continue;     /* dsperf's own cancellations are no error: see "ended" */
         json_object_set_new(e, rec_outcome_name((rec_outcome)k), json_integer(a->errors[k]));
         if (k == REC_ERR_HTTP) json_object_set(e, "http_status", st);
     }
@@ -399,33 +411,33 @@ static int timeline(const recset *recs, const acc *a, timeline_out *out) {
         if (r->warmup) continue;
         if (r->send_ns <= 0) {
             /* never sent (cancelled while waiting in the client): queued until it was dropped */
-            if (r->sched_ns > 0 && rec_end(r) > r->sched_ns) {
+            if (r->sched_ns > 0 && rec_end_time(r) > r->sched_ns) {
                 qev[nq++] = (tl_event){ r->sched_ns, +1 };
-                qev[nq++] = (tl_event){ rec_end(r), -1 };
+                qev[nq++] = (tl_event){ rec_end_time(r), -1 };
             }
-            size_t fb = BIN(rec_end(r));
-            if (r->outcome != REC_OK && fb != (size_t)-1) failed[fb]++;
+            size_t fb = BIN(rec_end_time(r));
+            if (record_failed(r) && fb != (size_t)-1) failed[fb]++;
             continue;
         }
-        int64_t end = rec_end(r);
+        int64_t end = rec_end_time(r);
         if (end < r->send_ns) end = r->send_ns;
         size_t b = BIN(r->send_ns);
         if (b != (size_t)-1) started[b]++;
         b = BIN(end);
-        if (b != (size_t)-1) (r->outcome == REC_OK ? finished : failed)[b]++;
+        if (b != (size_t)-1 && r->outcome == REC_OK) finished[b]++;
+        else if (b != (size_t)-1 && record_failed(r)) failed[b]++;
         ev[nev++] = (tl_event){ r->send_ns, +1 };
         ev[nev++] = (tl_event){ end, -1 };
         if (r->sched_ns > 0 && r->sched_ns < r->send_ns) {
             qev[nq++] = (tl_event){ r->sched_ns, +1 };
             qev[nq++] = (tl_event){ r->send_ns, -1 };
         }
-        if (r->outcome != REC_OK) continue;
-        for (uint32_t k = 0; k < r->n_chunks; k++) {
-            b = BIN(r->chunk_ns[k]);
-            if (b != (size_t)-1) tokens[b] += r->chunk_tokens && r->chunk_tokens[k] ? r->chunk_tokens[k] : 1;
-        }
+        if (r->outcome == REC_OK && !a->parts) add_tokens(tokens, bins, t0, r);
     }
 #undef BIN
+    /* parts: the bins were made on the same axis (summary_axis) where the chunks are */
+    if (a->parts && a->parts->tokens && a->parts->first_send_ns == t0)
+        for (size_t b = 0; b < bins && b < a->parts->n_bins; b++) tokens[b] = a->parts->tokens[b];
     out->peak_in_flight = sweep_max(ev, nev, t0, inflight, bins);
     sweep_max(qev, nq, t0, queued, bins);
     for (size_t b = 0; b < bins; b++) if (tokens[b] > out->peak_tokens) out->peak_tokens = tokens[b];
@@ -484,11 +496,97 @@ static void client_lag(json_t *obj, const acc *a, stats_samples *qs, const summa
     }
 }
 
+/* ---- did the server keep up with the offered load? (open loop) ----
+ * Rule: overloaded when the server completed requests at under 97 % of the intended rate and the
+ * TTFT from schedule grew through the run: its median over the last fifth of the requests (by
+ * scheduled time) is at least twice, and at least 100 ms above, the median over the first fifth.
+ * Both together: a short run whose last requests are still finishing has the first without the
+ * second, and a burst that passes has the second without the first. An overloaded run's latencies
+ * grow with its length (the queue does): they describe no steady state. Closed loop cannot
+ * overload this way (the server sets the pace), so the fields are null there. */
+typedef struct { double t, v; } tv_pair;
+
+static int cmp_tv(const void *x, const void *y) {
+    const tv_pair *a = x, *b = y;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+static double median_of(double *v, size_t n) {
+    stats_samples s = { .v = v, .n = n, .cap = n };
+    stats_sort(&s);
+    return stats_percentile_sorted(v, n, 50);
+}
+
+static void overload(json_t *obj, acc *a, const summary_opts *o, double served) {
+    size_t n = a->trend_t.n;
+    bool open = o->intended_rate_per_s > 0;
+    double first = NAN, last = NAN;
+    if (open && n >= 10) {
+        tv_pair *p = malloc(n * sizeof *p);
+        double *v = malloc(n * sizeof *v);
+        if (p && v) {
+            for (size_t i = 0; i < n; i++) p[i] = (tv_pair){ a->trend_t.v[i], a->trend_v.v[i] };
+            qsort(p, n, sizeof *p, cmp_tv);
+            size_t f = n / 5;
+            for (size_t i = 0; i < f; i++) v[i] = p[i].v;
+            first = median_of(v, f);
+            for (size_t i = 0; i < f; i++) v[i] = p[n - f + i].v;
+            last = median_of(v, f);
+        }
+        free(p);
+        free(v);
+    }
+    bool slow = open && isfinite(served) && served < 0.97 * o->intended_rate_per_s;
+    bool grew = isfinite(first) && isfinite(last) && last >= 2 * first && last - first >= 100;
+    json_object_set_new(obj, "ttft_from_schedule_first_fifth_ms", jreal(first));
+    json_object_set_new(obj, "ttft_from_schedule_last_fifth_ms", jreal(last));
+    json_object_set_new(obj, "served_fraction", open && isfinite(served) ? json_real(served / o->intended_rate_per_s) : json_null());
+    json_object_set_new(obj, "server_overloaded", open && n >= 10 ? json_boolean(slow && grew) : json_null());
+    char why[320];
+    if (slow && grew) {
+        snprintf(why, sizeof why, "offered %.2f req/s, served %.2f req/s (%.0f%%); TTFT from schedule grew from %.0f ms "
+                 "(first fifth of the requests) to %.0f ms (last fifth)", o->intended_rate_per_s, served,
+                 100 * served / o->intended_rate_per_s, first, last);
+        json_object_set_new(obj, "server_overload_reason", json_string(why));
+    } else {
+        json_object_set_new(obj, "server_overload_reason", json_null());
+    }
+}
+
 /* ---- assembly ---- */
 
-json_t *summary_compute(const recset *recs, const summary_opts *o) {
+json_t *summary_compute(const recset *recs, const summary_opts *o) { return summary_compute_parts(recs, o, NULL); }
+
+static int in_class(const record *r, int class_id) { return class_id < 0 || r->class_id == class_id; }
+
+void summary_axis(const recset *recs, int class_id, int64_t *first_send_ns, size_t *n_bins) {
+    int64_t first = 0, last = 0;
+    long sends = 0;
+    for (size_t i = 0; i < recs->n; i++) {
+        const record *r = &recs->v[i];
+        if (r->warmup || !in_class(r, class_id)) continue;
+        if (r->send_ns > 0 && (!sends++ || r->send_ns < first)) first = r->send_ns;
+        if (rec_end_time(r) > last) last = rec_end_time(r);
+    }
+    *first_send_ns = sends ? first : 0;
+    /* as timeline() sizes its bins */
+    size_t bins = sends ? (size_t)((last > first ? last - first : 0) / (int64_t)NS_PER_S) + 1 : 0;
+    *n_bins = bins > TIMELINE_MAX_BINS ? TIMELINE_MAX_BINS : bins;
+}
+
+void summary_parts_add(summary_parts *p, const recset *recs, int class_id) {
+    for (size_t i = 0; i < recs->n; i++) {
+        const record *r = &recs->v[i];
+        if (r->warmup || r->outcome != REC_OK || !in_class(r, class_id)) continue;
+        add_itl(p->itl, p->itl_tok, &p->multi_token_chunks, r);
+        if (p->tokens) add_tokens(p->tokens, p->n_bins, p->first_send_ns, r);
+    }
+}
+
+json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const summary_parts *parts) {
     acc a;
     memset(&a, 0, sizeof a);
+    a.parts = parts;
     timeline_out tl = { 0 };
     json_t *obj = NULL;
     if (accumulate(&a, recs, o) != 0 || timeline(recs, &a, &tl) != 0) goto done;
@@ -497,7 +595,12 @@ json_t *summary_compute(const recset *recs, const summary_opts *o) {
     int has_slo = o->slo_ttft_ms > 0 || o->slo_tpot_ms > 0 || o->slo_e2el_ms > 0;
 
     json_object_set_new(obj, "completed", json_integer(a.completed));
-    json_object_set_new(obj, "failed", json_integer(a.failed));
+    json_object_set_new(obj, "failed", json_integer(a.failed));   /* server-side failures only */
+    long cancelled = a.ended[REC_END_DEADLINE] + a.ended[REC_END_INTERRUPT] + a.ended[REC_END_EARLY_STOP];
+    json_object_set_new(obj, "cancelled", json_integer(cancelled));
+    json_t *ended = json_object();
+    for (int k = 0; k < REC_END_COUNT; k++) json_object_set_new(ended, rec_end_name((rec_end)k), json_integer(a.ended[k]));
+    json_object_set_new(obj, "ended", ended);
     json_object_set_new(obj, "total_requests", json_integer(a.total));
     json_object_set_new(obj, "warmup_requests", json_integer(a.warmup));
     set_real(obj, "duration", d_s);
@@ -506,6 +609,8 @@ json_t *summary_compute(const recset *recs, const summary_opts *o) {
     json_object_set_new(obj, "total_input_tokens_server", a.n_in_server ? json_integer(a.in_tokens_server) : json_null());
     json_object_set_new(obj, "total_output_tokens_client", a.n_out_client ? json_integer(a.out_tokens_client) : json_null());
     json_object_set_new(obj, "output_token_mismatches", json_integer(a.mismatches));
+    /* what was asked for: compare refuses latencies of runs that asked for different lengths */
+    set_real(obj, "max_tokens_mean", a.n_max_tokens ? a.max_tokens_sum / a.n_max_tokens : NAN);
     set_real(obj, "request_throughput", a.completed / d_s);
     if (has_slo) {
         set_real(obj, "request_goodput", a.good / d_s);
@@ -564,6 +669,7 @@ json_t *summary_compute(const recset *recs, const summary_opts *o) {
     set_real(obj, "achieved_rate_per_s", achieved);
     if (o->planned_duration_ns > 0) set_real(obj, "planned_duration", (double)o->planned_duration_ns / NS_PER_S);
     client_lag(obj, &a, &a.queue_sent, o, tl.peak_in_flight, achieved);
+    overload(obj, &a, o, a.completed / d_s);
 
     json_object_set_new(obj, "timeline", tl.json ? tl.json : json_object());
     tl.json = NULL;

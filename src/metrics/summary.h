@@ -7,6 +7,7 @@
 #ifndef DSP_SUMMARY_H
 #define DSP_SUMMARY_H
 #include "metrics/record.h"
+#include "metrics/hdr.h"
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -38,10 +39,36 @@ int summary_parse_slo(summary_opts *o, const char *spec);
  * NULL on out-of-memory. */
 json_t *summary_compute(const recset *recs, const summary_opts *o);
 
-/* One family of the results' "samples" ({"values": µs ascending, "n", "method"}) from per-request
- * values in ms, as summary_compute writes it (every value up to 2,000, else 2,000 evenly spaced
- * quantiles): for documents built from another tool's per-request lists. Sorts ms in place. */
-json_t *summary_samples_family(double *ms, size_t n);
+/* One family of the results' "samples" (a sample set, sampleset.h, as summary_compute writes it)
+ * from per-request values: latencies in ms with scale NS_PER_MS (the set is in ns), token counts
+ * with scale 1. For documents built from another tool's per-request lists (the history's vLLM
+ * import). JSON null on out of memory. */
+json_t *summary_samples_family(const double *v, size_t n, double scale);
+
+/* ---- a run measured in parts (the processes of a multi-host job, src/dist) ----
+ * Each part keeps its records' chunk arrays; the whole run's summary needs from them only the
+ * pooled ITL histograms (which merge bucket by bucket) and the output tokens per second of the
+ * timeline (which add bin by bin on one time axis, from the run's first send), so the records
+ * can travel without their chunks. summary_compute uses the same functions, so a summary of the
+ * merged records with their merged parts equals the one a single process would compute. */
+typedef struct {
+    hdr_hist *itl, *itl_tok;        /* pooled ITL, chunk view and per-token view (ns) */
+    uint64_t multi_token_chunks;    /* later chunks carrying m > 1 tokens */
+    long *tokens;                   /* output tokens per 1 s bin from first_send_ns [n_bins] */
+    size_t n_bins;
+    int64_t first_send_ns;
+} summary_parts;
+
+/* The timeline's axis over the measured (non-warm-up) records of class_id (-1: every class):
+ * the first send and the number of 1 s bins up to the last end. 0 bins when nothing was sent. */
+void summary_axis(const recset *recs, int class_id, int64_t *first_send_ns, size_t *n_bins);
+/* Adds the chunks of recs' measured successful records of class_id (-1: all) into p: their
+ * gaps into p->itl/itl_tok (when set) and their tokens into p->tokens (when set). */
+void summary_parts_add(summary_parts *p, const recset *recs, int class_id);
+/* summary_compute with the chunk-level inputs taken from parts instead of the records' chunk
+ * arrays (which are not read: records may carry n_chunks without them). NULL parts: as
+ * summary_compute. NULL on out-of-memory. */
+json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const summary_parts *parts);
 
 /* vLLM's spelling of a percentile in field names and labels: integral values without a
  * decimal point ("99"), others in the shortest form that reads back exactly ("99.9"). */

@@ -167,7 +167,9 @@ TEST(metrics_summary_fields_exact) {
     CHECK_EQ_INT(ji(e, "stream"), 0);
     CHECK_EQ_INT(ji(e, "truncated"), 0);
     CHECK_EQ_INT(ji(e, "invalid_json"), 0);
-    CHECK_EQ_INT(ji(e, "cancelled"), 0);
+    CHECK(json_object_get(e, "cancelled") == NULL);   /* dsperf's own cancellations are no error class */
+    CHECK_EQ_INT(ji(j, "cancelled"), 0);
+    CHECK_EQ_INT(ji(json_object_get(j, "ended"), "server_error"), 2);
 
     /* timeline, 3 one-second bins from B; gauges are the max within each second */
     json_t *tl = json_object_get(j, "timeline");
@@ -317,7 +319,8 @@ TEST(metrics_summary_percentile_parsing) {
 
 TEST(metrics_summary_never_sent_is_queued) {
     /* one request served 0..100 ms; a second scheduled at 500 ms, never sent, dropped at 2500 ms
-     * (cancelled): it is a failure, not in flight, but queued in seconds 0, 1 and 2 */
+     * (cancelled by dsperf at the deadline): no failure, not in flight, but queued in seconds 0,
+     * 1 and 2 */
     recset s;
     recset_init(&s);
     record *a = add(&s, 0, 0, 100, REC_OK);
@@ -328,11 +331,15 @@ TEST(metrics_summary_never_sent_is_queued) {
     summary_opts o;
     summary_default_opts(&o);
     json_t *j = summary_compute(&s, &o);
-    CHECK_EQ_INT(ji(j, "failed"), 1);
-    CHECK_EQ_INT(ji(json_object_get(j, "errors"), "cancelled"), 1);
+    CHECK_EQ_INT(ji(j, "failed"), 0);
+    CHECK_EQ_INT(ji(j, "cancelled"), 1);
+    CHECK_EQ_INT(ji(json_object_get(j, "ended"), "client_deadline"), 1);
+    CHECK_EQ_INT(ji(json_object_get(j, "ended"), "completed"), 1);
+    CHECK(json_object_get(json_object_get(j, "errors"), "cancelled") == NULL);
+    CHECK(json_is_false(json_object_get(j, "p99_e2el_error_adjusted_inf")));   /* no +inf for a cancel */
     CHECK_NEAR(jr(j, "duration"), 2.5, 1e-12);   /* the last end over all requests */
     json_t *tl = json_object_get(j, "timeline");
-    const long started[] = { 1, 0, 0 }, inflight[] = { 1, 0, 0 }, queued[] = { 1, 1, 1 }, failed[] = { 0, 0, 1 };
+    const long started[] = { 1, 0, 0 }, inflight[] = { 1, 0, 0 }, queued[] = { 1, 1, 1 }, failed[] = { 0, 0, 0 };
     check_array(tl, "started", started, 3);
     check_array(tl, "failed", failed, 3);
     check_array(tl, "in_flight", inflight, 3);

@@ -7,8 +7,10 @@
 #include <string.h>
 #include <strings.h>
 
-static const double dtype_bytes[DT_COUNT] = {2, 2, 1, 1, 0.5};
-static const char *const dtype_names[DT_COUNT] = {"bf16", "fp16", "fp8", "int8", "int4"};
+/* fp4: NVFP4, 4-bit values with an fp8 scale per 16 (4.5 bits); q4: GGUF Q4_0, 32 4-bit values
+ * with an fp16 scale (18 bytes per 32 = 4.5 bits) */
+static const double dtype_bytes[DT_COUNT] = {2, 2, 1, 1, 0.5, 0.5625, 0.5625};
+static const char *const dtype_names[DT_COUNT] = {"bf16", "fp16", "fp8", "int8", "int4", "fp4", "q4"};
 
 double model_dtype_bytes(model_dtype d) { return d < DT_COUNT ? dtype_bytes[d] : 2; }
 const char *model_dtype_name(model_dtype d) { return d < DT_COUNT ? dtype_names[d] : "?"; }
@@ -18,6 +20,8 @@ int model_dtype_parse(const char *s, model_dtype dflt, model_dtype *out) {
         {"bf16", DT_BF16}, {"bfloat16", DT_BF16}, {"fp16", DT_FP16}, {"float16", DT_FP16},
         {"half", DT_FP16}, {"fp8", DT_FP8}, {"fp8_e4m3", DT_FP8}, {"fp8_e5m2", DT_FP8},
         {"int8", DT_INT8}, {"w8a8", DT_INT8}, {"int4", DT_INT4}, {"w4a16", DT_INT4},
+        {"fp4", DT_FP4}, {"nvfp4", DT_FP4}, {"mxfp4", DT_FP4}, {"q4", DT_Q4}, {"q4_0", DT_Q4},
+        {"q4_k_m", DT_Q4}, {"gguf-q4", DT_Q4},
     };
     if (!s) return -1;
     if (!strcasecmp(s, "auto")) { *out = dflt; return 0; }
@@ -237,43 +241,6 @@ int model_arch_from_hf_json(const json_t *root, const char *what, const char *na
     return 0;
 }
 
-/* --- hardware --- */
-
-#define GB 1e9
-#define MIB 1048576.0
-#define T 1e12
-static const hw_gpu gpus[] = {
-    {"a100-80g", "NVIDIA A100-SXM4-80GB", 81920 * MIB, 2.039e12, 312 * T, 0, 624 * T, 600 * GB, "NVLink3"},
-    {"h100", "NVIDIA H100 80GB HBM3 (SXM)", 81559 * MIB, 3.35e12, 989 * T, 1979 * T, 1979 * T, 900 * GB, "NVLink4"},
-    {"h200", "NVIDIA H200 141GB HBM3e (SXM)", 143771 * MIB, 4.8e12, 989 * T, 1979 * T, 1979 * T, 900 * GB, "NVLink4"},
-    {"h20", "NVIDIA H20 96GB HBM3", 97871 * MIB, 4.0e12, 148 * T, 296 * T, 296 * T, 900 * GB, "NVLink4"},
-    {"l40s", "NVIDIA L40S 48GB GDDR6", 46068 * MIB, 0.864e12, 362 * T, 733 * T, 733 * T, 64 * GB, "PCIe4 x16"},
-    {"mi300x", "AMD Instinct MI300X 192GB HBM3", 196608 * MIB, 5.3e12, 1307 * T, 2615 * T, 2615 * T, 896 * GB, "Infinity Fabric"},
-};
-#define N_GPUS (sizeof gpus / sizeof gpus[0])
-
-const hw_gpu *hw_catalog(size_t i) { return i < N_GPUS ? &gpus[i] : NULL; }
-
-const hw_gpu *hw_find(const char *name) {
-    if (!name) return NULL;
-    static const struct { const char *alias, *name; } al[] = {
-        {"a100", "a100-80g"}, {"a100-80gb", "a100-80g"}, {"a100-sxm", "a100-80g"}, {"h100-sxm", "h100"},
-        {"h100-80g", "h100"}, {"h200-141g", "h200"}, {"h200-sxm", "h200"}, {"l40s-48g", "l40s"},
-        {"mi300", "mi300x"}, {"h20-96g", "h20"},
-    };
-    for (size_t i = 0; i < sizeof al / sizeof al[0]; i++)
-        if (!strcasecmp(name, al[i].alias)) name = al[i].name;
-    for (size_t i = 0; i < N_GPUS; i++)
-        if (!strcasecmp(name, gpus[i].name)) return &gpus[i];
-    return NULL;
-}
-
-double hw_matmul_flops(const hw_gpu *g, model_dtype d) {
-    if (d == DT_FP8 && g->fp8_flops > 0) return g->fp8_flops;
-    if (d == DT_INT8 && g->int8_ops > 0) return g->int8_ops;
-    return g->bf16_flops;
-}
-
 void model_print_catalogs(FILE *f) {
     fprintf(f, "Models (parameters derived from the architecture; published totals beside)\n");
     fprintf(f, "  %-18s %6s %6s %5s %-10s %-12s %9s %9s %9s %12s\n", "name", "hidden", "layers", "heads",
@@ -294,15 +261,5 @@ void model_print_catalogs(FILE *f) {
     }
     fprintf(f, "  (aliases: deepseek-r1 = deepseek-v3; HF ids like deepseek-ai/DeepSeek-V2-Lite-Chat work; "
                "--model-config config.json for others)\n\n");
-    fprintf(f, "GPUs (dense peak, per GPU)\n");
-    fprintf(f, "  %-9s %-32s %9s %9s %10s %10s %10s %s\n", "name", "device", "memory", "HBM", "bf16", "fp8", "int8", "link");
-    for (size_t i = 0; i < N_GPUS; i++) {
-        const hw_gpu *g = &gpus[i];
-        char fp8[16];
-        if (g->fp8_flops > 0) snprintf(fp8, sizeof fp8, "%.0fT", g->fp8_flops / T);
-        else snprintf(fp8, sizeof fp8, "-");
-        fprintf(f, "  %-9s %-32s %7.1fGiB %6.2fTB/s %9.0fT %10s %9.0fT %.0f GB/s %s\n", g->name, g->descr,
-                g->mem_bytes / 1073741824.0, g->hbm_bytes_per_s / 1e12, g->bf16_flops / T, fp8, g->int8_ops / T,
-                g->link_bytes_per_s / GB, g->link_name);
-    }
+    hw_print_catalog(f);
 }

@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <jansson.h>
 
-typedef enum { DT_BF16, DT_FP16, DT_FP8, DT_INT8, DT_INT4, DT_COUNT } model_dtype;
+/* DT_FP4: NVFP4/MXFP4 (4-bit values + fp8 scale per 16: 4.5 bits); DT_Q4: GGUF Q4_0 (4.5 bits). */
+typedef enum { DT_BF16, DT_FP16, DT_FP8, DT_INT8, DT_INT4, DT_FP4, DT_Q4, DT_COUNT } model_dtype;
 
-double model_dtype_bytes(model_dtype d);         /* 2, 2, 1, 1, 0.5 */
-const char *model_dtype_name(model_dtype d);     /* "bf16", "fp16", "fp8", "int8", "int4" */
-/* Parses a dtype name ("bf16", "bfloat16", "fp16", "half", "fp8", "fp8_e4m3", "int8", "int4";
+double model_dtype_bytes(model_dtype d);         /* 2, 2, 1, 1, 0.5, 0.5625, 0.5625 */
+const char *model_dtype_name(model_dtype d);     /* "bf16", "fp16", "fp8", "int8", "int4", "fp4", "q4" */
+/* Parses a dtype name ("bf16", "bfloat16", "fp16", "half", "fp8", "fp8_e4m3", "int8", "int4",
+ * "fp4"/"nvfp4"/"mxfp4", "q4"/"q4_0"/"q4_k_m";
  * "auto" gives dflt). 0 ok, -1 unknown. */
 int model_dtype_parse(const char *s, model_dtype dflt, model_dtype *out);
 
@@ -90,9 +92,12 @@ void model_count_params(const model_arch *m, model_params *out);
  * 2 x kv_heads x head_dim per layer, kv heads split by tp (at least one per rank). */
 double model_kv_bytes_per_token(const model_arch *m, model_dtype kv, int tp);
 
-/* Hardware. FLOPS are dense (no sparsity), per GPU. fp8_flops 0 = no fp8 tensor cores (fp8
- * weights are upcast and run at bf16 rate). link_bytes_per_s is the GPU-to-GPU bandwidth as
- * marketed (NVLink/xGMI aggregate, both directions; PCIe: both directions). */
+/* Hardware (src/model/hw.c). FLOPS are dense (no sparsity), per GPU, from the vendors' datasheets.
+ * fp8_flops 0 = no fp8 tensor cores (fp8 weights are upcast and run at bf16 rate); fp4_flops 0 = no
+ * fp4 tensor cores. link_bytes_per_s is the GPU-to-GPU bandwidth as marketed (NVLink/xGMI
+ * aggregate, both directions; PCIe: both directions); nic_bytes_per_s the scale-out network per
+ * GPU, one direction (400 Gb/s = 50 GB/s); domain_gpus how many GPUs share the fast link (8 in an
+ * HGX node, 72 in a GB200 NVL72 rack, 1 for a PCIe card). */
 typedef struct {
     char name[32];
     char descr[64];
@@ -101,13 +106,20 @@ typedef struct {
     double bf16_flops, fp8_flops, int8_ops;
     double link_bytes_per_s;
     char link_name[24];
+    double fp4_flops;
+    double nic_bytes_per_s;
+    int domain_gpus;
+    int pcie;                  /* 1: GPUs talk over PCIe (no NVLink) */
 } hw_gpu;
 
-const hw_gpu *hw_find(const char *name);   /* "h200", "H100", "a100-80g", "mi300x", ... */
+const hw_gpu *hw_find(const char *name);   /* "h200", "H100", "a100-80g", "mi300x", "b200", ... */
 const hw_gpu *hw_catalog(size_t i);
-/* Peak matmul rate for weights stored in dtype d: fp8/int8 tensor cores where the GPU has them,
- * else bf16. */
+/* Peak matmul rate for weights stored in dtype d: fp8/fp4/int8 tensor cores where the GPU has them
+ * (GGUF q4 runs as int8 MMQ), else bf16. */
 double hw_matmul_flops(const hw_gpu *g, model_dtype d);
+/* The GPU names, comma-separated (for error messages and --help). */
+const char *hw_names(void);
+void hw_print_catalog(FILE *f);
 
 /* Prints both catalogs as tables (plan --list). */
 void model_print_catalogs(FILE *f);

@@ -1,6 +1,7 @@
 /* mon_metrics — the monitor's aggregates: fixed-bucket histograms, outcome counters, the SLO
  * window ring and the Prometheus text exposition of all of them. */
 #include "monitor/monitor.h"
+#include "metrics/request_metrics.h"
 #include "common/clock.h"
 #include "common/redact.h"
 #include <math.h>
@@ -101,22 +102,24 @@ double mon_burn_rate(uint64_t good, uint64_t total, double target) {
 
 /* ---- one probe ---- */
 
+/* The metrics are request_metrics' (the one definition); the monitor keeps them in seconds. */
 void mon_probe_measure(const record *r, mon_probe *p) {
-    p->ok = r->outcome == REC_OK && r->first_ns && r->last_ns && r->send_ns;
+    req_metrics m;
+    req_metrics_of(r, &m);
+    p->ok = m.completed;
+    p->out_tokens = m.out_tokens;
     p->ttft_s = p->e2el_s = p->tpot_s = NAN;
-    p->out_tokens = record_out_tokens(r);
     if (!p->ok) return;
-    p->ttft_s = (r->first_ns - r->send_ns) / 1e9;
-    p->e2el_s = (r->last_ns - r->send_ns) / 1e9;
-    if (p->out_tokens > 1) p->tpot_s = (p->e2el_s - p->ttft_s) / (p->out_tokens - 1);
+    p->ttft_s = m.ttft_ms / 1e3;
+    p->e2el_s = m.e2el_ms / 1e3;
+    p->tpot_s = m.tpot_ms / 1e3;
 }
 
 bool mon_slo_good(const mon_slo *s, const mon_probe *p) {
-    if (!p->ok) return false;
-    if (s->ttft_s > 0 && !(p->ttft_s <= s->ttft_s)) return false;
-    if (s->tpot_s > 0 && !isnan(p->tpot_s) && !(p->tpot_s <= s->tpot_s)) return false;
-    if (s->e2el_s > 0 && !(p->e2el_s <= s->e2el_s)) return false;
-    return true;
+    req_metrics m = { .completed = p->ok, .has_ttft = p->ok && !isnan(p->ttft_s), .ttft_ms = p->ttft_s * 1e3,
+                      .tpot_ms = p->tpot_s * 1e3, .e2el_ms = p->e2el_s * 1e3 };
+    req_slo slo = { s->ttft_s * 1e3, s->tpot_s * 1e3, s->e2el_s * 1e3 };
+    return req_meets_slo(&slo, &m);
 }
 
 /* ---- aggregate ---- */

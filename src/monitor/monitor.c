@@ -6,6 +6,7 @@
  * probe's measured gaps. On its own thread the exporter only shares the aggregate, under a mutex
  * held for a fold (microseconds) or a format (tens of microseconds). */
 #include "monitor/monitor.h"
+#include "metrics/request_metrics.h"
 #include "common/clock.h"
 #include "common/rng.h"
 #include "common/redact.h"
@@ -41,7 +42,7 @@ struct monitor {
     recset recs;
     size_t *free_idx;            /* recycled record indices */
     size_t n_free, cap_free;
-    size_t finished, ok;
+    size_t finished, ok, failed;
     char *model;                 /* resolved by pre-flight (owned) */
     /* period summaries: copies of the probes finished since period_start */
     recset period;
@@ -182,7 +183,9 @@ static void log_probe(monitor *m, const record *r, double now_unix_s, bool good)
     for (uint32_t k = 1; k < r->n_chunks; k++)
         if (r->chunk_ns[k] - r->chunk_ns[k - 1] > max_gap) max_gap = r->chunk_ns[k] - r->chunk_ns[k - 1];
     json_object_set_new(j, "max_itl_ms", r->n_chunks > 1 ? json_real(max_gap / 1e6) : json_null());
-    json_object_set_new(j, "queue_ms", r->send_ns && r->sched_ns ? json_real((r->send_ns - r->sched_ns) / 1e6) : json_null());
+    req_metrics rm;
+    req_metrics_of(r, &rm);
+    json_object_set_new(j, "queue_ms", r->sched_ns && isfinite(rm.queue_ms) ? json_real(rm.queue_ms) : json_null());
     json_object_set_new(j, "chunks", json_integer(r->n_chunks));
     json_object_set_new(j, "output_tokens", json_integer(p.out_tokens));
     json_object_set_new(j, "input_tokens", json_integer(r->in_tokens));
@@ -288,6 +291,7 @@ static void finish_probe(monitor *m, size_t idx) {
     if (m->o.on_period) keep_for_period(m, r);
     m->finished++;
     if (r->outcome == REC_OK) m->ok++;
+    else if (record_failed(r)) m->failed++;
     if (r->chunk_cap > MON_KEEP_CHUNKS) record_free(r);
     record_reset(r);
     if (free_push(m, idx) < 0) record_free(r);   /* out of memory: the slot is lost, not reused */
@@ -407,6 +411,7 @@ int monitor_run(monitor *m, volatile sig_atomic_t *stop, monitor_totals *out, ch
     period_check(m, clock_now_ns(), true);   /* the last, partial period */
     out->probes = m->finished;
     out->ok = m->ok;
+    out->failed = m->failed;
     out->records = m->recs.n;
     return rc;
 }

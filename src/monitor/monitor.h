@@ -76,7 +76,7 @@ typedef struct {
 } mon_slo;
 
 typedef struct {
-    bool ok;                              /* outcome REC_OK with a first and a last chunk */
+    bool ok;                              /* completed (outcome REC_OK); metrics from request_metrics.h */
     double ttft_s, e2el_s, tpot_s;        /* NAN when not defined (tpot needs > 1 output token) */
     int32_t out_tokens;
 } mon_probe;
@@ -158,6 +158,7 @@ typedef struct {
     size_t probes;               /* finished (any outcome, cancelled included) */
     size_t ok;
     size_t records;              /* records allocated over the run: the peak in flight, the memory bound */
+    size_t failed;               /* probes that failed on the server side (not cancelled by the monitor) */
     bool interrupted;            /* *stop ended it */
 } monitor_totals;
 

@@ -423,7 +423,8 @@ TEST(monitor_serve_injected_faults) {
     char surl[128];
     snprintf(surl, sizeof surl, "%s/metrics", s.url);
     char *stext = test_http_get(surl);
-    CHECK_EQ_INT(mon_stop(&p), 0);
+    /* the run policy: a bounded run with server-side failures over --max-error-rate (1 %) exits 1 */
+    CHECK_EQ_INT(mon_stop(&p), 1);
     test_serve_stop(&s);
     if (!text || !stext) { CHECK(0); free(text); free(stext); return; }
     prom_parse(stext, strlen(stext), &sd);
@@ -460,8 +461,10 @@ static int dead_port(void) {
 
 TEST(monitor_unreachable_endpoint_is_counted) {
     int port = dead_port();
-    /* without --model the model list is asked for at each probe; with it, the probe itself fails */
-    const char *variants[] = { "", "--model m" };
+    /* without --model the model list is asked for at each probe; with it, the probe itself fails.
+     * Every probe fails: over the default --max-error-rate the bounded run exits 1; a rate of 100 %
+     * allows it */
+    const char *variants[] = { "", "--model m --max-error-rate 100%" };
     for (int v = 0; v < 2; v++) {
         char args[512];
         snprintf(args, sizeof args, "--url http://127.0.0.1:%d %s --rate 20/s --requests 4 --linger 60s --quiet", port, variants[v]);
@@ -472,7 +475,7 @@ TEST(monitor_unreachable_endpoint_is_counted) {
         CHECK(strstr(line, "done: 4 probes, 0 ok") != NULL);
         prom_doc d;
         char *text = scrape(&p, &d);
-        CHECK_EQ_INT(mon_stop(&p), 0);
+        CHECK_EQ_INT(mon_stop(&p), v == 0 ? 1 : 0);
         if (!text) { CHECK(0); continue; }
         CHECK_NEAR(prom_get(&d, "dsperf_requests_total", "outcome", "connect"), 4, 0);
         CHECK_NEAR(prom_get(&d, "dsperf_slo_good_total", NULL, NULL), 0, 0);
@@ -493,7 +496,7 @@ TEST(monitor_duration_bound) {
     char line[512];
     CHECK(mon_wait_done(&p, line, sizeof line, 10000) == 0);
     CHECK_MSG(strstr(line, "done: 7 probes, 0 ok") != NULL, "%s", line);
-    CHECK_EQ_INT(mon_stop(&p), 0);
+    CHECK_EQ_INT(mon_stop(&p), 1);   /* every probe failed (connect): over --max-error-rate */
 }
 
 TEST(monitor_runs_until_signal) {

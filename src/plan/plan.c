@@ -268,10 +268,20 @@ int plan_compute(const plan_inputs *in, plan_result *r, char *err, size_t errlen
 }
 
 static json_t *step_json(const cost_step *s) {
-    return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s}", "weight_bytes", s->weight_bytes, "kv_bytes", s->kv_bytes,
-                     "bytes", s->bytes, "flops", s->flops, "t_mem_ms", s->t_mem * 1e3, "t_compute_ms", s->t_compute * 1e3,
-                     "t_comm_ms", s->t_comm * 1e3, "t_overhead_ms", s->t_overhead * 1e3, "t_ms", s->t * 1e3,
-                     "bound", s->bound == COST_BOUND_COMPUTE ? "compute" : "memory");
+    json_t *o = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s}", "weight_bytes", s->weight_bytes, "kv_bytes", s->kv_bytes,
+                          "bytes", s->bytes, "flops", s->flops, "t_mem_ms", s->t_mem * 1e3, "t_compute_ms", s->t_compute * 1e3,
+                          "t_comm_ms", s->t_comm * 1e3, "t_overhead_ms", s->t_overhead * 1e3, "t_ms", s->t * 1e3,
+                          "bound", s->bound == COST_BOUND_COMPUTE ? "compute" : "memory");
+    /* where the time goes: each component's memory and compute time, the kernels, the CPU */
+    static const char *const names[COST_NCOMP] = {"attention_projections", "attention", "dense_ffn", "routed_experts"};
+    json_t *parts = json_object();
+    for (int k = 0; k < COST_NCOMP; k++)
+        json_object_set_new(parts, names[k], json_pack("{s:f,s:f}", "mem_ms", s->mem_s[k] * 1e3, "compute_ms", s->comp_s[k] * 1e3));
+    json_object_set_new(parts, "kernels_ms", json_real(s->t_kernels * 1e3));
+    json_object_set_new(parts, "eager_launch_cpu_ms", json_real(s->graphs ? 0 : s->t_launch_cpu * 1e3));
+    json_object_set_new(parts, "scheduler_per_seq_ms", json_real(s->t_sched * 1e3));
+    json_object_set_new(o, "components", parts);
+    return o;
 }
 
 json_t *plan_to_json(const plan_inputs *in, const plan_result *r) {

@@ -2,6 +2,7 @@
  * per-request file when given (exact) or the stored percentiles, with error-adjusted curves
  * (a failure counts as +inf latency). */
 #include "report/report_internal.h"
+#include "metrics/stats.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,14 +15,9 @@
 
 static double nines_of(double p_pct) { return -log10(1 - p_pct / 100); }
 
-/* Linear-interpolated quantile of sorted v at fraction q (numpy "linear"). */
-static double quantile(const double *v, size_t n, double q) {
-    if (!n) return NAN;
-    double pos = q * (double)(n - 1);
-    size_t i = (size_t)floor(pos);
-    if (i + 1 >= n) return v[n - 1];
-    return v[i] + (pos - (double)i) * (v[i + 1] - v[i]);
-}
+/* The quantile of sorted v at fraction q: the metrics module's percentile (numpy "linear"), the
+ * one definition the summary uses. */
+static double quantile(const double *v, size_t n, double q) { return stats_percentile_sorted(v, n, 100 * q); }
 
 static const double *req_samples(const report_requests *rq, const char *metric, size_t *n) {
     if (!strcmp(metric, "ttft")) { *n = rq->n_ttft; return rq->ttft_sorted; }

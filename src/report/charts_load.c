@@ -28,6 +28,7 @@ static size_t level_points(const rep_model *m, lvl_pt *pt, size_t cap) {
         const rep_level *l = &m->lv[i];
         /* auto mode's closed-loop anchor has no offered load on this axis: table only */
         if (l->kind && !strcmp(l->kind, "throughput")) continue;
+        if (!l->measured) continue;     /* drawn as not measured (charts_saturation), never as 0 */
         size_t k = 0;
         while (k < n && pt[k].load != l->load) k++;
         if (k == n) {
@@ -100,6 +101,7 @@ void charts_saturation(rbuf *b, const rep_model *m) {
         any_good |= !isnan(good[i]);
     }
     chart_range_of(x, n, &xlo, &xhi);
+    for (size_t i = 0; i < m->n; i++) if (!m->lv[i].measured) chart_range_of(&m->lv[i].load, 1, &xlo, &xhi);
     chart_range_of(out, n, &ylo, &yhi);
     chart_range_of(good, n, &ylo, &yhi);
     if (isnan(xlo) || isnan(yhi)) return;
@@ -136,6 +138,10 @@ void charts_saturation(rbuf *b, const rep_model *m) {
     }
     svg_line(&c, x, out, n, "m-tok");
     svg_points(&c, x, out, n, "m-tok", 3.5);
+    /* a level the sweep could not measure has no throughput to draw: a rule says so */
+    for (size_t i = 0; i < m->n; i++)
+        if (!m->lv[i].measured && (i == 0 || m->lv[i - 1].load != m->lv[i].load))
+            svg_vrule(&c, m->lv[i].load, "nm", "not measured", 0.15);
     bool fit = fit_lines(&c, json_object_get(m->knee, "fit"), xlo, xhi);
     const json_t *mg = m->max_goodput;
     double boundary = rep_num(mg, "slo_boundary_load");

@@ -110,10 +110,10 @@ static const json_t *timeline_doc(const rep_model *m, char *why, size_t len) {
     size_t pick = (size_t)-1;
     for (size_t i = 0; i < m->n; i++) if (m->lv[i].is_knee) { pick = i; break; }
     for (size_t i = 0; pick == (size_t)-1 && i < m->n; i++) {
-        if (m->lv[i].saturated) continue;
+        if (m->lv[i].saturated || !m->lv[i].measured) continue;
         size_t best = (size_t)-1;
         for (size_t j = 0; j < m->n; j++)
-            if (!m->lv[j].saturated && (best == (size_t)-1 || m->lv[j].load > m->lv[best].load)) best = j;
+            if (!m->lv[j].saturated && m->lv[j].measured && (best == (size_t)-1 || m->lv[j].load > m->lv[best].load)) best = j;
         pick = best;
     }
     if (pick == (size_t)-1) pick = m->n - 1;

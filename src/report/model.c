@@ -2,6 +2,8 @@
  * rows every writer shows, and reads the numbers they need with NaN for "not in the document",
  * so a section can tell "absent" from zero and leave itself out. */
 #include "report/report_internal.h"
+#include "results/validity.h"
+#include "sweep/sweep.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,8 +50,10 @@ double rep_goodput_tok_s(const json_t *r) {
     return g * out / n;
 }
 
+/* Server-side failures only (validity_counts: dsperf's own cancellations are no errors). */
 double rep_error_pct(const json_t *r) {
-    double ok = rep_num(r, "completed"), bad = rep_num(r, "failed");
+    double ok, bad;
+    validity_counts(r, &bad, &ok);
     if (isnan(ok) || isnan(bad) || ok + bad <= 0) return NAN;
     return 100.0 * bad / (ok + bad);
 }
@@ -124,6 +128,7 @@ int rep_model_init(rep_model *m, const json_t *doc, char *err, size_t errlen) {
             v->repeat = (int)(json_is_integer(json_object_get(l, "repeat")) ? json_integer_value(json_object_get(l, "repeat")) : 0);
             v->saturated = json_is_true(json_object_get(l, "saturated"));
             v->early_stopped = json_is_true(json_object_get(l, "early_stopped"));
+            v->measured = sweep_level_measured(l);
             v->is_knee = !isnan(knee) && v->load == knee;
             v->is_max_goodput = !isnan(mg) && v->load == mg;
         }
@@ -135,6 +140,7 @@ int rep_model_init(rep_model *m, const json_t *doc, char *err, size_t errlen) {
         if (!m->lv) { snprintf(err, errlen, "out of memory"); return -1; }
         m->n = 1;
         m->lv[0].r = doc;
+        m->lv[0].measured = true;
         m->lv[0].load = rep_results_load(doc, &m->axis);
         return 0;
     }

@@ -10,12 +10,13 @@
 #include "results/results.h"
 
 json_t *report_load(const char *path, char *err, size_t errlen) {
-    static const char *const schemas[] = { "dsperf.results/", "dsperf.sweep/", "dsperf.tune/", NULL };
-    return results_load_doc(path, schemas, "results, sweep or tune", err, errlen);
+    static const char *const schemas[] = { "dsperf.results/", "dsperf.sweep/", "dsperf.tune/", "dsperf.drift/", NULL };
+    return results_load_doc(path, schemas, "results, sweep, tune or drift", err, errlen);
 }
 
 json_t *report_diagnosis(const json_t *doc, const report_deploy *deploy) {
     if (report_is_tune(doc)) return NULL;   /* each configuration's sweep file has its own diagnosis */
+    if (report_is_drift(doc)) return NULL;  /* accuracy, not performance: nothing to diagnose */
     /* findings saved in the document win: they are what was concluded about this run */
     const json_t *f = json_object_get(doc, "findings");
     if (json_is_array(f)) {

@@ -2,7 +2,8 @@
  * document ("dsperf.sweep/1") into things people read: one self-contained HTML page (inline SVG
  * charts, no network, no script, light/dark and print friendly), a Markdown summary with the same
  * tables and findings, and a CSV with one row per load level. A `dsperf tune` document gets its own
- * page: the recommendation, the Pareto front and the configurations. Works on saved files only. */
+ * page: the recommendation, the Pareto front and the configurations; a `dsperf drift` document one
+ * of accuracy against context length. Works on saved files only. */
 #ifndef DSP_REPORT_H
 #define DSP_REPORT_H
 #include <jansson.h>

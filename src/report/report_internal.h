@@ -128,6 +128,16 @@ int report_tune_markdown(FILE *f, const json_t *doc, char *err, size_t errlen);
 int report_tune_csv(FILE *f, const json_t *doc, char *err, size_t errlen);
 bool report_is_tune(const json_t *doc);
 
+/* ---- drift documents (drift_page.c) ---- */
+
+/* dsperf.drift/1: the verdict at the longest context, agreement / ΔPPL / KL against context length
+ * with the noise floor, the per-context table and the gate. 0 ok, -1 with err filled. */
+int report_drift_html(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen);
+int report_drift_markdown(FILE *f, const json_t *doc, char *err, size_t errlen);
+/* One row per context. */
+int report_drift_csv(FILE *f, const json_t *doc, char *err, size_t errlen);
+bool report_is_drift(const json_t *doc);
+
 /* ---- view model (model.c) ---- */
 
 typedef struct {
@@ -135,6 +145,7 @@ typedef struct {
     const char *kind;            /* sweep level kind: "synchronous", "throughput" (auto mode), ... or NULL */
     int repeat;
     bool saturated, early_stopped, is_knee, is_max_goodput;
+    bool measured;               /* false: the sweep could not measure it (requests outlast the level) */
     const json_t *r;             /* the level's results document (borrowed) */
     const json_t *level;         /* the sweep's level object (load, kind, over_saturation, ...) or NULL */
 } rep_level;
@@ -211,4 +222,7 @@ void charts_nines(rbuf *b, const rep_model *m, const report_requests *rq, const 
 void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, const json_t *diagnosis);
 void charts_gantt(rbuf *b, const rep_model *m, const report_requests *rq);
 void charts_errors(rbuf *b, const rep_model *m);
+/* A run from many hosts or a deployment over many nodes (deployment.c): ranks, clocks, lost ranks,
+ * GPUs per node and the slowest; nothing for one process on one node. */
+void report_deployment(rbuf *b, const json_t *r);
 #endif

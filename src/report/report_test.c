@@ -584,7 +584,7 @@ TEST(report_cli_errors) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "report %s -o %s", p, tmp("x.html"));
     CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
-    CHECK(err && strstr(err, "not a dsperf results, sweep or tune file") != NULL);
+    CHECK(err && strstr(err, "not a dsperf results, sweep, tune or drift file") != NULL);
     free(err); err = NULL;
     CHECK_EQ_INT(test_run("report --bogus x", NULL, &err), 2);
     free(err); err = NULL;

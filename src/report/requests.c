@@ -1,19 +1,15 @@
-/* requests — per-request samples for the report from the JSONL that bench (--save-requests) and
- * sim (--save-requests) write: exact TTFT/TPOT/E2EL/ITL distributions for the nines plots, the
- * TTFT-over-time scatter, and the first error message of each failure class. */
+/* requests — per-request samples for the report from the JSONL that bench and sim write
+ * (--save-requests): exact TTFT/TPOT/E2EL/ITL distributions for the nines plots, the
+ * TTFT-over-time scatter, the Gantt, and the first error message of each failure class. The file
+ * is read back into records (results.h) and every metric comes from request_metrics.h. */
 #include "report/report_internal.h"
-#include "common/fileio.h"
+#include "results/results.h"
+#include "metrics/request_metrics.h"
 #include "metrics/stats.h"
-#include <errno.h>
 #include <stdbool.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static double num(const json_t *o, const char *k) {
-    const json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
 
 size_t report_requests_count(const report_requests *r) { return r ? r->n : 0; }
 
@@ -64,38 +60,37 @@ typedef struct {
     stats_samples g_send, g_first, g_end, g_ok;
 } acc;
 
-/* Send, first token and end of a request in seconds (NaN when it did not happen). */
-static int add_gantt(acc *a, const json_t *o, bool ok) {
-    double send = num(o, "send_ns"), first = num(o, "first_ns"), last = num(o, "last_ns"), end = num(o, "end_ns");
-    if (!isfinite(send)) return 0;   /* never sent */
-    double stop = isfinite(last) && (!isfinite(end) || last > end) ? last : end;
-    if (!isfinite(stop)) stop = send;
-    return stats_add(&a->g_send, send / 1e9) | stats_add(&a->g_first, isfinite(first) ? first / 1e9 : NAN) |
-           stats_add(&a->g_end, stop / 1e9) | stats_add(&a->g_ok, ok);
+/* Send, first token and end of a request in seconds from t0 (NaN when it did not happen). */
+static int add_gantt(acc *a, const record *r, int64_t t0, bool ok) {
+    if (r->send_ns <= 0) return 0;   /* never sent */
+    int64_t stop = r->last_ns > r->end_ns ? r->last_ns : r->end_ns;
+    if (stop <= 0) stop = r->send_ns;
+    return stats_add(&a->g_send, (double)(r->send_ns - t0) / 1e9) |
+           stats_add(&a->g_first, r->first_ns > 0 ? (double)(r->first_ns - t0) / 1e9 : NAN) |
+           stats_add(&a->g_end, (double)(stop - t0) / 1e9) | stats_add(&a->g_ok, ok);
 }
 
-static int add_line(report_requests *r, acc *a, const json_t *o) {
-    if (json_is_true(json_object_get(o, "warmup"))) return 0;
-    r->n++;
-    const char *outcome = json_string_value(json_object_get(o, "outcome"));
-    if (outcome && strcmp(outcome, "ok") != 0) {
-        r->n_failed++;
-        return add_gantt(a, o, false) | note_error(r, outcome, json_string_value(json_object_get(o, "error")));
+/* One request: its metrics from request_metrics.h, the one definition the summary uses too. */
+static int add_record(report_requests *rq, acc *a, const record *r, int64_t t0) {
+    if (r->warmup) return 0;
+    rq->n++;
+    if (r->outcome != REC_OK) {
+        /* dsperf's own cancellations are no failures: drawn in the Gantt, not counted */
+        if (!record_failed(r)) return add_gantt(a, r, t0, false);
+        rq->n_failed++;
+        return add_gantt(a, r, t0, false) | note_error(rq, rec_outcome_name((rec_outcome)r->outcome), r->error);
     }
-    r->n_ok++;
-    double ttft = num(o, "ttft_ms"), e2el = num(o, "e2el_ms"), send = num(o, "send_ns"), out = num(o, "out_tokens");
-    int rc = add_gantt(a, o, true);
-    if (isfinite(ttft)) {
-        rc |= stats_add(&a->ttft, ttft);
-        rc |= stats_add(&a->send, isfinite(send) ? send / 1e9 : NAN) | stats_add(&a->ttft_t, ttft);
+    rq->n_ok++;
+    req_metrics m;
+    req_metrics_of(r, &m);
+    int rc = add_gantt(a, r, t0, true);
+    if (m.has_ttft) {
+        rc |= stats_add(&a->ttft, m.ttft_ms);
+        rc |= stats_add(&a->send, (double)(r->send_ns - t0) / 1e9) | stats_add(&a->ttft_t, m.ttft_ms);
     }
-    if (isfinite(e2el)) rc |= stats_add(&a->e2el, e2el);
-    if (isfinite(ttft) && isfinite(e2el) && out > 1) rc |= stats_add(&a->tpot, (e2el - ttft) / (out - 1));
-    const json_t *ch = json_object_get(o, "chunk_ns");
-    for (size_t k = 1; k < json_array_size(ch); k++) {
-        double g = json_number_value(json_array_get(ch, k)) - json_number_value(json_array_get(ch, k - 1));
-        rc |= stats_add(&a->itl, g / 1e6);
-    }
+    if (isfinite(m.e2el_ms)) rc |= stats_add(&a->e2el, m.e2el_ms);
+    if (isfinite(m.tpot_ms)) rc |= stats_add(&a->tpot, m.tpot_ms);
+    for (uint32_t k = 1; k < r->n_chunks; k++) rc |= stats_add(&a->itl, (double)(r->chunk_ns[k] - r->chunk_ns[k - 1]) / 1e6);
     return rc;
 }
 
@@ -109,36 +104,19 @@ static double *sorted(stats_samples *d, size_t *n) {
 }
 
 report_requests *report_requests_load(const char *path, char *err, size_t errlen) {
-    char *text = NULL;
-    size_t len = 0;
-    if (fileio_read_all(path, &text, &len) != 0) {
-        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+    recset recs;
+    recset_init(&recs);
+    int64_t t0 = 0;
+    if (results_read_requests_jsonl(path, &recs, &t0, err, errlen) < 0) {
+        recset_free(&recs);
         return NULL;
     }
     report_requests *r = calloc(1, sizeof *r);
     acc a;
     memset(&a, 0, sizeof a);
     int rc = r ? 0 : -1;
-    size_t line = 0;
-    for (char *p = text; rc == 0 && p < text + len;) {
-        char *nl = memchr(p, '\n', (size_t)(text + len - p));
-        size_t n = nl ? (size_t)(nl - p) : (size_t)(text + len - p);
-        line++;
-        if (n > 0) {
-            json_error_t je;
-            json_t *o = json_loadb(p, n, 0, &je);
-            if (!json_is_object(o)) {
-                snprintf(err, errlen, "%s:%zu: not a JSON object (%s)", path, line, je.text);
-                json_decref(o);
-                rc = -2;
-                break;
-            }
-            if (add_line(r, &a, o) != 0) rc = -1;
-            json_decref(o);
-        }
-        p += n + 1;
-    }
-    free(text);
+    for (size_t i = 0; rc == 0 && i < recs.n; i++) if (add_record(r, &a, &recs.v[i], t0) != 0) rc = -1;
+    recset_free(&recs);
     if (rc == 0) {
         r->send_s = a.send.v;
         r->ttft_ms = a.ttft_t.v;
@@ -159,7 +137,7 @@ report_requests *report_requests_load(const char *path, char *err, size_t errlen
     free(a.g_send.v); free(a.g_first.v); free(a.g_end.v); free(a.g_ok.v);
     free(a.send.v); free(a.ttft_t.v); free(a.ttft.v); free(a.tpot.v); free(a.e2el.v); free(a.itl.v);
     if (rc != 0) {
-        if (rc == -1) snprintf(err, errlen, "out of memory reading %s", path);
+        snprintf(err, errlen, "out of memory reading %s", path);
         report_requests_free(r);
         return NULL;
     }

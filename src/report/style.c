@@ -67,6 +67,7 @@ const char report_css[] =
     "stroke-linejoin:round}\n"
     "svg .rule.knee line{stroke:var(--knee);stroke-dasharray:none;stroke-width:2}svg .rule.knee text{fill:var(--knee);font-weight:600}\n"
     "svg .rule.slo line{stroke:var(--bad)}svg .rule.slo text{fill:var(--bad)}\n"
+    "svg .rule.nm line{stroke:var(--muted);stroke-dasharray:2 3}svg .rule.nm text{fill:var(--muted)}\n"
     "svg .rule.fail line{stroke:var(--bad);stroke-dasharray:2 3}svg .rule.fail text{fill:var(--bad)}\n"
     "svg .band rect{fill:var(--sat);opacity:.13}svg .band text{fill:var(--warn);font-size:11px}\n"
     "svg .band.finding rect{fill:var(--bad);opacity:.08}svg .band.finding text{fill:var(--bad)}\n"

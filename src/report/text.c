@@ -158,6 +158,7 @@ static void md_errors(rbuf *b, const rep_model *m) {
 
 int report_write_markdown(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen) {
     if (report_is_tune(doc)) return report_tune_markdown(f, doc, err, errlen);
+    if (report_is_drift(doc)) return report_drift_markdown(f, doc, err, errlen);
     rep_model m;
     if (rep_model_init(&m, doc, err, errlen) != 0) return -1;
     rbuf b;
@@ -219,6 +220,7 @@ static void csv_num(rbuf *b, double v) {
 
 int report_write_csv(FILE *f, const json_t *doc, char *err, size_t errlen) {
     if (report_is_tune(doc)) return report_tune_csv(f, doc, err, errlen);
+    if (report_is_drift(doc)) return report_drift_csv(f, doc, err, errlen);
     rep_model m;
     if (rep_model_init(&m, doc, err, errlen) != 0) return -1;
     rbuf b;

@@ -1,6 +1,8 @@
 /* results — the results document (schema dsperf.results/1), its atomic writers and loader, the
  * per-request JSONL, and the terminal summary in vLLM's "Serving Benchmark Result" layout. */
 #include "results/results.h"
+#include "results/validity.h"
+#include "metrics/request_metrics.h"
 #include "common/version.h"
 #include "common/fileio.h"
 #include <errno.h>
@@ -87,7 +89,7 @@ json_t *results_error_examples(const recset *recs) {
 }
 
 json_t *results_build(const recset *recs, const summary_opts *o, const results_meta *m) {
-    json_t *summary = summary_compute(recs, o);
+    json_t *summary = summary_compute_parts(recs, o, m ? m->parts : NULL);
     if (!summary) return NULL;
     json_t *doc = json_object();
     char date[32];
@@ -152,22 +154,30 @@ static void put_ms(FILE *f, const char *key, int64_t ns, int known) {
     else fprintf(f, ",\"%s\":null", key);
 }
 
+/* A metric in ms from request_metrics, or null when it is not defined. */
+static void put_msv(FILE *f, const char *key, double ms) {
+    if (isfinite(ms)) fprintf(f, ",\"%s\":%.6f", key, ms);
+    else fprintf(f, ",\"%s\":null", key);
+}
+
 /* One line, written with fprintf rather than through a jansson tree: a run can hold a million
  * chunk timestamps, and the writer streams them without building a document. */
 static void write_request_line(FILE *f, const record *r, int64_t t0) {
-    fprintf(f, "{\"index\":%u,\"class\":%u,\"outcome\":\"%s\",\"http_status\":%d,\"warmup\":%s", r->index,
-            (unsigned)r->class_id, rec_outcome_name((rec_outcome)r->outcome), (int)r->http_status,
-            r->warmup ? "true" : "false");
+    fprintf(f, "{\"index\":%u,\"class\":%u,\"outcome\":\"%s\",\"end\":\"%s\",\"http_status\":%d,\"warmup\":%s",
+            r->index, (unsigned)r->class_id, rec_outcome_name((rec_outcome)r->outcome), rec_end_name(record_end(r)),
+            (int)r->http_status, r->warmup ? "true" : "false");
     put_rel(f, "sched_ns", r->sched_ns, t0);
     put_rel(f, "send_ns", r->send_ns, t0);
     put_rel(f, "first_ns", r->first_ns, t0);
     put_rel(f, "last_ns", r->last_ns, t0);
     put_rel(f, "end_ns", r->end_ns, t0);
-    int sent = r->send_ns > 0;
-    put_ms(f, "queue_ms", r->send_ns - r->sched_ns, sent && r->sched_ns > 0);
+    req_metrics m;
+    req_metrics_of(r, &m);
+    put_msv(f, "queue_ms", m.queue_ms);
     put_ms(f, "connect_ms", r->connect_ns, r->connect_ns > 0);
-    put_ms(f, "ttft_ms", r->first_ns - r->send_ns, sent && r->first_ns > 0);
-    put_ms(f, "e2el_ms", r->last_ns - r->send_ns, sent && r->last_ns > 0);
+    put_msv(f, "ttft_ms", m.ttft_ms);
+    put_msv(f, "tpot_ms", m.tpot_ms);
+    put_msv(f, "e2el_ms", m.e2el_ms);
     put_int(f, "in_tokens", r->in_tokens, r->in_tokens >= 0);
     put_int(f, "in_tokens_server", r->in_tokens_server, r->in_tokens_server >= 0);
     put_int(f, "out_tokens", record_out_tokens(r), 1);
@@ -385,6 +395,7 @@ void results_print_summary(FILE *f, const json_t *r) {
     }
     row_int(f, "Successful requests:", get(r, "completed"));
     row_int(f, "Failed requests:", get(r, "failed"));
+    if (json_integer_value(get(r, "cancelled")) > 0) row_int(f, "Cancelled by dsperf (not failures):", get(r, "cancelled"));
     if (json_is_integer(get(r, "max_concurrency"))) row_int(f, "Maximum request concurrency:", get(r, "max_concurrency"));
     if (json_is_number(get(r, "intended_rate_per_s")))
         row_real(f, "Request rate configured (RPS):", get(r, "intended_rate_per_s"));
@@ -416,7 +427,9 @@ void results_print_summary(FILE *f, const json_t *r) {
     errors_section(f, r);
     const char *capped = json_string_value(get(r, "client_queue_reason"));
     if (capped) fprintf(f, "Note: %s\n", capped);
-    if (json_is_true(get(r, "client_fell_behind"))) {
+    if (get(r, "warnings")) {
+        validity_print(f, r);    /* judged (validity.h): every warning and the failure */
+    } else if (json_is_true(get(r, "client_fell_behind"))) {
         const char *why = json_string_value(get(r, "client_lag_reason"));
         fprintf(f, "WARNING: CLIENT FELL BEHIND ITS PLAN (%s): the client, not the server, limited this run;"
                    " see *_from_schedule latencies\n", why ? why : "see results");

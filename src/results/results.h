@@ -18,6 +18,7 @@ typedef struct {
     json_t *config;             /* borrowed: the run's configuration (target, load, dataset, ...) */
     bool partial;               /* the run was interrupted; what was measured is kept */
     const char *partial_reason; /* e.g. "interrupted (SIGINT)" */
+    const summary_parts *parts; /* a multi-host run: chunk-level parts merged from the ranks (NULL: from recs) */
 } results_meta;
 
 /* Builds the results document: summary_compute() over recs plus schema, meta and environment.
@@ -31,6 +32,13 @@ int results_write_json(const char *path, const json_t *results, char *err, size_
 /* Writes one JSON line per request with every timestamp (ns, relative to the first send) and
  * chunk arrivals. Atomic. 0 ok, -1 with err filled. */
 int results_write_requests_jsonl(const char *path, const recset *recs, char *err, size_t errlen);
+/* Reads a per-request JSONL (results_write_requests_jsonl's lines, any dsperf version) back into
+ * records, so that whatever reads it computes each request's metrics with request_metrics.h, the
+ * one definition. Times in the file are relative to the run's first send (and may be negative for
+ * a schedule before it); records get them shifted by *t0_ns (> 0) so that 0 keeps meaning "did
+ * not happen". Every line is kept, warm-up included (record.warmup). 0 ok, -1 with err filled
+ * (unreadable file, out of memory; "FILE:LINE: ..." for a line that is not a request object). */
+int results_read_requests_jsonl(const char *path, recset *out, int64_t *t0_ns, char *err, size_t errlen);
 /* Reads and checks a results file (schema prefix "dsperf.results/"). NULL with err filled. */
 json_t *results_load(const char *path, char *err, size_t errlen);
 /* Reads any dsperf document whose "schema" starts with one of the NULL-terminated prefixes

@@ -118,8 +118,10 @@ void server_default_params(server_params *p) {
     p->default_max_tokens = 256;
     p->seed = 1;
     p->threads = 1;
+    p->max_body_bytes = 4 << 20;   /* a 160k-token prompt is ~1 MB of JSON */
     p->stall_ns = 2 * NS_PER_S;
     p->error_style = SERVER_ERROR_STYLE_LLAMACPP;
+    fixed_lm_default(&p->lm);
 }
 
 /* ---- clocks ---- */
@@ -176,6 +178,7 @@ static void stream_unlink_free(stream *st) {
     if (st->prev) st->prev->next = st->next; else s->streams = st->next;
     if (st->next) st->next->prev = st->prev;
     s->m.streams_open--;
+    oai_request_free(&st->rq);
     free(st);
 }
 
@@ -336,7 +339,7 @@ static void finish(stream *st, const engine_event *ev) {
         if (out && evbuffer_get_length(out) > 5)
             evbuffer_write_atmost(out, bufferevent_getfd(bev), (ev_ssize_t)(evbuffer_get_length(out) - 5));
     } else {
-        oai_body(s->buf, &st->ident, st->sent, reason, st->rq.prompt_tokens);
+        oai_body(s->buf, &st->ident, &st->rq, st->sent, reason, st->rq.prompt_tokens);
         reply(s, st->req, 200, "application/json", s->buf);
         evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
     }
@@ -377,7 +380,7 @@ static void on_event(void *ctx, const engine_event *ev) {
         s->m.faults[SRV_FAULT_STALL]++;
     }
     if (st->rq.stream)
-        oai_sse_tokens(s->buf, &st->ident, st->sent, ev->n_tokens, fin ? (ev->finish_reason ? ev->finish_reason : "length") : NULL);
+        oai_sse_tokens(s->buf, &st->ident, &st->rq, st->sent, ev->n_tokens, fin ? (ev->finish_reason ? ev->finish_reason : "length") : NULL);
     st->sent += ev->n_tokens;
     if (st->fault == FAULT_DROP && st->sent >= st->fault_at) { inject_drop(st); return; }
     if (st->rq.stream) send_chunk(st, NULL);
@@ -429,15 +432,18 @@ static void handle_generate(worker *s, struct evhttp_request *req, int api) {
     const char *body = (const char *)evbuffer_pullup(in, -1);
     stream *st = calloc(1, sizeof *st);
     char err[256];
+    int bad_status = 400;
     s->m.generate_requests++;
     if (!st) { reply_error(s, req, 500, "out of memory"); return; }
-    if (oai_parse_request(api, body ? body : "", len, s->p.default_max_tokens, &st->rq, err, sizeof err) < 0) {
+    if (oai_parse_request(api, body ? body : "", len, s->p.default_max_tokens, &s->p.lm, s->p.logprobs_style,
+                          &st->rq, &bad_status, err, sizeof err) < 0) {
         free(st);
-        reply_error(s, req, 400, err);
+        reply_error(s, req, bad_status, err);
         return;
     }
     if (st->rq.model[0] && strcmp(st->rq.model, s->model)) {
         snprintf(err, sizeof err, "The model `%.160s` does not exist.", st->rq.model);
+        oai_request_free(&st->rq);
         free(st);
         reply_error(s, req, 404, err);
         return;
@@ -445,6 +451,7 @@ static void handle_generate(worker *s, struct evhttp_request *req, int api) {
     int status = decide_faults(s, st);
     if (status) {
         s->m.faults[status == 500 ? SRV_FAULT_HTTP_500 : SRV_FAULT_HTTP_429]++;
+        oai_request_free(&st->rq);
         free(st);
         reply_error(s, req, status, status == 500 ? "injected server error (dsperf serve --fail-rate)"
                                                   : "injected rate limit (dsperf serve --status-429-rate)");
@@ -467,6 +474,7 @@ static void handle_generate(worker *s, struct evhttp_request *req, int api) {
         .stall_ns = st->fault == FAULT_STALL ? (int64_t)((double)s->p.stall_ns * s->p.speedup) : 0,
     };
     if (engine_submit(s->eng, &er, st->arrival_ns) < 0) {
+        oai_request_free(&st->rq);
         free(st);
         reply_error(s, req, 500, "the engine rejected the request");
         return;
@@ -711,7 +719,10 @@ static worker *worker_new(server *top, int index, engine *eng, char *err, size_t
     s->http = evhttp_new(s->base);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
                                         EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
-    evhttp_set_max_body_size(s->http, 64 << 20);
+    /* A body over the cap is answered 413 by evhttp; with lingering close the rest of it is read and
+     * dropped (not kept) first, so the client gets the 413 rather than a connection reset. */
+    evhttp_set_max_body_size(s->http, (ev_ssize_t)top->p.max_body_bytes);
+    evhttp_set_flags(s->http, EVHTTP_SERVER_LINGERING_CLOSE);
     evhttp_set_timeout(s->http, 600);
     evhttp_set_gencb(s->http, handle_request, s);
     if (!evhttp_accept_socket_with_handle(s->http, s->listen_fd)) {

@@ -5,11 +5,14 @@
 #ifndef DSP_SERVER_H
 #define DSP_SERVER_H
 #include "engine/engine.h"
+#include "engine/fixed_lm.h"
 #include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 enum { SERVER_ERROR_STYLE_LLAMACPP = 0, SERVER_ERROR_STYLE_OPENAI = 1 };
+/* How completions logprobs are written: OpenAI/vLLM legacy arrays, or llama.cpp's chat-style content. */
+enum { SERVER_LOGPROBS_OPENAI = 0, SERVER_LOGPROBS_LLAMACPP = 1 };
 
 typedef struct {
     const char *host;            /* "127.0.0.1" (loopback by default; "::1", "0.0.0.0" also) */
@@ -29,8 +32,11 @@ typedef struct {
     int64_t stall_ns;            /* length of that gap (2 s) */
     double error_event_rate;     /* an error event mid-stream, then the end */
     int error_style;             /* SERVER_ERROR_STYLE_* */
+    int64_t max_body_bytes;      /* larger request bodies are answered 413 unread (4 MiB) */
     int threads;                 /* event loops, each with its own engine and SO_REUSEPORT socket (1) */
     bool handle_signals;         /* stop cleanly on SIGINT/SIGTERM (for the command, not threads) */
+    fixed_lm lm;                 /* the token model for logprobs requests (engine/fixed_lm.h) */
+    int logprobs_style;          /* SERVER_LOGPROBS_* */
 } server_params;
 
 typedef struct server server;

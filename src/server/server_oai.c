@@ -7,17 +7,10 @@
 #include <string.h>
 #include <stdio.h>
 #include <ctype.h>
-
-static const char *const words[] = {
-    " alpha", " bravo", " charlie", " delta", " echo", " foxtrot", " golf", " hotel",
-    " india", " juliet", " kilo", " lima", " mike", " november", " oscar", " papa",
-    " quebec", " romeo", " sierra", " tango", " uniform", " victor", " whiskey", " xray",
-    " yankee", " zulu", " amber", " basalt", " cobalt", " dune", " ember", " fjord",
-};
-#define N_WORDS (sizeof words / sizeof words[0])
+#include <stdlib.h>
 
 const char *oai_word(uint64_t seq, int64_t i) {
-    return words[(seq * 7 + (uint64_t)i) % N_WORDS];
+    return fixed_lm_word((uint32_t)((seq * 7 + (uint64_t)i) % FIXED_LM_VOCAB));
 }
 
 int32_t oai_count_words(const char *s) {
@@ -69,8 +62,9 @@ static int get_bool(json_t *root, const char *key, bool *out, char *err, size_t 
 }
 
 int oai_parse_request(int api, const char *body, size_t len, int32_t default_max_tokens,
-                      oai_request *out, char *err, size_t errlen) {
+                      const fixed_lm *lm, int lm_style, oai_request *out, int *status, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
+    *status = 400;
     out->api = api;
     out->max_tokens = default_max_tokens;
     json_error_t je;
@@ -132,10 +126,22 @@ int oai_parse_request(int api, const char *body, size_t len, int32_t default_max
         if (!json_is_object(so)) { snprintf(err, errlen, "'stream_options' must be an object"); goto out; }
         if (get_bool(so, "include_usage", &out->include_usage, err, errlen) < 0) goto out;
     }
+    if (oai_lm_parse(out, root, api == OAI_COMPLETIONS ? json_object_get(root, "prompt") : NULL,
+                     api == OAI_CHAT ? json_object_get(root, "messages") : NULL, lm, lm_style, status, err, errlen) < 0)
+        goto out;
     rc = 0;
 out:
     json_decref(root);
+    if (rc < 0) oai_request_free(out);
     return rc;
+}
+
+void oai_request_free(oai_request *rq) {
+    free(rq->lm.prompt_text);
+    free(rq->lm.ptoks);
+    rq->lm.prompt_text = NULL;
+    rq->lm.ptoks = NULL;
+    rq->lm.n_ptoks = 0;
 }
 
 /* ---- stream chunks ---- */
@@ -169,8 +175,9 @@ static void add_finish(struct evbuffer *o, const char *finish_reason) {
     else evbuffer_add(o, "null", 4);
 }
 
-void oai_sse_tokens(struct evbuffer *o, const oai_ident *id, int64_t first_word, int32_t n,
+void oai_sse_tokens(struct evbuffer *o, const oai_ident *id, oai_request *rq, int64_t first_word, int32_t n,
                     const char *finish_reason) {
+    if (rq->lm.on) { oai_lm_sse_tokens(o, id, rq, n, finish_reason); return; }
     chunk_head(o, id);
     if (id->api == OAI_CHAT) {
         evbuffer_add_printf(o, "[{\"index\":0,\"delta\":{\"content\":\"");
@@ -213,8 +220,9 @@ void oai_sse_error(struct evbuffer *o, bool openai_style, const char *message) {
     free(js);
 }
 
-void oai_body(struct evbuffer *o, const oai_ident *id, int32_t n, const char *finish_reason,
+void oai_body(struct evbuffer *o, const oai_ident *id, oai_request *rq, int32_t n, const char *finish_reason,
               int32_t prompt_tokens) {
+    if (rq->lm.on) { oai_lm_body(o, id, rq, n, finish_reason); return; }
     if (id->api == OAI_CHAT) {
         evbuffer_add_printf(o, "{\"id\":\"chatcmpl-%016llx\",\"object\":\"chat.completion\",\"created\":%lld,"
                                "\"model\":%s,\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"",

@@ -337,3 +337,29 @@ void sweep_osd_check(const sweep_osd *d, double now_s, bool whole, sweep_osd_ver
     v->saturated = v->conc_t > v->t_crit && v->ttft_t > v->t_crit && conc_rise >= conc_need &&
                    ttft_rise >= 0.1 * v->ttft_mean;
 }
+
+/* ---- levels the sweep could not measure ---- */
+
+void sweep_check_level(double load, bool rate_axis, double completed, double failed, double cut, double in_flight_s,
+                       double this_e2e_s, double prev_e2e_s, double level_s, double grace_s, sweep_level_check *out) {
+    memset(out, 0, sizeof *out);
+    if (!isfinite(cut)) cut = 0;
+    out->measured = !(cut > completed) && completed + failed > 0;
+    if (out->measured) return;
+    double e2e = 0;
+    const double est[] = { in_flight_s, this_e2e_s, prev_e2e_s };
+    for (int i = 0; i < 3; i++) if (isfinite(est[i]) && est[i] > e2e) e2e = est[i];
+    if (!(e2e > 0)) e2e = level_s + grace_s;
+    out->min_duration_s = ceil(SWEEP_LEVEL_E2E_FACTOR * e2e);
+    if (out->min_duration_s < level_s + 1) out->min_duration_s = ceil(level_s + 1);
+    double n = rate_axis ? ceil(load * SWEEP_LEVEL_E2E_FACTOR * e2e) : ceil(load * SWEEP_LEVEL_E2E_FACTOR);
+    out->requests = (long)(n > SWEEP_LEVEL_MIN_REQUESTS ? n : SWEEP_LEVEL_MIN_REQUESTS);
+    char where[200] = "";
+    if (cut > 0 && level_s > 0)
+        snprintf(where, sizeof where, "; %.0f were still in flight after %.0f s + %.0f s grace (the longest for %.0f s)", cut, level_s,
+                 grace_s, in_flight_s);
+    char prev[96] = "";
+    if (isfinite(prev_e2e_s)) snprintf(prev, sizeof prev, "; E2E p99 at the previous level %.1f s", prev_e2e_s);
+    snprintf(out->reason, sizeof out->reason, "not measured: requests outlast the level — %.0f completed%s%s: use "
+             "--duration >= %.0fs or --requests %ld", completed, where, prev, out->min_duration_s, out->requests);
+}

@@ -91,6 +91,39 @@ int sweep_osd_add_ttft(sweep_osd *d, double t_s, double ttft_ms);
  * fifth of the level: the ramp-up from zero in-flight is not a trend). */
 void sweep_osd_check(const sweep_osd *d, double now_s, bool whole, sweep_osd_verdict *v);
 
+/* ---- levels the sweep could not measure ----
+ * A level is "not measured" when too few of its requests completed to say anything about the
+ * server at that load: dsperf itself cut more of them at the level's end (--duration + --grace)
+ * than completed, so the ones that completed (if any) are the shortest — a biased sample; or no
+ * request ended at all. (A level whose requests all failed on the server side is measured: that
+ * is the server's answer at that load.) Such a
+ * level is no server failure; it is left out of the knee, goodput and SLO-boundary fits, drawn as
+ * not measured, and the sweep stops there (higher loads only take longer). The advice sizes the
+ * level from an estimate of the E2E latency (the longest any cut request had been in flight, this
+ * level's E2E — its p99, or by Little's law requests in flight / completions per second — or the
+ * previous level's p99, whichever is longest):
+ * --duration >= SWEEP_LEVEL_E2E_FACTOR x that (each user then completes a few requests, and the
+ * grace covers the last), or --requests (a count-bound level has no deadline):
+ * SWEEP_LEVEL_E2E_FACTOR per user (concurrency), or the arrivals of that many E2E times (rate),
+ * at least SWEEP_LEVEL_MIN_REQUESTS. */
+#define SWEEP_LEVEL_E2E_FACTOR 3
+#define SWEEP_LEVEL_MIN_REQUESTS 20
+
+typedef struct {
+    bool measured;
+    double min_duration_s;      /* advice: --duration at least this (whole seconds, rounded up) */
+    long requests;              /* advice: or --requests this */
+    char reason[480];           /* "not measured: requests outlast the level — ..." */
+} sweep_level_check;
+
+/* completed / failed: requests that completed / failed on the server side; cut: requests dsperf
+ * cancelled at the level's deadline;
+ * in_flight_s: the longest a cut request had been in flight; prev_e2e_s, this_e2e_s: p99 E2E of
+ * the previous level and of this one's completed requests (NAN unknown); level_s/grace_s: the
+ * level's --duration and --grace (0: count-bound). */
+void sweep_check_level(double load, bool rate_axis, double completed, double failed, double cut, double in_flight_s,
+                       double this_e2e_s, double prev_e2e_s, double level_s, double grace_s, sweep_level_check *out);
+
 /* ---- statistics ---- */
 /* Student t quantile for probability p in {0.95, 0.975, 0.99, 0.995} and df >= 1 (table up to
  * 30, Cornish-Fisher beyond). */
@@ -125,5 +158,8 @@ void sweep_print_table(FILE *f, const json_t *doc, bool utf8, bool rows);
 /* One row for a level just measured (the live line), in the table's columns; with_header
  * prints the column names first. */
 void sweep_print_level(FILE *f, const json_t *level, const char *axis, bool with_header);
+/* Whether a level of a sweep document measured anything (sweep_check_level): its "measured", or
+ * for files written before levels said so, the same rule on their counts. */
+bool sweep_level_measured(const json_t *level);
 /* Reads a sweep file and checks its schema. NULL with err. */
 json_t *sweep_load(const char *path, char *err, size_t errlen);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "results/results.h"
+#include "results/validity.h"
 
 static json_t *jnum(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 static double num(const json_t *o, const char *k) {
@@ -23,17 +24,37 @@ static const char *const headline[] = {
     "p99_e2el_from_schedule_ms", "mean_queue_ms", "error_rate", NULL,
 };
 
+/* error_rate: server-side failures of the requests that ended (dsperf's own cancellations are
+ * no errors; validity_counts reads files of every version alike). */
 static double level_metric(const json_t *res, const char *key) {
     if (!strcmp(key, "error_rate")) {
-        double ok = num(res, "completed"), bad = num(res, "failed");
+        double ok, bad;
+        validity_counts(res, &bad, &ok);
         return ok + bad > 0 ? bad / (ok + bad) : NAN;
     }
     return num(res, key);
 }
 
+/* Whether a level measured anything (sweep_check_level): as recorded, or for files written before
+ * levels said so, by the same rule on their counts (their "failed" included dsperf's cancellations,
+ * under errors.cancelled). */
+bool sweep_level_measured(const json_t *lv) {
+    const json_t *m = json_object_get(lv, "measured");
+    if (json_is_boolean(m)) return json_is_true(m);
+    const json_t *res = json_object_get(lv, "results");
+    double ok, bad;
+    validity_counts(res, &bad, &ok);
+    double cut = json_object_get(res, "ended") ? num(json_object_get(res, "ended"), "client_deadline")
+                                               : num(json_object_get(res, "errors"), "cancelled");
+    sweep_level_check chk;
+    sweep_check_level(num(lv, "load"), false, ok, bad, cut, NAN, NAN, NAN, 0, 0, &chk);
+    return chk.measured;
+}
+
 typedef struct {
     double load;
     size_t first, n;          /* levels[first .. first+n) */
+    size_t n_measured;        /* of them, the levels that measured anything (the rest are left out) */
     bool saturated, early_stopped;
     const char *kind;
 } group;
@@ -48,6 +69,7 @@ static size_t group_levels(const json_t *levels, group *g, size_t max) {
         if (ng && g[ng - 1].load == load && !strcmp(g[ng - 1].kind, kind ? kind : "")) g[ng - 1].n++;
         else if (ng < max) g[ng++] = (group){ .load = load, .first = i, .n = 1, .kind = kind ? kind : "" };
         else continue;
+        if (sweep_level_measured(lv)) g[ng - 1].n_measured++;
         if (json_is_true(json_object_get(lv, "saturated"))) g[ng - 1].saturated = true;
         if (json_is_true(json_object_get(lv, "early_stopped"))) g[ng - 1].early_stopped = true;
     }
@@ -58,7 +80,9 @@ static double group_mean(const json_t *levels, const group *g, const char *key) 
     double s = 0;
     size_t n = 0;
     for (size_t i = 0; i < g->n; i++) {
-        double v = level_metric(json_object_get(json_array_get(levels, g->first + i), "results"), key);
+        const json_t *lv = json_array_get(levels, g->first + i);
+        if (!sweep_level_measured(lv)) continue;
+        double v = level_metric(json_object_get(lv, "results"), key);
         if (isfinite(v)) { s += v; n++; }
     }
     return n ? s / n : NAN;
@@ -72,7 +96,9 @@ static json_t *ci_section(const json_t *levels, const group *g, size_t ng) {
         for (int h = 0; headline[h] && v; h++) {
             size_t n = 0;
             for (size_t i = 0; i < g[k].n; i++) {
-                double x = level_metric(json_object_get(json_array_get(levels, g[k].first + i), "results"), headline[h]);
+                const json_t *lv = json_array_get(levels, g[k].first + i);
+                if (!sweep_level_measured(lv)) continue;
+                double x = level_metric(json_object_get(lv, "results"), headline[h]);
                 if (isfinite(x)) v[n++] = x;
             }
             if (!n) continue;
@@ -82,8 +108,8 @@ static json_t *ci_section(const json_t *levels, const group *g, size_t ng) {
                                                           "lo", jnum(lo), "hi", jnum(hi), "n", (json_int_t)n));
         }
         free(v);
-        json_array_append_new(arr, json_pack("{s:o,s:s,s:I,s:o}", "load", jnum(g[k].load), "kind", g[k].kind,
-                                             "n", (json_int_t)g[k].n, "metrics", m));
+        json_array_append_new(arr, json_pack("{s:o,s:s,s:I,s:b,s:o}", "load", jnum(g[k].load), "kind", g[k].kind,
+                                             "n", (json_int_t)g[k].n_measured, "measured", g[k].n_measured > 0, "metrics", m));
     }
     int repeats = 0;
     for (size_t k = 0; k < ng; k++) if ((int)g[k].n > repeats) repeats = (int)g[k].n;
@@ -101,6 +127,7 @@ static json_t *knee_section(json_t *doc, const json_t *levels, const group *g, s
         bool lat_ok = true;
         for (size_t k = 0; k < ng && n < SWEEP_MAX_LEVELS; k++) {
             if (!strcmp(g[k].kind, "throughput")) continue;   /* auto mode's closed-loop anchor */
+            if (!g[k].n_measured) continue;    /* a level not measured says nothing about throughput */
             x[n] = g[k].load;
             y[n] = group_mean(levels, &g[k], "output_throughput");
             lat[n] = group_mean(levels, &g[k], lat_key);
@@ -190,7 +217,7 @@ static json_t *goodput_section(const json_t *doc, const json_t *levels, const gr
         snprintf(fk, sizeof fk, "p%s_%s_ms", plabel, names[m]);
         n = 0;
         for (size_t k = 0; k < ng; k++) {
-            if (!strcmp(g[k].kind, "throughput")) continue;
+            if (!strcmp(g[k].kind, "throughput") || !g[k].n_measured) continue;
             x[n] = g[k].load;
             v[n++] = group_mean(levels, &g[k], fk);
         }
@@ -262,7 +289,9 @@ static void row(FILE *f, const char *mark, const char *label, double rps, double
     fprintf(f, "%s%-8s %7s %9s %13s %8s %8s %7s %5s  %s\n", mark, label, a, b, c, d, e, g, h, state);
 }
 
-static const char *state_of(bool sat, bool early) { return early ? "saturated (stopped)" : sat ? "saturated" : "ok"; }
+static const char *state_of(bool sat, bool early, bool measured) {
+    return !measured ? "NOT MEASURED" : early ? "saturated (stopped)" : sat ? "saturated" : "ok";
+}
 
 static void header(FILE *f) {
     fprintf(f, "  %-8s %7s %9s %13s %8s %8s %7s %5s  %s\n", "load", "req/s", "tok/s", "TTFT p50/p99", "TPOT p99",
@@ -278,10 +307,12 @@ void sweep_print_level(FILE *f, const json_t *lv, const char *axis, bool with_he
     snprintf(with_rep, sizeof with_rep, "%s#%ld", label, k + 1);
     if (k > 0 && strlen(with_rep) <= 8) memcpy(label, with_rep, strlen(with_rep) + 1);   /* the column is 8 wide */
     if (with_header) header(f);
-    row(f, "  ", label, num(r, "request_throughput"), num(r, "output_throughput"), num(r, "median_ttft_ms"),
-        num(r, "p99_ttft_ms"), num(r, "p99_tpot_ms"), num(r, "p99_e2el_ms"), num(r, "request_goodput"),
-        level_metric(r, "error_rate"),
-        state_of(json_is_true(json_object_get(lv, "saturated")), json_is_true(json_object_get(lv, "early_stopped"))));
+    bool m = sweep_level_measured(lv);
+    /* a level not measured shows no numbers: what little completed is a biased sample */
+    row(f, "  ", label, m ? num(r, "request_throughput") : NAN, m ? num(r, "output_throughput") : NAN,
+        m ? num(r, "median_ttft_ms") : NAN, m ? num(r, "p99_ttft_ms") : NAN, m ? num(r, "p99_tpot_ms") : NAN,
+        m ? num(r, "p99_e2el_ms") : NAN, m ? num(r, "request_goodput") : NAN, level_metric(r, "error_rate"),
+        state_of(json_is_true(json_object_get(lv, "saturated")), json_is_true(json_object_get(lv, "early_stopped")), m));
 }
 
 void sweep_print_table(FILE *f, const json_t *doc, bool utf8, bool rows) {
@@ -295,8 +326,10 @@ void sweep_print_table(FILE *f, const json_t *doc, bool utf8, bool rows) {
     json_t *lv;
     json_array_foreach(levels, i, lv) {
         const json_t *r = json_object_get(lv, "results");
-        reqs += num(r, "completed") + num(r, "failed");
-        fails += num(r, "failed");
+        double ok, bad;
+        validity_counts(r, &bad, &ok);
+        reqs += ok + bad;
+        fails += bad;
         if (isfinite(num(r, "duration"))) secs += num(r, "duration");
     }
     const char *bar = utf8 ? "═" : "=";
@@ -345,8 +378,16 @@ void sweep_print_table(FILE *f, const json_t *doc, bool utf8, bool rows) {
         row(f, mark, label, group_mean(levels, &g[k], "request_throughput"), group_mean(levels, &g[k], "output_throughput"),
             group_mean(levels, &g[k], "median_ttft_ms"), group_mean(levels, &g[k], "p99_ttft_ms"),
             group_mean(levels, &g[k], "p99_tpot_ms"), group_mean(levels, &g[k], "p99_e2el_ms"),
-            group_mean(levels, &g[k], "request_goodput"), group_mean(levels, &g[k], "error_rate"),
-            state_of(g[k].saturated, g[k].early_stopped));
+            group_mean(levels, &g[k], "request_goodput"),
+            g[k].n_measured ? group_mean(levels, &g[k], "error_rate")
+                            : level_metric(json_object_get(json_array_get(levels, g[k].first), "results"), "error_rate"),
+            state_of(g[k].saturated, g[k].early_stopped, g[k].n_measured > 0));
+    }
+    json_array_foreach(levels, i, lv) {
+        const char *why = json_string_value(json_object_get(lv, "not_measured_reason"));
+        char label[32];
+        load_label(label, sizeof label, axis, json_string_value(json_object_get(lv, "kind")), num(lv, "load"));
+        if (!sweep_level_measured(lv)) fprintf(f, "  %s %s\n", label, why ? why : "not measured: requests outlast the level");
     }
     fprintf(f, "  (latencies in ms; tok/s = output tokens/s; %s = knee row%s)\n", utf8 ? "▶" : ">",
             ng && g[0].n > 1 ? "; means over repeats, intervals in the JSON \"ci\"" : "");

@@ -211,12 +211,91 @@ TEST(sweep_rate_over_saturation_stops) {
     CHECK(json_is_true(json_object_get(hi, "early_stopped")));
     CHECK(json_is_true(json_object_get(hi, "saturated")));
     CHECK(test_num(json_object_get(hi, "over_saturation"), "inflight_slope_per_s") > 10);
+    /* what the early stop cancelled is no failure: it says so per request class */
+    const json_t *hr = json_object_get(hi, "results");
+    CHECK(test_num(json_object_get(hr, "ended"), "early_stop") > 0);
+    CHECK_EQ_INT(test_num(json_object_get(hr, "ended"), "early_stop"), test_num(hr, "cancelled"));
+    CHECK_EQ_INT(test_num(hr, "failed"), 0);
+    CHECK(json_is_true(json_object_get(hi, "measured")));
     /* it stopped well before the planned 3 s of sending */
     CHECK(test_num(json_object_get(hi, "results"), "duration") < 2.9);
     CHECK(!json_is_true(json_object_get(json_array_get(lv, 0), "saturated")));
     const json_t *k = json_object_get(d, "knee");
     CHECK(json_is_object(k));
     CHECK_NEAR(test_num(k, "load"), 5, 0);
+    json_decref(d);
+}
+
+/* Requests that outlast their level (issue 11, item 1). The server serves one request at a time
+ * (--capacity 1), 20 tokens 20 ms apart: 0.41 s each. At c=1 a 2 s level measures; at c=16 a
+ * request waits for the 15 before it (>= 6 s) while the level lasts 2 s + 1 s grace, so at most 7
+ * of its requests can complete and the 16 users' requests in flight at the end — at least 13, as
+ * at most 3 complete after the deadline — are cut by dsperf. That level is "not measured", no
+ * failure: no error, no +inf latency, out of the knee and goodput, the sweep stops there, and the
+ * advice sizes it from the time a request takes (>= 16 x 0.41 s by Little's law). */
+TEST(sweep_level_outlasted_is_not_measured) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 10ms --itl 20ms --capacity 1") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char path[512], reqs[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/outlast.json", harness_tmpdir());
+    snprintf(reqs, sizeof reqs, "%s/outlast", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sweep --url %s --out %s --concurrency 1,16,32 --duration 2s --grace 1s "
+             "--dataset random:in=16,out=20 --slo ttft=10s --save-requests %s", s.url, path, reqs);
+    char *out = NULL, *err = NULL;
+    int rc = test_run(cmd, &out, &err);
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 1);    /* a level asked for and not measured fails the sweep (dsperf --help) */
+    CHECK(out && strstr(out, "NOT MEASURED"));
+    CHECK(err && strstr(err, "not measured: requests outlast the level"));
+    json_t *d = test_load_json(path);
+    CHECK(d != NULL);
+    if (!d) { free(out); free(err); return; }
+    const json_t *levels = json_object_get(d, "levels");
+    CHECK_EQ_INT(json_array_size(levels), 2);          /* c=32 never ran */
+    const json_t *l0 = json_array_get(levels, 0), *l1 = json_array_get(levels, 1);
+    CHECK(json_is_true(json_object_get(l0, "measured")));
+    CHECK(json_is_false(json_object_get(l1, "measured")));
+    const char *why = json_string_value(json_object_get(l1, "not_measured_reason"));
+    CHECK(why && strstr(why, "requests outlast the level") && strstr(why, "--duration >=") && strstr(why, "--requests 48"));
+    CHECK(test_num(json_object_get(l1, "advice"), "duration_s") >= 3 * 16 * 0.4);
+    CHECK_EQ_INT(test_num(json_object_get(l1, "advice"), "requests"), 48);
+    const json_t *r1 = json_object_get(l1, "results");
+    double done = test_num(r1, "completed"), cut = test_num(r1, "cancelled");
+    CHECK(done <= 8 && cut >= 13);
+    CHECK_EQ_INT(test_num(r1, "failed"), 0);
+    CHECK_EQ_INT(test_num(json_object_get(r1, "ended"), "client_deadline"), cut);
+    CHECK_EQ_INT(test_num(json_object_get(r1, "ended"), "server_error"), 0);
+    CHECK(json_object_get(json_object_get(r1, "errors"), "cancelled") == NULL);
+    CHECK(json_is_false(json_object_get(r1, "run_failed")));
+    CHECK(json_is_false(json_object_get(r1, "p99_e2el_error_adjusted_inf")));
+    /* left out of the analysis: the goodput is c=1's; the interval list says so */
+    CHECK_NEAR(test_num(json_object_get(d, "max_goodput"), "load"), 1, 0);
+    CHECK(json_is_false(json_object_get(json_array_get(json_object_get(json_object_get(d, "ci"), "levels"), 1), "measured")));
+    /* the per-request file says who ended each request and why */
+    char rpath[600];
+    snprintf(rpath, sizeof rpath, "%s.1.0.jsonl", reqs);
+    FILE *f = fopen(rpath, "r");
+    CHECK(f != NULL);
+    long n_cut = 0, n_done = 0;
+    char line[1 << 16];
+    while (f && fgets(line, sizeof line, f)) {
+        if (strstr(line, "\"end\":\"client_deadline\"")) {
+            n_cut++;
+            CHECK(strstr(line, "\"outcome\":\"cancelled\"") && strstr(line, "not a server failure"));
+        }
+        if (strstr(line, "\"end\":\"completed\"")) n_done++;
+    }
+    if (f) fclose(f);
+    CHECK_EQ_INT(n_cut, cut);
+    CHECK_EQ_INT(n_done, done);
+    /* diagnose: no error finding, and the level is not diagnosed at all */
+    char *dout = NULL;
+    snprintf(cmd, sizeof cmd, "diagnose %s", path);
+    CHECK_EQ_INT(test_run(cmd, &dout, NULL), 0);
+    CHECK(dout && !strstr(dout, "failed") && !strstr(dout, "load 16"));
+    free(dout);
+    free(out);
+    free(err);
     json_decref(d);
 }
 

@@ -15,7 +15,7 @@
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
-enum { NVML_SUCCESS = 0, NVML_ERROR_NOT_SUPPORTED = 3, NVML_ERROR_INSUFFICIENT_SIZE = 7 };
+enum { NVML_SUCCESS = 0, NVML_ERROR_NOT_SUPPORTED = 3, NVML_ERROR_INSUFFICIENT_SIZE = 7, NVML_ERROR_GPU_IS_LOST = 15 };
 enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
 enum { NVML_TEMPERATURE_GPU = 0 };
 enum { NVML_PCIE_UTIL_TX_BYTES = 0, NVML_PCIE_UTIL_RX_BYTES = 1 };
@@ -170,6 +170,7 @@ struct nvml_gpu {
     long prof_calls[PROF_COUNT];
     nvml_process procs[64];
     int n_procs, n_listed;           /* processes on the GPU; how many of them are in procs */
+    bool lost;                       /* NVML said the GPU is lost (fell off the bus): no more calls */
 };
 
 /* Resolves the first of the given names that the library exports. */
@@ -424,9 +425,14 @@ void nvml_gpu_sample(nvml_gpu *g, int64_t now_ns, double *cols) {
     nvmlDevice_t d = g->dev;
     bool ok;
     for (int i = 0; i < GPU_COL_COUNT; i++) cols[i] = NAN;
+    if (g->lost) return;
     nvmlUtilization_t u;
-    PROF(g, PROF_UTIL, ok = OK(DeviceGetUtilizationRates, d, &u));
-    if (ok) { cols[GPU_UTIL_GPU_PCT] = u.gpu; cols[GPU_UTIL_MEM_PCT] = u.memory; }
+    nvmlReturn_t urc = NVML_ERROR_NOT_SUPPORTED;
+    PROF(g, PROF_UTIL, if (n->DeviceGetUtilizationRates) urc = n->DeviceGetUtilizationRates(d, &u));
+    /* A GPU that fell off the bus answers every call with GPU_IS_LOST: stop asking (each call can
+     * take the driver's timeout) and let the caller say so once. */
+    if (urc == NVML_ERROR_GPU_IS_LOST) { g->lost = true; return; }
+    if (urc == NVML_SUCCESS) { cols[GPU_UTIL_GPU_PCT] = u.gpu; cols[GPU_UTIL_MEM_PCT] = u.memory; }
     /* v2 reports driver-reserved memory apart: its "used" is what processes allocated, as
      * nvidia-smi shows it (v1's "used" also counts the reserved part; seen on H200, driver 580). */
     nvmlMemory_v2_t m2 = {.version = NVML_MEMORY_V2_VERSION};
@@ -478,6 +484,8 @@ void nvml_gpu_sample(nvml_gpu *g, int64_t now_ns, double *cols) {
     }
     if (g->n_procs >= 0) cols[GPU_N_PROCESSES] = g->n_procs;
 }
+
+bool nvml_gpu_lost(const nvml_gpu *g) { return g->lost; }
 
 int nvml_gpu_processes(nvml_gpu *g, nvml_process *out, int max) {
     int k = g->n_listed < max ? g->n_listed : max;

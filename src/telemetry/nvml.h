@@ -79,6 +79,8 @@ void nvml_gpu_close(nvml_gpu *g);
  * previous sample and are NaN on the first call; GPM values need the previous GPM sample to be
  * at least ~100 ms old (else NaN and the older sample is kept). */
 void nvml_gpu_sample(nvml_gpu *g, int64_t now_ns, double *cols);
+/* Whether NVML said the GPU is lost (NVML_ERROR_GPU_IS_LOST): its samples stay NaN from then on. */
+bool nvml_gpu_lost(const nvml_gpu *g);
 /* Compute processes seen at the last refresh; returns the count (<= max). */
 int nvml_gpu_processes(nvml_gpu *g, nvml_process *out, int max);
 #endif

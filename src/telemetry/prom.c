@@ -2,6 +2,8 @@
  * every string in the result is an owned, unescaped copy. */
 #include "telemetry/prom.h"
 #include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +145,32 @@ static int parse_number(const char *p, const char *end, double *out, const char 
     return 0;
 }
 
+/* A sample's timestamp: integer milliseconds (Prometheus text) or (fractional) seconds (OpenMetrics).
+ * A value that is not finite or does not fit int64 milliseconds is refused: converting it would be
+ * undefined behaviour (found by fuzzing), and no exporter means it. */
+static int parse_timestamp_ms(const char *p, const char *end, int64_t *out, const char **stop) {
+    char buf[64];
+    size_t n = 0;
+    while (p + n < end && p[n] != ' ' && p[n] != '\t' && n < sizeof buf - 1) n++;
+    if (n == 0 || n == sizeof buf - 1) return -1;
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    char *e;
+    errno = 0;
+    if (strpbrk(buf, ".eE")) {
+        double sec = strtod(buf, &e);
+        /* 9.2e15 s is the int64 range in ms; beyond it (or NaN, Inf) there is no such time */
+        if (*e || !isfinite(sec) || fabs(sec) >= 9.2e15) return -1;
+        *out = (int64_t)llround(sec * 1000.0);
+    } else {
+        long long ms = strtoll(buf, &e, 10);
+        if (*e || errno == ERANGE) return -1;
+        *out = ms;
+    }
+    *stop = p + n;
+    return 0;
+}
+
 static int parse_sample(prom_doc *d, const char *p, const char *end, int flags) {
     prom_sample s = {0};
     const char *n0 = p;
@@ -161,13 +189,8 @@ static int parse_sample(prom_doc *d, const char *p, const char *end, int flags) 
     if (parse_number(p, end, &s.value, &p)) goto bad;
     p = skip_ws(p, end);
     if (p < end) {
-        double ts;
-        const char *t0 = p;
-        if (parse_number(p, end, &ts, &p)) goto bad;
-        /* Prometheus text: integer milliseconds; OpenMetrics: (fractional) seconds. */
-        bool seconds = memchr(t0, '.', (size_t)(p - t0)) || memchr(t0, 'e', (size_t)(p - t0));
+        if (parse_timestamp_ms(p, end, &s.timestamp_ms, &p)) goto bad;
         s.has_timestamp = true;
-        s.timestamp_ms = (int64_t)(seconds ? ts * 1000.0 : ts);
         if (skip_ws(p, end) != end) goto bad;
     }
     if (grow((void **)&d->samples, &d->cap_samples, d->n_samples + 1, sizeof *d->samples)) goto oom;

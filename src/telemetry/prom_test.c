@@ -135,6 +135,31 @@ static void derive_pair(const char *a, const char *b, em_engine expect, double *
     prom_doc_free(&db);
 }
 
+/* Timestamps that no int64 of milliseconds holds (NaN, Inf, 1e300 s, 2^63 ms) make the line bad instead
+ * of being converted (undefined behaviour, found by fuzzing); the rest of the page still counts. */
+TEST(telemetry_prom_timestamp_bounds) {
+    const char *text =
+        "a 1 NaN\n"
+        "b 2 1e300\n"
+        "c 3 -Inf\n"
+        "d 4 9223372036854775808\n"
+        "e 5 9223372036854775807\n"
+        "f 6 9.3e15\n"
+        "g 7 1.5\n"
+        "h 8 0x10\n"
+        "i 9 -1.5e3\n";
+    prom_doc d;
+    parse(text, &d);
+    CHECK_EQ_INT(d.n_samples, 3);
+    CHECK_EQ_INT(d.bad_lines, 6);
+    CHECK_STR(d.samples[0].name, "e");
+    CHECK(d.samples[0].timestamp_ms == INT64_MAX);
+    CHECK_STR(d.samples[1].name, "g");
+    CHECK_EQ_INT(d.samples[1].timestamp_ms, 1500);
+    CHECK_EQ_INT(d.samples[2].timestamp_ms, -1500000);
+    prom_doc_free(&d);
+}
+
 TEST(telemetry_prom_vllm_v1_aliases) {
     double o[EM_COL_COUNT];
     derive_pair(vllm_v1_a, vllm_v1_b, EM_ENGINE_VLLM, o);

@@ -37,6 +37,7 @@ typedef struct {
     series s;
     nvml_process seen[MAX_PROCS_SEEN];   /* every compute process seen during the run, max memory */
     int n_seen;
+    bool lost_noted;                     /* the warning about a lost GPU was written */
 } gpu_stream;
 
 struct telemetry {
@@ -154,6 +155,12 @@ static void tick(telemetry *t) {
         pthread_mutex_lock(&t->mu);
         series_append(&gs->s, now, row);
         record_processes(gs);
+        if (nvml_gpu_lost(gs->g) && !gs->lost_noted) {
+            gs->lost_noted = true;
+            size_t l = strlen(t->warning);
+            snprintf(t->warning + l, sizeof t->warning - l, "%sGPU %d was lost (NVML: GPU is lost) %.1f s into the run; its samples from then on are null",
+                     l ? "; " : "", gs->info.index, (double)(now - t->started_ns) / 1e9);
+        }
         pthread_mutex_unlock(&t->mu);
     }
     if (t->hs) {

@@ -36,6 +36,24 @@ json_t *telemetry_series_json(const telemetry *t, int64_t t0_ns);
  * preemptions, host CPU. New reference. */
 json_t *telemetry_summary_json(const telemetry *t, int64_t from_ns, int64_t to_ns, double output_tokens);
 void telemetry_free(telemetry *t);
+
+/* ---- many nodes (one job over many hosts, src/dist) ----
+ * One node's series and summary (telemetry_series_json / telemetry_summary_json, their times
+ * already on the job's clock), labelled with the host and the rank that sampled it. */
+typedef struct {
+    const char *host;
+    int rank;
+    const json_t *series, *summary;   /* either may be NULL */
+} telemetry_node;
+/* The job's series: every node's GPUs in one "gpu" array (each labelled "host" and "rank"), the
+ * first node's "host" and "server" sections, every node's host section under "hosts", and per
+ * node its sampler and warning under "nodes". New reference. */
+json_t *telemetry_merge_series(const telemetry_node *nodes, int n);
+/* The job's summary: every GPU's entry (labelled), means over all GPUs, power and energy summed,
+ * a per-node view ("nodes"), and with two or more GPUs the slowest one ("slowest_gpu": the lowest
+ * mean SM clock when the clocks differ by 2% or more, else the busiest). New reference. */
+json_t *telemetry_merge_summary(const telemetry_node *nodes, int n, double output_tokens);
+
 /* "all" (*all set, 0 returned) or distinct indices "0,1,3" (at most max, each below 64) into idx;
  * the count, or -1 when malformed. */
 int telemetry_parse_gpu_list(const char *s, int *idx, int max, bool *all);

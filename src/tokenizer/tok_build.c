@@ -69,26 +69,60 @@ int tok_buf_append(char **buf, size_t *len, size_t *cap, const void *data, size_
     return 0;
 }
 
-/* Ids may come in any order (tokenizer.json): capacity grows geometrically, n_vocab = highest id + 1. */
-static int grow_vocab(tokenizer *t, size_t need) {
-    if (need <= t->n_vocab) return 0;
-    if (need > t->vocab_cap) {
-        size_t nc = t->vocab_cap ? t->vocab_cap : 1024;
-        while (nc < need) nc *= 2;
-        char **s = realloc(t->tok_str, nc * sizeof *s);
-        if (!s) return -1;
-        t->tok_str = s;
-        uint32_t *l = realloc(t->tok_len, nc * sizeof *l);
-        if (!l) return -1;
-        t->tok_len = l;
-        uint8_t *f = realloc(t->tok_flags, nc);
-        if (!f) return -1;
-        t->tok_flags = f;
-        for (size_t i = t->vocab_cap; i < nc; i++) { s[i] = NULL; l[i] = 0; f[i] = 0; }
-        t->vocab_cap = nc;
+static uint64_t hash_id(int32_t id) {
+    uint64_t h = (uint64_t)(uint32_t)id * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 29);
+}
+
+/* The entry of an id while building, or NULL. */
+static tok_entry *entry_find(const tokenizer *t, int32_t id) {
+    if (!t->ent_by_id) return NULL;
+    for (size_t i = hash_id(id) & t->ent_by_id_mask;; i = (i + 1) & t->ent_by_id_mask) {
+        uint32_t k = t->ent_by_id[i];
+        if (!k) return NULL;
+        if (t->ent[k - 1].id == id) return &t->ent[k - 1];
     }
-    t->n_vocab = need;
-    return 0;
+}
+
+static void entry_index(uint32_t *idx, size_t mask, const tok_entry *ent, uint32_t k) {
+    size_t i = hash_id(ent[k].id) & mask;
+    while (idx[i]) i = (i + 1) & mask;
+    idx[i] = k + 1;
+}
+
+/* Appends an entry for a new id (the id index is kept at most half full). NULL when out of memory. */
+static tok_entry *entry_add(tokenizer *t, int32_t id) {
+    if (t->n_ent == t->ent_cap) {
+        size_t nc = t->ent_cap ? t->ent_cap * 2 : 1024;
+        tok_entry *e = realloc(t->ent, nc * sizeof *e);
+        if (!e) return NULL;
+        t->ent = e;
+        t->ent_cap = nc;
+    }
+    if ((t->n_ent + 1) * 2 > (t->ent_by_id ? t->ent_by_id_mask + 1 : 0)) {
+        size_t cap = t->ent_by_id ? (t->ent_by_id_mask + 1) * 2 : 2048;
+        uint32_t *idx = calloc(cap, sizeof *idx);
+        if (!idx) return NULL;
+        for (size_t k = 0; k < t->n_ent; k++) entry_index(idx, cap - 1, t->ent, (uint32_t)k);
+        free(t->ent_by_id);
+        t->ent_by_id = idx;
+        t->ent_by_id_mask = cap - 1;
+    }
+    tok_entry *e = &t->ent[t->n_ent];
+    *e = (tok_entry){NULL, 0, id, 0};
+    entry_index(t->ent_by_id, t->ent_by_id_mask, t->ent, (uint32_t)t->n_ent++);
+    return e;
+}
+
+const char *tok_token_at(const tokenizer *t, int32_t id, uint32_t *len) {
+    const tok_entry *e = entry_find(t, id);
+    *len = e ? e->len : 0;
+    return e ? e->str : NULL;
+}
+
+void tok_flag(tokenizer *t, int32_t id, uint8_t flag) {
+    tok_entry *e = entry_find(t, id);
+    if (e) e->flags |= flag;
 }
 
 static void map_put(tok_slot *m, size_t mask, const char *str, uint32_t len, int32_t id) {
@@ -137,18 +171,17 @@ int32_t tok_lookup(const tokenizer *t, const char *s, size_t len) {
 
 int tok_set_token(tokenizer *t, int32_t id, const char *s, size_t len, char *err, size_t errlen) {
     if (id < 0 || len > UINT32_MAX) { snprintf(err, errlen, "bad token id %d", id); return -1; }
-    if ((size_t)id >= t->n_vocab && grow_vocab(t, (size_t)id + 1)) goto oom;
-    if (t->tok_str[id]) {
-        if (t->tok_len[id] == len && !memcmp(t->tok_str[id], s, len)) return 0;
+    tok_entry *e = entry_find(t, id);
+    if (e) {
+        if (e->len == len && !memcmp(e->str, s, len)) return 0;
         snprintf(err, errlen, "token id %d given two different strings", id);
         return -1;
     }
-    t->tok_str[id] = arena_dup(t, s, len);
-    if (!t->tok_str[id]) goto oom;
-    t->tok_len[id] = (uint32_t)len;
+    if (!(e = entry_add(t, id)) || !(e->str = arena_dup(t, s, len))) goto oom;
+    e->len = (uint32_t)len;
     if (tok_lookup(t, s, len) >= 0) return 0; /* duplicate string: the first id keeps the mapping */
     if (++t->map_filled * 2 > t->map_mask + 1 && map_rehash(t, (t->map_mask + 1) * 2)) goto oom;
-    map_put(t->map, t->map_mask, t->tok_str[id], (uint32_t)len, id);
+    map_put(t->map, t->map_mask, e->str, (uint32_t)len, id);
     return 0;
 oom:
     snprintf(err, errlen, "out of memory");
@@ -205,12 +238,14 @@ int tok_add_merge(tokenizer *t, const char *a, size_t alen, const char *b, size_
 
 int tok_add_added(tokenizer *t, const tok_added *a, char *err, size_t errlen) {
     if (a->len == 0) return 0; /* HF ignores empty added tokens */
-    if (tok_set_token(t, a->id, a->text, a->len, err, errlen)) {
+    tok_entry *e = entry_find(t, a->id);
+    if (e && !(e->len == a->len && !memcmp(e->str, a->text, a->len))) {
         /* An added token may reuse the id of a vocabulary token with other text: the added one wins. */
-        if ((size_t)a->id >= t->n_vocab) return -1;
-        t->tok_str[a->id] = arena_dup(t, a->text, a->len);
-        if (!t->tok_str[a->id]) { snprintf(err, errlen, "out of memory"); return -1; }
-        t->tok_len[a->id] = a->len;
+        if (!(e->str = arena_dup(t, a->text, a->len))) { snprintf(err, errlen, "out of memory"); return -1; }
+        e->len = a->len;
+    } else if (!e) {
+        if (tok_set_token(t, a->id, a->text, a->len, err, errlen)) return -1;
+        e = entry_find(t, a->id);
     }
     tok_added *n = t->added;
     if ((t->n_added & (t->n_added - 1)) == 0) { /* capacity: powers of two */
@@ -219,9 +254,9 @@ int tok_add_added(tokenizer *t, const tok_added *a, char *err, size_t errlen) {
         t->added = n;
     }
     n[t->n_added] = *a;
-    n[t->n_added].text = t->tok_str[a->id];
+    n[t->n_added].text = e->str;
     t->n_added++;
-    t->tok_flags[a->id] |= TOK_F_ADDED | (a->special ? TOK_F_SPECIAL : 0);
+    e->flags |= TOK_F_ADDED | (a->special ? TOK_F_SPECIAL : 0);
     return 0;
 }
 
@@ -405,7 +440,50 @@ static int trie_insert(tok_added_pass *ps, const tok_added *a, int32_t index) {
     return 0;
 }
 
+/* Lays out the by-id tables once every id is known. A file may name any id up to 2^31-1, and a
+ * table indexed by it would follow the largest id (one hostile id: 24 GB): ids must stay within
+ * the vocabulary, leaving at most as many unused ids below the highest as there are tokens. */
+static int lay_out_ids(tokenizer *t, char *err, size_t errlen) {
+    int32_t max_id = -1;
+    for (size_t k = 0; k < t->n_ent; k++)
+        if (t->ent[k].id > max_id) max_id = t->ent[k].id;
+    if (max_id < 0) { snprintf(err, errlen, "the vocabulary is empty"); return -1; }
+    size_t bound = 2 * t->n_ent + TOK_ID_SLACK;
+    if ((size_t)max_id >= bound) {
+        snprintf(err, errlen, "token id %d is far beyond the vocabulary (%zu tokens; ids must stay below %zu): "
+                 "a corrupt or hostile file", max_id, t->n_ent, bound);
+        return -1;
+    }
+    t->n_vocab = (size_t)max_id + 1;
+    t->tok_str = calloc(t->n_vocab, sizeof *t->tok_str);
+    t->tok_len = calloc(t->n_vocab, sizeof *t->tok_len);
+    t->tok_flags = calloc(t->n_vocab, 1);
+    if (!t->tok_str || !t->tok_len || !t->tok_flags) { snprintf(err, errlen, "out of memory"); return -1; }
+    for (size_t k = 0; k < t->n_ent; k++) {
+        const tok_entry *e = &t->ent[k];
+        t->tok_str[e->id] = (char *)e->str;
+        t->tok_len[e->id] = e->len;
+        t->tok_flags[e->id] = e->flags;
+    }
+    free(t->ent);
+    free(t->ent_by_id);
+    t->ent = NULL;
+    t->ent_by_id = NULL;
+    /* BOS/EOS come from the file too: one that names no token would be read out of the table. */
+    int32_t *ends[2] = {&t->bos_id, &t->eos_id};
+    for (int i = 0; i < 2; i++) {
+        int32_t id = *ends[i];
+        if (id >= 0 && ((size_t)id >= t->n_vocab || !t->tok_str[id])) {
+            snprintf(err, errlen, "the %s token id %d is not in the vocabulary", i ? "EOS" : "BOS", id);
+            return -1;
+        }
+        if (id < -1) *ends[i] = -1;
+    }
+    return 0;
+}
+
 int tok_finish(tokenizer *t, char *err, size_t errlen) {
+    if (lay_out_ids(t, err, errlen)) return -1;
     for (int b = 0; b < 256; b++) {
         uint32_t c = byte_char(b);
         char u[2];
@@ -446,6 +524,8 @@ void tok_release(tokenizer *t) {
     free(t->tok_str);
     free(t->tok_len);
     free(t->tok_flags);
+    free(t->ent);
+    free(t->ent_by_id);
     free(t->map);
     free(t->pairs);
     free(t->added);

@@ -194,11 +194,13 @@ static int load_types(tokenizer *t, cursor *c, const kv_ref *kv, uint64_t n_tok)
         int32_t ty;
         memcpy(&ty, c->d + c->off + i * 4, 4);
         if (ty != 3 && ty != 4) continue; /* 3 control, 4 user-defined: both are HF added tokens */
-        if (ty == 4 && is_pad_filler(t->tok_str[i], t->tok_len[i], (size_t)i)) {
-            t->tok_flags[i] |= TOK_F_HIDDEN;
+        uint32_t len;
+        const char *text = tok_token_at(t, (int32_t)i, &len);
+        if (ty == 4 && is_pad_filler(text, len, (size_t)i)) {
+            tok_flag(t, (int32_t)i, TOK_F_HIDDEN);
             continue;
         }
-        tok_added a = {.text = t->tok_str[i], .len = t->tok_len[i], .id = (int32_t)i, .special = ty == 3,
+        tok_added a = {.text = text, .len = len, .id = (int32_t)i, .special = ty == 3,
                        .normalized = ty == 4};
         if (tok_add_added(t, &a, c->err, c->errlen)) return -1;
     }
@@ -222,6 +224,8 @@ static int load_merges(tokenizer *t, cursor *c, const kv_ref *kv) {
 
 int tok_load_gguf(tokenizer *t, const char *path, const uint8_t *data, size_t len, char *err, size_t errlen) {
     if (errlen) err[0] = 0;
+    /* the cursor starts after the magic: a shorter buffer would make its bounds checks wrap */
+    if (len < 4 || memcmp(data, "GGUF", 4)) { snprintf(err, errlen, "%s: not a GGUF file", path); return -1; }
     cursor c = {data, len, 4, err, errlen};
     uint32_t version;
     uint64_t n_tensors, n_kv;

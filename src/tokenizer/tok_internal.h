@@ -47,12 +47,20 @@ typedef struct {
     uint32_t len;
 } tok_slot;
 
+/* A token as the loaders give it, kept apart from the by-id tables until tok_finish: ids arrive in
+ * any order and a file may name any id, so memory follows the number of tokens, never the largest id. */
+typedef struct {
+    const char *str;   /* in the arena */
+    uint32_t len;
+    int32_t id;
+    uint8_t flags;     /* TOK_F_* */
+} tok_entry;
+
 enum tok_chat_style { TOK_CHAT_NONE = 0, TOK_CHAT_DEEPSEEK3, TOK_CHAT_DEEPSEEK2 };
 
 struct tokenizer {
     uint64_t serial;           /* unique per load: keys the per-thread caches */
     size_t n_vocab;            /* highest id + 1 */
-    size_t vocab_cap;
     char **tok_str;            /* by id, NUL-terminated, NULL where no token */
     uint32_t *tok_len;
     uint8_t *tok_flags;        /* TOK_F_* by id */
@@ -76,6 +84,10 @@ struct tokenizer {
     void *arena_blocks;        /* linked blocks holding every string of the tables (never moved) */
     char *arena_cur;
     size_t arena_used, arena_cap;
+    tok_entry *ent;            /* builder: every token, in the order given (freed by tok_finish) */
+    size_t n_ent, ent_cap;
+    uint32_t *ent_by_id;       /* builder: open addressing id -> entry index + 1 (0: empty) */
+    size_t ent_by_id_mask;
     char *scratch;             /* builder scratch (merge concatenation) */
     size_t scratch_cap;
     uint32_t jit_ok[2];        /* bit i: re[.][i] is JIT-compiled */
@@ -92,7 +104,13 @@ int tok_add_merge(tokenizer *t, const char *a, size_t alen, const char *b, size_
 int tok_add_added(tokenizer *t, const tok_added *a, char *err, size_t errlen);
 /* pattern in Oniguruma syntax as HF writes it; \s and \S become HF's whitespace class. */
 int tok_add_stage(tokenizer *t, const char *pattern, size_t len, char *err, size_t errlen);
+/* Ends the build: ids must be bounded by the vocabulary (at most as many unused ids below the
+ * highest as there are tokens, plus TOK_ID_SLACK), then the by-id tables are laid out. */
 int tok_finish(tokenizer *t, char *err, size_t errlen);
+#define TOK_ID_SLACK 1024
+/* While building: the token of an id (NULL when none; *len its length), and setting a TOK_F_ flag. */
+const char *tok_token_at(const tokenizer *t, int32_t id, uint32_t *len);
+void tok_flag(tokenizer *t, int32_t id, uint8_t flag);
 int32_t tok_lookup(const tokenizer *t, const char *s, size_t len);
 void tok_release(tokenizer *t);
 

@@ -91,6 +91,10 @@ static int load_added(tokenizer *t, json_t *arr, char *err, size_t errlen) {
     json_array_foreach(arr, i, e) {
         json_t *c = json_object_get(e, "content"), *id = json_object_get(e, "id");
         if (!json_is_string(c) || !json_is_integer(id)) { snprintf(err, errlen, "added_tokens[%zu] lacks content or id", i); return -1; }
+        if (json_integer_value(id) < 0 || json_integer_value(id) > INT32_MAX) {
+            snprintf(err, errlen, "added_tokens[%zu] has id %" JSON_INTEGER_FORMAT " (ids are 0..2147483647)", i, json_integer_value(id));
+            return -1;
+        }
         if (json_is_true(json_object_get(e, "single_word"))) {
             snprintf(err, errlen, "unsupported added token option single_word ('%s')", json_string_value(c));
             return -1;

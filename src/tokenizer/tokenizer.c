@@ -443,7 +443,7 @@ int tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n, char **ou
     for (size_t i = 0; i <= n && !err; i++) {
         bool flush = i == n;
         int32_t id = i < n ? ids[i] : -1;
-        bool known = i < n && id >= 0 && (size_t)id < t->n_vocab && t->tok_str[id] && !(t->tok_flags[id] & TOK_F_HIDDEN);
+        bool known = i < n && tokenizer_id_known(t, id);
         if (known && (t->tok_flags[id] & TOK_F_ADDED)) flush = true;
         if (flush && bl) {
             err = tok_utf8_lossy(bytes, bl, &res, &rl, &rc);
@@ -465,6 +465,10 @@ int32_t tokenizer_bos_id(const tokenizer *t) { return t->bos_id; }
 int32_t tokenizer_eos_id(const tokenizer *t) { return t->eos_id; }
 size_t tokenizer_vocab_size(const tokenizer *t) { return t->n_vocab; }
 bool tokenizer_add_bos_default(const tokenizer *t) { return t->add_bos; }
+
+bool tokenizer_id_known(const tokenizer *t, int32_t id) {
+    return id >= 0 && (size_t)id < t->n_vocab && t->tok_str[id] && !(t->tok_flags[id] & TOK_F_HIDDEN);
+}
 
 const char *tokenizer_token_text(const tokenizer *t, int32_t id) {
     if (id < 0 || (size_t)id >= t->n_vocab) return NULL;

@@ -34,6 +34,8 @@ size_t tokenizer_vocab_size(const tokenizer *t); /* highest id + 1 */
 /* Whether the model's configuration asks for a BOS (tokenizer_config.json add_bos_token, GGUF
  * tokenizer.ggml.add_bos_token). The servers add it; pass this as add_bos to count like them. */
 bool tokenizer_add_bos_default(const tokenizer *t);
+/* Whether id names a token decode would write (a vocabulary or added token; not GGUF padding). */
+bool tokenizer_id_known(const tokenizer *t, int32_t id);
 /* The token's text as stored in the vocabulary (byte-level form, e.g. "Ġhello"), NULL if none. */
 const char *tokenizer_token_text(const tokenizer *t, int32_t id);
 

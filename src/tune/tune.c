@@ -2,6 +2,7 @@
  * Pareto front, the recommendation, the table). Free of process control and I/O except the
  * printing, so it is tested on numbers. */
 #include "tune/tune.h"
+#include "drift/drift.h"
 #include "sweep/sweep.h"
 #include "metrics/summary.h"
 #include <ctype.h>
@@ -581,6 +582,7 @@ int tune_analyse(json_t *doc) {
     json_object_set_new(r, "runner_up", ru);
     json_object_set_new(doc, "recommendation", r);
     json_object_set_new(doc, "recommendation_note", json_null());
+    drift_annotate_tune(doc, json_object_get(doc, "drift"));   /* a KV-dtype change: its accuracy cost, or "untested" */
     free(cand);
     return 0;
 }

@@ -1,0 +1,32 @@
+/* comm — collective times on the GPUs' links: latency + bytes / bandwidth (alpha-beta), inside the
+ * NVLink domain or across nodes over the NIC, and DeepEP's expert-parallel dispatch/combine from its
+ * published microbenchmarks (low-latency kernels by EP size, normal kernels by bandwidth).
+ *
+ * Sources: DeepEP docs/legacy.md @0297fc8 (H800 + CX7 400 Gb/s: low-latency dispatch 77/118/155/
+ * 173/192/194 us and combine 114/195/273/314/369/360 us at EP 8/16/32/64/128/256 for 128 tokens per
+ * rank, hidden 7168, top-8, fp8 dispatch, bf16 combine; normal kernels 153/158 GB/s intranode EP8,
+ * 43/43, 58/57, 51/50 GB/s over RDMA at EP 16/32/64); NVIDIA/nccl#1244 (small all-reduce across
+ * 2 x 8 H20 over IB: 46-47 us). */
+#ifndef DSP_COMM_H
+#define DSP_COMM_H
+#include "model/model.h"
+
+typedef struct {
+    double link_bytes_per_s;   /* one direction, x link efficiency */
+    double nic_bytes_per_s;    /* one direction per GPU, x link efficiency */
+    double alpha_s;            /* latency of one collective inside the NVLink domain */
+    double alpha_inter_s;      /* ... spanning nodes */
+    int domain_gpus;           /* GPUs on the fast link */
+} comm_model;
+
+/* link_eff scales both bandwidths; alpha_s the in-domain latency. */
+void comm_init(comm_model *m, const hw_gpu *g, double link_eff, double alpha_s);
+/* All-reduce of `bytes` (per GPU buffer) over p GPUs: ring inside the domain, hierarchical across it. */
+double comm_allreduce_s(const comm_model *m, double bytes, int p);
+/* All-gather (or reduce-scatter) where every one of p GPUs ends with (or starts from) total_bytes. */
+double comm_allgather_s(const comm_model *m, double total_bytes, int p);
+/* DeepEP dispatch (combine = 0) or combine (1) for `tokens` per rank of `hidden` values, top_k
+ * copies, over ep ranks; low_latency: the decode kernels (latency table scaled by bytes), else the
+ * normal kernels (bandwidth table). dispatch moves fp8, combine bf16. */
+double comm_deepep_s(const comm_model *m, double tokens, int hidden, int top_k, int ep, int combine, int low_latency);
+#endif

@@ -1,0 +1,323 @@
+/* cost model mechanism tests — each against a closed form or a published microbenchmark:
+ * collectives (alpha-beta, DeepEP's table), KV layouts (MLA latent, FlashMLA fp8, expanded K/V of
+ * pre-MLA engines), DP attention, MTP tokens per step, eager launches, the overlap scheduler, the
+ * GPU catalog; and in the engine: MTP emission, admission reserve, prefix caching, PD. */
+#include "harness.h"
+#include "engine/sim.h"
+#include "engine/sim_pc.h"
+#include <stdlib.h>
+#include <string.h>
+
+static int cost_for(sim_params *p, cost_model *c) {
+    char err[256] = "";
+    int rc = sim_params_cost(p, c, err, sizeof err);
+    CHECK_MSG(rc == 0, "sim_params_cost: %s", err);
+    return rc;
+}
+
+static void set(sim_params *p, const char *k, const char *v) {
+    char err[256] = "";
+    int rc = sim_params_set(p, k, v, err, sizeof err);
+    CHECK_MSG(rc == 0, "--%s %s: %s", k, v, err);
+}
+
+TEST(comm_alpha_beta_and_deepep_table) {
+    comm_model m;
+    comm_init(&m, hw_find("h100"), 0.7, 10e-6);
+    /* ring all-reduce in the NVLink domain: alpha + 2 (p-1)/p bytes / (450 GB/s x 0.7) */
+    CHECK_NEAR(comm_allreduce_s(&m, 1e6, 8), 10e-6 + 2.0 * 7 / 8 * 1e6 / (450e9 * 0.7), 1e-12);
+    CHECK_NEAR(comm_allreduce_s(&m, 1e6, 1), 0, 0);
+    /* across nodes: NVIDIA/nccl#1244's 46.5 us small-message latency over IB */
+    CHECK_NEAR(comm_allreduce_s(&m, 4, 16), 46.5e-6, 0.1e-6);
+    /* DeepEP low-latency at its benchmark point (128 tokens, hidden 7168, top-8) is its table */
+    CHECK_NEAR(comm_deepep_s(&m, 128, 7168, 8, 8, 0, 1), 77e-6, 1e-9);
+    CHECK_NEAR(comm_deepep_s(&m, 128, 7168, 8, 8, 1, 1), 114e-6, 1e-9);
+    CHECK_NEAR(comm_deepep_s(&m, 128, 7168, 8, 256, 0, 1), 194e-6, 1e-9);
+    CHECK_NEAR(comm_deepep_s(&m, 128, 7168, 8, 256, 1, 1), 360e-6, 1e-9);
+    /* twice the tokens: the part above the floor doubles */
+    CHECK_NEAR(comm_deepep_s(&m, 256, 7168, 8, 32, 0, 1), 10e-6 + 2 * (155e-6 - 10e-6), 1e-9);
+    /* normal kernels: 4096 tokens at EP16 over RDMA at 43 GB/s (fp8 + 1/32 scales) */
+    double bytes = 4096.0 * 8 * 7168 * (1 + 4.0 / 128);
+    CHECK_NEAR(comm_deepep_s(&m, 4096, 7168, 8, 16, 0, 0), 20e-6 + bytes / 43e9, 1e-9);
+}
+
+TEST(cost_kv_layouts) {
+    sim_params p;
+    cost_model c;
+    sim_default_params(&p);
+    set(&p, "model", "deepseek-v3");
+    set(&p, "tp", "8");
+    set(&p, "kv-dtype", "fp8-flashmla");
+    if (cost_for(&p, &c) == 0) { CHECK_NEAR(c.kv_bytes_per_token, 61 * 656.0, 0); cost_free(&c); }  /* FlashMLA: 656 B */
+    set(&p, "kv-dtype", "fp8");
+    if (cost_for(&p, &c) == 0) { CHECK_NEAR(c.kv_bytes_per_token, 61 * 576.0, 0); cost_free(&c); }
+    /* a pre-MLA engine expands K and V per head, padded to 192 (vLLM 0.5) or 256 (SGLang + FlashInfer) */
+    sim_default_params(&p);
+    set(&p, "engine-profile", "vllm-v0");
+    if (cost_for(&p, &c) == 0) { CHECK_NEAR(c.kv_bytes_per_token, 27 * 2 * 16 * 192 * 2.0, 0); cost_free(&c); }
+    set(&p, "engine-profile", "sglang-2024");
+    set(&p, "mla", "off");
+    if (cost_for(&p, &c) == 0) { CHECK_NEAR(c.kv_bytes_per_token, 27 * 2 * 16 * 256 * 2.0, 0); cost_free(&c); }
+}
+
+TEST(cost_dp_attention_splits_attention_and_kv) {
+    sim_params p;
+    cost_model a, b;
+    sim_default_params(&p);
+    set(&p, "model", "deepseek-v3");
+    set(&p, "tp", "8");
+    if (cost_for(&p, &a) != 0) return;
+    set(&p, "dp", "8");
+    if (cost_for(&p, &b) != 0) { cost_free(&a); return; }
+    /* every rank holds its own sequences' KV: 8x the blocks of a TP-8 instance (less the
+     * attention weights each rank now holds whole) */
+    CHECK(sim_params_kv_blocks(&p, &b) > 4 * sim_params_kv_blocks(&p, &a));
+    cost_batch cb;
+    cost_step sa, sb;
+    cost_decode_batch(64, 4000, &cb);
+    cost_step_time(&a, &cb, &sa);
+    cost_step_time(&b, &cb, &sb);
+    /* TP 8 reads all 64 sequences' latent KV on every GPU; DP 8 reads 8 per rank */
+    CHECK_NEAR(sa.kv_bytes / sb.kv_bytes, (64 * 4000.0 + 64) / (8 * 4000.0 + 8), 0.01);
+    cost_free(&a);
+    cost_free(&b);
+}
+
+TEST(cost_mtp_tokens_per_step) {
+    sim_params p;
+    cost_model c;
+    sim_default_params(&p);
+    set(&p, "mtp", "3");
+    set(&p, "mtp-accept", "0.7");
+    if (cost_for(&p, &c) == 0) { CHECK_NEAR(cost_mtp_tokens_per_step(&c), 1 + 0.7 + 0.49 + 0.343, 1e-12); cost_free(&c); }
+    set(&p, "mtp-accept-len", "2.44");
+    if (cost_for(&p, &c) == 0) {
+        CHECK_NEAR(cost_mtp_tokens_per_step(&c), 2.44, 0);
+        /* the verify step carries 1 + 3 tokens per sequence and the drafts add work */
+        cost_batch b1, b4;
+        cost_step s1, s4;
+        cost_decode_batch(16, 1000, &b1);
+        cost_decode_batch_mtp(&c, 16, 1000, &b4);
+        CHECK_EQ_INT(b4.tokens, 64);
+        cost_step_time(&c, &b1, &s1);
+        cost_step_time(&c, &b4, &s4);
+        CHECK(s4.t > s1.t);
+        cost_free(&c);
+    }
+}
+
+TEST(cost_eager_and_overlap) {
+    sim_params p;
+    cost_model c;
+    sim_default_params(&p);
+    set(&p, "cuda-graphs", "off");
+    set(&p, "launch-time", "100us");
+    if (cost_for(&p, &c) != 0) return;
+    cost_batch b;
+    cost_step s;
+    cost_decode_batch(1, 100, &b);
+    cost_step_time(&c, &b, &s);
+    /* eager: the CPU cannot launch faster than kernels x launch time */
+    double kernels = 27 * 17 + 26 * 9 + 4;
+    CHECK(!s.graphs);
+    CHECK_NEAR(s.t, kernels * (100e-6 + p.factors.kernel_s) + p.factors.step_overhead_s + p.factors.seq_overhead_s, 1e-9);
+    cost_free(&c);
+    /* the overlap scheduler hides the CPU's step behind the GPU's */
+    sim_default_params(&p);
+    set(&p, "step-overhead", "1ms");
+    if (cost_for(&p, &c) != 0) return;
+    cost_decode_batch(64, 1000, &b);
+    cost_step_time(&c, &b, &s);
+    double serial = s.t;
+    cost_free(&c);
+    set(&p, "overlap-schedule", "on");
+    if (cost_for(&p, &c) != 0) return;
+    cost_step_time(&c, &b, &s);
+    CHECK_NEAR(serial - s.t, 1e-3 + 64 * p.factors.seq_overhead_s, 1e-9);
+    cost_free(&c);
+}
+
+TEST(hw_catalog_entries) {
+    const hw_gpu *b = hw_find("b200"), *h8 = hw_find("h800"), *a4 = hw_find("a100-40g"), *g = hw_find("gb200");
+    CHECK(b && h8 && a4 && g && hw_find("h20") && hw_find("rtx3090"));
+    if (!b || !h8 || !a4 || !g) return;
+    CHECK_NEAR(hw_matmul_flops(b, DT_FP4), 9000e12, 1);
+    CHECK_NEAR(hw_matmul_flops(hw_find("h200"), DT_FP4), 1979e12, 1);   /* no fp4 cores: the fp8 path */
+    CHECK_NEAR(h8->link_bytes_per_s, 400e9, 1);
+    CHECK_NEAR(a4->hbm_bytes_per_s, 1.555e12, 1);
+    CHECK_EQ_INT(g->domain_gpus, 72);
+    CHECK_NEAR(model_dtype_bytes(DT_FP4), 0.5625, 0);
+}
+
+typedef struct { int64_t tokens[64], chunks[64], first_ns[64], sched_ns[64], end_ns[64]; int64_t preempt; } counts;
+
+static void count_ev(void *ctx, const engine_event *ev) {
+    counts *c = ctx;
+    if (ev->id >= 64) return;
+    if (ev->flags & ENGINE_EV_TOKENS) { c->tokens[ev->id] += ev->n_tokens; c->chunks[ev->id]++; }
+    if (ev->flags & ENGINE_EV_FIRST) c->first_ns[ev->id] = ev->t_ns;
+    if (ev->flags & ENGINE_EV_SCHEDULED) c->sched_ns[ev->id] = ev->t_ns;
+    if (ev->flags & ENGINE_EV_FINISHED) c->end_ns[ev->id] = ev->t_ns;
+    if (ev->flags & ENGINE_EV_PREEMPTED) c->preempt++;
+}
+
+/* Submits reqs[i] at arrive[i] and runs the engine dry. */
+static void run_all(engine *e, const engine_request *reqs, const int64_t *arrive, int n, counts *c) {
+    int next = 0;
+    for (;;) {
+        int64_t te = engine_next_event_ns(e), ta = next < n ? arrive[next] : ENGINE_NEVER;
+        if (te == ENGINE_NEVER && ta == ENGINE_NEVER) break;
+        if (ta <= te) { CHECK(engine_submit(e, &reqs[next], ta) == 0); next++; }
+        else engine_advance(e, te, count_ev, c);
+    }
+}
+
+static engine *make_engine(sim_params *p) {
+    char err[256] = "";
+    engine *e = engine_sim_create(p, err, sizeof err);
+    CHECK_MSG(e != NULL, "engine_sim_create: %s", err);
+    return e;
+}
+
+/* The engine emits the acceptance length per decode step on average (chunks of several tokens). */
+TEST(sim_mtp_emits_accepted_tokens) {
+    sim_params p;
+    sim_default_params(&p);
+    set(&p, "mtp", "2");
+    set(&p, "mtp-accept-len", "2.5");
+    engine *e = make_engine(&p);
+    if (!e) return;
+    static counts c;
+    memset(&c, 0, sizeof c);
+    engine_request r = {.id = 1, .prompt_tokens = 100, .max_tokens = 201, .ignore_eos = true};
+    int64_t t0 = 0;
+    run_all(e, &r, &t0, 1, &c);
+    CHECK_EQ_INT(c.tokens[1], 201);
+    /* the first token from the prefill, then 200 tokens in 80 steps of 2.5 on average */
+    CHECK_EQ_INT(c.chunks[1], 1 + 80);
+    engine_destroy(e);
+}
+
+/* Guaranteed-no-evict admission (TensorRT-LLM): with a KV pool too small for every request's
+ * whole output, requests wait instead of being preempted; vLLM-style admission preempts. */
+TEST(sim_admission_reserve_avoids_preemption) {
+    for (int reserve = 0; reserve < 2; reserve++) {
+        sim_params p;
+        sim_default_params(&p);
+        p.num_gpu_blocks = 200;   /* 3,200 tokens */
+        if (reserve) set(&p, "engine-profile", "trtllm");
+        engine *e = make_engine(&p);
+        if (!e) return;
+        static counts c;
+        memset(&c, 0, sizeof c);
+        engine_request reqs[16];
+        int64_t at[16];
+        for (int i = 0; i < 16; i++) {
+            reqs[i] = (engine_request){.id = (uint64_t)i, .prompt_tokens = 200, .max_tokens = 400, .ignore_eos = true};
+            at[i] = 0;
+        }
+        run_all(e, reqs, at, 16, &c);
+        for (int i = 0; i < 16; i++) CHECK_EQ_INT(c.tokens[i], 400);
+        if (reserve) CHECK_EQ_INT(c.preempt, 0);
+        else CHECK(c.preempt > 0);
+        engine_destroy(e);
+    }
+}
+
+/* Prefix caching: a second request with the same 8,192-token prefix skips those blocks' prefill
+ * (it is scheduled and done sooner), the hit rate counts them, and without caching nothing hits. */
+TEST(sim_prefix_cache_hits_skip_prefill) {
+    for (int on = 0; on < 2; on++) {
+        sim_params p;
+        sim_default_params(&p);
+        p.prefix_caching = on;
+        engine *e = make_engine(&p);
+        if (!e) return;
+        static counts c;
+        memset(&c, 0, sizeof c);
+        engine_request reqs[2];
+        int64_t at[2] = {0, 1000000000};   /* the second arrives after the first finished */
+        for (int i = 0; i < 2; i++)
+            reqs[i] = (engine_request){.id = (uint64_t)i, .prompt_tokens = 8300, .max_tokens = 8, .ignore_eos = true,
+                                       .prefix_id = 42, .prefix_len = 8192};
+        run_all(e, reqs, at, 2, &c);
+        sim_info info;
+        CHECK(sim_get_info(e, &info) == 0);
+        double ttft0 = (double)(c.first_ns[0] - at[0]), ttft1 = (double)(c.first_ns[1] - at[1]);
+        if (on) {
+            CHECK_EQ_INT(info.prefix_hit_tokens, 8192);          /* 512 blocks of 16 */
+            CHECK_EQ_INT(info.prefix_query_tokens, 16600);
+            CHECK(ttft1 < 0.5 * ttft0);                           /* 108 tokens prefilled instead of 8,300 */
+            CHECK_EQ_INT(info.prefill_tokens_total, 8300 + 108);
+        } else {
+            CHECK_EQ_INT(info.prefix_hit_tokens, 0);
+            CHECK_NEAR(ttft1, ttft0, 0.01 * ttft0);
+        }
+        engine_destroy(e);
+    }
+}
+
+/* LRU: blocks of finished requests stay cached until the pool needs them; the oldest go first. */
+TEST(sim_pc_lru_eviction) {
+    sim_pc *pc = sim_pc_create(8);
+    CHECK(pc != NULL);
+    if (!pc) return;
+    sim_pc_req a, b, x;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    memset(&x, 0, sizeof x);
+    engine_request qa = {.prompt_tokens = 64, .prefix_id = 1, .prefix_len = 64};
+    engine_request qb = {.prompt_tokens = 64, .prefix_id = 2, .prefix_len = 64};
+    CHECK(sim_pc_prepare(&a, &qa, 16) == 0 && a.n_hash == 4);
+    CHECK(sim_pc_prepare(&b, &qb, 16) == 0);
+    int32_t was_free;
+    CHECK_EQ_INT(sim_pc_match(pc, &a, 4, &was_free), 0);
+    sim_pc_commit(pc, &a, 4);
+    CHECK_EQ_INT(sim_pc_release(pc, &a, 4), 4);    /* all four return to the free pool, still cached */
+    CHECK_EQ_INT(sim_pc_evictable(pc), 4);
+    sim_pc_commit(pc, &b, 4);
+    CHECK_EQ_INT(sim_pc_release(pc, &b, 5), 5);    /* one uncached block + four cached */
+    /* 8 free blocks of which 8 cached: taking 2 evicts a's two deepest blocks (least recent) */
+    sim_pc_make_room(pc, 8, 2);
+    CHECK_EQ_INT(sim_pc_evictable(pc), 6);
+    CHECK(sim_pc_prepare(&x, &qa, 16) == 0);
+    CHECK_EQ_INT(sim_pc_match(pc, &x, 4, &was_free), 2);
+    CHECK_EQ_INT(was_free, 2);
+    sim_pc_req_free(&a);
+    sim_pc_req_free(&b);
+    sim_pc_req_free(&x);
+    sim_pc_destroy(pc);
+}
+
+/* PD: the first token arrives when the prompt's KV has crossed the network: prefill step + alpha +
+ * bytes / NIC bandwidth; decoding then runs on the decode instance. */
+TEST(sim_pd_ttft_includes_kv_transfer) {
+    sim_params p, one;
+    sim_default_params(&p);
+    set(&p, "model", "deepseek-v3");
+    set(&p, "tp", "8");
+    one = p;
+    set(&p, "pd-prefill", "1");
+    engine *e = make_engine(&p), *u = make_engine(&one);
+    if (!e || !u) { engine_destroy(e); engine_destroy(u); return; }
+    static counts c, d;
+    memset(&c, 0, sizeof c);
+    memset(&d, 0, sizeof d);
+    engine_request r = {.id = 3, .prompt_tokens = 4000, .max_tokens = 32, .ignore_eos = true};
+    int64_t at = 0;
+    run_all(e, &r, &at, 1, &c);
+    run_all(u, &r, &at, 1, &d);
+    CHECK_EQ_INT(c.tokens[3], 32);
+    cost_model cm;
+    if (cost_for(&one, &cm) == 0) {
+        double transfer = 46.5e-6 + 4000 * cm.kv_bytes_per_token / (50e9 * p.factors.link_eff);
+        /* the unified engine's first token is the same prefill step (alone on an idle engine) */
+        CHECK_NEAR((c.first_ns[3] - d.first_ns[3]) / 1e9, transfer, 1e-6);
+        sim_info info;
+        CHECK(sim_get_info(e, &info) == 0 && info.kv_transfers == 1);
+        CHECK_NEAR(info.kv_transfer_s, transfer, 1e-6);
+        cost_free(&cm);
+    }
+    engine_destroy(e);
+    engine_destroy(u);
+}

@@ -1,0 +1,66 @@
+/* profile — the engine profiles: what each serving engine does around the GPU math, as documented
+ * by its defaults (see profile.h; each entry says which version it stands for). */
+#include "engine/profile.h"
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* Kernel counts are structural: an MLA decoder layer launches norms, the q/kv projections, rope,
+ * the absorbed attention (split + combine), o_proj and the collective (~14), a dense MLP 3 more; an
+ * MoE layer adds router, top-k, token permutation, two grouped GEMMs, activation, un-permute and
+ * the shared expert (~9). */
+static const struct { const char *descr; engine_profile p; } profiles[] = {
+    {"vLLM 0.5-0.6 (V0 engine, 2024): CUDA graphs to batch 256, no MLA (K/V expanded per head, padded to 192), "
+     "prefill-first steps, Triton fused MoE",
+     {"vllm-v0", 1, 256, 0, 192, 17, 9, 0, PREFILL_SEPARATE, 0, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, 0}},
+    {"vLLM >= 0.8 (V1 engine): piecewise CUDA graphs to batch 512, MLA (FlashMLA), chunked prefill mixed into decode steps",
+     {"vllm-v1", 1, 512, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, 0}},
+    {"SGLang 2024 (v0.2-0.3): CUDA graphs to batch 160, MLA only with --enable-mla (else K/V padded to 256 for "
+     "FlashInfer), prefill batches apart, no overlap scheduler, Triton fused MoE",
+     {"sglang-2024", 1, 160, 1, 256, 17, 9, 0, PREFILL_SEPARATE, 0.1, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 0, ATTN_TRITON, 0}},
+    {"SGLang v0.4.0-0.4.1 (Dec 2024, first DeepSeek-V3 support): overlap scheduler, CUDA graphs, Triton MLA decode "
+     "and Triton fused MoE (block-scaled fp8 for V3)",
+     {"sglang-v0.4", 1, 160, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0.1, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 0, ATTN_TRITON, 0}},
+    {"SGLang >= 0.4: overlap scheduler, CUDA graphs to batch 512, MLA, prefill batches apart, DP attention / "
+     "DeepEP / two-batch overlap when asked",
+     {"sglang", 1, 512, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0.1, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 0, ATTN_FLASH, 0}},
+    {"TensorRT-LLM PyTorch flow (2025): CUDA graphs, MLA, in-flight batching with chunked context, overlap "
+     "scheduler, guaranteed-no-evict admission",
+     {"trtllm", 1, 0, 1, 0, 17, 9, 1, PREFILL_MIXED, 1.0, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 0, ATTN_FLASH, 1}},
+    {"LMDeploy PyTorch engine (2024): eager (no CUDA graphs before v0.6), MLA latent cache in Triton kernels, prefill-first steps",
+     {"lmdeploy", 0, 0, 1, 0, 17, 9, 0, PREFILL_SEPARATE, 0, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 256, ATTN_TRITON, 0}},
+    {"llama.cpp / ik_llama.cpp (CUDA): C++ graph of one sequence, CUDA graphs, MLA, no Python scheduler",
+     {"llamacpp", 1, 0, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_GEMV, A2A_ALLREDUCE, 0, 0, 1, ATTN_FLASH, 0}},
+    {"DeepSeek's own system (V3 report, Day 6 note): FP8 GEMMs, DeepEP, DP attention, overlapped micro-batches",
+     {"deepseek", 1, 0, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0, MOE_TUNED, A2A_DEEPEP, 1, 1, 0, ATTN_FLASH, 0}},
+};
+#define N_PROFILES (sizeof profiles / sizeof profiles[0])
+
+int profile_find(const char *name, engine_profile *p) {
+    for (size_t i = 0; i < N_PROFILES; i++)
+        if (!strcasecmp(name, profiles[i].p.name)) {
+            *p = profiles[i].p;
+            return 0;
+        }
+    return -1;
+}
+
+const char *profile_names(void) {
+    static char buf[256];
+    if (!buf[0]) {
+        size_t n = 0;
+        for (size_t i = 0; i < N_PROFILES; i++)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? ", " : "", profiles[i].p.name);
+    }
+    return buf;
+}
+
+const char *profile_help(void) {
+    static char buf[2048];
+    if (!buf[0]) {
+        size_t n = 0;
+        for (size_t i = 0; i < N_PROFILES && n < sizeof buf; i++)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "      %-12s %s\n", profiles[i].p.name, profiles[i].descr);
+    }
+    return buf;
+}

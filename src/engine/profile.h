@@ -1,0 +1,53 @@
+/* profile — what a serving engine does around the GPU math, as facts the cost model and the
+ * scheduler use: CUDA graphs or eager launches (and up to which batch graphs are captured), the
+ * kernels per layer, whether CPU scheduling overlaps the GPU step, whether MLA runs absorbed on
+ * the latent KV or on expanded per-head K/V, how prefill and decode share steps, how much KV a
+ * request reserves at admission, which MoE kernel family and all-to-all it uses.
+ *
+ * `--engine-profile vllm-v0|vllm-v1|sglang|sglang-v0.4|sglang-2024|trtllm|lmdeploy|llamacpp|deepseek` picks one;
+ * single facts can be overridden (`--cuda-graphs off`, `--overlap-schedule on`, `--mla off`, ...).
+ * The numbers that are fitted (per-kernel time, eager launch, scheduler cost) live in cost_factors,
+ * shared by every profile: they stand for a mechanism, not for an engine. */
+#ifndef DSP_PROFILE_H
+#define DSP_PROFILE_H
+#include <stddef.h>
+
+enum { PREFILL_MIXED = 0,      /* chunked prefill shares steps with decodes (vLLM V1, TRT-LLM) */
+       PREFILL_SEPARATE = 1 }; /* a step is all prefill while prompts wait (vLLM V0, SGLang) */
+enum { MOE_TUNED = 0,          /* grouped GEMMs tuned for few tokens per expert (DeepGEMM, CUTLASS, TRT-LLM) */
+       MOE_TRITON = 1,         /* the Triton fused-MoE kernel of 2024 engines */
+       MOE_GEMV = 2 };         /* one sequence: each selected expert's weights streamed once (llama.cpp mul_mat_id) */
+enum { ATTN_FLASH = 0,         /* FlashMLA / FlashInfer MLA / TRT-LLM MLA kernels */
+       ATTN_TRITON = 1 };      /* the Triton MLA decode kernel of SGLang's first MLA support (2024 - v0.4.1) */
+enum { A2A_ALLREDUCE = 0,      /* MoE under TP (or EP) ends in an all-reduce, like attention */
+       A2A_ALLGATHER = 1,      /* DP attention: all-gather tokens before the MLP/MoE, reduce-scatter after */
+       A2A_DEEPEP = 2 };       /* DeepEP dispatch/combine (low-latency kernels in decode, normal in prefill) */
+
+typedef struct {
+    char name[32];
+    int cuda_graphs;           /* decode steps replay CUDA graphs */
+    int graph_max_batch;       /* decode batches above this run eager (0: no limit) */
+    int mla_absorbed;          /* 1: MLA on the latent KV; 0: expanded K/V per head (pre-MLA engines) */
+    int kv_head_dim;           /* expanded K and V head dim per head when mla_absorbed = 0 (padded) */
+    int kernels_per_layer;     /* kernels of one decoder layer (norms, projections, attention, MLP) */
+    int kernels_per_moe_layer; /* extra kernels of an MoE layer (router, top-k, permute, grouped GEMMs, shared) */
+    int overlap_schedule;      /* CPU scheduling of step n+1 overlaps the GPU's step n */
+    int prefill_mode;          /* PREFILL_* */
+    double admit_reserve;      /* fraction of max_tokens reserved in KV at admission (TRT-LLM's
+                                * guaranteed-no-evict 1; SGLang's new-token ratio; vLLM 0) */
+    int moe_kernel;            /* MOE_* */
+    int a2a;                   /* A2A_*: how MoE tokens move when dp attention or EP is on */
+    int python;                /* a Python scheduler (pays the per-step and per-sequence CPU cost) */
+    int two_batch_overlap;     /* communication overlapped by a second micro-batch (SGLang TBO, DeepSeek) */
+    int max_batch;             /* default max running sequences (0: keep --max-num-seqs) */
+    int attn_kernel;           /* ATTN_* */
+    int sched_trt;             /* TensorRT-LLM's PyTorch executor: its own per-sequence CPU cost */
+} engine_profile;
+
+/* Fills p with the named profile. 0 ok, -1 unknown name. */
+int profile_find(const char *name, engine_profile *p);
+/* "vllm-v0, vllm-v1, ..." for messages and --help. */
+const char *profile_names(void);
+/* One line per profile: name and what it stands for (for --help). */
+const char *profile_help(void);
+#endif

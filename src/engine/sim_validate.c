@@ -1,0 +1,604 @@
+/* sim_validate — loads the published-rows table, simulates every case, scores the errors, fits the
+ * mechanism parameters and runs the leave-one-out check (see sim_validate.h). */
+#include "engine/sim_validate.h"
+#include "engine/sim.h"
+#include "engine/sim_run.h"
+#include "load/arrival.h"
+#include "common/rng.h"
+#include "metrics/summary.h"
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { K_SERVE, K_DECODE, K_PREFILL, K_BENCH_PP, K_BENCH_TG };
+
+#define MAX_METRICS 8
+
+typedef struct {
+    char name[32];
+    double published, predicted;
+    int cat;
+} val_metric;
+
+typedef struct {
+    int row;                 /* index of its row */
+    char name[48];
+    int kind;
+    sim_params p;
+    /* serve */
+    char dataset[160];
+    double rate;             /* 0: closed loop; INFINITY: all at once */
+    int concurrency;
+    long prompts;
+    /* decode / prefill / bench */
+    double batch, context, tokens, prompt_len, depth, n_tokens, ub;
+    val_metric m[MAX_METRICS];
+    int n_m;
+    int dirty;               /* must be simulated again */
+} val_case;
+
+typedef struct {
+    char id[16];
+    char not_simulated[200];
+    int first_case, n_cases;
+    int scored;              /* has metrics in a target category */
+} val_row;
+
+struct val_table {
+    val_row *rows;
+    int n_rows;
+    val_case *cases;
+    int n_cases;
+};
+
+/* The fitted parameters: where they live in cost_factors, their physical range, and the prior. */
+typedef struct { const char *name, *flag; size_t off; double lo, hi, prior; } fit_param;
+static const fit_param params[] = {
+    {"kernel_s", "kernel-time", offsetof(cost_factors, kernel_s), 1e-6, 10e-6, 3e-6},
+    {"launch_s", "launch-time", offsetof(cost_factors, launch_s), 5e-6, 100e-6, 15e-6},
+    {"step_overhead_s", "step-overhead", offsetof(cost_factors, step_overhead_s), 0.1e-3, 10e-3, 2e-3},
+    {"seq_overhead_s", "seq-overhead", offsetof(cost_factors, seq_overhead_s), 1e-6, 200e-6, 10e-6},
+    {"seq_overhead_trt_s", "seq-overhead-trt", offsetof(cost_factors, seq_overhead_trt_s), 1e-6, 500e-6, 50e-6},
+    {"comm_latency_s", "comm-latency", offsetof(cost_factors, comm_latency_s), 2.3e-6, 25e-6, 10e-6},
+    {"moe_eff", "moe-eff", offsetof(cost_factors, moe_eff), 0.2, 1.0, 0.7},
+    {"moe_triton_eff", "moe-triton-eff", offsetof(cost_factors, moe_triton_eff), 0.05, 1.0, 0.4},
+    {"moe_triton_fp8_eff", "moe-triton-fp8-eff", offsetof(cost_factors, moe_triton_fp8_eff), 0.02, 1.0, 0.2},
+    {"attn_triton_eff", "attn-triton-eff", offsetof(cost_factors, attn_triton_eff), 0.005, 0.667, 0.1},
+};
+#define N_PARAMS (sizeof params / sizeof params[0])
+
+static double *fp(cost_factors *f, size_t i) { return (double *)((char *)f + params[i].off); }
+
+void val_prior_factors(cost_factors *f) {
+    cost_default_factors(f);
+    for (size_t i = 0; i < N_PARAMS; i++) *fp(f, i) = params[i].prior;
+}
+
+void val_print_factors(FILE *out, const cost_factors *f) {
+    for (size_t i = 0; i < N_PARAMS; i++) {
+        double v = *(const double *)((const char *)f + params[i].off);
+        if (strstr(params[i].name, "_s")) fprintf(out, "  %-16s %10.2f us   (--%s)\n", params[i].name, v * 1e6, params[i].flag);
+        else fprintf(out, "  %-16s %10.3f      (--%s)\n", params[i].name, v, params[i].flag);
+    }
+}
+
+static int cat_of(const char *s) {
+    if (!s) return VAL_OTHER;
+    if (!strcmp(s, "tpot")) return VAL_TPOT;
+    if (!strcmp(s, "tput")) return VAL_TPUT;
+    if (!strcmp(s, "ttft")) return VAL_TTFT;
+    return VAL_OTHER;
+}
+
+/* "--key value --key value": the same keys as dsperf sim; fitted parameters are refused. */
+static int apply_flags(sim_params *p, const char *flags, const char *where, char *err, size_t errlen) {
+    if (!flags) return 0;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", flags);
+    char *save = NULL;
+    for (char *k = strtok_r(buf, " \t", &save); k; k = strtok_r(NULL, " \t", &save)) {
+        char *v = strtok_r(NULL, " \t", &save);
+        if (strncmp(k, "--", 2) || !v) {
+            snprintf(err, errlen, "%s: flags must be --key value pairs (at '%s')", where, k);
+            return -1;
+        }
+        for (size_t i = 0; i < N_PARAMS; i++)
+            if (!strcmp(k + 2, params[i].flag)) {
+                snprintf(err, errlen, "%s: --%s is a fitted mechanism parameter; a row may not set it", where, k + 2);
+                return -1;
+            }
+        char e2[256];
+        int rc = sim_params_set(p, k + 2, v, e2, sizeof e2);
+        if (rc) {
+            snprintf(err, errlen, "%s: %s", where, rc == 1 ? "unknown flag" : e2);
+            if (rc == 1) snprintf(err, errlen, "%s: unknown flag %s", where, k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static double jnum(json_t *o, const char *k, double dflt) {
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+static int load_case(val_table *t, int row, const char *row_flags, json_t *c, char *err, size_t errlen) {
+    val_case *vc = &t->cases[t->n_cases];
+    memset(vc, 0, sizeof *vc);
+    vc->row = row;
+    vc->dirty = 1;
+    snprintf(vc->name, sizeof vc->name, "%s", json_string_value(json_object_get(c, "name")) ?: "");
+    const char *kind = json_string_value(json_object_get(c, "kind"));
+    char where[96];
+    snprintf(where, sizeof where, "row %s case %s", t->rows[row].id, vc->name);
+    if (!kind) { snprintf(err, errlen, "%s: no kind", where); return -1; }
+    vc->kind = !strcmp(kind, "serve") ? K_SERVE : !strcmp(kind, "decode") ? K_DECODE : !strcmp(kind, "prefill") ? K_PREFILL
+             : !strcmp(kind, "bench-pp") ? K_BENCH_PP : !strcmp(kind, "bench-tg") ? K_BENCH_TG : -1;
+    if (vc->kind < 0) { snprintf(err, errlen, "%s: unknown kind '%s'", where, kind); return -1; }
+    sim_default_params(&vc->p);
+    if (apply_flags(&vc->p, row_flags, where, err, errlen) < 0) return -1;
+    if (apply_flags(&vc->p, json_string_value(json_object_get(c, "flags")), where, err, errlen) < 0) return -1;
+    json_t *w = json_object_get(c, "workload");
+    snprintf(vc->dataset, sizeof vc->dataset, "%s", json_string_value(json_object_get(w, "dataset")) ?: "random:in=1024,out=128");
+    json_t *rate = json_object_get(w, "rate");
+    vc->rate = json_is_string(rate) && !strcmp(json_string_value(rate), "inf") ? INFINITY : jnum(w, "rate", 0);
+    vc->concurrency = (int)jnum(w, "concurrency", 0);
+    vc->prompts = (long)jnum(w, "sim_prompts", jnum(w, "prompts", 1000));
+    vc->batch = jnum(w, "batch", 1);
+    vc->context = jnum(w, "context", 1024);
+    vc->tokens = jnum(w, "tokens", 1024);
+    vc->prompt_len = jnum(w, "prompt", 1024);
+    vc->depth = jnum(w, "depth", 0);
+    vc->n_tokens = jnum(w, "n", 512);
+    vc->ub = jnum(w, "ub", 512);
+    if (vc->kind == K_SERVE && vc->rate == 0 && vc->concurrency <= 0) {
+        snprintf(err, errlen, "%s: a serve case needs a rate or a concurrency", where);
+        return -1;
+    }
+    json_t *ms = json_object_get(c, "metrics");
+    size_t i;
+    json_t *m;
+    json_array_foreach(ms, i, m) {
+        if (vc->n_m == MAX_METRICS) break;
+        val_metric *x = &vc->m[vc->n_m++];
+        snprintf(x->name, sizeof x->name, "%s", json_string_value(json_object_get(m, "name")) ?: "");
+        x->published = jnum(m, "published", NAN);
+        x->cat = cat_of(json_string_value(json_object_get(m, "score")));
+        x->predicted = NAN;
+        if (x->cat != VAL_OTHER) t->rows[row].scored = 1;
+    }
+    /* the engine must build: a bad layout is the table's error, said now */
+    cost_model cm;
+    if (sim_params_cost(&vc->p, &cm, err, errlen) < 0) {
+        char e2[400];
+        snprintf(e2, sizeof e2, "%s: %s", where, err);
+        snprintf(err, errlen, "%s", e2);
+        return -1;
+    }
+    cost_free(&cm);
+    t->n_cases++;
+    return 0;
+}
+
+int val_load(const char *path, val_table **out, char *err, size_t errlen) {
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) { snprintf(err, errlen, "cannot read %s: %s (line %d)", path, je.text, je.line); return -1; }
+    json_t *rows = json_object_get(root, "rows");
+    if (!json_is_array(rows)) { snprintf(err, errlen, "%s: no \"rows\" array", path); json_decref(root); return -1; }
+    val_table *t = calloc(1, sizeof *t);
+    size_t nc = 0, i, j;
+    json_t *r, *c;
+    json_array_foreach(rows, i, r) nc += json_array_size(json_object_get(json_object_get(r, "sim"), "cases"));
+    if (!t || !(t->rows = calloc(json_array_size(rows) + 1, sizeof *t->rows)) || !(t->cases = calloc(nc + 1, sizeof *t->cases))) {
+        val_free(t);
+        json_decref(root);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    json_array_foreach(rows, i, r) {
+        val_row *vr = &t->rows[t->n_rows];
+        snprintf(vr->id, sizeof vr->id, "%s", json_string_value(json_object_get(r, "id")) ?: "?");
+        json_t *sim = json_object_get(r, "sim");
+        snprintf(vr->not_simulated, sizeof vr->not_simulated, "%s", json_string_value(json_object_get(sim, "not_simulated")) ?: "");
+        vr->first_case = t->n_cases;
+        const char *flags = json_string_value(json_object_get(sim, "flags"));
+        int row = t->n_rows++;
+        json_array_foreach(json_object_get(sim, "cases"), j, c) {
+            if (load_case(t, row, flags, c, err, errlen) < 0) { val_free(t); json_decref(root); return -1; }
+        }
+        t->rows[row].n_cases = t->n_cases - t->rows[row].first_case;
+    }
+    json_decref(root);
+    *out = t;
+    return 0;
+}
+
+void val_free(val_table *t) {
+    if (!t) return;
+    free(t->rows);
+    free(t->cases);
+    free(t);
+}
+
+static int gpus_of(const sim_params *p) {
+    int n = p->tp;
+    if (p->prefill_instances > 0) n += p->prefill_instances * (p->prefill_tp > 0 ? p->prefill_tp : p->tp);
+    return n;
+}
+
+static void set_metric(val_case *c, const char *name, double v) {
+    for (int i = 0; i < c->n_m; i++)
+        if (!strcmp(c->m[i].name, name)) c->m[i].predicted = v;
+}
+
+static int run_serve(val_case *c, char *err, size_t errlen) {
+    /* wide DP: one rank's share of the load, its batch counted dp times (the ranks are symmetric;
+     * Poisson arrivals split into dp Poisson streams) */
+    int k = c->p.dp > 1 && c->p.prefill_instances == 0 ? c->p.dp : (c->p.dp == 0 ? c->p.tp : 1);
+    c->p.rank_sample = k;
+    size_t n = (size_t)((c->prompts + k - 1) / k);
+    int32_t *ins = NULL, *outs = NULL;
+    int64_t *stamps = NULL, *times = NULL;
+    if (sim_workload_lengths(c->dataset, &n, 1, 128, &ins, &outs, &stamps, err, errlen) < 0) return -1;
+    free(stamps);
+    engine *e = engine_sim_create(&c->p, err, errlen);
+    if (!e) { free(ins); free(outs); return -1; }
+    int rc = -1;
+    recset recs;
+    recset_init(&recs);
+    if (c->concurrency <= 0) {
+        times = calloc(n, sizeof *times);
+        if (!times) goto out;
+        if (!isinf(c->rate)) {
+            arrival arr;
+            rng g;
+            rng_seed(&g, 1);
+            if (arrival_parse("poisson", c->rate / k, &arr) < 0) goto out;
+            arrival_schedule(&arr, &g, 0, times, n);
+        }
+    }
+    sim_workload w = {.n = n, .arrival_ns = times, .concurrency = c->concurrency > 0 ? (c->concurrency + k - 1) / k : 0,
+                      .in_tokens = ins, .max_tokens = outs};
+    if (sim_run(e, &w, &recs, NULL, err, errlen) < 0) goto out;
+    summary_opts so;
+    summary_default_opts(&so);
+    json_t *s = summary_compute(&recs, &so);
+    if (!s) { snprintf(err, errlen, "out of memory"); goto out; }
+    static const char *const keys[] = {"median_ttft_ms", "mean_ttft_ms", "median_tpot_ms", "mean_tpot_ms",
+                                       "median_itl_ms", "mean_e2el_ms", "median_e2el_ms"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) set_metric(c, keys[i], json_number_value(json_object_get(s, keys[i])));
+    double out_tps = json_number_value(json_object_get(s, "output_throughput")) * k;
+    set_metric(c, "output_throughput", out_tps);
+    set_metric(c, "request_throughput", json_number_value(json_object_get(s, "request_throughput")) * k);
+    set_metric(c, "output_throughput_per_gpu", out_tps / gpus_of(&c->p));
+    json_decref(s);
+    double user = 0;
+    long done = 0;
+    for (size_t i = 0; i < recs.n; i++) {
+        const record *r = &recs.v[i];
+        if (r->outcome != REC_OK || r->end_ns <= r->send_ns) continue;
+        user += record_out_tokens(r) / ((r->end_ns - r->send_ns) / 1e9);
+        done++;
+    }
+    set_metric(c, "per_user_tok_s", done ? user / done : NAN);
+    rc = 0;
+out:
+    recset_free(&recs);
+    engine_destroy(e);
+    free(times);
+    free(ins);
+    free(outs);
+    return rc;
+}
+
+/* Steady-state cases straight from the cost model: the step the engine would run. */
+static int run_step(val_case *c, char *err, size_t errlen) {
+    cost_model cm;
+    if (sim_params_cost(&c->p, &cm, err, errlen) < 0) return -1;
+    cost_batch b;
+    cost_step s;
+    int g = c->p.tp;
+    if (c->kind == K_DECODE) {
+        cost_decode_batch_mtp(&cm, (int64_t)c->batch, c->context, &b);
+        cost_step_time(&cm, &b, &s);
+        double per_step = cost_mtp_tokens_per_step(&cm);
+        set_metric(c, "tok_s_per_gpu", c->batch * per_step / s.t / g);
+        set_metric(c, "tpot_ms", s.t / per_step * 1e3);
+    } else if (c->kind == K_PREFILL) {
+        double seqs = fmax(1, round(c->tokens / c->prompt_len));
+        memset(&b, 0, sizeof b);
+        b.tokens = (int64_t)c->tokens;
+        b.seqs = b.prefill_seqs = (int64_t)seqs;
+        b.prefill_pairs = seqs * c->prompt_len * (c->prompt_len + 1) / 2;
+        cost_step_time(&cm, &b, &s);
+        set_metric(c, "prefill_tok_s_per_gpu", c->tokens / s.t / g);
+    } else {
+        /* llama-bench: one sequence; pp: n tokens in micro-batches of ub after `depth`; tg: n tokens one by one */
+        double t = 0;
+        for (double done = 0; done < c->n_tokens;) {
+            double n = c->kind == K_BENCH_TG ? 1 : fmin(c->ub, c->n_tokens - done), ctx = c->depth + done;
+            if (n == 1) {
+                cost_decode_batch(1, ctx + 1, &b);
+            } else {
+                memset(&b, 0, sizeof b);
+                b.tokens = (int64_t)n;
+                b.seqs = b.prefill_seqs = 1;
+                b.prefill_pairs = n * ctx + n * (n + 1) / 2;
+                b.prefill_keys_read = ctx;
+            }
+            cost_step_time(&cm, &b, &s);
+            t += s.t;
+            done += n;
+        }
+        set_metric(c, "tok_s", c->n_tokens / t);
+        set_metric(c, "tpot_ms", t / c->n_tokens * 1e3);
+    }
+    cost_free(&cm);
+    return 0;
+}
+
+static void set_factors(sim_params *p, const cost_factors *f) {
+    for (size_t i = 0; i < N_PARAMS; i++) *fp(&p->factors, i) = *(const double *)((const char *)f + params[i].off);
+}
+
+static int run_cases(val_table *t, const cost_factors *f, int only_dirty, char *err, size_t errlen) {
+    for (int i = 0; i < t->n_cases; i++) {
+        val_case *c = &t->cases[i];
+        if (only_dirty && !c->dirty) continue;
+        set_factors(&c->p, f);
+        int rc = c->kind == K_SERVE ? run_serve(c, err, errlen) : run_step(c, err, errlen);
+        if (rc < 0) {
+            char e2[400];
+            snprintf(e2, sizeof e2, "row %s case %s: %s", t->rows[c->row].id, c->name, err);
+            snprintf(err, errlen, "%s", e2);
+            return -1;
+        }
+        c->dirty = 0;
+    }
+    return 0;
+}
+
+int val_run(val_table *t, const cost_factors *f, char *err, size_t errlen) {
+    for (int i = 0; i < t->n_cases; i++) t->cases[i].dirty = 1;
+    return run_cases(t, f, 0, err, errlen);
+}
+
+static double lerr(const val_metric *m) {
+    return m->published > 0 && m->predicted > 0 ? log(m->predicted / m->published) : NAN;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median and worst over one value per (row, category): a row's cases and metrics of one category
+ * are averaged in log space first, so a row with eight cases counts as much as a row with one. */
+static void summarize(const val_table *t, const int *use_row, double med[VAL_NCAT], double worst[VAL_NCAT], int n[VAL_NCAT]) {
+    double *v = malloc(sizeof(double) * (size_t)(t->n_rows + 1));
+    for (int k = 0; k < VAL_NCAT; k++) {
+        int m = 0;
+        for (int r = 0; v && r < t->n_rows; r++) {
+            if (use_row && !use_row[r]) continue;
+            double s = 0;
+            int cnt = 0;
+            for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
+                for (int j = 0; j < t->cases[ci].n_m; j++) {
+                    const val_metric *x = &t->cases[ci].m[j];
+                    double e = lerr(x);
+                    if (x->cat == k && isfinite(e)) { s += fabs(e); cnt++; }
+                }
+            if (cnt) v[m++] = s / cnt;
+        }
+        n[k] = m;
+        med[k] = worst[k] = NAN;
+        if (m) {
+            qsort(v, (size_t)m, sizeof *v, cmp_d);
+            med[k] = exp(m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2) - 1;
+            worst[k] = exp(v[m - 1]) - 1;
+        }
+    }
+    free(v);
+}
+
+void val_summary(const val_table *t, double med[VAL_NCAT], double worst[VAL_NCAT], int n[VAL_NCAT]) {
+    summarize(t, NULL, med, worst, n);
+}
+
+static const char *const cat_names[VAL_NCAT] = {"TPOT", "per-GPU output throughput", "low-load TTFT", "other"};
+
+/* Median and worst per category over the rows in use (all when NULL), the first ncat categories. */
+static void print_summary(FILE *out, const val_table *t, const int *use, int ncat, const char *title) {
+    double med[VAL_NCAT], worst[VAL_NCAT];
+    int n[VAL_NCAT];
+    summarize(t, use, med, worst, n);
+    fprintf(out, "%s\n", title);
+    for (int k = 0; k < ncat; k++)
+        if (n[k]) fprintf(out, "  %-28s rows %2d   median %5.1f%%   worst %5.1f%%\n", cat_names[k], n[k], med[k] * 100, worst[k] * 100);
+}
+
+void val_print(FILE *out, const val_table *t) {
+    fprintf(out, "%-5s %-22s %-26s %12s %12s %8s  %s\n", "row", "case", "metric", "published", "predicted", "error", "target");
+    for (int r = 0; r < t->n_rows; r++) {
+        if (t->rows[r].not_simulated[0]) {
+            fprintf(out, "%-5s not simulated: %s\n", t->rows[r].id, t->rows[r].not_simulated);
+            continue;
+        }
+        for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
+            for (int j = 0; j < t->cases[ci].n_m; j++) {
+                const val_metric *m = &t->cases[ci].m[j];
+                double e = lerr(m);
+                fprintf(out, "%-5s %-22s %-26s %12.6g %12.6g %+7.1f%%  %s\n", t->rows[r].id, t->cases[ci].name, m->name,
+                        m->published, m->predicted, isfinite(e) ? (m->predicted / m->published - 1) * 100 : NAN,
+                        m->cat == VAL_OTHER ? "-" : cat_names[m->cat]);
+            }
+    }
+    print_summary(out, t, NULL, VAL_NCAT, "\nper target (one value per row: the mean |log error| of its cases, as a relative error)");
+}
+
+/* The fit's objective over the rows in use: the mean over (row, target category) of the squared
+ * mean log error. */
+static double objective(const val_table *t, int exclude) {
+    double sum = 0;
+    int cnt = 0;
+    for (int r = 0; r < t->n_rows; r++) {
+        if (r == exclude) continue;
+        for (int k = 0; k < VAL_OTHER; k++) {
+            double s = 0;
+            int m = 0;
+            for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
+                for (int j = 0; j < t->cases[ci].n_m; j++) {
+                    double e = lerr(&t->cases[ci].m[j]);
+                    if (t->cases[ci].m[j].cat == k && isfinite(e)) { s += e; m++; }
+                }
+            if (m) { sum += (s / m) * (s / m); cnt++; }
+        }
+    }
+    return cnt ? sum / cnt : 0;
+}
+
+/* Which cases a parameter moves (found once by perturbing it): a coordinate step re-simulates only those. */
+static int sensitivity(val_table *t, const cost_factors *f, unsigned char *sens, char *err, size_t errlen) {
+    if (val_run(t, f, err, errlen) < 0) return -1;
+    double *base = malloc(sizeof(double) * (size_t)t->n_cases * MAX_METRICS);
+    if (!base) return -1;
+    for (int i = 0; i < t->n_cases; i++)
+        for (int j = 0; j < MAX_METRICS; j++) base[i * MAX_METRICS + j] = j < t->cases[i].n_m ? t->cases[i].m[j].predicted : 0;
+    for (size_t k = 0; k < N_PARAMS; k++) {
+        cost_factors g = *f;
+        double *x = fp(&g, k);
+        *x = *x * 1.5 > params[k].hi ? *x / 1.5 : *x * 1.5;
+        if (val_run(t, &g, err, errlen) < 0) { free(base); return -1; }
+        for (int i = 0; i < t->n_cases; i++) {
+            sens[k * (size_t)t->n_cases + i] = 0;
+            for (int j = 0; j < t->cases[i].n_m; j++) {
+                double a = base[i * MAX_METRICS + j], b = t->cases[i].m[j].predicted;
+                if (isfinite(a) && isfinite(b) && fabs(a - b) > 1e-9 * fabs(a)) sens[k * (size_t)t->n_cases + i] = 1;
+            }
+        }
+    }
+    free(base);
+    return val_run(t, f, err, errlen);
+}
+
+static double eval_at(val_table *t, cost_factors *f, size_t k, double v, const unsigned char *sens, int exclude, char *err,
+                      size_t errlen, int *fail) {
+    *fp(f, k) = v;
+    for (int i = 0; i < t->n_cases; i++) t->cases[i].dirty = sens[k * (size_t)t->n_cases + i] && t->cases[i].row != exclude;
+    if (run_cases(t, f, 1, err, errlen) < 0) *fail = 1;
+    return objective(t, exclude);
+}
+
+/* Coordinate descent: golden-section search on log(value) per parameter, over its physical range
+ * (or, warm, within a factor of 3 of the starting value, fewer steps: the leave-one-out refits). */
+static int fit(val_table *t, cost_factors *f, int exclude, int warm, FILE *logf, char *err, size_t errlen) {
+    unsigned char *sens = malloc(N_PARAMS * (size_t)(t->n_cases + 1));
+    if (!sens) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (sensitivity(t, f, sens, err, errlen) < 0) { free(sens); return -1; }
+    int fail = 0;
+    double best = objective(t, exclude);
+    for (int sweep = 0; sweep < (warm ? 1 : 3) && !fail; sweep++) {
+        double before = best;
+        for (size_t k = 0; k < N_PARAMS && !fail; k++) {
+            if (warm && exclude >= 0) {
+                /* a refit without row `exclude` moves only the parameters that row depends on; one
+                 * that no other row depends on has no data left: back to its prior */
+                int touches = 0, others = 0;
+                for (int i = 0; i < t->n_cases; i++) {
+                    if (!sens[k * (size_t)t->n_cases + i]) continue;
+                    if (t->cases[i].row == exclude) touches = 1;
+                    else others = 1;
+                }
+                if (touches && !others) {
+                    eval_at(t, f, k, params[k].prior, sens, exclude, err, errlen, &fail);
+                    continue;
+                }
+                if (!touches) continue;
+            }
+            /* golden-section search on log(value) over the parameter's physical range */
+            double x0 = *fp(f, k);
+            double a = log(warm ? fmax(params[k].lo, x0 / 3) : params[k].lo), b = log(warm ? fmin(params[k].hi, x0 * 3) : params[k].hi);
+            const double gr = 0.6180339887;
+            double c = b - gr * (b - a), d = a + gr * (b - a);
+            double fc = eval_at(t, f, k, exp(c), sens, exclude, err, errlen, &fail);
+            double fd = eval_at(t, f, k, exp(d), sens, exclude, err, errlen, &fail);
+            for (int it = 0; it < (warm ? 6 : 12) && !fail; it++) {
+                if (fc < fd) { b = d; d = c; fd = fc; c = b - gr * (b - a); fc = eval_at(t, f, k, exp(c), sens, exclude, err, errlen, &fail); }
+                else { a = c; c = d; fc = fd; d = a + gr * (b - a); fd = eval_at(t, f, k, exp(d), sens, exclude, err, errlen, &fail); }
+            }
+            double xv = fc < fd ? exp(c) : exp(d), fx = fmin(fc, fd);
+            double f0 = eval_at(t, f, k, x0, sens, exclude, err, errlen, &fail);
+            if (warm && exclude >= 0) {
+                /* without the left-out row the data may not care about this parameter any more
+                 * (flat around the start): then the start, fitted with that row, must not stand */
+                double fp0 = eval_at(t, f, k, params[k].prior, sens, exclude, err, errlen, &fail);
+                if (fp0 <= fmin(fx, f0) + 1e-9) { best = fp0; continue; }
+            }
+            /* the last evaluation left the parameter elsewhere: set the winner */
+            best = eval_at(t, f, k, fx < f0 ? xv : x0, sens, exclude, err, errlen, &fail);
+        }
+        if (logf) fprintf(logf, "fit sweep %d: objective %.4f (rms log error %.1f%%)\n", sweep + 1, best, (exp(sqrt(best)) - 1) * 100);
+        if (before - best < 1e-4) break;
+    }
+    if (logf && !fail) {
+        fprintf(logf, "rows each parameter rests on (their predictions move with it):\n");
+        for (size_t k = 0; k < N_PARAMS; k++) {
+            fprintf(logf, "  %-20s", params[k].name);
+            for (int r = 0; r < t->n_rows; r++) {
+                int on = 0;
+                for (int i = t->rows[r].first_case; i < t->rows[r].first_case + t->rows[r].n_cases; i++)
+                    on |= sens[k * (size_t)t->n_cases + i];
+                if (on && r != exclude) fprintf(logf, " %s", t->rows[r].id);
+            }
+            fputc('\n', logf);
+        }
+    }
+    free(sens);
+    if (fail) return -1;
+    return val_run(t, f, err, errlen);
+}
+
+int val_fit(val_table *t, cost_factors *f, int exclude, FILE *logf, char *err, size_t errlen) {
+    return fit(t, f, exclude, 0, logf, err, errlen);
+}
+
+int val_loo(val_table *t, FILE *out, char *err, size_t errlen) {
+    /* every refit starts from the fit on all rows and searches within a factor of 3 of it: the
+     * objective without row i is what is minimized, the start only saves work */
+    cost_factors all;
+    val_prior_factors(&all);
+    if (fit(t, &all, -1, 0, NULL, err, errlen) < 0) return -1;
+    fprintf(out, "fit on every row:\n");
+    val_print(out, t);
+    val_print_factors(out, &all);
+    fprintf(out, "\n");
+    int *use = calloc((size_t)t->n_rows, sizeof *use);
+    val_case *keep = malloc(sizeof(val_case) * (size_t)(t->n_cases + 1));
+    if (!use || !keep) { free(use); free(keep); snprintf(err, errlen, "out of memory"); return -1; }
+    fprintf(out, "leave-one-out: fit on every other row, predict this one\n");
+    for (int r = 0; r < t->n_rows; r++) {
+        if (!t->rows[r].scored || t->rows[r].not_simulated[0]) continue;
+        cost_factors f = all;
+        if (fit(t, &f, r, 1, NULL, err, errlen) < 0) { free(use); free(keep); return -1; }
+        for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++) {
+            keep[ci] = t->cases[ci];
+            for (int j = 0; j < t->cases[ci].n_m; j++) {
+                const val_metric *m = &t->cases[ci].m[j];
+                if (m->cat == VAL_OTHER) continue;
+                fprintf(out, "  %-5s %-22s %-24s published %10.5g  LOO predicted %10.5g  %+7.1f%%\n", t->rows[r].id,
+                        t->cases[ci].name, m->name, m->published, m->predicted, (m->predicted / m->published - 1) * 100);
+            }
+        }
+        use[r] = 1;
+    }
+    for (int r = 0; r < t->n_rows; r++)
+        if (use[r])
+            for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++) t->cases[ci] = keep[ci];
+    print_summary(out, t, use, VAL_OTHER, "leave-one-out summary (one value per row)");
+    free(use);
+    free(keep);
+    return 0;
+}

@@ -1,0 +1,293 @@
+/* NVML without a GPU: tests/nvml_stub/ builds a stand-in libnvidia-ml.so.1 (BUILD/nvml_stub/) that
+ * answers with known values (listed in nvml_stub.c). In this process the stub is loaded by path
+ * first, so nvml.c's dlopen("libnvidia-ml.so.1") finds it by its soname, and the test hands
+ * nvml_gpu_sample the sample times itself: the sampler's numbers are checked exactly, GPM pairing
+ * and its 95 ms rule included. The `gpu` command is then run as a child with LD_LIBRARY_PATH on the
+ * stub: its JSON lines, the recorder's lost-GPU warning and the init failure. Error paths: an entry
+ * point that returns NOT_SUPPORTED, GPM unsupported, and a GPU that disappears mid-run. */
+#include "harness.h"
+#include "testutil.h"
+#include "common/clock.h"
+#include "telemetry/nvml.h"
+#include <dlfcn.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *stub_dir(void) {
+    static char dir[PATH_MAX];
+    char bin[PATH_MAX];
+    snprintf(bin, sizeof bin, "%s", harness_bin());
+    snprintf(dir, sizeof dir, "%s/nvml_stub", dirname(bin));
+    return dir;
+}
+
+static const char *const knobs[] = {"NVML_STUB_GPUS", "NVML_STUB_NO_GPM", "NVML_STUB_NOT_SUPPORTED",
+                                    "NVML_STUB_LOST_AFTER", "NVML_STUB_INIT_FAIL", NULL};
+
+/* Sets the stub's knobs (read by nvmlInit) from "KEY=VALUE KEY=VALUE"; the others are cleared. */
+static void knobs_set(const char *spec) {
+    for (const char *const *k = knobs; *k; k++) unsetenv(*k);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *save = NULL, *kv = strtok_r(buf, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(kv, '=');
+        if (eq) { *eq = 0; setenv(kv, eq + 1, 1); }
+    }
+}
+
+typedef struct {
+    void *lib;                                /* our handle on the stub (keeps it loaded) */
+    unsigned long (*count)(const char *name); /* calls per entry point */
+} stub;
+
+/* Loads the stub by path; NULL (with the test failed or skipped) when it cannot be used here. */
+static bool stub_load(stub *s) {
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/libnvidia-ml.so.1", stub_dir());
+    s->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    CHECK_MSG(s->lib != NULL, "cannot load the NVML stand-in %s: %s (the Makefile builds it with the tests)", path, dlerror());
+    if (!s->lib) return false;
+    *(void **)&s->count = dlsym(s->lib, "nvml_stub_count");
+    return s->count != NULL;
+}
+
+/* Opens NVML (which must be the stub) with the given knobs. */
+static nvml *open_stub(const char *spec, char *err, size_t errlen) {
+    knobs_set(spec);
+    nvml *n = nvml_open(err, errlen);
+    knobs_set("");
+    return n;
+}
+
+static bool is_stub(nvml *n) {
+    char drv[96] = "";
+    return nvml_driver_version(n, drv, sizeof drv) == 0 && !strcmp(drv, "580.00-stub");
+}
+
+#define MS (NS_PER_MS)
+
+TEST(nvml_stub_sampler_numbers) {
+    stub s;
+    if (!stub_load(&s)) return;
+    char err[256];
+    nvml *n = open_stub("NVML_STUB_GPUS=2", err, sizeof err);
+    CHECK_MSG(n != NULL, "nvml_open with the stand-in: %s", err);
+    if (n && !is_stub(n)) {   /* a GPU host's own libnvidia-ml was loaded in this process first */
+        nvml_close(n);
+        dlclose(s.lib);
+        SKIP("a real libnvidia-ml.so.1 is loaded in this process (GPU host); the stand-in runs through the binary");
+    }
+    if (!n) { dlclose(s.lib); return; }
+    CHECK_EQ_INT(nvml_device_count(n), 2);
+    int cuda;
+    CHECK(nvml_cuda_driver_version(n, &cuda) == 0 && cuda == 12080);
+    nvml_gpu_info in;
+    CHECK_EQ_INT(nvml_gpu_info_get(n, 1, &in), 0);
+    CHECK_STR(in.name, "NVIDIA H200 (stub 1)");
+    CHECK_STR(in.bus_id, "0000:1c:00.0");
+    CHECK(in.cc_major == 9 && in.cc_minor == 0 && in.mig_mode == 0 && in.persistence_mode == 1 && in.gpm_supported);
+    CHECK_NEAR(in.mem_total_mib, 143771, 0);
+    CHECK_NEAR(in.power_limit_w, 700, 0);
+    CHECK_NEAR(in.sm_clock_max_mhz, 1980, 0);
+
+    nvml_gpu *g = nvml_gpu_open(n, 0);
+    CHECK(g != NULL);
+    if (!g) { nvml_close(n); dlclose(s.lib); return; }
+    double c[GPU_COL_COUNT];
+    int64_t t0 = 1000 * MS;
+    nvml_gpu_sample(g, t0, c);   /* sample 1 */
+    CHECK_NEAR(c[GPU_UTIL_GPU_PCT], 40, 0);
+    CHECK_NEAR(c[GPU_UTIL_MEM_PCT], 20, 0);
+    CHECK_NEAR(c[GPU_MEM_USED_MIB], 1024, 0);        /* v2: what processes allocated, not the reserved part */
+    CHECK_NEAR(c[GPU_MEM_TOTAL_MIB], 143771, 0);
+    CHECK_NEAR(c[GPU_SM_CLOCK_MHZ], 1980, 0);
+    CHECK_NEAR(c[GPU_MEM_CLOCK_MHZ], 3201, 0);
+    CHECK_NEAR(c[GPU_TEMP_C], 50, 0);
+    CHECK_NEAR(c[GPU_POWER_W], 350, 0);
+    CHECK_NEAR(c[GPU_POWER_AVG_W], 300, 0);
+    CHECK_NEAR(c[GPU_ENERGY_J], 0, 0);               /* relative to the first reading */
+    CHECK_NEAR(c[GPU_CLOCK_EVENT_REASONS], 0, 0);
+    CHECK_NEAR(c[GPU_THROTTLED], 0, 0);
+    CHECK_NEAR(c[GPU_N_PROCESSES], 1, 0);
+    CHECK(isnan(c[GPU_NVLINK_TX_MB_S]) && isnan(c[GPU_SM_UTIL_PCT]));   /* rates need a previous sample */
+    nvml_process p[4];
+    CHECK_EQ_INT(nvml_gpu_processes(g, p, 4), 1);
+    CHECK(p[0].pid == 4242 && p[0].used_mib == 2048);
+
+    nvml_gpu_sample(g, t0 + 50 * MS, c);   /* sample 2: 50 ms later */
+    CHECK_NEAR(c[GPU_NVLINK_TX_MB_S], 1000 * 1024 / 1e6 / 0.050, 1e-9);   /* 1000 KiB in 50 ms */
+    CHECK_NEAR(c[GPU_NVLINK_RX_MB_S], 2000 * 1024 / 1e6 / 0.050, 1e-9);
+    CHECK(isnan(c[GPU_SM_UTIL_PCT]));      /* GPM wants >= ~100 ms between samples: sample 1 is kept */
+    CHECK(isnan(c[GPU_ENERGY_J]));         /* the energy counter is read every 5 s */
+
+    nvml_gpu_sample(g, t0 + 200 * MS, c);  /* sample 3: GPM between samples 1 and 3 */
+    CHECK_NEAR(c[GPU_SM_UTIL_PCT], 30, 0);
+    CHECK_NEAR(c[GPU_SM_OCCUPANCY_PCT], 15, 0);
+    CHECK_NEAR(c[GPU_TENSOR_UTIL_PCT], 60, 0);
+    CHECK_NEAR(c[GPU_HMMA_UTIL_PCT], 55, 0);
+    CHECK_NEAR(c[GPU_DRAM_BW_UTIL_PCT], 70, 0);
+    CHECK_NEAR(c[GPU_FP16_UTIL_PCT], 1, 0);
+    CHECK_NEAR(c[GPU_FP32_UTIL_PCT], 2, 0);
+    CHECK_NEAR(c[GPU_GPM_PCIE_TX_MB_S], 1000 * 1.048576, 1e-9);   /* GPM reports MiB/s; columns are MB/s */
+    CHECK_NEAR(c[GPU_GPM_PCIE_RX_MB_S], 2000 * 1.048576, 1e-9);
+    CHECK_NEAR(c[GPU_GPM_NVLINK_TX_MB_S], 300 * 1.048576, 1e-9);
+    CHECK_NEAR(c[GPU_GPM_NVLINK_RX_MB_S], 400 * 1.048576, 1e-9);
+    CHECK_NEAR(c[GPU_NVLINK_TX_MB_S], 1000 * 1024 / 1e6 / 0.150, 1e-9);
+    CHECK_NEAR(c[GPU_CLOCK_EVENT_REASONS], 4, 0);   /* SW power cap from the third sample on */
+    CHECK_NEAR(c[GPU_THROTTLED], 1, 0);
+    CHECK(isnan(c[GPU_PCIE_TX_MB_S]));              /* with GPM, NVML's own PCIe counter is not read */
+
+    nvml_gpu_sample(g, t0 + 5300 * MS, c);  /* sample 4, 5.3 s in: energy again, GPM between 3 and 4 */
+    CHECK_NEAR(c[GPU_ENERGY_J], 5000 * 3 / 1000.0, 1e-9);
+    CHECK_NEAR(c[GPU_SM_UTIL_PCT], 40, 0);
+    CHECK(!nvml_gpu_lost(g));
+    nvml_gpu_close(g);
+    nvml_close(n);
+    CHECK_EQ_INT(s.count("nvmlGpmSampleAlloc"), s.count("nvmlGpmSampleFree"));   /* GPM samples not leaked */
+    dlclose(s.lib);
+}
+
+TEST(nvml_stub_error_paths) {
+    stub s;
+    if (!stub_load(&s)) return;
+    char err[256];
+    double c[GPU_COL_COUNT];
+    /* an entry point that is not supported: its column is unknown, the rest is read */
+    nvml *n = open_stub("NVML_STUB_NOT_SUPPORTED=nvmlDeviceGetTemperature", err, sizeof err);
+    if (n && !is_stub(n)) { nvml_close(n); dlclose(s.lib); SKIP("a real libnvidia-ml.so.1 is loaded in this process (GPU host)"); }
+    CHECK_MSG(n != NULL, "%s", err);
+    if (!n) { dlclose(s.lib); return; }
+    nvml_gpu *g = nvml_gpu_open(n, 0);
+    nvml_gpu_sample(g, 1000 * MS, c);
+    CHECK(isnan(c[GPU_TEMP_C]));
+    CHECK_NEAR(c[GPU_UTIL_GPU_PCT], 40, 0);
+    nvml_gpu_close(g);
+    nvml_close(n);
+    /* no field values: power falls back to nvmlDeviceGetPowerUsage; no 1 s average, no NVLink */
+    n = open_stub("NVML_STUB_NOT_SUPPORTED=nvmlDeviceGetFieldValues", err, sizeof err);
+    g = nvml_gpu_open(n, 0);
+    nvml_gpu_sample(g, 1000 * MS, c);
+    nvml_gpu_sample(g, 1200 * MS, c);
+    CHECK_NEAR(c[GPU_POWER_W], 345, 0);
+    CHECK(isnan(c[GPU_POWER_AVG_W]) && isnan(c[GPU_NVLINK_TX_MB_S]));
+    nvml_gpu_close(g);
+    nvml_close(n);
+    /* no memory v2 (older drivers): v1's "used", which counts the reserved part */
+    n = open_stub("NVML_STUB_NOT_SUPPORTED=nvmlDeviceGetMemoryInfo_v2", err, sizeof err);
+    g = nvml_gpu_open(n, 1);
+    nvml_gpu_sample(g, 1000 * MS, c);
+    CHECK_NEAR(c[GPU_MEM_USED_MIB], 2048 + 500, 0);
+    nvml_gpu_close(g);
+    nvml_close(n);
+    /* GPM unsupported: its columns stay unknown; PCIe from NVML's own counter (KB/s -> MB/s) */
+    n = open_stub("NVML_STUB_NO_GPM=1", err, sizeof err);
+    unsigned long gpm_gets = s.count("nvmlGpmSampleGet");
+    nvml_gpu_info in;
+    nvml_gpu_info_get(n, 0, &in);
+    CHECK(!in.gpm_supported);
+    g = nvml_gpu_open(n, 0);
+    nvml_gpu_sample(g, 1000 * MS, c);
+    nvml_gpu_sample(g, 1200 * MS, c);
+    CHECK(isnan(c[GPU_SM_UTIL_PCT]) && isnan(c[GPU_DRAM_BW_UTIL_PCT]));
+    CHECK_NEAR(c[GPU_PCIE_TX_MB_S], 7, 1e-9);
+    CHECK_NEAR(c[GPU_PCIE_RX_MB_S], 9, 1e-9);
+    CHECK_EQ_INT(s.count("nvmlGpmSampleGet"), gpm_gets);
+    nvml_gpu_close(g);
+    nvml_close(n);
+    /* GPU 0 disappears after two samples: lost, every column unknown, and NVML is not asked again */
+    n = open_stub("NVML_STUB_LOST_AFTER=2", err, sizeof err);
+    g = nvml_gpu_open(n, 0);
+    nvml_gpu *g1 = nvml_gpu_open(n, 1);
+    nvml_gpu_sample(g, 1000 * MS, c);
+    nvml_gpu_sample(g, 1200 * MS, c);
+    CHECK(!nvml_gpu_lost(g) && c[GPU_UTIL_GPU_PCT] == 40);
+    nvml_gpu_sample(g, 1400 * MS, c);
+    CHECK(nvml_gpu_lost(g));
+    bool all_nan = true;
+    for (int k = 0; k < GPU_COL_COUNT; k++) all_nan = all_nan && isnan(c[k]);
+    CHECK(all_nan);
+    unsigned long calls = s.count("nvmlDeviceGetUtilizationRates"), temp = s.count("nvmlDeviceGetTemperature");
+    nvml_gpu_sample(g, 1600 * MS, c);
+    CHECK_EQ_INT(s.count("nvmlDeviceGetUtilizationRates"), calls);
+    CHECK_EQ_INT(s.count("nvmlDeviceGetTemperature"), temp);
+    nvml_gpu_sample(g1, 1600 * MS, c);   /* the other GPU goes on */
+    CHECK(!nvml_gpu_lost(g1) && c[GPU_UTIL_GPU_PCT] == 50);
+    nvml_gpu_close(g);
+    nvml_gpu_close(g1);
+    nvml_close(n);
+    /* a driver that does not load: one line saying so */
+    n = open_stub("NVML_STUB_INIT_FAIL=1", err, sizeof err);
+    CHECK(n == NULL);
+    CHECK_MSG(strstr(err, "NVML init failed (Driver Not Loaded)") != NULL, "%s", err);
+    nvml_close(n);
+    dlclose(s.lib);
+}
+
+/* `dsperf gpu` and the recorder, as a child process finding the stub through LD_LIBRARY_PATH. */
+static char *run_with_stub(const char *knob_spec, const char *args, int *status) {
+    const char *old = getenv("LD_LIBRARY_PATH");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("LD_LIBRARY_PATH", stub_dir(), 1);
+    knobs_set(knob_spec);
+    char *out = test_run_merged(args, status);
+    knobs_set("");
+    if (saved) setenv("LD_LIBRARY_PATH", saved, 1);
+    else unsetenv("LD_LIBRARY_PATH");
+    free(saved);
+    return out;
+}
+
+TEST(nvml_stub_gpu_command) {
+    int st;
+    char *out = run_with_stub("NVML_STUB_GPUS=2", "gpu --count 4 --interval 100ms --json", &st);
+    CHECK_EQ_INT(st, 0);
+    int lines = 0, k[2] = {0, 0}, gpm_rows = 0;
+    for (char *save = NULL, *l = out ? strtok_r(out, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+        json_t *j = json_loads(l, 0, NULL);
+        if (!j) continue;   /* a header or warning line */
+        lines++;
+        int gpu = (int)json_integer_value(json_object_get(j, "gpu")) ? 1 : 0;
+        k[gpu]++;           /* this GPU's sample number, as the stub counts them */
+        CHECK_NEAR(test_num(j, "util_gpu_pct"), gpu == 0 ? 40 : 50, 0);
+        CHECK_NEAR(test_num(j, "mem_used_mib"), gpu == 0 ? 1024 : 2048, 0);
+        CHECK_NEAR(test_num(j, "power_w"), 350, 0);
+        CHECK_NEAR(test_num(j, "throttled"), k[gpu] >= 3 ? 1 : 0, 0);
+        /* GPM: unknown when the sample came under 95 ms after the kept one (a loaded machine may
+         * delay the timer), else the metrics between them, SM activity = 10 x the newer's number */
+        double sm = test_num(j, "sm_util_pct");
+        CHECK_MSG(isnan(sm) || sm == 10.0 * k[gpu], "gpu %d sample %d: sm_util_pct %g", gpu, k[gpu], sm);
+        if (!isnan(sm)) {
+            gpm_rows++;
+            CHECK_NEAR(test_num(j, "tensor_util_pct"), 60, 0);
+            CHECK_NEAR(test_num(j, "dram_bw_util_pct"), 70, 0);
+            CHECK_NEAR(test_num(j, "gpm_pcie_rx_mb_s"), 2000 * 1.048576, 0.01);   /* printed with 6 digits */
+        }
+        json_decref(j);
+    }
+    CHECK_EQ_INT(lines, 8);
+    CHECK_MSG(gpm_rows >= 2, "%d rows with GPM metrics", gpm_rows);   /* 4 samples 100 ms apart: GPM metrics for most of them */
+    free(out);
+
+    /* the recorder (the sampler bench uses) with GPU 0 lost after 3 samples: it says so once */
+    char args[1024], path[800];
+    snprintf(path, sizeof path, "%s/gpu.json", harness_tmpdir());
+    snprintf(args, sizeof args, "gpu --record %s --duration 800ms --interval 100ms", path);
+    out = run_with_stub("NVML_STUB_LOST_AFTER=3", args, &st);
+    CHECK_MSG(st == 0, "gpu --record: %s", out ? out : "");
+    free(out);
+    json_t *doc = test_load_json(path);
+    json_t *tel = json_object_get(doc, "telemetry");
+    const char *warn = json_string_value(json_object_get(tel, "warning"));
+    CHECK_MSG(warn && strstr(warn, "GPU 0 was lost (NVML: GPU is lost)"), "warning: %s", warn ? warn : "(none)");
+    json_decref(doc);
+
+    out = run_with_stub("NVML_STUB_INIT_FAIL=1", "gpu --count 1", &st);
+    CHECK_EQ_INT(st, 1);
+    CHECK_MSG(out && strstr(out, "NVML init failed (Driver Not Loaded)"), "output: %s", out ? out : "");
+    free(out);
+}
