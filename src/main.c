@@ -21,6 +21,7 @@ static const struct { const char *name; cmd_fn fn; const char *what; } commands[
     {"gpu", cmd_gpu, "GPU telemetry (NVML + GPM), dmon-like; Prometheus exporter"},
     {"monitor", cmd_monitor, "continuous probing of a live endpoint + Prometheus exporter"},
     {"tokenize", cmd_tokenize, "encode/count/decode with a tokenizer.json or GGUF vocab"},
+    {"trace", cmd_trace, "what a Mooncake-format trace holds: span, lengths, working set, the hit rate it allows"},
     {"env", cmd_env, "check the environment for what skews benchmarks"},
     {"drift", cmd_drift, "accuracy drift between two deployments: top-1 agreement, logprob deltas, KL, delta PPL by context"},
     {"history", cmd_history, "the results history (--db): list, trend, best, compare against history, import, export"},

@@ -283,3 +283,35 @@ TEST(realwire_llamacpp_metrics_move_at_request_end) {
     em_derive(&rd[0], &rd[1], col);
     CHECK_NEAR(col[EM_GENERATION_TOKENS_PER_S], 0, 0);      /* "0 tokens/s" while 4 requests decode */
 }
+
+/* Prefix-cache visibility: llama.cpp says nothing about a cache in its usage, but its timings
+ * count only the prompt tokens it evaluated (prompt_n 1 after a cache hit, usage 21), so 20 of 21
+ * came from its cache; vLLM with --enable-prompt-tokens-details says cached_tokens outright. Both
+ * become the measured hit rate, and every request is a hit (more than half its prompt cached). */
+TEST(realwire_prefix_cache_hits) {
+    static const struct { const char *dir, *name, *source; double cached, prompt; } cases[] = {
+        { "llamacpp", "chat_stream_include_usage", "llamacpp_timings", 20, 21 },
+        { "vllm", "chat_stream_cached", "usage_cached_tokens", 32, 48 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *r = run_case(cases[i].dir, cases[i].name, "chat");
+        if (!r) continue;
+        json_t *pc = json_object_get(r, "prefix_cache");
+        CHECK_MSG(pc != NULL, "%s: no prefix_cache section", cases[i].name);
+        CHECK_STR(json_string_value(json_object_get(pc, "source")), cases[i].source);
+        CHECK_EQ_INT(test_num(pc, "cached_tokens"), 3 * cases[i].cached);
+        CHECK_EQ_INT(test_num(pc, "prompt_tokens_server"), 3 * cases[i].prompt);
+        CHECK_NEAR(test_num(pc, "hit_rate"), cases[i].cached / cases[i].prompt, 1e-9);
+        CHECK_EQ_INT(test_num(json_object_get(pc, "ttft_hit"), "n"), 3);
+        CHECK_EQ_INT(test_num(json_object_get(pc, "ttft_miss"), "n"), 0);
+        json_decref(r);
+    }
+    /* a llama.cpp request with no hit: prompt_n equals the prompt, nothing cached */
+    json_t *r = run_case("llamacpp", "chat_stream", "chat");
+    if (r) {
+        json_t *pc = json_object_get(r, "prefix_cache");
+        CHECK_NEAR(test_num(pc, "hit_rate"), 0, 0);
+        CHECK_EQ_INT(test_num(json_object_get(pc, "ttft_miss"), "n"), 3);
+    }
+    json_decref(r);
+}

@@ -51,12 +51,23 @@ static const char usage_text[] =
 "dataset:\n"
 "  --dataset SPEC          random:in=N,out=M,range=F (default random:in=1024,out=128) or jsonl:FILE\n"
 "                          also prefix:groups=G,prefix=P,suffix=S,out=M and sharegpt:FILE\n"
+"                          also mooncake:FILE, a production trace in Moonshot's Mooncake format\n"
+"                          (timestamp ms, input_length, output_length, hash_ids): prompts share\n"
+"                          exactly the blocks whose ids they share; use --arrival trace to replay its\n"
+"                          times (the run sends the whole trace unless --requests/--duration says less)\n"
+"                          and sessions:n=N,turns=T,first=P,user=U,out=M,think=D,system=S: N multi-turn\n"
+"                          conversations, each turn sending the whole history with the server's real\n"
+"                          answers; --concurrency C runs C at once, --rate R/s starts them at R/s\n"
 "  --class 'NAME;weight=W;dataset=SPEC;slo=ttft=..,tpot=..'   a request class (repeatable): each\n"
 "                          request draws its class by weight; every class is reported on its own\n"
 "                          (dataset and slo default to --dataset and --slo)\n"
 "  --tokenizer PATH        the served model's tokenizer.json or GGUF: exact prompt lengths in tokens,\n"
 "                          output tokens counted exactly (default: lengths in words)\n"
 "  --length-tolerance F    allowed error of a declared prompt length in a jsonl file (default 0.05)\n"
+"  --block-size N          tokens per hash id of a mooncake trace (default 512)\n"
+"  --time-scale F          multiply trace timestamps by F (0.5 replays twice as fast; default 1)\n"
+"  --trace-window A..B     replay only the requests from A to B after the trace's first (e.g. 10m..20m;\n"
+"                          A.. or ..B leave a side open)\n"
 "  --ignore-eos            ask the server to ignore EOS (always on for random datasets)\n"
 "  --no-usage              do not ask for stream_options.include_usage\n"
 "telemetry (sampled on the same clock as the requests, kept in the results):\n"
@@ -91,11 +102,13 @@ static const char usage_text[] =
 
 enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_CONC, O_THINK, O_RATE, O_ARRIVAL,
        O_MAXCONC, O_REQUESTS, O_DURATION, O_GRACE, O_WARMUP, O_SEED, O_DATASET, O_IGNORE_EOS, O_NO_USAGE,
-       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS, O_RAMP, O_CLASS, O_GPUNODES, O_RANKTO, O_HFILE, O_MAXERR, O_DB, O_LABEL };
+       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS, O_RAMP, O_CLASS, O_GPUNODES, O_RANKTO, O_HFILE, O_MAXERR,
+       O_BLOCK, O_TSCALE, O_TWINDOW, O_DB, O_LABEL };
 
 static const struct option long_opts[] = {
     {"url", 1, 0, O_URL}, {"api", 1, 0, O_API}, {"model", 1, 0, O_MODEL}, {"header", 1, 0, O_HEADER},
     {"header-file", 1, 0, O_HFILE},
+    {"block-size", 1, 0, O_BLOCK}, {"time-scale", 1, 0, O_TSCALE}, {"trace-window", 1, 0, O_TWINDOW},
     {"insecure", 0, 0, O_INSECURE}, {"timeout", 1, 0, O_TIMEOUT}, {"concurrency", 1, 0, O_CONC},
     {"think", 1, 0, O_THINK}, {"rate", 1, 0, O_RATE}, {"arrival", 1, 0, O_ARRIVAL},
     {"max-concurrency", 1, 0, O_MAXCONC}, {"requests", 1, 0, O_REQUESTS}, {"duration", 1, 0, O_DURATION},
@@ -117,6 +130,22 @@ static int bad(const char *flag, const char *val, const char *want) {
 static int32_t count_words(void *ctx, const char *text, size_t len) {
     (void)ctx;
     return dataset_count_words(text, len);
+}
+
+int bench_opts_parse_window(const char *s, int64_t *lo, int64_t *hi) {
+    const char *dots = strstr(s, "..");
+    if (!dots || dots[2] == '.' ) return -1;
+    char a[64];
+    size_t n = (size_t)(dots - s);
+    if (n >= sizeof a) return -1;
+    memcpy(a, s, n);
+    a[n] = 0;
+    *lo = 0;
+    *hi = 0;
+    if (n && units_parse_duration_ns(a, lo) < 0) return -1;
+    if (dots[2] && units_parse_duration_ns(dots + 2, hi) < 0) return -1;
+    if (!n && !dots[2]) return -1;
+    return dots[2] && *hi <= *lo ? -1 : 0;
 }
 
 /* "NAME;weight=W;dataset=SPEC;slo=ttft=200ms,tpot=50ms" — ';' separates, as SPEC and slo use ','. */
@@ -297,7 +326,10 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         case O_RATE: if (units_parse_rate_per_s(a, &rate) < 0 || rate <= 0) return bad("rate", a, "a rate such as 20/s"); break;
         case O_ARRIVAL: b->arrival_spec = a; break;
         case O_MAXCONC: if (units_parse_int(a, 1, 1000000, &v) < 0) return bad("max-concurrency", a, "an integer >= 1"); b->plan.max_concurrency = (int)v; break;
-        case O_REQUESTS: if (units_parse_int(a, 1, 100000000, &v) < 0) return bad("requests", a, "an integer >= 1"); b->plan.requests = (size_t)v; break;
+        case O_REQUESTS: if (units_parse_int(a, 1, 100000000, &v) < 0) return bad("requests", a, "an integer >= 1"); b->plan.requests = (size_t)v; b->requests_given = true; break;
+        case O_BLOCK: if (units_parse_int(a, 1, 1 << 20, &v) < 0) return bad("block-size", a, "tokens per hash id, e.g. 512"); b->block_tokens = (int32_t)v; break;
+        case O_TSCALE: if (units_parse_double(a, &b->time_scale) < 0 || !(b->time_scale > 0) || b->time_scale > 1e6) return bad("time-scale", a, "a factor > 0 such as 0.5 (twice as fast) or 2"); break;
+        case O_TWINDOW: if (bench_opts_parse_window(a, &b->window_start_ns, &b->window_end_ns) < 0) return bad("trace-window", a, "START..END with durations, e.g. 10m..20m, 30s.. or ..5m"); break;
         case O_DURATION: if (units_parse_duration_ns(a, &ns) < 0 || ns <= 0) return bad("duration", a, "a duration such as 30s"); b->plan.duration_ns = ns; break;
         case O_GRACE: if (units_parse_duration_ns(a, &ns) < 0) return bad("grace", a, "a duration such as 30s"); b->plan.grace_ns = ns; break;
         case O_WARMUP: if (units_parse_int(a, 0, 100000000, &v) < 0) return bad("warmup", a, "an integer >= 0"); b->plan.warmup = (size_t)v; break;
@@ -433,6 +465,18 @@ json_t *bench_opts_config_json(const bench_opts *b, const dataset *ds) {
         json_object_set_new(v, "rebuilt", json_integer((json_int_t)ds->rebuilt));
         json_object_set_new(v, "skipped", json_integer((json_int_t)ds->skipped));
         json_object_set_new(c, "dataset_lengths", v);
+    }
+    if (ds && ds->blocks)
+        json_object_set_new(c, "trace", json_pack("{s:I,s:I,s:i,s:I,s:I,s:f,s:I,s:I}", "lines", (json_int_t)ds->trace_lines,
+            "requests", (json_int_t)ds->n, "block_tokens", ds->block_tokens, "distinct_blocks", (json_int_t)ds->distinct_blocks,
+            "working_set_tokens", (json_int_t)ds->working_set_tokens, "time_scale", b->time_scale > 0 ? b->time_scale : 1.0,
+            "window_start_ns", (json_int_t)b->window_start_ns, "window_end_ns", (json_int_t)b->window_end_ns));
+    if (ds && ds->blocks) {
+        /* what an LRU prefix cache of each size allows: [[kv_tokens, hit_rate], ...] */
+        json_t *lru = json_array();
+        for (int i = 0; i < ds->n_lru; i++)
+            json_array_append_new(lru, json_pack("[I,f]", (json_int_t)ds->lru_tokens[i], ds->lru_rate[i]));
+        json_object_set_new(json_object_get(c, "trace"), "lru_hit_rate_by_kv_tokens", lru);
     }
     json_object_set_new(c, "ignore_eos", json_boolean(b->client.ignore_eos));
     json_object_set_new(c, "include_usage", json_boolean(b->client.include_usage));

@@ -31,6 +31,11 @@ typedef struct {
     const char *tokenizer_path;  /* --tokenizer: exact token lengths and counts */
     tokenizer *tok;              /* loaded by bench_prepare */
     double length_tolerance;
+    /* trace replay: --block-size (mooncake), --time-scale, --trace-window */
+    int32_t block_tokens;
+    double time_scale;
+    int64_t window_start_ns, window_end_ns;
+    bool requests_given;         /* --requests was on the command line (a trace otherwise sets the count) */
     const char *arrival_spec;
     const char *out_path;
     const char *requests_path;
@@ -67,6 +72,9 @@ void bench_opts_defaults(bench_opts *b, int argc, char **argv);
  * or EXIT_USAGE after its one-line error. */
 int bench_opts_shared(bench_opts *b, const char *name, const char *value);
 void bench_opts_free(bench_opts *b);
+/* --trace-window "A..B", "A.." or "..B" (durations from the trace's first request) into [*lo, *hi)
+ * (*hi 0: open). 0 ok, -1 malformed. */
+int bench_opts_parse_window(const char *s, int64_t *lo, int64_t *hi);
 /* The configuration section of the results file. */
 json_t *bench_opts_config_json(const bench_opts *b, const dataset *ds);
 #endif

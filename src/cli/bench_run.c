@@ -1,6 +1,8 @@
 /* bench_run — shared orchestration of one load run for bench and sweep. */
 #include "cli/bench_run.h"
 #include "deploy/deploy.h"
+#include "dataset/sessions.h"
+#include "metrics/workload.h"
 #include "results/results.h"
 #include "client/identify.h"
 #include "results/validity.h"
@@ -157,6 +159,36 @@ int bench_prepare(bench_opts *b, dataset **ds, char **model) {
     return bench_prepare_dataset(b, b->plan.requests ? b->plan.requests + b->plan.warmup : 10000, ds);
 }
 
+/* What a trace or a sessions dataset changes in the plan, and the flags that only they take. */
+static int bench_prepare_workload(bench_opts *b, const dataset *ds) {
+    if ((b->block_tokens || b->window_start_ns || b->window_end_ns) && !ds->blocks) {
+        log_error("--block-size and --trace-window apply to a mooncake:FILE trace, not to --dataset %s", b->dataset_spec);
+        return EXIT_USAGE;
+    }
+    if (b->time_scale > 0 && !b->plan.trace) {
+        log_error("--time-scale scales a trace's timestamps: add --arrival trace");
+        return EXIT_USAGE;
+    }
+    /* a trace replay sends the trace (its window), unless told to send less or more */
+    if (ds->blocks && !b->requests_given && !b->plan.duration_ns) b->plan.requests = ds->n;
+    if (!ds->sessions) return EXIT_OK;
+    size_t n = sessions_count(ds->sessions);
+    int turns = sessions_turns(ds->sessions);
+    if (b->requests_given || b->n_classes || b->plan.trace || b->plan.arr.ramp_ns > 0) {
+        log_error("a sessions dataset sets the run's size and shape itself (sessions:n=N conversations of turns=T): "
+                  "drop %s", b->requests_given ? "--requests" : b->n_classes ? "--class" : b->plan.trace ? "--arrival trace" : "--ramp");
+        return EXIT_USAGE;
+    }
+    if (b->plan.warmup >= n) {
+        log_error("--warmup counts conversations with a sessions dataset: %zu would leave none of the %zu measured", b->plan.warmup, n);
+        return EXIT_USAGE;
+    }
+    b->plan.requests = n * (size_t)turns;   /* at most: a failed turn ends its conversation */
+    b->client.keep_text = true;             /* each turn sends the answers back */
+    b->summary.session_turns = turns;
+    return EXIT_OK;
+}
+
 int bench_prepare_dataset(bench_opts *b, size_t n_hint, dataset **ds) {
     char err[1024];
     *ds = NULL;
@@ -167,12 +199,20 @@ int bench_prepare_dataset(bench_opts *b, size_t n_hint, dataset **ds) {
         }
         b->client.counter = (token_counter){ count_tokens, b->tok, "tokenizer" };
     }
-    dataset_opts dop = { .tok = b->tok, .tolerance = b->length_tolerance };
+    dataset_opts dop = { .tok = b->tok, .tolerance = b->length_tolerance, .time_scale = b->time_scale,
+                         .window_start_ns = b->window_start_ns, .window_end_ns = b->window_end_ns,
+                         .block_tokens = b->block_tokens };
     if (dataset_open(b->dataset_spec, n_hint, b->plan.seed, &dop, ds, err, sizeof err) < 0) {
         log_error("%s", err);
         return EXIT_USAGE;
     }
     dataset_count_for_api(*ds, b->tok, b->client.api == OPENAI_CHAT);
+    if ((*ds)->length_error[0]) {
+        log_error("%s", (*ds)->length_error);
+        return EXIT_USAGE;
+    }
+    int rc = bench_prepare_workload(b, *ds);
+    if (rc != EXIT_OK) return rc;
     if (b->tok) log_info("dataset %s: %zu prompts of %d..%d tokens (mean %.1f) as the server will count them%s",
                          b->dataset_spec, (*ds)->n, (*ds)->len_min, (*ds)->len_max, (*ds)->len_mean,
                          (*ds)->rebuilt ? " (some random prompts rebuilt to hit their length)" : "");
@@ -194,7 +234,7 @@ int bench_prepare_dataset(bench_opts *b, size_t n_hint, dataset **ds) {
     b->plan.class_ds = b->class_ds;
     b->plan.class_weight = b->class_weight;
     if (b->plan.trace && (*ds)->items[0].timestamp_ns < 0) {
-        log_error("--arrival trace needs a dataset with a \"timestamp\" on every line (jsonl:FILE)");
+        log_error("--arrival trace needs a dataset with a \"timestamp\" on every line (jsonl:FILE or mooncake:FILE)");
         return EXIT_USAGE;
     }
     return EXIT_OK;
@@ -284,6 +324,7 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
         json_object_set_new(out->results, "telemetry", telemetry_series_json(tel, lo.start_ns));
         json_object_set_new(out->results, "telemetry_summary", telemetry_summary_json(tel, lo.start_ns, lo.end_ns, out_tokens));
         telemetry_free(tel);
+        workload_add_metrics_hit_rate(out->results);
     }
     if (d) {
         if (m.telemetry) json_object_set(out->results, "telemetry", m.telemetry);

@@ -22,6 +22,7 @@ int cmd_gpu(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_env(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 int cmd_drift(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 

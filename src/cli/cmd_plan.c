@@ -1,6 +1,7 @@
 /* cmd_plan — `dsperf plan`: capacity calculators for a model on a GPU type (memory, KV capacity,
  * roofline step times, batch recommendations, MoE all-to-all), as a table or JSON. */
 #include "cli/cli.h"
+#include "cli/plan_trace.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "model/model.h"
@@ -26,6 +27,9 @@ static void usage(FILE *f) {
         "  --tpot-target DUR          TPOT target for the recommended max_num_seqs (50ms)\n"
         "  --rate R/s                 arrival rate for the adaptive-batch rule\n"
         "  --p99-target DUR           P99 TPOT target for that rule (= --tpot-target)\n"
+        "  --trace FILE               a Mooncake trace: the KV an LRU prefix cache needs for --hit-rate on it,\n"
+        "                             against this deployment's KV (--block-size N: tokens per hash id, 512)\n"
+        "  --hit-rate H               prefix-cache hit rate to size for (0.4 or 40%%; default the trace's bound)\n"
         "Target (shared with dsperf sim):\n%s\n"
         "What is modelled, and how well (dsperf sim --validate data/published.json; src/engine/README-sim.md):\n"
         "  engines   vllm-v0, vllm-v1, sglang-2024, sglang-v0.4, sglang, trtllm, lmdeploy, llamacpp, deepseek:\n"
@@ -46,7 +50,7 @@ static void usage(FILE *f) {
 }
 
 enum { OPT_LIST = 1000, OPT_JSON, OPT_PROMPT, OPT_OUTPUT, OPT_BATCH, OPT_CONTEXT, OPT_CONTEXT_LEN, OPT_TPOT,
-       OPT_RATE, OPT_P99, OPT_HELP, OPT_SIM = 2000 };
+       OPT_RATE, OPT_P99, OPT_HELP, OPT_TRACE, OPT_HIT_RATE, OPT_TRACE_BLOCK, OPT_SIM = 2000 };
 
 int cmd_plan(int argc, char **argv) {
     static const struct option own[] = {
@@ -56,8 +60,10 @@ int cmd_plan(int argc, char **argv) {
         {"batch", required_argument, 0, OPT_BATCH}, {"context", required_argument, 0, OPT_CONTEXT},
         {"context-len", required_argument, 0, OPT_CONTEXT_LEN}, {"tpot-target", required_argument, 0, OPT_TPOT},
         {"rate", required_argument, 0, OPT_RATE}, {"p99-target", required_argument, 0, OPT_P99},
-        {"help", no_argument, 0, OPT_HELP},
+        {"help", no_argument, 0, OPT_HELP}, {"trace", required_argument, 0, OPT_TRACE},
+        {"hit-rate", required_argument, 0, OPT_HIT_RATE}, {"block-size", required_argument, 0, OPT_TRACE_BLOCK},
     };
+    plan_trace_opts pt = { .hit_rate = -1 };
     const char *const *keys = sim_params_keys();
     struct option *opts = cli_options_with_keys(own, sizeof own / sizeof own[0], keys, OPT_SIM);
     if (!opts) return EXIT_RUN_FAILED;
@@ -84,6 +90,20 @@ int cmd_plan(int argc, char **argv) {
         case OPT_TPOT: bad = units_parse_duration_ns(optarg, &ns) || ns <= 0; in.tpot_target_s = ns / 1e9; break;
         case OPT_P99: bad = units_parse_duration_ns(optarg, &ns) || ns <= 0; in.p99_target_s = ns / 1e9; break;
         case OPT_RATE: bad = units_parse_rate_per_s(optarg, &in.rate_per_s); break;
+        case OPT_TRACE: pt.path = optarg; break;
+        case OPT_TRACE_BLOCK: bad = units_parse_int(optarg, 1, 1 << 20, &v); pt.block_tokens = (int32_t)v; break;
+        case OPT_HIT_RATE: {
+            size_t n = strlen(optarg);
+            bad = units_parse_double(optarg, &pt.hit_rate);
+            if (bad && n && optarg[n - 1] == '%') {   /* "40%" */
+                char tmp[64];
+                snprintf(tmp, sizeof tmp, "%.*s", (int)(n - 1), optarg);
+                bad = units_parse_double(tmp, &pt.hit_rate);
+                pt.hit_rate /= 100;
+            }
+            bad = bad || !(pt.hit_rate > 0 && pt.hit_rate <= 1);
+            break;
+        }
         case '?':
             log_error("plan: unknown or incomplete option '%s'; see dsperf plan --help", argv[optind - 1]);
             free(opts);
@@ -115,8 +135,14 @@ int cmd_plan(int argc, char **argv) {
         log_error("plan: %s", err);
         return EXIT_USAGE;
     }
+    if (pt.hit_rate >= 0 && !pt.path) { log_error("plan: --hit-rate sizes the KV for a trace: add --trace FILE"); return EXIT_USAGE; }
     if (json) {
         json_t *o = plan_to_json(&in, &r);
+        if (pt.path && o && plan_trace_report(&pt, &r, NULL, o, err, sizeof err) < 0) {
+            log_error("plan: %s", err);
+            json_decref(o);
+            return EXIT_USAGE;
+        }
         char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
         if (!s) { json_decref(o); log_error("plan: out of memory"); return EXIT_RUN_FAILED; }
         puts(s);
@@ -124,6 +150,7 @@ int cmd_plan(int argc, char **argv) {
         json_decref(o);
     } else {
         plan_print(stdout, &in, &r);
+        if (pt.path && plan_trace_report(&pt, &r, stdout, NULL, err, sizeof err) < 0) { log_error("plan: %s", err); return EXIT_USAGE; }
     }
     return rc;
 }

@@ -17,10 +17,13 @@ typedef struct { const char *key, *value; } serve_kv;
 
 /* Builds an engine from the options the server did not recognise. Returns NULL with err set;
  * every failure here is a usage error (unknown key or bad value). */
-typedef engine *(*serve_engine_factory)(const serve_kv *opts, int n_opts, uint64_t seed, const char *served_model, char *err, size_t errlen);
+typedef engine *(*serve_engine_factory)(const serve_kv *opts, int n_opts, uint64_t seed, const char *served_model,
+                                        server_params *sp, char *err, size_t errlen);
 
-static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, char *err, size_t errlen) {
+static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, server_params *sp,
+                                  char *err, size_t errlen) {
     (void)served_model;
+    (void)sp;
     fixed_params p;
     fixed_default_params(&p);
     p.seed = seed;
@@ -34,7 +37,8 @@ static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, co
 
 /* The simulated DeepSeek engine: the served --model picks the catalog model (HF ids work) unless
  * the simulator's own --sim-model is given; every other unknown option is a simulator option. */
-static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, char *err, size_t errlen) {
+static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, server_params *sp,
+                                char *err, size_t errlen) {
     (void)seed;
     sim_params p;
     sim_default_params(&p);
@@ -54,6 +58,9 @@ static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, cons
             return NULL;
         }
     }
+    /* with prefix caching the engine needs each prompt's identity: its KV blocks' hashes */
+    if (p.prefix_caching) sp->prefix_block_tokens = p.block_size;
+    sp->kv_block_tokens = p.block_size;
     return engine_sim_create(&p, err, errlen);
 }
 
@@ -88,7 +95,7 @@ static const struct {
 enum {
     O_HOST = 1000, O_PORT, O_MODEL, O_ENGINE, O_SPEEDUP, O_DURATION, O_SEED, O_FAIL, O_429, O_DROP,
     O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_THREADS, O_EXIT_AFTER, O_HELP, O_MAX_BODY,
-    O_LP_SEED, O_LP_NOISE, O_LP_JITTER, O_LP_STYLE,
+    O_LP_SEED, O_LP_NOISE, O_LP_JITTER, O_LP_STYLE, O_LOG_PROMPTS,
 };
 
 static const struct option long_opts[] = {
@@ -99,6 +106,7 @@ static const struct option long_opts[] = {
     {"speedup", required_argument, 0, O_SPEEDUP},
     {"duration", required_argument, 0, O_DURATION},
     {"exit-after", required_argument, 0, O_EXIT_AFTER},
+    {"log-prompts", required_argument, 0, O_LOG_PROMPTS},
     {"seed", required_argument, 0, O_SEED},
     {"fail-rate", required_argument, 0, O_FAIL},
     {"status-429-rate", required_argument, 0, O_429},
@@ -135,6 +143,8 @@ static void usage(FILE *f) {
         "  --exit-after N           exit once N responses have completed: a server that dies mid-run,\n"
         "                           at a request count rather than a time (default 0 = never)\n"
         "  --default-max-tokens N   tokens when a request sets no max_tokens (default 256)\n"
+        "  --log-prompts FILE       write every accepted request as one JSON line (arrival order, monotonic\n"
+        "                           arrival time, the prompt tokens counted, the body as received)\n"
         "  --threads N              event loops, each on its own thread with its own socket on the port\n"
         "                           (SO_REUSEPORT) and its own engine; /metrics shows their sum. For\n"
         "                           thousands of streams; --engine fixed without --capacity (a shared\n"
@@ -244,6 +254,7 @@ int cmd_serve(int argc, char **argv) {
             sp.exit_after = (uint64_t)n;
             break;
         }
+        case O_LOG_PROMPTS: sp.log_prompts = v; break;
         case O_STALL:
             if (units_parse_duration_ns(v, &sp.stall_ns) < 0) { log_error("--stall wants a duration like 2s, got '%s'", v); goto out; }
             break;
@@ -312,7 +323,7 @@ int cmd_serve(int argc, char **argv) {
     engs = calloc((size_t)sp.threads, sizeof *engs);
     if (!engs) { log_error("out of memory"); goto out; }
     for (int i = 0; i < sp.threads; i++) {
-        engs[i] = engines[ei].create(kv, n_kv, sp.seed + (uint64_t)i, sp.model, err, sizeof err);
+        engs[i] = engines[ei].create(kv, n_kv, sp.seed + (uint64_t)i, sp.model, &sp, err, sizeof err);
         if (!engs[i]) { log_error("%s", err); goto out; }
     }
     sp.handle_signals = true;

@@ -220,9 +220,21 @@ static int choice_member(cur *c, const char *k, size_t kl, chunk_fields *f, int 
     return skip_value(c, depth + 1);
 }
 
+static int details_member(cur *c, const char *k, size_t kl, chunk_fields *f, int depth, unsigned *seen) {
+    if (KEY("cached_tokens") && !is_null(c)) { ONCE(1); return num(c, &f->cached_tokens); }
+    return skip_value(c, depth + 1);
+}
+
 static int usage_member(cur *c, const char *k, size_t kl, chunk_fields *f, int depth, unsigned *seen) {
     if (KEY("prompt_tokens")) { ONCE(1); return num(c, &f->prompt_tokens); }
     if (KEY("completion_tokens")) { ONCE(2); return num(c, &f->completion_tokens); }
+    if (KEY("prompt_tokens_details") && !is_null(c)) { ONCE(4); return object(c, details_member, f, depth + 1); }
+    if (KEY("prompt_cache_hit_tokens") && !is_null(c) && f->cached_tokens < 0) { ONCE(8); return num(c, &f->cached_tokens); }
+    return skip_value(c, depth + 1);
+}
+
+static int timings_member(cur *c, const char *k, size_t kl, chunk_fields *f, int depth, unsigned *seen) {
+    if (KEY("prompt_n") && !is_null(c)) { ONCE(1); return num(c, &f->prompt_eval); }
     return skip_value(c, depth + 1);
 }
 
@@ -256,12 +268,13 @@ static int top_member(cur *c, const char *k, size_t kl, chunk_fields *f, int dep
         f->has_error = true;
         return skip_value(c, depth + 1);
     }
+    if (KEY("timings") && !is_null(c)) { ONCE(8); return object(c, timings_member, f, depth + 1); }
     return skip_value(c, depth + 1);
 }
 
 int chunkscan(const char *json, size_t len, chunk_fields *out) {
     memset(out, 0, sizeof *out);
-    out->prompt_tokens = out->completion_tokens = -1;
+    out->prompt_tokens = out->completion_tokens = out->cached_tokens = out->prompt_eval = -1;
     cur c = { json, json + len };
     if (object(&c, top_member, out, 0) < 0) return -1;
     ws(&c);

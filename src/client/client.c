@@ -227,6 +227,7 @@ static void transfer_free(transfer *t) {
         easy_release(t->c, t->easy);
     }
     sse_free(&t->sse);
+    free(t->st.text);
     free(t->body);
     free(t->errbody);
     free(t);
@@ -255,6 +256,7 @@ static void finish(client *c, transfer *t, CURLcode res, int forced_outcome) {
         r->connect_ns = (int64_t)(app_us > conn_us ? app_us : conn_us) * NS_PER_US;
     }
     r->out_tokens_client = r->n_chunks ? t->st.tokens_client : (r->outcome == REC_OK ? 0 : -1);
+    openai_stream_end(&t->st, r);
     unlink_transfer(c, t);
     size_t idx = t->rec;
     transfer_free(t);
@@ -355,12 +357,14 @@ int client_submit(client *c, size_t rec_index, const dataset_item *item) {
     t->c = c;
     t->rec = rec_index;
     sse_init(&t->sse, SSE_EVENT_MAX);
+    t->st.keep_text = c->o.keep_text;
     t->body = openai_request_body(c->o.api, c->o.model, item, c->o.ignore_eos, c->o.include_usage);
     t->easy = easy_get(c);
     if (!t->body || !t->easy) { transfer_free(t); return -1; }
     record *r = &c->recs->v[rec_index];
     r->max_tokens = item->max_tokens;
     r->in_tokens = item->in_tokens;
+    r->cacheable_tokens = item->cacheable_tokens;
     CURL *e = t->easy;
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(t->body));

@@ -24,6 +24,8 @@ typedef struct {
     bool include_usage;          /* stream_options.include_usage */
     size_t max_connections;      /* connection cache size (>= peak concurrency) */
     token_counter counter;       /* counts tokens in generated text */
+    bool keep_text;              /* keep each response's generated text in its record (r->text):
+                                  * a multi-turn session's next turn sends it back */
 } client_opts;
 
 typedef struct client client;

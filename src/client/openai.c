@@ -11,24 +11,48 @@ const char *openai_path(openai_api api) {
     return api == OPENAI_CHAT ? "/v1/chat/completions" : "/v1/completions";
 }
 
+/* A trace item's prompt (hundreds of KB of words) goes into the body as it is: it needs no JSON
+ * escaping, and passing it through the JSON library cost ten times the rendering. The other
+ * fields come from jansson; key order does not matter in JSON. */
+static char *splice_prompt(openai_api api, const char *text, size_t len, const char *rest) {
+    const char *head = api == OPENAI_CHAT ? "{\"messages\":[{\"role\":\"user\",\"content\":\"" : "{\"prompt\":\"";
+    const char *tail = api == OPENAI_CHAT ? "\"}]," : "\",";
+    size_t hl = strlen(head), tl = strlen(tail), rl = strlen(rest + 1);
+    char *b = malloc(hl + len + tl + rl + 1);
+    if (!b) return NULL;
+    memcpy(b, head, hl);
+    memcpy(b + hl, text, len);
+    memcpy(b + hl + len, tail, tl);
+    memcpy(b + hl + len + tl, rest + 1, rl + 1);   /* rest without its "{" */
+    return b;
+}
+
 char *openai_request_body(openai_api api, const char *model, const dataset_item *item,
                           bool ignore_eos, bool include_usage) {
     json_t *o = json_object();
     if (!o) return NULL;
+    /* a trace item's prompt is rendered now, from its block ids, and let go with the body */
+    char *rendered = NULL;
+    size_t text_len = 0;
+    const char *text = dataset_item_text(item, &rendered, &text_len);
+    if (item->blocks && !text) { json_decref(o); return NULL; }
+    bool splice = item->blocks && dataset_item_text_plain(item);
     if (model) json_object_set_new(o, "model", json_string(model));
-    if (api == OPENAI_CHAT) {
+    if (splice) {
+        /* the prompt goes in below */
+    } else if (api == OPENAI_CHAT) {
         json_t *msgs = NULL;
         if (item->messages_json) msgs = json_loads(item->messages_json, 0, NULL);
         if (!msgs) {
             msgs = json_array();
             json_t *m = json_object();
             json_object_set_new(m, "role", json_string("user"));
-            json_object_set_new(m, "content", json_string(item->prompt ? item->prompt : ""));
+            json_object_set_new(m, "content", json_string(text ? text : ""));
             json_array_append_new(msgs, m);
         }
         json_object_set_new(o, "messages", msgs);
     } else {
-        const char *prompt = item->prompt;
+        const char *prompt = text;
         json_t *joined = NULL;
         if (!prompt && item->messages_json) {
             /* a chat-shaped item sent to the completions API: join the contents */
@@ -61,6 +85,12 @@ char *openai_request_body(openai_api api, const char *model, const dataset_item 
     }
     char *body = json_dumps(o, JSON_COMPACT);
     json_decref(o);
+    if (splice && body) {
+        char *whole = splice_prompt(api, text, text_len, body);
+        free(body);
+        body = whole;
+    }
+    free(rendered);
     return body;
 }
 
@@ -96,9 +126,38 @@ static int32_t count_span(const token_counter *tc, const char *s, size_t n, bool
     return k;
 }
 
+/* Appends generated text to the kept answer (decoding escapes when present). */
+static void keep_text(openai_stream *st, const char *s, size_t n, bool escaped) {
+    if (!st->keep_text || !n) return;
+    if (st->text_len + n * 2 + 8 > st->text_cap) {
+        size_t nc = (st->text_len + n * 2 + 8) * 2;
+        char *p = realloc(st->text, nc);
+        if (!p) return;
+        st->text = p;
+        st->text_cap = nc;
+    }
+    if (!escaped) { memcpy(st->text + st->text_len, s, n); st->text_len += n; }
+    else {
+        long m = chunkscan_unescape(s, n, st->text + st->text_len, st->text_cap - st->text_len);
+        if (m > 0) st->text_len += (size_t)m;
+    }
+    st->text[st->text_len] = 0;
+}
+
+void openai_stream_end(openai_stream *st, record *r) {
+    if (r->cached_tokens < 0 && r->prompt_eval_server >= 0 && r->in_tokens_server >= 0)
+        r->cached_tokens = r->in_tokens_server > r->prompt_eval_server ? r->in_tokens_server - r->prompt_eval_server : 0;
+    if (st->keep_text && !r->text) {
+        r->text = st->text ? st->text : strdup("");
+        st->text = NULL;
+        st->text_len = st->text_cap = 0;
+    }
+}
+
 /* A content-carrying chunk becomes one chunk arrival with its token count. */
 static int add_content(openai_stream *st, record *r, const chunk_fields *f, int64_t t_ns, const token_counter *tc) {
     if (f->text_len + f->reasoning_len == 0) return 0;
+    keep_text(st, f->text, f->text_len, f->text_escaped);
     int32_t k = count_span(tc, f->text, f->text_len, f->text_escaped) +
                 count_span(tc, f->reasoning, f->reasoning_len, f->reasoning_escaped);
     /* a chunk of only whitespace still carries a token the server generated */
@@ -129,6 +188,8 @@ int openai_stream_event(openai_stream *st, record *r, const char *data, size_t d
         if (f.finished) st->finished = true;
         if (f.completion_tokens >= 0) r->out_tokens_server = (int32_t)f.completion_tokens;
         if (f.prompt_tokens >= 0) r->in_tokens_server = (int32_t)f.prompt_tokens;
+        if (f.cached_tokens >= 0) r->cached_tokens = (int32_t)f.cached_tokens;
+        if (f.prompt_eval >= 0) r->prompt_eval_server = (int32_t)f.prompt_eval;
         return 0;
     }
     /* anything unusual (errors, malformed JSON, odd types) goes through the full parser */
@@ -176,6 +237,7 @@ int openai_stream_event(openai_stream *st, record *r, const char *data, size_t d
             /* a chunk of only whitespace still carries a token the server generated */
             if (k < 1) k = 1;
             st->tokens_client += k;
+            keep_text(st, text, tlen, false);
             if (r->n_chunks == 0) r->first_ns = t_ns;
             if (record_add_chunk(r, t_ns, (unsigned)k) < 0) { json_decref(o); return 1; }
         }
@@ -188,7 +250,12 @@ int openai_stream_event(openai_stream *st, record *r, const char *data, size_t d
         json_t *pt = json_object_get(usage, "prompt_tokens");
         if (json_is_integer(ct)) r->out_tokens_server = (int32_t)json_integer_value(ct);
         if (json_is_integer(pt)) r->in_tokens_server = (int32_t)json_integer_value(pt);
+        json_t *cached = json_object_get(json_object_get(usage, "prompt_tokens_details"), "cached_tokens");
+        if (!json_is_integer(cached)) cached = json_object_get(usage, "prompt_cache_hit_tokens");
+        if (json_is_integer(cached)) r->cached_tokens = (int32_t)json_integer_value(cached);
     }
+    json_t *pn = json_object_get(json_object_get(o, "timings"), "prompt_n");
+    if (json_is_integer(pn)) r->prompt_eval_server = (int32_t)json_integer_value(pn);
     json_decref(o);
     return 0;
 }

@@ -34,12 +34,20 @@ typedef struct {
     bool bad_json;        /* a data message was not valid JSON */
     int64_t last_data_ns; /* arrival of the last data message before [DONE] */
     int32_t tokens_client;/* sum of counted tokens over content chunks */
+    bool keep_text;       /* collect the generated text (content, not reasoning) into text */
+    char *text;           /* owned until openai_stream_end hands it to the record */
+    size_t text_len, text_cap;
 } openai_stream;
 
 /* Interprets one SSE event that arrived at t_ns; updates st and r (chunks, usage, error).
  * Returns 0, or 1 when the stream is over ([DONE] or an error) and reading can stop. */
 int openai_stream_event(openai_stream *st, record *r, const char *data, size_t data_len,
                         const char *error_field, int64_t t_ns, const token_counter *tc);
+
+/* The stream is over: what is read from the whole response goes into r (llama.cpp's cached
+ * prompt tokens: usage.prompt_tokens - timings.prompt_n, when no cached_tokens was given) and the
+ * kept text moves to r->text. */
+void openai_stream_end(openai_stream *st, record *r);
 
 /* Extracts a readable message from an error body (`{"error":{"message":..}}`, `{"detail":..}`,
  * `{"message":..}`, or the text itself), truncated to fit. Writes into buf. */

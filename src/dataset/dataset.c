@@ -3,6 +3,8 @@
  * vocabulary's single-token words joined with spaces add up exactly; each prompt is checked), else
  * in words. */
 #include "dataset/dataset.h"
+#include "dataset/dataset_int.h"
+#include "dataset/sessions.h"
 #include "dataset/words.h"
 #include "common/rng.h"
 #include "common/fileio.h"
@@ -30,7 +32,7 @@ int32_t dataset_count_words(const char *text, size_t len) {
 
 /* ---- length measure ---- */
 
-static int32_t measure(const dataset_opts *o, const char *text, size_t len) {
+int32_t ds_measure(const dataset_opts *o, const char *text, size_t len) {
     if (o && o->tok) {
         size_t n = tokenizer_count(o->tok, text, len);
         return n == (size_t)-1 ? -1 : (int32_t)n;
@@ -38,7 +40,7 @@ static int32_t measure(const dataset_opts *o, const char *text, size_t len) {
     return dataset_count_words(text, len);
 }
 
-static dataset *ds_new(const char *spec, size_t n, const dataset_opts *o) {
+dataset *ds_new(const char *spec, size_t n, const dataset_opts *o) {
     dataset *d = calloc(1, sizeof *d);
     if (!d) return NULL;
     d->items = calloc(n ? n : 1, sizeof *d->items);
@@ -50,13 +52,15 @@ static dataset *ds_new(const char *spec, size_t n, const dataset_opts *o) {
 
 void dataset_free(dataset *d) {
     if (!d) return;
+    ds_blocks_free(d->blocks);
+    ds_sessions_free(d->sessions);
     for (size_t i = 0; i < d->n; i++) { free(d->items[i].prompt); free(d->items[i].messages_json); }
     free(d->items);
     free(d->spec);
     free(d);
 }
 
-static void finish_stats(dataset *d) {
+void ds_finish_stats(dataset *d) {
     if (!d->n) return;
     d->len_min = INT32_MAX;
     d->len_max = 0;
@@ -72,14 +76,7 @@ static void finish_stats(dataset *d) {
 
 /* ---- word sources and exact-length prompts ---- */
 
-typedef struct {
-    const char *const *words;
-    const char **owned;     /* tokenizer words array (strings belong to the tokenizer) */
-    size_t n;
-    bool leading_space;     /* tokenizer words are single tokens *with* their leading space */
-} word_source;
-
-static int words_open(word_source *w, const dataset_opts *o, char *err, size_t errlen) {
+int ds_words_open(word_source *w, const dataset_opts *o, char *err, size_t errlen) {
     memset(w, 0, sizeof *w);
     if (o && o->tok) {
         const char **v;
@@ -99,10 +96,10 @@ static int words_open(word_source *w, const dataset_opts *o, char *err, size_t e
     return 0;
 }
 
-static void words_close(word_source *w) { free(w->owned); }
+void ds_words_close(word_source *w) { free(w->owned); }
 
 /* Appends k random words to buf (grown as needed). */
-static int append_words(char **buf, size_t *len, size_t *cap, const word_source *w, rng *r, int32_t k) {
+int ds_append_words(char **buf, size_t *len, size_t *cap, const word_source *w, rng *r, int32_t k) {
     for (int32_t i = 0; i < k; i++) {
         const char *word = w->words[rng_below(r, w->n)];
         size_t wl = strlen(word);
@@ -123,14 +120,14 @@ static int append_words(char **buf, size_t *len, size_t *cap, const word_source 
 
 /* A prompt of exactly n tokens (in the dataset's unit). Words are additive by construction; the
  * count is checked anyway, and a prompt that misses is rebuilt (counted in *rebuilt). */
-static char *exact_prompt(const word_source *w, const dataset_opts *o, rng *r, int32_t n, size_t *rebuilt) {
+char *ds_exact_prompt(const word_source *w, const dataset_opts *o, rng *r, int32_t n, size_t *rebuilt) {
     for (int attempt = 0; attempt < 8; attempt++) {
         size_t cap = (size_t)n * 10 + 16, len = 0;
         char *p = malloc(cap);
         if (!p) return NULL;
         p[0] = 0;
-        if (append_words(&p, &len, &cap, w, r, n) < 0) { free(p); return NULL; }
-        if (measure(o, p, len) == n) return p;
+        if (ds_append_words(&p, &len, &cap, w, r, n) < 0) { free(p); return NULL; }
+        if (ds_measure(o, p, len) == n) return p;
         free(p);
         (*rebuilt)++;
     }
@@ -176,20 +173,20 @@ static int open_random(const char *spec, const char *args, size_t n, uint64_t se
         return -1;
     }
     word_source w;
-    if (words_open(&w, o, err, errlen) < 0) return -1;
+    if (ds_words_open(&w, o, err, errlen) < 0) return -1;
     if (n == 0) n = 1;
     dataset *d = ds_new(spec, n, o);
-    if (!d) { words_close(&w); snprintf(err, errlen, "out of memory"); return -1; }
+    if (!d) { ds_words_close(&w); snprintf(err, errlen, "out of memory"); return -1; }
     d->ignore_eos = true;
     rng r;
     rng_seed(&r, seed ^ 0x5eedda7a5e7ULL);
     for (size_t i = 0; i < n; i++) {
         int32_t len = draw_len(&r, (long)v[0], v[2]);
-        char *p = exact_prompt(&w, o, &r, len, &d->rebuilt);
+        char *p = ds_exact_prompt(&w, o, &r, len, &d->rebuilt);
         if (!p) {
             snprintf(err, errlen, "could not build a prompt of exactly %d %s (the tokenizer's words do not add up); "
                      "use a jsonl dataset instead", len, d->length_unit);
-            dataset_free(d); words_close(&w);
+            dataset_free(d); ds_words_close(&w);
             return -1;
         }
         dataset_item *it = &d->items[d->n++];
@@ -198,9 +195,10 @@ static int open_random(const char *spec, const char *args, size_t n, uint64_t se
         it->max_tokens = draw_len(&r, (long)v[1], v[2]);
         it->timestamp_ns = -1;
         it->group = -1;
+        it->cacheable_tokens = -1;   /* unknown: prompts with no designed sharing */
     }
-    words_close(&w);
-    finish_stats(d);
+    ds_words_close(&w);
+    ds_finish_stats(d);
     *out = d;
     return 0;
 }
@@ -215,20 +213,20 @@ static int open_prefix(const char *spec, const char *args, size_t n, uint64_t se
     }
     int groups = (int)v[0];
     word_source w;
-    if (words_open(&w, o, err, errlen) < 0) return -1;
+    if (ds_words_open(&w, o, err, errlen) < 0) return -1;
     if (n == 0) n = 1;
     dataset *d = ds_new(spec, n, o);
     char **prefixes = calloc((size_t)groups, sizeof *prefixes);
-    if (!d || !prefixes) { dataset_free(d); free(prefixes); words_close(&w); snprintf(err, errlen, "out of memory"); return -1; }
+    if (!d || !prefixes) { dataset_free(d); free(prefixes); ds_words_close(&w); snprintf(err, errlen, "out of memory"); return -1; }
     d->ignore_eos = true;
     rng r;
     rng_seed(&r, seed ^ 0x9f3e11aULL);
     int rc = 0;
     for (int g = 0; g < groups && !rc; g++)
-        if (!(prefixes[g] = exact_prompt(&w, o, &r, (int32_t)v[1], &d->rebuilt))) rc = -1;
+        if (!(prefixes[g] = ds_exact_prompt(&w, o, &r, (int32_t)v[1], &d->rebuilt))) rc = -1;
     for (size_t i = 0; i < n && !rc; i++) {
         int g = (int)(i % (size_t)groups);
-        char *suffix = v[2] > 0 ? exact_prompt(&w, o, &r, (int32_t)v[2], &d->rebuilt) : strdup("");
+        char *suffix = v[2] > 0 ? ds_exact_prompt(&w, o, &r, (int32_t)v[2], &d->rebuilt) : strdup("");
         if (!suffix) { rc = -1; break; }
         size_t pl = strlen(prefixes[g]), sl = strlen(suffix);
         /* words need a separator; tokenizer words carry their own leading space */
@@ -243,16 +241,18 @@ static int open_prefix(const char *spec, const char *args, size_t n, uint64_t se
         dataset_item *it = &d->items[d->n++];
         it->prompt = p;
         /* the join is checked like any prompt: tokens may merge across the seam */
-        it->in_tokens = measure(o, p, pl + sl);
+        it->in_tokens = ds_measure(o, p, pl + sl);
         it->max_tokens = (int32_t)v[3];
         it->timestamp_ns = -1;
         it->group = g;
+        it->cacheable_tokens = i < (size_t)groups ? 0 : (int32_t)v[1];   /* its group's prompt was sent before */
     }
     for (int g = 0; g < groups; g++) free(prefixes[g]);
     free(prefixes);
-    words_close(&w);
+    ds_words_close(&w);
     if (rc) { dataset_free(d); snprintf(err, errlen, "could not build prefix prompts of the requested lengths"); return -1; }
-    finish_stats(d);
+    d->prefix_tokens = (int32_t)v[1];
+    ds_finish_stats(d);
     *out = d;
     return 0;
 }
@@ -263,7 +263,7 @@ static int32_t messages_len(json_t *msgs, const dataset_opts *o) {
     json_t *m;
     json_array_foreach(msgs, i, m) {
         json_t *c = json_object_get(m, "content");
-        if (json_is_string(c)) n += measure(o, json_string_value(c), json_string_length(c));
+        if (json_is_string(c)) n += ds_measure(o, json_string_value(c), json_string_length(c));
     }
     return n;
 }
@@ -294,7 +294,7 @@ static int jsonl_item(dataset *d, dataset_item *it, json_t *obj, const dataset_o
     json_t *p = json_object_get(obj, "prompt"), *m = json_object_get(obj, "messages");
     if (json_is_string(p)) {
         it->prompt = strdup(json_string_value(p));
-        it->in_tokens = measure(o, it->prompt, json_string_length(p));
+        it->in_tokens = ds_measure(o, it->prompt, json_string_length(p));
     } else if ((!p || json_is_null(p)) && json_is_array(m) && json_array_size(m) > 0) {
         size_t i;
         json_t *msg;
@@ -367,6 +367,7 @@ static int open_jsonl(const char *spec, const char *path, const dataset_opts *o,
             it->max_tokens = -1;
             it->timestamp_ns = -1;
             it->group = -1;
+            it->cacheable_tokens = -1;   /* unknown: prompts with no designed sharing */
             rc = jsonl_item(d, it, obj, o, path, lineno, err, errlen);
             d->n++;   /* counted even on error, so dataset_free frees what the item holds */
         }
@@ -376,7 +377,8 @@ static int open_jsonl(const char *spec, const char *path, const dataset_opts *o,
     free(text);
     if (!rc && d->n == 0) { snprintf(err, errlen, "dataset file '%s' has no requests", path); rc = -1; }
     if (rc) { dataset_free(d); return -1; }
-    finish_stats(d);
+    ds_scale_times(d, o);
+    ds_finish_stats(d);
     *out = d;
     return 0;
 }
@@ -419,7 +421,7 @@ static int open_sharegpt(const char *spec, const char *path, const dataset_opts 
             else if (prompt && !human) { reply = json_string_value(val); rlen = json_string_length(val); break; }
         }
         if (!prompt || !reply) { d->skipped++; continue; }
-        int32_t pin = measure(o, prompt, plen), rout = measure(o, reply, rlen);
+        int32_t pin = ds_measure(o, prompt, plen), rout = ds_measure(o, reply, rlen);
         if (pin < 4 || rout < 4) { d->skipped++; continue; }
         dataset_item *it = &d->items[d->n++];
         it->prompt = strdup(prompt);
@@ -427,10 +429,11 @@ static int open_sharegpt(const char *spec, const char *path, const dataset_opts 
         it->max_tokens = rout;
         it->timestamp_ns = -1;
         it->group = -1;
+        it->cacheable_tokens = -1;   /* unknown: prompts with no designed sharing */
     }
     json_decref(root);
     if (d->n == 0) { dataset_free(d); snprintf(err, errlen, "%s: no usable conversations (need a human turn followed by a reply, each of 4+ units)", path); return -1; }
-    finish_stats(d);
+    ds_finish_stats(d);
     *out = d;
     return 0;
 }
@@ -438,6 +441,23 @@ static int open_sharegpt(const char *spec, const char *path, const dataset_opts 
 void dataset_count_for_api(dataset *d, const tokenizer *tok, bool chat) {
     if (d->api_counted) return;   /* counts are adjusted once */
     d->api_counted = true;
+    if (d->sessions) {
+        /* turns are counted as they are built; the first turns are rebuilt for the stats */
+        ds_sessions_set_api(d->sessions, tok, chat);
+        for (size_t i = 0; i < d->n; i++) {
+            dataset_item it;
+            if (sessions_build_turn(d->sessions, i, 0, &it) < 0) continue;
+            sessions_item_free(&d->items[i]);
+            d->items[i] = it;
+        }
+        ds_finish_stats(d);
+        return;
+    }
+    if (d->blocks) {
+        ds_trace_count_for_api(d, tok, chat);
+        ds_finish_stats(d);
+        return;
+    }
     for (size_t i = 0; i < d->n; i++) {
         dataset_item *it = &d->items[i];
         if (!tok) continue;   /* words: what was measured is what is reported */
@@ -460,19 +480,41 @@ void dataset_count_for_api(dataset *d, const tokenizer *tok, bool chat) {
             json_decref(msgs);
         } else if (it->prompt) {
             /* the prompt was counted with this tokenizer when the dataset was opened: only the
-             * server's BOS is missing */
-            if (it->in_tokens >= 0) it->in_tokens += tokenizer_add_bos_default(tok) ? 1 : 0;
+             * server's BOS is missing (and a shared prefix shares it) */
+            int bos = tokenizer_add_bos_default(tok) ? 1 : 0;
+            if (it->in_tokens >= 0) it->in_tokens += bos;
+            if (it->cacheable_tokens > 0) it->cacheable_tokens += bos;
+            if (i == 0 && d->prefix_tokens > 0) d->prefix_tokens += bos;
         }
     }
-    finish_stats(d);
+    ds_finish_stats(d);
+}
+
+int32_t dataset_cacheable_tokens(const dataset *d, size_t plan_index) {
+    const dataset_item *it = &d->items[plan_index % d->n];
+    if (plan_index < d->n || it->cacheable_tokens < 0) return it->cacheable_tokens;
+    /* a replay that starts over: every block of a trace request was sent before, and every
+     * prefix group's prompt too */
+    if (d->blocks) return it->in_tokens;
+    return it->group >= 0 ? d->prefix_tokens : it->cacheable_tokens;
+}
+
+void ds_scale_times(dataset *d, const dataset_opts *o) {
+    if (!o || !(o->time_scale > 0) || o->time_scale == 1) return;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->items[i].timestamp_ns >= 0) d->items[i].timestamp_ns = (int64_t)llround((double)d->items[i].timestamp_ns * o->time_scale);
 }
 
 int dataset_open(const char *spec, size_t n_hint, uint64_t seed, const dataset_opts *o, dataset **out, char *err, size_t errlen) {
+    if (!strncmp(spec, "mooncake:", 9)) return ds_open_mooncake(spec, spec + 9, seed, o, out, err, errlen);
+    if (!strncmp(spec, "sessions:", 9)) return ds_open_sessions(spec, spec + 9, seed, o, out, err, errlen);
+    if (!strcmp(spec, "sessions")) return ds_open_sessions(spec, "", seed, o, out, err, errlen);
     if (!strncmp(spec, "random:", 7)) return open_random(spec, spec + 7, n_hint, seed, o, out, err, errlen);
     if (!strcmp(spec, "random")) return open_random(spec, "", n_hint, seed, o, out, err, errlen);
     if (!strncmp(spec, "prefix:", 7)) return open_prefix(spec, spec + 7, n_hint, seed, o, out, err, errlen);
     if (!strncmp(spec, "jsonl:", 6)) return open_jsonl(spec, spec + 6, o, out, err, errlen);
     if (!strncmp(spec, "sharegpt:", 9)) return open_sharegpt(spec, spec + 9, o, out, err, errlen);
-    snprintf(err, errlen, "unknown dataset '%s': use random:in=N,out=M,range=F, prefix:groups=G,prefix=P,suffix=S,out=M, jsonl:FILE or sharegpt:FILE", spec);
+    snprintf(err, errlen, "unknown dataset '%s': use random:in=N,out=M,range=F, prefix:groups=G,prefix=P,suffix=S,out=M, "
+             "jsonl:FILE, sharegpt:FILE, mooncake:FILE or sessions:n=N,turns=T,...", spec);
     return -1;
 }

@@ -161,6 +161,8 @@ static const char *engine_flag(const char *engine, const char *knob) {
         {"max_num_batched_tokens", "--max-num-batched-tokens", "--chunked-prefill-size", "-b/-ub", "--max-num-batched-tokens"},
         {"gpu_memory_utilization", "--gpu-memory-utilization", "--mem-fraction-static", "", "--gpu-memory-utilization"},
         {"context_per_seq", "--max-model-len", "--context-length", "-c (total, split over -np slots)", "--max-model-len"},
+        {"enable_prefix_caching", "--enable-prefix-caching", "(on unless --disable-radix-cache)", "--cache-reuse N (and cache_prompt)",
+         "--prefix-caching on"},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         if (strcmp(t[i].knob, knob)) continue;
@@ -212,6 +214,15 @@ void diag_setting(const diag_in *in, json_t *f, const char *knob, const char *cu
     json_array_append_new(json_object_get(f, "knobs"), json_pack("{s:s,s:o,s:s,s:s,s:o,s:s}", "knob", knob,
         "current", cur ? json_string(cur) : json_null(), "suggested", sug, "direction", dir,
         "flag", flag ? json_string(flag) : json_null(), "effect", effect));
+}
+
+void diag_kv_memory_settings(const diag_in *in, json_t *f, const char *dtype_effect, const char *memory_effect) {
+    diag_setting(in, f, "kv_cache_dtype", model_dtype_name(in->dep.kv_dtype), "fp8", dtype_effect);
+    double gmu = diag_num(json_object_get(in->cfg, "sim"), "gpu_memory_utilization");
+    char cur[16];
+    snprintf(cur, sizeof cur, "%.2f", gmu);
+    diag_setting(in, f, "gpu_memory_utilization", isfinite(gmu) ? cur : NULL, isfinite(gmu) && gmu < 0.95 ? "0.95" : "raise",
+                 memory_effect);
 }
 
 /* ---- one results document ---- */
@@ -268,7 +279,7 @@ static json_t *roofline_json(const diag_in *in) {
 }
 
 static const char *const problems[] = { "errors", "client_bound", "queueing", "kv_capacity", "prefill_interference",
-    "host_pcie", "communication", "throttling", "cross_numa", "prefill_compute", "tenants", NULL };
+    "host_pcie", "communication", "throttling", "cross_numa", "prefill_compute", "tenants", "prefix_cache", NULL };
 
 static void add_healthy(diag_in *in, json_t *list) {
     size_t i;

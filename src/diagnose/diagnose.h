@@ -8,7 +8,7 @@
  *
  * Returned JSON:
  * {"findings": [ {"class": "errors" | "client_bound" | "kv_capacity" | "queueing" | "decode_bandwidth" |
- *                 "engine_overhead" | "prefill_compute" | "prefill_interference" | "tenants" | "host_pcie" |
+ *                 "engine_overhead" | "prefill_compute" | "prefill_interference" | "tenants" | "prefix_cache" | "host_pcie" |
  *                 "communication" | "throttling" | "cross_numa" | "healthy",
  *                 "title": "one line a person reads first",
  *                 "confidence": 0..1,

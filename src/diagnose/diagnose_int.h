@@ -35,6 +35,9 @@
 #define DIAG_CLASS_MISS 0.9            /* a request class with a smaller good fraction misses its SLO ... */
 #define DIAG_CLASS_MEET 0.95           /* ... while another, at this fraction or more, meets its own */
 #define DIAG_COST_UNKNOWN 0.05         /* share lost assumed for a finding that cannot size its cost */
+#define DIAG_PC_MIN_BOUND 0.1          /* a workload that allows less prefix reuse than this has none worth finding */
+#define DIAG_PC_SHORT 0.7              /* measured hit rate below this share of the workload's bound is a finding */
+#define DIAG_PC_ROOM 0.8               /* KV usage below this: the cache had room, so misses were not evictions */
 
 typedef struct {
     const json_t *doc, *cfg, *engine, *eng_series, *tel, *client, *timeline;
@@ -70,6 +73,9 @@ void diag_knob(json_t *f, const char *knob, const char *direction, const char *e
  * when the setting already has the suggested value. The engine's own flag is named when known. */
 void diag_setting(const diag_in *in, json_t *f, const char *knob, const char *current, const char *suggested,
                   const char *effect);
+/* The two settings that give the KV cache more room on the same GPUs: kv_cache_dtype → fp8 and
+ * gpu_memory_utilization → 0.95 (the simulated run's value when known), with their effects. */
+void diag_kv_memory_settings(const diag_in *in, json_t *f, const char *dtype_effect, const char *memory_effect);
 /* What the finding costs the user: the share of throughput or goodput lost (0..1) and against what. */
 void diag_cost(json_t *f, double lost_frac, const char *basis_fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_window(json_t *f, double t0_s, double t1_s);
@@ -108,6 +114,9 @@ typedef struct {
 void diag_read_failures(const json_t *doc, diag_failures *out);
 /* The errors rule: failures the server caused, their first messages, advice per class. */
 void diag_rule_errors(diag_in *in, json_t *list, json_t *checked);
+
+/* The prefix_cache rule (diagnose_cache.c): measured hit rate far below the workload's bound. */
+void diag_rule_prefix_cache(diag_in *in, json_t *list, json_t *checked);
 
 /* Roofline of one document (diagnose_roof.c): fills the roof_* fields, and, when the run beats
  * physics, a configuration finding in in->config instead of a usable roofline. */

@@ -125,12 +125,7 @@ static void rule_kv(diag_in *in, json_t *L, json_t *C) {
     double t0, t1;
     if (t && kv && diag_span(t, kv, in->eng_series ? DIAG_KV_FULL : 100 * DIAG_KV_FULL, &t0, &t1)) diag_window(f, t0, t1);
     char cur[16], sug[16];
-    diag_setting(in, f, "kv_cache_dtype", model_dtype_name(in->dep.kv_dtype), "fp8",
-                 "halves KV bytes per token: about twice the tokens fit");
-    double gmu = diag_num(get(in->cfg, "sim"), "gpu_memory_utilization");
-    snprintf(cur, sizeof cur, "%.2f", gmu);
-    diag_setting(in, f, "gpu_memory_utilization", isfinite(gmu) ? cur : NULL, isfinite(gmu) && gmu < 0.95 ? "0.95" : "raise",
-                 "more memory for KV blocks");
+    diag_kv_memory_settings(in, f, "halves KV bytes per token: about twice the tokens fit", "more memory for KV blocks");
     int_str(cur, sizeof cur, in->dep.tp);
     int_str(sug, sizeof sug, 2 * in->dep.tp);
     diag_setting(in, f, "tensor_parallel_size", in->dep.tp_s.assumed ? NULL : cur, in->dep.tp_s.assumed ? "raise" : sug,
@@ -484,6 +479,7 @@ void diag_rules(diag_in *in, json_t *list, json_t *checked) {
     rule_client(in, list, checked);
     rule_kv(in, list, checked);
     rule_queueing(in, list, checked);
+    diag_rule_prefix_cache(in, list, checked);
     diag_roof_rules(in, list, checked);
     rule_prefill(in, list, checked);
     rule_interference(in, list, checked);

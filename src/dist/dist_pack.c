@@ -57,6 +57,9 @@ typedef struct {
     int32_t http_status;
     int64_t sched_ns, send_ns, first_ns, last_ns, end_ns, connect_ns;
     int32_t in_tokens, in_tokens_server, out_tokens_server, out_tokens_client, max_tokens;
+    int32_t cached_tokens, prompt_eval_server, cacheable_tokens;   /* prefix cache (metrics/workload.h) */
+    uint32_t session;                                               /* conversation + 1, and its turn */
+    uint16_t turn, pad2;
     uint32_t n_chunks;
     uint8_t has_error, has_chunks, has_chunk_tokens, pad;
 } wire_record;
@@ -74,6 +77,8 @@ void dist_pack_records(dist_buf *b, const recset *recs, bool chunks) {
         w.in_tokens = r->in_tokens; w.in_tokens_server = r->in_tokens_server;
         w.out_tokens_server = r->out_tokens_server; w.out_tokens_client = r->out_tokens_client;
         w.max_tokens = r->max_tokens; w.n_chunks = r->n_chunks;
+        w.cached_tokens = r->cached_tokens; w.prompt_eval_server = r->prompt_eval_server;
+        w.cacheable_tokens = r->cacheable_tokens; w.session = r->session; w.turn = r->turn;
         w.has_error = r->error != NULL;
         w.has_chunks = chunks && r->n_chunks && r->chunk_ns;
         w.has_chunk_tokens = w.has_chunks && r->chunk_tokens;
@@ -105,6 +110,8 @@ int dist_unpack_records(dist_rd *rd, recset *out) {
         r->in_tokens = w.in_tokens; r->in_tokens_server = w.in_tokens_server;
         r->out_tokens_server = w.out_tokens_server; r->out_tokens_client = w.out_tokens_client;
         r->max_tokens = w.max_tokens;
+        r->cached_tokens = w.cached_tokens; r->prompt_eval_server = w.prompt_eval_server;
+        r->cacheable_tokens = w.cacheable_tokens; r->session = w.session; r->turn = w.turn;
         /* without its chunk arrays a record keeps its chunk count (summary_compute_parts) */
         r->n_chunks = w.n_chunks;
         if (w.has_error) r->error = drd_str(rd);

@@ -26,8 +26,8 @@ bool hist_band(const json_t *doc, const char *metric, double *lo, double *hi) {
     return rc == 0 && isfinite(*lo) && isfinite(*hi);
 }
 
-/* Every view's sample set of one family, merged; NULL when a view lacks it. A latency metric
- * name reads the family (any statistic will do); "out_tokens" has none, so it is read directly. */
+/* Every view's sample set of one family, merged; NULL when a view lacks it. The family is read
+ * through a metric name of it, as compare reads it (any statistic will do). */
 static json_t *pool_family(json_t *const *views, size_t n, const char *family) {
     sampleset all;
     sampleset_init(&all);
@@ -36,14 +36,7 @@ static json_t *pool_family(json_t *const *views, size_t n, const char *family) {
     bool ok = true;
     for (size_t i = 0; i < n && ok; i++) {
         compare_samples s;
-        const json_t *f = json_object_get(json_object_get(views[i], "samples"), family);
-        if (!strcmp(family, "out_tokens")) {
-            sampleset_init(&s.set);
-            ok = json_object_get(f, "buckets") && sampleset_from_json(&s.set, f) == 0;
-        } else {
-            ok = compare_metric_samples_of(views[i], metric, &s) == 0;
-        }
-        ok = ok && sampleset_merge(&all, &s.set) == 0;
+        ok = compare_metric_samples_of(views[i], metric, &s) == 0 && sampleset_merge(&all, &s.set) == 0;
         compare_samples_free(&s);
     }
     json_t *out = ok && all.n ? sampleset_to_json(&all) : NULL;

@@ -40,10 +40,11 @@ static const history_metric_def results_metrics[] = {
 };
 
 /* what a load run's workload is: the same model, dataset shape and load plan (and SLO, which
- * goodput depends on); not the URL, the seed, the timeout or the tokenizer file's path */
+ * goodput depends on; a replayed trace's block size, time scale and window); not the URL, the
+ * seed, the timeout or the tokenizer file's path */
 static const char *const results_keys[] = {
     "api", "model", "load", "concurrency", "rate_per_s", "arrival", "ramp_from_per_s", "ramp_s", "max_concurrency",
-    "requests", "duration_s", "warmup", "think_s", "dataset", "length_unit", "ignore_eos", "classes", NULL,
+    "requests", "duration_s", "warmup", "think_s", "dataset", "length_unit", "ignore_eos", "classes", "trace", NULL,
 };
 
 static const history_metric_def sweep_metrics[] = {
@@ -54,7 +55,7 @@ static const history_metric_def sweep_metrics[] = {
 static const char *const sweep_keys[] = {
     "api", "model", "load", "mode", "ladder", "repeats", "early_stop", "osd_window_s", "slo_percentile", "auto_levels",
     "auto_max_concurrency", "slo", "arrival", "max_concurrency", "requests", "duration_s", "warmup", "think_s",
-    "dataset", "length_unit", "ignore_eos", "classes", NULL,
+    "dataset", "length_unit", "ignore_eos", "classes", "trace", NULL,
 };
 
 static const history_metric_def tune_metrics[] = {

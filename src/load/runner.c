@@ -1,6 +1,7 @@
 /* runner — the scheduling loop between a load plan and the client, sharded over client threads
  * when one event loop would not keep up (see runner.h). */
 #include "load/runner.h"
+#include "dataset/sessions.h"
 #include "common/clock.h"
 #include "metrics/request_metrics.h"
 #include <stdlib.h>
@@ -41,6 +42,13 @@ typedef struct {
      * the front, costs O(1) per request instead of a scan over every user. */
     int64_t *ready_ns;        /* [concurrency] */
     size_t ready_head, ready_n;
+    /* multi-turn sessions (the dataset's conversations): a user (closed loop) or an arrival (open
+     * loop) starts a conversation; its later turns wait here until the previous answer's end plus
+     * the think time, which only grows, so a ring read from the front keeps them in order */
+    ds_sessions *sess;
+    size_t sess_total, sess_started; /* this shard's conversations: shard, shard + W, ... */
+    struct turn_due { int64_t t_ns; uint32_t session; uint16_t turn; } *due;
+    size_t due_head, due_n, due_cap;
     /* counters */
     size_t finished, failed;
     int64_t deadline_ns;      /* end of scheduling (duration), INT64_MAX none */
@@ -70,6 +78,14 @@ static size_t new_request(run_state *s, int64_t sched_ns) {
     if (!r) return SIZE_MAX;
     r->index = (uint32_t)(s->scheduled * (size_t)s->n_shards + (size_t)s->shard);
     r->warmup = s->scheduled < s->p->warmup;
+    if (s->sess) {
+        /* a new request outside the turn queue starts this shard's next conversation; warm-up
+         * counts whole conversations */
+        size_t sid = s->sess_started++ * (size_t)s->n_shards + (size_t)s->shard;
+        r->session = (uint32_t)sid + 1;
+        r->turn = 0;
+        r->warmup = s->sess_started <= s->p->warmup;
+    }
     if (s->p->n_classes > 1) {
         double u = rng_uniform(&s->class_rng) * s->class_weight_sum;
         int c = 0;
@@ -87,8 +103,22 @@ static const dataset_item *item_for(run_state *s, size_t idx) {
     return &ds->items[r->index % ds->n];
 }
 
+/* Sends the request of record idx: a dataset item, or a conversation's turn built from its
+ * history now (the previous answer is in by the time a turn is due). */
 static void submit(run_state *s, size_t idx) {
-    if (client_submit(s->c, idx, item_for(s, idx)) < 0) {
+    record *rec = &s->recs->v[idx];
+    dataset_item turn;
+    int rc;
+    if (s->sess) {
+        rc = sessions_build_turn(s->sess, rec->session - 1, rec->turn, &turn);
+        if (rc == 0) { rc = client_submit(s->c, idx, &turn); sessions_item_free(&turn); }
+    } else {
+        const dataset *ds = s->p->n_classes > 1 ? s->p->class_ds[rec->class_id] : s->ds;
+        rc = client_submit(s->c, idx, item_for(s, idx));
+        /* the workload's cache bound follows the plan's position (a replay that starts over) */
+        if (rc == 0) s->recs->v[idx].cacheable_tokens = dataset_cacheable_tokens(ds, rec->index);
+    }
+    if (rc < 0) {
         record *r = &s->recs->v[idx];
         r->outcome = REC_ERR_CONNECT;
         r->end_ns = clock_now_ns();
@@ -110,14 +140,65 @@ static int64_t ready_pop(run_state *s) {
     return t;
 }
 
+/* Queues a conversation's next turn (times arrive in order: end + a constant think time).
+ * false when out of memory: the conversation ends there. */
+static bool due_push(run_state *s, int64_t t_ns, uint32_t session, uint16_t turn) {
+    if (s->due_n == s->due_cap) {
+        size_t nc = s->due_cap ? s->due_cap * 2 : 64;
+        struct turn_due *nd = malloc(nc * sizeof *nd);
+        if (!nd) return false;
+        for (size_t i = 0; i < s->due_n; i++) nd[i] = s->due[(s->due_head + i) % s->due_cap];
+        free(s->due);
+        s->due = nd;
+        s->due_cap = nc;
+        s->due_head = 0;
+    }
+    s->due[(s->due_head + s->due_n++) % s->due_cap] = (struct turn_due){ t_ns, session, turn };
+    return true;
+}
+
 static void on_done(void *ctx, size_t idx) {
     run_state *s = ctx;
+    record *r = &s->recs->v[idx];
     s->finished++;
-    if (s->recs->v[idx].outcome != REC_OK) s->failed++;
-    if (s->ready_ns) ready_push(s, s->recs->v[idx].end_ns + s->p->think_ns);   /* its user is free again */
+    if (r->outcome != REC_OK) s->failed++;
+    if (s->sess && sessions_turn_done(s->sess, r) &&
+        due_push(s, r->end_ns + sessions_think_ns(s->sess), r->session, (uint16_t)(r->turn + 1)))
+        return;   /* the user stays with its conversation */
+    if (s->ready_ns) ready_push(s, r->end_ns + s->p->think_ns);   /* its user is free again */
+}
+
+/* Sends (or queues, under --max-concurrency) every conversation turn that is due; returns the
+ * earliest turn still waiting, or INT64_MAX. A turn due after the end of scheduling is not sent:
+ * its conversation is cut by the run's end. */
+static int64_t turns_due(run_state *s, int64_t now, bool closed) {
+    while (s->due_n) {
+        struct turn_due d = s->due[s->due_head];
+        if (d.t_ns > now && d.t_ns < s->deadline_ns) return d.t_ns;
+        s->due_head = (s->due_head + 1) % s->due_cap;
+        s->due_n--;
+        if (d.t_ns >= s->deadline_ns) {
+            if (s->ready_ns) ready_push(s, d.t_ns);   /* the user is done with it */
+            continue;
+        }
+        record *r = recset_add(s->recs);
+        if (!r) {   /* out of memory: the conversation ends, its user goes on */
+            if (s->ready_ns) ready_push(s, d.t_ns);
+            continue;
+        }
+        r->index = (uint32_t)(s->scheduled++ * (size_t)s->n_shards + (size_t)s->shard);
+        r->session = d.session;
+        r->turn = d.turn;
+        r->warmup = (d.session - 1) / (size_t)s->n_shards < s->p->warmup;
+        r->sched_ns = d.t_ns;
+        size_t idx = s->recs->n - 1;
+        if (closed || fifo_push(s, idx) < 0) submit(s, idx);
+    }
+    return INT64_MAX;
 }
 
 static bool more_to_schedule(const run_state *s, int64_t at_ns) {
+    if (s->sess) return s->sess_started < s->sess_total && at_ns < s->deadline_ns;   /* a new conversation */
     return s->scheduled < s->total && at_ns < s->deadline_ns;
 }
 
@@ -177,6 +258,11 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
     /* a count-bound plan gives each shard its share (possibly only warm-up, possibly none) */
     s.total = whole->requests ? p->requests + p->warmup : SIZE_MAX;
     s.deadline_ns = INT64_MAX;
+    if ((s.sess = s.ds->sessions)) {
+        /* conversations are dealt out like closed-loop users: shard k has k, k + W, ... */
+        size_t n = sessions_count(s.sess);
+        s.sess_total = n / (size_t)s.n_shards + ((size_t)s.shard < n % (size_t)s.n_shards);
+    }
     rng_seed(&s.r, p->seed);
     client_opts o = *co;
     if (!o.max_connections) {
@@ -206,6 +292,10 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
         int64_t now = clock_now_ns();
         if (stop && *stop) { out->interrupted = true; out->stop_code = (int)*stop; break; }
         int64_t wake = now + NS_PER_S;
+        if (s.sess) {
+            int64_t next_turn = turns_due(&s, now, closed);
+            if (next_turn < wake) wake = next_turn;
+        }
         if (closed) {
             while (s.ready_n) {
                 int64_t ready = s.ready_ns[s.ready_head];
@@ -218,7 +308,7 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
         } else {
             while (more_to_schedule(&s, s.next_arrival_ns) && s.next_arrival_ns <= now) {
                 size_t idx = new_request(&s, s.next_arrival_ns);
-                if (idx == SIZE_MAX || fifo_push(&s, idx) < 0) { s.total = s.scheduled; break; }
+                if (idx == SIZE_MAX || fifo_push(&s, idx) < 0) { s.total = s.scheduled; s.sess_total = s.sess_started; break; }
                 s.next_arrival_ns = s.p->arr.ramp_ns > 0 ? s.t0_ns + arrival_next_ramp_ns(&s.p->arr, &s.r, &s.lambda)
                                                          : s.next_arrival_ns + next_gap(&s);
             }
@@ -231,6 +321,7 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
         /* closed loop: no user may start another request once the count or the duration is
          * reached; open loop: the next arrival falls outside the plan */
         bool scheduling_over = closed ? !more_to_schedule(&s, now) : !more_to_schedule(&s, s.next_arrival_ns);
+        if (s.due_n) scheduling_over = false;   /* conversations still have turns to send */
         if (scheduling_over && client_in_flight(s.c) == 0 && fifo_len(&s) == 0) break;
         if (scheduling_over && s.deadline_ns != INT64_MAX && grace_end == INT64_MAX) grace_end = (now > s.deadline_ns ? now : s.deadline_ns) + p->grace_ns;
         if (now >= grace_end) { out->grace_expired = true; break; }
@@ -263,6 +354,7 @@ static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t
     client_free(s.c);
     free(s.fifo);
     free(s.ready_ns);
+    free(s.due);
     return 0;
 }
 

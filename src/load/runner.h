@@ -14,7 +14,16 @@
  * constant streams are phase-shifted to interleave exactly; gamma streams superpose smoother than
  * one gamma stream), --max-concurrency and the request count split likewise, and a trace is dealt
  * out request by request on one shared timeline. Request indices interleave (shard k sends
- * k, k+W, ...), so the dataset and the per-request records read as from one client. */
+ * k, k+W, ...), so the dataset and the per-request records read as from one client.
+ *
+ * Multi-turn sessions (a dataset with conversations, dataset/sessions.h): a request may depend on
+ * the answer to an earlier one. Users (closed loop: all start at once) or arrivals (open loop: by
+ * the rate) start conversations instead of single requests; when a turn ends, the dataset says
+ * whether its conversation goes on, and the next turn is due at the end plus the think time (its
+ * sched_ns), built from the history when it is sent. A closed-loop user stays with its
+ * conversation until the conversation ends (last turn, a failed turn, or a turn due after
+ * --duration), then starts the next. Conversations are the unit the plan is split by (shard k runs
+ * k, k+W, ...), so each is handled by one thread; --warmup counts conversations. */
 #ifndef DSP_RUNNER_H
 #define DSP_RUNNER_H
 #include "client/client.h"

@@ -23,6 +23,7 @@ static void record_blank(record *r) {
     memset(r, 0, sizeof *r);
     r->in_tokens = r->in_tokens_server = r->out_tokens_server = r->out_tokens_client = -1;
     r->max_tokens = -1;
+    r->cached_tokens = r->prompt_eval_server = r->cacheable_tokens = -1;
 }
 
 void recset_init(recset *s) { memset(s, 0, sizeof *s); }
@@ -45,6 +46,7 @@ void record_reset(record *r) {
     uint32_t cap = r->chunk_cap;
     free(r->chunk_tokens);
     free(r->error);
+    free(r->text);
     record_blank(r);
     r->chunk_ns = chunk_ns;
     r->chunk_cap = cap;
@@ -82,9 +84,11 @@ void record_free(record *r) {
     free(r->chunk_ns);
     free(r->chunk_tokens);
     free(r->error);
+    free(r->text);
     r->chunk_ns = NULL;
     r->chunk_tokens = NULL;
     r->error = NULL;
+    r->text = NULL;
     r->n_chunks = r->chunk_cap = 0;
 }
 

@@ -57,11 +57,22 @@ typedef struct {
     int32_t out_tokens_server; /* usage.completion_tokens (-1 not given) */
     int32_t out_tokens_client; /* client's count over the generated text (-1 unknown) */
     int32_t max_tokens;        /* what was asked for */
+    /* prefix cache: prompt tokens the server says it served from its cache
+     * (usage.prompt_tokens_details.cached_tokens, DeepSeek's usage.prompt_cache_hit_tokens, or
+     * llama.cpp's usage.prompt_tokens - timings.prompt_n); -1 not said */
+    int32_t cached_tokens;
+    int32_t prompt_eval_server;/* llama.cpp timings.prompt_n: prompt tokens it evaluated (-1 not given) */
+    int32_t cacheable_tokens;  /* the workload's bound: tokens a prefix cache of unbounded size could
+                                * have served, given every request before this one (-1 unknown) */
+    uint32_t session;          /* multi-turn: the conversation's id + 1 (0: not part of one) */
+    uint16_t turn;             /* ... and its turn, from 0 */
     uint32_t n_chunks;         /* content-carrying SSE messages */
     uint32_t chunk_cap;        /* allocated length of the chunk arrays */
     int64_t *chunk_ns;         /* arrival time of each content chunk [n_chunks] */
     uint16_t *chunk_tokens;    /* tokens in each chunk by the client's counter [n_chunks], or NULL (1 each) */
     char *error;               /* first error message for failures (owned), or NULL */
+    char *text;                /* the generated text, when the client was asked to keep it (a
+                                * multi-turn session's next turn carries it); owned, or NULL */
 } record;
 
 /* Output tokens: the server's usage when given, else the client's count, else the chunk count. */

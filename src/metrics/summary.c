@@ -14,6 +14,7 @@
  *   included — they held a connection too; tokens/s counts successful requests' chunks only, as
  *   output_throughput does. */
 #include "metrics/summary.h"
+#include "metrics/workload.h"
 #include "common/units.h"
 #include "metrics/stats.h"
 #include "metrics/hdr.h"
@@ -673,6 +674,10 @@ json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const s
 
     json_object_set_new(obj, "timeline", tl.json ? tl.json : json_object());
     tl.json = NULL;
+    /* prefix-cache hits and conversations, when the workload has them (metrics/workload.h) */
+    json_t *pc = workload_prefix_cache(recs, o), *ss = workload_sessions(recs, o);
+    if (pc) json_object_set_new(obj, "prefix_cache", pc);
+    if (ss) json_object_set_new(obj, "sessions", ss);
     json_object_set_new(obj, "samples", samples_json(&a));
 done:
     json_decref(tl.json);

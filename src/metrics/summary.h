@@ -23,6 +23,7 @@ typedef struct {
     int64_t planned_duration_ns; /* open loop: span of the plan's schedule (0 unknown) */
     int max_concurrency;         /* the --max-concurrency cap in force (0 none): a client queue
                                   * it explains is reported as capped, not as client lag */
+    int session_turns;           /* multi-turn sessions: turns per conversation (0: none) */
 } summary_opts;
 
 void summary_default_opts(summary_opts *o);

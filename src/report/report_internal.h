@@ -222,6 +222,8 @@ void charts_nines(rbuf *b, const rep_model *m, const report_requests *rq, const 
 void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, const json_t *diagnosis);
 void charts_gantt(rbuf *b, const rep_model *m, const report_requests *rq);
 void charts_errors(rbuf *b, const rep_model *m);
+/* Prefix-cache hit rates against the workload's bound, conversations by turn (cache_page.c). */
+void report_cache_section(rbuf *b, const rep_model *m);
 /* A run from many hosts or a deployment over many nodes (deployment.c): ranks, clocks, lost ranks,
  * GPUs per node and the slowest; nothing for one process on one node. */
 void report_deployment(rbuf *b, const json_t *r);

@@ -184,6 +184,9 @@ static void write_request_line(FILE *f, const record *r, int64_t t0) {
     put_int(f, "out_tokens_server", r->out_tokens_server, r->out_tokens_server >= 0);
     put_int(f, "out_tokens_client", r->out_tokens_client, r->out_tokens_client >= 0);
     put_int(f, "max_tokens", r->max_tokens, r->max_tokens >= 0);
+    put_int(f, "cached_tokens", r->cached_tokens, r->cached_tokens >= 0);
+    put_int(f, "cacheable_tokens", r->cacheable_tokens, r->cacheable_tokens >= 0);
+    if (r->session) fprintf(f, ",\"session\":%u,\"turn\":%u", r->session - 1, (unsigned)r->turn);
     fprintf(f, ",\"n_chunks\":%u,\"chunk_ns\":[", r->n_chunks);
     for (uint32_t k = 0; k < r->n_chunks; k++)
         fprintf(f, k ? ",%lld" : "%lld", (long long)(r->chunk_ns[k] - t0));
@@ -324,6 +327,36 @@ static void p_row(FILE *f, const json_t *r, double pct, const char *field, const
     row_real(f, label, get(r, key));
 }
 
+/* Prefix-cache hits against the workload's bound, and conversations (metrics/workload.h). */
+static void workload_section(FILE *f, const json_t *r) {
+    const json_t *pc = get(r, "prefix_cache"), *ss = get(r, "sessions");
+    if (pc) {
+        rule(f, "Prefix cache", '-');
+        const json_t *hr = get(pc, "hit_rate"), *hm = get(pc, "hit_rate_metrics"), *bd = get(pc, "hit_rate_bound");
+        if (json_is_number(hr)) fprintf(f, "%-40s %-10.1f\n", "Hit rate, server usage (%):", 100 * json_number_value(hr));
+        if (json_is_number(hm)) fprintf(f, "%-40s %-10.1f\n", "Hit rate, server /metrics (%):", 100 * json_number_value(hm));
+        if (!json_is_number(hr) && !json_is_number(hm)) fprintf(f, "%-40s %-10s\n", "Hit rate, server-reported (%):", "unknown");
+        if (json_is_number(bd)) fprintf(f, "%-40s %-10.1f\n", "Hit rate the workload allows (%):", 100 * json_number_value(bd));
+        if (json_integer_value(get(pc, "reported_requests")) > 0) {
+            row_real(f, "Median TTFT, cache hits (ms):", get(get(pc, "ttft_hit"), "median_ms"));
+            row_real(f, "Median TTFT, cache misses (ms):", get(get(pc, "ttft_miss"), "median_ms"));
+        }
+    }
+    if (ss) {
+        rule(f, "Sessions", '-');
+        fprintf(f, "%-40s %lld / %lld / %lld\n", "Completed / ended by error / cut:", json_integer_value(get(ss, "completed")),
+                json_integer_value(get(ss, "ended_by_error")), json_integer_value(get(ss, "cut_by_run_end")));
+        size_t i;
+        const json_t *t;
+        json_array_foreach(get(ss, "by_turn"), i, t) {
+            if (i >= 8) { fprintf(f, "(%zu more turns in the results)\n", json_array_size(get(ss, "by_turn")) - i); break; }
+            char label[64];
+            snprintf(label, sizeof label, "Turn %zu median TTFT (ms):", i);
+            row_real(f, label, get(get(t, "ttft"), "median_ms"));
+        }
+    }
+}
+
 /* "Mean {name} (ms):" / "Median {name} (ms):" from {stat}_{field}_ms. */
 static void stat_row(FILE *f, const json_t *r, const char *stat, const char *word, const char *field,
                      const char *name) {
@@ -424,6 +457,7 @@ void results_print_summary(FILE *f, const json_t *r) {
         p_row(f, r, kp, "ttft_from_schedule", "TTFT from schedule", 0);
         p_row(f, r, kp, "e2el_from_schedule", "E2EL from schedule", 0);
     }
+    workload_section(f, r);
     errors_section(f, r);
     const char *capped = json_string_value(get(r, "client_queue_reason"));
     if (capped) fprintf(f, "Note: %s\n", capped);

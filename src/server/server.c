@@ -11,6 +11,9 @@
 #include "common/version.h"
 #include "server/server_oai.h"
 #include "server/server_metrics.h"
+#include "server/server_log.h"
+#include "server/server_hash.h"
+#include "engine/sim.h"
 #include "common/clock.h"
 #include "common/rng.h"
 #include "common/fdlimit.h"
@@ -100,6 +103,7 @@ struct server {
     atomic_ulong completed;          /* responses completed, over every loop (--exit-after) */
     worker **w;
     struct event *dur_ev, *sig_int, *sig_term;   /* on worker 0's loop */
+    prompt_log *plog;                /* --log-prompts */
 };
 
 /* Every libevent callback that changes a worker's metrics or engine holds its lock, so another
@@ -448,6 +452,8 @@ static void handle_generate(worker *s, struct evhttp_request *req, int api) {
         reply_error(s, req, 404, err);
         return;
     }
+    prompt_log_write(s->top->plog, s->index, clock_now_ns(), api == OAI_CHAT ? "/v1/chat/completions" : "/v1/completions",
+                     st->rq.prompt_tokens, body ? body : "", len);
     int status = decide_faults(s, st);
     if (status) {
         s->m.faults[status == 500 ? SRV_FAULT_HTTP_500 : SRV_FAULT_HTTP_429]++;
@@ -473,7 +479,16 @@ static void handle_generate(worker *s, struct evhttp_request *req, int api) {
         .stall_after = st->fault == FAULT_STALL ? st->fault_at : 0,
         .stall_ns = st->fault == FAULT_STALL ? (int64_t)((double)s->p.stall_ns * s->p.speedup) : 0,
     };
-    if (engine_submit(s->eng, &er, st->arrival_ns) < 0) {
+    /* an engine with a prefix cache sees the prompt's identity: its whole blocks' chained hashes */
+    uint64_t *hashes = NULL;
+    if (s->p.prefix_block_tokens > 0 &&
+        srv_prompt_hashes(api, body ? body : "", len, s->p.prefix_block_tokens, &hashes, &er.n_block_hashes) == 0) {
+        er.block_hashes = hashes;
+        er.hash_block_tokens = s->p.prefix_block_tokens;
+    }
+    int submitted = engine_submit(s->eng, &er, st->arrival_ns);
+    free(hashes);   /* the engine reads them during submit only */
+    if (submitted < 0) {
         oai_request_free(&st->rq);
         free(st);
         reply_error(s, req, 500, "the engine rejected the request");
@@ -520,12 +535,21 @@ static void handle_metrics(worker *s, struct evhttp_request *req) {
     memset(&es_tot, 0, sizeof es_tot);
     int kv_n = 0;
     uint64_t *per_loop = calloc((size_t)s->top->n, sizeof *per_loop);
+    int64_t pc_queries = 0, pc_hits = 0, kv_blocks = 0;
+    bool pc_known = false;
     for (int i = 0; i < s->top->n; i++) {
         worker *w = s->top->w[i];
         if (w != s) wlock(w);
         one = w->m;
         if (per_loop) per_loop[i] = one.generate_requests;
         engine_get_stats(w->eng, &es);
+        sim_info si;   /* the simulated engine's prefix cache and KV size, in vLLM's names */
+        if (sim_get_info(w->eng, &si) == 0) kv_blocks += si.total_blocks;
+        if (s->p.prefix_block_tokens > 0 && sim_get_info(w->eng, &si) == 0) {
+            pc_known = true;
+            pc_queries += si.prefix_query_tokens;
+            pc_hits += si.prefix_hit_tokens;
+        }
         if (w != s) wunlock(w);
         srv_metrics_add(&tot, &one);
         if (i == 0) es_tot = es;
@@ -536,6 +560,9 @@ static void handle_metrics(worker *s, struct evhttp_request *req) {
     struct evbuffer *b = evbuffer_new();
     srv_metrics_render(&tot, &es_tot, s->model, b);
     if (per_loop) srv_metrics_render_loops(per_loop, s->top->n, b);
+    if (pc_known) srv_metrics_render_prefix_cache(pc_queries, pc_hits, s->model, b);
+    if (kv_blocks > 0 && s->p.kv_block_tokens > 0)
+        srv_metrics_render_cache_config(s->p.kv_block_tokens, kv_blocks, s->p.prefix_block_tokens > 0, b);
     free(per_loop);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
     evhttp_send_reply(req, 200, NULL, b);
@@ -758,6 +785,7 @@ int server_start(server **out, const server_params *p, engine *const *engines, c
     json_decref(mj);
     if (!s->model || !s->model_json) { snprintf(err, errlen, "out of memory"); server_free(s); return -1; }
     s->p.model = s->model;
+    if (p->log_prompts && !(s->plog = prompt_log_open(p->log_prompts, err, errlen))) { server_free(s); return -1; }
     for (int i = 0; i < n; i++) {
         if (!(s->w[i] = worker_new(s, i, engines[i], err, errlen))) { server_free(s); return -1; }
     }
@@ -810,6 +838,7 @@ void server_free(server *s) {
     if (s->sig_int) event_free(s->sig_int);
     if (s->sig_term) event_free(s->sig_term);
     for (int i = 0; i < s->n; i++) worker_free(s->w[i]);
+    prompt_log_close(s->plog);
     free(s->w);
     free(s->model);
     free(s->model_json);

@@ -35,6 +35,11 @@ typedef struct {
     int64_t max_body_bytes;      /* larger request bodies are answered 413 unread (4 MiB) */
     int threads;                 /* event loops, each with its own engine and SO_REUSEPORT socket (1) */
     bool handle_signals;         /* stop cleanly on SIGINT/SIGTERM (for the command, not threads) */
+    const char *log_prompts;     /* write every accepted request to this JSONL file (NULL: none) */
+    int32_t prefix_block_tokens; /* > 0: give the engine each prompt's chained block hashes, blocks of
+                                  * this many tokens (its KV block size), for its prefix cache */
+    int32_t kv_block_tokens;     /* the engine's KV block size when it has one (0: none), for
+                                  * vllm:cache_config_info on /metrics */
     fixed_lm lm;                 /* the token model for logprobs requests (engine/fixed_lm.h) */
     int logprobs_style;          /* SERVER_LOGPROBS_* */
 } server_params;

@@ -168,3 +168,18 @@ void srv_metrics_render_loops(const uint64_t *requests, int n_loops, struct evbu
     for (int i = 0; i < n_loops; i++)
         evbuffer_add_printf(o, "dsperf_loop_requests_total{loop=\"%d\"} %llu\n", i, (unsigned long long)requests[i]);
 }
+
+void srv_metrics_render_prefix_cache(int64_t queries, int64_t hits, const char *model, struct evbuffer *o) {
+    char ml[512];
+    escape_label(model, ml, sizeof ml);
+    head(o, "vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.");
+    evbuffer_add_printf(o, "vllm:prefix_cache_queries_total{model_name=\"%s\"} %lld\n", ml, (long long)queries);
+    head(o, "vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.");
+    evbuffer_add_printf(o, "vllm:prefix_cache_hits_total{model_name=\"%s\"} %lld\n", ml, (long long)hits);
+}
+
+void srv_metrics_render_cache_config(int32_t block_size, int64_t num_gpu_blocks, bool prefix_caching, struct evbuffer *o) {
+    head(o, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
+    evbuffer_add_printf(o, "vllm:cache_config_info{block_size=\"%d\",enable_prefix_caching=\"%s\",num_gpu_blocks=\"%lld\"} 1.0\n",
+                        (int)block_size, prefix_caching ? "True" : "False", (long long)num_gpu_blocks);
+}

@@ -13,7 +13,7 @@
 const char *const em_col_names[EM_COL_COUNT] = {
     "running", "waiting", "kv_usage_pct", "preemptions", "prefix_cache_hits", "prefix_cache_queries",
     "prefix_cache_hit_rate_pct", "prompt_tokens_per_s", "generation_tokens_per_s", "tokens_per_step",
-    "queue_time_ms", "prefill_time_ms", "decode_time_ms"};
+    "queue_time_ms", "prefill_time_ms", "decode_time_ms", "prompt_tokens", "kv_capacity_tokens"};
 
 typedef enum { A_VALUE, A_HIST } alias_kind;   /* A_VALUE: gauge or counter (prom_sum); A_HIST: _sum/_count */
 typedef struct {
@@ -93,9 +93,24 @@ em_engine em_detect_engine(const prom_doc *doc) {
     return best;
 }
 
+/* vLLM states its KV cache's size in the labels of an info gauge:
+ * vllm:cache_config_info{block_size="16",num_gpu_blocks="52000",...} 1. */
+static double kv_capacity_tokens(const prom_doc *doc) {
+    for (size_t i = 0; i < doc->n_samples; i++) {
+        const prom_sample *s = &doc->samples[i];
+        if (strcmp(s->name, "vllm:cache_config_info")) continue;
+        const char *bs = prom_label(s, "block_size"), *nb = prom_label(s, "num_gpu_blocks");
+        char *e1, *e2;
+        double b = bs ? strtod(bs, &e1) : NAN, n = nb ? strtod(nb, &e2) : NAN;
+        if (bs && nb && !*e1 && !*e2 && b > 0 && n > 0) return b * n;
+    }
+    return NAN;
+}
+
 void em_read(const prom_doc *doc, em_engine e, int64_t t_ns, em_reading *out) {
     out->t_ns = t_ns;
     for (int i = 0; i < EM_RAW_COUNT; i++) out->value[i] = out->hsum[i] = out->hcount[i] = NAN;
+    if (e == EM_ENGINE_VLLM) out->value[EM_RAW_KV_CAPACITY] = kv_capacity_tokens(doc);
     for (size_t i = 0; i < N_ALIASES; i++) {
         const alias *a = &aliases[i];
         if (a->engine != e) continue;
@@ -146,6 +161,8 @@ void em_derive(const em_reading *prev, const em_reading *cur, double out[EM_COL_
     out[EM_QUEUE_TIME_MS] = hist_mean(prev, cur, EM_RAW_QUEUE_S, 1e3);
     out[EM_PREFILL_TIME_MS] = hist_mean(prev, cur, EM_RAW_PREFILL_S, 1e3);
     out[EM_DECODE_TIME_MS] = hist_mean(prev, cur, EM_RAW_DECODE_S, 1e3);
+    out[EM_PROMPT_TOKENS] = delta(prev, cur, EM_RAW_PROMPT_TOKENS);
+    out[EM_KV_CAPACITY_TOKENS] = cur->value[EM_RAW_KV_CAPACITY];
 }
 
 /* ---- scraper ---- */

@@ -26,6 +26,10 @@ typedef enum {
     EM_QUEUE_TIME_MS,           /* mean over requests that finished the phase during the interval */
     EM_PREFILL_TIME_MS,
     EM_DECODE_TIME_MS,
+    EM_PROMPT_TOKENS,           /* prompt tokens the server processed during the interval (llama.cpp:
+                                 * evaluated ones only, so a prefix-cache hit does not count) */
+    EM_KV_CAPACITY_TOKENS,      /* KV cache size in tokens (vLLM's cache_config_info: num_gpu_blocks x
+                                 * block_size), what a prefix cache can hold at most */
     EM_COL_COUNT
 } em_col;
 extern const char *const em_col_names[EM_COL_COUNT];
@@ -33,7 +37,7 @@ extern const char *const em_col_names[EM_COL_COUNT];
 /* Raw quantities of one scrape: gauges and cumulative counters / histogram sums and counts. */
 enum { EM_RAW_RUNNING, EM_RAW_WAITING, EM_RAW_KV_PCT, EM_RAW_PREFIX_RATE_PCT, EM_RAW_PREEMPTIONS,
        EM_RAW_PREFIX_HITS, EM_RAW_PREFIX_QUERIES, EM_RAW_PROMPT_TOKENS, EM_RAW_GEN_TOKENS,
-       EM_RAW_STEP_TOKENS, EM_RAW_QUEUE_S, EM_RAW_PREFILL_S, EM_RAW_DECODE_S, EM_RAW_COUNT };
+       EM_RAW_STEP_TOKENS, EM_RAW_QUEUE_S, EM_RAW_PREFILL_S, EM_RAW_DECODE_S, EM_RAW_KV_CAPACITY, EM_RAW_COUNT };
 typedef struct {
     int64_t t_ns;
     double value[EM_RAW_COUNT];   /* gauge / counter value; NaN when absent */

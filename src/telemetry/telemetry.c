@@ -174,6 +174,7 @@ static void tick(telemetry *t) {
     if (t->scr) scrape_once(t);
     pthread_mutex_lock(&t->mu);
     t->ticks++;
+    pthread_cond_broadcast(&t->cv);   /* telemetry_start waits for the first */
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -184,7 +185,12 @@ static void *run(void *arg) {
         pthread_mutex_lock(&t->mu);
         bool stop = t->stop;
         pthread_mutex_unlock(&t->mu);
-        if (stop) break;
+        if (stop) {
+            /* a last reading of the server's counters, so their increase covers the whole run
+             * (the first was taken before it started) */
+            if (t->scr) scrape_once(t);
+            break;
+        }
         tick(t);
         next += t->interval_ns;
         int64_t now = clock_now_ns();
@@ -298,6 +304,16 @@ telemetry *telemetry_start(const telemetry_opts *o, char *err, size_t errlen) {
         goto fail;
     }
     t->started = true;
+    /* the first samples are the run's baseline: taken before the caller's first request, so a
+     * counter's increase over the series is the run's (bounded: a server that does not answer
+     * its /metrics within 5 s does not hold the run back) */
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);   /* the condition variable's clock */
+    until.tv_sec += 5;
+    pthread_mutex_lock(&t->mu);
+    while (t->ticks < 1)
+        if (pthread_cond_timedwait(&t->cv, &t->mu, &until) == ETIMEDOUT) break;
+    pthread_mutex_unlock(&t->mu);
     return t;
 fail:
     telemetry_free(t);
@@ -468,8 +484,12 @@ json_t *telemetry_summary_json(const telemetry *t, int64_t from_ns, int64_t to_n
         series_stat hits = series_window(s, EM_PREFIX_HITS, from_ns, to_ns);
         series_stat q = series_window(s, EM_PREFIX_QUERIES, from_ns, to_ns);
         series_stat rate = series_window(s, EM_PREFIX_HIT_RATE_PCT, from_ns, to_ns);
+        series_stat prompt = series_window(s, EM_PROMPT_TOKENS, from_ns, to_ns);
+        series_stat kvcap = series_window(s, EM_KV_CAPACITY_TOKENS, from_ns, to_ns);
         double hr = q.n && q.sum > 0 ? 100.0 * hits.sum / q.sum : rate.n ? rate.mean : NAN;
-        json_object_set_new(o, "server", json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "source", em_engine_name(t->engine),
+        json_object_set_new(o, "server", json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "source", em_engine_name(t->engine),
+            "prompt_tokens", prompt.n ? json_real(prompt.sum) : json_null(),
+            "kv_capacity_tokens", kvcap.n ? json_real(kvcap.max) : json_null(),
             "kv_usage_pct_max", kv.n ? json_real(kv.max) : json_null(),
             "kv_usage_pct_mean", kv.n ? json_real(kv.mean) : json_null(),
             "preemptions", pre.n ? json_real(pre.sum) : json_null(),

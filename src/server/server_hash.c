@@ -1,0 +1,93 @@
+/* server_hash — chained block hashes of a prompt's words (server_hash.h). */
+#include "server/server_hash.h"
+#include "server/server_oai.h"
+#include <jansson.h>
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t *v;
+    int32_t n, cap;
+    int32_t in_block, block;
+    uint64_t chain, acc;
+    int oom;
+} hasher;
+
+static uint64_t mix(uint64_t a, uint64_t b) {
+    uint64_t x = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+    x ^= x >> 31; x *= 0x7fb5d329728ea185ULL; x ^= x >> 27; x *= 0x81dadef4bc2dd44dULL;
+    return x ^ (x >> 33);
+}
+
+/* One token: into the current block; a full block is chained onto the ones before. */
+static void token(hasher *h, uint64_t t) {
+    h->acc = mix(h->acc, t);
+    if (++h->in_block < h->block) return;
+    if (h->n == h->cap) {
+        int32_t nc = h->cap ? h->cap * 2 : 64;
+        uint64_t *nv = realloc(h->v, sizeof *nv * (size_t)nc);
+        if (!nv) { h->oom = 1; return; }
+        h->v = nv;
+        h->cap = nc;
+    }
+    h->chain = mix(h->chain, h->acc);
+    h->v[h->n++] = h->chain;
+    h->acc = 0;
+    h->in_block = 0;
+}
+
+static void words(hasher *h, const char *s, uint64_t salt) {
+    while (*s) {
+        while (*s && isspace((unsigned char)*s)) s++;
+        if (!*s) break;
+        uint64_t f = 0xcbf29ce484222325ULL ^ salt;   /* FNV-1a over the word's bytes */
+        for (; *s && !isspace((unsigned char)*s); s++) f = (f ^ (unsigned char)*s) * 0x100000001b3ULL;
+        token(h, f);
+    }
+}
+
+static void content(hasher *h, json_t *c, uint64_t salt) {
+    if (json_is_string(c)) { words(h, json_string_value(c), salt); return; }
+    size_t i;
+    json_t *part;
+    json_array_foreach(c, i, part) {
+        json_t *t = json_object_get(part, "text");
+        if (json_is_string(t)) words(h, json_string_value(t), salt);
+    }
+}
+
+static void prompt(hasher *h, json_t *p) {
+    if (json_is_string(p)) { words(h, json_string_value(p), 0); return; }
+    if (!json_is_array(p) || !json_array_size(p)) return;
+    json_t *first = json_array_get(p, 0);
+    if (json_is_array(first) || json_is_string(first)) { prompt(h, first); return; }
+    size_t i;
+    json_t *id;
+    json_array_foreach(p, i, id) token(h, mix(0x70c3e11dULL, (uint64_t)json_integer_value(id)));
+}
+
+int srv_prompt_hashes(int api, const char *body, size_t len, int32_t block_tokens, uint64_t **out, int32_t *n) {
+    *out = NULL;
+    *n = 0;
+    if (block_tokens < 1) return 0;
+    json_t *root = json_loadb(body, len, 0, NULL);
+    if (!json_is_object(root)) { json_decref(root); return -1; }
+    hasher h = { .block = block_tokens, .chain = 0x5eed5eedULL };
+    if (api == OAI_COMPLETIONS) prompt(&h, json_object_get(root, "prompt"));
+    else {
+        size_t i;
+        json_t *m;
+        json_array_foreach(json_object_get(root, "messages"), i, m) {
+            const char *role = json_string_value(json_object_get(m, "role"));
+            uint64_t salt = 0;
+            for (const char *r = role ? role : ""; *r; r++) salt = (salt ^ (unsigned char)*r) * 0x100000001b3ULL;
+            content(&h, json_object_get(m, "content"), salt);
+        }
+    }
+    json_decref(root);
+    if (h.oom) { free(h.v); return -1; }
+    *out = h.v;
+    *n = h.n;
+    return 0;
+}
