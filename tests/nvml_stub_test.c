@@ -9,6 +9,7 @@
 #include "testutil.h"
 #include "common/clock.h"
 #include "telemetry/nvml.h"
+#include "diagnose/diagnose.h"
 #include <dlfcn.h>
 #include <jansson.h>
 #include <libgen.h>
@@ -27,7 +28,8 @@ static const char *stub_dir(void) {
 }
 
 static const char *const knobs[] = {"NVML_STUB_GPUS", "NVML_STUB_NO_GPM", "NVML_STUB_NOT_SUPPORTED",
-                                    "NVML_STUB_LOST_AFTER", "NVML_STUB_INIT_FAIL", NULL};
+                                    "NVML_STUB_LOST_AFTER", "NVML_STUB_INIT_FAIL", "NVML_STUB_DRAM",
+                                    "NVML_STUB_PCIE_GEN", NULL};
 
 /* Sets the stub's knobs (read by nvmlInit) from "KEY=VALUE KEY=VALUE"; the others are cleared. */
 static void knobs_set(const char *spec) {
@@ -94,6 +96,9 @@ TEST(nvml_stub_sampler_numbers) {
     CHECK_NEAR(in.mem_total_mib, 143771, 0);
     CHECK_NEAR(in.power_limit_w, 700, 0);
     CHECK_NEAR(in.sm_clock_max_mhz, 1980, 0);
+    /* the PCIe link: Gen4 x16 at most, trained down to Gen1 before the GPU is sampled (idle) */
+    CHECK(in.pcie_gen_max == 4 && in.pcie_width_max == 16 && in.pcie_gen_curr == 1 && in.pcie_width_curr == 16);
+    CHECK_NEAR(nvml_pcie_link_mb_s(in.pcie_gen_max, in.pcie_width_max), 31507.69, 0.01);
 
     nvml_gpu *g = nvml_gpu_open(n, 0);
     CHECK(g != NULL);
@@ -114,6 +119,7 @@ TEST(nvml_stub_sampler_numbers) {
     CHECK_NEAR(c[GPU_CLOCK_EVENT_REASONS], 0, 0);
     CHECK_NEAR(c[GPU_THROTTLED], 0, 0);
     CHECK_NEAR(c[GPU_N_PROCESSES], 1, 0);
+    CHECK(c[GPU_PCIE_LINK_GEN] == 4 && c[GPU_PCIE_LINK_WIDTH] == 16);   /* trained up once in use */
     CHECK(isnan(c[GPU_NVLINK_TX_MB_S]) && isnan(c[GPU_SM_UTIL_PCT]));   /* rates need a previous sample */
     nvml_process p[4];
     CHECK_EQ_INT(nvml_gpu_processes(g, p, 4), 1);
@@ -290,4 +296,52 @@ TEST(nvml_stub_gpu_command) {
     CHECK_EQ_INT(st, 1);
     CHECK_MSG(out && strstr(out, "NVML init failed (Driver Not Loaded)"), "output: %s", out ? out : "");
     free(out);
+}
+
+/* The long-context rules on telemetry the sampler took through the stand-in: bench for 12 s at
+ * DRAM bandwidth 95% on a PCIe link of Gen1 x16 (4 GB/s each way, 2 GB/s received): diagnose finds
+ * the bandwidth held at its ceiling for more than 10 s, and the PCIe traffic heavy against the
+ * link NVML reported. The same traffic on the default Gen4 link is no finding. */
+TEST(nvml_stub_long_context_rules) {
+    test_server sv;
+    if (test_serve_start(&sv, "--ttft 5ms --itl 5ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char args[1400], path[800];
+    snprintf(path, sizeof path, "%s/bench.json", harness_tmpdir());
+    snprintf(args, sizeof args, "bench --url %s --concurrency 2 --duration 12s --dataset random:in=8,out=20 --gpu-ids 0 "
+             "--telemetry-interval 500ms --quiet --out %s", sv.url, path);
+    int st;
+    char *out = run_with_stub("NVML_STUB_GPUS=1 NVML_STUB_DRAM=95 NVML_STUB_PCIE_GEN=1", args, &st);
+    test_serve_stop(&sv);
+    CHECK_MSG(st == 0, "bench with the stand-in: %s", out ? out : "");
+    free(out);
+    json_t *doc = test_load_json(path);
+    CHECK(doc != NULL);
+    if (!doc) return;
+    const json_t *gpu = json_array_get(json_object_get(json_object_get(doc, "telemetry"), "gpu"), 0);
+    const json_t *link = json_object_get(gpu, "pcie");
+    CHECK(test_num(link, "gen_max") == 1 && test_num(link, "width_max") == 16);
+    CHECK_NEAR(test_num(link, "link_mb_s_per_direction"), 4000, 1e-9);
+    diagnose_opts o;
+    diagnose_default_opts(&o);
+    char err[256];
+    json_t *dg = diagnose_run(doc, &o, err, sizeof err);
+    const json_t *bw = NULL, *pcie = NULL, *f;
+    size_t i;
+    json_array_foreach(json_object_get(dg, "findings"), i, f) {
+        const char *c = json_string_value(json_object_get(f, "class"));
+        if (!strcmp(c, "bandwidth_ceiling")) bw = f;
+        if (!strcmp(c, "host_pcie")) pcie = f;
+    }
+    CHECK_MSG(bw != NULL, "no bandwidth_ceiling finding");
+    if (bw) CHECK(test_num(json_array_get(json_object_get(bw, "evidence"), 0), "value") > 10);
+    CHECK_MSG(pcie && strstr(json_string_value(json_object_get(pcie, "title")), "link"), "PCIe against a Gen1 x16 link");
+    json_decref(dg);
+    /* the same 2 GB/s on a Gen4 x16 link (31.5 GB/s each way) is no finding */
+    json_object_set_new((json_t *)link, "gen_max", json_integer(4));
+    json_object_set_new((json_t *)link, "link_mb_s_per_direction", json_real(nvml_pcie_link_mb_s(4, 16)));
+    dg = diagnose_run(doc, &o, err, sizeof err);
+    json_array_foreach(json_object_get(dg, "findings"), i, f)
+        CHECK(strcmp(json_string_value(json_object_get(f, "class")), "host_pcie") != 0);
+    json_decref(dg);
+    json_decref(doc);
 }

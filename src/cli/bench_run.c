@@ -1,6 +1,8 @@
 /* bench_run — shared orchestration of one load run for bench and sweep. */
 #include "cli/bench_run.h"
 #include "deploy/deploy.h"
+#include "telemetry/engine_metrics.h"
+#include "common/clock.h"
 #include "dataset/sessions.h"
 #include "metrics/workload.h"
 #include "results/results.h"
@@ -131,6 +133,15 @@ static void probe_deployment(bench_opts *b) {
     deploy d;
     deploy_init(&d);
     deploy_from_server(&d, models, props, b->client.model, b->tokenizer_path);
+    /* the KV cache as the server configured it (vLLM's cache_config_info), once, when scraped */
+    if (b->telemetry.server_metrics_url) {
+        em_scraper *sc = em_scraper_new(b->telemetry.server_metrics_url, 2 * NS_PER_S);
+        const char *text;
+        size_t len;
+        char err[256];
+        if (sc && em_scrape(sc, &text, &len, err, sizeof err) == 0) deploy_from_metrics_text(&d, text, len);
+        em_scraper_free(sc);
+    }
     json_decref(b->deployment);
     b->deployment = deploy_to_json(&d);
     json_decref(models);

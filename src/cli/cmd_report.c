@@ -2,6 +2,8 @@
  * page (and optionally Markdown and CSV). Every output is built in memory and written atomically,
  * so a failed run never leaves half a report behind. */
 #include "cli/cli.h"
+#include "sweep/context.h"
+#include "sweep/stability.h"
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/units.h"
@@ -233,6 +235,19 @@ int cmd_report(int argc, char **argv) {
     }
     report_requests *rq = NULL;
     const char *schema = json_string_value(json_object_get(doc, "schema"));
+    if (schema && !strncmp(schema, "dsperf.sweep/", 13)) {
+        /* the long-context and stability views are functions of the levels: a file written before
+         * them gets them here, and deployment flags add the roofline beside the measurement */
+        deploy_flags fl = { .model = deploy.model, .gpu = deploy.gpu, .kv_dtype = deploy.kv_dtype, .tp = deploy.tp };
+        bool flags = deploy.model || deploy.gpu || deploy.kv_dtype || deploy.tp;
+        if (flags || !json_object_get(doc, "context")) sweep_context_analyse(doc, flags ? &fl : NULL);
+        if (!json_object_get(doc, "stability")) {
+            stab_score sc = STAB_ITL_CV;
+            const char *name = json_string_value(json_object_get(json_object_get(doc, "config"), "stability_score"));
+            if (name) stability_parse_score(name, &sc);
+            sweep_stability_analyse(doc, sc);
+        }
+    }
     if (requests && schema && !strncmp(schema, "dsperf.sweep/", 13)) {
         /* a sweep has one request file per level (sweep --save-requests PREFIX): none stands for all */
         log_warn("report: --save-requests is for single-run documents; ignored for the sweep %s", in);

@@ -35,6 +35,30 @@ static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, co
     return engine_fixed_create(&p, err, errlen);
 }
 
+/* The simulated deployment as clients may read it: GET /v1/models meta.sim (the simulator's settings,
+ * which deploy_from_server reads: a sweep's roofline then knows the GPU), and for vLLM's
+ * cache_config_info on /metrics what set the KV cache's size. meta is set once (the first loop's
+ * engine); the caller frees it. */
+static void sim_facts(const sim_params *p, engine *e, server_params *sp) {
+    sim_info info;
+    cost_model c;
+    char err[256];
+    int mml = p->max_model_len;
+    if (mml <= 0 && sim_params_cost(p, &c, err, sizeof err) == 0) { mml = c.arch.max_position; cost_free(&c); }
+    long long blocks = sim_get_info(e, &info) == 0 ? info.total_blocks : 0;
+    json_t *sim = json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b,s:i,s:I}", "model",
+        p->model_config[0] ? p->model_config : p->model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep, "weight_dtype",
+        p->weight_dtype, "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens",
+        p->max_num_batched_tokens, "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
+        "chunked_prefill", p->chunked_prefill, "max_model_len", mml, "kv_tokens", (json_int_t)(blocks * p->block_size));
+    json_object_set_new(sim, "num_gpu_blocks", json_integer(p->num_gpu_blocks));   /* an override; 0 none */
+    json_t *meta = json_pack("{s:s,s:o}", "engine", "dsperf sim", "sim", sim);
+    if (!sp->models_meta_json) sp->models_meta_json = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
+    json_decref(meta);
+    sp->gpu_memory_utilization = p->gpu_memory_utilization;
+    sp->num_gpu_blocks_override = p->num_gpu_blocks;
+}
+
 /* The simulated DeepSeek engine: the served --model picks the catalog model (HF ids work) unless
  * the simulator's own --sim-model is given; every other unknown option is a simulator option. */
 static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, server_params *sp,
@@ -61,7 +85,9 @@ static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, cons
     /* with prefix caching the engine needs each prompt's identity: its KV blocks' hashes */
     if (p.prefix_caching) sp->prefix_block_tokens = p.block_size;
     sp->kv_block_tokens = p.block_size;
-    return engine_sim_create(&p, err, errlen);
+    engine *e = engine_sim_create(&p, err, errlen);
+    if (e) sim_facts(&p, e, sp);
+    return e;
 }
 
 static const char *fixed_help(void) { return fixed_params_help; }
@@ -326,6 +352,17 @@ int cmd_serve(int argc, char **argv) {
         engs[i] = engines[ei].create(kv, n_kv, sp.seed + (uint64_t)i, sp.model, &sp, err, sizeof err);
         if (!engs[i]) { log_error("%s", err); goto out; }
     }
+    if (sp.models_meta_json && sp.speedup != 1) {
+        /* engine time runs `speedup` times faster than the client's clock: say so, so that what the
+         * client measures is compared with the engine's predictions on one clock */
+        json_t *m = json_loads(sp.models_meta_json, 0, NULL);
+        if (m) {
+            json_object_set_new(m, "speedup", json_real(sp.speedup));
+            free((char *)sp.models_meta_json);
+            sp.models_meta_json = json_dumps(m, JSON_COMPACT);
+            json_decref(m);
+        }
+    }
     sp.handle_signals = true;
     bindaddr_warn_exposed("dsperf serve", sp.host);
     sp.lm.nonce_salt = sp.seed;   /* servers started with different --seed draw different --logprob-jitter */
@@ -342,5 +379,6 @@ out:
     for (int i = 0; i < n_kv; i++) free((char *)kv[i].key);
     free(kv);
     free(sargv);
+    free((char *)sp.models_meta_json);
     return rc;
 }

@@ -8,7 +8,9 @@
 #include "common/log.h"
 #include "common/rng.h"
 #include "common/units.h"
+#include "engine/fixed.h"
 #include "engine/sim.h"
+#include "cli/sim_sweep.h"
 #include "engine/sim_calibrate.h"
 #include "engine/sim_run.h"
 #include "engine/sim_validate.h"
@@ -60,6 +62,15 @@ static void usage(FILE *f) {
         "                             writes the profile to --profile-out (default profile.json)\n"
         "  --requests-jsonl FILE      per-request JSONL of the run being calibrated against\n"
         "  --profile-out FILE\n"
+        "Ladders (a sweep document, dsperf.sweep/1, one simulated run per level):\n"
+        "  --input-len LADDER         prompt lengths, e.g. 1k..128k x2 (k = 1024), at one --concurrency or --rate\n"
+        "  --output-len LADDER        output lengths likewise (one value: max_tokens as below)\n"
+        "  --concurrency LADDER, --rate LADDER   a load ladder, e.g. 1..64x2 (as dsperf sweep)\n"
+        "  --stability-score S        itl-cv (default), tpot-tail or throughput-cv (see dsperf sweep --help)\n"
+        "Engine:\n"
+        "  --engine sim|fixed         the simulated DeepSeek engine (default), or serve's fixed-timing engine on\n"
+        "                             the virtual clock with its options (--ttft --itl --jitter\n"
+        "                             --jitter-per-stream --capacity ...; see dsperf serve --help)\n"
         "Validation against published deployments:\n"
         "  --validate TABLE           simulate every row of a published-measurements table (data/published.json)\n"
         "                             and print predicted vs published, the error per metric, the median and\n"
@@ -215,9 +226,26 @@ static int run_validate(const char *path, const sim_params *p, int fit, int loo,
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
        O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP, O_MAXERR,
        O_DB, O_LABEL,
-       O_VALIDATE, O_FIT, O_LOO, O_SIM = 2000 };
+       O_VALIDATE, O_FIT, O_LOO, O_ENGINE, O_SIM = 2000, O_FIXED = 3000 };
+
+/* The simulator's keys and the fixed engine's in one getopt table: key i of sim_params_keys() is
+ * O_SIM + i, key j of fixed_params_keys() O_FIXED + j. */
+static struct option *sim_options(const struct option *own, size_t n_own) {
+    const char *const *sk = sim_params_keys(), *const *fk = fixed_params_keys();
+    size_t ns = 0, nf = 0;
+    while (sk[ns]) ns++;
+    while (fk[nf]) nf++;
+    struct option *a = cli_options_with_keys(own, n_own, sk, O_SIM);
+    struct option *o = a ? realloc(a, (n_own + ns + nf + 1) * sizeof *o) : NULL;
+    if (!o) { free(a); return NULL; }
+    for (size_t j = 0; j < nf; j++) o[n_own + ns + j] = (struct option){ fk[j], required_argument, 0, O_FIXED + (int)j };
+    memset(&o[n_own + ns + nf], 0, sizeof *o);
+    return o;
+}
 
 int cmd_sim(int argc, char **argv) {
+    /* a ladder of prompt lengths, output lengths or loads: one run of this command per level */
+    if (sim_sweep_wanted(argc, argv)) return sim_sweep_main(argc, argv);
     static const struct option own[] = {
         {"dataset", required_argument, 0, O_DATASET}, {"rate", required_argument, 0, O_RATE},
         {"request-rate", required_argument, 0, O_RATE}, {"arrival", required_argument, 0, O_ARRIVAL},
@@ -231,17 +259,20 @@ int cmd_sim(int argc, char **argv) {
         {"requests-jsonl", required_argument, 0, O_REQ_JSONL}, {"profile-out", required_argument, 0, O_PROFILE_OUT},
         {"output-len", required_argument, 0, O_OUTPUT_LEN}, {"max-concurrency", required_argument, 0, O_MAXCONC},
         {"think", required_argument, 0, O_THINK}, {"slo", required_argument, 0, O_SLO},
-        {"save-requests", required_argument, 0, O_REQ_OUT}, {"help", no_argument, 0, O_HELP},
-        {"max-error-rate", required_argument, 0, O_MAXERR},
+        {"save-requests", required_argument, 0, O_REQ_OUT}, {"engine", required_argument, 0, O_ENGINE},
+        {"help", no_argument, 0, O_HELP}, {"max-error-rate", required_argument, 0, O_MAXERR},
         {"validate", required_argument, 0, O_VALIDATE}, {"fit", no_argument, 0, O_FIT}, {"loo", no_argument, 0, O_LOO},
         {"db", required_argument, 0, O_DB}, {"label", required_argument, 0, O_LABEL},
     };
-    const char *const *keys = sim_params_keys();
-    struct option *opts = cli_options_with_keys(own, sizeof own / sizeof own[0], keys, O_SIM);
+    const char *const *keys = sim_params_keys(), *const *fkeys = fixed_params_keys();
+    struct option *opts = sim_options(own, sizeof own / sizeof own[0]);
     if (!opts) return EXIT_RUN_FAILED;
 
     sim_params p;
     sim_default_params(&p);
+    fixed_params fp;
+    fixed_default_params(&fp);
+    const char *engine_name = "sim", *sim_opt = NULL, *fixed_opt = NULL;
     summary_opts so;
     summary_default_opts(&so);
     history_opts hist;
@@ -290,6 +321,10 @@ int cmd_sim(int argc, char **argv) {
         case O_DB: case O_LABEL:
             if (history_opts_apply(&hist, c == O_DB ? "db" : "label", optarg) != 0) { free(opts); return EXIT_USAGE; }
             break;
+        case O_ENGINE:
+            engine_name = optarg;
+            bad = strcmp(optarg, "sim") && strcmp(optarg, "fixed");
+            break;
         case O_VALIDATE: validate = optarg; break;
         case O_FIT: fit = 1; break;
         case O_LOO: loo = 1; break;
@@ -298,8 +333,12 @@ int cmd_sim(int argc, char **argv) {
             free(opts);
             return EXIT_USAGE;
         default: {
-            int r = sim_params_set(&p, keys[c - O_SIM], optarg, err, sizeof err);
+            bool fixed_key = c >= O_FIXED;
+            const char *key = fixed_key ? fkeys[c - O_FIXED] : keys[c - O_SIM];
+            int r = fixed_key ? fixed_params_set(&fp, key, optarg, err, sizeof err) : sim_params_set(&p, key, optarg, err, sizeof err);
             if (r != 0) { log_error("sim: %s", err); free(opts); return EXIT_USAGE; }
+            if (fixed_key) fixed_opt = key;
+            else sim_opt = key;
         }
         }
         if (bad) {
@@ -313,6 +352,13 @@ int cmd_sim(int argc, char **argv) {
         log_error("sim: unexpected argument '%s'", argv[optind]);
         return EXIT_USAGE;
     }
+    bool fixed = !strcmp(engine_name, "fixed");
+    if ((fixed && sim_opt) || (!fixed && fixed_opt)) {
+        log_error("sim: --%s is an option of --engine %s; give --engine %s or drop it", fixed ? sim_opt : fixed_opt,
+                  fixed ? "sim" : "fixed", fixed ? "sim" : "fixed");
+        return EXIT_USAGE;
+    }
+    if (fixed && calibrate) { log_error("sim: --calibrate fits the simulated engine; drop --engine fixed"); return EXIT_USAGE; }
     if ((fit || loo) && !validate) {
         log_error("sim: --fit and --loo go with --validate TABLE");
         return EXIT_USAGE;
@@ -384,7 +430,8 @@ int cmd_sim(int argc, char **argv) {
     } else {
         free(stamps);
     }
-    engine *e = engine_sim_create(&p, err, sizeof err);
+    fp.seed = (uint64_t)seed;
+    engine *e = fixed ? engine_fixed_create(&fp, err, sizeof err) : engine_sim_create(&p, err, sizeof err);
     if (!e) {
         log_error("sim: %s", err);
         free(ins); free(outs); free(times); free(groups);
@@ -423,10 +470,25 @@ int cmd_sim(int argc, char **argv) {
                     .concurrency = (int)concurrency, .max_concurrency = (int)max_conc, .requests = n,
                     .warmup = (size_t)warmup, .think_ns = think_ns, .seed = (uint64_t)seed};
     cfg = config_section(&p, &ld);
+    if (!fixed) {
+        /* what a prediction needs to redo this deployment: the context limit and the memory overrides */
+        json_t *sc = json_object_get(cfg, "sim");
+        json_object_set_new(sc, "max_model_len", json_integer(p.max_model_len));
+        json_object_set_new(sc, "num_gpu_blocks", json_integer(p.num_gpu_blocks));
+        json_object_set_new(sc, "reserved_bytes", json_real(p.reserved_bytes));
+    }
+    if (fixed) {
+        /* no simulated DeepSeek deployment here: the fixed engine's timing instead */
+        json_object_del(cfg, "sim");
+        json_object_set_new(cfg, "fixed", json_pack("{s:f,s:f,s:f,s:i,s:i,s:f,s:f}", "ttft_ms", fp.ttft_ns / 1e6,
+            "itl_ms", fp.itl_ns / 1e6, "prefill_per_token_ms", fp.prefill_per_token_ns / 1e6, "capacity", fp.capacity,
+            "tokens_per_chunk", fp.tokens_per_chunk, "jitter", fp.jitter, "jitter_per_stream", fp.jitter_per_stream));
+    }
     results_meta meta = {.producer = "sim", .command_line = cmdline, .config = cfg};
     doc = results_build(&recs, &so, &meta);
     if (!doc) goto oom;
-    json_object_set_new(doc, "engine", engine_section(e, &p, &ser));
+    json_object_set_new(doc, "engine", fixed ? json_pack("{s:s,s:o}", "name", "fixed", "series", sim_series_json(&ser))
+                                             : engine_section(e, &p, &ser));
     json_t *tel = json_object_get(doc, "telemetry");
     if (!json_is_object(tel)) {
         tel = json_object();
@@ -434,6 +496,8 @@ int cmd_sim(int argc, char **argv) {
         json_object_set_new(doc, "telemetry", tel);
     }
     json_object_set_new(tel, "server", sim_series_server_json(&ser));
+    if (sim_sweep_capture) *sim_sweep_capture = json_incref(doc);   /* a level of sim_sweep */
+    rc = EXIT_OK;
     json_object_set_new(doc, "interrupted", json_false());
     /* the same warnings and exit code as bench (results/validity.h) */
     char why[400];
@@ -451,7 +515,7 @@ int cmd_sim(int argc, char **argv) {
         results_print_summary(stdout, doc);
         int64_t first = recs.n ? recs.v[0].send_ns : 0, last = first;
         for (size_t i = 0; i < recs.n; i++) if (recs.v[i].end_ns > last) last = recs.v[i].end_ns;
-        print_engine(stdout, e, &p, last - first);
+        if (!fixed) print_engine(stdout, e, &p, last - first);
     }
     if (rc == EXIT_RUN_FAILED && why[0]) log_error("sim: %s", why);
     goto done;

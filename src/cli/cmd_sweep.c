@@ -14,6 +14,7 @@
 
 static const char usage_text[] =
 "usage: dsperf sweep --url URL (--concurrency LADDER | --rate LADDER | --auto) [options]\n"
+"       dsperf sweep --url URL --input-len LADDER (--concurrency N | --rate R/s) [options]\n"
 "\n"
 "Runs `dsperf bench` once per load level, finds the knee (where output throughput stops rising\n"
 "with load while latency turns up) and the max goodput under --slo, stops a level that is\n"
@@ -28,6 +29,20 @@ static const char usage_text[] =
 "                          synchronous rate to 1.25x the max (open loop)\n"
 "  --auto-levels N         rate levels in --auto (default 6)\n"
 "  --auto-max-concurrency N  users of the saturating run (default 128)\n"
+"along context length (one fixed --concurrency N or --rate R/s):\n"
+"  --input-len LADDER      prompt lengths, e.g. 1k..128k x2 (k = 1024): each level sends prompts of exactly\n"
+"                          that many tokens (with --tokenizer; else words) built for the level. The context\n"
+"                          view: TTFT against prompt length (ms per 1k tokens, where attention's quadratic\n"
+"                          term takes over), TPOT and decode tok/s against context, DRAM bandwidth and KV\n"
+"                          usage (telemetry), where the deployment stops fitting (preemptions, rejected\n"
+"                          prompts, admission held by a full KV cache), and dsperf plan's roofline beside\n"
+"                          each number when the model and GPU are known\n"
+"  --output-len LADDER     output lengths likewise; one value with --input-len sets the output length\n"
+"stability (every load sweep):\n"
+"  --stability-score S     itl-cv (default: exp(-CV of ITL)), tpot-tail (p50/p99 TPOT) or throughput-cv\n"
+"                          (exp(-CV of 1 s output windows)); the fit S0 e^(-lambda b), b = batch / 64, grades\n"
+"                          lambda: < 0.05 highly stable (batch 64-512), <= 0.15 moderately (32-256), else\n"
+"                          unstable; too short (< 4 loads) or too noisy a sweep says so\n"
 "per level (the bench options apply to each level):\n"
 "  --duration T | --requests N   how long each level runs (default 100 requests); a level whose\n"
 "                          requests outlast --duration + --grace (dsperf cut more than completed)\n"
@@ -55,7 +70,9 @@ static const char usage_text[] =
 "examples:\n"
 "  dsperf sweep --url http://127.0.0.1:8000 --concurrency 1..128x2 --duration 20s --out sweep.json\n"
 "  dsperf sweep --url http://h:8000 --rate 2..40/s step 4 --duration 30s --slo ttft=500ms,tpot=50ms\n"
-"  dsperf sweep --url http://h:8000 --auto --duration 30s --repeats 3\n";
+"  dsperf sweep --url http://h:8000 --auto --duration 30s --repeats 3\n"
+"  dsperf sweep --url http://h:8000 --input-len 1k..128k x2 --concurrency 8 --requests 32 \\\n"
+"               --tokenizer tokenizer.json --server-metrics http://h:8000/metrics --gpu-ids all\n";
 
 static void on_signal(int sig) { (void)sig; sweep_run_request_stop(); }
 

@@ -6,6 +6,8 @@
 #include "cli/cli.h"
 #include "cli/bench_run.h"
 #include "results/results.h"
+#include "sweep/context.h"
+#include "sweep/stability.h"
 #include "metrics/request_metrics.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -93,9 +95,10 @@ static json_t *verdict_json(const sweep_osd_verdict *v, double window_s) {
         "TTFT (from schedule) rise >= 10% of mean; early stop when this holds for two windows in a row");
 }
 
-/* Sets the plan of b for one level. */
-static int set_level(bench_opts *b, bool rate_axis, double load, uint64_t seed) {
+/* Sets the plan of b for one level (a sweep along length keeps the load bench parsed). */
+static int set_level(bench_opts *b, bool rate_axis, double load, uint64_t seed, bool length_axis) {
     b->plan.seed = seed;
+    if (length_axis) return 0;
     if (!rate_axis) {
         b->plan.concurrency = (int)load;
         b->plan.arr.rate_per_s = 0;
@@ -112,11 +115,13 @@ static int set_level(bench_opts *b, bool rate_axis, double load, uint64_t seed) 
 
 typedef struct {
     bench_opts *b;
-    const dataset *ds;
+    dataset *ds;
     const sweep_opts *so;
     json_t *doc;
     bool tty, rate_axis;
     uint64_t seed0;
+    const char *base_spec;      /* the --dataset a length sweep varies */
+    char spec[256];             /* the current level's dataset */
     double prev_e2e_s;          /* p99 E2E of the last measured level (NAN none) */
     bool not_measured;          /* a level could not be measured: the sweep stopped there */
     bool level_failed;          /* a level failed by the run policy (server errors over --max-error-rate) */
@@ -163,8 +168,8 @@ static bool check_level(sweep_ctx *c, json_t *lv, const recset *recs, double loa
 static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, const json_t **res_out, char *err,
                      size_t errlen) {
     bench_opts *b = c->b;
-    bool rate = strcmp(kind, "rate") == 0;
-    if (set_level(b, rate, load, c->seed0 + (uint64_t)repeat) < 0) { snprintf(err, errlen, "bad arrival"); return -1; }
+    bool rate = strcmp(kind, "rate") == 0, length = c->so->length_axis != NULL;
+    if (set_level(b, rate, load, c->seed0 + (uint64_t)repeat, length) < 0) { snprintf(err, errlen, "bad arrival"); return -1; }
     int64_t tick = c->so->osd_window_ns / 10;
     if (tick < 50 * NS_PER_MS) tick = 50 * NS_PER_MS;
     if (tick > NS_PER_S) tick = NS_PER_S;
@@ -172,7 +177,10 @@ static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, co
     level_watch w = { .watch = c->so->early_stop, .tty = c->tty, .planned = b->plan.requests ? b->plan.requests + b->plan.warmup : 0,
                       .duration_ns = b->plan.duration_ns, .sat_since = -1 };
     sweep_osd_init(&w.osd, c->so->osd_window_ns / 1e9);
-    if (rate) snprintf(w.label, sizeof w.label, "%.3g/s", load);
+    char len_label[24];
+    sweep_length_label(load, len_label, sizeof len_label);
+    if (length) snprintf(w.label, sizeof w.label, "%s=%s", strcmp(kind, "input_len") ? "out" : "in", len_label);
+    else if (rate) snprintf(w.label, sizeof w.label, "%.3g/s", load);
     else snprintf(w.label, sizeof w.label, "c=%.0f", load);
     recset recs;
     recset_init(&recs);
@@ -199,6 +207,13 @@ static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, co
     json_object_set_new(lv, "repeat", json_integer(repeat));
     json_object_set_new(lv, "kind", json_string(kind));
     json_object_set_new(lv, "seed", json_integer((json_int_t)b->plan.seed));
+    if (length) {
+        /* the lengths the level's prompts were built with (the dataset's own measure) */
+        const dataset *ds = c->ds;
+        json_object_set_new(lv, "input_len", json_real(strcmp(kind, "input_len") ? (double)c->so->other_len : load));
+        json_object_set_new(lv, "output_len", json_real(strcmp(kind, "input_len") ? load : (double)c->so->other_len));
+        json_object_set_new(lv, "distinct_prompts", json_integer((json_int_t)ds->n));
+    }
     json_object_set_new(lv, "saturated", json_boolean(early || (v.enough && v.saturated)));
     json_object_set_new(lv, "early_stopped", json_boolean(early));
     json_object_set_new(lv, "interrupted", json_boolean(interrupted));
@@ -216,7 +231,8 @@ static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, co
     recset_free(&recs);
     sweep_osd_free(&w.osd);
     if (!b->quiet) {
-        sweep_print_level(stdout, lv, c->rate_axis ? "rate" : "concurrency", json_array_size(json_object_get(c->doc, "levels")) == 1);
+        sweep_print_level(stdout, lv, length ? kind : c->rate_axis ? "rate" : "concurrency",
+                          json_array_size(json_object_get(c->doc, "levels")) == 1);
         fflush(stdout);
     }
     *res_out = br.results;
@@ -237,7 +253,55 @@ static bool utf8_tty(void) {
 
 static int save(sweep_ctx *c, char *err, size_t errlen) {
     sweep_analyse(c->doc, c->so->slo_pct);
+    sweep_context_analyse(c->doc, NULL);
+    sweep_stability_analyse(c->doc, c->so->stab);
     return results_write_json(c->so->out_path, c->doc, err, errlen);
+}
+
+/* --input-len / --output-len: which length is swept, the other one's value, and the one fixed
+ * load. Returns -1 to go on, or EXIT_USAGE after its one line. */
+static int length_mode(sweep_opts *so, int modes, const char *cmd) {
+    double lv[SWEEP_MAX_LEVELS];
+    size_t n_in = 0, n_out = 0;
+    char err[256];
+    if (so->in_ladder && sweep_parse_length_ladder(so->in_ladder, lv, SWEEP_MAX_LEVELS, &n_in, err, sizeof err) < 0) {
+        log_error("bad ladder for --input-len: %s (e.g. 1k..128k x2)", err);
+        return EXIT_USAGE;
+    }
+    double in1 = n_in ? lv[0] : 0;
+    if (so->outlen_ladder && sweep_parse_length_ladder(so->outlen_ladder, lv, SWEEP_MAX_LEVELS, &n_out, err, sizeof err) < 0) {
+        log_error("bad ladder for --output-len: %s (e.g. 128..4k x2)", err);
+        return EXIT_USAGE;
+    }
+    double out1 = n_out ? lv[0] : 0;
+    if (n_in > 1 && n_out > 1) {
+        log_error("sweep one length at a time: a ladder for --input-len or for --output-len, the other one value");
+        return EXIT_USAGE;
+    }
+    if (so->outlen_ladder && !so->in_ladder && n_out == 1) {
+        log_error("--output-len with one value goes with an --input-len ladder; for a load sweep set out= in "
+                  "--dataset random:in=N,out=M");
+        return EXIT_USAGE;
+    }
+    if (so->autom || modes != 1) {
+        log_error("a sweep along %s holds the load fixed: give one --concurrency N or --rate R/s (not --auto); see dsperf "
+                  "%s --help", so->in_ladder && n_in >= n_out ? "prompt length" : "output length", cmd);
+        return EXIT_USAGE;
+    }
+    size_t nl;
+    if (sweep_parse_ladder(so->conc_ladder ? so->conc_ladder : so->rate_ladder, so->rate_ladder != NULL, lv,
+                           SWEEP_MAX_LEVELS, &nl, err, sizeof err) < 0 || nl != 1) {
+        log_error("a sweep along context length takes one load: --%s %s is %s", so->conc_ladder ? "concurrency" : "rate",
+                  so->conc_ladder ? so->conc_ladder : so->rate_ladder, nl > 1 ? "a ladder" : err);
+        return EXIT_USAGE;
+    }
+    bool input = so->in_ladder && (n_in > 1 || !so->outlen_ladder || n_out == 1);
+    so->length_axis = input ? "input_len" : "output_len";
+    so->other_len = (long)(input ? out1 : in1);
+    if (sweep_parse_length_ladder(input ? so->in_ladder : so->outlen_ladder, so->ladder, SWEEP_MAX_LEVELS, &so->n_levels,
+                                  err, sizeof err) < 0)
+        return EXIT_USAGE;
+    return -1;
 }
 
 /* Splits argv into sweep's own options and the rest, which go to bench_opts_parse with a
@@ -276,6 +340,28 @@ static int parse_own(int argc, char **argv, sweep_opts *so, const char *cmd, con
             }
             if (is_rate) so->rate_ladder = val;
             else so->conc_ladder = val;
+        }
+        else if (IS("--input-len") || IS("--output-len")) {
+            bool in = IS("--input-len");
+            if (!(val = VAL())) goto missing;
+            /* "1k..64k x2" typed without quotes: the factor comes as the next word */
+            const char *nx = i + 1 < argc ? argv[i + 1] : "";
+            if (nx[0] == 'x' && nx[1] && strspn(nx + 1, "0123456789.") == strlen(nx + 1)) {
+                char *buf = in ? so->in_buf : so->out_buf;
+                snprintf(buf, sizeof so->in_buf, "%s %s", val, nx);
+                val = buf;
+                i++;
+            }
+            if (in) so->in_ladder = val;
+            else so->outlen_ladder = val;
+        }
+        else if (IS("--stability-score")) {
+            if (!(val = VAL())) goto missing;
+            if (stability_parse_score(val, &so->stab) < 0) {
+                log_error("bad value '%s' for --stability-score: itl-cv, tpot-tail or throughput-cv", val);
+                free(v);
+                return EXIT_USAGE;
+            }
         }
         else if (IS("--auto")) so->autom = true;
         else if (IS("--no-early-stop")) so->early_stop = false;
@@ -316,6 +402,16 @@ static int parse_own(int argc, char **argv, sweep_opts *so, const char *cmd, con
 #undef VAL
     }
     int modes = !!so->conc_ladder + !!so->rate_ladder + so->autom;
+    if (so->in_ladder || so->outlen_ladder) {
+        int rc = length_mode(so, modes, cmd);
+        if (rc >= 0) { free(v); return rc; }
+        /* the load is fixed: bench takes it as given */
+        v[n++] = so->rate_ladder ? "--rate" : "--concurrency";
+        v[n++] = (char *)(so->rate_ladder ? so->rate_ladder : so->conc_ladder);
+        so->bargv = v;
+        so->bargc = n;
+        return -1;
+    }
     if (modes != 1) {
         if (modes) log_error("give one ladder: --concurrency, --rate or --auto");
         else log_error("give a ladder: --concurrency 1..64x2, --rate 1..20/s step 2 or --auto; see dsperf %s --help", cmd);
@@ -332,11 +428,17 @@ static int parse_own(int argc, char **argv, sweep_opts *so, const char *cmd, con
 
 static json_t *sweep_config(const sweep_opts *so, const bench_opts *b, const dataset *ds, const char *axis) {
     json_t *c = bench_opts_config_json(b, ds);
-    json_object_del(c, "concurrency");
-    json_object_del(c, "rate_per_s");
-    json_object_set_new(c, "load", json_string(strcmp(axis, "rate") ? "closed" : "open"));
+    if (!so->length_axis) {   /* a sweep along length keeps its one load */
+        json_object_del(c, "concurrency");
+        json_object_del(c, "rate_per_s");
+        json_object_set_new(c, "load", json_string(strcmp(axis, "rate") ? "closed" : "open"));
+    } else {
+        json_object_set_new(c, strcmp(so->length_axis, "input_len") ? "input_len" : "output_len", json_integer(so->other_len));
+    }
     json_object_set_new(c, "mode", json_string(so->autom ? "auto" : axis));
-    json_object_set_new(c, "ladder", so->autom ? json_null() : json_string(so->conc_ladder ? so->conc_ladder : so->rate_ladder));
+    json_object_set_new(c, "ladder", so->autom ? json_null() : json_string(so->length_axis ? (!strcmp(so->length_axis, "input_len")
+                        ? so->in_ladder : so->outlen_ladder) : so->conc_ladder ? so->conc_ladder : so->rate_ladder));
+    json_object_set_new(c, "stability_score", json_string(stability_score_name(so->stab)));
     json_object_set_new(c, "repeats", json_integer(so->repeats));
     json_object_set_new(c, "early_stop", json_boolean(so->early_stop));
     json_object_set_new(c, "osd_window_s", json_real(so->osd_window_ns / 1e9));
@@ -379,6 +481,34 @@ static json_t *new_doc(const bench_opts *b, json_t *config, const char *axis) {
     return d;
 }
 
+/* The prompts a level of a length sweep sends: the dataset spec with this length, as many distinct
+ * prompts as the level sends (a prefix cache would skip repeated ones) within a budget of text
+ * (LENGTH_TOKEN_BUDGET tokens; beyond it they are reused). 0, or -1 with err. */
+#define LENGTH_TOKEN_BUDGET 16000000.0
+static int length_dataset(sweep_ctx *c, double len, char *err, size_t errlen) {
+    bench_opts *b = c->b;
+    bool input = !strcmp(c->so->length_axis, "input_len");
+    if (sweep_length_dataset(c->base_spec, input, (long)len, c->so->other_len, c->spec, sizeof c->spec, err, errlen) < 0)
+        return -1;
+    double per = input ? len : (double)c->so->other_len;
+    size_t want = b->plan.requests ? b->plan.requests + b->plan.warmup : 10000;
+    size_t cap = (size_t)(LENGTH_TOKEN_BUDGET / (per > 1 ? per : 1));
+    if (cap < 16) cap = 16;
+    if (want > cap) {
+        if (b->plan.requests) log_warn("%s: %zu prompts of %.0f tokens exceed the text budget; %zu distinct prompts are reused "
+                                       "(a prefix cache may then skip their prefill)", c->spec, want, per, cap);
+        want = cap;
+    }
+    b->dataset_spec = c->spec;
+    dataset_free(c->ds);
+    c->ds = NULL;
+    if (bench_prepare_dataset(b, want, &c->ds) != EXIT_OK) {
+        snprintf(err, errlen, "could not build the prompts of %s", c->spec);
+        return -1;
+    }
+    return 0;
+}
+
 /* Runs all repeats of one level; 1 = stop the sweep, -1 = failure. *rps: their mean request rate. */
 static int run_repeats(sweep_ctx *c, const char *kind, double load, double *rps, char *err, size_t errlen) {
     double sum = 0;
@@ -404,7 +534,7 @@ int sweep_opts_parse(sweep_opts *so, bench_opts *b, int argc, char **argv, const
     int rc = parse_own(argc, argv, so, cmd, help_text);
     if (rc >= 0) return rc;
     char err[1024];
-    if (!so->autom && sweep_parse_ladder(so->conc_ladder ? so->conc_ladder : so->rate_ladder, so->rate_ladder != NULL,
+    if (!so->autom && !so->length_axis && sweep_parse_ladder(so->conc_ladder ? so->conc_ladder : so->rate_ladder, so->rate_ladder != NULL,
                                          so->ladder, SWEEP_MAX_LEVELS, &so->n_levels, err, sizeof err) < 0) {
         log_error("bad ladder for --%s: %s", so->conc_ladder ? "concurrency" : "rate", err);
         free(so->bargv);
@@ -417,6 +547,23 @@ int sweep_opts_parse(sweep_opts *so, bench_opts *b, int argc, char **argv, const
         free(so->bargv);
         so->bargv = NULL;
         return rc;
+    }
+    if (so->length_axis) {
+        /* the first level's dataset, so a non-random --dataset fails before anything runs; the other
+         * length comes from the dataset when no flag gave it */
+        char spec[256];
+        bool input = !strcmp(so->length_axis, "input_len");
+        if (sweep_length_dataset(b->dataset_spec, input, (long)so->ladder[0], so->other_len, spec, sizeof spec, err,
+                                 sizeof err) < 0 || (b->n_classes && snprintf(err, sizeof err, "--class does not go with a "
+                                 "length ladder (every level has its own prompts)") > 0)) {
+            log_error("%s", err);
+            sweep_opts_free(so, b);
+            return EXIT_USAGE;
+        }
+        if (!so->other_len) {
+            const char *k = strstr(spec, input ? "out=" : "in=");
+            so->other_len = k ? strtol(k + (input ? 4 : 3), NULL, 10) : 0;
+        }
     }
     free(b->command_line);
     b->command_line = cli_command_line(argc, argv);   /* the command's own line, not the rewritten one */
@@ -436,16 +583,20 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     char err[1024];
     dataset *ds = NULL;
     char *model = NULL;
+    /* a sweep along length builds each level's prompts itself: the pre-flight gets a one-word set */
+    const char *base_spec = b->dataset_spec;
+    if (so->length_axis) b->dataset_spec = "random:in=1,out=1";
     int rc = bench_prepare(b, &ds, &model);
+    b->dataset_spec = base_spec;
     if (b->dist) rc = dist_join(b->dist, rc, NULL);   /* a multi-host job goes on only if every rank prepared */
     if (rc != EXIT_OK) {
         dataset_free(ds);
         free(model);
         return rc;
     }
-    const char *axis = so->conc_ladder ? "concurrency" : "rate";
+    const char *axis = so->length_axis ? so->length_axis : so->conc_ladder ? "concurrency" : "rate";
     sweep_ctx c = { .b = b, .ds = ds, .so = so, .rate_axis = !so->conc_ladder, .seed0 = b->plan.seed, .prev_e2e_s = NAN,
-                    .tty = isatty(STDERR_FILENO) && !b->quiet && !b->no_progress };
+                    .tty = isatty(STDERR_FILENO) && !b->quiet && !b->no_progress, .base_spec = base_spec };
     c.doc = new_doc(b, sweep_config(so, b, ds, axis), axis);
     if (!b->quiet) log_info("sweep %s model %s: %s, %s per level%s", b->client.base_url, b->client.model,
                             so->autom ? "auto (synchronous, throughput, then rates)" : axis,
@@ -473,6 +624,11 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
                 r = run_repeats(&c, "rate", r_sync + (top - r_sync) * k / so->auto_levels, NULL, err, sizeof err);
         }
         json_object_set_new(c.doc, "axis", json_string("rate"));
+    } else if (so->length_axis) {
+        for (size_t i = 0; i < so->n_levels && r == 0; i++) {
+            r = length_dataset(&c, so->ladder[i], err, sizeof err);
+            if (r == 0) r = run_repeats(&c, so->length_axis, so->ladder[i], NULL, err, sizeof err);
+        }
     } else {
         for (size_t i = 0; i < so->n_levels && r == 0; i++)
             r = run_repeats(&c, so->conc_ladder ? "concurrency" : "rate", so->ladder[i], NULL, err, sizeof err);
@@ -503,10 +659,13 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
         /* each level's row was printed as it finished; the table comes again only when repeats
          * are grouped into means */
         sweep_print_table(stdout, c.doc, utf8_tty(), so->repeats > 1);
+        sweep_context_print(stdout, c.doc);
+        sweep_stability_print(stdout, c.doc);
         log_info("sweep written to %s", so->out_path);
     }
     *doc_out = c.doc;
-    dataset_free(ds);
+    dataset_free(c.ds);             /* the last level's prompts, or the pre-flight's */
+    b->dataset_spec = base_spec;    /* not c.spec, which lives in this frame */
     /* b->client.model may point at model: keep the name for the caller in the document only */
     if (b->client.model == model) b->client.model = NULL;
     free(model);

@@ -6,11 +6,16 @@
 #define DSP_SWEEP_RUN_H
 #include "cli/bench_opts.h"
 #include "sweep/sweep.h"
+#include "sweep/stability.h"
 #include <stdbool.h>
 #include <stdint.h>
 
 typedef struct {
     const char *conc_ladder, *rate_ladder, *out_path, *save_prefix;
+    const char *in_ladder, *outlen_ladder;   /* --input-len / --output-len: a sweep along context length */
+    const char *length_axis;    /* "input_len" | "output_len" | NULL (a load sweep) */
+    long other_len;             /* the length held fixed (the other flag's single value), 0: the dataset's */
+    stab_score stab;            /* --stability-score */
     bool autom, early_stop;
     int auto_levels, auto_max_conc, repeats;
     double slo_pct;
@@ -18,7 +23,7 @@ typedef struct {
     bool print_table;           /* the final table after the run (default true; tune prints its own) */
     double ladder[SWEEP_MAX_LEVELS];
     size_t n_levels;
-    char ladder_buf[256];
+    char ladder_buf[256], in_buf[256], out_buf[256];
     char **bargv;               /* bench's argv: b's strings point into it and the caller's argv */
     int bargc;
 } sweep_opts;

@@ -110,6 +110,8 @@ static bool catalog_from_path(deploy *d, const char *id) {
     return from_catalog(d, id, how) || from_catalog(d, name, how);
 }
 
+static void from_sim_config(deploy *d, const json_t *sim, const char *where);
+
 void deploy_from_server(deploy *d, const json_t *models, const json_t *props, const char *model_id,
                         const char *tokenizer_path) {
     const json_t *data = json_object_get(models, "data"), *entry = json_array_get(data, 0), *e;
@@ -149,6 +151,12 @@ void deploy_from_server(deploy *d, const json_t *models, const json_t *props, co
     double np = json_number_value(json_object_get(meta, "n_params")), sz = json_number_value(json_object_get(meta, "size"));
     if (np > 0) { d->params = np; deploy_set(&d->params_s, false, "GET /v1/models meta.n_params"); }
     if (sz > 0) { d->model_bytes = sz; deploy_set(&d->model_bytes_s, false, "GET /v1/models meta.size"); }
+    from_sim_config(d, json_object_get(meta, "sim"), "GET /v1/models meta.sim");
+    double speedup = json_number_value(json_object_get(meta, "speedup"));
+    if (speedup > 0 && json_object_get(meta, "sim")) {
+        d->time_scale = speedup;
+        deploy_set(&d->time_scale_s, false, "GET /v1/models meta.speedup (serve --speedup)");
+    }
     try_gguf(d, id, "the served id, readable here");
     try_gguf(d, tokenizer_path, "the --tokenizer file is the served model");
     if (!d->arch_s.known) catalog_from_path(d, id);
@@ -224,42 +232,52 @@ static void from_telemetry(deploy *d, const json_t *doc) {
     }
 }
 
-static void from_sim_config(deploy *d, const json_t *sim) {
+/* The simulator's settings: a sim run's config.sim, or what `serve --engine sim` says about itself
+ * in GET /v1/models (meta.sim). where names the source in each field's provenance. */
+static void from_sim_config(deploy *d, const json_t *sim, const char *where) {
     if (!json_is_object(sim)) return;
     const char *m = json_string_value(json_object_get(sim, "model"));
-    char err[256];
-    if (m && !from_catalog(d, m, "config.sim.model") && !access(m, R_OK)) deploy_from_model_config(d, m, err, sizeof err);
+    char err[256], how[DEPLOY_SRC_LEN];
+    snprintf(how, sizeof how, "%s.model", where);
+    if (m && !from_catalog(d, m, how) && !access(m, R_OK)) deploy_from_model_config(d, m, err, sizeof err);
     copy(d->engine, sizeof d->engine, "dsperf sim");
-    deploy_set(&d->engine_s, false, "config.sim");
+    deploy_set(&d->engine_s, false, "%s", where);
     const char *g = json_string_value(json_object_get(sim, "gpu"));
-    if (g && hw_find(g)) { copy(d->gpu, sizeof d->gpu, hw_find(g)->name); deploy_set(&d->gpu_s, false, "config.sim.gpu"); }
+    if (g && hw_find(g)) { copy(d->gpu, sizeof d->gpu, hw_find(g)->name); deploy_set(&d->gpu_s, false, "%s.gpu", where); }
     int tp = (int)json_integer_value(json_object_get(sim, "tp"));
     if (tp > 0) {
         d->tp = tp;
-        deploy_set(&d->tp_s, false, "config.sim.tp");
+        deploy_set(&d->tp_s, false, "%s.tp", where);
         d->n_gpus = tp;
-        deploy_set(&d->n_gpus_s, false, "config.sim.tp (sim models one instance)");
+        deploy_set(&d->n_gpus_s, false, "%s.tp (sim models one instance)", where);
     }
     model_dtype dt;
     const char *wd = json_string_value(json_object_get(sim, "weight_dtype")), *kv = json_string_value(json_object_get(sim, "kv_dtype"));
     /* "auto" is what the simulator ran with, not a guess: the release's dtype, 16-bit KV */
     if (wd && model_dtype_parse(wd, d->arch.native_dtype, &dt) == 0 && (strcmp(wd, "auto") || deploy_has_model(d))) {
         d->weight_dtype = dt;
-        deploy_set(&d->weight_dtype_s, false, "config.sim.weight_dtype%s", strcmp(wd, "auto") ? "" : " (auto: as released)");
+        deploy_set(&d->weight_dtype_s, false, "%s.weight_dtype%s", where, strcmp(wd, "auto") ? "" : " (auto: as released)");
     }
     if (kv && model_dtype_parse(kv, DT_BF16, &dt) == 0) {
         d->kv_dtype = dt;
-        deploy_set(&d->kv_dtype_s, false, "config.sim.kv_dtype%s", strcmp(kv, "auto") ? "" : " (auto: bf16)");
+        deploy_set(&d->kv_dtype_s, false, "%s.kv_dtype%s", where, strcmp(kv, "auto") ? "" : " (auto: bf16)");
     }
     int seqs = (int)json_integer_value(json_object_get(sim, "max_num_seqs"));
-    if (seqs > 0) { d->max_num_seqs = seqs; deploy_set(&d->max_num_seqs_s, false, "config.sim.max_num_seqs"); }
+    if (seqs > 0) { d->max_num_seqs = seqs; deploy_set(&d->max_num_seqs_s, false, "%s.max_num_seqs", where); }
     int mnbt = (int)json_integer_value(json_object_get(sim, "max_num_batched_tokens"));
     if (mnbt > 0) {
         d->max_num_batched_tokens = mnbt;
-        deploy_set(&d->max_num_batched_tokens_s, false, "config.sim.max_num_batched_tokens");
+        deploy_set(&d->max_num_batched_tokens_s, false, "%s.max_num_batched_tokens", where);
     }
     const json_t *cp = json_object_get(sim, "chunked_prefill");
-    if (json_is_boolean(cp)) { d->chunked_prefill = json_is_true(cp); deploy_set(&d->chunked_prefill_s, false, "config.sim.chunked_prefill"); }
+    if (json_is_boolean(cp)) { d->chunked_prefill = json_is_true(cp); deploy_set(&d->chunked_prefill_s, false, "%s.chunked_prefill", where); }
+    int mml = (int)json_integer_value(json_object_get(sim, "max_model_len"));
+    if (mml > 0) { d->context_per_seq = mml; deploy_set(&d->context_per_seq_s, false, "%s.max_model_len", where); }
+    double gmu = json_number_value(json_object_get(sim, "gpu_memory_utilization"));
+    if (gmu > 0) { d->gpu_memory_utilization = gmu; deploy_set(&d->gpu_memory_utilization_s, false, "%s.gpu_memory_utilization", where); }
+    double kvt = json_number_value(json_object_get(sim, "kv_tokens"));
+    if (kvt > 0) { d->kv_capacity_tokens = kvt; deploy_set(&d->kv_capacity_tokens_s, false, "%s.kv_tokens", where); }
+    if (json_integer_value(json_object_get(sim, "num_gpu_blocks")) > 0) d->kv_capacity_set = true;
 }
 
 static int apply_flags(deploy *d, const deploy_flags *f, char *err, size_t errlen) {
@@ -332,7 +350,13 @@ int deploy_resolve(const json_t *doc, const deploy_flags *f, deploy *d, char *er
     }
     try_gguf(d, json_string_value(json_object_get(cfg, "tokenizer")), "the run's --tokenizer file is the served model");
     deploy_from_json(d, json_object_get(doc, "deployment"));
-    from_sim_config(d, json_object_get(cfg, "sim"));
+    from_sim_config(d, json_object_get(cfg, "sim"), "config.sim");
+    /* a simulated run's engine section: the KV blocks it really had */
+    double kvt = json_number_value(json_object_get(json_object_get(doc, "engine"), "kv_tokens"));
+    if (json_object_get(cfg, "sim") && kvt > 0) {
+        d->kv_capacity_tokens = kvt;
+        deploy_set(&d->kv_capacity_tokens_s, false, "engine.kv_tokens");
+    }
     if (apply_flags(d, f, err, errlen) < 0) return -1;
     assume(d);
     return 0;

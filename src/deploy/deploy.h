@@ -58,6 +58,13 @@ typedef struct {
     deploy_src chunked_prefill_s;
     int context_per_seq;        /* tokens one sequence may hold (llama.cpp n_ctx per slot) */
     deploy_src context_per_seq_s;
+    double kv_capacity_tokens;  /* tokens the KV cache holds in all (vLLM num_gpu_blocks x block_size) */
+    deploy_src kv_capacity_tokens_s;
+    bool kv_capacity_set;       /* ... set by a setting (num_gpu_blocks override), not by memory */
+    double gpu_memory_utilization;   /* the share of GPU memory the engine may use (vLLM, the simulator) */
+    deploy_src gpu_memory_utilization_s;
+    double time_scale;          /* engine seconds per client second (serve --engine sim --speedup); 0 = 1 */
+    deploy_src time_scale_s;
     double params;              /* total parameters as the server reports them */
     deploy_src params_s;
     double model_bytes;         /* the weights' size as the server reports it */
@@ -86,6 +93,11 @@ int deploy_resolve(const json_t *results, const deploy_flags *flags, deploy *d, 
  * readable here. */
 void deploy_from_server(deploy *d, const json_t *models, const json_t *props, const char *model_id,
                         const char *tokenizer_path);
+
+/* What a server's /metrics page says about its KV cache: vLLM's vllm:cache_config_info labels
+ * (num_gpu_blocks x block_size, gpu_memory_utilization; also what `dsperf serve --engine sim`
+ * exposes), SGLang's sglang:max_total_num_tokens. Fields it does not find stay as they are. */
+void deploy_from_metrics_text(deploy *d, const char *text, size_t len);
 
 /* Architecture (and weight dtype, name) from a GGUF header. explicit: the user named the file as
  * the model; otherwise a vocabulary-only file (no tensors) is refused, since its architecture keys

@@ -48,6 +48,10 @@ json_t *deploy_to_json(const deploy *d) {
     put(o, "max_num_batched_tokens", json_integer(d->max_num_batched_tokens), &d->max_num_batched_tokens_s);
     put(o, "chunked_prefill", json_boolean(d->chunked_prefill == 1), &d->chunked_prefill_s);
     put(o, "context_per_seq", json_integer(d->context_per_seq), &d->context_per_seq_s);
+    put(o, "kv_capacity_tokens", json_real(d->kv_capacity_tokens), &d->kv_capacity_tokens_s);
+    if (d->kv_capacity_set) put(o, "kv_capacity_set", json_true(), &d->kv_capacity_tokens_s);
+    put(o, "gpu_memory_utilization", json_real(d->gpu_memory_utilization), &d->gpu_memory_utilization_s);
+    put(o, "time_scale", json_real(d->time_scale), &d->time_scale_s);
     put(o, "params", json_real(d->params), &d->params_s);
     put(o, "model_bytes", json_real(d->model_bytes), &d->model_bytes_s);
     return o;
@@ -119,6 +123,11 @@ void deploy_from_json(deploy *d, const json_t *sec) {
     int_field(sec, "max_num_seqs", &d->max_num_seqs, &d->max_num_seqs_s);
     int_field(sec, "max_num_batched_tokens", &d->max_num_batched_tokens, &d->max_num_batched_tokens_s);
     int_field(sec, "context_per_seq", &d->context_per_seq, &d->context_per_seq_s);
+    real_field(sec, "kv_capacity_tokens", &d->kv_capacity_tokens, &d->kv_capacity_tokens_s);
+    deploy_src ks = {0};
+    if (json_is_true(field(sec, "kv_capacity_set", &ks))) d->kv_capacity_set = true;
+    real_field(sec, "gpu_memory_utilization", &d->gpu_memory_utilization, &d->gpu_memory_utilization_s);
+    real_field(sec, "time_scale", &d->time_scale, &d->time_scale_s);
     deploy_src cs = {0};
     const json_t *cp = field(sec, "chunked_prefill", &cs);
     if (json_is_boolean(cp)) { d->chunked_prefill = json_is_true(cp); d->chunked_prefill_s = cs; }

@@ -24,7 +24,12 @@
 #define DIAG_ITL_SPIKE 3.0             /* p99 ITL / median ITL */
 #define DIAG_STEP_SPIKE 3.0            /* max step / median step */
 #define DIAG_STEP_CORR 0.5             /* correlation of step time with tokens in the step */
-#define DIAG_PCIE_MB_S 16000.0         /* PCIe traffic per GPU (both directions, MB/s) */
+#define DIAG_PCIE_MB_S 16000.0         /* PCIe traffic per GPU (both directions, MB/s) when the link is unknown */
+#define DIAG_PCIE_LINK_FRAC 0.38       /* PCIe traffic in one direction / the link's capacity that way (NVML
+                                          gen x width): 12 GB/s of a Gen4 x16 A100 PCIe card's 31.5 GB/s */
+#define DIAG_DRAM_SUSTAINED_PCT 92.0   /* % DRAM bandwidth counted as the ceiling ... */
+#define DIAG_DRAM_SUSTAINED_S 10.0     /* ... when held longer than this (s) */
+#define DIAG_KV_SHARE 0.75             /* KV capacity / the memory the settings give it, below which it is short */
 #define DIAG_LINK_FRAC 0.3             /* NVLink traffic / link bandwidth */
 #define DIAG_COMM_SHARE 0.2            /* modelled communication share of a decode step */
 #define DIAG_GPU_IDLE_UTIL 60.0        /* % GPU util below which a loaded GPU is underused */
@@ -122,6 +127,11 @@ void diag_rule_prefix_cache(diag_in *in, json_t *list, json_t *checked);
  * physics, a configuration finding in in->config instead of a usable roofline. */
 void diag_roofline(diag_in *in);
 void diag_roof_rules(diag_in *in, json_t *list, json_t *checked);   /* decode_bandwidth, engine_overhead */
+/* The long-context rules (diagnose_longctx.c): bandwidth_ceiling, kv_share. */
+void diag_longctx_rules(diag_in *in, json_t *list, json_t *checked);
+/* The per-direction capacity (MB/s) of the GPU's PCIe link as NVML reported it (max generation x
+ * width); NAN unknown (then gen and width are 0). */
+double diag_pcie_link_mb_s(const diag_in *in, int *gen, int *width);
 /* Runs every rule on one results document; appends findings to list and a line per rule to
  * checked ({"rule","ran","used"|"why"}). */
 void diag_rules(diag_in *in, json_t *list, json_t *checked);

@@ -133,6 +133,9 @@ void diag_roofline(diag_in *in) {
     const json_t *d = in->doc;
     double done = diag_num(d, "completed"), tpot = diag_num(d, "mean_tpot_ms");
     if (!(done > 0) || !(tpot > 0)) return;
+    /* a server whose clock runs K times the client's (serve --engine sim --speedup K) takes K times
+     * longer per token on its own clock: the roofline is on that clock */
+    if (in->dep.time_scale > 0) tpot *= in->dep.time_scale;
     double in_tok = diag_num(d, "total_input_tokens") / done, out_tok = diag_num(d, "total_output_tokens") / done;
     const char *src = NULL;
     double b = decode_batch(in, &src);

@@ -283,19 +283,32 @@ static void rule_interference(diag_in *in, json_t *L, json_t *C) {
     diag_knob(f, "disaggregated prefill", "consider", "prefill on other GPUs: no decode stalls");
 }
 
+/* PCIe traffic against the link's capacity (NVML's generation x width), else a fixed 16 GB/s. */
 static void rule_pcie(diag_in *in, json_t *L, json_t *C) {
     if (!get(in->tel, "gpu")) { diag_checked(C, "host_pcie", false, "no GPU telemetry"); return; }
     double rx = diag_gpu_mean(in, "gpm_pcie_rx_mb_s"), tx = diag_gpu_mean(in, "gpm_pcie_tx_mb_s");
     if (!isfinite(rx)) { rx = diag_gpu_mean(in, "pcie_rx_mb_s"); tx = diag_gpu_mean(in, "pcie_tx_mb_s"); }
     if (!isfinite(rx)) { diag_checked(C, "host_pcie", false, "GPU telemetry has no PCIe columns"); return; }
-    diag_checked(C, "host_pcie", true, "telemetry.gpu.series PCIe rx/tx MB/s");
-    double sum = rx + (isfinite(tx) ? tx : 0);
-    if (sum < DIAG_PCIE_MB_S) return;
-    json_t *f = diag_finding(L, "host_pcie", 0.6, "heavy host<->GPU traffic: %.1f GB/s over PCIe", sum / 1000);
+    int gen = 0, width = 0;
+    double link = diag_pcie_link_mb_s(in, &gen, &width);
+    diag_checked(C, "host_pcie", true, isfinite(link) ? "telemetry.gpu.series PCIe rx/tx MB/s vs the link (NVML generation x width)"
+                                                      : "telemetry.gpu.series PCIe rx/tx MB/s (link unknown: fixed 16 GB/s)");
+    double sum = rx + (isfinite(tx) ? tx : 0), one_way = isfinite(tx) && tx > rx ? tx : rx;
+    double share = isfinite(link) ? one_way / link : NAN;
+    if (isfinite(link) ? share < DIAG_PCIE_LINK_FRAC : sum < DIAG_PCIE_MB_S) return;
+    json_t *f = diag_finding(L, "host_pcie", 0.6, "heavy host<->GPU traffic: %.1f GB/s over PCIe%s", sum / 1000,
+                             isfinite(link) ? " against the link's capacity" : "");
     diag_cost(f, DIAG_COST_UNKNOWN, "not sized (transfers may overlap compute)");
     diag_ev(f, sum, "MB/s", "telemetry.gpu.series.pcie", "PCIe rx %.0f MB/s + tx %.0f MB/s (mean per GPU)", rx, tx);
+    if (isfinite(link))
+        diag_ev(f, 100 * share, "%", "telemetry.gpu[0].pcie (NVML max link generation and width)", "%.0f%% of a Gen%d x%d "
+                "link's %.1f GB/s each way (counts from %.0f%%)", 100 * share, gen, width, link / 1000, 100 * DIAG_PCIE_LINK_FRAC);
+    double cur_gen = diag_mean(get(get(json_array_get(get(in->tel, "gpu"), 0), "series"), "pcie_link_gen"));
+    if (gen > 0 && isfinite(cur_gen) && cur_gen < gen - 0.5)
+        diag_ev(f, cur_gen, "gen", "telemetry.gpu.series.pcie_link_gen", "the link ran at Gen%.1f on average under load, "
+                "below the Gen%d it can train to", cur_gen, gen);
     diag_knob(f, "cpu offload / swap space", "remove", "weights or KV moved over PCIe every step are slow");
-    diag_knob(f, "PCIe link", "check", "gen and width (nvidia-smi -q); pinned host memory");
+    diag_knob(f, "PCIe link", "check", "generation and width (nvidia-smi -q), the slot and riser; pinned host memory");
 }
 
 static void rule_comm(diag_in *in, json_t *L, json_t *C) {
@@ -488,4 +501,5 @@ void diag_rules(diag_in *in, json_t *list, json_t *checked) {
     rule_comm(in, list, checked);
     rule_throttle(in, list, checked);
     rule_numa(in, list, checked);
+    diag_longctx_rules(in, list, checked);
 }

@@ -57,6 +57,9 @@ const char fixed_params_help[] =
     "  --capacity N           requests in service at once, later ones wait FIFO; 0 = unlimited (default 0)\n"
     "  --tokens-per-chunk K   tokens per emission, like MTP/speculative decoding (default 1)\n"
     "  --jitter F             scale each TTFT and gap by 1 +- F, uniform, seeded by --seed (default 0 = off)\n"
+    "  --jitter-per-stream F  load-dependent jitter: the amplitude is --jitter + F x requests in service\n"
+    "                         when the gap is drawn (at most 0.95); ITL's coefficient of variation is then\n"
+    "                         amplitude x 0.816 (default 0 = off)\n"
     "  --max-events-per-advance N  emissions per loop turn before the loop reads and accepts again,\n"
     "                         at least 4 per request in service; bounds unfairness at --itl 0 (default 8192)\n";
 
@@ -100,7 +103,27 @@ int fixed_params_set(fixed_params *p, const char *key, const char *value, char *
         p->jitter = d;
         return 0;
     }
+    if (!strcmp(key, "jitter-per-stream")) {
+        if (!value || units_parse_double(value, &d) < 0 || d < 0 || d >= 1) {
+            snprintf(err, errlen, "--jitter-per-stream wants a fraction per request in service in [0, 1), got '%s'",
+                     value ? value : "");
+            return -1;
+        }
+        p->jitter_per_stream = d;
+        return 0;
+    }
     return 1;
+}
+
+const char *const *fixed_params_keys(void) {
+    static const char *const keys[] = { "ttft", "itl", "prefill-per-token", "capacity", "tokens-per-chunk", "jitter",
+                                        "jitter-per-stream", "max-events-per-advance", NULL };
+    return keys;
+}
+
+double fixed_jitter_at(const fixed_params *p, int64_t n) {
+    double a = p->jitter + p->jitter_per_stream * (double)(n > 0 ? n : 0);
+    return a > FIXED_JITTER_MAX ? FIXED_JITTER_MAX : a;
 }
 
 /* ---- id table ---- */
@@ -222,10 +245,11 @@ static void heap_remove(fixed_engine *f, freq *q) {
 
 /* ---- timing ---- */
 
-/* x scaled by 1 +- jitter, uniform; exact when jitter is off. */
+/* x scaled by 1 +- the jitter amplitude at the current load, uniform; exact when jitter is off. */
 static int64_t jittered(fixed_engine *f, int64_t x) {
-    if (f->p.jitter <= 0 || x <= 0) return x;
-    double v = (double)x * (1.0 + f->p.jitter * (2.0 * rng_uniform(&f->rng) - 1.0));
+    double a = fixed_jitter_at(&f->p, f->n_running);
+    if (a <= 0 || x <= 0) return x;
+    double v = (double)x * (1.0 + a * (2.0 * rng_uniform(&f->rng) - 1.0));
     return v < 0 ? 0 : (int64_t)v;
 }
 
@@ -234,7 +258,7 @@ static int64_t jittered(fixed_engine *f, int64_t x) {
  * previous one. */
 static int64_t chunk_due(fixed_engine *f, const freq *q, int32_t c, int64_t prev_due) {
     int64_t t = q->first_ns + (int64_t)c * f->p.itl_ns;
-    if (f->p.jitter > 0 && c > 0 && f->p.itl_ns > 0)
+    if ((f->p.jitter > 0 || f->p.jitter_per_stream > 0) && c > 0 && f->p.itl_ns > 0)
         t += jittered(f, f->p.itl_ns) - f->p.itl_ns;
     if (q->r.stall_ns > 0 && (int64_t)c * f->p.tokens_per_chunk >= q->r.stall_after)
         t += q->r.stall_ns;
@@ -397,8 +421,9 @@ static const engine_ops fixed_ops = {
 
 engine *engine_fixed_create(const fixed_params *p, char *err, size_t errlen) {
     if (p->ttft_ns < 0 || p->itl_ns < 0 || p->prefill_per_token_ns < 0 || p->capacity < 0 ||
-        p->tokens_per_chunk < 1 || p->jitter < 0 || p->jitter >= 1) {
-        snprintf(err, errlen, "fixed engine: durations must be >= 0, capacity >= 0, tokens-per-chunk >= 1, jitter in [0, 1)");
+        p->tokens_per_chunk < 1 || p->jitter < 0 || p->jitter >= 1 || p->jitter_per_stream < 0 || p->jitter_per_stream >= 1) {
+        snprintf(err, errlen, "fixed engine: durations must be >= 0, capacity >= 0, tokens-per-chunk >= 1, jitter and "
+                 "jitter-per-stream in [0, 1)");
         return NULL;
     }
     fixed_engine *f = calloc(1, sizeof *f);

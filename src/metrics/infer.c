@@ -110,6 +110,86 @@ int infer_bootstrap_diff(infer_stat s, double param, const double *a, size_t na,
     return 0;
 }
 
+/* Least-squares slope and intercept; false when x is constant. */
+static bool ls_line(const double *x, const double *y, size_t n, double *b, double *a) {
+    double mx = 0, my = 0, sxx = 0, sxy = 0;
+    for (size_t i = 0; i < n; i++) { mx += x[i]; my += y[i]; }
+    mx /= (double)n;
+    my /= (double)n;
+    for (size_t i = 0; i < n; i++) { sxx += (x[i] - mx) * (x[i] - mx); sxy += (x[i] - mx) * (y[i] - my); }
+    if (!(sxx > 0)) return false;
+    *b = sxy / sxx;
+    *a = my - *b * mx;
+    return true;
+}
+
+/* HC3 standard error of the least-squares slope: sum (x_i - mean)^2 e_i^2 / (1 - h_i)^2 / Sxx^2. */
+static double hc3_se(const double *x, const double *y, size_t n, double a, double b, double mx, double sxx) {
+    double v = 0;
+    for (size_t i = 0; i < n; i++) {
+        double h = 1.0 / (double)n + (x[i] - mx) * (x[i] - mx) / sxx, e = (y[i] - (a + b * x[i])) / (h < 1 ? 1 - h : 1e-12);
+        v += (x[i] - mx) * (x[i] - mx) * e * e;
+    }
+    return sqrt(v) / sxx;
+}
+
+int infer_bootstrap_slope(const double *x, const double *y, const double *sigma, size_t n, int resamples,
+                          double confidence, uint64_t seed, double *slope, double *lo, double *hi, double *birge) {
+    *slope = *lo = *hi = NAN;
+    if (birge) *birge = 1;
+    double a, b;
+    if (n < 3 || resamples < 2 || !ls_line(x, y, n, &b, &a)) return -1;
+    for (size_t i = 0; sigma && i < n; i++) if (!(sigma[i] > 0)) return -1;
+    *slope = b;
+    double *r = malloc(n * sizeof *r), *ys = malloc(n * sizeof *ys), *bs = malloc((size_t)resamples * sizeof *bs);
+    if (!r || !ys || !bs) { free(r); free(ys); free(bs); return -1; }
+    double mx = 0, sxx = 0, chi2 = 0;
+    for (size_t i = 0; i < n; i++) mx += x[i];
+    mx /= (double)n;
+    for (size_t i = 0; i < n; i++) sxx += (x[i] - mx) * (x[i] - mx);
+    for (size_t i = 0; i < n; i++) {
+        double res = y[i] - (a + b * x[i]);
+        if (sigma) { chi2 += res * res / (sigma[i] * sigma[i]); continue; }
+        double h = 1.0 / (double)n + (x[i] - mx) * (x[i] - mx) / sxx;    /* leverage */
+        r[i] = res / (h < 1 ? 1 - h : 1e-12);
+    }
+    double R = sigma ? sqrt(chi2 / (double)(n - 2)) : 1;
+    if (R < 1) R = 1;
+    if (birge) *birge = R;
+    double se = sigma ? NAN : hc3_se(x, y, n, a, b, mx, sxx);
+    /* Webb's six-point weights: mean 0, variance 1, better than +-1 at few points */
+    const double webb[6] = { -sqrt(1.5), -1, -sqrt(0.5), sqrt(0.5), 1, sqrt(1.5) };
+    if (!sigma && !(se > 0)) {   /* the points lie on the line: nothing to resample */
+        *lo = *hi = b;
+        free(r); free(ys); free(bs);
+        return 0;
+    }
+    rng g;
+    rng_seed(&g, seed);
+    int k = 0;
+    for (int it = 0; it < resamples; it++) {
+        for (size_t i = 0; i < n; i++)
+            ys[i] = a + b * x[i] + (sigma ? R * sigma[i] * rng_normal(&g) : r[i] * webb[rng_below(&g, 6)]);
+        double bb, aa;
+        if (!ls_line(x, ys, n, &bb, &aa)) continue;
+        if (sigma) { bs[k++] = bb; continue; }
+        /* wild bootstrap-t: the replicate's slope studentized by its own HC3 error */
+        double se_b = hc3_se(x, ys, n, aa, bb, mx, sxx);
+        if (se_b > 0) bs[k++] = (bb - b) / se_b;
+    }
+    if (k >= 2) {
+        qsort(bs, (size_t)k, sizeof *bs, cmp_double);
+        double tail = (1.0 - confidence) / 2.0 * 100.0;
+        double ql = stats_percentile_sorted(bs, (size_t)k, tail), qh = stats_percentile_sorted(bs, (size_t)k, 100.0 - tail);
+        if (sigma) { *lo = ql; *hi = qh; }
+        else { *lo = b - qh * se; *hi = b - ql * se; }
+    }
+    free(r);
+    free(ys);
+    free(bs);
+    return k >= 2 ? 0 : -1;
+}
+
 int infer_bootstrap_ratio(const double *a, size_t na, const double *b, size_t nb, int resamples, double confidence,
                           uint64_t seed, double *lo, double *hi) {
     *lo = *hi = NAN;

@@ -26,6 +26,22 @@ double infer_stat_value(infer_stat s, double param, const double *sorted, size_t
  * resample is drawn as counts per value, so no sorting). 0 ok, -1 empty input or out of memory. */
 int infer_bootstrap_diff(infer_stat s, double param, const double *a, size_t na, const double *b, size_t nb,
                          int resamples, double confidence, uint64_t seed, double *lo, double *hi);
+
+/* Bootstrap percentile interval of the least-squares slope of y on x. The design x is fixed (a
+ * sweep chose its levels), so each round keeps x and redraws y around the fitted line:
+ *  - sigma given (each y's own standard error, from its level's samples): y* = fit + R sigma_i z,
+ *    z standard normal, R = max(1, Birge ratio sqrt(sum (r_i / sigma_i)^2 / (n - 2))) — the points'
+ *    own noise, widened when they scatter around the line more than it explains (a model that
+ *    does not fit, or noise the sigmas miss);
+ *  - sigma NULL: the wild bootstrap-t, y*_i = fit_i + v r_i / (1 - h_i) with Webb's six-point v
+ *    (each point keeps its own residual's size, so points noisier than others stay so; h_i the
+ *    leverage), each replicate's slope studentized by its HC3 standard error, the interval
+ *    slope - t* x HC3 error (studentizing keeps the coverage near the claim at 10-20 points).
+ * *slope gets the fit, *birge the ratio R (1 without sigma). 0 ok; -1 with fewer than 3 points, x
+ * constant, a sigma that is not > 0, or out of memory. */
+int infer_bootstrap_slope(const double *x, const double *y, const double *sigma, size_t n, int resamples,
+                          double confidence, uint64_t seed, double *slope, double *lo, double *hi, double *birge);
+
 /* Bootstrap percentile interval of the ratio mean(b) / mean(a) (a, b ascending), as
  * infer_bootstrap_diff draws its resamples. 0 ok, -1 empty input, a zero mean or out of memory. */
 int infer_bootstrap_ratio(const double *a, size_t na, const double *b, size_t nb, int resamples, double confidence,

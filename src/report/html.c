@@ -5,6 +5,7 @@
 #include "report/report_internal.h"
 #include "results/validity.h"
 #include "common/redact.h"
+#include "sweep/context.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,8 @@ static void badge(rbuf *b, const char *cls, const char *text) {
 /* The level the headline latency tiles describe: the knee of a sweep, else the run. */
 static const rep_level *headline_level(const rep_model *m) {
     for (size_t i = 0; i < m->n; i++) if (m->lv[i].is_knee) return &m->lv[i];
+    /* along context length: the longest prompt (or output) measured */
+    if (m->sweep && m->n && json_is_object(json_object_get(m->doc, "context"))) return &m->lv[m->n - 1];
     return m->sweep ? NULL : &m->lv[0];
 }
 
@@ -72,7 +75,19 @@ static int n_gpus(const json_t *r) {
 static void tiles(rbuf *b, const rep_model *m, const json_t *diagnosis) {
     char v[64], s[96], t[48];
     rb_puts(b, "<div class=\"tiles\">");
-    if (m->sweep) {
+    const json_t *ctx = m->sweep ? json_object_get(m->doc, "context") : NULL;
+    if (json_is_object(ctx)) {
+        const json_t *sf = json_object_get(ctx, "stops_fitting");
+        bool in = !strcmp(m->axis, "input_len");
+        if (json_is_object(sf)) {
+            char l[24];
+            sweep_length_label(rep_num(sf, in ? "input_len" : "output_len"), l, sizeof l);
+            snprintf(v, sizeof v, "%s tokens", l);
+            tile(b, "stops fitting at", v, json_string_value(json_object_get(sf, "why")));
+        } else {
+            tile(b, "stops fitting at", "never", "no preemption, no rejected prompt");
+        }
+    } else if (m->sweep) {
         if (m->knee) {
             rep_load_label(m, rep_num(m->knee, "load"), v, sizeof v);
             fmt_num(rep_num(m->knee, "output_throughput"), t, sizeof t);
@@ -105,7 +120,7 @@ static void tiles(rbuf *b, const rep_model *m, const json_t *diagnosis) {
     const rep_level *h = headline_level(m);
     if (h) {
         const json_t *r = h->r;
-        const char *where = m->sweep ? "at the knee" : NULL;
+        const char *where = json_is_object(ctx) ? "at the longest length" : m->sweep ? "at the knee" : NULL;
         if (!m->sweep) {
             fmt_num(rep_num(r, "output_throughput"), v, sizeof v);
             fmt_num(rep_num(r, "request_throughput"), t, sizeof t);
@@ -795,7 +810,9 @@ static void build(rbuf *b, const rep_model *m, const report_opts *o) {
     rb_free(&title);
     const json_t *r = first_results(m);
     if (str(r, "date")) { rb_esc(b, str(r, "date")); rb_puts(b, " &middot; "); }
-    if (m->sweep) rb_printf(b, "sweep over %s, %zu levels &middot; ", m->axis && !strcmp(m->axis, "rate") ? "request rate" : "concurrency", m->n);
+    bool length = m->sweep && json_is_object(json_object_get(m->doc, "context"));
+    if (m->sweep) rb_printf(b, "sweep over %s, %zu levels &middot; ", length ? (strcmp(m->axis, "input_len") ? "output length"
+                            : "prompt length") : m->axis && !strcmp(m->axis, "rate") ? "request rate" : "concurrency", m->n);
     double d = 0;
     for (size_t i = 0; i < m->n; i++) { double x = rep_num(m->lv[i].r, "duration"); if (x > 0) d += x; }
     char ds[32];
@@ -803,14 +820,18 @@ static void build(rbuf *b, const rep_model *m, const report_opts *o) {
     rb_printf(b, "%s s measured &middot; dsperf ", ds);
     rb_esc(b, str(r, "version") ? str(r, "version") : "?");
     rb_puts(b, "</div><nav><a href=\"#findings\">Findings</a>");
-    if (m->sweep) rb_puts(b, "<a href=\"#curves\">Saturation</a>");
+    if (length) rb_puts(b, "<a href=\"#context\">Context</a>");
+    else if (m->sweep) rb_puts(b, "<a href=\"#curves\">Saturation</a>");
+    if (m->sweep && json_is_array(json_object_get(json_object_get(m->doc, "stability"), "points")))
+        rb_puts(b, "<a href=\"#stability\">Stability</a>");
     rb_puts(b, "<a href=\"#levels\">Table</a><a href=\"#distribution\">Latency distribution</a>"
                "<a href=\"#timeline\">Timeline</a><a href=\"#errors\">Errors</a><a href=\"#workload\">Workload</a>"
                "<a href=\"#reproduce\">Reproduce</a>"
                "</nav></header>");
     verdict(b, m, o);
     findings(b, m, o);
-    if (m->sweep) {
+    if (length) charts_context(b, m);   /* along length, load is fixed: no saturation curve */
+    else if (m->sweep) {
         rb_puts(b, "<section id=\"curves\"><h2>Saturation and latency vs throughput</h2><div class=\"grid2\">");
         charts_saturation(b, m);
         charts_latency_vs_throughput(b, m, "ttft", "TTFT");
@@ -818,6 +839,7 @@ static void build(rbuf *b, const rep_model *m, const report_opts *o) {
         charts_breakdown(b, m);
         rb_puts(b, "</div></section>");
     }
+    charts_stability(b, m);
     levels_table(b, m);
     classes_section(b, m);
     report_cache_section(b, m);

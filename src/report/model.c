@@ -2,6 +2,7 @@
  * rows every writer shows, and reads the numbers they need with NaN for "not in the document",
  * so a section can tell "absent" from zero and leave itself out. */
 #include "report/report_internal.h"
+#include "sweep/context.h"
 #include "results/validity.h"
 #include "sweep/sweep.h"
 #include <math.h>
@@ -75,8 +76,13 @@ double rep_results_load(const json_t *r, const char **axis) {
 void rep_load_label(const rep_model *m, double load, char *buf, size_t len) {
     char n[32];
     fmt_num(load, n, sizeof n);
+    char l[24];
     if (isnan(load)) snprintf(buf, len, "run");
     else if (m->axis && !strcmp(m->axis, "rate")) snprintf(buf, len, "%s/s", n);
+    else if (sweep_axis_is_length(m->axis)) {
+        sweep_length_label(load, l, sizeof l);
+        snprintf(buf, len, "%s=%s", strcmp(m->axis, "input_len") ? "out" : "in", l);
+    }
     else snprintf(buf, len, "c=%s", n);
 }
 
@@ -233,7 +239,21 @@ static void slo_clause(rbuf *out, const json_t *r) {
 
 void rep_verdict(const rep_model *m, const json_t *diagnosis, rbuf *out) {
     char a[48], b[48], c[48];
-    if (m->sweep) {
+    const json_t *ctx = m->sweep ? json_object_get(m->doc, "context") : NULL;
+    if (json_is_object(ctx)) {
+        /* along context length: where it stops fitting is the headline, not a knee */
+        bool in = !strcmp(m->axis, "input_len");
+        double conc = rep_num(ctx, "concurrency"), rate = rep_num(ctx, "rate_per_s");
+        fmt_num(isfinite(conc) ? conc : rate, b, sizeof b);
+        rb_printf(out, "%zu %s lengths at %s %s", m->n, in ? "prompt" : "output", isfinite(conc) ? "concurrency" : "rate", b);
+        const json_t *sf = json_object_get(ctx, "stops_fitting");
+        if (json_is_object(sf)) {
+            sweep_length_label(rep_num(sf, in ? "input_len" : "output_len"), a, sizeof a);
+            rb_printf(out, "; the deployment stops fitting at %s tokens (%s)", a, json_string_value(json_object_get(sf, "why")));
+        } else {
+            rb_puts(out, "; every length fitted");
+        }
+    } else if (m->sweep) {
         rb_printf(out, "%zu load levels", m->n);
         if (m->knee) {
             rep_load_label(m, rep_num(m->knee, "load"), a, sizeof a);

@@ -153,7 +153,7 @@ typedef struct {
 typedef struct {
     const json_t *doc;
     bool sweep;
-    const char *axis;            /* "concurrency" | "rate" */
+    const char *axis;            /* "concurrency" | "rate" | "input_len" | "output_len" */
     rep_level *lv;
     size_t n;
     const json_t *knee, *max_goodput;   /* sweep objects or NULL */
@@ -222,6 +222,12 @@ void charts_nines(rbuf *b, const rep_model *m, const report_requests *rq, const 
 void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, const json_t *diagnosis);
 void charts_gantt(rbuf *b, const rep_model *m, const report_requests *rq);
 void charts_errors(rbuf *b, const rep_model *m);
+/* A sweep along context length: TTFT, TPOT, DRAM and KV against length, where it stops fitting,
+ * the roofline beside it, and the table (charts_context.c); the stability fit of any sweep. */
+void charts_context(rbuf *b, const rep_model *m);
+void charts_stability(rbuf *b, const rep_model *m);
+/* The same two views as Markdown sections (nothing when the document lacks them). */
+void md_context_and_stability(rbuf *b, const rep_model *m);
 /* Prefix-cache hit rates against the workload's bound, conversations by turn (cache_page.c). */
 void report_cache_section(rbuf *b, const rep_model *m);
 /* A run from many hosts or a deployment over many nodes (deployment.c): ranks, clocks, lost ranks,

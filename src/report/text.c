@@ -178,6 +178,7 @@ int report_write_markdown(FILE *f, const json_t *doc, const report_opts *o, char
         rb_free(&s);
         md_findings(&b, &m, o ? o->diagnosis : NULL);
         md_table(&b, &m);
+        md_context_and_stability(&b, &m);
         md_errors(&b, &m);
     } else {
         rb_puts(&b, "The document holds no levels with results.\n");

@@ -489,9 +489,13 @@ static void handle_generate(worker *s, struct evhttp_request *req, int api) {
     int submitted = engine_submit(s->eng, &er, st->arrival_ns);
     free(hashes);   /* the engine reads them during submit only */
     if (submitted < 0) {
+        /* like vLLM's answer to a prompt longer than the context: the request, not the server, is wrong */
+        char msg[256];
+        snprintf(msg, sizeof msg, "the engine rejected the request: %d prompt tokens + %d max_tokens do not fit "
+                 "(longer than the model's context or the whole KV cache)", er.prompt_tokens, er.max_tokens);
         oai_request_free(&st->rq);
         free(st);
-        reply_error(s, req, 500, "the engine rejected the request");
+        reply_error(s, req, 400, msg);
         return;
     }
     st->in_engine = true;
@@ -562,7 +566,8 @@ static void handle_metrics(worker *s, struct evhttp_request *req) {
     if (per_loop) srv_metrics_render_loops(per_loop, s->top->n, b);
     if (pc_known) srv_metrics_render_prefix_cache(pc_queries, pc_hits, s->model, b);
     if (kv_blocks > 0 && s->p.kv_block_tokens > 0)
-        srv_metrics_render_cache_config(s->p.kv_block_tokens, kv_blocks, s->p.prefix_block_tokens > 0, b);
+        srv_metrics_render_cache_config(s->p.kv_block_tokens, kv_blocks, s->p.prefix_block_tokens > 0,
+                                        s->p.gpu_memory_utilization, s->p.num_gpu_blocks_override, b);
     free(per_loop);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
     evhttp_send_reply(req, 200, NULL, b);
@@ -599,7 +604,7 @@ static void handle_request(struct evhttp_request *req, void *arg) {
     if (!strcmp(path, "/health")) {
         reply(s, req, 200, "application/json", b);
     } else if (!strcmp(path, "/v1/models")) {
-        oai_models_body(b, s->model_json, (int64_t)time(NULL));
+        oai_models_body(b, s->model_json, (int64_t)time(NULL), s->p.models_meta_json);
         reply(s, req, 200, "application/json", b);
     } else if (!strcmp(path, "/version")) {
         /* as vLLM answers it, so a client can tell which build it measured */

@@ -35,6 +35,9 @@ typedef struct {
     int64_t max_body_bytes;      /* larger request bodies are answered 413 unread (4 MiB) */
     int threads;                 /* event loops, each with its own engine and SO_REUSEPORT socket (1) */
     bool handle_signals;         /* stop cleanly on SIGINT/SIGTERM (for the command, not threads) */
+    const char *models_meta_json;/* a JSON object: GET /v1/models data[0].meta (what the engine is), or NULL */
+    double gpu_memory_utilization;   /* the engine's, for vllm:cache_config_info (0: not said) */
+    int64_t num_gpu_blocks_override; /* the engine's KV blocks set by a setting, for cache_config_info (0: none) */
     const char *log_prompts;     /* write every accepted request to this JSONL file (NULL: none) */
     int32_t prefix_block_tokens; /* > 0: give the engine each prompt's chained block hashes, blocks of
                                   * this many tokens (its KV block size), for its prefix cache */

@@ -178,8 +178,13 @@ void srv_metrics_render_prefix_cache(int64_t queries, int64_t hits, const char *
     evbuffer_add_printf(o, "vllm:prefix_cache_hits_total{model_name=\"%s\"} %lld\n", ml, (long long)hits);
 }
 
-void srv_metrics_render_cache_config(int32_t block_size, int64_t num_gpu_blocks, bool prefix_caching, struct evbuffer *o) {
+void srv_metrics_render_cache_config(int32_t block_size, int64_t num_gpu_blocks, bool prefix_caching,
+                                     double gpu_memory_utilization, int64_t num_gpu_blocks_override, struct evbuffer *o) {
     head(o, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
-    evbuffer_add_printf(o, "vllm:cache_config_info{block_size=\"%d\",enable_prefix_caching=\"%s\",num_gpu_blocks=\"%lld\"} 1.0\n",
-                        (int)block_size, prefix_caching ? "True" : "False", (long long)num_gpu_blocks);
+    char gmu[64] = "", ov[32] = "None";
+    if (gpu_memory_utilization > 0) snprintf(gmu, sizeof gmu, ",gpu_memory_utilization=\"%g\"", gpu_memory_utilization);
+    if (num_gpu_blocks_override > 0) snprintf(ov, sizeof ov, "%lld", (long long)num_gpu_blocks_override);
+    evbuffer_add_printf(o, "vllm:cache_config_info{block_size=\"%d\",enable_prefix_caching=\"%s\"%s,num_gpu_blocks=\"%lld\","
+                        "num_gpu_blocks_override=\"%s\"} 1.0\n", (int)block_size, prefix_caching ? "True" : "False", gmu,
+                        (long long)num_gpu_blocks, ov);
 }

@@ -42,6 +42,8 @@ const char *srv_fault_name(int kind);
 /* vllm:prefix_cache_queries_total / vllm:prefix_cache_hits_total (prompt tokens looked up in the
  * engine's prefix cache, and found there), for an engine that has one. */
 void srv_metrics_render_prefix_cache(int64_t queries, int64_t hits, const char *model, struct evbuffer *out);
-/* vllm:cache_config_info{block_size, num_gpu_blocks, enable_prefix_caching} 1: the KV cache's size. */
-void srv_metrics_render_cache_config(int32_t block_size, int64_t num_gpu_blocks, bool prefix_caching, struct evbuffer *out);
+/* vllm:cache_config_info{block_size, enable_prefix_caching, gpu_memory_utilization (when > 0), num_gpu_blocks,
+ * num_gpu_blocks_override ("None" when 0)} 1: the KV cache's size and what set it. */
+void srv_metrics_render_cache_config(int32_t block_size, int64_t num_gpu_blocks, bool prefix_caching,
+                                     double gpu_memory_utilization, int64_t num_gpu_blocks_override, struct evbuffer *out);
 #endif

@@ -258,8 +258,8 @@ void oai_error_body(struct evbuffer *o, int status, const char *message) {
     free(js);
 }
 
-void oai_models_body(struct evbuffer *o, const char *model_json, int64_t created) {
+void oai_models_body(struct evbuffer *o, const char *model_json, int64_t created, const char *meta_json) {
     evbuffer_add_printf(o, "{\"object\":\"list\",\"data\":[{\"id\":%s,\"object\":\"model\",\"created\":%lld,"
-                           "\"owned_by\":\"dsperf\",\"root\":%s,\"parent\":null}]}",
-                        model_json, (long long)created, model_json);
+                           "\"owned_by\":\"dsperf\",\"root\":%s,\"parent\":null%s%s}]}",
+                        model_json, (long long)created, model_json, meta_json ? ",\"meta\":" : "", meta_json ? meta_json : "");
 }

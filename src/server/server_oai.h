@@ -101,5 +101,5 @@ void oai_error_body(struct evbuffer *out, int status, const char *message);
 const char *oai_error_type(int status);
 
 /* The /v1/models body. */
-void oai_models_body(struct evbuffer *out, const char *model_json, int64_t created);
+void oai_models_body(struct evbuffer *out, const char *model_json, int64_t created, const char *meta_json);
 #endif

@@ -2,6 +2,7 @@
  * intervals), its terminal table and loader. Works on the document alone, so a saved sweep can be
  * re-analysed and the live run and a re-read file print the same thing. */
 #include "sweep/sweep.h"
+#include "sweep/context.h"
 #include "metrics/summary.h"
 #include "common/fileio.h"
 #include <errno.h>
@@ -253,7 +254,13 @@ int sweep_analyse(json_t *doc, double slo_percentile) {
     if (!json_is_array(levels)) return -1;
     group g[SWEEP_MAX_LEVELS];
     size_t ng = group_levels(levels, g, SWEEP_MAX_LEVELS);
-    json_object_set_new(doc, "knee", knee_section(doc, levels, g, ng));
+    if (sweep_axis_is_length(json_string_value(json_object_get(doc, "axis")))) {
+        /* throughput falls as prompts grow: a plateau along context length is no knee */
+        json_object_set_new(doc, "knee", json_null());
+        json_object_set_new(doc, "knee_note", json_string("a sweep along context length has no knee (see \"context\")"));
+    } else {
+        json_object_set_new(doc, "knee", knee_section(doc, levels, g, ng));
+    }
     json_object_set_new(doc, "max_goodput", goodput_section(doc, levels, g, ng, slo_percentile));
     json_object_set_new(doc, "ci", ci_section(levels, g, ng));
     return 0;
@@ -265,6 +272,11 @@ static void load_label(char *buf, size_t len, const char *axis, const char *kind
     if (kind && !strcmp(kind, "synchronous")) snprintf(buf, len, "sync");
     else if (kind && !strcmp(kind, "throughput")) snprintf(buf, len, "max");
     else if (axis && !strcmp(axis, "rate")) snprintf(buf, len, "%.3g/s", load);
+    else if (sweep_axis_is_length(axis)) {
+        char l[24];
+        sweep_length_label(load, l, sizeof l);
+        snprintf(buf, len, "%s=%s", strcmp(axis, "input_len") ? "out" : "in", l);
+    }
     else snprintf(buf, len, "c=%.0f", load);
 }
 

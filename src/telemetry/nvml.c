@@ -89,7 +89,7 @@ static const struct { unsigned id; gpu_col col; double scale; } gpm_metrics[] = 
 const char *const gpu_col_names[GPU_COL_COUNT] = {
     "util_gpu_pct", "util_mem_pct", "mem_used_mib", "mem_total_mib", "sm_clock_mhz", "mem_clock_mhz",
     "power_w", "power_avg_w", "energy_j", "temp_c", "pcie_tx_mb_s", "pcie_rx_mb_s", "nvlink_tx_mb_s",
-    "nvlink_rx_mb_s", "clock_event_reasons", "throttled", "n_processes", "sm_util_pct", "sm_occupancy_pct",
+    "nvlink_rx_mb_s", "clock_event_reasons", "throttled", "n_processes", "pcie_link_gen", "pcie_link_width", "sm_util_pct", "sm_occupancy_pct",
     "tensor_util_pct", "hmma_util_pct", "dram_bw_util_pct", "fp16_util_pct", "fp32_util_pct",
     "gpm_pcie_tx_mb_s", "gpm_pcie_rx_mb_s", "gpm_nvlink_tx_mb_s", "gpm_nvlink_rx_mb_s"};
 
@@ -116,6 +116,10 @@ struct nvml {
     nvmlReturn_t (*DeviceGetFieldValues)(nvmlDevice_t, int, nvmlFieldValue_t *);
     nvmlReturn_t (*DeviceGetPowerUsage)(nvmlDevice_t, unsigned *);
     nvmlReturn_t (*DeviceGetPcieThroughput)(nvmlDevice_t, int, unsigned *);
+    nvmlReturn_t (*DeviceGetCurrPcieLinkGeneration)(nvmlDevice_t, unsigned *);
+    nvmlReturn_t (*DeviceGetCurrPcieLinkWidth)(nvmlDevice_t, unsigned *);
+    nvmlReturn_t (*DeviceGetMaxPcieLinkGeneration)(nvmlDevice_t, unsigned *);
+    nvmlReturn_t (*DeviceGetMaxPcieLinkWidth)(nvmlDevice_t, unsigned *);
     nvmlReturn_t (*DeviceGetClocksEventReasons)(nvmlDevice_t, unsigned long long *);
     nvmlReturn_t (*DeviceGetComputeRunningProcesses)(nvmlDevice_t, unsigned *, nvmlProcessInfo_t *);
     nvmlReturn_t (*DeviceGetMigMode)(nvmlDevice_t, unsigned *, unsigned *);
@@ -211,6 +215,10 @@ nvml *nvml_open(char *err, size_t errlen) {
     BIND(DeviceGetFieldValues, "nvmlDeviceGetFieldValues", NULL);
     BIND(DeviceGetPowerUsage, "nvmlDeviceGetPowerUsage", NULL);
     BIND(DeviceGetPcieThroughput, "nvmlDeviceGetPcieThroughput", NULL);
+    BIND(DeviceGetCurrPcieLinkGeneration, "nvmlDeviceGetCurrPcieLinkGeneration", NULL);
+    BIND(DeviceGetCurrPcieLinkWidth, "nvmlDeviceGetCurrPcieLinkWidth", NULL);
+    BIND(DeviceGetMaxPcieLinkGeneration, "nvmlDeviceGetMaxPcieLinkGeneration", NULL);
+    BIND(DeviceGetMaxPcieLinkWidth, "nvmlDeviceGetMaxPcieLinkWidth", NULL);
     BIND(DeviceGetClocksEventReasons, "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons");
     BIND(DeviceGetComputeRunningProcesses, "nvmlDeviceGetComputeRunningProcesses_v3", NULL);
     BIND(DeviceGetMigMode, "nvmlDeviceGetMigMode", NULL);
@@ -272,6 +280,7 @@ int nvml_gpu_info_get(nvml *n, int index, nvml_gpu_info *info) {
     memset(info, 0, sizeof *info);
     info->index = index;
     info->cc_major = info->cc_minor = info->mig_mode = info->persistence_mode = -1;
+    info->pcie_gen_max = info->pcie_width_max = info->pcie_gen_curr = info->pcie_width_curr = -1;
     info->sm_clock_max_mhz = info->mem_clock_max_mhz = info->power_limit_w = info->power_default_limit_w = NAN;
     info->mem_total_mib = NAN;
     nvmlDevice_t d = handle(n, index);
@@ -292,6 +301,10 @@ int nvml_gpu_info_get(nvml *n, int index, nvml_gpu_info *info) {
     if (OK(DeviceGetMaxClockInfo, d, NVML_CLOCK_MEM, &v)) info->mem_clock_max_mhz = v;
     if (OK(DeviceGetPowerManagementLimit, d, &v)) info->power_limit_w = v / 1000.0;
     if (OK(DeviceGetPowerManagementDefaultLimit, d, &v)) info->power_default_limit_w = v / 1000.0;
+    if (OK(DeviceGetMaxPcieLinkGeneration, d, &v)) info->pcie_gen_max = (int)v;
+    if (OK(DeviceGetMaxPcieLinkWidth, d, &v)) info->pcie_width_max = (int)v;
+    if (OK(DeviceGetCurrPcieLinkGeneration, d, &v)) info->pcie_gen_curr = (int)v;
+    if (OK(DeviceGetCurrPcieLinkWidth, d, &v)) info->pcie_width_curr = (int)v;
     nvmlGpmSupport_t gs = {.version = NVML_GPM_SUPPORT_VERSION};
     info->gpm_supported = n->GpmSampleAlloc && n->GpmMetricsGet && OK(GpmQueryDeviceSupport, d, &gs) && gs.isSupportedDevice;
     return 0;
@@ -483,6 +496,16 @@ void nvml_gpu_sample(nvml_gpu *g, int64_t now_ns, double *cols) {
         g->procs_ns = now_ns;
     }
     if (g->n_procs >= 0) cols[GPU_N_PROCESSES] = g->n_procs;
+    /* the link as trained now: an idle GPU trains down (power saving), a loaded one should not */
+    if (OK(DeviceGetCurrPcieLinkGeneration, d, &v)) cols[GPU_PCIE_LINK_GEN] = v;
+    if (OK(DeviceGetCurrPcieLinkWidth, d, &v)) cols[GPU_PCIE_LINK_WIDTH] = v;
+}
+
+double nvml_pcie_link_mb_s(int gen, int width) {
+    static const double lane_mb_s[] = { 0, 250, 500, 8000.0 * 128 / 130 / 8, 16000.0 * 128 / 130 / 8,
+                                        32000.0 * 128 / 130 / 8, 64000.0 * 242 / 256 / 8 };
+    if (gen < 1 || gen > 6 || width < 1 || width > 32) return NAN;
+    return lane_mb_s[gen] * width;
 }
 
 bool nvml_gpu_lost(const nvml_gpu *g) { return g->lost; }

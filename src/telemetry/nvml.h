@@ -22,6 +22,7 @@ typedef enum {
     GPU_CLOCK_EVENT_REASONS,                      /* bitmask, nvmlClocksEventReason* */
     GPU_THROTTLED,                                /* 1 if power cap, thermal or HW slowdown bits set */
     GPU_N_PROCESSES,                              /* compute processes (refreshed once a second) */
+    GPU_PCIE_LINK_GEN, GPU_PCIE_LINK_WIDTH,       /* the PCIe link as trained now (idle GPUs train down to save power) */
     GPU_SM_UTIL_PCT, GPU_SM_OCCUPANCY_PCT,        /* GPM from here on */
     GPU_TENSOR_UTIL_PCT, GPU_HMMA_UTIL_PCT,
     GPU_DRAM_BW_UTIL_PCT,
@@ -56,7 +57,16 @@ typedef struct {
     double sm_clock_max_mhz, mem_clock_max_mhz;   /* NaN unknown */
     double power_limit_w, power_default_limit_w;  /* NaN unknown */
     bool gpm_supported;
+    /* PCIe link: the most this GPU and slot can train to (nvmlDeviceGetMaxPcieLinkGeneration /
+     * Width), and what it was trained to when read (Curr...); -1 unknown */
+    int pcie_gen_max, pcie_width_max, pcie_gen_curr, pcie_width_curr;
 } nvml_gpu_info;
+
+/* What one direction of a PCIe link carries after line encoding, MB/s (1e6 bytes): lanes x per-lane
+ * rate (gen 1 2.5 GT/s 8b/10b = 250 MB/s, gen 2 500, gen 3 8 GT/s 128b/130b = 984.6, gen 4 1969,
+ * gen 5 3938, gen 6 7563 with FLIT); NAN for an unknown generation or width. A Gen4 x16 A100 PCIe
+ * card: 31,508 MB/s each way. */
+double nvml_pcie_link_mb_s(int gen, int width);
 
 typedef struct { unsigned pid; double used_mib; } nvml_process;
 

@@ -359,13 +359,25 @@ static json_t *gpu_json(const gpu_stream *gs, int64_t t0_ns) {
     json_t *procs = json_array();
     for (int i = 0; i < gs->n_seen; i++)
         json_array_append_new(procs, json_pack("{s:i,s:o}", "pid", (int)gs->seen[i].pid, "used_mib", json_num(gs->seen[i].used_mib)));
-    uint64_t ints = 1ULL << GPU_CLOCK_EVENT_REASONS | 1ULL << GPU_THROTTLED | 1ULL << GPU_N_PROCESSES;
-    return json_pack("{s:i,s:s,s:s,s:s,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "index", in->index, "name", in->name,
-                     "uuid", in->uuid, "bus_id", in->bus_id, "gpm", in->gpm_supported,
-                     "mem_total_mib", json_num(in->mem_total_mib), "sm_clock_max_mhz", json_num(in->sm_clock_max_mhz),
-                     "mem_clock_max_mhz", json_num(in->mem_clock_max_mhz), "power_limit_w", json_num(in->power_limit_w),
-                     "processes", procs, "dropped_rows", json_integer((json_int_t)gs->s.dropped),
-                     "series", series_json(&gs->s, t0_ns, ints));
+    uint64_t ints = 1ULL << GPU_CLOCK_EVENT_REASONS | 1ULL << GPU_THROTTLED | 1ULL << GPU_N_PROCESSES |
+                    1ULL << GPU_PCIE_LINK_GEN | 1ULL << GPU_PCIE_LINK_WIDTH;
+    json_t *g = json_pack("{s:i,s:s,s:s,s:s,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "index", in->index, "name", in->name,
+                          "uuid", in->uuid, "bus_id", in->bus_id, "gpm", in->gpm_supported,
+                          "mem_total_mib", json_num(in->mem_total_mib), "sm_clock_max_mhz", json_num(in->sm_clock_max_mhz),
+                          "mem_clock_max_mhz", json_num(in->mem_clock_max_mhz), "power_limit_w", json_num(in->power_limit_w),
+                          "processes", procs, "dropped_rows", json_integer((json_int_t)gs->s.dropped),
+                          "series", series_json(&gs->s, t0_ns, ints));
+    /* the link's capacity (what diagnose compares PCIe traffic with), when NVML says */
+    if (in->pcie_gen_max > 0 || in->pcie_gen_curr > 0) {
+        double cap = nvml_pcie_link_mb_s(in->pcie_gen_max, in->pcie_width_max);
+        json_object_set_new(g, "pcie", json_pack("{s:o,s:o,s:o,s:o,s:o}",
+            "gen_max", in->pcie_gen_max > 0 ? json_integer(in->pcie_gen_max) : json_null(),
+            "width_max", in->pcie_width_max > 0 ? json_integer(in->pcie_width_max) : json_null(),
+            "gen_at_start", in->pcie_gen_curr > 0 ? json_integer(in->pcie_gen_curr) : json_null(),
+            "width_at_start", in->pcie_width_curr > 0 ? json_integer(in->pcie_width_curr) : json_null(),
+            "link_mb_s_per_direction", json_num(cap)));
+    }
+    return g;
 }
 
 json_t *telemetry_series_json(const telemetry *t, int64_t t0_ns) {

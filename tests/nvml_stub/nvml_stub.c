@@ -13,12 +13,16 @@
  *   GPM (nvmlGpmMetricsGet between the two samples it is given): SM 10*s2, occupancy 5*s2, tensor 60,
  *   HMMA 55, DRAM bandwidth 70, FP16 1, FP32 2 %, PCIe TX/RX 1000/2000 MiB/s, NVLink TX/RX 300/400 MiB/s,
  *   where s2 is the sample number stored in the second GPM sample.
+ *   PCIe link: max generation 4 (NVML_STUB_PCIE_GEN), width 16; the current generation reads 1 before
+ *   the GPU's first sample (an idle GPU trains its link down) and the max from then on.
  * Environment knobs (read by nvmlInit):
  *   NVML_STUB_GPUS=N            devices (default 2)
  *   NVML_STUB_NO_GPM=1          GPM unsupported (nvmlGpmQueryDeviceSupport says so)
  *   NVML_STUB_NOT_SUPPORTED=fn  that entry point (e.g. nvmlDeviceGetTemperature) returns NOT_SUPPORTED
  *   NVML_STUB_LOST_AFTER=K      from sample K+1 on, GPU 0 is lost: its calls return GPU_IS_LOST
  *   NVML_STUB_INIT_FAIL=1       nvmlInit fails (NVML_ERROR_DRIVER_NOT_LOADED)
+ *   NVML_STUB_DRAM=P            GPM DRAM bandwidth utilisation P % (default 70)
+ *   NVML_STUB_PCIE_GEN=G        the PCIe link's generation (default 4)
  * nvml_stub_count(name) tells how often an entry point was called (in-process tests). */
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +36,8 @@ typedef struct { int index; unsigned long samples; } dev;
 typedef struct { unsigned magic; unsigned long sample_no; int index; } gpm_sample;
 
 static dev devs[MAX_GPUS];
-static int n_gpus = 2, no_gpm, lost_after = -1, initialized;
+static int n_gpus = 2, no_gpm, lost_after = -1, initialized, pcie_gen = 4;
+static double dram_pct = 70;
 static char not_supported[64];
 
 /* Calls per entry point (names as exported). */
@@ -71,6 +76,8 @@ API nvmlReturn_t nvmlInit_v2(void) {
     no_gpm = (e = getenv("NVML_STUB_NO_GPM")) && *e == '1';
     lost_after = (e = getenv("NVML_STUB_LOST_AFTER")) ? atoi(e) : -1;
     snprintf(not_supported, sizeof not_supported, "%s", (e = getenv("NVML_STUB_NOT_SUPPORTED")) ? e : "");
+    dram_pct = (e = getenv("NVML_STUB_DRAM")) ? atof(e) : 70;
+    pcie_gen = (e = getenv("NVML_STUB_PCIE_GEN")) ? atoi(e) : 4;
     for (int i = 0; i < MAX_GPUS; i++) devs[i] = (dev){i, 0};
     initialized = 1;
     return OK;
@@ -153,6 +160,10 @@ API nvmlReturn_t nvmlDeviceGetFieldValues(dev *d, int n, field_value *f) {
 }
 API nvmlReturn_t nvmlDeviceGetPowerUsage(dev *d, unsigned *mw) { ENTER(d); *mw = 345000; return OK; }
 API nvmlReturn_t nvmlDeviceGetPcieThroughput(dev *d, int counter, unsigned *kb_s) { ENTER(d); *kb_s = counter == 0 ? 7000 : 9000; return OK; }
+API nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(dev *d, unsigned *g) { ENTER(d); *g = (unsigned)pcie_gen; return OK; }
+API nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(dev *d, unsigned *w) { ENTER(d); *w = 16; return OK; }
+API nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(dev *d, unsigned *g) { ENTER(d); *g = d->samples ? (unsigned)pcie_gen : 1; return OK; }
+API nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(dev *d, unsigned *w) { ENTER(d); *w = 16; return OK; }
 API nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(dev *d, unsigned long long *r) { ENTER(d); *r = d->samples >= 3 ? 0x4 : 0; return OK; }
 typedef struct { unsigned pid; unsigned long long usedGpuMemory; unsigned gpuInstanceId, computeInstanceId; } proc_info;
 API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(dev *d, unsigned *n, proc_info *p) {
@@ -207,7 +218,7 @@ API nvmlReturn_t nvmlGpmMetricsGet(gpm_get *g) {
         case 3: m->value = 5 * s2; break;     /* SM occupancy */
         case 5: m->value = 60; break;         /* any tensor */
         case 7: m->value = 55; break;         /* HMMA */
-        case 10: m->value = 70; break;        /* DRAM bandwidth */
+        case 10: m->value = dram_pct; break;  /* DRAM bandwidth */
         case 12: m->value = 2; break;         /* FP32 */
         case 13: m->value = 1; break;         /* FP16 */
         case 20: m->value = 1000; break;      /* PCIe TX, MiB/s */
