@@ -316,6 +316,31 @@ TEST(history_cli_reads_a_history_written_before_sample_sets) {
     CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
 }
 
+/* A simulated context ladder with --db is one sweep in the history (its levels are not runs of
+ * their own), labelled, with the ladder in its configuration. */
+TEST(history_cli_records_a_sim_ladder_once) {
+    char db[512], cmd[1024];
+    snprintf(db, sizeof db, "%s/ladder.db", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sim --input-len 128,256,512 --requests 20 --concurrency 4 --quiet --db %s --label run=ladder", db);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "history --db %s list --json", db);
+    char *out = NULL;
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    json_t *runs = out ? json_loads(out, 0, NULL) : NULL;
+    CHECK(json_is_array(runs) && json_array_size(runs) == 1);
+    const json_t *r = json_array_get(runs, 0);
+    CHECK_STR(json_string_value(json_object_get(r, "kind")), "sweep");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(r, "labels"), "run")), "ladder");
+    CHECK(json_number_value(json_object_get(json_object_get(r, "metrics"), "peak_output_throughput")) > 0);
+    json_decref(runs);
+    free(out);
+    snprintf(cmd, sizeof cmd, "history --db %s show 1", db);
+    out = NULL;
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    CHECK(out && strstr(out, "\"ladder\":\"128,256,512\"") && strstr(out, "\"mode\":\"input_len\""));
+    free(out);
+}
+
 TEST(history_cli_bad_input) {
     char cmd[1024], notdb[512];
     snprintf(notdb, sizeof notdb, "%s/notes.txt", harness_tmpdir());
