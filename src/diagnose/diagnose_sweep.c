@@ -4,6 +4,7 @@
  * evidence (throughput gain against load gain, step time against the roofline's at each load).
  * Levels whose requests outlasted them are not measurements and are skipped. */
 #include "diagnose/diagnose_int.h"
+#include "sweep/sweep.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +18,13 @@ typedef struct {
     double dram, tensor, sm, util, cpu;
 } level_facts;
 
-/* A level that measured the server: completed requests, and not marked "not measured" (a level
- * whose requests outlast it says nothing about the server). */
+/* A level that measured the server, by the sweep's own rule (sweep_level_measured): one where
+ * every request failed on the server is measured (that is the server's answer); one whose
+ * requests outlasted it, or where nothing ended, is not. */
 static bool level_measured(const json_t *lv) {
-    if (json_is_false(json_object_get(lv, "measured"))) return false;
     const char *st = json_string_value(json_object_get(lv, "state"));
     if (st && !strcmp(st, "not_measured")) return false;
-    return diag_num(json_object_get(lv, "results"), "completed") > 0;
+    return sweep_level_measured(lv);
 }
 
 static double gpu_mean(const json_t *res, const char *col) {

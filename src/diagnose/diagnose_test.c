@@ -628,3 +628,25 @@ TEST(diagnose_kv_share_from_metrics) {
     json_decref(g);
     json_decref(d);
 }
+
+/* A level where every request failed on the server is measured (the server's answer), by the
+ * sweep's own rule: diagnose reports the failures at those loads instead of skipping the levels. */
+TEST(diagnose_sweep_level_all_server_failures_is_measured) {
+    test_server s;
+    CHECK_EQ_INT(test_serve_start(&s, "--fail-rate 1 --ttft 2ms --itl 1ms"), 0);
+    char path[512], cmd[1024];
+    snprintf(path, sizeof path, "%s/allfail.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sweep --url %s --concurrency 1,2 --requests 10 --dataset random:in=8,out=4 --quiet --out %s",
+             s.url, path);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 1);          /* every level over --max-error-rate */
+    test_serve_stop(&s);
+    json_t *doc = test_load_json(path);
+    CHECK(doc);
+    if (!doc) return;
+    json_t *g = diag(doc);
+    const json_t *f = finding(g, "errors", NULL);
+    CHECK(f && strstr(json_string_value(json_object_get(f, "title")), "HTTP 500"));
+    CHECK_EQ_INT((int)json_array_size(json_object_get(g, "levels_not_measured")), 0);
+    json_decref(g);
+    json_decref(doc);
+}
