@@ -145,10 +145,11 @@ static json_t *overhead_everywhere(const level_facts *F, size_t n, const json_t 
     range(F, n, offsetof(level_facts, tensor), &c, &d);
     range(F, n, offsetof(level_facts, sm), &e, &g);
     range(F, n, offsetof(level_facts, util), &u, &v);
+    char gpm[160];
     if (isfinite(a) && isfinite(u))
         diag_ev(f, b, "%", "levels[].telemetry.gpu.series: dram_bw_util_pct, tensor_util_pct, sm_util_pct, util_gpu_pct",
-                "DRAM bandwidth %.1f-%.1f%%, tensor %.2f-%.2f%%, SM %.0f-%.0f%% (GPM) while NVML utilization reads %.0f-%.0f%% "
-                "(it counts time with any kernel running)", a, b, c, d, e, g, u, v);
+                "%s (GPM) while NVML utilization reads %.0f-%.0f%% (it counts time with any kernel running)",
+                diag_gpm_text(gpm, sizeof gpm, a, b, c, d, e, g), u, v);
     range(F, n, offsetof(level_facts, cpu), &a, &b);
     if (isfinite(a) && a >= 80)
         diag_ev(f, a, "%", "levels[].telemetry.host.series.server_cpu_pct", "the server process keeps %.0f-%.0f%% of a CPU "

@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "testutil.h"
 #include "diagnose/diagnose.h"
+#include "diagnose/diagnose_int.h"
 #include "telemetry/nvml.h"
 #include <math.h>
 #include <stdbool.h>
@@ -649,4 +650,14 @@ TEST(diagnose_sweep_level_all_server_failures_is_measured) {
     CHECK_EQ_INT((int)json_array_size(json_object_get(g, "levels_not_measured")), 0);
     json_decref(g);
     json_decref(doc);
+}
+
+/* GPM evidence names only the activities that were sampled (a GPU that gives DRAM only prints no
+ * "tensor nan%"), a range as lo-hi, a value once. */
+TEST(diagnose_gpm_text_leaves_out_what_was_not_sampled) {
+    char b[160];
+    CHECK_STR(diag_gpm_text(b, sizeof b, 0.8, 1.4, 0.11, 0.3, 4, 10), "DRAM bandwidth 0.8-1.4%, tensor 0.11-0.30%, SM 4-10%");
+    CHECK_STR(diag_gpm_text(b, sizeof b, 92, 92, NAN, NAN, NAN, NAN), "DRAM bandwidth 92.0%");
+    CHECK_STR(diag_gpm_text(b, sizeof b, NAN, NAN, 0.5, 0.5, 7, 7), "tensor 0.50%, SM 7%");
+    CHECK_STR(diag_gpm_text(b, sizeof b, NAN, NAN, NAN, NAN, NAN, NAN), "");
 }
