@@ -7,7 +7,8 @@
 #     per chunk, with and without libcurl's post-read poll;
 #  3. timing error at 1, 64, 512 and 1,000 streams: measured minus configured TTFT and ITL, with the
 #     server's own emission lateness beside it, kernel stamps beside read stamps;
-#  4. the other modules' benchmarks, when present (tokenizer, simulator, trace prompt building).
+#  4. the other modules' benchmarks, when present (tokenizer, simulator, multi-host merge, trace prompt
+#     building, results history).
 set -eu
 BIN=${DSPERF_BIN:-./dsperf}
 OUT=${BENCH_OUT:-out/bench}
@@ -114,6 +115,6 @@ PY
 done
 echo "   (goal at 1,000 streams: ITL p99 < 200 us; $(field "$OUT/timing-1000.json" "d['itl_samples']") gaps, $(field "$OUT/timing-1000.json" "d['client']['threads']") client threads)"
 
-for extra in scripts/bench_tokenizer.sh scripts/bench_sim.sh scripts/bench_dist.sh scripts/bench_trace.sh; do
+for extra in scripts/bench_tokenizer.sh scripts/bench_sim.sh scripts/bench_dist.sh scripts/bench_trace.sh scripts/bench_history.sh; do
   if [ -f "$extra" ]; then echo "== $extra"; bash "$extra" "$BIN" || echo "bench: $extra failed"; fi
 done

@@ -24,6 +24,7 @@ static const struct { const char *name; cmd_fn fn; const char *what; } commands[
     {"trace", cmd_trace, "what a Mooncake-format trace holds: span, lengths, working set, the hit rate it allows"},
     {"env", cmd_env, "check the environment for what skews benchmarks"},
     {"drift", cmd_drift, "accuracy drift between two deployments: top-1 agreement, logprob deltas, KL, delta PPL by context"},
+    {"history", cmd_history, "the results history (--db): list, trend, best, compare against history, import, export"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -477,6 +477,43 @@ TEST(mpi_sweep_writes_one_file_with_every_rank) {
     json_decref(d);
 }
 
+/* --db under a job: rank 0 records the job's one result (bench) and its sweep; no other rank
+ * touches the history, so it holds exactly two runs with the job's totals. */
+TEST(mpi_rank_0_records_the_job_in_the_history) {
+    NEED_MPIRUN();
+    test_server s;
+    char out[600], db[600], args[1400];
+    if (serve_and_out(&s, "--ttft 5ms --itl 1ms --prefill-per-token 0", out, sizeof out, "hjob.json") != 0) return;
+    snprintf(db, sizeof db, "%s/job.db", harness_tmpdir());
+    snprintf(args, sizeof args, "bench --url %s --concurrency 4 --requests 40 --client-threads 1 --dataset random:in=8,out=5 "
+             "--quiet --out %s --db %s --label job=bench", s.url, out, db);
+    int rc, rc2;
+    json_t *r = run_job(2, "", args, out, &rc, NULL);
+    snprintf(out, sizeof out, "%s/hsweep.json", harness_tmpdir());
+    snprintf(args, sizeof args, "sweep --url %s --concurrency 2,4 --requests 12 --dataset random:in=8,out=5 --quiet "
+             "--no-early-stop --out %s --db %s --label job=sweep", s.url, out, db);
+    json_t *d = run_job(2, "", args, out, &rc2, NULL);
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(rc2, 0);
+    CHECK(r && d);
+    json_decref(r);
+    json_decref(d);
+    char cmd[900], *text = NULL;
+    snprintf(cmd, sizeof cmd, "history --db %s list", db);
+    CHECK_EQ_INT(test_run(cmd, &text, NULL), 0);
+    CHECK_MSG(text && strstr(text, "(2 runs)") && strstr(text, "job=bench") && strstr(text, "job=sweep"), "%s", text ? text : "");
+    free(text);
+    text = NULL;
+    snprintf(cmd, sizeof cmd, "history --db %s show 1 --doc", db);
+    CHECK_EQ_INT(test_run(cmd, &text, NULL), 0);
+    json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
+    CHECK_EQ_INT(num(doc, "completed"), 40);
+    CHECK_EQ_INT(num(json_object_get(doc, "dist"), "ranks"), 2);
+    json_decref(doc);
+    free(text);
+}
+
 /* Different command lines per rank (MPMD): rank 1's server does not answer, so its pre-flight
  * fails; rank 0 names it and the whole job ends with the usage exit code, before any load. */
 TEST(mpi_a_rank_that_cannot_prepare_ends_the_job_with_its_reason) {

@@ -89,6 +89,9 @@ static const char usage_text[] =
 "  --out FILE              write results JSON (schema dsperf.results/1, vLLM-compatible names)\n"
 "  --save-requests FILE    write one JSON line per request with every timestamp\n"
 "  --quiet                 no summary and no progress; --no-progress: no live line\n"
+"history (see dsperf history --help):\n"
+"  --db PATH               record the run in this results history (SQLite; default $DSPERF_DB)\n"
+"  --label KEY=VALUE       a label for the run in the history (repeatable), e.g. release=v0.9.1\n"
 "\n"
 "examples:\n"
 "  dsperf bench --url http://127.0.0.1:8000 --concurrency 32 --requests 500 --out r.json\n"
@@ -100,7 +103,7 @@ static const char usage_text[] =
 enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_CONC, O_THINK, O_RATE, O_ARRIVAL,
        O_MAXCONC, O_REQUESTS, O_DURATION, O_GRACE, O_WARMUP, O_SEED, O_DATASET, O_IGNORE_EOS, O_NO_USAGE,
        O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS, O_RAMP, O_CLASS, O_GPUNODES, O_RANKTO, O_HFILE, O_MAXERR,
-       O_BLOCK, O_TSCALE, O_TWINDOW };
+       O_BLOCK, O_TSCALE, O_TWINDOW, O_DB, O_LABEL };
 
 static const struct option long_opts[] = {
     {"url", 1, 0, O_URL}, {"api", 1, 0, O_API}, {"model", 1, 0, O_MODEL}, {"header", 1, 0, O_HEADER},
@@ -115,6 +118,7 @@ static const struct option long_opts[] = {
     {"gpu-ids", 1, 0, O_GPU}, {"server-metrics", 1, 0, O_SMETRICS}, {"host-metrics", 0, 0, O_HOSTM},
     {"server-pid", 1, 0, O_SPID}, {"telemetry-interval", 1, 0, O_TINT},
     {"client-threads", 1, 0, O_CTHREADS}, {"ramp", 1, 0, O_RAMP}, {"class", 1, 0, O_CLASS}, {"gpu-nodes", 1, 0, O_GPUNODES}, {"rank-timeout", 1, 0, O_RANKTO}, {"tokenizer", 1, 0, O_TOK}, {"length-tolerance", 1, 0, O_LENTOL},
+    {"db", 1, 0, O_DB}, {"label", 1, 0, O_LABEL},
     {"quiet", 0, 0, O_QUIET}, {"no-progress", 0, 0, O_NOPROG}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0},
 };
 
@@ -180,6 +184,7 @@ void bench_opts_defaults(bench_opts *b, int argc, char **argv) {
     b->max_error_rate = VALIDITY_DEFAULT_MAX_ERROR_RATE;
     summary_default_opts(&b->summary);
     telemetry_default_opts(&b->telemetry);
+    history_opts_init(&b->hist);
     dist_default_opts(&b->dist_o);
     b->command_line = cli_command_line(argc, argv);
     b->headers = calloc((size_t)argc + 1, sizeof *b->headers);
@@ -285,7 +290,7 @@ int bench_opts_shared(bench_opts *b, const char *name, const char *a) {
     } else if (!strcmp(name, "max-error-rate")) {
         if (validity_parse_rate(a, &b->max_error_rate) < 0) return bad("max-error-rate", a, "a share such as 1% or 0.01, within [0, 1]");
     } else if (!strcmp(name, "quiet")) { b->quiet = true; log_set_quiet(1); }
-    else return 1;
+    else return history_opts_apply(&b->hist, name, a);
     return 0;
 }
 
@@ -405,6 +410,8 @@ void bench_opts_free(bench_opts *b) {
     }
     tokenizer_free(b->tok);
     b->tok = NULL;
+    json_decref(b->server_identity);
+    b->server_identity = NULL;
     json_decref(b->deployment);
     b->deployment = NULL;
     free(b->command_line);

@@ -8,6 +8,7 @@
 #include "dataset/dataset.h"
 #include "telemetry/telemetry.h"
 #include "dist/dist.h"
+#include "cli/history_opts.h"
 #include <jansson.h>
 
 #define BENCH_MAX_CLASSES 16
@@ -44,6 +45,8 @@ typedef struct {
     telemetry_opts telemetry;    /* samplers to run beside the load (none by default) */
     bool telemetry_on;
     bool quiet, no_progress;
+    history_opts hist;           /* --db / --label: record the run in the results history */
+    json_t *server_identity;     /* the engine, its version and the served model (bench_prepare) */
     double max_error_rate;       /* --max-error-rate: server-side failures above it fail the run (validity.h) */
     char *command_line;
     bench_class classes[BENCH_MAX_CLASSES];
@@ -65,7 +68,7 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv);
 void bench_opts_defaults(bench_opts *b, int argc, char **argv);
 /* The options every command that sends requests takes alike (bench, sweep, monitor): the target
  * (url, api, model, header, insecure, timeout), the requests (dataset, tokenizer, no-usage, seed),
- * the SLO, max-error-rate and quiet, by long option name. Returns 0 when applied, 1 when name is not one of them,
+ * the SLO, max-error-rate, quiet, and the history (db, label), by long option name. Returns 0 when applied, 1 when name is not one of them,
  * or EXIT_USAGE after its one-line error. */
 int bench_opts_shared(bench_opts *b, const char *name, const char *value);
 void bench_opts_free(bench_opts *b);

@@ -6,6 +6,7 @@
 #include "dataset/sessions.h"
 #include "metrics/workload.h"
 #include "results/results.h"
+#include "client/identify.h"
 #include "results/validity.h"
 #include "common/log.h"
 #include "common/clock.h"
@@ -165,6 +166,7 @@ int bench_prepare(bench_opts *b, dataset **ds, char **model) {
     }
     if (!b->client.model) b->client.model = *model;
     probe_deployment(b);
+    if (!b->server_identity) b->server_identity = client_identify(&b->client, b->telemetry.server_metrics_url);
     return bench_prepare_dataset(b, b->plan.requests ? b->plan.requests + b->plan.warmup : 10000, ds);
 }
 
@@ -325,6 +327,7 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
     if (!out->results) { json_decref(cost); dist_merged_free(&m); telemetry_free(tel); snprintf(err, errlen, "out of memory while computing the summary"); return -1; }
     json_object_set_new(out->results, "interrupted", json_boolean(interrupted));
     json_object_set_new(out->results, "client", cost);
+    if (b->server_identity) json_object_set(out->results, "server", b->server_identity);
     add_token_sources(out->results, recs, b->client.counter.name);
     if (b->n_classes) add_class_summaries(out->results, recs, b, d ? m.cls : NULL);
     if (tel) {

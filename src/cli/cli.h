@@ -24,6 +24,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_drift(int argc, char **argv);
+int cmd_history(int argc, char **argv);
 
 struct option;
 /* A getopt_long table: the command's own options followed by one required-argument option per

@@ -39,9 +39,11 @@ int cmd_bench(int argc, char **argv) {
     int rc = bench_opts_parse(&b, argc, argv);
     if (rc >= 0) { bench_opts_free(&b); return rc; }   /* --help or a usage error (reported) */
     if ((rc = start_job(&b)) != EXIT_OK) { bench_opts_free(&b); return rc; }
-    /* outputs are checked before the run; only rank 0 of a job writes them */
-    if (!b.dist || dist_is_root(b.dist))
+    /* outputs and the history are checked before the run; only rank 0 of a job writes them */
+    if (!b.dist || dist_is_root(b.dist)) {
         if ((rc = cli_check_output("--out", b.out_path)) == EXIT_OK) rc = cli_check_output("--save-requests", b.requests_path);
+        if (rc == EXIT_OK) rc = history_opts_check(&b.hist);
+    }
     if (rc != EXIT_OK && !b.dist) { bench_opts_free(&b); return rc; }
     fd_limit_prepare();     /* thousands of streams: before any thread starts */
     dataset *ds = NULL;
@@ -87,6 +89,7 @@ int cmd_bench(int argc, char **argv) {
         if (b.out_path && results_write_json(b.out_path, res, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
         else if (b.out_path) log_info("results written to %s", b.out_path);
         if (b.requests_path && results_write_requests_jsonl(b.requests_path, &recs, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
+        if (history_opts_record(&b.hist, res, NULL, 0) != EXIT_OK) exit_code = EXIT_RUN_FAILED;
         /* one policy (results/validity.h): interrupted, nothing completed, or server-side
          * failures over --max-error-rate fail the run, after everything measured is written */
         const char *why = json_string_value(json_object_get(res, "run_failed_reason"));

@@ -3,6 +3,7 @@
  * any measurement, runs the buckets, prints the table, writes dsperf.drift/1 atomically (partial
  * on Ctrl-C) and returns 1 when a gate rule fails. */
 #include "cli/cli.h"
+#include "cli/history_opts.h"
 #include "client/client.h"
 #include "common/redact.h"
 #include "results/results.h"
@@ -53,6 +54,9 @@ static const char usage_text[] =
 "  --out FILE              write the dsperf.drift/1 document (atomic; partial after Ctrl-C)\n"
 "  --save-positions FILE   one JSON line per compared position: both sides' top-k, logprobs, agreement,\n"
 "                          rank, KL (where the drift happens, token by token)\n"
+"  --db PATH               record the result in this results history (SQLite; default $DSPERF_DB): its\n"
+"                          longest context's agreement, delta PPL, KL ... over time (dsperf history --help)\n"
+"  --label KEY=VALUE       a label for the run in the history (repeatable), e.g. kv=fp8\n"
 "  --concurrency N         requests in flight (default 4)\n"
 "  --timeout D             per request (default 600s)\n"
 "  --header 'Name: value'  extra header (repeatable); OPENAI_API_KEY is sent as a bearer token\n"
@@ -75,6 +79,7 @@ static void on_signal(int sig) { (void)sig; g_stop = 1; }
 enum {
     O_BASE = 1000, O_CAND, O_MODEL, O_BMODEL, O_CMODEL, O_API, O_CONTEXTS, O_PROMPTS, O_GEN, O_TOPK, O_DATASET, O_TEXT,
     O_WINDOWS, O_TOKENIZER, O_SCORE, O_NOFLOOR, O_GATE, O_OUT, O_CONC, O_TIMEOUT, O_HEADER, O_INSECURE, O_SEED, O_POS,
+    O_DB, O_LABEL,
 };
 
 static int int_opt(const char *name, const char *v, long long lo, long long hi, int *out) {
@@ -107,10 +112,13 @@ int cmd_drift(int argc, char **argv) {
         {"windows", 1, 0, O_WINDOWS}, {"tokenizer", 1, 0, O_TOKENIZER}, {"score", 1, 0, O_SCORE}, {"no-floor", 0, 0, O_NOFLOOR},
         {"gate", 1, 0, O_GATE}, {"out", 1, 0, O_OUT}, {"concurrency", 1, 0, O_CONC}, {"timeout", 1, 0, O_TIMEOUT},
         {"header", 1, 0, O_HEADER}, {"insecure", 0, 0, O_INSECURE}, {"seed", 1, 0, O_SEED}, {"save-positions", 1, 0, O_POS}, {"quiet", 0, 0, 'q'},
+        {"db", 1, 0, O_DB}, {"label", 1, 0, O_LABEL},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     drift_opts o;
     drift_default_opts(&o);
+    history_opts hist;
+    history_opts_init(&hist);
     const char *model = NULL, *out_path = NULL, *tok_path = NULL;
     const char *headers[33] = { 0 };
     int n_headers = 0, n_rules = 0, rc = EXIT_USAGE;
@@ -167,6 +175,9 @@ int cmd_drift(int argc, char **argv) {
             headers[n_headers++] = a;
             break;
         case O_INSECURE: o.insecure = true; break;
+        case O_DB: case O_LABEL:
+            if (history_opts_apply(&hist, c == O_DB ? "db" : "label", a) != 0) return EXIT_USAGE;
+            break;
         case O_SEED:
             if (units_parse_int(a, 0, INT64_MAX, &v) < 0) { log_error("drift: --seed wants a non-negative integer, got '%s'", a); return EXIT_USAGE; }
             o.seed = (uint64_t)v;
@@ -195,7 +206,8 @@ int cmd_drift(int argc, char **argv) {
     json_t *doc = NULL;
     drift_run *run = NULL;
     /* a path that cannot be written would lose the measurements: refuse before measuring */
-    if (cli_check_output("--out", out_path) || cli_check_output("--save-positions", o.positions_path)) return EXIT_USAGE;
+    if (cli_check_output("--out", out_path) || cli_check_output("--save-positions", o.positions_path) ||
+        history_opts_check(&hist) != EXIT_OK) return EXIT_USAGE;
     if (tok_path && tokenizer_load(tok_path, &tok, err, sizeof err) < 0) {
         log_error("drift: --tokenizer %s: %s", tok_path, err);
         goto out;
@@ -231,6 +243,7 @@ int cmd_drift(int argc, char **argv) {
             log_info("drift: %s written%s", out_path, r > 0 ? " (partial: interrupted)" : "");
         }
     }
+    if (history_opts_record(&hist, doc, NULL, 0) != EXIT_OK && rc == EXIT_OK) rc = EXIT_RUN_FAILED;
 out:
     json_decref(doc);
     drift_run_free(run);

@@ -11,8 +11,11 @@
 #include "common/log.h"
 #include "results/validity.h"
 #include "common/units.h"
+#include "results/results.h"
+#include "common/redact.h"
 #include "common/bindaddr.h"
 #include <curl/curl.h>
+#include <time.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -65,6 +68,11 @@ static const char usage_text[] =
 "  --quiet                 no informational lines on stderr\n"
 "  --max-error-rate F      a run bounded by --requests/--duration whose probes failed on the\n"
 "                          server side above this share exits 1 (default 1%)\n"
+"history (see dsperf history --help):\n"
+"  --db PATH               record a summary of the probes (dsperf.results/1, producer monitor) every\n"
+"                          --db-interval, and of the last partial period at the end (default $DSPERF_DB)\n"
+"  --db-interval T         the period of those summaries (default 10m; also after 100,000 probes)\n"
+"  --label KEY=VALUE       a label for the recorded summaries (repeatable)\n"
 "\n"
 "Exit codes (as every dsperf command, see dsperf --help): 0 when it ends — SIGINT/SIGTERM is a\n"
 "monitor's normal end, whatever the probes' outcomes; 1 when a bounded run (--requests or\n"
@@ -79,7 +87,7 @@ static const char usage_text[] =
 
 enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_RATE, O_ARRIVAL, O_DATASET, O_TOK,
        O_NO_USAGE, O_SEED, O_MAXIF, O_REQUESTS, O_DURATION, O_SLO, O_SLO_TARGET, O_LISTEN, O_LOG, O_LINGER,
-       O_QUIET, O_HELP, O_HFILE, O_MAXERR };
+       O_QUIET, O_HELP, O_HFILE, O_MAXERR, O_DB, O_LABEL, O_DB_INTERVAL };
 
 static const struct option long_opts[] = {
     {"url", 1, 0, O_URL}, {"api", 1, 0, O_API}, {"model", 1, 0, O_MODEL}, {"header", 1, 0, O_HEADER},
@@ -90,7 +98,8 @@ static const struct option long_opts[] = {
     {"requests", 1, 0, O_REQUESTS}, {"duration", 1, 0, O_DURATION}, {"slo", 1, 0, O_SLO},
     {"slo-target", 1, 0, O_SLO_TARGET}, {"listen", 1, 0, O_LISTEN}, {"log", 1, 0, O_LOG},
     {"linger", 1, 0, O_LINGER}, {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP},
-    {"max-error-rate", 1, 0, O_MAXERR}, {0, 0, 0, 0},
+    {"max-error-rate", 1, 0, O_MAXERR},
+    {"db", 1, 0, O_DB}, {"label", 1, 0, O_LABEL}, {"db-interval", 1, 0, O_DB_INTERVAL}, {0, 0, 0, 0},
 };
 
 static volatile sig_atomic_t g_stop;
@@ -128,6 +137,45 @@ static bool url_ok(const char *url) {
     return ok;
 }
 
+/* ---- period summaries into the history ---- */
+
+typedef struct {
+    const bench_opts *b;
+    double rate_per_s, period_s;
+} period_ctx;
+
+static void iso(double unix_s, char *buf, size_t len) {
+    time_t t = (time_t)unix_s;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* A period's probes as a results document (the same summary bench writes), recorded. */
+static void record_period(void *ctx, const recset *probes, double start_unix_s, double end_unix_s) {
+    const period_ctx *pc = ctx;
+    const bench_opts *b = pc->b;
+    json_t *cfg = json_object();
+    json_object_set_new(cfg, "url", redact_json(b->client.base_url));
+    json_object_set_new(cfg, "api", json_string(b->client.api == OPENAI_CHAT ? "chat" : "completions"));
+    json_object_set_new(cfg, "model", b->client.model ? json_string(b->client.model) : json_null());
+    json_object_set_new(cfg, "load", json_string("monitor"));
+    json_object_set_new(cfg, "rate_per_s", json_real(pc->rate_per_s));
+    json_object_set_new(cfg, "arrival", json_string(b->arrival_spec));
+    json_object_set_new(cfg, "dataset", json_string(b->dataset_spec));
+    json_object_set_new(cfg, "period_s", json_real(pc->period_s));
+    results_meta meta = { .producer = "monitor", .command_line = b->command_line, .config = cfg };
+    json_t *doc = results_build(probes, &b->summary, &meta);
+    json_decref(cfg);
+    if (!doc) { log_error("monitor: out of memory while summarising a period for the history"); return; }
+    char s[32], e[32];
+    iso(start_unix_s, s, sizeof s);
+    iso(end_unix_s, e, sizeof e);
+    json_object_set_new(doc, "monitor_period", json_pack("{s:s,s:s,s:I}", "start", s, "end", e, "probes", (json_int_t)probes->n));
+    history_opts_record(&b->hist, doc, NULL, 0);   /* a failure is reported; the monitor goes on */
+    json_decref(doc);
+}
+
 int cmd_monitor(int argc, char **argv) {
     bench_opts b;
     bench_opts_defaults(&b, argc, argv);   /* client, dataset and tokenizer handling as bench's */
@@ -138,7 +186,7 @@ int cmd_monitor(int argc, char **argv) {
     double rate = mo.arr.rate_per_s;
     const char *listen_spec = "127.0.0.1:9464";
     char listen_host[256];
-    int64_t linger_ns = 0, ns;
+    int64_t linger_ns = 0, ns, db_interval_ns = 600 * NS_PER_S;
     long long v;
     double d;
     int rc = EXIT_USAGE;
@@ -184,6 +232,10 @@ int cmd_monitor(int argc, char **argv) {
             if (units_parse_duration_ns(a, &ns) < 0 || ns < 0) { rc = bad("linger", a, "a duration such as 30s"); goto out; }
             linger_ns = ns;
             break;
+        case O_DB_INTERVAL:
+            if (units_parse_duration_ns(a, &ns) < 0 || ns < NS_PER_S) { rc = bad("db-interval", a, "a duration of at least 1s, such as 10m"); goto out; }
+            db_interval_ns = ns;
+            break;
         case O_HELP: fputs(usage_text, stdout); rc = EXIT_OK; goto out;
         default:
             if (optopt && optopt < 256) log_error("unknown option '-%c'; see dsperf monitor --help", optopt);
@@ -209,6 +261,14 @@ int cmd_monitor(int argc, char **argv) {
     mo.slo.tpot_s = b.summary.slo_tpot_ms / 1e3;
     mo.slo.e2el_s = b.summary.slo_e2el_ms / 1e3;
     b.client.headers = b.headers;
+    if ((rc = history_opts_check(&b.hist)) != EXIT_OK) goto out;
+    rc = EXIT_USAGE;
+    period_ctx pctx = { .b = &b, .rate_per_s = rate, .period_s = db_interval_ns / 1e9 };
+    if (b.hist.db) {
+        mo.period_ns = db_interval_ns;
+        mo.on_period = record_period;
+        mo.period_ctx = &pctx;
+    }
 
     fd_limit_prepare();     /* before the exporter thread starts: see common/fdlimit.h */
 

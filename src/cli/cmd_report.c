@@ -8,6 +8,8 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "report/report.h"
+#include "history/history.h"
+#include "cli/history_opts.h"
 #include "common/redact.h"
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +19,7 @@
 
 static void usage(FILE *f) {
     fputs("usage: dsperf report IN.json [-o report.html] [--md FILE] [--csv FILE] [--save-requests FILE.jsonl] [--title T]\n"
+          "       dsperf report --db PATH [--query Q] [--metric M]... [-o trend.html] [--md FILE] [--csv FILE]\n"
           "Builds a report from a results file (dsperf bench / dsperf sim, schema dsperf.results/1) or a sweep\n"
           "file (dsperf sweep, schema dsperf.sweep/1): one self-contained HTML page with inline SVG charts\n"
           "(no network, no scripts; light/dark; prints to PDF): verdict, findings from the diagnosis,\n"
@@ -39,13 +42,20 @@ static void usage(FILE *f) {
           "  --model M, --gpu G, --tp N, --kv-dtype D\n"
           "                       the deployment, for the diagnosis's roofline when the file does not say\n"
           "                       (as in dsperf diagnose)\n"
+          "  --db PATH            instead of a file: the results history's trend page (dsperf history): each\n"
+          "                       metric over the comparable runs with their noise bands and change points\n"
+          "  --query Q            which runs (dsperf history's query terms, e.g. 'label:branch=main since:30d')\n"
+          "  --metric M           a metric to draw (repeatable; default p99_ttft_ms, p99_tpot_ms,\n"
+          "                       output_throughput, or for sweeps knee_load, max_goodput, peak_output_throughput,\n"
+          "                       or for drift runs top1_agreement, delta_ppl, kl)\n"
           "  -h, --help\n\n"
           "Examples:\n"
           "  dsperf sim --concurrency 32 --out run.json --save-requests run.jsonl\n"
           "  dsperf report run.json -o run.html --save-requests run.jsonl\n"
           "  dsperf report sweep.json -o sweep.html --md sweep.md --csv sweep.csv --gpu h200\n"
           "  dsperf report tune.json -o tune.html\n"
-          "  dsperf report drift.json -o drift.html --csv drift.csv\n", f);
+          "  dsperf report drift.json -o drift.html --csv drift.csv\n"
+          "  dsperf report --db perf.db --query 'label:branch=main' --metric p99_ttft_ms -o trend.html\n", f);
 }
 
 typedef int (*writer_fn)(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen);
@@ -85,7 +95,53 @@ static int emit(const char *path, writer_fn w, const json_t *doc, const report_o
     return EXIT_OK;
 }
 
-enum { OPT_MD = 256, OPT_CSV, OPT_REQUESTS, OPT_TITLE, OPT_DIAG, OPT_MODEL, OPT_GPU, OPT_TP, OPT_KV };
+enum { OPT_MD = 256, OPT_CSV, OPT_REQUESTS, OPT_TITLE, OPT_DIAG, OPT_MODEL, OPT_GPU, OPT_TP, OPT_KV, OPT_DB, OPT_QUERY, OPT_METRIC };
+
+#define MAX_TREND_METRICS 16
+
+static int trend_html(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen) { return report_trend_html(f, doc, o, err, errlen); }
+static int trend_md(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen) { (void)o; return report_trend_markdown(f, doc, err, errlen); }
+static int trend_csv(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen) { (void)o; return report_trend_csv(f, doc, err, errlen); }
+
+/* `dsperf report --db PATH [--query Q] [--metric M]...`: the history's trend page. Without
+ * --metric: p99 TTFT, p99 TPOT and output throughput, or for sweeps the knee, max goodput and
+ * peak throughput (whichever the runs have). */
+static int report_history(const char *db, const char *query, const char *const *metrics, int n_metrics, const char *out,
+                          const char *md, const char *csv, report_opts *ro) {
+    char err[1024];
+    history *h;
+    history_opts_register_kinds();   /* which way is better for every kind's metrics */
+    if (history_open(db, HISTORY_READ, &h, err, sizeof err) < 0) { log_error("report: %s", err); return EXIT_USAGE; }
+    static const char *const defaults[3][3] = {
+        {"p99_ttft_ms", "p99_tpot_ms", "output_throughput"}, {"knee_load", "max_goodput", "peak_output_throughput"},
+        {"top1_agreement", "delta_ppl", "kl"},
+    };
+    json_t *trends = json_array();
+    char first_err[1024] = "";
+    for (int pass = 0; pass < (n_metrics ? 1 : 3) && !json_array_size(trends); pass++) {
+        const char *const *list = n_metrics ? metrics : defaults[pass];
+        int n = n_metrics ? n_metrics : 3;
+        for (int i = 0; i < n; i++) {
+            history_trend_opts to;
+            history_trend_default_opts(&to);
+            to.query = query;
+            to.show_last = 0;   /* the page draws every run */
+            json_t *t = history_trend(h, list[i], &to, err, sizeof err);
+            if (t) json_array_append_new(trends, t);
+            else if (!first_err[0]) snprintf(first_err, sizeof first_err, "%s", err);
+            else if (n_metrics) log_warn("report: %s", err);
+        }
+    }
+    history_close(h);
+    int rc = EXIT_OK;
+    if (!json_array_size(trends)) { log_error("report: %s", first_err); rc = EXIT_USAGE; }
+    ro->source_name = db;
+    if (rc == EXIT_OK && out) rc = emit(out, trend_html, trends, ro);
+    if (rc == EXIT_OK && md) rc = emit(md, trend_md, trends, ro);
+    if (rc == EXIT_OK && csv) rc = emit(csv, trend_csv, trends, ro);
+    json_decref(trends);
+    return rc;
+}
 
 /* A saved diagnosis: an object with a "findings" array. NULL with err. */
 static json_t *load_diagnosis(const char *path, char *err, size_t errlen) {
@@ -110,8 +166,13 @@ int cmd_report(int argc, char **argv) {
         {"title", required_argument, 0, OPT_TITLE}, {"diagnosis", required_argument, 0, OPT_DIAG},
         {"model", required_argument, 0, OPT_MODEL}, {"gpu", required_argument, 0, OPT_GPU},
         {"tp", required_argument, 0, OPT_TP}, {"kv-dtype", required_argument, 0, OPT_KV},
+        {"db", required_argument, 0, OPT_DB}, {"query", required_argument, 0, OPT_QUERY},
+        {"metric", required_argument, 0, OPT_METRIC},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
+    const char *db = NULL, *query = "";
+    const char *metrics[MAX_TREND_METRICS];
+    int n_metrics = 0;
     const char *out = NULL, *md = NULL, *csv = NULL, *requests = NULL, *diag_path = NULL;
     report_deploy deploy = { 0 };
     long long tp;
@@ -138,12 +199,25 @@ int cmd_report(int argc, char **argv) {
             }
             deploy.tp = (int)tp;
             break;
+        case OPT_DB: db = optarg; break;
+        case OPT_QUERY: query = optarg; break;
+        case OPT_METRIC:
+            if (n_metrics == MAX_TREND_METRICS) { log_error("report: at most %d --metric", MAX_TREND_METRICS); return EXIT_USAGE; }
+            metrics[n_metrics++] = optarg;
+            break;
         case 'h': usage(stdout); return EXIT_OK;
         default:
             log_error("report: unknown or incomplete option '%s'; see dsperf report --help", argv[optind - 1]);
             return EXIT_USAGE;
         }
     }
+    if (db) {
+        if (optind != argc) { log_error("report: --db draws the history's trends; give no input file with it"); return EXIT_USAGE; }
+        if (!out && !md && !csv) out = "trend.html";
+        if (cli_check_output("-o", out) || cli_check_output("--md", md) || cli_check_output("--csv", csv)) return EXIT_USAGE;
+        return report_history(db, query, metrics, n_metrics, out, md, csv, &ro);
+    }
+    if (query[0] || n_metrics) { log_error("report: --query and --metric go with --db (the results history)"); return EXIT_USAGE; }
     if (optind != argc - 1) {
         log_error(optind >= argc ? "report: which file? usage: dsperf report IN.json -o report.html"
                                  : "report: one input file expected; see dsperf report --help");

@@ -4,6 +4,7 @@
  * `bench`, plus the engine's own series under "engine". Also `--calibrate`: fits the cost model's
  * efficiency factors to a measured run and saves them as a profile. */
 #include "cli/cli.h"
+#include "cli/history_opts.h"
 #include "common/log.h"
 #include "common/rng.h"
 #include "common/units.h"
@@ -53,6 +54,7 @@ static void usage(FILE *f) {
         "  --max-error-rate F         failed requests above this share fail the run: exit 1, as bench\n"
         "                             (default 1%%)\n"
         "  --quiet                    no summary on stdout\n"
+        "  --db PATH, --label K=V     record the run in the results history (dsperf history --help)\n"
         "Calibration:\n"
         "  --calibrate FILE           fit bw_eff, step overhead and compute_eff to a measured run: its\n"
         "                             per-request JSONL (bench --save-requests), or its results JSON\n"
@@ -223,6 +225,7 @@ static int run_validate(const char *path, const sim_params *p, int fit, int loo,
 
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
        O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP, O_MAXERR,
+       O_DB, O_LABEL,
        O_VALIDATE, O_FIT, O_LOO, O_ENGINE, O_SIM = 2000, O_FIXED = 3000 };
 
 /* The simulator's keys and the fixed engine's in one getopt table: key i of sim_params_keys() is
@@ -259,6 +262,7 @@ int cmd_sim(int argc, char **argv) {
         {"save-requests", required_argument, 0, O_REQ_OUT}, {"engine", required_argument, 0, O_ENGINE},
         {"help", no_argument, 0, O_HELP}, {"max-error-rate", required_argument, 0, O_MAXERR},
         {"validate", required_argument, 0, O_VALIDATE}, {"fit", no_argument, 0, O_FIT}, {"loo", no_argument, 0, O_LOO},
+        {"db", required_argument, 0, O_DB}, {"label", required_argument, 0, O_LABEL},
     };
     const char *const *keys = sim_params_keys(), *const *fkeys = fixed_params_keys();
     struct option *opts = sim_options(own, sizeof own / sizeof own[0]);
@@ -271,6 +275,8 @@ int cmd_sim(int argc, char **argv) {
     const char *engine_name = "sim", *sim_opt = NULL, *fixed_opt = NULL;
     summary_opts so;
     summary_default_opts(&so);
+    history_opts hist;
+    history_opts_init(&hist);
     const char *dataset = "random:in=1024,out=128", *arrival_spec = "poisson", *out_path = NULL, *req_out = NULL;
     const char *calibrate = NULL, *req_jsonl = NULL, *profile_out = "profile.json", *validate = NULL;
     int fit = 0, loo = 0;
@@ -312,6 +318,9 @@ int cmd_sim(int argc, char **argv) {
         case O_CALIBRATE: calibrate = optarg; break;
         case O_REQ_JSONL: req_jsonl = optarg; break;
         case O_PROFILE_OUT: profile_out = optarg; break;
+        case O_DB: case O_LABEL:
+            if (history_opts_apply(&hist, c == O_DB ? "db" : "label", optarg) != 0) { free(opts); return EXIT_USAGE; }
+            break;
         case O_ENGINE:
             engine_name = optarg;
             bad = strcmp(optarg, "sim") && strcmp(optarg, "fixed");
@@ -358,6 +367,7 @@ int cmd_sim(int argc, char **argv) {
     if (cli_check_output("--out", out_path) || cli_check_output("--save-requests", req_out) ||
         cli_check_output("--profile-out", profile_out))
         return EXIT_USAGE;
+    if (!calibrate && history_opts_check(&hist) != EXIT_OK) return EXIT_USAGE;
     if (calibrate) {
         sim_calibration cal;
         if (sim_calibrate_from_files(&p, calibrate, req_jsonl, &cal, err, sizeof err) < 0) {
@@ -500,6 +510,7 @@ int cmd_sim(int argc, char **argv) {
         log_error("sim: %s", err);
         rc = EXIT_RUN_FAILED;
     }
+    if (history_opts_record(&hist, doc, NULL, 0) != EXIT_OK) rc = EXIT_RUN_FAILED;
     if (!quiet) {
         results_print_summary(stdout, doc);
         int64_t first = recs.n ? recs.v[0].send_ns : 0, last = first;

@@ -61,6 +61,7 @@ static const char usage_text[] =
 "  --out FILE              sweep results (default sweep.json)\n"
 "  --save-requests PREFIX  per-request JSONL per level: PREFIX.<level>.<repeat>.jsonl\n"
 "  --quiet, --no-progress  as in bench\n"
+"  --db PATH, --label K=V  record the sweep in the results history (dsperf history --help)\n"
 "\n"
 "Every other `dsperf bench` option (--url, --model, --api, --dataset, --arrival, --max-concurrency,\n"
 "--timeout, --seed, --percentiles, --header, --header-file ...) is accepted and applies to every level.\n"
@@ -99,9 +100,11 @@ int cmd_sweep(int argc, char **argv) {
         if (!(b.dist = dist_init(&b.dist_o, err, sizeof err))) { log_error("%s", err); sweep_opts_free(&so, &b); return EXIT_RUN_FAILED; }
         b.keep_request_chunks = so.save_prefix != NULL;
     }
-    /* outputs are checked before the run; only rank 0 of a job writes them */
-    if (!b.dist || dist_is_root(b.dist))
+    /* outputs and the history are checked before the run; only rank 0 of a job writes them */
+    if (!b.dist || dist_is_root(b.dist)) {
         if ((rc = cli_check_output("--out", so.out_path)) == EXIT_OK) rc = cli_check_output("--save-requests", so.save_prefix);
+        if (rc == EXIT_OK) rc = history_opts_check(&b.hist);
+    }
     if (rc != EXIT_OK) {
         if (b.dist) { dist_join(b.dist, rc, NULL); dist_finalize(b.dist, rc); }   /* the followers end with it */
         sweep_opts_free(&so, &b);
@@ -117,6 +120,7 @@ int cmd_sweep(int argc, char **argv) {
         sigaction(SIGTERM, &sa, NULL);
         json_t *doc = NULL;
         rc = sweep_run(&so, &b, &doc);   /* under a job: rank 0 joins the others after its pre-flight */
+        if (doc && history_opts_record(&b.hist, doc, NULL, 0) != EXIT_OK && rc == EXIT_OK) rc = EXIT_RUN_FAILED;
         json_decref(doc);
         if (job) dist_end(job, rc);
     }

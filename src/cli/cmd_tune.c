@@ -65,6 +65,8 @@ static const char usage_text[] =
 "                          its accuracy cost (without it, such a recommendation says it is untested)\n"
 "  --out FILE              tune results, schema dsperf.tune/1 (default tune.json); beside it\n"
 "                          FILE-stem.<i>.log (server output) and FILE-stem.<i>.sweep.json\n"
+"  --db PATH, --label K=V  record the tune and each configuration's sweep (labelled tune.KEY=VALUE)\n"
+"                          in the results history (dsperf history --help)\n"
 "\n"
 "sweep options (as `dsperf sweep`; {KEY} and {port} are filled in them too):\n"
 "  --concurrency LADDER | --rate LADDER | --auto, --duration T | --requests N, --warmup N,\n"
@@ -90,6 +92,28 @@ static const char usage_text[] =
 
 static void on_signal(int sig) { (void)sig; tune_run_request_stop(); }
 
+/* A configuration's sweep into the history, labelled with its grid values (tune.seqs=64), so
+ * `dsperf history best` ranks the settings of every tune run of this workload. */
+static int record_config_sweep(const tune_opts *t, const json_t *cfg) {
+    const char *path = json_string_value(json_object_get(cfg, "sweep_file"));
+    json_t *sdoc = path ? json_load_file(path, 0, NULL) : NULL;
+    if (!sdoc || !json_array_size(json_object_get(sdoc, "levels"))) { json_decref(sdoc); return EXIT_OK; }
+    char buf[HISTORY_MAX_LABELS][256];
+    const char *extra[HISTORY_MAX_LABELS];
+    int n = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(cfg, "settings"), k, v) {
+        if (n == HISTORY_MAX_LABELS) break;
+        snprintf(buf[n], sizeof buf[n], "tune.%s=%s", k, json_string_value(v) ? json_string_value(v) : "");
+        char err[256];
+        if (history_check_label(buf[n], err, sizeof err) == 0) { extra[n] = buf[n]; n++; }
+    }
+    int rc = history_opts_record(&t->hist, sdoc, extra, n);
+    json_decref(sdoc);
+    return rc;
+}
+
 
 /* Is a the start of another grid spec written after one --grid ("--grid a=1,2 b=x,y")? */
 static bool looks_like_grid(const char *a) {
@@ -113,6 +137,7 @@ static int parse_own(int argc, char **argv, tune_opts *t) {
     t->health_timeout_ns = 600 * NS_PER_S;
     t->stop_grace_ns = 10 * NS_PER_S;
     tune_grid_init(&t->grid);
+    history_opts_init(&t->hist);
     t->rest = calloc((size_t)argc + 8, sizeof *t->rest);
     t->rest[t->nrest++] = argv[0];
     char err[512];
@@ -132,6 +157,11 @@ static int parse_own(int argc, char **argv, tune_opts *t) {
         else if (IS("--out")) { if (!(t->out_path = VAL())) goto missing; }
         else if (IS("--gpus-key")) { if (!(t->gpus_key = VAL())) goto missing; }
         else if (IS("--drift")) { if (!VAL()) goto missing; }   /* loaded by load_drift */
+        else if (IS("--db") || IS("--label")) {
+            bool db = IS("--db");
+            if (!(val = VAL())) goto missing;
+            if (history_opts_apply(&t->hist, db ? "db" : "label", val) != 0) return EXIT_USAGE;
+        }
         else if (IS("--objective")) {
             if (!(t->objective = VAL())) goto missing;
             if (!tune_objective_valid(t->objective)) {
@@ -337,9 +367,10 @@ int cmd_tune(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     json_t *configs = json_object_get(doc, "configs");
     size_t measured = 0;
+    int exit_history = EXIT_OK;
     double speedup = 1;
     /* a file that cannot be written would lose every measurement: say so before starting servers */
-    if (tune_save(doc, t.out_path) < 0) {
+    if (history_opts_check(&t.hist) != EXIT_OK || tune_save(doc, t.out_path) < 0) {
         json_decref(doc);
         free(stem);
         free_opts(&t);
@@ -377,6 +408,7 @@ int cmd_tune(int argc, char **argv) {
         }
         if (!tune_run_stopped()) log_info("config %zu/%zu [%s]: %s", i + 1, total, label && *label ? label : "no grid",
                               json_string_value(json_object_get(cfg, "status")));
+        if (t.hist.db && record_config_sweep(&t, cfg) != EXIT_OK) exit_history = EXIT_RUN_FAILED;
         free(label);
         tune_save(doc, t.out_path);
     }
@@ -388,6 +420,7 @@ int cmd_tune(int argc, char **argv) {
         exit_code = EXIT_RUN_FAILED;
     }
     if (tune_save(doc, t.out_path) < 0) exit_code = EXIT_RUN_FAILED;
+    if (history_opts_record(&t.hist, doc, NULL, 0) != EXIT_OK || exit_history != EXIT_OK) exit_code = EXIT_RUN_FAILED;
     if (!quiet) {
         fputc('\n', stdout);
         tune_print(stdout, doc);

@@ -1,6 +1,7 @@
 /* sim_sweep — `dsperf sim` over a ladder of lengths or loads (see sim_sweep.h). */
 #include "cli/sim_sweep.h"
 #include "cli/cli.h"
+#include "cli/history_opts.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "results/results.h"
@@ -44,12 +45,14 @@ typedef struct {
     int n_pass;
     char joined[4][256];        /* ladders typed as several words */
     int n_joined;
+    history_opts hist;          /* --db/--label: the sweep is recorded once, not each level */
 } sim_sweep_opts;
 
 static int parse(int argc, char **argv, sim_sweep_opts *o) {
     memset(o, 0, sizeof *o);
     o->seed = 1;
     o->repeats = 1;
+    history_opts_init(&o->hist);
     o->pass = calloc((size_t)argc + 1, sizeof *o->pass);
     if (!o->pass) return EXIT_RUN_FAILED;
     for (int i = 1; i < argc; i++) {
@@ -62,6 +65,12 @@ static int parse(int argc, char **argv, sim_sweep_opts *o) {
                           : NULL;
         bool seed = cli_word_is(&w, "--seed"), reps = cli_word_is(&w, "--repeats");
         if (cli_word_is(&w, "--quiet")) { o->quiet = true; continue; }
+        if (cli_word_is(&w, "--db") || cli_word_is(&w, "--label")) {
+            const char *v = cli_word_value(&w, argc, argv, &i);
+            if (!v) { log_error("sim: %.*s needs a value; see dsperf sim --help", (int)w.name_len, w.arg); return EXIT_USAGE; }
+            if (history_opts_apply(&o->hist, cli_word_is(&w, "--db") ? "db" : "label", v) != 0) return EXIT_USAGE;
+            continue;
+        }
         if (!slot && !seed && !reps) { o->pass[o->n_pass++] = argv[i]; continue; }
         const char *v = cli_word_value(&w, argc, argv, &i);
         if (!v) { log_error("sim: %.*s needs a value; see dsperf sim --help", (int)w.name_len, w.arg); return EXIT_USAGE; }
@@ -239,6 +248,7 @@ int sim_sweep_main(int argc, char **argv) {
     int rc = parse(argc, argv, &o);
     if (rc < 0) rc = plan_of(&o, &p);
     if (rc < 0) rc = cli_check_output("--out", o.out) ? EXIT_USAGE : -1;
+    if (rc < 0) rc = history_opts_check(&o.hist) != EXIT_OK ? EXIT_USAGE : -1;
     if (rc >= 0) { free(o.pass); return rc; }
     json_t *doc = new_doc(argc, argv, &p, &o);
     char err[512];
@@ -270,6 +280,9 @@ int sim_sweep_main(int argc, char **argv) {
         json_object_set_new(doc, "partial_reason", json_string("a level failed; the levels before it are kept"));
         if (o.out && results_write_json(o.out, doc, err, sizeof err) < 0) log_error("sim: %s", err);
     }
+    if (json_array_size(json_object_get(doc, "levels")) && history_opts_record(&o.hist, doc, NULL, 0) != EXIT_OK
+        && rc == EXIT_OK)
+        rc = EXIT_RUN_FAILED;
     if (!o.quiet && json_array_size(json_object_get(doc, "levels"))) {
         fputc('\n', stdout);
         sweep_print_table(stdout, doc, false, o.repeats > 1);

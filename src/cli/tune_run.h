@@ -17,6 +17,7 @@ typedef struct {
     tune_grid grid;
     char **rest;                /* the sweep options, argv-style (rest[0] = "tune") */
     int nrest;
+    history_opts hist;          /* --db / --label: the tune and each configuration's sweep recorded */
 } tune_opts;
 
 /* A signal asks the run to stop (the server in service is stopped, no configuration starts). */

@@ -646,3 +646,12 @@ void compare_print(FILE *f, const json_t *doc, bool md) {
         fprintf(f, md ? "- %s `%s`: %s\n" : "  %-4s %-30s %s\n", json_is_true(json_object_get(r, "passed")) ? "ok" : "FAIL",
                 json_string_value(json_object_get(r, "rule")), json_string_value(json_object_get(r, "reason")));
 }
+
+/* ---- for other readers of results (the history's noise band and trend) ---- */
+
+int compare_metric_direction(const char *metric) { return direction(metric); }
+
+double compare_sweep_headline(const json_t *sweep, const char *name) {
+    const headline_def *h = headline_of(name);
+    return h ? headline_value(sweep, h) : NAN;
+}

@@ -6,6 +6,7 @@
  * dsperf.compare/1 document, printed as a table or Markdown. */
 #ifndef DSP_COMPARE_H
 #define DSP_COMPARE_H
+#include "metrics/infer.h"
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -64,4 +65,27 @@ json_t *compare_sweeps(const json_t *base, const json_t *cand, const compare_opt
 
 /* Prints either document: a table (markdown false) or GitHub-flavoured Markdown. */
 void compare_print(FILE *f, const json_t *doc, bool markdown);
+
+/* ---- compare's reading of a results document, for other readers (the history) ---- */
+
+/* +1 higher is better (throughputs, goodput), -1 lower is better (latencies, errors), 0 unknown. */
+int compare_metric_direction(const char *metric);
+/* A sweep's headline number (knee_load, knee_output_throughput, peak_output_throughput,
+ * max_goodput, max_goodput_load, slo_boundary_load) as compare_sweeps reads it; NAN otherwise. */
+double compare_sweep_headline(const json_t *sweep, const char *name);
+
+/* The samples compare tests a metric with, as a sample set: a latency statistic's every
+ * per-request sample (ns; an older file's 2,000 quantiles each standing for n / 2,000 samples), or
+ * a throughput's interior per-second values (tokens or requests in each second). */
+typedef struct {
+    infer_stat stat;
+    double param;        /* the percentile for INFER_PERCENTILE */
+    double unit;         /* the metric's unit per set unit: 1e-6 for latencies (ns -> ms), 1 for throughputs */
+    bool quantiles;      /* from an older file's quantiles */
+    sampleset set;
+} compare_samples;
+/* 0 with out->set filled (compare_samples_free it), -1 when the document has no samples for this
+ * metric (out->set empty). */
+int compare_metric_samples_of(const json_t *doc, const char *metric, compare_samples *out);
+void compare_samples_free(compare_samples *s);
 #endif

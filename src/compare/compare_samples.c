@@ -185,3 +185,32 @@ void cmp_infer(metric_cmp *m, const json_t *base, const json_t *cand, const comp
     else if (!strcmp(m->name, "output_throughput") || !strcmp(m->name, "request_throughput")) throughput_interval(m, base, cand, o);
     else snprintf(m->no_ci_why, sizeof m->no_ci_why, "no per-request samples for this metric");
 }
+
+/* ---- for other readers of results (the history's noise band and pooling) ---- */
+
+int compare_metric_samples_of(const json_t *doc, const char *metric, compare_samples *out) {
+    memset(out, 0, sizeof *out);
+    sampleset_init(&out->set);
+    char family[48];
+    if (parse_family(metric, &out->stat, &out->param, family, sizeof family)) {
+        out->unit = 1e-6;
+        return family_set(doc, family, &out->set, &out->quantiles);
+    }
+    if (strcmp(metric, "output_throughput") && strcmp(metric, "request_throughput")) return -1;
+    size_t n;
+    double *v = second_samples(doc, metric[0] == 'o' ? "output_tokens" : "finished", &n);
+    if (!v) return -1;
+    int64_t *iv = malloc(n * sizeof *iv);
+    int rc = -1;
+    if (iv) {
+        for (size_t i = 0; i < n; i++) iv[i] = llround(v[i]);    /* counts per second */
+        rc = sampleset_from_values(&out->set, iv, NULL, n);
+    }
+    free(iv);
+    free(v);
+    out->stat = INFER_MEAN;
+    out->unit = 1;
+    return rc;
+}
+
+void compare_samples_free(compare_samples *s) { sampleset_free(&s->set); }

@@ -38,6 +38,26 @@ void diag_ev(json_t *f, double value, const char *unit, const char *source, cons
         "unit", unit ? json_string(unit) : json_null(), "source", source));
 }
 
+static size_t gpm_part(char *buf, size_t len, size_t at, const char *name, const char *fmt, double lo, double hi) {
+    if (!isfinite(lo) || at >= len) return at;
+    char a[32], b[32];
+    snprintf(a, sizeof a, fmt, lo);
+    snprintf(b, sizeof b, fmt, hi);
+    int n = !strcmp(a, b) ? snprintf(buf + at, len - at, "%s%s %s%%", at ? ", " : "", name, a)
+                          : snprintf(buf + at, len - at, "%s%s %s-%s%%", at ? ", " : "", name, a, b);
+    return n < 0 ? at : at + (size_t)n;
+}
+
+const char *diag_gpm_text(char *buf, size_t len, double dram_lo, double dram_hi, double tensor_lo, double tensor_hi,
+                          double sm_lo, double sm_hi) {
+    size_t at = 0;
+    if (len) buf[0] = 0;
+    at = gpm_part(buf, len, at, "DRAM bandwidth", "%.1f", dram_lo, dram_hi);
+    at = gpm_part(buf, len, at, "tensor", "%.2f", tensor_lo, tensor_hi);
+    gpm_part(buf, len, at, "SM", "%.0f", sm_lo, sm_hi);
+    return buf;
+}
+
 void diag_knob(json_t *f, const char *knob, const char *direction, const char *effect) {
     json_array_append_new(json_object_get(f, "knobs"), json_pack("{s:s,s:s,s:s}", "knob", knob, "direction", direction,
                                                                  "effect", effect));

@@ -70,6 +70,10 @@ json_t *diag_finding(json_t *list, const char *cls, double confidence, const cha
     __attribute__((format(printf, 4, 5)));
 void diag_ev(json_t *f, double value, const char *unit, const char *source, const char *text_fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* "DRAM bandwidth 1.1-1.4%, tensor 0.20%, SM 4-10%": the GPM activities that were sampled (a NaN
+ * one is left out: some GPUs give DRAM only), each a value or a lo-hi range; "" when none. */
+const char *diag_gpm_text(char *buf, size_t len, double dram_lo, double dram_hi, double tensor_lo, double tensor_hi,
+                          double sm_lo, double sm_hi);
 /* An action that is not a server setting ("load: lower", "server log: read"). */
 void diag_knob(json_t *f, const char *knob, const char *direction, const char *effect);
 /* A server setting (generic name: max_num_seqs, kv_cache_dtype, weight_dtype, tensor_parallel_size,

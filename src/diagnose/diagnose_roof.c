@@ -204,7 +204,10 @@ static void rule_decode_bw(diag_in *in, json_t *L, json_t *C) {
             in->roof_achieved, in->roof_batch, in->roof_context);
     diag_ev(f, in->roof_bound, "tok/s", "roofline (cost model): batch x HBM bandwidth / bytes per step",
             "HBM roofline %.0f tok/s for %s on %s (tp %d)", in->roof_bound, in->dep.model, in->dep.gpu, in->dep.tp);
-    if (isfinite(dram)) diag_ev(f, dram, "%", "telemetry.gpu.series.dram_bw_util_pct", "DRAM bandwidth %.0f%%, tensor %.0f%%", dram, tensor);
+    char gpm[160];
+    if (isfinite(dram))
+        diag_ev(f, dram, "%", "telemetry.gpu.series.dram_bw_util_pct", "%s",
+                diag_gpm_text(gpm, sizeof gpm, dram, dram, tensor, tensor, NAN, NAN));
     /* a larger batch is the lever: the cap's when the batch sits at it, the load's otherwise */
     int seqs = in->dep.max_num_seqs;
     if (seqs > 0 && in->roof_batch >= DIAG_SEQS_FULL * seqs) {
@@ -265,10 +268,11 @@ static void rule_engine_overhead(diag_in *in, json_t *L, json_t *C) {
         f = diag_finding(L, "engine_overhead", 0.45, "fixed per-step overhead is a large part of every step");
         diag_cost(f, ovh / step_med, "of every engine step is fixed overhead");
     }
+    char gpm[160];
     if (isfinite(dram))
-        diag_ev(f, dram, "%", "telemetry.gpu.series.dram_bw_util_pct, tensor_util_pct, sm_util_pct", "DRAM bandwidth %.1f%%, "
-                "tensor %.2f%%, SM %.0f%% (GPM) while NVML utilization reads %.0f%% (any kernel running counts)", dram,
-                tensor, sm, util);
+        diag_ev(f, dram, "%", "telemetry.gpu.series.dram_bw_util_pct, tensor_util_pct, sm_util_pct", "%s (GPM) while NVML "
+                "utilization reads %.0f%% (any kernel running counts)",
+                diag_gpm_text(gpm, sizeof gpm, dram, dram, tensor, tensor, sm, sm), util);
     else if (isfinite(util))
         diag_ev(f, util, "%", "telemetry.gpu.series.util_gpu_pct", "GPU busy %.0f%% with %.1f requests in flight on average",
                 util, inflight);

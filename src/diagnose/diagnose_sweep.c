@@ -4,6 +4,7 @@
  * evidence (throughput gain against load gain, step time against the roofline's at each load).
  * Levels whose requests outlasted them are not measurements and are skipped. */
 #include "diagnose/diagnose_int.h"
+#include "sweep/sweep.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +18,13 @@ typedef struct {
     double dram, tensor, sm, util, cpu;
 } level_facts;
 
-/* A level that measured the server: completed requests, and not marked "not measured" (a level
- * whose requests outlast it says nothing about the server). */
+/* A level that measured the server, by the sweep's own rule (sweep_level_measured): one where
+ * every request failed on the server is measured (that is the server's answer); one whose
+ * requests outlasted it, or where nothing ended, is not. */
 static bool level_measured(const json_t *lv) {
-    if (json_is_false(json_object_get(lv, "measured"))) return false;
     const char *st = json_string_value(json_object_get(lv, "state"));
     if (st && !strcmp(st, "not_measured")) return false;
-    return diag_num(json_object_get(lv, "results"), "completed") > 0;
+    return sweep_level_measured(lv);
 }
 
 static double gpu_mean(const json_t *res, const char *col) {
@@ -144,10 +145,11 @@ static json_t *overhead_everywhere(const level_facts *F, size_t n, const json_t 
     range(F, n, offsetof(level_facts, tensor), &c, &d);
     range(F, n, offsetof(level_facts, sm), &e, &g);
     range(F, n, offsetof(level_facts, util), &u, &v);
+    char gpm[160];
     if (isfinite(a) && isfinite(u))
         diag_ev(f, b, "%", "levels[].telemetry.gpu.series: dram_bw_util_pct, tensor_util_pct, sm_util_pct, util_gpu_pct",
-                "DRAM bandwidth %.1f-%.1f%%, tensor %.2f-%.2f%%, SM %.0f-%.0f%% (GPM) while NVML utilization reads %.0f-%.0f%% "
-                "(it counts time with any kernel running)", a, b, c, d, e, g, u, v);
+                "%s (GPM) while NVML utilization reads %.0f-%.0f%% (it counts time with any kernel running)",
+                diag_gpm_text(gpm, sizeof gpm, a, b, c, d, e, g), u, v);
     range(F, n, offsetof(level_facts, cpu), &a, &b);
     if (isfinite(a) && a >= 80)
         diag_ev(f, a, "%", "levels[].telemetry.host.series.server_cpu_pct", "the server process keeps %.0f-%.0f%% of a CPU "

@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "testutil.h"
 #include "diagnose/diagnose.h"
+#include "diagnose/diagnose_int.h"
 #include "telemetry/nvml.h"
 #include <math.h>
 #include <stdbool.h>
@@ -627,4 +628,36 @@ TEST(diagnose_kv_share_from_metrics) {
     CHECK(f != NULL);
     json_decref(g);
     json_decref(d);
+}
+
+/* A level where every request failed on the server is measured (the server's answer), by the
+ * sweep's own rule: diagnose reports the failures at those loads instead of skipping the levels. */
+TEST(diagnose_sweep_level_all_server_failures_is_measured) {
+    test_server s;
+    CHECK_EQ_INT(test_serve_start(&s, "--fail-rate 1 --ttft 2ms --itl 1ms"), 0);
+    char path[512], cmd[1024];
+    snprintf(path, sizeof path, "%s/allfail.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sweep --url %s --concurrency 1,2 --requests 10 --dataset random:in=8,out=4 --quiet --out %s",
+             s.url, path);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 1);          /* every level over --max-error-rate */
+    test_serve_stop(&s);
+    json_t *doc = test_load_json(path);
+    CHECK(doc);
+    if (!doc) return;
+    json_t *g = diag(doc);
+    const json_t *f = finding(g, "errors", NULL);
+    CHECK(f && strstr(json_string_value(json_object_get(f, "title")), "HTTP 500"));
+    CHECK_EQ_INT((int)json_array_size(json_object_get(g, "levels_not_measured")), 0);
+    json_decref(g);
+    json_decref(doc);
+}
+
+/* GPM evidence names only the activities that were sampled (a GPU that gives DRAM only prints no
+ * "tensor nan%"), a range as lo-hi, a value once. */
+TEST(diagnose_gpm_text_leaves_out_what_was_not_sampled) {
+    char b[160];
+    CHECK_STR(diag_gpm_text(b, sizeof b, 0.8, 1.4, 0.11, 0.3, 4, 10), "DRAM bandwidth 0.8-1.4%, tensor 0.11-0.30%, SM 4-10%");
+    CHECK_STR(diag_gpm_text(b, sizeof b, 92, 92, NAN, NAN, NAN, NAN), "DRAM bandwidth 92.0%");
+    CHECK_STR(diag_gpm_text(b, sizeof b, NAN, NAN, 0.5, 0.5, 7, 7), "tensor 0.50%, SM 7%");
+    CHECK_STR(diag_gpm_text(b, sizeof b, NAN, NAN, NAN, NAN, NAN, NAN), "");
 }

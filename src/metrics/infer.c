@@ -304,7 +304,7 @@ static double central_m4(const sampleset *s) {
     return m4 / (double)s->n;
 }
 
-static double set_stat(infer_stat st, double param, const sampleset *s) {
+double infer_set_value(infer_stat st, double param, const sampleset *s) {
     return st == INFER_MEAN ? sampleset_mean(s) : st == INFER_STD ? sampleset_std(s) : sampleset_percentile(s, param);
 }
 
@@ -335,9 +335,58 @@ int infer_interval_sets(infer_stat st, double param, const sampleset *a, const s
     if (!isfinite(se_a)) return -1;
     double se_b = set_se(st, param, b, why, whylen, "candidate");
     if (!isfinite(se_b)) return -1;
-    double d = set_stat(st, param, b) - set_stat(st, param, a), half = z * sqrt(se_a * se_a + se_b * se_b);
+    double d = infer_set_value(st, param, b) - infer_set_value(st, param, a), half = z * sqrt(se_a * se_a + se_b * se_b);
     *lo = d - half;
     *hi = d + half;
+    return 0;
+}
+
+/* P(X >= k) for X ~ Binomial(n, q), 1 <= k <= n. */
+static double binom_tail(uint64_t n, double q, uint64_t k) { return infer_beta_inc((double)k, (double)(n - k + 1), q); }
+
+/* The 1-based rank k in [1, n] where P(X >= k) last stays >= target (P falls as k grows); 0 when
+ * even k = 1 falls short. */
+static uint64_t last_rank_at_least(uint64_t n, double q, double target) {
+    if (binom_tail(n, q, 1) < target) return 0;
+    uint64_t lo = 1, hi = n;          /* P(X >= lo) >= target */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (binom_tail(n, q, mid) >= target) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+}
+
+int infer_interval_set_one(infer_stat st, double param, const sampleset *s, double confidence, double *lo, double *hi,
+                           char *why, size_t whylen) {
+    *lo = *hi = NAN;
+    double z = infer_z(confidence), x = infer_set_value(st, param, s);
+    if (!isfinite(z)) { if (why) snprintf(why, whylen, "bad confidence %g", confidence); return -1; }
+    if (st == INFER_STD) {   /* the delta method undercovers a single skewed run below ~1,000 samples */
+        if (why) snprintf(why, whylen, "no one-run interval of a std");
+        return -1;
+    }
+    if (st == INFER_MEAN) {
+        if (s->n < 2) {
+            if (why) snprintf(why, whylen, "%llu sample%s: no interval", (unsigned long long)s->n, s->n == 1 ? "" : "s");
+            return -1;
+        }
+        double se = sqrt(sampleset_var(s) / (double)s->n);
+        *lo = x - z * se;
+        *hi = x + z * se;
+        return 0;
+    }
+    /* [x_(l), x_(u)] holds the true quantile unless fewer than l or at least u of the n samples lie
+     * below it: with X ~ Binomial(n, q) samples below, l is the last rank with P(X >= l) >= 1 - a/2
+     * and u the first with P(X >= u) < a/2 */
+    double q = param / 100, tail = (1 - confidence) / 2;
+    uint64_t n = s->n, l = n ? last_rank_at_least(n, q, 1 - tail) : 0, u = n ? last_rank_at_least(n, q, tail) + 1 : 0;
+    if (!(q > 0 && q < 1) || l < 1 || u > n) {
+        if (why) snprintf(why, whylen, "p%g needs more than %llu samples for a distribution-free %g%% interval", param,
+                          (unsigned long long)n, confidence * 100);
+        return -1;
+    }
+    *lo = sampleset_at_rank(s, l - 1);
+    *hi = sampleset_at_rank(s, u - 1);
     return 0;
 }
 

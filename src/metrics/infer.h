@@ -71,6 +71,22 @@ uint64_t infer_min_n_for_percentile(double p, double confidence);
 /* The regularized incomplete beta function I_x(a, b) (a, b > 0). */
 double infer_beta_inc(double a, double b, double x);
 
+/* The statistic over a sample set: the exact mean and (population) std, a percentile read off its
+ * buckets (sampleset_percentile). NAN when empty. */
+double infer_set_value(infer_stat s, double param, const sampleset *set);
+
+/* The interval of ONE run's statistic from its own sample set (a results history's noise band):
+ *  - INFER_MEAN: mean +- z sd / sqrt(n) (sd the sample std);
+ *  - INFER_PERCENTILE (param p): the distribution-free order-statistic interval [x_(l), x_(u)]:
+ *    the number of samples below the true p-th percentile is Binomial(n, p/100), and l, u are
+ *    the ranks that bracket it with the wanted coverage, exactly (infer_beta_inc). A run too
+ *    short for a rank on one side (p99 at 95 %: n < 367) has no interval;
+ *  - INFER_STD: none (the delta method undercovers one skewed run of a few hundred samples:
+ *    91 % for a lognormal at n = 400).
+ * 0 ok; -1 with a one-line why (may be NULL) when there is no interval. */
+int infer_interval_set_one(infer_stat s, double param, const sampleset *set, double confidence, double *lo, double *hi,
+                           char *why, size_t whylen);
+
 /* Mann–Whitney p-value (as infer_mann_whitney_p) over two sample sets: values in one bucket are
  * ties. NAN when either is empty. */
 double infer_mann_whitney_sets(const sampleset *a, const sampleset *b);

@@ -2,7 +2,9 @@
  * shards equals one set over all their samples, and 95 % intervals of a change between two runs
  * cover the true change about 95 % of the time at n = 500, 5,000 and 50,000 — for samples drawn
  * from known distributions (a server whose TTFT is uniform around its setting, as `dsperf serve
- * --jitter` makes it, and a skewed lognormal one), where the true difference is known exactly. */
+ * --jitter` makes it, and a skewed lognormal one), where the true difference is known exactly;
+ * and one run's own interval of a statistic (the history's noise band) covers the truth at least
+ * 95 % of the time, with the order statistics the binomial table gives. */
 #include "harness.h"
 #include "metrics/sampleset.h"
 #include "metrics/infer.h"
@@ -203,4 +205,82 @@ TEST(intervals_refuse_what_the_samples_cannot_bracket) {
     CHECK(lo < 0 && hi > 0 && fabs(lo + hi) < 1e-6 * (hi - lo));   /* a run against itself: symmetric about 0 */
     sampleset_free(&a);
     CHECK_NEAR(infer_z(0.95), 1.959963984540054, 1e-9);
+}
+
+/* One run's own 95 % interval (infer_interval_set_one), per statistic: the share of reps whose
+ * interval holds the true statistic of a server at 20 ms. */
+static void one_run_coverage(dist d, size_t n, int reps, uint64_t seed, double *cov) {
+    rng r;
+    rng_seed(&r, seed);
+    int64_t *v = malloc(n * sizeof *v);
+    int hit[N_STATS] = { 0 }, made[N_STATS] = { 0 };
+    for (int k = 0; k < reps; k++) {
+        for (size_t i = 0; i < n; i++) v[i] = draw(&r, d, 20);
+        sampleset a;
+        set_of(&a, v, n);
+        for (int s = 0; s < N_STATS - 1; s++) {     /* no one-run interval of a std */
+            double lo, hi, want = truth(d, stats[s].st, stats[s].p) * 20;
+            if (infer_interval_set_one(stats[s].st, stats[s].p, &a, 0.95, &lo, &hi, NULL, 0) != 0) continue;
+            made[s]++;
+            hit[s] += lo <= want && want <= hi;
+        }
+        sampleset_free(&a);
+    }
+    for (int s = 0; s < N_STATS - 1; s++) cov[s] = made[s] == reps ? (double)hit[s] / reps : NAN;
+    free(v);
+}
+
+TEST(one_run_intervals_cover_the_truth_95_percent) {
+    /* the order-statistic interval of a percentile is exact (at least 95 %, a little more as ranks
+     * are whole); the mean's is the large-sample normal interval. Fixed seeds; 0.92..0.99 allows
+     * the coverage estimate's binomial noise (1.1 points at 400 reps, 2.2 at 100). */
+    const size_t ns[] = { 400, 4000, 40000 };
+    const int reps[] = { 400, 400, 100 };
+    for (int d = 0; d < 2; d++) {
+        double cov[3][N_STATS];
+        for (size_t i = 0; i < 3; i++) one_run_coverage((dist)d, ns[i], reps[i], 7000 + 10 * (uint64_t)d + i, cov[i]);
+        for (int s = 0; s < N_STATS - 1; s++) {
+            fprintf(stderr, "    one run: %-10s %-4s", d ? "lognormal" : "uniform", stats[s].name);
+            for (size_t i = 0; i < 3; i++) {
+                fprintf(stderr, "  n=%-6zu %.3f", ns[i], cov[i][s]);
+                CHECK_MSG(cov[i][s] >= 0.92 && cov[i][s] <= 0.99, "%s at n=%zu: coverage %.3f", stats[s].name, ns[i], cov[i][s]);
+            }
+            fputc('\n', stderr);
+        }
+    }
+}
+
+TEST(one_run_interval_of_a_percentile_is_the_binomial_order_statistics) {
+    /* n = 100 values 1..100: the 95 % interval of the median is [x(40), x(61)] (P(X >= 40) = 0.982,
+     * P(X >= 41) = 0.972, P(X >= 61) = 0.018 for X ~ Binomial(100, 0.5)) */
+    int64_t v[100];
+    for (int i = 0; i < 100; i++) v[i] = i + 1;
+    sampleset a;
+    set_of(&a, v, 100);
+    double lo, hi;
+    char why[200] = "";
+    CHECK_EQ_INT(infer_interval_set_one(INFER_PERCENTILE, 50, &a, 0.95, &lo, &hi, why, sizeof why), 0);
+    CHECK_NEAR(lo, 40, 0);
+    CHECK_NEAR(hi, 61, 0);
+    /* p99 of 100 samples: no rank above it bounds it with 97.5 % (P(X <= 99) = 0.63) */
+    CHECK_EQ_INT(infer_interval_set_one(INFER_PERCENTILE, 99, &a, 0.95, &lo, &hi, why, sizeof why), -1);
+    CHECK_MSG(strstr(why, "p99 needs more than 100 samples"), "%s", why);
+    /* the mean: 50.5 +- z sd / sqrt(100), sd = sqrt(100 x 101 / 12) */
+    CHECK_EQ_INT(infer_interval_set_one(INFER_MEAN, 0, &a, 0.95, &lo, &hi, NULL, 0), 0);
+    double half = infer_z(0.95) * sqrt(100.0 * 101.0 / 12.0) / 10;
+    CHECK_NEAR(lo, 50.5 - half, 1e-9);
+    CHECK_NEAR(hi, 50.5 + half, 1e-9);
+    CHECK_EQ_INT(infer_interval_set_one(INFER_STD, 0, &a, 0.95, &lo, &hi, NULL, 0), -1);
+    sampleset_free(&a);
+    /* a million samples 1..10^6, each counted once: the median's ranks where the normal
+     * approximation puts them, n/2 -+ 1.96 x 500 (the continued fraction holds at large n) */
+    size_t n = 1000000;
+    int64_t *big = malloc(n * sizeof *big);
+    for (size_t i = 0; i < n; i++) big[i] = (int64_t)i + 1;
+    set_of(&a, big, n);
+    free(big);
+    CHECK_EQ_INT(infer_interval_set_one(INFER_PERCENTILE, 50, &a, 0.95, &lo, &hi, NULL, 0), 0);
+    CHECK_NEAR(lo, 499020, 499020 * 2 * HDR_REL_ERROR);
+    CHECK_NEAR(hi, 500981, 500981 * 2 * HDR_REL_ERROR);
+    sampleset_free(&a);
 }

@@ -263,6 +263,15 @@ static json_t *set_json(hdr_hist *h, const stats_samples *s, double scale) {
     return j ? j : json_null();
 }
 
+json_t *summary_samples_family(const double *v, size_t n, double scale) {
+    hdr_hist *h = malloc(sizeof *h);
+    if (!h) return json_null();
+    stats_samples s = { .v = (double *)v, .n = n, .cap = n };
+    json_t *j = set_json(h, &s, scale);
+    free(h);
+    return j;
+}
+
 static json_t *samples_json(acc *a) {
     json_t *o = json_object();
     hdr_hist *h = malloc(sizeof *h);

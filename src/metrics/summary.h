@@ -40,6 +40,12 @@ int summary_parse_slo(summary_opts *o, const char *spec);
  * NULL on out-of-memory. */
 json_t *summary_compute(const recset *recs, const summary_opts *o);
 
+/* One family of the results' "samples" (a sample set, sampleset.h, as summary_compute writes it)
+ * from per-request values: latencies in ms with scale NS_PER_MS (the set is in ns), token counts
+ * with scale 1. For documents built from another tool's per-request lists (the history's vLLM
+ * import). JSON null on out of memory. */
+json_t *summary_samples_family(const double *v, size_t n, double scale);
+
 /* ---- a run measured in parts (the processes of a multi-host job, src/dist) ----
  * Each part keeps its records' chunk arrays; the whole run's summary needs from them only the
  * pooled ITL histograms (which merge bucket by bucket) and the output tokens per second of the

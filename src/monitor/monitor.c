@@ -44,6 +44,12 @@ struct monitor {
     size_t n_free, cap_free;
     size_t finished, ok, failed;
     char *model;                 /* resolved by pre-flight (owned) */
+    /* period summaries: copies of the probes finished since period_start */
+    recset period;
+    int64_t period_start_ns;
+    double period_start_unix_s;
+    pthread_t period_thread;
+    bool period_running;
 };
 
 void monitor_default_opts(monitor_opts *o) {
@@ -102,6 +108,7 @@ monitor *monitor_new(const monitor_opts *o, char *err, size_t errlen) {
                      o->client.api == OPENAI_CHAT ? "chat" : "completions");
     if (o->client.model) mon_metrics_set_model(&m->met, o->client.model);
     recset_init(&m->recs);
+    recset_init(&m->period);
     if (o->log_path && !(m->log = fopen(o->log_path, "a"))) {
         snprintf(err, errlen, "--log %s: %s", o->log_path, strerror(errno));
         monitor_free(m);
@@ -149,6 +156,8 @@ void monitor_free(monitor *m) {
     if (m->http) evhttp_free(m->http);
     if (m->base) event_base_free(m->base);
     if (m->log) fclose(m->log);
+    if (m->period_running) pthread_join(m->period_thread, NULL);
+    recset_free(&m->period);
     recset_free(&m->recs);
     free(m->free_idx);
     free(m->model);
@@ -211,12 +220,75 @@ static int free_push(monitor *m, size_t idx) {
     return 0;
 }
 
+/* ---- period summaries ---- */
+
+/* A deep copy of a finished probe into the current period (its record is about to be recycled).
+ * Out of memory drops the copy: the period's summary then covers fewer probes, never wrong ones. */
+static void keep_for_period(monitor *m, const record *r) {
+    record *c = recset_add(&m->period);
+    if (!c) return;
+    *c = *r;
+    c->chunk_ns = NULL;
+    c->chunk_tokens = NULL;
+    c->error = r->error ? strdup(r->error) : NULL;
+    c->chunk_cap = 0;
+    if (r->n_chunks) {
+        c->chunk_ns = malloc(r->n_chunks * sizeof *c->chunk_ns);
+        if (c->chunk_ns) memcpy(c->chunk_ns, r->chunk_ns, r->n_chunks * sizeof *c->chunk_ns);
+        if (r->chunk_tokens && (c->chunk_tokens = malloc(r->n_chunks * sizeof *c->chunk_tokens)))
+            memcpy(c->chunk_tokens, r->chunk_tokens, r->n_chunks * sizeof *c->chunk_tokens);
+        if (!c->chunk_ns) { record_free(c); m->period.n--; return; }
+        c->chunk_cap = r->n_chunks;
+    }
+}
+
+typedef struct {
+    monitor *m;
+    recset probes;
+    double start_unix_s, end_unix_s;
+} period_job;
+
+static void *period_thread(void *arg) {
+    period_job *j = arg;
+    j->m->o.on_period(j->m->o.period_ctx, &j->probes, j->start_unix_s, j->end_unix_s);
+    recset_free(&j->probes);
+    free(j);
+    return NULL;
+}
+
+/* Hands the period over when it is over (or when `last`), to a thread of its own; the previous
+ * period's thread is joined first, so periods are recorded in order. */
+static void period_check(monitor *m, int64_t now, bool last) {
+    if (!m->o.on_period || m->o.period_ns <= 0) return;
+    size_t max = m->o.period_max_probes ? m->o.period_max_probes : 100000;
+    if (!m->period_start_ns) { m->period_start_ns = now; m->period_start_unix_s = clock_wall_ns() / 1e9; }
+    bool over = now - m->period_start_ns >= m->o.period_ns || m->period.n >= max;
+    if (!(over || last) || !m->period.n) {
+        if (over) { m->period_start_ns = now; m->period_start_unix_s = clock_wall_ns() / 1e9; }
+        return;
+    }
+    if (m->period_running) { pthread_join(m->period_thread, NULL); m->period_running = false; }
+    period_job *j = malloc(sizeof *j);
+    if (!j) return;
+    j->m = m;
+    j->probes = m->period;
+    j->start_unix_s = m->period_start_unix_s;
+    j->end_unix_s = clock_wall_ns() / 1e9;
+    recset_init(&m->period);
+    m->period_start_ns = now;
+    m->period_start_unix_s = j->end_unix_s;
+    if (last) { period_thread(j); return; }
+    if (pthread_create(&m->period_thread, NULL, period_thread, j) == 0) m->period_running = true;
+    else period_thread(j);   /* no thread: summarise here rather than lose the period */
+}
+
 /* Folds a finished probe, logs it, and recycles its record. */
 static void finish_probe(monitor *m, size_t idx) {
     record *r = &m->recs.v[idx];
     double now_unix_s = clock_wall_ns() / 1e9;
     bool good = mon_metrics_fold(&m->met, r, clock_now_ns(), now_unix_s);
     log_probe(m, r, now_unix_s, good);
+    if (m->o.on_period) keep_for_period(m, r);
     m->finished++;
     if (r->outcome == REC_OK) m->ok++;
     else if (record_failed(r)) m->failed++;
@@ -278,6 +350,7 @@ int monitor_run(monitor *m, volatile sig_atomic_t *stop, monitor_totals *out, ch
     for (;;) {
         if (stop && *stop) { out->interrupted = true; break; }
         int64_t now = clock_now_ns();
+        period_check(m, now, false);
         bool open = (!o->requests || scheduled < o->requests) && next < deadline;
         if (open && next <= now) {
             size_t in_flight = l.c ? client_in_flight(l.c) : 0;
@@ -334,6 +407,8 @@ int monitor_run(monitor *m, volatile sig_atomic_t *stop, monitor_totals *out, ch
         client_abort_all(l.c, REC_ERR_CANCELLED);   /* the records are folded as cancelled */
         client_free(l.c);
     }
+    if (m->period_running) { pthread_join(m->period_thread, NULL); m->period_running = false; }
+    period_check(m, clock_now_ns(), true);   /* the last, partial period */
     out->probes = m->finished;
     out->ok = m->ok;
     out->failed = m->failed;

@@ -122,6 +122,11 @@ char *mon_metrics_format(mon_metrics *m, int64_t now_ns, size_t *len);
 
 /* ---- the probe loop ---- */
 
+/* The probes that finished in one period (a copy, the callee's to read during the call), with the
+ * period's wall-clock bounds (Unix s). Called from a thread of its own, so that summarising and
+ * recording a period never delays a probe's measurement; periods are handed over one at a time. */
+typedef void (*monitor_period_fn)(void *ctx, const recset *probes, double start_unix_s, double end_unix_s);
+
 typedef struct {
     client_opts client;          /* client.model NULL: resolved by GET /v1/models, retried per probe */
     const dataset *ds;
@@ -134,6 +139,10 @@ typedef struct {
     const char *listen_host;     /* exporter address */
     int listen_port;             /* 0: any free port (see monitor_port) */
     const char *log_path;        /* one JSON line per probe, appended (NULL: none) */
+    int64_t period_ns;           /* > 0 with on_period: every period, its finished probes are handed over */
+    size_t period_max_probes;    /* a period also ends after this many probes (0: 100,000): bounded memory */
+    monitor_period_fn on_period;
+    void *period_ctx;
 } monitor_opts;
 
 void monitor_default_opts(monitor_opts *o);

@@ -46,4 +46,11 @@ json_t *report_diagnosis(const json_t *doc, const report_deploy *deploy);
 int report_write_html(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen);
 int report_write_markdown(FILE *f, const json_t *doc, const report_opts *o, char *err, size_t errlen);
 int report_write_csv(FILE *f, const json_t *doc, char *err, size_t errlen);
+
+/* A results history's trends (dsperf history / dsperf report --db): an array of
+ * dsperf.history-trend/1 documents, one chart per metric (the runs, their noise bands, the
+ * segments' levels and the change points), the change sentences and the runs' table. */
+int report_trend_html(FILE *f, const json_t *trends, const report_opts *o, char *err, size_t errlen);
+int report_trend_markdown(FILE *f, const json_t *trends, char *err, size_t errlen);
+int report_trend_csv(FILE *f, const json_t *trends, char *err, size_t errlen);
 #endif

@@ -84,6 +84,8 @@ double svg_px(const svg_chart *c, double x);
 double svg_py(const svg_chart *c, double y);
 /* A line through the finite points (a gap at NaN); cls picks the colour/dash from the CSS. */
 void svg_line(svg_chart *c, const double *x, const double *y, size_t n, const char *cls);
+/* A shaded band between lo and hi along x (a noise band); a gap where either is NaN. */
+void svg_area(svg_chart *c, const double *x, const double *lo, const double *hi, size_t n, const char *cls);
 /* The same as a step line (value holds until the next x; the last for the previous width). */
 void svg_steps(svg_chart *c, const double *x, const double *y, size_t n, const char *cls);
 void svg_points(svg_chart *c, const double *x, const double *y, size_t n, const char *cls, double r);

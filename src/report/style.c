@@ -59,6 +59,8 @@ const char report_css[] =
     ".e4{fill:#0891b2;stroke:#0891b2}.e5{fill:#db2777;stroke:#db2777}.e6{fill:#64748b;stroke:#64748b}\n"
     "svg path.gantt{fill:none;stroke-linecap:butt}svg rect.bar{stroke:none;opacity:.85}\n"
     "svg path.s{fill:none}svg .pt circle{stroke:none}svg .pt.hollow circle{fill:none;stroke-width:1.3;stroke:inherit}svg .pt.hollow{fill:none}svg .fit{stroke:var(--muted);stroke-width:1.2;stroke-dasharray:2 3}\n"
+    "svg path.area{stroke:none;opacity:.18}svg .rule.change line{stroke:var(--bad);stroke-dasharray:none;stroke-width:1.5}"
+    "svg .rule.change text{fill:var(--bad);font-weight:600}svg path.s.change{stroke:var(--bad)}\n"
     "svg .pred{stroke:var(--muted);stroke-width:1.8;stroke-dasharray:1.5 3;fill:none}\n"
     "svg .rule line{stroke-width:1.5;stroke-dasharray:5 4}svg .rule text{font-size:11px}\n"
     /* a halo in the panel colour keeps labels readable where they cross a line */

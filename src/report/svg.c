@@ -214,6 +214,29 @@ void svg_line(svg_chart *c, const double *x, const double *y, size_t n, const ch
     rb_puts(c->out, "\"/>");
 }
 
+void svg_area(svg_chart *c, const double *x, const double *lo, const double *hi, size_t n, const char *cls) {
+    /* one closed shape per run of consecutive finite points: along hi, back along lo */
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && !(finite_pt(c, x[i], lo[i]) && finite_pt(c, x[i], hi[i]))) i++;
+        size_t j = i;
+        while (j < n && finite_pt(c, x[j], lo[j]) && finite_pt(c, x[j], hi[j])) j++;
+        if (j > i) {
+            rb_puts(c->out, "<path class=\"area ");
+            rb_esc(c->out, cls);
+            rb_puts(c->out, "\" d=\"");
+            for (size_t k = i; k < j; k++) rb_printf(c->out, "%c%.1f %.1f", k == i ? 'M' : 'L', svg_px(c, x[k]), svg_py(c, hi[k]));
+            if (j - i == 1) {   /* a lone point: a narrow bar so it shows */
+                rb_printf(c->out, "h2V%.1fh-4V%.1fh2", svg_py(c, lo[i]), svg_py(c, hi[i]));
+            } else {
+                for (size_t k = j; k-- > i;) rb_printf(c->out, "L%.1f %.1f", svg_px(c, x[k]), svg_py(c, lo[k]));
+            }
+            rb_puts(c->out, "Z\"/>");
+        }
+        i = j;
+    }
+}
+
 void svg_steps(svg_chart *c, const double *x, const double *y, size_t n, const char *cls) {
     path_open(c, cls);
     bool pen = false;

@@ -8,6 +8,7 @@
  * rng. Cancels the server decides on inside an advance are deferred until the advance returns,
  * so an engine never sees a call into itself from its own emit callback. */
 #include "server/server.h"
+#include "common/version.h"
 #include "server/server_oai.h"
 #include "server/server_metrics.h"
 #include "server/server_log.h"
@@ -580,10 +581,11 @@ static void handle_request(struct evhttp_request *req, void *arg) {
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     if (!path) path = "/";
     int api = !strcmp(path, "/v1/completions") ? OAI_COMPLETIONS : !strcmp(path, "/v1/chat/completions") ? OAI_CHAT : -1;
-    bool get_path = !strcmp(path, "/v1/models") || !strcmp(path, "/health") || !strcmp(path, "/metrics");
+    bool get_path = !strcmp(path, "/v1/models") || !strcmp(path, "/health") || !strcmp(path, "/metrics") ||
+                    !strcmp(path, "/version");
     if (api < 0 && !get_path) {
         char msg[300];
-        snprintf(msg, sizeof msg, "no route for %.200s (try /v1/completions, /v1/chat/completions, /v1/models, /health, /metrics)", path);
+        snprintf(msg, sizeof msg, "no route for %.200s (try /v1/completions, /v1/chat/completions, /v1/models, /health, /metrics, /version)", path);
         wlock(s);
         reply_error(s, req, 404, msg);
         wunlock(s);
@@ -603,6 +605,10 @@ static void handle_request(struct evhttp_request *req, void *arg) {
         reply(s, req, 200, "application/json", b);
     } else if (!strcmp(path, "/v1/models")) {
         oai_models_body(b, s->model_json, (int64_t)time(NULL), s->p.models_meta_json);
+        reply(s, req, 200, "application/json", b);
+    } else if (!strcmp(path, "/version")) {
+        /* as vLLM answers it, so a client can tell which build it measured */
+        evbuffer_add_printf(b, "{\"version\":\"%s\"}", DSPERF_VERSION);
         reply(s, req, 200, "application/json", b);
     }
     evbuffer_free(b);

@@ -392,6 +392,9 @@ json_t *telemetry_series_json(const telemetry *t, int64_t t0_ns) {
         "cpu_pct_of_core", t->stopped && wall_s > 0 ? json_real(100.0 * (double)t->cpu_ns / 1e9 / wall_s) : json_null()));
     if (t->warning[0]) json_object_set_new(o, "warning", json_string(t->warning));
     if (t->nv || t->n_gpus) {
+        char drv[80];
+        /* which driver the GPUs ran on: a run's identity in the results history */
+        if (t->nv && nvml_driver_version(t->nv, drv, sizeof drv) == 0) json_object_set_new(o, "driver_version", json_string(drv));
         json_t *g = json_array();
         for (int i = 0; i < t->n_gpus; i++) json_array_append_new(g, gpu_json(&t->gpus[i], t0_ns));
         json_object_set_new(o, "gpu", g);
