@@ -68,6 +68,8 @@ struct client {
     uint32_t dur_hist[64];      /* send to end of the requests that finished this epoch, likewise */
     int64_t gap_floor_ns;       /* their 10th percentiles in the last epoch that had any: bound the window */
     int64_t dur_floor_ns;
+    uint32_t reads_stamped, reads_unstamped;   /* body reads this epoch with and without a kernel stamp */
+    bool stamps_flow;           /* the last epoch's reads were (>= 99%) stamped: gathering allowed */
     int64_t epoch_end_ns;
 };
 
@@ -83,7 +85,7 @@ struct client {
  * wake-up instead of one each; their stamps are the kernel's, so reading them later does not move
  * them. The window (at most GATHER_DEFAULT_US, DSPERF_CLIENT_GATHER_US) never passes the caller's
  * wake-up time (a scheduled send) or libcurl's timer and is not taken while requests wait to be
- * sent. It stays under half the gap between two reads of one stream (the 10th percentile, rounded
+ * sent, nor unless the last epoch's reads had kernel stamps (99%). It stays under half the gap between two reads of one stream (the 10th percentile, rounded
  * down to a power of two, of the last epoch), so a stream's consecutive chunks still arrive in
  * separate reads and keep separate stamps; and under 1/100 of the requests' duration (same
  * statistic), because a request's end is seen up to a window late and a closed loop sends the
@@ -192,9 +194,13 @@ static size_t on_write(char *buf, size_t size, size_t n, void *ud) {
     int64_t stamp = rxstamp_last_ns();
     if (stamp) {
         client *c = t->c;
+        c->reads_stamped++;
         if (t->read_ns) hist_add(c->gap_hist, stamp - t->read_ns);
         t->read_ns = stamp;
-    } else t->read_ns = clock_now_ns();
+    } else {
+        t->c->reads_unstamped++;
+        t->read_ns = clock_now_ns();
+    }
     if (!t->c->curl_poll) readpoll_delivered();   /* libcurl's "more bytes waiting?" poll is answered by epoll */
     if (!t->got_body) {
         t->got_body = true;
@@ -481,8 +487,15 @@ static int64_t gather_until(client *c, int64_t now) {
     if (now >= c->epoch_end_ns) {
         c->gap_floor_ns = hist_p10_take(c->gap_hist, c->gap_floor_ns);
         c->dur_floor_ns = hist_p10_take(c->dur_hist, c->dur_floor_ns);
+        /* without kernel stamps a late read would move the chunk's time: gather only while
+         * they arrive (the kernel turns receive stamping on from a workqueue, so the first reads
+         * of a run may have none; a kernel or socket that never gives any never gathers) */
+        uint32_t reads = c->reads_stamped + c->reads_unstamped;
+        if (reads) c->stamps_flow = c->reads_unstamped * 100 <= reads;
+        c->reads_stamped = c->reads_unstamped = 0;
         c->epoch_end_ns = now + GATHER_EPOCH_NS;
     }
+    if (!c->stamps_flow) return 0;
     int64_t w = c->gather_max_ns;
     if (c->gap_floor_ns / 2 < w) w = c->gap_floor_ns / 2;
     if (c->dur_floor_ns / 100 < w) w = c->dur_floor_ns / 100;
