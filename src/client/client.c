@@ -66,7 +66,8 @@ struct client {
     int64_t end_stamp_ns;       /* arrival of the bytes read by the running socket action (0: none) */
     uint32_t gap_hist[64];      /* gaps between two reads of one stream this epoch, by power of two (ns) */
     uint32_t dur_hist[64];      /* send to end of the requests that finished this epoch, likewise */
-    int64_t gap_floor_ns;       /* their 10th percentiles in the last epoch that had any: bound the window */
+    int64_t gap_floor_ns;       /* their 10th percentiles in the last epoch that had any (this epoch's
+                                 * once it has enough): bound the window */
     int64_t dur_floor_ns;
     uint32_t reads_stamped, reads_unstamped;   /* body reads this epoch with and without a kernel stamp */
     bool stamps_flow;           /* the last epoch's reads were (>= 99%) stamped: gathering allowed */
@@ -83,15 +84,20 @@ struct client {
 /* Gathering chunks. After a wake-up the loop sleeps until a window after it has passed before it
  * waits for sockets again, so the chunks of the streams that arrive meanwhile are read in one
  * wake-up instead of one each; their stamps are the kernel's, so reading them later does not move
- * them. The window (at most GATHER_DEFAULT_US, DSPERF_CLIENT_GATHER_US) never passes the caller's
- * wake-up time (a scheduled send) or libcurl's timer and is not taken while requests wait to be
- * sent, nor unless the last epoch's reads had kernel stamps (99%). It stays under half the gap between two reads of one stream (the 10th percentile, rounded
- * down to a power of two, of the last epoch), so a stream's consecutive chunks still arrive in
- * separate reads and keep separate stamps; and under 1/100 of the requests' duration (same
- * statistic), because a request's end is seen up to a window late and a closed loop sends the
- * next request only then: at most 1% (0.5% on average) less offered load. */
+ * them. The window (at most GATHER_DEFAULT_US, DSPERF_CLIENT_GATHER_US):
+ *  - never passes the caller's wake-up time (a scheduled send) or libcurl's timer, and is not
+ *    taken while requests wait to be sent;
+ *  - is only taken while reads carry kernel stamps (99% of this epoch's, or the last epoch's);
+ *  - stays under half the gap between two reads of one stream (the 10th percentile, rounded down
+ *    to a power of two, of this epoch once it has GATHER_MIN_SAMPLES gaps, else of the last), so a
+ *    stream's consecutive chunks still arrive in separate reads and keep separate stamps; no
+ *    window until gaps have been seen;
+ *  - stays under 1/100 of the requests' send-to-end time (same statistic), because a request's end
+ *    is seen up to a window late and a closed loop sends the next request only then: at most 1%
+ *    (0.5% on average) less offered load. */
 #define GATHER_DEFAULT_US 5000
 #define GATHER_EPOCH_NS (250 * NS_PER_MS)
+#define GATHER_MIN_SAMPLES 32
 
 static int g_curl_init;
 
@@ -116,18 +122,16 @@ static void hist_add(uint32_t *hist, int64_t ns) {
     if (ns > 0) hist[63 - __builtin_clzll((unsigned long long)ns)]++;
 }
 
-/* The 10th percentile of a power-of-two histogram, rounded down; the old value when it is empty.
- * Clears it for the next epoch. */
-static int64_t hist_p10_take(uint32_t *hist, int64_t old) {
+/* The 10th percentile of a power-of-two histogram, rounded down; -1 with fewer than min_n samples. */
+static int64_t hist_p10(const uint32_t *hist, uint64_t min_n) {
     uint64_t total = 0, below = 0;
     for (int b = 0; b < 64; b++) total += hist[b];
-    int64_t p10 = old;
-    for (int b = 0; total && b < 64; b++) {
+    if (!total || total < min_n) return -1;
+    for (int b = 0; b < 64; b++) {
         below += hist[b];
-        if (below * 10 >= total) { p10 = (int64_t)1 << b; break; }
+        if (below * 10 >= total) return (int64_t)1 << b;
     }
-    memset(hist, 0, 64 * sizeof *hist);
-    return p10;
+    return -1;
 }
 
 /* ---- curl → epoll glue ---- */
@@ -362,7 +366,8 @@ client *client_new(const client_opts *o, recset *recs, client_done_fn done, void
     c->gather_max_ns = c->rxstamp ? (gu && *gu ? atoll(gu) : GATHER_DEFAULT_US) * NS_PER_US : 0;
     if (c->gather_max_ns < 0) c->gather_max_ns = 0;
     if (c->gather_max_ns > 5 * NS_PER_MS) c->gather_max_ns = 5 * NS_PER_MS;
-    c->gap_floor_ns = c->dur_floor_ns = INT64_MAX;
+    c->gap_floor_ns = 0;            /* unknown: no window until gaps are seen */
+    c->dur_floor_ns = INT64_MAX;    /* unknown: bounded by the gaps alone */
     c->url = client_url(o->base_url, openai_path(o->api));
     c->epfd = epoll_create1(EPOLL_CLOEXEC);
     c->multi = curl_multi_init();
@@ -481,24 +486,33 @@ static void send_pending(client *c) {
 
 size_t client_in_flight(const client *c) { return c->in_flight; }
 
-/* When the gathering window after the last wake-up ends (<= now: none). */
+/* When the gathering window after the last wake-up ends (<= now: none). Each statistic is this
+ * epoch's once it has enough samples, else the last epoch's; with neither (the start of a run)
+ * there is no window. */
 static int64_t gather_until(client *c, int64_t now) {
     if (!c->gather_max_ns) return 0;
     if (now >= c->epoch_end_ns) {
-        c->gap_floor_ns = hist_p10_take(c->gap_hist, c->gap_floor_ns);
-        c->dur_floor_ns = hist_p10_take(c->dur_hist, c->dur_floor_ns);
-        /* without kernel stamps a late read would move the chunk's time: gather only while
-         * they arrive (the kernel turns receive stamping on from a workqueue, so the first reads
-         * of a run may have none; a kernel or socket that never gives any never gathers) */
+        int64_t g = hist_p10(c->gap_hist, 1), d = hist_p10(c->dur_hist, 1);
+        if (g >= 0) c->gap_floor_ns = g;
+        if (d >= 0) c->dur_floor_ns = d;
         uint32_t reads = c->reads_stamped + c->reads_unstamped;
         if (reads) c->stamps_flow = c->reads_unstamped * 100 <= reads;
+        memset(c->gap_hist, 0, sizeof c->gap_hist);
+        memset(c->dur_hist, 0, sizeof c->dur_hist);
         c->reads_stamped = c->reads_unstamped = 0;
         c->epoch_end_ns = now + GATHER_EPOCH_NS;
     }
-    if (!c->stamps_flow) return 0;
+    /* without kernel stamps a late read would move the chunk's time: gather only while they
+     * arrive (the kernel turns receive stamping on from a workqueue, so the first reads of a run
+     * may have none; a kernel or socket that never gives any never gathers) */
+    uint32_t reads = c->reads_stamped + c->reads_unstamped;
+    if (reads >= GATHER_MIN_SAMPLES ? c->reads_unstamped * 100 > reads : !c->stamps_flow) return 0;
+    int64_t gap = hist_p10(c->gap_hist, GATHER_MIN_SAMPLES), dur = hist_p10(c->dur_hist, GATHER_MIN_SAMPLES / 4);
+    if (gap < 0) gap = c->gap_floor_ns;
+    if (dur < 0) dur = c->dur_floor_ns;
     int64_t w = c->gather_max_ns;
-    if (c->gap_floor_ns / 2 < w) w = c->gap_floor_ns / 2;
-    if (c->dur_floor_ns / 100 < w) w = c->dur_floor_ns / 100;
+    if (gap / 2 < w) w = gap / 2;
+    if (dur / 100 < w) w = dur / 100;
     return c->last_wake_ns + w;
 }
 
