@@ -161,7 +161,8 @@ static void on_done(void *ctx, size_t idx) {
     run_state *s = ctx;
     record *r = &s->recs->v[idx];
     s->finished++;
-    if (r->outcome != REC_OK) s->failed++;
+    /* the progress line's "failed" is the server's: a request dsperf cancelled is not a failure */
+    if (r->outcome != REC_OK && r->outcome != REC_ERR_CANCELLED) s->failed++;
     if (s->sess && sessions_turn_done(s->sess, r) &&
         due_push(s, r->end_ns + sessions_think_ns(s->sess), r->session, (uint16_t)(r->turn + 1)))
         return;   /* the user stays with its conversation */

@@ -66,7 +66,7 @@ int load_client_threads(const load_plan *p, int threads);
 
 typedef struct {
     size_t planned;           /* 0 when duration-bound */
-    size_t sent, finished, failed, in_flight, queued;
+    size_t sent, finished, failed, in_flight, queued;   /* failed: the server's (cancelled by dsperf is not) */
     int64_t elapsed_ns;
     double ttft_p50_ms;       /* of the recent successes (NaN when none) */
     double rate_per_s;        /* finished per second over the run so far */
