@@ -63,6 +63,7 @@ struct client {
     bool rxstamp;               /* reads stamped by the kernel (DSPERF_CLIENT_RXSTAMP=0: when handed to us) */
     int64_t gather_max_ns;      /* longest gathering window (DSPERF_CLIENT_GATHER_US; 0 off; needs rxstamp) */
     int64_t last_wake_ns;       /* when the last epoll wait returned with events */
+    int sockets_sending;        /* sockets libcurl waits to write a request to (no gathering then) */
     int64_t end_stamp_ns;       /* arrival of the bytes read by the running socket action (0: none) */
     uint32_t gap_hist[64];      /* gaps between two reads of one stream this epoch, by power of two (ns) */
     uint32_t dur_hist[64];      /* send to end of the requests that finished this epoch, likewise */
@@ -86,7 +87,7 @@ struct client {
  * wake-up instead of one each; their stamps are the kernel's, so reading them later does not move
  * them. The window (at most GATHER_DEFAULT_US, DSPERF_CLIENT_GATHER_US):
  *  - never passes the caller's wake-up time (a scheduled send) or libcurl's timer, and is not
- *    taken while requests wait to be sent;
+ *    taken while requests wait to be sent or are being written (a socket waits to be writable);
  *  - is only taken while reads carry kernel stamps (99% of this epoch's, or the last epoch's);
  *  - stays under half the gap between two reads of one stream (the 10th percentile, rounded down
  *    to a power of two, of this epoch once it has GATHER_MIN_SAMPLES gaps, else of the last), so a
@@ -139,6 +140,14 @@ static int64_t hist_p10(const uint32_t *hist, uint64_t min_n) {
 static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *sockp) {
     client *c = userp;
     struct epoll_event ev = { .data.fd = s };
+    /* sockets libcurl is writing a request to (it waits for them to be writable): while there are
+     * any, the loop does not gather, so a request body larger than the socket buffer goes out at
+     * the pace the server reads it, not one piece per window */
+    bool was_out = sockp != NULL, is_out = what != CURL_POLL_REMOVE && (what & CURL_POLL_OUT);
+    if (was_out != is_out) {
+        c->sockets_sending += is_out ? 1 : -1;
+        curl_multi_assign(c->multi, s, is_out ? (void *)c : NULL);
+    }
     if (what == CURL_POLL_REMOVE) {
         epoll_ctl(c->epfd, EPOLL_CTL_DEL, s, NULL);
         return 0;
@@ -490,7 +499,7 @@ size_t client_in_flight(const client *c) { return c->in_flight; }
  * epoch's once it has enough samples, else the last epoch's; with neither (the start of a run)
  * there is no window. */
 static int64_t gather_until(client *c, int64_t now) {
-    if (!c->gather_max_ns) return 0;
+    if (!c->gather_max_ns || c->sockets_sending > 0) return 0;
     if (now >= c->epoch_end_ns) {
         int64_t g = hist_p10(c->gap_hist, 1), d = hist_p10(c->dur_hist, 1);
         if (g >= 0) c->gap_floor_ns = g;
