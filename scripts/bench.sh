@@ -2,10 +2,11 @@
 # make bench — benchmarks, measured side by side in one run (never timed assertions in tests).
 #  1. client cost: CPU per 1M streamed chunks and chunk rate, against `dsperf serve --itl 0`,
 #     at 1,000 and 10,000 concurrent streams;
-#  2. client CPU per chunk when chunks arrive one at a time (10 ms gap) at 32, 256 and 1,000 streams,
-#     with libcurl's post-read poll answered by the client's epoll and, beside it, made by libcurl;
+#  2. client CPU per chunk when chunks arrive one at a time (10 ms gap) at 32, 256 and 1,000 streams:
+#     kernel receive stamps with gathered reads (default) beside read-time stamps with one wake-up
+#     per chunk, with and without libcurl's post-read poll;
 #  3. timing error at 1, 64, 512 and 1,000 streams: measured minus configured TTFT and ITL, with the
-#     server's own emission lateness beside it;
+#     server's own emission lateness beside it, kernel stamps beside read stamps;
 #  4. the other modules' benchmarks, when present (tokenizer, simulator, multi-host merge, trace prompt
 #     building, results history).
 set -eu
@@ -52,28 +53,31 @@ for streams in 1000 10000; do
   echo "   completed $(field $f "d['completed']") failed $(field $f "d['failed']")"
 done
 
-# Client cost when chunks arrive one at a time: at a 10 ms gap each chunk of a stream comes alone,
-# so every chunk costs a wake-up and a read. libcurl 7.88 also polls the socket after every read;
-# the client answers that poll from its own epoll (src/client/readpoll.h). Both ways side by side,
-# alternating (DSPERF_CLIENT_CURL_POLL=1 lets libcurl make its poll), 3 runs each, median shown;
+# Client cost when chunks arrive one at a time: at a 10 ms gap each chunk of a stream comes alone.
+# Three ways, alternating in one run (noise hits all three), 3 runs each, median shown:
+#   gather  (default) chunks stamped by the kernel (SO_TIMESTAMPNS, src/client/rxstamp.h), and
+#           the loop reads for a window after each wake-up instead of waking per chunk;
+#   each    stamped when read, one wake-up per chunk (DSPERF_CLIENT_RXSTAMP=0);
+#   curl    the same, and libcurl also makes its post-read poll (DSPERF_CLIENT_CURL_POLL=1; the
+#           client answers it from its epoll otherwise, src/client/readpoll.h).
 # CPU time of the client process (getrusage), so a busy machine's other jobs do not count.
-echo "== client CPU per chunk, chunks one at a time (serve --itl 10ms), poll answered by epoll vs made by libcurl"
-printf '%-8s %-10s %-9s %-16s %-22s %-22s\n' streams poll chunks cpu_us_per_chunk "ITL err p50/p99 (us)" "cpu_us runs"
+echo "== client CPU per chunk, chunks one at a time (serve --itl 10ms): gather (kernel stamps) vs each (read stamps) vs curl (+libcurl's poll)"
+printf '%-8s %-8s %-9s %-16s %-22s %-22s\n' streams mode chunks cpu_us_per_chunk "ITL err p50/p99 (us)" "cpu_us runs"
 for streams in 32 256 1000; do
   start_serve --threads "$SERVE_THREADS" --ttft 10ms --itl 10ms --prefill-per-token 0
   for run in 1 2 3; do
-    for mode in skip curl; do
-      flag=0; [ $mode = curl ] && flag=1
-      DSPERF_CLIENT_CURL_POLL=$flag "$BIN" bench --url "$URL" --concurrency "$streams" --requests $((streams * 2)) \
+    for mode in gather each curl; do
+      rx=1; cp=0; [ $mode != gather ] && rx=0; [ $mode = curl ] && cp=1
+      DSPERF_CLIENT_RXSTAMP=$rx DSPERF_CLIENT_CURL_POLL=$cp "$BIN" bench --url "$URL" --concurrency "$streams" --requests $((streams * 2)) \
           --dataset random:in=8,out=100 --quiet --out "$OUT/chunk-$streams-$mode-$run.json" || true
     done
   done
   stop_serve
-  for mode in skip curl; do
+  for mode in gather each curl; do
     runs=""; for run in 1 2 3; do runs="$runs $(field "$OUT/chunk-$streams-$mode-$run.json" "round(d['client']['cpu_us_per_chunk'],2)")"; done
     med=$(echo $runs | tr ' ' '\n' | sort -g | sed -n 2p)
     f="$OUT/chunk-$streams-$mode-2.json"
-    printf '%-8s %-10s %-9s %-16s %-22s %-22s\n' "$streams" "$mode" "$(field $f "d['client']['chunks']")" "$med" \
+    printf '%-8s %-8s %-9s %-16s %-22s %-22s\n' "$streams" "$mode" "$(field $f "d['client']['chunks']")" "$med" \
       "$(field $f "round((d['median_itl_ms']-10)*1000)")/$(field $f "round((d['p99_itl_ms']-10)*1000)")" "$runs"
   done
 done
@@ -83,12 +87,15 @@ done
 # on shared cores), and 1,000 closed-loop streams of 100 tokens, 3 rounds (the first opens the
 # connections, and every round ends with 1,000 streams finishing and resubmitting at once). The
 # server's own lateness (due time to write) says how much of the error is the server's.
-echo "== timing error (serve --ttft 50ms --itl 10ms): measured - configured"
+echo "== timing error (serve --ttft 50ms --itl 10ms): measured - configured; kernel stamps + gathering (default) and read stamps (DSPERF_CLIENT_RXSTAMP=0), alternating"
 for spec in 1:20:20 64:256:20 512:1024:10 1000:3000:100; do
   streams=${spec%%:*}; rest=${spec#*:}; requests=${rest%%:*}; out_tokens=${rest#*:}
   start_serve --threads "$SERVE_THREADS" --ttft 50ms --itl 10ms --prefill-per-token 0
-  "$BIN" bench --url "$URL" --concurrency "$streams" --requests "$requests" --dataset "random:in=8,out=$out_tokens" --quiet \
-      --percentiles 50,90,99,99.9 --out "$OUT/timing-$streams.json" || true
+  for rx in 1 0; do
+    sfx=""; [ $rx = 0 ] && sfx="-read"
+    DSPERF_CLIENT_RXSTAMP=$rx "$BIN" bench --url "$URL" --concurrency "$streams" --requests "$requests" --dataset "random:in=8,out=$out_tokens" --quiet \
+        --percentiles 50,90,99,99.9 --out "$OUT/timing-$streams$sfx.json" || true
+  done
   python3 - "$URL/metrics" > "$OUT/timing-$streams.late" 2>/dev/null <<'PY' || echo "? ?" > "$OUT/timing-$streams.late"
 import sys, urllib.request
 b = {}
@@ -103,6 +110,8 @@ PY
   err() { field $f "round((d['$1']-$2)*1000)"; }
   read -r late50 late250 < "$OUT/timing-$streams.late"
   echo "   $streams streams: ITL error p50 $(err median_itl_ms 10) us, p99 $(err p99_itl_ms 10) us, p99.9 $(err p99.9_itl_ms 10) us; TTFT error p50 $(err median_ttft_ms 50) us, p99 $(err p99_ttft_ms 50) us; server emissions within 50 us of due $late50, within 250 us $late250"
+  f="$OUT/timing-$streams-read.json"
+  echo "   $(printf '%*s' ${#streams} '')  read stamps: ITL error p50 $(err median_itl_ms 10) us, p99 $(err p99_itl_ms 10) us, p99.9 $(err p99.9_itl_ms 10) us; TTFT error p50 $(err median_ttft_ms 50) us, p99 $(err p99_ttft_ms 50) us"
 done
 echo "   (goal at 1,000 streams: ITL p99 < 200 us; $(field "$OUT/timing-1000.json" "d['itl_samples']") gaps, $(field "$OUT/timing-1000.json" "d['client']['threads']") client threads)"
 

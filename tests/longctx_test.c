@@ -118,9 +118,11 @@ TEST(longctx_sim_v3_kv_runs_out_at_32k) {
 
 TEST(longctx_sweep_serve_sim_ladder) {
     test_server s;
-    /* V2-Lite given 30% of an H200: KV for 16 sequences of 16k, not of 32k; prompts past 50000 refused */
+    /* V2-Lite given 30% of an H200: KV for 16 sequences of 16k, not of 32k; prompts past 50000 refused.
+     * --speedup 5, not more: the 32k level preempts only while the 16 requests are in the engine
+     * together, and a busy (or sanitized) client takes long to send 16 prompts of 32k tokens */
     if (test_serve_start(&s, "--engine sim --model deepseek-ai/DeepSeek-V2-Lite --gpu h200 --gpu-memory-utilization 0.3 "
-                             "--max-model-len 50000 --speedup 25") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+                             "--max-model-len 50000 --speedup 5") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     char cmd[1024], path[512];
     snprintf(path, sizeof path, "%s/sweep.json", harness_tmpdir());
     snprintf(cmd, sizeof cmd, "sweep --url %s --input-len 8k..64k x2 --concurrency 16 --requests 16 --server-metrics %s/metrics "
@@ -140,7 +142,7 @@ TEST(longctx_sweep_serve_sim_ladder) {
     /* the deployment the server described: the prediction knows the GPU and the KV capacity */
     const char *dep = json_string_value(get(get(c, "prediction"), "deployment"));
     CHECK_MSG(dep && strstr(dep, "h200"), "prediction deployment: %s", dep ? dep : "(none)");
-    CHECK_NEAR(test_num(get(c, "prediction"), "time_scale"), 25, 0);
+    CHECK_NEAR(test_num(get(c, "prediction"), "time_scale"), 5, 0);
     /* no bandwidth beyond the H200's 4.8 TB/s comes out of the TPOT slope */
     double bw = test_num(get(c, "decode"), "kv_read_bytes_per_s_implied");
     CHECK(isnan(bw) || bw <= 4.8e12);
@@ -156,7 +158,7 @@ TEST(longctx_sweep_serve_sim_ladder) {
             CHECK_EQ_INT(test_num(lv, "completed"), 16);
             CHECK(json_is_true(get(lv, "fits")));
             /* a floor: the client sees a token after the engine made it; the prediction is on the
-             * client's clock (the server said it runs 25x faster: meta.speedup) */
+             * client's clock (the server said it runs 5x faster: meta.speedup) */
             CHECK_MSG(test_num(lv, "median_ttft_ms") >= 0.99 * test_num(pr, "ttft_ms"), "%d: TTFT %.2f ms below the "
                       "prefill alone %.2f ms", L, test_num(lv, "median_ttft_ms"), test_num(pr, "ttft_ms"));
         } else if (L == 32768) {

@@ -6,7 +6,8 @@
  * its own (a 5-10 ms inter-token gap), that is a third of the client's system calls: epoll_wait,
  * recvfrom, poll. The client already watches every socket with a level-triggered epoll, so the
  * answer "nothing more" is always safe: bytes that are in fact waiting make the very next
- * epoll_wait return at once, and they are read (and stamped) then.
+ * epoll_wait return at once, and they are read then (with their kernel receive stamp, rxstamp.h,
+ * so reading them a little later does not move their time).
  *
  * The client marks the socket it is handing to curl_multi_socket_action (readpoll_enter/leave);
  * its write callback marks that a read delivered bytes (readpoll_delivered). This module defines
