@@ -2,8 +2,8 @@
  * time): each turn's request is what bench sends (sessions dataset, request body) and what serve
  * hands the engine (prompt words, chained block hashes); the answer goes back into the history.
  * With the cache, every later turn's TTFT is a fraction of the first turn's (only the new message
- * and the answer are prefilled) and the engine's hit count is the history's whole blocks; without
- * it, TTFT grows with the history. */
+ * is prefilled: the answer's blocks were cached as it was generated) and the engine's hit count is
+ * the history's whole blocks; without it, TTFT grows with the history. */
 #include "harness.h"
 #include "dataset/sessions.h"
 #include "client/openai.h"
@@ -41,10 +41,12 @@ static void converse(bool prefix_caching, int turns, int64_t *ttft_ns, int64_t *
         char *body = openai_request_body(OPENAI_COMPLETIONS, "m", &it, true, true);
         uint64_t *h = NULL;
         int32_t nh = 0;
-        CHECK(srv_prompt_hashes(OAI_COMPLETIONS, body, strlen(body), p.block_size, &h, &nh) == 0);
+        /* as serve hashes it: the prompt's words, then the 32 words it will answer with */
+        CHECK(srv_sequence_hashes(OAI_COMPLETIONS, body, strlen(body), p.block_size, (uint64_t)t + 1, 32, &h, &nh) == 0);
         prompt[t] = oai_count_words(it.prompt);
         engine_request q = { .id = (uint64_t)t + 1, .prompt_tokens = prompt[t], .max_tokens = 32, .ignore_eos = true,
-                             .block_hashes = h, .n_block_hashes = nh, .hash_block_tokens = p.block_size };
+                             .block_hashes = h, .n_block_hashes = nh, .hash_block_tokens = p.block_size,
+                             .hashed_tokens = prompt[t] + 32 };
         sim_info before, after;
         sim_get_info(e, &before);
         CHECK(engine_submit(e, &q, now) == 0);
@@ -80,11 +82,12 @@ TEST(workload_sim_conversation_ttft_falls_with_prefix_cache) {
     converse(false, 4, off, hit_off, words);
     CHECK_EQ_INT(hit_on[0], 0);
     for (int t = 1; t < 4; t++) {
-        /* the whole blocks of the previous prompt hit (the engine caches prompt blocks; its answer's
-         * tokens are prefilled again), never more than the previous prompt and its answer */
-        int32_t bs = 16, prev_blocks = words[t - 1] / bs * bs, reusable = words[t - 1] + 32;
-        CHECK_MSG(hit_on[t] >= prev_blocks && hit_on[t] <= reusable, "turn %d: %lld words hit; the previous prompt has %d "
-                  "in whole blocks, %d with its answer", t, (long long)hit_on[t], prev_blocks, reusable);
+        /* every whole block of the previous prompt and its answer hits (the engine caches the
+         * answer's blocks as vLLM does, once complete; the last answer token's KV was never
+         * computed): exactly those */
+        int32_t bs = 16, computed = words[t - 1] + 32 - 1;
+        CHECK_MSG(hit_on[t] == computed / bs * bs, "turn %d: %lld words hit; the previous prompt and its answer "
+                  "have %d computed, %d in whole blocks", t, (long long)hit_on[t], computed, computed / bs * bs);
         CHECK_EQ_INT(hit_off[t], 0);
         /* engine time, deterministic: the prefill the cache spares shows in TTFT */
         CHECK_MSG(on[t] < on[0], "turn %d TTFT %lld ns not below turn 0's %lld ns", t, (long long)on[t], (long long)on[0]);
@@ -116,6 +119,13 @@ TEST(workload_serve_sim_hit_rate_is_the_simulators) {
     double q = m ? test_prom_value(m, "vllm:prefix_cache_queries_total") : NAN, h = m ? test_prom_value(m, "vllm:prefix_cache_hits_total") : NAN;
     CHECK_MSG(q > 0 && h > 0, "no prefix-cache counters on serve's /metrics");
     CHECK_NEAR(test_num(pc, "hit_rate_metrics"), h / q, 1e-9);
+    /* every answer said how much of its prompt came from the cache (usage.prompt_tokens_details):
+     * together exactly the engine's hits, so TTFT splits into hits (turns 1-3 of each conversation,
+     * whose history was cached) and misses (turn 0) */
+    CHECK_EQ_INT(test_num(pc, "reported_requests"), 24);
+    CHECK_NEAR(test_num(pc, "hit_rate"), h / q, 1e-9);
+    CHECK_EQ_INT(test_num(json_object_get(pc, "ttft_hit"), "n"), 18);
+    CHECK_EQ_INT(test_num(json_object_get(pc, "ttft_miss"), "n"), 6);
     /* every prompt token went through the cache's lookup once */
     CHECK_EQ_INT(q, test_num(r, "total_input_tokens_server"));
     double bound = test_num(pc, "hit_rate_bound");

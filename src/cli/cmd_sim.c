@@ -4,6 +4,7 @@
  * `bench`, plus the engine's own series under "engine". Also `--calibrate`: fits the cost model's
  * efficiency factors to a measured run and saves them as a profile. */
 #include "cli/cli.h"
+#include "cli/bench_opts.h"
 #include "cli/history_opts.h"
 #include "common/log.h"
 #include "common/rng.h"
@@ -33,8 +34,17 @@ static void usage(FILE *f) {
         "  --dataset SPEC             random:in=N,out=M[,range=F] (default random:in=1024,out=128; the same\n"
         "                             lengths bench draws for the seed without a tokenizer), jsonl:FILE,\n"
         "                             sharegpt:FILE, prefix:groups=G,prefix=P,suffix=S,out=M (lengths in words;\n"
-        "                             with --prefix-caching on a group's shared prompt is cached), or\n"
-        "                             lognormal:in=MEAN,out=MEAN[,sigma=S,max_in=N,max_total=N] (ShareGPT-like)\n"
+        "                             with --prefix-caching on a group's shared prompt is cached),\n"
+        "                             lognormal:in=MEAN,out=MEAN[,sigma=S,max_in=N,max_total=N] (ShareGPT-like),\n"
+        "                             mooncake:FILE (a Mooncake trace: its hash ids go to the prefix cache; the\n"
+        "                             whole trace unless --requests says less; --arrival trace replays its times)\n"
+        "                             or sessions:n=N,turns=T,first=P,user=U,out=M,think=D,system=S (N\n"
+        "                             conversations; each turn sends the history with the engine's answers, so\n"
+        "                             with --prefix-caching on the history is cached; --concurrency: users,\n"
+        "                             --rate: conversation starts; lengths in tokens as given, no template)\n"
+        "  --trace-block-size N       tokens per hash id of a mooncake trace (512; bench's --block-size)\n"
+        "  --time-scale F             multiply trace timestamps by F (0.5: twice as fast)\n"
+        "  --trace-window A..B        replay the trace's requests from A to B after its first (10m..20m)\n"
         "  --output-len N             max_tokens for jsonl items without one (128)\n"
         "  --rate R/s | inf           open-loop arrival rate (inf: all at once)\n"
         "  --arrival KIND             poisson (default), gamma:K, constant, or trace (the jsonl timestamps)\n"
@@ -113,6 +123,13 @@ static json_t *engine_section(engine *e, const sim_params *p, const sim_series *
         json_object_set_new(o, "prefill_busy_s", json_real(info.prefill_busy_s));
     }
     json_object_set_new(o, "factors", sim_params_factors_json(&p->factors));
+    /* the scheduler's CPU cost per step and per sequence that this engine profile pays */
+    engine_profile prof;
+    if (sim_params_profile(p, &prof) == 0) {
+        cost_factors f = p->factors;
+        json_object_set_new(o, "step_overhead_s", json_real(prof.python ? *cost_step_overhead_of(&f, &prof) : 0));
+        json_object_set_new(o, "seq_overhead_s", json_real(prof.python ? *cost_seq_overhead_of(&f, &prof) : 0));
+    }
     /* sampled gauges in a few numbers, for diagnosis at a glance */
     double kv_max = 0, run_sum = 0;
     long long wait_max = 0, run_max = 0;
@@ -226,7 +243,7 @@ static int run_validate(const char *path, const sim_params *p, int fit, int loo,
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
        O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP, O_MAXERR,
        O_DB, O_LABEL,
-       O_VALIDATE, O_FIT, O_LOO, O_ENGINE, O_SIM = 2000, O_FIXED = 3000 };
+       O_VALIDATE, O_FIT, O_LOO, O_TBLOCK, O_TSCALE, O_TWINDOW, O_ENGINE, O_SIM = 2000, O_FIXED = 3000 };
 
 /* The simulator's keys and the fixed engine's in one getopt table: key i of sim_params_keys() is
  * O_SIM + i, key j of fixed_params_keys() O_FIXED + j. */
@@ -262,6 +279,8 @@ int cmd_sim(int argc, char **argv) {
         {"save-requests", required_argument, 0, O_REQ_OUT}, {"engine", required_argument, 0, O_ENGINE},
         {"help", no_argument, 0, O_HELP}, {"max-error-rate", required_argument, 0, O_MAXERR},
         {"validate", required_argument, 0, O_VALIDATE}, {"fit", no_argument, 0, O_FIT}, {"loo", no_argument, 0, O_LOO},
+        {"trace-block-size", required_argument, 0, O_TBLOCK}, {"time-scale", required_argument, 0, O_TSCALE},
+        {"trace-window", required_argument, 0, O_TWINDOW},
         {"db", required_argument, 0, O_DB}, {"label", required_argument, 0, O_LABEL},
     };
     const char *const *keys = sim_params_keys(), *const *fkeys = fixed_params_keys();
@@ -284,6 +303,8 @@ int cmd_sim(int argc, char **argv) {
     long long concurrency = 0, n_req = 1000, warmup = 0, seed = 1, output_len = 128, max_conc = 0;
     int64_t think_ns = 0;
     int64_t duration_ns = 0, ns;
+    dataset_opts dso = {.tolerance = 0.05};
+    long long trace_block = 0;
     int quiet = 0, c, idx = 0, n_req_given = 0, rc = EXIT_USAGE;
     char err[512];
     optind = 1;
@@ -328,6 +349,9 @@ int cmd_sim(int argc, char **argv) {
         case O_VALIDATE: validate = optarg; break;
         case O_FIT: fit = 1; break;
         case O_LOO: loo = 1; break;
+        case O_TBLOCK: bad = units_parse_int(optarg, 1, 1 << 20, &trace_block); dso.block_tokens = (int32_t)trace_block; break;
+        case O_TSCALE: bad = units_parse_double(optarg, &dso.time_scale) || !(dso.time_scale > 0) || dso.time_scale > 1e6; break;
+        case O_TWINDOW: bad = bench_opts_parse_window(optarg, &dso.window_start_ns, &dso.window_end_ns) < 0; break;
         case '?':
             log_error("sim: unknown or incomplete option '%s'; see dsperf sim --help", argv[optind - 1]);
             free(opts);
@@ -402,39 +426,49 @@ int cmd_sim(int argc, char **argv) {
     /* as bench: warm-up requests come first and add to --requests */
     size_t n = (size_t)(n_req + warmup);
     if (!n_req_given && strncmp(dataset, "random", 6)) n = 0;   /* a file: every line once */
-    int64_t *times = NULL, *stamps = NULL;
-    int32_t *ins = NULL, *outs = NULL;
-    int32_t *groups = NULL, prefix_len = 0;
-    if (sim_workload_lengths_groups(dataset, &n, (uint64_t)seed, (int32_t)output_len, &ins, &outs, &stamps, &groups,
-                                    &prefix_len, err, sizeof err) < 0) {
+    int64_t *times = NULL;
+    sim_load ld;
+    if (sim_load_open(dataset, n, (uint64_t)seed, (int32_t)output_len, &dso, &ld, err, sizeof err) < 0) {
         log_error("sim: --dataset: %s", err);
         return EXIT_USAGE;
     }
-    if (replay && !stamps) {
-        log_error("sim: --arrival trace needs a dataset with a \"timestamp\" on every line (jsonl:FILE)");
-        free(ins); free(outs); free(groups);
+    n = ld.n;
+    const sim_sessions *sess = ld.sess.n ? &ld.sess : NULL;
+    if (sess && (n_req_given || replay || duration_ns > 0)) {
+        log_error("sim: a sessions dataset runs its n= conversations: --requests, --duration and --arrival trace do not apply");
+        sim_load_free(&ld);
+        return EXIT_USAGE;
+    }
+    if (sess && (size_t)warmup >= n) {
+        log_error("sim: --warmup counts conversations with a sessions dataset: %lld of %zu leaves none measured", warmup, n);
+        sim_load_free(&ld);
+        return EXIT_USAGE;
+    }
+    if (replay && !ld.stamps_ns) {
+        log_error("sim: --arrival trace needs a dataset with a timestamp on every line (jsonl:FILE or mooncake:FILE)");
+        sim_load_free(&ld);
         return EXIT_USAGE;
     }
     if (replay) {
         /* bench's trace pacing: the gap between consecutive items, 0 when time goes back (or the
          * file wraps around) */
-        times = stamps;
-        int64_t t = 0, prev = stamps[0];
+        times = ld.stamps_ns;
+        ld.stamps_ns = NULL;
+        int64_t t = 0, prev = times[0];
         times[0] = 0;
         for (size_t i = 1; i < n; i++) {
-            int64_t cur = stamps[i];
+            int64_t cur = times[i];
             t += cur > prev ? cur - prev : 0;
             prev = cur;
             times[i] = t;
         }
-    } else {
-        free(stamps);
     }
     fp.seed = (uint64_t)seed;
     engine *e = fixed ? engine_fixed_create(&fp, err, sizeof err) : engine_sim_create(&p, err, sizeof err);
     if (!e) {
         log_error("sim: %s", err);
-        free(ins); free(outs); free(times); free(groups);
+        sim_load_free(&ld);
+        free(times);
         return EXIT_USAGE;
     }
     recset recs;
@@ -455,9 +489,11 @@ int cmd_sim(int argc, char **argv) {
         goto done;
     }
     sim_workload w = {.n = n, .arrival_ns = times, .concurrency = (int)concurrency, .think_ns = think_ns,
-                      .prefix_group = groups, .prefix_len = prefix_len,
-                      .max_concurrency = (int)max_conc, .in_tokens = ins, .max_tokens = outs, .warmup = (size_t)warmup};
+                      .prefix_group = ld.groups, .prefix_len = ld.prefix_len, .ds = ld.ds, .sessions = sess,
+                      .block_tokens = p.block_size, .max_concurrency = (int)max_conc, .in_tokens = ld.ins,
+                      .max_tokens = ld.outs, .warmup = (size_t)warmup};
     so.max_concurrency = (int)max_conc;
+    if (sess) so.session_turns = sess->turns;
     if (sim_run(e, &w, &recs, &ser, err, sizeof err) < 0) {
         log_error("sim: %s", err);
         rc = EXIT_RUN_FAILED;
@@ -466,10 +502,15 @@ int cmd_sim(int argc, char **argv) {
     if (concurrency == 0 && !isinf(rate) && !replay) so.intended_rate_per_s = rate;
     if (times && n) so.planned_duration_ns = times[n - 1];
     cmdline = cli_command_line(argc, argv);   /* argv[0] is "sim" */
-    load_desc ld = {.dataset = dataset, .arrival = replay ? "trace" : arrival_spec, .rate = rate,
-                    .concurrency = (int)concurrency, .max_concurrency = (int)max_conc, .requests = n,
-                    .warmup = (size_t)warmup, .think_ns = think_ns, .seed = (uint64_t)seed};
-    cfg = config_section(&p, &ld);
+    load_desc desc = {.dataset = dataset, .arrival = replay ? "trace" : arrival_spec, .rate = rate,
+                      .concurrency = (int)concurrency, .max_concurrency = (int)max_conc, .requests = n,
+                      .warmup = (size_t)warmup, .think_ns = think_ns, .seed = (uint64_t)seed};
+    if (sess) {   /* conversations: the requests are their turns */
+        desc.requests = recs.n;
+        desc.warmup = 0;
+        for (size_t i = 0; i < recs.n; i++) desc.warmup += recs.v[i].warmup;
+    }
+    cfg = config_section(&p, &desc);
     if (!fixed) {
         /* what a prediction needs to redo this deployment: the context limit and the memory overrides */
         json_t *sc = json_object_get(cfg, "sim");
@@ -499,6 +540,10 @@ int cmd_sim(int argc, char **argv) {
     if (sim_sweep_capture) *sim_sweep_capture = json_incref(doc);   /* a level of sim_sweep */
     rc = EXIT_OK;
     json_object_set_new(doc, "interrupted", json_false());
+    double bound = json_number_value(json_object_get(json_object_get(doc, "prefix_cache"), "hit_rate_bound"));
+    if (!fixed && !p.prefix_caching && bound > 0)
+        log_info("sim: this workload allows a %.1f%% prefix-cache hit rate; --prefix-caching on models it (vLLM V1 "
+                 "caches by default)", 100 * bound);
     /* the same warnings and exit code as bench (results/validity.h) */
     char why[400];
     rc = validity_judge(doc, max_error_rate, why, sizeof why) ? EXIT_RUN_FAILED : EXIT_OK;
@@ -529,9 +574,7 @@ done:
     sim_series_free(&ser);
     recset_free(&recs);
     free(times);
-    free(ins);
-    free(groups);
-    free(outs);
+    sim_load_free(&ld);
     engine_destroy(e);
     return rc;
 }

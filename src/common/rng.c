@@ -67,3 +67,9 @@ double rng_gamma(rng *r, double shape, double scale) {
         if (log(u) < 0.5 * x * x + d * (1.0 - v + log(v))) return d * v * scale;
     }
 }
+
+uint64_t rng_mix64(uint64_t a, uint64_t b) {
+    uint64_t x = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+    x ^= x >> 31; x *= 0x7fb5d329728ea185ULL; x ^= x >> 27; x *= 0x81dadef4bc2dd44dULL;
+    return x ^ (x >> 33);
+}

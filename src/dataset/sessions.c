@@ -31,6 +31,13 @@ size_t sessions_count(const ds_sessions *s) { return s->n; }
 int sessions_turns(const ds_sessions *s) { return s->turns; }
 int64_t sessions_think_ns(const ds_sessions *s) { return s->think_ns; }
 
+void sessions_lengths(const ds_sessions *s, int32_t *first, int32_t *user, int32_t *out, int32_t *system) {
+    *first = s->first;
+    *user = s->user;
+    *out = s->out;
+    *system = s->system;
+}
+
 static void conversation_clear(ds_sessions *s, conversation *c) {
     if (!c->answers) return;
     for (int t = 0; t < s->turns; t++) free(c->answers[t]);

@@ -24,6 +24,9 @@ typedef struct ds_sessions ds_sessions;
 size_t sessions_count(const ds_sessions *s);
 int sessions_turns(const ds_sessions *s);
 int64_t sessions_think_ns(const ds_sessions *s);
+/* The spec's lengths (first message, later messages, answers' max_tokens, system prompt): what the
+ * simulator, which builds no text, uses as tokens. */
+void sessions_lengths(const ds_sessions *s, int32_t *first, int32_t *user, int32_t *out, int32_t *system);
 
 /* Builds turn `turn` of conversation sid into *item: the history as chat messages (chat) or as a
  * "User: ... Assistant: ..." transcript (completions), its length as the server counts it, its

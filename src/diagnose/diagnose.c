@@ -361,7 +361,9 @@ json_t *diag_results(const json_t *doc, const diagnose_opts *o, double level, ch
     in.tel = json_object_get(doc, "telemetry");
     in.client = json_object_get(doc, "client");
     in.timeline = json_object_get(doc, "timeline");
-    in.step_overhead_s = diag_num(json_object_get(in.engine, "factors"), "step_overhead_s");
+    /* the engine profile's own per-step cost (a simulated run states it; older ones: the factor) */
+    in.step_overhead_s = diag_num(in.engine, "step_overhead_s");
+    if (!isfinite(in.step_overhead_s)) in.step_overhead_s = diag_num(json_object_get(in.engine, "factors"), "step_overhead_s");
     deploy_flags fl;
     flags_of(o, &fl);
     if (deploy_resolve(doc, &fl, &in.dep, err, errlen) < 0) return NULL;

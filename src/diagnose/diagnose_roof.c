@@ -280,7 +280,7 @@ static void rule_engine_overhead(diag_in *in, json_t *L, json_t *C) {
     if (isfinite(cpu) && cpu >= 80)
         diag_ev(f, cpu, "%", "telemetry.host.series.server_cpu_pct", "the server process keeps %.0f%% of a CPU core busy: its "
                 "host-side loop (scheduling, launches, sampling) runs every step", cpu);
-    if (sim) diag_ev(f, 100 * ovh / step_med, "%", "engine.factors.step_overhead_s / median engine.series.step_ms",
+    if (sim) diag_ev(f, 100 * ovh / step_med, "%", "engine.step_overhead_s / median engine.series.step_ms",
                      "%.2f ms of a %.2f ms median step is fixed overhead (scheduling, launches, sampling)", ovh, step_med);
     if (!strcmp(in->dep.engine, "llama.cpp")) {
         diag_knob(f, "engine", "try vLLM or SGLang for this model", "fused MoE kernels and CUDA graphs put more work in "

@@ -22,6 +22,15 @@ void cost_default_factors(cost_factors *f) {
     f->step_overhead_s = 9.548e-3;
     f->seq_overhead_s = 33.88e-6;
     f->seq_overhead_trt_s = 170.21e-6;
+    /* vLLM V1's engine core, not fitted (no row of the published table runs it); two published
+     * measurements of its step bound it (README-sim.md, "Scheduler cost per engine"):
+     * vllm-project/vllm#17866 (2025-05): Llama 3.2 1B one request at a time, median TPOT 2.64 ms,
+     * of which the GPU's forward takes ~1.6 ms by this model's own terms (2.47 GB at bw_eff on an
+     * H100, 16 layers x ~12 kernels x kernel_s), leaving ~1 ms per step; vllm-project/vllm#10634
+     * (2024-11): Llama-2-7B at batch 256, 5-6 ms between decode steps of which its author puts
+     * 2-3 ms on GIL contention to be optimized away: 1 ms + 256 x 10 us = 3.6 ms. */
+    f->step_overhead_v1_s = 1.0e-3;
+    f->seq_overhead_v1_s = 10e-6;
     f->comm_latency_s = 5.40e-6;
     f->moe_eff = 0.355;
     f->moe_triton_eff = 0.470;
@@ -29,6 +38,14 @@ void cost_default_factors(cost_factors *f) {
     f->attn_triton_eff = 0.303;
     f->mtp_accept = 0.68;        /* chain acceptance that gives SGLang's published 2.18 (2 drafts) and 2.44 (3) */
     f->expert_skew = 0;
+}
+
+double *cost_step_overhead_of(cost_factors *f, const engine_profile *p) {
+    return p->sched == SCHED_V1 ? &f->step_overhead_v1_s : &f->step_overhead_s;
+}
+
+double *cost_seq_overhead_of(cost_factors *f, const engine_profile *p) {
+    return p->sched == SCHED_V1 ? &f->seq_overhead_v1_s : p->sched == SCHED_TRT ? &f->seq_overhead_trt_s : &f->seq_overhead_s;
 }
 
 void cost_default_setup(cost_setup *s, int tp, int ep) {
@@ -332,7 +349,7 @@ void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
     o->graphs = 1;
     if (b->tokens <= 0) {
         o->t_sched = 0;
-        o->t = o->t_overhead = c->s.prof.python ? c->f.step_overhead_s : 0;
+        o->t = o->t_overhead = c->s.prof.python ? *cost_step_overhead_of(&c->f, &c->s.prof) : 0;
         return;
     }
     const engine_profile *pr = &c->s.prof;
@@ -364,9 +381,9 @@ void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
             forward(c, &d, dec_seqs * rank_dec, (double)dec_seqs, seqs_rank, rank_dec, 0, 1, o);
     }
     /* each attention DP rank has its own scheduler process */
-    o->t_sched = (c->s.prof.sched_trt ? c->f.seq_overhead_trt_s : c->f.seq_overhead_s) * seqs_rank;
+    o->t_sched = *cost_seq_overhead_of(&c->f, &c->s.prof) * seqs_rank;
     for (int k = 0; k < COST_NCOMP; k++) { o->t_mem += o->mem_s[k]; o->t_compute += o->comp_s[k]; }
-    o->t = combine(c, o, 1, 1, c->f.step_overhead_s, &o->t_math);
+    o->t = combine(c, o, 1, 1, *cost_step_overhead_of(&c->f, &c->s.prof), &o->t_math);
     o->t_overhead = o->t - o->t_math - o->t_comm;
     if (o->t_overhead < 0) o->t_overhead = 0;
     o->bound = o->t_compute > o->t_mem ? COST_BOUND_COMPUTE : COST_BOUND_MEMORY;

@@ -29,6 +29,8 @@ typedef struct {
     double step_overhead_s;   /* CPU scheduler time per step (Python engines) */
     double seq_overhead_s;    /* CPU time per running sequence per step (batch building, sampling, detokenize) */
     double seq_overhead_trt_s;/* ... in TensorRT-LLM's PyTorch executor */
+    double step_overhead_v1_s;/* vLLM V1's engine core per step (schedule, prepare inputs, sample) */
+    double seq_overhead_v1_s; /* ... per running sequence */
     double comm_latency_s;    /* latency of one collective inside the NVLink domain */
     double kernel_s;          /* GPU time per kernel boundary (launch latency, tail) with CUDA graphs */
     double launch_s;          /* CPU time to launch one kernel eagerly (PyTorch dispatch) */
@@ -43,6 +45,10 @@ typedef struct {
 } cost_factors;
 
 void cost_default_factors(cost_factors *f);
+/* The CPU scheduler's cost per step and per running sequence for an engine profile (SCHED_*): the
+ * factor that applies, and where it lives (for calibration, which fits the profile's own). */
+double *cost_step_overhead_of(cost_factors *f, const engine_profile *p);
+double *cost_seq_overhead_of(cost_factors *f, const engine_profile *p);
 
 /* How the instance is laid out and what runs on it, beyond the model and the GPU. */
 typedef struct {

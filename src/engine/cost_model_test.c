@@ -120,7 +120,7 @@ TEST(cost_eager_and_overlap) {
     /* eager: the CPU cannot launch faster than kernels x launch time */
     double kernels = 27 * 17 + 26 * 9 + 4;
     CHECK(!s.graphs);
-    CHECK_NEAR(s.t, kernels * (100e-6 + p.factors.kernel_s) + p.factors.step_overhead_s + p.factors.seq_overhead_s, 1e-9);
+    CHECK_NEAR(s.t, kernels * (100e-6 + p.factors.kernel_s) + p.factors.step_overhead_v1_s + p.factors.seq_overhead_v1_s, 1e-9);
     cost_free(&c);
     /* the overlap scheduler hides the CPU's step behind the GPU's */
     sim_default_params(&p);
@@ -133,8 +133,62 @@ TEST(cost_eager_and_overlap) {
     set(&p, "overlap-schedule", "on");
     if (cost_for(&p, &c) != 0) return;
     cost_step_time(&c, &b, &s);
-    CHECK_NEAR(serial - s.t, 1e-3 + 64 * p.factors.seq_overhead_s, 1e-9);
+    CHECK_NEAR(serial - s.t, 1e-3 + 64 * p.factors.seq_overhead_v1_s, 1e-9);
     cost_free(&c);
+}
+
+/* Each engine profile pays its own scheduler: vLLM V1's engine core its per-step and per-sequence
+ * costs, vLLM V0 (and the other 2024 schedulers) the fitted ones, TensorRT-LLM's executor its own
+ * per-sequence cost. Moving one profile's factor moves that profile's step by exactly that much
+ * times what it counts, and no other profile's. */
+TEST(cost_scheduler_cost_per_profile) {
+    static const char *const prof[] = {"vllm-v1", "vllm-v0"};
+    for (int i = 0; i < 2; i++) {
+        double t[3];
+        for (int k = 0; k < 3; k++) {
+            sim_params p;
+            cost_model c;
+            sim_default_params(&p);
+            set(&p, "engine-profile", prof[i]);
+            p.factors.step_overhead_s = 5e-3;
+            p.factors.seq_overhead_s = 20e-6;
+            p.factors.step_overhead_v1_s = 1e-3;
+            p.factors.seq_overhead_v1_s = 10e-6;
+            if (k == 1) p.factors.step_overhead_v1_s += 2e-3, p.factors.seq_overhead_v1_s += 1e-6;   /* V1's own */
+            if (k == 2) p.factors.step_overhead_s += 2e-3, p.factors.seq_overhead_s += 1e-6;         /* the 2024 ones */
+            if (cost_for(&p, &c) != 0) return;
+            CHECK(!c.s.prof.overlap_schedule);
+            cost_batch b;
+            cost_step s;
+            cost_decode_batch(64, 1000, &b);
+            cost_step_time(&c, &b, &s);
+            t[k] = s.t;
+            cost_free(&c);
+        }
+        bool v1 = i == 0;
+        CHECK_NEAR(t[1] - t[0], v1 ? 2e-3 + 64 * 1e-6 : 0, 1e-12);
+        CHECK_NEAR(t[2] - t[0], v1 ? 0 : 2e-3 + 64 * 1e-6, 1e-12);
+    }
+    /* TensorRT-LLM's executor: its own per-sequence cost, the 2024 per-step one */
+    sim_params p;
+    sim_default_params(&p);
+    set(&p, "engine-profile", "trtllm");
+    engine_profile pr;
+    CHECK(sim_params_profile(&p, &pr) == 0);
+    CHECK(cost_seq_overhead_of(&p.factors, &pr) == &p.factors.seq_overhead_trt_s);
+    CHECK(cost_step_overhead_of(&p.factors, &pr) == &p.factors.step_overhead_s);
+    /* --step-overhead / --seq-overhead: any engine's; the -v1 flags only V1's */
+    set(&p, "step-overhead", "3ms");
+    set(&p, "seq-overhead", "7us");
+    CHECK_NEAR(p.factors.step_overhead_s, 3e-3, 1e-15);
+    CHECK_NEAR(p.factors.step_overhead_v1_s, 3e-3, 1e-15);
+    CHECK_NEAR(p.factors.seq_overhead_v1_s, 7e-6, 1e-15);
+    set(&p, "step-overhead-v1", "0.5ms");
+    set(&p, "seq-overhead-v1", "4us");
+    CHECK_NEAR(p.factors.step_overhead_s, 3e-3, 1e-15);
+    CHECK_NEAR(p.factors.step_overhead_v1_s, 0.5e-3, 1e-15);
+    CHECK_NEAR(p.factors.seq_overhead_s, 7e-6, 1e-15);
+    CHECK_NEAR(p.factors.seq_overhead_v1_s, 4e-6, 1e-15);
 }
 
 TEST(hw_catalog_entries) {
@@ -255,38 +309,6 @@ TEST(sim_prefix_cache_hits_skip_prefill) {
         }
         engine_destroy(e);
     }
-}
-
-/* LRU: blocks of finished requests stay cached until the pool needs them; the oldest go first. */
-TEST(sim_pc_lru_eviction) {
-    sim_pc *pc = sim_pc_create(8);
-    CHECK(pc != NULL);
-    if (!pc) return;
-    sim_pc_req a, b, x;
-    memset(&a, 0, sizeof a);
-    memset(&b, 0, sizeof b);
-    memset(&x, 0, sizeof x);
-    engine_request qa = {.prompt_tokens = 64, .prefix_id = 1, .prefix_len = 64};
-    engine_request qb = {.prompt_tokens = 64, .prefix_id = 2, .prefix_len = 64};
-    CHECK(sim_pc_prepare(&a, &qa, 16) == 0 && a.n_hash == 4);
-    CHECK(sim_pc_prepare(&b, &qb, 16) == 0);
-    int32_t was_free;
-    CHECK_EQ_INT(sim_pc_match(pc, &a, 4, &was_free), 0);
-    sim_pc_commit(pc, &a, 4);
-    CHECK_EQ_INT(sim_pc_release(pc, &a, 4), 4);    /* all four return to the free pool, still cached */
-    CHECK_EQ_INT(sim_pc_evictable(pc), 4);
-    sim_pc_commit(pc, &b, 4);
-    CHECK_EQ_INT(sim_pc_release(pc, &b, 5), 5);    /* one uncached block + four cached */
-    /* 8 free blocks of which 8 cached: taking 2 evicts a's two deepest blocks (least recent) */
-    sim_pc_make_room(pc, 8, 2);
-    CHECK_EQ_INT(sim_pc_evictable(pc), 6);
-    CHECK(sim_pc_prepare(&x, &qa, 16) == 0);
-    CHECK_EQ_INT(sim_pc_match(pc, &x, 4, &was_free), 2);
-    CHECK_EQ_INT(was_free, 2);
-    sim_pc_req_free(&a);
-    sim_pc_req_free(&b);
-    sim_pc_req_free(&x);
-    sim_pc_destroy(pc);
 }
 
 /* PD: the first token arrives when the prompt's KV has crossed the network: prefill step + alpha +

@@ -32,6 +32,10 @@ typedef struct {
     const uint64_t *block_hashes;
     int32_t n_block_hashes;
     int32_t hash_block_tokens;  /* tokens per block_hashes entry; 0: the engine's KV block size */
+    /* tokens the ids describe: 0 = the prompt (a trace's ids); prompt + max_tokens when the driver
+     * knows what will be generated (serve's words, a simulated conversation's answer), so the
+     * engine caches the answer's blocks under the ids the next turn's prompt will carry */
+    int32_t hashed_tokens;
     uint64_t prefix_id;         /* 0: none */
     int32_t prefix_len;
     /* tokens whose KV arrives already computed (a decode instance behind a prefill instance):
@@ -45,6 +49,7 @@ enum {
     ENGINE_EV_FIRST = 4,      /* these are the request's first tokens (prefill done) */
     ENGINE_EV_SCHEDULED = 8,  /* the request left the waiting queue (prefill starts); n_tokens 0 */
     ENGINE_EV_PREEMPTED = 16, /* the request was preempted back to waiting; n_tokens 0 */
+    ENGINE_EV_CACHED = 32,    /* with FIRST: cached_tokens is known (an engine with a prefix cache) */
 };
 
 typedef struct {
@@ -53,6 +58,8 @@ typedef struct {
     int32_t n_tokens;         /* tokens emitted by this event (>= 1 with ENGINE_EV_TOKENS) */
     int32_t flags;            /* ENGINE_EV_* */
     const char *finish_reason;/* "length" or "stop" with ENGINE_EV_FINISHED */
+    int32_t cached_tokens;    /* with ENGINE_EV_CACHED: prompt tokens served from the prefix cache
+                               * when the request was first scheduled (vLLM's num_cached_tokens) */
 } engine_event;
 
 typedef void (*engine_emit_fn)(void *ctx, const engine_event *ev);

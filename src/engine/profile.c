@@ -13,8 +13,9 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
     {"vLLM 0.5-0.6 (V0 engine, 2024): CUDA graphs to batch 256, no MLA (K/V expanded per head, padded to 192), "
      "prefill-first steps, Triton fused MoE",
      {"vllm-v0", 1, 256, 0, 192, 17, 9, 0, PREFILL_SEPARATE, 0, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, 0}},
-    {"vLLM >= 0.8 (V1 engine): piecewise CUDA graphs to batch 512, MLA (FlashMLA), chunked prefill mixed into decode steps",
-     {"vllm-v1", 1, 512, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, 0}},
+    {"vLLM 0.8-0.13 (V1 engine): CUDA graphs to batch 512, MLA (FlashMLA), chunked prefill mixed into decode steps, "
+     "its engine core's scheduler cost, not overlapped (--overlap-schedule on: --async-scheduling, default from 0.14)",
+     {"vllm-v1", 1, 512, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, SCHED_V1}},
     {"SGLang 2024 (v0.2-0.3): CUDA graphs to batch 160, MLA only with --enable-mla (else K/V padded to 256 for "
      "FlashInfer), prefill batches apart, no overlap scheduler, Triton fused MoE",
      {"sglang-2024", 1, 160, 1, 256, 17, 9, 0, PREFILL_SEPARATE, 0.1, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 0, ATTN_TRITON, 0}},
@@ -26,7 +27,7 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
      {"sglang", 1, 512, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0.1, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 0, ATTN_FLASH, 0}},
     {"TensorRT-LLM PyTorch flow (2025): CUDA graphs, MLA, in-flight batching with chunked context, overlap "
      "scheduler, guaranteed-no-evict admission",
-     {"trtllm", 1, 0, 1, 0, 17, 9, 1, PREFILL_MIXED, 1.0, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 0, ATTN_FLASH, 1}},
+     {"trtllm", 1, 0, 1, 0, 17, 9, 1, PREFILL_MIXED, 1.0, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 0, ATTN_FLASH, SCHED_TRT}},
     {"LMDeploy PyTorch engine (2024): eager (no CUDA graphs before v0.6), MLA latent cache in Triton kernels, prefill-first steps",
      {"lmdeploy", 0, 0, 1, 0, 17, 9, 0, PREFILL_SEPARATE, 0, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 256, ATTN_TRITON, 0}},
     {"llama.cpp / ik_llama.cpp (CUDA): C++ graph of one sequence, CUDA graphs, MLA, no Python scheduler",

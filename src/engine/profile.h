@@ -19,6 +19,9 @@ enum { MOE_TUNED = 0,          /* grouped GEMMs tuned for few tokens per expert 
        MOE_GEMV = 2 };         /* one sequence: each selected expert's weights streamed once (llama.cpp mul_mat_id) */
 enum { ATTN_FLASH = 0,         /* FlashMLA / FlashInfer MLA / TRT-LLM MLA kernels */
        ATTN_TRITON = 1 };      /* the Triton MLA decode kernel of SGLang's first MLA support (2024 - v0.4.1) */
+enum { SCHED_PY = 0,           /* the 2024 Python schedulers (vLLM V0, SGLang, LMDeploy) */
+       SCHED_TRT = 1,          /* TensorRT-LLM's PyTorch executor: its own per-sequence cost */
+       SCHED_V1 = 2 };         /* vLLM V1's engine core: its own per-step and per-sequence costs */
 enum { A2A_ALLREDUCE = 0,      /* MoE under TP (or EP) ends in an all-reduce, like attention */
        A2A_ALLGATHER = 1,      /* DP attention: all-gather tokens before the MLP/MoE, reduce-scatter after */
        A2A_DEEPEP = 2 };       /* DeepEP dispatch/combine (low-latency kernels in decode, normal in prefill) */
@@ -41,7 +44,7 @@ typedef struct {
     int two_batch_overlap;     /* communication overlapped by a second micro-batch (SGLang TBO, DeepSeek) */
     int max_batch;             /* default max running sequences (0: keep --max-num-seqs) */
     int attn_kernel;           /* ATTN_* */
-    int sched_trt;             /* TensorRT-LLM's PyTorch executor: its own per-sequence CPU cost */
+    int sched;                 /* SCHED_*: whose CPU costs per step and per sequence apply */
 } engine_profile;
 
 /* Fills p with the named profile. 0 ok, -1 unknown name. */

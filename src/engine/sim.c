@@ -36,6 +36,7 @@ typedef struct {
     int32_t resv_blocks;        /* KV blocks it reserved at admission (profile's admit_reserve) */
     int32_t ready;              /* tokens whose KV arrived computed (PD decode side), not yet placed */
     double mtp_acc;             /* accepted-token accumulator: tokens per step average the acceptance length */
+    int32_t cached;             /* prompt tokens found in the prefix cache when first scheduled (-1 not yet) */
     sim_pc_req pc;              /* prefix cache: its blocks' ids and the hashes of its prompt */
 } sim_req;
 
@@ -240,7 +241,7 @@ static void drop_reservation(sim_engine *s, sim_req *r) {
 /* Blocks now held by r: with the prefix cache, its full blocks stay cached (evictable) for others. */
 static void free_blocks(sim_engine *s, sim_req *r) {
     drop_reservation(s, r);
-    if (s->pc) s->free_blocks += sim_pc_release(s->pc, &r->pc, r->blocks);
+    if (s->pc) s->free_blocks += sim_pc_release(s->pc, &r->pc, r->blocks, r->computed / s->p.block_size);
     else s->free_blocks += r->blocks;
     r->blocks = 0;
 }
@@ -273,6 +274,7 @@ static int sim_submit(engine *e, const engine_request *q, int64_t now_ns) {
     r->id = q->id;
     r->ready = q->kv_ready_tokens > 0 && q->kv_ready_tokens < q->prompt_tokens ? q->kv_ready_tokens : 0;
     r->arrival_ns = now_ns;
+    r->cached = -1;
     r->prompt = q->prompt_tokens;
     r->max_tokens = q->max_tokens;
     r->stall_after = q->stall_ns > 0 ? q->stall_after : 0;
@@ -404,24 +406,27 @@ static void run_insert(sim_engine *s, int32_t i) {
     s->n_run++;
 }
 
-/* Places what a request brings along before its first step: KV that arrived computed (PD) or
- * prompt blocks found in the prefix cache. Returns the blocks that left the free pool. */
+/* Places what a request brings along before its step: KV that arrived computed (PD) or blocks
+ * found in the prefix cache — its prompt's, and after a preemption its generated tokens' too (as
+ * vLLM V1, which looks every known token up again; at least one token is left to compute).
+ * Returns the tokens found in the cache. */
 static int32_t place_known_kv(sim_engine *s, sim_req *r) {
     if (r->computed > 0) return 0;
     if (r->ready > 0) {
         r->computed = r->ready;
         return 0;   /* its blocks are taken with the first chunk's (blocks_for counts computed) */
     }
-    if (!s->pc || r->prompt < 2) return 0;
+    int64_t known = (int64_t)r->prompt + r->generated;
+    if (!s->pc || known < 2) return 0;
     int32_t was_free = 0;
-    int32_t hit = sim_pc_match(s->pc, &r->pc, (r->prompt - 1) / s->p.block_size, &was_free);
-    s->info.prefix_query_tokens += r->prompt;
+    int32_t hit = sim_pc_match(s->pc, &r->pc, (int32_t)((known - 1) / s->p.block_size), &was_free);
+    s->info.prefix_query_tokens += known;
     if (hit <= 0) return 0;
     s->info.prefix_hit_tokens += (int64_t)hit * s->p.block_size;
     r->computed = hit * s->p.block_size;
     r->blocks = hit;
     s->free_blocks -= was_free;
-    return was_free;
+    return r->computed;
 }
 
 /* Admits waiting requests into the step (prefill or a chunk of it). whole: prompts must fit
@@ -435,7 +440,7 @@ static int64_t admit(sim_engine *s, int64_t t, int64_t budget, bool whole, cost_
         sim_req *r = &s->reqs[i];
         if (r->arrival_ns > t) break;  /* submitted after this step began (serve lags the clock) */
         int64_t q0 = s->info.prefix_query_tokens, h0 = s->info.prefix_hit_tokens;
-        place_known_kv(s, r);
+        int32_t hit_tokens = place_known_kv(s, r);
         int64_t pending = (int64_t)r->prompt + r->generated - r->computed;
         int32_t n = (int32_t)(pending < budget ? pending : budget);
         if (whole && pending > budget) {
@@ -464,6 +469,7 @@ static int64_t admit(sim_engine *s, int64_t t, int64_t budget, bool whole, cost_
         account(s, r, n, b);
         r->sched = n;
         r->decoding = n == 1 && r->computed >= r->prompt;
+        if (r->cached < 0) r->cached = hit_tokens;
         if (!r->counted_prompt) { s->st.prompt_tokens_total += r->prompt; r->counted_prompt = 1; }
         emit_simple(emit, ctx, r->id, t, ENGINE_EV_SCHEDULED);
         budget -= r->decoding ? s->q_per_seq : n;
@@ -580,8 +586,10 @@ static void finish_step(sim_engine *s, engine_emit_fn emit, void *ctx) {
                 int flags = ENGINE_EV_TOKENS;
                 if (r->generated == n_tok) flags |= ENGINE_EV_FIRST;
                 if (r->generated >= r->max_tokens) { flags |= ENGINE_EV_FINISHED; done = true; }
+                if ((flags & ENGINE_EV_FIRST) && s->pc) flags |= ENGINE_EV_CACHED;
                 engine_event ev = {.id = r->id, .t_ns = t, .n_tokens = n_tok, .flags = flags,
-                                   .finish_reason = done ? finish_length : NULL};
+                                   .finish_reason = done ? finish_length : NULL,
+                                   .cached_tokens = r->cached > 0 ? r->cached : 0};
                 if (!done && r->stall_after > 0 && r->generated >= r->stall_after) {
                     r->stalled_until_ns = t + r->stall_ns;
                     r->stall_after = 0;

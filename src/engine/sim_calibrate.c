@@ -8,6 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The engine profile's own CPU cost per step (vLLM V1's engine core, or the 2024 schedulers'):
+ * the one the fit reads and writes. */
+static double ov_get(const sim_calibration *c) { return c->sched_v1 ? c->factors.step_overhead_v1_s : c->factors.step_overhead_s; }
+static void ov_set(sim_calibration *c, double v) {
+    if (c->sched_v1) c->factors.step_overhead_v1_s = v;
+    else c->factors.step_overhead_s = v;
+}
+
 static void note(sim_calibration *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(sim_calibration *c, const char *fmt, ...) {
     if (c->n_notes >= 6) return;
@@ -339,7 +347,7 @@ static void itl_fit(const itl_set *s, double hbm, double ce_fixed, sim_calibrati
     }
     if (n_dec < 50) { memset(dec, 1, (size_t)s->m); n_dec = s->m; }   /* too few: all gaps */
     int fit_ov = c->n_itl_bins >= 2;
-    double bw = c->factors.bw_eff, ce = ce_fixed > 0 ? ce_fixed : c->factors.compute_eff, ov = c->factors.step_overhead_s;
+    double bw = c->factors.bw_eff, ce = ce_fixed > 0 ? ce_fixed : c->factors.compute_eff, ov = ov_get(c);
     long used;
     for (int round = 0; round < 2; round++) {
         double sse = grid_fit(s, dec, hbm, 0, fit_ov, &bw, &ce, &ov, NULL);
@@ -362,7 +370,7 @@ static void itl_fit(const itl_set *s, double hbm, double ce_fixed, sim_calibrati
     c->factors.bw_eff = bw;
     c->fitted_bw = 1;
     if (fit_ov) {
-        c->factors.step_overhead_s = ov;
+        ov_set(c, ov);
         c->fitted_overhead = 1;
     }
     free(dec);
@@ -438,7 +446,7 @@ static void fit_ttft(cost_model *cm, const sim_params *p, const sim_calib_data *
     int slope_fit = sqrt(var_l / np) > 0.05 * mean_l;   /* lengths vary: fit slope and offset */
     int chunk = p->chunked_prefill ? p->max_num_batched_tokens : 1 << 30;
     double keep = cm->f.compute_eff, best = INFINITY, best_eff = keep, best_off = 0, lo_pred = 0, hi_pred = 0;
-    cm->f.step_overhead_s = c->factors.step_overhead_s;
+    *cost_step_overhead_of(&cm->f, &cm->s.prof) = ov_get(c);
     cm->f.bw_eff = c->factors.bw_eff;
     for (int pass = 0; pass < 2; pass++) {
         double lo = pass ? fmax(0.01, best_eff - 0.01) : 0.02, hi = pass ? fmin(1.0, best_eff + 0.01) : 1.0;
@@ -483,6 +491,7 @@ int sim_calibrate(const sim_params *p, const sim_calib_data *d, sim_calibration 
     out->n_requests = d->n;
     cost_model cm;
     if (sim_params_cost(p, &cm, err, errlen) < 0) return -1;
+    out->sched_v1 = cm.s.prof.sched == SCHED_V1;
     double in_mean = 0, out_mean = 0;
     for (long i = 0; i < d->n; i++) { in_mean += d->in_tokens[i]; out_mean += d->out_tokens[i]; }
     in_mean /= d->n;
@@ -525,12 +534,12 @@ int sim_calibrate(const sim_params *p, const sim_calib_data *d, sim_calibration 
     }
     free(set.v);
     note(out, "ITL: %ld gaps at %ld decoding batch sizes fit bw_eff %.3f, step overhead %.2f ms%s (rmse %.2f ms)",
-         out->n_itl_samples, out->n_itl_bins, out->factors.bw_eff, out->factors.step_overhead_s * 1e3,
+         out->n_itl_samples, out->n_itl_bins, out->factors.bw_eff, ov_get(out) * 1e3,
          ce_from_itl && out->fitted_compute && !ttft_ok ? ", compute_eff from the steps that carried prefill" : "",
          out->itl_rmse_ms);
     if (!out->fitted_overhead)
         note(out, "only one decoding batch size seen: step overhead kept at %.2f ms (run at several loads to fit it)",
-             out->factors.step_overhead_s * 1e3);
+             ov_get(out) * 1e3);
     if (*ttft_note) note(out, "%s", ttft_note);
     cost_free(&cm);
     return 0;
@@ -554,24 +563,26 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     }
     cost_model cm;
     if (sim_params_cost(p, &cm, err, errlen) < 0) return -1;
+    c->sched_v1 = cm.s.prof.sched == SCHED_V1;
+    double ov = ov_get(c);
     double batch = fmax(1, round(done * (e2el - ttft) / dur));
     double ctx = tin / done + tout / done / 2;
     cost_batch b;
     cost_step s;
     cost_decode_batch((int64_t)batch, ctx, &b);
     cost_step_time(&cm, &b, &s);
-    double avail = itl - p->factors.step_overhead_s - s.t_comm;
+    double avail = itl - ov - s.t_comm;
     cost_free(&cm);
     if (avail <= 0) {
         snprintf(err, errlen, "median ITL %.2f ms is below the step overhead %.2f ms; lower --step-overhead", itl * 1e3,
-                 p->factors.step_overhead_s * 1e3);
+                 ov * 1e3);
         return -1;
     }
     c->factors.bw_eff = fmin(1.0, s.bytes / cm.gpu.hbm_bytes_per_s / avail);
     c->fitted_bw = 1;
     c->n_requests = (long)done;
     note(c, "aggregate fit: median ITL %.2f ms at mean decoding concurrency %.0f (context %.0f) gives bw_eff %.3f with overhead %.2f ms held",
-         itl * 1e3, batch, ctx, c->factors.bw_eff, p->factors.step_overhead_s * 1e3);
+         itl * 1e3, batch, ctx, c->factors.bw_eff, ov * 1e3);
     note(c, "pass the run's per-request JSONL (--requests-jsonl) to fit the overhead and compute_eff too");
     return 0;
 }
@@ -629,7 +640,8 @@ void sim_calibration_print(FILE *f, const sim_calibration *c, const char *path) 
     fprintf(f, "Calibrated factors (%ld requests):\n", c->n_requests);
     fprintf(f, "  bw_eff          %.3f%s\n", c->factors.bw_eff, c->fitted_bw ? "" : " (kept)");
     fprintf(f, "  compute_eff     %.3f%s\n", c->factors.compute_eff, c->fitted_compute ? "" : " (kept)");
-    fprintf(f, "  step_overhead   %.3f ms%s\n", c->factors.step_overhead_s * 1e3, c->fitted_overhead ? "" : " (kept)");
+    fprintf(f, "  step_overhead   %.3f ms%s%s\n", ov_get(c) * 1e3, c->sched_v1 ? " (vLLM V1's engine core)" : "",
+            c->fitted_overhead ? "" : " (kept)");
     for (int i = 0; i < c->n_notes; i++) fprintf(f, "  - %s\n", c->notes[i]);
     fprintf(f, "profile written to %s (use: dsperf sim --profile %s ...)\n", path, path);
 }

@@ -41,7 +41,7 @@ TEST(sim_calibrate_recovers_factors) {
     sim_default_params(&truth);
     truth.factors.bw_eff = 0.62;
     truth.factors.compute_eff = 0.41;
-    truth.factors.step_overhead_s = 3e-3;
+    truth.factors.step_overhead_v1_s = 3e-3;
     char path[512];
     snprintf(path, sizeof path, "%s/run.requests.jsonl", harness_tmpdir());
     CHECK(simulate(&truth, path) == 0);
@@ -56,7 +56,7 @@ TEST(sim_calibrate_recovers_factors) {
     if (getenv("SIM_TEST_VERBOSE")) sim_calibration_print(stdout, &c, "-");
     CHECK(c.fitted_bw && c.fitted_overhead && c.fitted_compute);
     CHECK_NEAR(c.factors.bw_eff, 0.62, 0.02);
-    CHECK_NEAR(c.factors.step_overhead_s * 1e3, 3.0, 0.2);
+    CHECK_NEAR(c.factors.step_overhead_v1_s * 1e3, 3.0, 0.2);
     CHECK_NEAR(c.factors.compute_eff, 0.41, 0.02);
     sim_calib_data_free(&d);
 }
@@ -67,7 +67,7 @@ TEST(sim_calibrate_busy_run_without_idle_requests) {
     sim_default_params(&truth);
     truth.factors.bw_eff = 0.5;
     truth.factors.compute_eff = 0.35;
-    truth.factors.step_overhead_s = 4e-3;
+    truth.factors.step_overhead_v1_s = 4e-3;
     enum { N = 600 };
     static int64_t arr[N];
     static int32_t in[N], out[N];
@@ -99,7 +99,7 @@ TEST(sim_calibrate_busy_run_without_idle_requests) {
     if (getenv("SIM_TEST_VERBOSE")) sim_calibration_print(stdout, &c, "-");
     CHECK(c.fitted_compute);
     CHECK_NEAR(c.factors.bw_eff, 0.5, 0.02);
-    CHECK_NEAR(c.factors.step_overhead_s * 1e3, 4.0, 0.3);
+    CHECK_NEAR(c.factors.step_overhead_v1_s * 1e3, 4.0, 0.3);
     /* the decode gaps fit exactly (rmse 0.00 ms); compute_eff comes from the steps that carried
      * prefill, rebuilt from first-token times with decode contexts from each request's average pace,
      * and with per-component rooflines (only compute-bound components see compute_eff) that rebuild
@@ -112,7 +112,7 @@ TEST(sim_calibrate_cli_profile_roundtrip) {
     sim_params truth;
     sim_default_params(&truth);
     truth.factors.bw_eff = 0.5;
-    truth.factors.step_overhead_s = 2e-3;
+    truth.factors.step_overhead_v1_s = 2e-3;
     char jsonl[512], prof[512], cmd[2048];
     snprintf(jsonl, sizeof jsonl, "%s/m.requests.jsonl", harness_tmpdir());
     snprintf(prof, sizeof prof, "%s/prof.json", harness_tmpdir());
@@ -125,6 +125,6 @@ TEST(sim_calibrate_cli_profile_roundtrip) {
     char err[256];
     CHECK_MSG(sim_params_set(&p, "profile", prof, err, sizeof err) == 0, "%s", err);
     CHECK_NEAR(p.factors.bw_eff, 0.5, 0.04);
-    CHECK_NEAR(p.factors.step_overhead_s, 2e-3, 0.4e-3);
+    CHECK_NEAR(p.factors.step_overhead_v1_s, 2e-3, 0.4e-3);
     CHECK(sim_params_set(&p, "profile", jsonl, err, sizeof err) == -1);   /* not a profile */
 }

@@ -71,8 +71,9 @@ static const char help_head[] =
     "  --gpu-mem B, --hbm-bw B/s, --bf16-flops F, --fp8-flops F, --link-bw B/s\n"
     "                             override the GPU catalog (e.g. --hbm-bw 4.8TB/s --bf16-flops 989T)\n"
     "  --bw-eff F, --compute-eff F, --link-eff F   achievable fractions of peak (0.85, 0.7, 0.7)\n"
-    "  --step-overhead DUR, --seq-overhead DUR     CPU scheduler time per step / per running sequence\n"
-    "                             (--seq-overhead-trt: TensorRT-LLM's PyTorch executor)\n"
+    "  --step-overhead DUR, --seq-overhead DUR     CPU scheduler time per step / per running sequence, any\n"
+    "                             engine (--step-overhead-v1/--seq-overhead-v1: vLLM V1's engine core only,\n"
+    "                             --seq-overhead-trt: TensorRT-LLM's PyTorch executor)\n"
     "  --attn-dtype bf16|fp8      attention math on fp8 tensor cores (FP8 MLA) (bf16)\n"
     "  --kernel-time DUR, --launch-time DUR        GPU time per kernel (graphs); CPU time per eager launch\n"
     "  --comm-latency DUR         per collective inside the NVLink domain\n"
@@ -99,7 +100,7 @@ static const char *const keys[] = {
     "redundant-experts", "mtp", "mtp-accept-len", "mtp-accept", "cuda-graphs", "graph-max-batch", "overlap-schedule",
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
     "moe-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
-    "seq-overhead-trt", "moe-kernel", "attn-kernel", NULL,
+    "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -209,7 +210,12 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "bw-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.bw_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "compute-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.compute_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "link-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.link_eff); want = "a fraction in (0, 1]";
-    } else if (!strcmp(key, "step-overhead")) { rc = parse_seconds(v, &p->factors.step_overhead_s); want = "a duration (e.g. 1.5ms)";
+    } else if (!strcmp(key, "step-overhead")) {   /* whatever the engine: the 2024 schedulers' and V1's */
+        rc = parse_seconds(v, &p->factors.step_overhead_s);
+        p->factors.step_overhead_v1_s = p->factors.step_overhead_s;
+        want = "a duration (e.g. 1.5ms)";
+    } else if (!strcmp(key, "step-overhead-v1")) { rc = parse_seconds(v, &p->factors.step_overhead_v1_s); want = "a duration (e.g. 1.5ms)";
+    } else if (!strcmp(key, "seq-overhead-v1")) { rc = parse_seconds(v, &p->factors.seq_overhead_v1_s); want = "a duration (e.g. 10us)";
     } else if (!strcmp(key, "comm-latency")) { rc = parse_seconds(v, &p->factors.comm_latency_s); want = "a duration (e.g. 10us)";
     } else if (!strcmp(key, "expert-skew")) {
         rc = units_parse_double(v, &p->factors.expert_skew); want = "a Zipf exponent >= 0 (0 = uniform)";
@@ -262,7 +268,10 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         rc = !(got == 1 || (got == 3 && (x == 'x' || x == 'X'))) || n < 1 || n > 4096 || (got == 3 && (t < 1 || t > 1024));
         want = "N or NxTP (prefill instances, GPUs each)";
         if (!rc) { p->prefill_instances = n; p->prefill_tp = got == 3 ? t : 0; }
-    } else if (!strcmp(key, "seq-overhead")) { rc = parse_seconds(v, &p->factors.seq_overhead_s); want = "a duration (e.g. 10us)";
+    } else if (!strcmp(key, "seq-overhead")) {
+        rc = parse_seconds(v, &p->factors.seq_overhead_s);
+        p->factors.seq_overhead_v1_s = p->factors.seq_overhead_s;
+        want = "a duration (e.g. 10us)";
     } else if (!strcmp(key, "kernel-time")) { rc = parse_seconds(v, &p->factors.kernel_s); want = "a duration (e.g. 3us)";
     } else if (!strcmp(key, "launch-time")) { rc = parse_seconds(v, &p->factors.launch_s); want = "a duration (e.g. 15us)";
     } else if (!strcmp(key, "moe-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_eff); want = "a fraction in (0, 1]";
@@ -305,6 +314,7 @@ static const struct { const char *key; size_t off; } factor_keys[] = {
     {"moe_triton_eff", offsetof(cost_factors, moe_triton_eff)}, {"attn_compute_eff", offsetof(cost_factors, attn_compute_eff)},
     {"mtp_accept", offsetof(cost_factors, mtp_accept)}, {"moe_triton_fp8_eff", offsetof(cost_factors, moe_triton_fp8_eff)},
     {"attn_triton_eff", offsetof(cost_factors, attn_triton_eff)}, {"seq_overhead_trt_s", offsetof(cost_factors, seq_overhead_trt_s)},
+    {"step_overhead_v1_s", offsetof(cost_factors, step_overhead_v1_s)}, {"seq_overhead_v1_s", offsetof(cost_factors, seq_overhead_v1_s)},
 };
 
 json_t *sim_params_factors_json(const cost_factors *f) {
@@ -322,6 +332,7 @@ int sim_params_apply_factors(sim_params *p, const json_t *factors, const char *p
         if (v && json_is_number(v)) *(double *)((char *)&nf + factor_keys[i].off) = json_number_value(v);
     }
     if (nf.bw_eff <= 0 || nf.bw_eff > 1 || nf.compute_eff <= 0 || nf.compute_eff > 1 || nf.step_overhead_s < 0 ||
+        nf.step_overhead_v1_s < 0 || nf.seq_overhead_v1_s < 0 ||
         nf.moe_eff <= 0 || nf.moe_eff > 1)
         return -1;
     engine_profile pr;

@@ -1,6 +1,8 @@
 /* sim_pc — block-hash prefix cache with LRU eviction (see sim_pc.h). Entries live in one array
- * sized to the KV blocks; a hash table (open addressing, backward-shift deletion) finds them; the
- * evictable ones (no reference) form a doubly linked LRU list. */
+ * sized to the KV blocks: a hashed block (found through a hash table with open addressing and
+ * backward-shift deletion) or an anonymous run of a request's unnamed blocks, one entry for the
+ * whole run so a request costs O(1) however long it is. The evictable entries (no reference) form
+ * one doubly linked LRU list, the free queue. */
 #include "engine/sim_pc.h"
 #include <stdlib.h>
 #include <string.h>
@@ -8,15 +10,18 @@
 typedef struct {
     uint64_t hash;
     int32_t ref;          /* running requests holding it; 0: evictable, on the LRU list */
-    int32_t prev, next;   /* LRU list (head = least recently used) */
-    int32_t used;
+    int32_t prev, next;   /* LRU list (head = least recently used); free entries chain through next */
+    int32_t count;        /* blocks it stands for: 1 (a hashed block) or an anonymous run's length */
+    uint32_t gen;         /* bumped at each allocation: a request knows its run by (index, gen) */
+    uint8_t used, run;
 } pc_entry;
 
 struct sim_pc {
     pc_entry *e;
-    int32_t cap, n_used, free_head;   /* free entries chained through next */
+    int32_t cap, n_used, free_head;
     int32_t lru_head, lru_tail;
-    long long evictable;
+    long long evictable;              /* blocks on the LRU list */
+    uint32_t gen;
     uint64_t *tab_key;
     int32_t *tab_val;                 /* -1 empty */
     size_t tab_cap;
@@ -60,6 +65,7 @@ void sim_pc_req_free(sim_pc_req *r) {
     free(r->hash);
     free(r->id);
     memset(r, 0, sizeof *r);
+    r->run = -1;
 }
 
 long long sim_pc_evictable(const sim_pc *c) { return c->evictable; }
@@ -100,7 +106,7 @@ static void lru_unlink(sim_pc *c, int32_t i) {
     pc_entry *x = &c->e[i];
     if (x->prev >= 0) c->e[x->prev].next = x->next; else c->lru_head = x->next;
     if (x->next >= 0) c->e[x->next].prev = x->prev; else c->lru_tail = x->prev;
-    c->evictable--;
+    c->evictable -= x->count;
 }
 
 static void lru_append(sim_pc *c, int32_t i) {
@@ -109,23 +115,48 @@ static void lru_append(sim_pc *c, int32_t i) {
     x->next = -1;
     if (c->lru_tail >= 0) c->e[c->lru_tail].next = i; else c->lru_head = i;
     c->lru_tail = i;
-    c->evictable++;
+    c->evictable += x->count;
 }
 
-static void evict_one(sim_pc *c) {
-    int32_t i = c->lru_head;
-    if (i < 0) return;
-    lru_unlink(c, i);
-    tab_del(c, c->e[i].hash);
+/* Entries stand for distinct blocks (held or evictable), so there are never more than blocks. */
+static int32_t entry_alloc(sim_pc *c) {
+    int32_t i = c->free_head;
+    if (i < 0) return -1;
+    c->free_head = c->e[i].next;
+    c->e[i] = (pc_entry){.ref = 0, .prev = -1, .next = -1, .count = 1, .gen = ++c->gen, .used = 1};
+    c->n_used++;
+    return i;
+}
+
+static void entry_free(sim_pc *c, int32_t i) {
     c->e[i].used = 0;
     c->e[i].next = c->free_head;
     c->free_head = i;
     c->n_used--;
 }
 
+/* The least recently used block goes: a hashed block, or the deepest block of an anonymous run. */
+static void evict_one(sim_pc *c) {
+    int32_t i = c->lru_head;
+    if (i < 0) return;
+    pc_entry *x = &c->e[i];
+    if (x->run && x->count > 1) {
+        x->count--;
+        c->evictable--;
+        return;
+    }
+    lru_unlink(c, i);
+    if (!x->run) tab_del(c, x->hash);
+    entry_free(c, i);
+}
+
 int sim_pc_prepare(sim_pc_req *r, const engine_request *q, int block_size) {
-    int32_t full = q->prompt_tokens / block_size;
+    int64_t covered = q->hashed_tokens > 0 ? q->hashed_tokens : q->prompt_tokens;
+    int32_t full = (int32_t)(covered / block_size);
     r->n_hash = r->n_id = 0;
+    r->run = -1;
+    r->run_gen = 0;
+    r->run_from = 0;
     if (full <= 0) return 0;
     if (full > r->cap) {
         uint64_t *h = realloc(r->hash, sizeof *h * (size_t)full);
@@ -146,7 +177,7 @@ int sim_pc_prepare(sim_pc_req *r, const engine_request *q, int block_size) {
         else if (q->prefix_id && tok0 + block_size <= q->prefix_len)
             content = mix(q->prefix_id, (uint64_t)j);
         else
-            break;   /* past the shared part: unique to this request, never matched */
+            break;   /* past the shared part: unique to this request, never matched by another */
         prev = mix(prev, content);
         r->hash[r->n_hash++] = prev;
     }
@@ -164,19 +195,33 @@ int32_t sim_pc_match(sim_pc *c, sim_pc_req *r, int32_t max_blocks, int32_t *was_
         r->id[n++] = i;
     }
     r->n_id = n;
-    return n;
+    int32_t hit = n;
+    /* after a preemption: its own blocks past the shared ones, if the chain reaches them and they
+     * were not evicted (the run's deepest blocks go first); the rest of the run is dropped */
+    if (r->run >= 0 && n == r->run_from && n < max_blocks) {
+        pc_entry *x = &c->e[r->run];
+        if (x->used && x->run && x->gen == r->run_gen) {
+            int32_t k = x->count < max_blocks - n ? x->count : max_blocks - n;
+            lru_unlink(c, r->run);
+            entry_free(c, r->run);
+            hit += k;
+            *was_free += k;
+        }
+    }
+    r->run = -1;
+    return hit;
 }
 
 void sim_pc_commit(sim_pc *c, sim_pc_req *r, int32_t full_blocks) {
     if (full_blocks > r->n_hash) full_blocks = r->n_hash;
     while (r->n_id < full_blocks) {
         uint64_t h = r->hash[r->n_id];
-        if (tab_get(c, h) >= 0 || c->free_head < 0) break;   /* computed twice at once: keep the first copy */
-        int32_t i = c->free_head;
-        c->free_head = c->e[i].next;
-        c->e[i] = (pc_entry){.hash = h, .ref = 1, .prev = -1, .next = -1, .used = 1};
+        if (tab_get(c, h) >= 0) break;   /* computed twice at once: the first copy is the cached one */
+        int32_t i = entry_alloc(c);
+        if (i < 0) break;
+        c->e[i].hash = h;
+        c->e[i].ref = 1;
         tab_put(c, h, i);
-        c->n_used++;
         r->id[r->n_id++] = i;
     }
 }
@@ -185,9 +230,23 @@ void sim_pc_make_room(sim_pc *c, long long free_blocks, int32_t n) {
     while (free_blocks - c->evictable < n && c->evictable > 0) evict_one(c);
 }
 
-long long sim_pc_release(sim_pc *c, sim_pc_req *r, int32_t blocks_held) {
-    long long back = blocks_held - r->n_id;   /* its own uncached blocks */
-    for (int32_t k = r->n_id - 1; k >= 0; k--) {   /* the deepest blocks become least recent first */
+long long sim_pc_release(sim_pc *c, sim_pc_req *r, int32_t blocks_held, int32_t full_blocks) {
+    if (full_blocks > blocks_held) full_blocks = blocks_held;
+    long long back = blocks_held - r->n_id;   /* everything but its hashed blocks returns to the pool */
+    int32_t anon = full_blocks - r->n_id;     /* full blocks no one else can name */
+    r->run = -1;
+    if (anon > 0) {
+        int32_t i = entry_alloc(c);
+        if (i >= 0) {   /* the deepest blocks go into the queue first: evicted first */
+            c->e[i].run = 1;
+            c->e[i].count = anon;
+            lru_append(c, i);
+            r->run = i;
+            r->run_gen = c->e[i].gen;
+            r->run_from = r->n_id;
+        }
+    }
+    for (int32_t k = r->n_id - 1; k >= 0; k--) {
         pc_entry *x = &c->e[r->id[k]];
         if (--x->ref == 0) { lru_append(c, r->id[k]); back++; }
     }

@@ -15,6 +15,7 @@
 typedef struct {
     uint64_t id;
     int32_t prompt, max_tokens, pre;   /* pre: its prefill instance; -1 once it left it */
+    int32_t cached;                    /* prompt tokens the prefill instance's prefix cache served (-1 unknown) */
     int64_t ready_ns;                  /* KV transfer lands (in the pending heap) */
     int cancelled, used;
 } pd_req;
@@ -150,6 +151,7 @@ static void on_pre(void *vctx, const engine_event *ev) {
     if (!s->r[j].used) return;
     if (ev->flags & ENGINE_EV_FINISHED) {
         pd_req *r = &s->r[j];
+        r->cached = (ev->flags & ENGINE_EV_CACHED) ? ev->cached_tokens : -1;
         s->pre_load[r->pre]--;
         r->pre = -1;
         double bytes = r->prompt * s->kv_bytes_per_token;
@@ -167,7 +169,7 @@ static void on_dec(void *vctx, const engine_event *ev) {
     pd_engine *s = vctx;
     if (ev->flags & ENGINE_EV_SCHEDULED) return;   /* it was scheduled once, on the prefill side */
     engine_event x = *ev;
-    x.flags &= ~ENGINE_EV_FIRST;                   /* the client's first token came with the transfer */
+    x.flags &= ~(ENGINE_EV_FIRST | ENGINE_EV_CACHED);   /* the client's first token came with the transfer */
     if (x.flags & ENGINE_EV_FINISHED) {
         size_t j = slot_of(s, ev->id);
         if (s->r[j].used) { del_slot(s, j); s->n--; }
@@ -186,6 +188,7 @@ static void land(pd_engine *s, size_t j) {
     engine_event ev = {.id = r->id, .t_ns = t, .n_tokens = 1,
                        .flags = ENGINE_EV_TOKENS | ENGINE_EV_FIRST | (done ? ENGINE_EV_FINISHED : 0),
                        .finish_reason = done ? "length" : NULL};
+    if (r->cached >= 0) { ev.flags |= ENGINE_EV_CACHED; ev.cached_tokens = r->cached; }
     if (!done) {
         engine_request q = {.id = r->id, .prompt_tokens = r->prompt + 1, .max_tokens = r->max_tokens - 1,
                             .ignore_eos = true, .kv_ready_tokens = r->prompt};

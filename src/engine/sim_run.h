@@ -8,6 +8,7 @@
 #ifndef DSP_SIM_RUN_H
 #define DSP_SIM_RUN_H
 #include "engine/engine.h"
+#include "dataset/dataset.h"
 #include "metrics/record.h"
 #include <jansson.h>
 #include <stddef.h>
@@ -15,8 +16,20 @@
 
 #define SIM_RUN_T0_NS 1000000000LL   /* virtual clock origin: times are never 0 ("none" in records) */
 
+/* Conversations (a sessions: dataset, dataset/sessions.h) as the simulator runs them: turn t's
+ * prompt is the system prompt, every earlier user message with the answer the engine generated,
+ * and a new message — lengths exactly as the spec gives them (no template tokens) — sent think_ns
+ * after the previous answer ended; each block's content ids (a message's tokens are its own) go to
+ * the engine, answer included, so a prefix cache holds the history as it would on a server. */
 typedef struct {
-    size_t n;                    /* requests */
+    size_t n;                    /* conversations */
+    int turns;
+    int32_t first, user, out, system;   /* tokens: first message, later messages, answers, system prompt */
+    int64_t think_ns;            /* from an answer's end to the next turn */
+} sim_sessions;
+
+typedef struct {
+    size_t n;                    /* requests (conversations with sessions) */
     const int64_t *arrival_ns;   /* open loop: offsets from the start (non-decreasing); NULL: closed loop */
     int concurrency;             /* closed loop: users, each sends its next request when the last finished */
     int64_t think_ns;            /* closed loop: pause between a user's requests */
@@ -27,8 +40,28 @@ typedef struct {
     size_t warmup;               /* the first `warmup` requests are marked warm-up */
     const int32_t *prefix_group; /* per request: shared-prefix group (-1 none), or NULL (prefix caching) */
     int32_t prefix_len;          /* tokens every request of a group shares */
+    /* request i is dataset item i % n: its block ids (a trace's hash ids) go to the engine and its
+     * bound on cached tokens (dataset_cacheable_tokens) into the record; NULL: none */
+    const dataset *ds;
+    /* conversations instead of a request plan: n, arrival_ns (one per conversation), concurrency
+     * (users, each holding its conversation to the end) and warmup count conversations; in_tokens
+     * and max_tokens are not used */
+    const sim_sessions *sessions;
+    int32_t block_tokens;        /* the engine's KV block size: conversations' ids are per block */
     size_t max_series_points;    /* series resolution cap (0: 2048) */
 } sim_workload;
+
+/* A workload spec read for the simulator. */
+typedef struct {
+    size_t n;                    /* requests; conversations for a sessions dataset */
+    int32_t *ins, *outs;         /* per request (NULL for sessions) */
+    int64_t *stamps_ns;          /* per request, the items' timestamps when every item has one; else NULL */
+    int32_t *groups;             /* prefix: datasets: each request's group; else NULL */
+    int32_t prefix_len;
+    dataset *ds;                 /* the dataset, kept open: trace block ids, the bound, the
+                                  * conversations (NULL for random: and lognormal:) */
+    sim_sessions sess;           /* a sessions dataset's shape (sess.n 0 otherwise) */
+} sim_load;
 
 typedef struct {
     size_t n, cap;
@@ -47,11 +80,12 @@ typedef struct {
  * file has (random: error). 0 ok, -1 with err. */
 int sim_workload_lengths(const char *spec, size_t *n, uint64_t seed, int32_t default_out, int32_t **ins,
                          int32_t **outs, int64_t **times_ns, char *err, size_t errlen);
-/* The same, and for prefix:groups=G,prefix=P,... datasets each request's group (*groups, NULL for
- * other datasets) and P (*prefix_len), so the engine's prefix cache sees the shared prompts. */
-int sim_workload_lengths_groups(const char *spec, size_t *n, uint64_t seed, int32_t default_out, int32_t **ins,
-                                int32_t **outs, int64_t **times_ns, int32_t **groups, int32_t *prefix_len, char *err,
-                                size_t errlen);
+/* The whole workload for `dsperf sim`: the lengths as above (o: the trace options, --trace-window,
+ * --time-scale, the trace's block size), and what the prefix cache needs. n as above; a sessions
+ * dataset gives its conversations. 0 ok, -1 with err. sim_load_free() it. */
+int sim_load_open(const char *spec, size_t n, uint64_t seed, int32_t default_out, const dataset_opts *o, sim_load *out,
+                  char *err, size_t errlen);
+void sim_load_free(sim_load *l);
 
 /* Runs the whole workload to completion. recs receives exactly w->n records (index = position in
  * the plan); requests the engine rejects are recorded as HTTP 400 failures. 0 ok, -1 with err. */

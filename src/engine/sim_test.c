@@ -70,8 +70,8 @@ static int64_t drive(engine *e, int n, const int64_t *arrive_ns, const int *prom
 /* Scheduler tests time their loads for a plain roofline with a 1.5 ms step: no per-kernel or
  * per-sequence cost and streaming-rate experts, whatever the fitted defaults are. */
 static void plain_costs(sim_params *p) {
-    p->factors.step_overhead_s = 1.5e-3;
-    p->factors.seq_overhead_s = p->factors.kernel_s = 0;
+    p->factors.step_overhead_s = p->factors.step_overhead_v1_s = 1.5e-3;
+    p->factors.seq_overhead_s = p->factors.seq_overhead_v1_s = p->factors.kernel_s = 0;
     p->factors.moe_eff = 1;
 }
 
@@ -185,7 +185,8 @@ TEST(sim_decode_batch1_bandwidth_bound) {
     CHECK_NEAR(s.t_math, s.t_mem, 1e-12);                                               /* no component compute-bound */
     CHECK_NEAR(s.t_math, (s.bytes - (w_moe + 0)) / hbm + w_moe / (hbm * p.factors.moe_eff), s.t_math * 0.002);
     double kernels = 27 * 17 + 26 * 9 + 4;
-    CHECK_NEAR(s.t - s.t_math, kernels * p.factors.kernel_s + p.factors.step_overhead_s + p.factors.seq_overhead_s, 1e-9);
+    /* the default profile (vLLM V1): its engine core's costs per step and per sequence */
+    CHECK_NEAR(s.t - s.t_math, kernels * p.factors.kernel_s + p.factors.step_overhead_v1_s + p.factors.seq_overhead_v1_s, 1e-9);
     /* the engine's step for one decoding request matches */
     engine *e = make(&p);
     static trace t;
@@ -205,6 +206,7 @@ TEST(sim_h200_vs_h100_decode_ratio) {
     sim_params p;
     sim_default_params(&p);
     p.factors.step_overhead_s = p.factors.seq_overhead_s = p.factors.kernel_s = 0;
+    p.factors.step_overhead_v1_s = p.factors.seq_overhead_v1_s = 0;
     char err[256];
     cost_model a, b;
     CHECK(sim_params_cost(&p, &a, err, sizeof err) == 0);

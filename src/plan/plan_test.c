@@ -53,6 +53,7 @@ TEST(plan_recommendation_meets_target) {
     in.target.max_num_seqs = 100000;
     /* the recommendation logic on a plain roofline (no fixed costs) */
     in.target.factors.step_overhead_s = in.target.factors.seq_overhead_s = in.target.factors.kernel_s = 0;
+    in.target.factors.step_overhead_v1_s = in.target.factors.seq_overhead_v1_s = 0;
     in.target.factors.moe_eff = 1;
     in.tpot_target_s = 0.012;
     plan_result r;

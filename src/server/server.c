@@ -332,7 +332,7 @@ static void finish(stream *st, const engine_event *ev) {
     srv_hist_observe(&s->m.decode_s, secs(s, ev->t_ns - st->first_ns));
     s->m.success[strcmp(reason, "stop") ? SRV_FINISH_LENGTH : SRV_FINISH_STOP]++;
     if (st->rq.stream) {
-        if (st->rq.include_usage) oai_sse_usage(s->buf, &st->ident, st->rq.prompt_tokens, st->sent);
+        if (st->rq.include_usage) oai_sse_usage(s->buf, &st->ident, st->rq.prompt_tokens, st->sent, st->rq.cached_tokens);
         oai_sse_done(s->buf);
         send_chunk(st, NULL);
         evhttp_send_reply_end(st->req);
@@ -366,6 +366,7 @@ static void on_event(void *ctx, const engine_event *ev) {
     bool fin = ev->flags & ENGINE_EV_FINISHED;
     if (ev->flags & ENGINE_EV_FIRST) {
         st->first_ns = ev->t_ns;
+        if (ev->flags & ENGINE_EV_CACHED) st->rq.cached_tokens = ev->cached_tokens;
         srv_hist_observe(&s->m.ttft_s, secs(s, ev->t_ns - st->arrival_ns));
         srv_hist_observe(&s->m.prefill_s, secs(s, ev->t_ns - st->sched_ns));
         s->m.prompt_tokens += (uint64_t)st->rq.prompt_tokens;
@@ -479,12 +480,17 @@ static void handle_generate(worker *s, struct evhttp_request *req, int api) {
         .stall_after = st->fault == FAULT_STALL ? st->fault_at : 0,
         .stall_ns = st->fault == FAULT_STALL ? (int64_t)((double)s->p.stall_ns * s->p.speedup) : 0,
     };
-    /* an engine with a prefix cache sees the prompt's identity: its whole blocks' chained hashes */
+    /* an engine with a prefix cache sees the prompt's identity: its whole blocks' chained hashes,
+     * continued over the words this server will generate (known in advance unless the token model
+     * answers), so the answer's blocks are cached under the hashes the next turn's prompt has */
     uint64_t *hashes = NULL;
+    int32_t out_words = st->rq.lm.on ? 0 : st->rq.max_tokens;
     if (s->p.prefix_block_tokens > 0 &&
-        srv_prompt_hashes(api, body ? body : "", len, s->p.prefix_block_tokens, &hashes, &er.n_block_hashes) == 0) {
+        srv_sequence_hashes(api, body ? body : "", len, s->p.prefix_block_tokens, st->ident.seq, out_words, &hashes,
+                            &er.n_block_hashes) == 0) {
         er.block_hashes = hashes;
         er.hash_block_tokens = s->p.prefix_block_tokens;
+        er.hashed_tokens = st->rq.prompt_tokens + out_words;
     }
     int submitted = engine_submit(s->eng, &er, st->arrival_ns);
     free(hashes);   /* the engine reads them during submit only */

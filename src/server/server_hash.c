@@ -1,5 +1,6 @@
 /* server_hash — chained block hashes of a prompt's words (server_hash.h). */
 #include "server/server_hash.h"
+#include "common/rng.h"
 #include "server/server_oai.h"
 #include <jansson.h>
 #include <ctype.h>
@@ -14,11 +15,7 @@ typedef struct {
     int oom;
 } hasher;
 
-static uint64_t mix(uint64_t a, uint64_t b) {
-    uint64_t x = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
-    x ^= x >> 31; x *= 0x7fb5d329728ea185ULL; x ^= x >> 27; x *= 0x81dadef4bc2dd44dULL;
-    return x ^ (x >> 33);
-}
+static uint64_t mix(uint64_t a, uint64_t b) { return rng_mix64(a, b); }
 
 /* One token: into the current block; a full block is chained onto the ones before. */
 static void token(hasher *h, uint64_t t) {
@@ -67,7 +64,18 @@ static void prompt(hasher *h, json_t *p) {
     json_array_foreach(p, i, id) token(h, mix(0x70c3e11dULL, (uint64_t)json_integer_value(id)));
 }
 
+static uint64_t role_salt(const char *role) {
+    uint64_t salt = 0;
+    for (const char *r = role ? role : ""; *r; r++) salt = (salt ^ (unsigned char)*r) * 0x100000001b3ULL;
+    return salt;
+}
+
 int srv_prompt_hashes(int api, const char *body, size_t len, int32_t block_tokens, uint64_t **out, int32_t *n) {
+    return srv_sequence_hashes(api, body, len, block_tokens, 0, 0, out, n);
+}
+
+int srv_sequence_hashes(int api, const char *body, size_t len, int32_t block_tokens, uint64_t seq, int32_t out_words,
+                        uint64_t **out, int32_t *n) {
     *out = NULL;
     *n = 0;
     if (block_tokens < 1) return 0;
@@ -78,14 +86,13 @@ int srv_prompt_hashes(int api, const char *body, size_t len, int32_t block_token
     else {
         size_t i;
         json_t *m;
-        json_array_foreach(json_object_get(root, "messages"), i, m) {
-            const char *role = json_string_value(json_object_get(m, "role"));
-            uint64_t salt = 0;
-            for (const char *r = role ? role : ""; *r; r++) salt = (salt ^ (unsigned char)*r) * 0x100000001b3ULL;
-            content(&h, json_object_get(m, "content"), salt);
-        }
+        json_array_foreach(json_object_get(root, "messages"), i, m)
+            content(&h, json_object_get(m, "content"), role_salt(json_string_value(json_object_get(m, "role"))));
     }
     json_decref(root);
+    /* the answer: the same words the stream will carry, as the next prompt will contain them */
+    uint64_t salt = api == OAI_COMPLETIONS ? 0 : role_salt("assistant");
+    for (int32_t k = 0; k < out_words && !h.oom; k++) words(&h, oai_word(seq, k), salt);
     if (h.oom) { free(h.v); return -1; }
     *out = h.v;
     *n = h.n;

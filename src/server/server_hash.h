@@ -12,4 +12,9 @@
  * (malloc'd, *n of them; NULL and 0 when the prompt is shorter than a block). 0 ok, -1 not a
  * request body this server parses, or out of memory. */
 int srv_prompt_hashes(int api, const char *body, size_t len, int32_t block_tokens, uint64_t **out, int32_t *n);
+/* The same over the prompt followed by the out_words words this server will answer with
+ * (oai_word(seq, 0..out_words-1), in chat as the assistant's): the hashes of every whole block of
+ * prompt + answer, as the next turn of a conversation will have them in its prompt. */
+int srv_sequence_hashes(int api, const char *body, size_t len, int32_t block_tokens, uint64_t seq, int32_t out_words,
+                        uint64_t **out, int32_t *n);
 #endif

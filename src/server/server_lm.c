@@ -384,8 +384,11 @@ void oai_lm_body(struct evbuffer *o, const oai_ident *id, oai_request *rq, int32
     build(rq, id, n, true, &cp);
     json_t *root = envelope(id, false);
     json_object_set_new(root, "choices", json_pack("[o]", choice(id, &cp, finish_reason, false)));
-    json_object_set_new(root, "usage", json_pack("{s:i,s:i,s:i}", "prompt_tokens", rq->prompt_tokens,
-                                                 "total_tokens", rq->prompt_tokens + n, "completion_tokens", n));
+    json_t *usage = json_pack("{s:i,s:i,s:i}", "prompt_tokens", rq->prompt_tokens, "total_tokens", rq->prompt_tokens + n,
+                              "completion_tokens", n);
+    if (rq->cached_tokens >= 0)
+        json_object_set_new(usage, "prompt_tokens_details", json_pack("{s:i}", "cached_tokens", rq->cached_tokens));
+    json_object_set_new(root, "usage", usage);
     parts_free(&cp);
     emit_json(o, root, false);
 }

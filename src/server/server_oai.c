@@ -64,6 +64,7 @@ static int get_bool(json_t *root, const char *key, bool *out, char *err, size_t 
 int oai_parse_request(int api, const char *body, size_t len, int32_t default_max_tokens,
                       const fixed_lm *lm, int lm_style, oai_request *out, int *status, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
+    out->cached_tokens = -1;
     *status = 400;
     out->api = api;
     out->max_tokens = default_max_tokens;
@@ -194,10 +195,18 @@ void oai_sse_tokens(struct evbuffer *o, const oai_ident *id, oai_request *rq, in
     }
 }
 
-void oai_sse_usage(struct evbuffer *o, const oai_ident *id, int32_t prompt_tokens, int32_t completion_tokens) {
+/* ,"prompt_tokens_details":{"cached_tokens":N} as vLLM writes it (--enable-prompt-tokens-details) */
+static void add_cached(struct evbuffer *o, int32_t cached_tokens) {
+    if (cached_tokens >= 0) evbuffer_add_printf(o, ",\"prompt_tokens_details\":{\"cached_tokens\":%d}", cached_tokens);
+}
+
+void oai_sse_usage(struct evbuffer *o, const oai_ident *id, int32_t prompt_tokens, int32_t completion_tokens,
+                   int32_t cached_tokens) {
     chunk_head(o, id);
-    evbuffer_add_printf(o, "[],\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d}}\n\n",
+    evbuffer_add_printf(o, "[],\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d",
                         prompt_tokens, prompt_tokens + completion_tokens, completion_tokens);
+    add_cached(o, cached_tokens);
+    evbuffer_add_printf(o, "}}\n\n");
 }
 
 void oai_sse_done(struct evbuffer *o) {
@@ -238,8 +247,10 @@ void oai_body(struct evbuffer *o, const oai_ident *id, oai_request *rq, int32_t 
     }
     add_finish(o, finish_reason);
     if (id->api != OAI_CHAT) evbuffer_add_printf(o, ",\"stop_reason\":null");
-    evbuffer_add_printf(o, "}],\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d}}",
+    evbuffer_add_printf(o, "}],\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d",
                         prompt_tokens, prompt_tokens + n, n);
+    add_cached(o, rq->cached_tokens);
+    evbuffer_add_printf(o, "}}");
 }
 
 const char *oai_error_type(int status) {

@@ -41,6 +41,8 @@ typedef struct {
     int api;                 /* OAI_* */
     bool stream;
     bool include_usage;      /* stream_options.include_usage */
+    int32_t cached_tokens;   /* prompt tokens the engine served from its prefix cache (-1: unknown,
+                              * usage then has no prompt_tokens_details) — set by the server */
     bool ignore_eos;
     int32_t max_tokens;
     int32_t prompt_tokens;   /* whitespace-separated words of the prompt / message contents */
@@ -73,13 +75,15 @@ const char *oai_word(uint64_t seq, int64_t i);
 void oai_sse_role(struct evbuffer *out, const oai_ident *id);
 void oai_sse_tokens(struct evbuffer *out, const oai_ident *id, oai_request *rq, int64_t first_word, int32_t n,
                     const char *finish_reason);
-void oai_sse_usage(struct evbuffer *out, const oai_ident *id, int32_t prompt_tokens, int32_t completion_tokens);
+/* usage.prompt_tokens_details.cached_tokens (vLLM's field) when cached_tokens >= 0 */
+void oai_sse_usage(struct evbuffer *out, const oai_ident *id, int32_t prompt_tokens, int32_t completion_tokens,
+                   int32_t cached_tokens);
 void oai_sse_done(struct evbuffer *out);
 /* A mid-stream error event: llama.cpp style "error: {...}" or OpenAI/vLLM style "data: {"error":...}"
  * followed by "data: [DONE]". */
 void oai_sse_error(struct evbuffer *out, bool openai_style, const char *message);
 
-/* Non-streaming body with all n words. */
+/* Non-streaming body with all n words (usage as oai_sse_usage, cached tokens from rq). */
 void oai_body(struct evbuffer *out, const oai_ident *id, oai_request *rq, int32_t n, const char *finish_reason,
               int32_t prompt_tokens);
 
