@@ -380,7 +380,10 @@ TEST(diagnose_real_gpu_sweep) {
  * roofline, which is a configuration finding naming tp as the assumption, never a bottleneck or a
  * health verdict. Told the truth (--tp 8), the roofline holds. */
 TEST(diagnose_physics_names_the_wrong_assumption) {
-    json_t *d = served_doc("--engine sim --tp 8" PLAIN_COSTS, "--concurrency 32 --requests 96", "tp8");
+    /* --speedup 0.25: the server runs its engine at a quarter of real time (and says so: meta.speedup,
+     * which diagnose reads), so the few ms a busy machine adds to each token cannot pull a 182 %
+     * efficiency under the 120 % tolerance */
+    json_t *d = served_doc("--engine sim --tp 8 --speedup 0.25" PLAIN_COSTS, "--concurrency 32 --requests 96", "tp8");
     CHECK(d != NULL);
     if (!d) return;
     diagnose_opts o;
