@@ -1,5 +1,6 @@
 /* units — parsers for durations, rates, sizes and numbers typed on the command line. */
 #include "common/units.h"
+#include <ctype.h>
 #include "common/clock.h"
 #include <stdlib.h>
 #include <string.h>
@@ -93,5 +94,14 @@ char *units_format_duration(int64_t ns, char *buf, size_t len) {
     else if (a >= 1e6) snprintf(buf, len, "%.1fms", ns / 1e6);
     else if (a >= 1e3) snprintf(buf, len, "%.0fus", ns / 1e3);
     else snprintf(buf, len, "%lldns", (long long)ns);
+    return buf;
+}
+
+char *units_copy_trimmed(char *buf, size_t cap, const char *s, size_t len) {
+    while (len && isspace((unsigned char)*s)) { s++; len--; }
+    while (len && isspace((unsigned char)s[len - 1])) len--;
+    if (len >= cap) len = cap - 1;
+    memcpy(buf, s, len);
+    buf[len] = 0;
     return buf;
 }

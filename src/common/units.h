@@ -13,4 +13,7 @@ int units_parse_double(const char *s, double *out);
 int units_parse_bytes(const char *s, int64_t *out_bytes);   /* "80GB", "141GiB", "4096" */
 /* "123.4ms", "2.10s", "950us" — picks a readable unit. Writes into buf, returns buf. */
 char *units_format_duration(int64_t ns, char *buf, size_t len);
+/* One item of a list the user typed (s[0..len), e.g. a gate rule between commas) copied into buf
+ * (cut to cap - 1 bytes) without its surrounding white space; returns buf. */
+char *units_copy_trimmed(char *buf, size_t cap, const char *s, size_t len);
 #endif

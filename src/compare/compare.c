@@ -10,6 +10,7 @@
 #include "results/validity.h"
 #include "common/redact.h"
 #include <ctype.h>
+#include "common/units.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +29,7 @@ void compare_default_opts(compare_opts *o) {
 
 static int parse_one_rule(const char *s, size_t len, gate_rule *r, char *err, size_t errlen) {
     char buf[160];
-    if (len >= sizeof buf) len = sizeof buf - 1;
-    memcpy(buf, s, len);
-    buf[len] = 0;
-    char *a = buf, *e = buf + strlen(buf);
-    while (isspace((unsigned char)*a)) a++;
-    while (e > a && isspace((unsigned char)e[-1])) *--e = 0;
+    char *a = units_copy_trimmed(buf, sizeof buf, s, len);
     memset(r, 0, sizeof *r);
     snprintf(r->text, sizeof r->text, "%.*s", (int)sizeof r->text - 1, a);   /* the rule as written, cut to fit */
     char *colon = strchr(a, ':');

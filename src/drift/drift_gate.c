@@ -13,12 +13,7 @@
 
 static int parse_one(const char *s, size_t len, drift_rule *r, char *err, size_t errlen) {
     char buf[160];
-    if (len >= sizeof buf) len = sizeof buf - 1;
-    memcpy(buf, s, len);
-    buf[len] = 0;
-    char *a = buf, *e = buf + strlen(buf);
-    while (isspace((unsigned char)*a)) a++;
-    while (e > a && isspace((unsigned char)e[-1])) *--e = 0;
+    char *a = units_copy_trimmed(buf, sizeof buf, s, len);
     memset(r, 0, sizeof *r);
     snprintf(r->text, sizeof r->text, "%.95s", a);
     const char *want = "rules look like top1_agreement>=0.99, delta_ppl<=+2%, kl@16k<=0.01";
