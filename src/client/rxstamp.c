@@ -29,7 +29,6 @@ unsigned long rxstamp_count(void) { return n_stamped; }
  * by more than both errors means the wall clock was stepped and replaces it. */
 static __thread int64_t offset_err_ns = -1;   /* half the kept sample's bracket; -1 none yet */
 
-static int64_t ts_ns(struct timespec t) { return (int64_t)t.tv_sec * NS_PER_S + t.tv_nsec; }
 
 int64_t rxstamp_sync(void) {
     int64_t mb = 0;
@@ -38,9 +37,9 @@ int64_t rxstamp_sync(void) {
         clock_gettime(CLOCK_MONOTONIC, &a);
         clock_gettime(CLOCK_REALTIME, &r);
         clock_gettime(CLOCK_MONOTONIC, &b);
-        int64_t ma = ts_ns(a);
-        mb = ts_ns(b);
-        int64_t err = (mb - ma) / 2 + 1, est = ts_ns(r) - (ma + (mb - ma) / 2);
+        int64_t ma = clock_ts_ns(a);
+        mb = clock_ts_ns(b);
+        int64_t err = (mb - ma) / 2 + 1, est = clock_ts_ns(r) - (ma + (mb - ma) / 2);
         int64_t diff = est > real_minus_mono_ns ? est - real_minus_mono_ns : real_minus_mono_ns - est;
         if (offset_err_ns < 0 || diff > err + offset_err_ns + NS_PER_US || err < offset_err_ns) {
             real_minus_mono_ns = est;
@@ -70,7 +69,7 @@ ssize_t recv(int fd, void *buf, size_t len, int flags) {
         if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_TIMESTAMPNS) continue;
         struct timespec ts;
         memcpy(&ts, CMSG_DATA(cm), sizeof ts);
-        int64_t mono = (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec - real_minus_mono_ns;
+        int64_t mono = clock_ts_ns(ts) - real_minus_mono_ns;
         /* the bytes came in before this read, and (in a loop that syncs every wake-up) not long
          * before the last sync; anything else means the wall clock was stepped: no stamp */
         if (mono > 0 && mono > sync_mono_ns - 10 * NS_PER_S) { last_ns = mono; n_stamped++; }

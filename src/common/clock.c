@@ -6,13 +6,13 @@
 int64_t clock_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+    return clock_ts_ns(ts);
 }
 
 int64_t clock_wall_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+    return clock_ts_ns(ts);
 }
 
 void clock_sleep_until_ns(int64_t deadline_ns) {

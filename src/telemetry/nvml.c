@@ -142,7 +142,7 @@ static const char *const prof_names[PROF_COUNT] = {"utilization", "memory", "clo
 static int64_t thread_cpu_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+    return clock_ts_ns(ts);
 }
 
 /* Runs stmt, timing it into group k when profiling. */

@@ -204,7 +204,7 @@ static void *run(void *arg) {
     struct timespec cpu;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
     pthread_mutex_lock(&t->mu);
-    t->cpu_ns = (int64_t)cpu.tv_sec * NS_PER_S + cpu.tv_nsec;
+    t->cpu_ns = clock_ts_ns(cpu);
     pthread_mutex_unlock(&t->mu);
     return NULL;
 }
