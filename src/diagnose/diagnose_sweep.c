@@ -18,15 +18,6 @@ typedef struct {
     double dram, tensor, sm, util, cpu;
 } level_facts;
 
-/* A level that measured the server, by the sweep's own rule (sweep_level_measured): one where
- * every request failed on the server is measured (that is the server's answer); one whose
- * requests outlasted it, or where nothing ended, is not. */
-static bool level_measured(const json_t *lv) {
-    const char *st = json_string_value(json_object_get(lv, "state"));
-    if (st && !strcmp(st, "not_measured")) return false;
-    return sweep_level_measured(lv);
-}
-
 static double gpu_mean(const json_t *res, const char *col) {
     double s = 0;
     int n = 0;
@@ -215,7 +206,7 @@ json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t 
     if (!isfinite(ref_load))
         json_array_foreach(levels, i, lv) {
             double t = diag_num(json_object_get(lv, "results"), "output_throughput");
-            if (level_measured(lv) && t > best_tput) { best_tput = t; ref_load = diag_num(lv, "load"); }
+            if (sweep_level_measured(lv) && t > best_tput) { best_tput = t; ref_load = diag_num(lv, "load"); }
         }
     json_t *best = json_object(), *where = json_object(), *cbest = json_object(), *cwhere = json_object();
     json_t *ref = NULL, *overhead_level = NULL, *skipped = json_array();
@@ -223,7 +214,8 @@ json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t 
     size_t n = 0;
     json_array_foreach(levels, i, lv) {
         double load = diag_num(lv, "load");
-        if (!level_measured(lv)) { json_array_append_new(skipped, json_real(load)); continue; }
+        /* the sweep's own rule: a level where every request failed on the server is measured */
+        if (!sweep_level_measured(lv)) { json_array_append_new(skipped, json_real(load)); continue; }
         const json_t *res = json_object_get(lv, "results");
         json_t *d = diag_results(res, o, load, err, errlen);
         if (!d) {
