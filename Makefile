@@ -4,7 +4,7 @@
 # Layout: src/<module>/*.c is the program (src/main.c the entry point); src/<module>/*_test.c and
 # tests/*_test.c are tests, linked with tests/harness.c into one test binary.
 
-PKGS    := libcurl libevent libevent_pthreads jansson libpcre2-8 libcrypto ompi-c sqlite3 zlib
+PKGS    := libcurl libevent libevent_pthreads jansson libpcre2-8 libcrypto ompi-c sqlite3 zlib liburing
 CC      ?= cc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g

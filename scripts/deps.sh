@@ -2,8 +2,8 @@
 # Checks the Debian -dev packages dsperf builds against (via pkg-config), and Open MPI's mpirun
 # (multi-host runs and their tests). When one is missing it installs them if run as root,
 # otherwise prints the one apt-get line that would, and fails.
-PKGS="pkg-config libcurl4-openssl-dev libevent-dev libjansson-dev libpcre2-dev libssl-dev libsqlite3-dev zlib1g-dev libopenmpi-dev openmpi-bin"
-MODS="libcurl libevent libevent_pthreads jansson libpcre2-8 libcrypto ompi-c sqlite3 zlib"
+PKGS="pkg-config libcurl4-openssl-dev libevent-dev libjansson-dev libpcre2-dev libssl-dev libsqlite3-dev zlib1g-dev liburing-dev libopenmpi-dev openmpi-bin"
+MODS="libcurl libevent libevent_pthreads jansson libpcre2-8 libcrypto ompi-c sqlite3 zlib liburing"
 missing=0
 command -v pkg-config >/dev/null 2>&1 || missing=1
 command -v mpirun >/dev/null 2>&1 || missing=1

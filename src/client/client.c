@@ -11,8 +11,10 @@
 #include "client/sse.h"
 #include "client/readpoll.h"
 #include "client/rxstamp.h"
+#include "client/rxbatch.h"
 #include "common/clock.h"
 #include "common/redact.h"
+#include "common/log.h"
 #include <curl/curl.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -40,6 +42,7 @@ typedef struct transfer {
     struct transfer *pending_next;
     int64_t read_ns;            /* when the bytes being parsed arrived (kernel stamp, else when handed to us) */
     size_t errlen;
+    int stream_fd;              /* the socket it streams an SSE body on (reads ahead allowed); -1 none */
     struct transfer *prev, *next;
 } transfer;
 
@@ -73,6 +76,13 @@ struct client {
     uint32_t reads_stamped, reads_unstamped;   /* body reads this epoch with and without a kernel stamp */
     bool stamps_flow;           /* the last epoch's reads were (>= 99%) stamped: gathering allowed */
     int64_t epoch_end_ns;
+    rxbatch *batch;             /* batched reads ahead of libcurl (rxbatch.h); NULL: one recv() each */
+    rxstamp_ahead ahead[RXBATCH_MAX];   /* this wake-up's reads ahead */
+    int n_ahead;
+    int batch_fds[RXBATCH_MAX];
+    transfer **streams;         /* socket → the transfer streaming an SSE body on it (NULL none) */
+    int streams_cap;
+    unsigned long ahead_failed; /* transfers failed because libcurl did not take bytes read ahead */
 };
 
 /* Submitted requests are handed to libcurl (and so sent) at most this many per turn of the
@@ -135,6 +145,38 @@ static int64_t hist_p10(const uint32_t *hist, uint64_t min_n) {
     return -1;
 }
 
+/* ---- reads ahead (rxbatch.h) ----
+ * Only sockets that carry an SSE body of a 2xx response over plain HTTP are read ahead: libcurl
+ * reads such a socket whenever it is readable, with a buffer as large as one read ahead
+ * (RXBATCH_BUF), so it takes each read whole in that socket's action. Headers, TLS (whose
+ * library reads a record at a time) and anything else are read by libcurl itself. */
+
+static void forget_stream(client *c, int fd) {
+    if (fd < 0) return;
+    if (fd < c->streams_cap && c->streams[fd]) { c->streams[fd]->stream_fd = -1; c->streams[fd] = NULL; }
+    /* bytes read ahead for a connection that is gone must not reach a new one on the same fd */
+    for (int i = 0; i < c->n_ahead; i++)
+        if (c->ahead[i].fd == fd) c->ahead[i].taken = true;
+}
+
+static void mark_stream(client *c, transfer *t, int fd) {
+    if (fd < 0 || t->stream_fd == fd) return;
+    if (fd >= c->streams_cap) {
+        int cap = c->streams_cap ? c->streams_cap : 64;
+        while (cap <= fd) cap *= 2;
+        transfer **np = realloc(c->streams, (size_t)cap * sizeof *np);
+        if (!np) return;   /* not read ahead: libcurl reads it */
+        memset(np + c->streams_cap, 0, (size_t)(cap - c->streams_cap) * sizeof *np);
+        c->streams = np;
+        c->streams_cap = cap;
+    }
+    forget_stream(c, t->stream_fd);
+    c->streams[fd] = t;
+    t->stream_fd = fd;
+}
+
+static bool is_stream(const client *c, int fd) { return fd >= 0 && fd < c->streams_cap && c->streams[fd]; }
+
 /* ---- curl → epoll glue ---- */
 
 static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *sockp) {
@@ -150,6 +192,7 @@ static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *sock
     }
     if (what == CURL_POLL_REMOVE) {
         epoll_ctl(c->epfd, EPOLL_CTL_DEL, s, NULL);
+        forget_stream(c, s);
         return 0;
     }
     ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
@@ -234,6 +277,7 @@ static size_t on_write(char *buf, size_t size, size_t n, void *ud) {
         }
         return len;
     }
+    if (t->c->batch) mark_stream(t->c, t, rxstamp_last_socket());
     if (sse_feed(&t->sse, buf, len, on_sse_event, t) < 0) {
         record *r = &t->c->recs->v[t->rec];
         if (!r->error) r->error = strdup("SSE event larger than 4 MiB");
@@ -337,6 +381,7 @@ static void finish(client *c, transfer *t, CURLcode res, int forced_outcome) {
     }
     r->out_tokens_client = r->n_chunks ? t->st.tokens_client : (r->outcome == REC_OK ? 0 : -1);
     openai_stream_end(&t->st, r);
+    forget_stream(c, t->stream_fd);
     unlink_transfer(c, t);
     size_t idx = t->rec;
     transfer_free(t);
@@ -378,6 +423,9 @@ client *client_new(const client_opts *o, recset *recs, client_done_fn done, void
     c->gap_floor_ns = 0;            /* unknown: no window until gaps are seen */
     c->dur_floor_ns = INT64_MAX;    /* unknown: bounded by the gaps alone */
     c->url = client_url(o->base_url, openai_path(o->api));
+    const char *rb = getenv("DSPERF_CLIENT_RXBATCH");
+    if (c->rxstamp && !(rb && *rb == '0') && c->url && !strncasecmp(c->url, "http://", 7))
+        c->batch = rxbatch_new();   /* NULL (no io_uring here): libcurl reads each socket itself */
     c->epfd = epoll_create1(EPOLL_CLOEXEC);
     c->multi = curl_multi_init();
     if (!c->url || c->epfd < 0 || !c->multi) { snprintf(err, errlen, "cannot set up the HTTP client: %s", strerror(errno)); client_free(c); return NULL; }
@@ -411,6 +459,8 @@ void client_free(client *c) {
     free(c->pool);
     if (c->multi) curl_multi_cleanup(c->multi);
     if (c->epfd >= 0) close(c->epfd);
+    rxbatch_free(c->batch);
+    free(c->streams);
     curl_slist_free_all(c->hdrs);
     free(c->url);
     free(c);
@@ -446,6 +496,7 @@ int client_submit(client *c, size_t rec_index, const dataset_item *item) {
     if (!t) return -1;
     t->c = c;
     t->rec = rec_index;
+    t->stream_fd = -1;
     sse_init(&t->sse, SSE_EVENT_MAX);
     t->st.keep_text = c->o.keep_text;
     t->body = openai_request_body(c->o.api, c->o.model, item, c->o.ignore_eos, c->o.include_usage);
@@ -525,6 +576,60 @@ static int64_t gather_until(client *c, int64_t now) {
     return c->last_wake_ns + w;
 }
 
+/* One socket action: libcurl reads (and writes) the socket, with its reads stamped; a transfer
+ * the action finished ended with the read it made, so it is finished with that stamp. */
+static void socket_action(client *c, int fd, int mask) {
+    int running;
+    readpoll_enter(fd);
+    rxstamp_socket(fd);
+    curl_multi_socket_action(c->multi, fd, mask, &running);
+    readpoll_leave();
+    c->end_stamp_ns = rxstamp_last_ns();
+    rxstamp_socket(-1);
+    drain_done(c);
+    c->end_stamp_ns = 0;
+}
+
+/* Reads every streaming socket among this wake-up's events in one system call (rxbatch.h); their
+ * socket actions then find the bytes already there. */
+static void read_ahead(client *c, const struct epoll_event *evs, int n) {
+    int nb = 0;
+    for (int i = 0; i < n && nb < RXBATCH_MAX; i++)
+        if (evs[i].events == EPOLLIN && is_stream(c, evs[i].data.fd)) c->batch_fds[nb++] = evs[i].data.fd;
+    if (nb < 2) return;   /* one read gains nothing from a batch */
+    int rc = rxbatch_read(c->batch, c->batch_fds, nb, c->ahead);
+    c->n_ahead = nb;
+    rxstamp_ahead_set(c->ahead, nb);
+    if (rc < 0) {   /* the ring failed: what it read is handed out, and libcurl reads by itself from now on */
+        log_warn("client: io_uring batch read failed; reading one socket at a time from now on");
+        c->batch = NULL;   /* rxbatch_read keeps a broken ring's memory: its reads may still land */
+    }
+}
+
+/* After the wake-up's socket actions: libcurl took every read ahead of a live stream whole (it
+ * reads a readable stream with a buffer as large as the read). Should it ever not, the socket's
+ * action is run again while it takes more; bytes it still leaves would be lost, so that stream
+ * fails, saying why. Reads of a socket whose transfer has ended are dropped (libcurl would have
+ * discarded them as well). */
+static void ahead_done(client *c) {
+    for (int i = 0; i < c->n_ahead; i++) {
+        rxstamp_ahead *a = &c->ahead[i];
+        for (int tries = 0; !a->taken && a->res > 0 && is_stream(c, a->fd) && tries < 4; tries++) {
+            long before = a->off;
+            socket_action(c, a->fd, CURL_CSELECT_IN);
+            if (a->off == before) break;
+        }
+        if (!a->taken && a->res > 0 && is_stream(c, a->fd)) {
+            transfer *t = c->streams[a->fd];
+            set_err(&c->recs->v[t->rec], "client: libcurl did not take bytes read ahead (a dsperf bug: please report it)");
+            c->ahead_failed++;
+            finish(c, t, CURLE_RECV_ERROR, -1);
+        }
+    }
+    rxstamp_ahead_set(NULL, 0);
+    c->n_ahead = 0;
+}
+
 int client_poll(client *c, int64_t wake_at_ns) {
     c->finished_now = 0;
     rxstamp_thread(c->rxstamp);
@@ -573,21 +678,15 @@ int client_poll(client *c, int64_t wake_at_ns) {
         if (n > 0) {
             c->last_wake_ns = c->rxstamp ? rxstamp_sync() : 0;
         }
+        if (c->batch && n > 1) read_ahead(c, evs, n);
         for (int i = 0; i < n; i++) {
             int mask = 0;
             if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) mask |= CURL_CSELECT_IN;
             if (evs[i].events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
             if (evs[i].events & EPOLLERR) mask |= CURL_CSELECT_ERR;
-            readpoll_enter(evs[i].data.fd);
-            rxstamp_socket(evs[i].data.fd);
-            curl_multi_socket_action(c->multi, evs[i].data.fd, mask, &running);
-            readpoll_leave();
-            /* a transfer this action finished ended with the read it made: finish it with that stamp */
-            c->end_stamp_ns = rxstamp_last_ns();
-            rxstamp_socket(-1);
-            drain_done(c);
-            c->end_stamp_ns = 0;
+            socket_action(c, evs[i].data.fd, mask);
         }
+        if (c->n_ahead) ahead_done(c);
         if (c->finished_now || clock_now_ns() >= wake_at_ns) return c->finished_now;
     }
 }

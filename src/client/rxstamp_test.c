@@ -6,6 +6,7 @@
  * if the kernel's stamp is not the one used. No wall-clock duration is asserted. */
 #include "harness.h"
 #include "client/rxstamp.h"
+#include "client/rxbatch.h"
 #include "client/client.h"
 #include "common/clock.h"
 #include <arpa/inet.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <errno.h>
 
 #define HOLD_NS (50 * NS_PER_MS)
 
@@ -105,6 +107,74 @@ TEST(rxstamp_read_carries_kernel_arrival_time) {
     close(cl);
 }
 
+/* ---- batched reads ahead of libcurl (rxbatch.h) ---- */
+
+/* Three stamped sockets, bytes written to two: one batch reads both with their arrival stamps and
+ * finds the third empty; recv() then hands the batch's bytes out before what the kernel got later,
+ * in pieces when asked for less, and the end of a stream once. */
+TEST(rxbatch_reads_sockets_in_one_call_and_recv_serves_them_in_order) {
+    int cl[3], sv[3];
+    for (int i = 0; i < 3; i++) CHECK_MSG(stamped_pair(&cl[i], &sv[i]) == 0, "the kernel gave no receive stamp on a loopback TCP socket within 5 s");
+    rxbatch *b = rxbatch_new();
+    CHECK_MSG(b != NULL, "io_uring is not available here (%s): the client would read one socket at a time", strerror(errno));
+    if (!b) return;
+    rxstamp_thread(true);
+    int64_t w0 = clock_now_ns();
+    CHECK(write_all(sv[0], "aa") == 0);
+    CHECK(write_all(sv[2], "bbb") == 0);
+    clock_sleep_ns(HOLD_NS);
+    rxstamp_sync();
+    int64_t read_ns = clock_now_ns();
+    rxstamp_ahead out[3];
+    CHECK(rxbatch_read(b, cl, 3, out) == 0);
+    CHECK_EQ_INT(out[0].res, 2);
+    CHECK_EQ_INT(out[1].res, -EAGAIN);
+    CHECK_EQ_INT(out[2].res, 3);
+    for (int i = 0; i < 3; i += 2) {
+        CHECK_MSG(out[i].stamp_ns >= w0 - RXSTAMP_SYNC_SLACK_NS, "stamped %lld ns before the write", (long long)(w0 - out[i].stamp_ns));
+        CHECK_MSG(out[i].stamp_ns > 0 && out[i].stamp_ns < read_ns, "stamp %lld ns after the batch began: the read time, not the arrival",
+                  (long long)(out[i].stamp_ns - read_ns));
+    }
+    unsigned long served = rxstamp_ahead_served();
+    rxstamp_ahead_set(out, 3);
+    CHECK(write_all(sv[0], "cc") == 0);   /* arrives after the batch read: must come after "aa" */
+    char buf[16];
+    CHECK_EQ_INT(recv(cl[0], buf, 1, 0), 1);
+    CHECK(buf[0] == 'a');
+    CHECK_EQ_INT(rxstamp_last_ns(), out[0].stamp_ns > clock_now_ns() ? clock_now_ns() : out[0].stamp_ns);
+    CHECK_EQ_INT(recv(cl[0], buf, sizeof buf, 0), 1);
+    CHECK(buf[0] == 'a');
+    CHECK_EQ_INT(recv(cl[0], buf, sizeof buf, 0), 2);   /* now the kernel's */
+    CHECK(!memcmp(buf, "cc", 2));
+    errno = 0;
+    CHECK_EQ_INT(recv(cl[1], buf, sizeof buf, 0), -1);  /* the batch found nothing: EAGAIN, once */
+    CHECK_EQ_INT(errno, EAGAIN);
+    CHECK_EQ_INT(recv(cl[2], buf, sizeof buf, MSG_PEEK), 3);   /* a peek leaves it */
+    CHECK_EQ_INT(recv(cl[2], buf, sizeof buf, 0), 3);
+    CHECK(!memcmp(buf, "bbb", 3));
+    CHECK_EQ_INT(rxstamp_ahead_served(), served + 3);
+    rxstamp_ahead_set(NULL, 0);
+
+    /* the end of a stream read ahead is handed out as recv's 0 */
+    close(sv[2]);
+    sv[2] = -1;
+    clock_sleep_ns(10 * NS_PER_MS);
+    CHECK(write_all(sv[0], "d") == 0);
+    clock_sleep_ns(10 * NS_PER_MS);
+    int two[2] = { cl[0], cl[2] };
+    CHECK(rxbatch_read(b, two, 2, out) == 0);
+    CHECK_EQ_INT(out[0].res, 1);
+    CHECK_EQ_INT(out[1].res, 0);
+    rxstamp_ahead_set(out, 2);
+    CHECK_EQ_INT(recv(cl[2], buf, sizeof buf, 0), 0);
+    CHECK_EQ_INT(recv(cl[0], buf, sizeof buf, 0), 1);
+    CHECK(buf[0] == 'd');
+    rxstamp_ahead_set(NULL, 0);
+    rxbatch_free(b);
+    rxstamp_thread(false);
+    for (int i = 0; i < 3; i++) { close(cl[i]); if (sv[i] >= 0) close(sv[i]); }
+}
+
 /* ---- through the client: a stream whose second chunk is read late on purpose ---- */
 
 typedef struct {
@@ -156,50 +226,68 @@ static void *serve_one(void *arg) {
     return NULL;
 }
 
-/* One stream against serve_one; returns the record's chunk 2 time, the write time and the time
- * the client was let read again. */
-static int run_held_stream(int64_t *chunk1_ns, int64_t *w1_ns, int64_t *resume_ns, int64_t *end_ns) {
-    stream_server s = {0};
-    int port;
-    s.listen_fd = listen_loopback(&port);
-    if (s.listen_fd < 0 || pipe(s.go) || pipe(s.told)) return -1;
-    pthread_t th;
-    pthread_create(&th, NULL, serve_one, &s);
+/* n streams (at most 2) against serve_one; for each the record's chunk 2 time and the write time,
+ * and the time the client was let read again. */
+static int run_held_streams(int n, int64_t *chunk1_ns, int64_t *w1_ns, int64_t *resume_ns, int64_t *end_ns) {
+    stream_server s[2] = {{0}};
+    int port, listen_fd = listen_loopback(&port);
+    if (listen_fd < 0) return -1;
+    pthread_t th[2];
+    for (int k = 0; k < n; k++) {
+        s[k].listen_fd = listen_fd;
+        if (pipe(s[k].go) || pipe(s[k].told)) return -1;
+        pthread_create(&th[k], NULL, serve_one, &s[k]);
+    }
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
     client_opts o = { .base_url = url, .api = OPENAI_COMPLETIONS, .model = "m", .timeout_ns = 60 * NS_PER_S };
     recset rs;
     recset_init(&rs);
-    recset_add(&rs);
+    for (int k = 0; k < n; k++) recset_add(&rs);
     char err[256];
     client *c = client_new(&o, &rs, NULL, NULL, err, sizeof err);
     int rc = -1;
+    /* the streams are told apart by the write time of their chunk 2: which server thread
+     * accepted which request is up to the kernel */
     if (c) {
         dataset_item it = { .prompt = "hi", .in_tokens = 1, .max_tokens = 3, .timestamp_ns = -1, .group = -1, .cacheable_tokens = -1 };
-        client_submit(c, 0, &it);
+        for (int k = 0; k < n; k++) client_submit(c, (size_t)k, &it);
         int64_t deadline = clock_now_ns() + 60 * NS_PER_S;
-        while (rs.v[0].n_chunks < 1 && client_in_flight(c) && clock_now_ns() < deadline) client_poll(c, clock_now_ns() + 10 * NS_PER_MS);
-        send_byte(s.go[1]);          /* chunk 2 is written ... */
-        wait_byte(s.told[0]);
+        for (int k = 0; k < n; k++)
+            while (rs.v[k].n_chunks < 1 && client_in_flight(c) && clock_now_ns() < deadline) client_poll(c, clock_now_ns() + 10 * NS_PER_MS);
+        for (int k = 0; k < n; k++) send_byte(s[k].go[1]);   /* chunk 2 is written ... */
+        for (int k = 0; k < n; k++) wait_byte(s[k].told[0]);
         clock_sleep_ns(HOLD_NS);     /* ... and the client does not read for a while */
         *resume_ns = clock_now_ns();
         /* chunk 3 only once chunk 2 is read: one read of both would carry chunk 3's arrival (TCP
          * stamps a read with its last segment's) */
-        while (rs.v[0].n_chunks < 2 && client_in_flight(c) && clock_now_ns() < deadline) client_poll(c, clock_now_ns() + 10 * NS_PER_MS);
-        send_byte(s.go[1]);
+        for (int k = 0; k < n; k++)
+            while (rs.v[k].n_chunks < 2 && client_in_flight(c) && clock_now_ns() < deadline) client_poll(c, clock_now_ns() + 10 * NS_PER_MS);
+        for (int k = 0; k < n; k++) send_byte(s[k].go[1]);
         while (client_in_flight(c) && clock_now_ns() < deadline) client_poll(c, clock_now_ns() + 10 * NS_PER_MS);
-        if (rs.v[0].n_chunks == 3 && rs.v[0].outcome == REC_OK) rc = 0;
-        else fprintf(stderr, "    %u chunks, outcome %d, %s\n", rs.v[0].n_chunks, rs.v[0].outcome, rs.v[0].error ? rs.v[0].error : "");
-        *chunk1_ns = rs.v[0].n_chunks > 1 ? rs.v[0].chunk_ns[1] : 0;
-        *end_ns = rs.v[0].end_ns;
+        rc = 0;
+        for (int k = 0; k < n; k++) {
+            if (rs.v[k].n_chunks != 3 || rs.v[k].outcome != REC_OK) {
+                fprintf(stderr, "    %u chunks, outcome %d, %s\n", rs.v[k].n_chunks, rs.v[k].outcome, rs.v[k].error ? rs.v[k].error : "");
+                rc = -1;
+            }
+            chunk1_ns[k] = rs.v[k].n_chunks > 1 ? rs.v[k].chunk_ns[1] : 0;
+            end_ns[k] = rs.v[k].end_ns;
+        }
         client_free(c);
     } else fprintf(stderr, "    %s\n", err);
-    pthread_join(th, NULL);
-    *w1_ns = s.w1_ns;
-    close(s.listen_fd);
-    close(s.go[0]); close(s.go[1]); close(s.told[0]); close(s.told[1]);
+    for (int k = 0; k < n; k++) {
+        pthread_join(th[k], NULL);
+        w1_ns[k] = s[k].w1_ns;
+        close(s[k].go[0]); close(s[k].go[1]); close(s[k].told[0]); close(s[k].told[1]);
+    }
+    close(listen_fd);
     recset_free(&rs);
     return rc;
+}
+
+static int run_held_stream(int64_t *chunk1_ns, int64_t *w1_ns, int64_t *resume_ns, int64_t *end_ns) {
+    return run_held_streams(1, chunk1_ns, w1_ns, resume_ns, end_ns);
 }
 
 TEST(client_stamps_chunks_with_their_arrival_not_the_read) {
@@ -225,4 +313,30 @@ TEST(client_without_kernel_stamps_stamps_the_read) {
     CHECK(run_held_stream(&c1, &w1, &resume, &end) == 0);
     CHECK_MSG(c1 >= resume, "chunk stamped %lld ns before the client read it", (long long)(resume - c1));
     unsetenv("DSPERF_CLIENT_RXSTAMP");
+}
+
+/* Two streams whose chunk 2 comes while the client is held back: one wake-up reads both sockets in
+ * one batch (rxbatch.h) and each chunk keeps its own arrival stamp; with DSPERF_CLIENT_RXBATCH=0
+ * libcurl reads them itself (the control that shows the count tells the two apart). */
+TEST(client_batch_reads_keep_each_chunks_arrival) {
+    int cl = -1, sv = -1;
+    CHECK_MSG(stamped_pair(&cl, &sv) == 0, "the kernel gave no receive stamp on a loopback TCP socket within 5 s");
+    if (cl < 0) return;
+    for (int batch = 1; batch >= 0; batch--) {
+        setenv("DSPERF_CLIENT_RXBATCH", batch ? "1" : "0", 1);
+        unsigned long served = rxstamp_ahead_served();
+        int64_t c1[2], w1[2], resume, end[2];
+        CHECK(run_held_streams(2, c1, w1, &resume, end) == 0);
+        int64_t wmin = w1[0] < w1[1] ? w1[0] : w1[1];
+        for (int k = 0; k < 2; k++) {
+            CHECK_MSG(c1[k] >= wmin - RXSTAMP_SYNC_SLACK_NS, "chunk stamped %lld ns before any was written", (long long)(wmin - c1[k]));
+            CHECK_MSG(c1[k] < resume, "chunk stamped %lld ns after the client was let read", (long long)(c1[k] - resume));
+            CHECK(end[k] >= resume - RXSTAMP_SYNC_SLACK_NS);
+        }
+        if (batch) CHECK_MSG(rxstamp_ahead_served() >= served + 2, "the two held chunks were not read in one batch (%lu reads ahead)", rxstamp_ahead_served() - served);
+        else CHECK_EQ_INT(rxstamp_ahead_served(), served);
+    }
+    unsetenv("DSPERF_CLIENT_RXBATCH");
+    close(cl);
+    close(sv);
 }
