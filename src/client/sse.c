@@ -92,8 +92,12 @@ int sse_feed(sse_parser *p, const char *bytes, size_t n, sse_event_fn fn, void *
             p->last_was_cr = false;
             if (bytes[i] == '\n') { i++; continue; }
         }
-        size_t j = i;
-        while (j < n && bytes[j] != '\n' && bytes[j] != '\r') j++;
+        /* the line ends at the first CR or LF: memchr for each (a byte loop was a fifth of the
+         * client's instructions per chunk) */
+        const char *lf = memchr(bytes + i, '\n', n - i);
+        size_t j = lf ? (size_t)(lf - bytes) : n;
+        const char *cr = memchr(bytes + i, '\r', j - i);
+        if (cr) j = (size_t)(cr - bytes);
         if (j == n) {   /* incomplete line: carry it over */
             if (buf_append(&p->line, bytes + i, j - i, p->max) < 0) return -1;
             break;
