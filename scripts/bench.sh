@@ -3,8 +3,9 @@
 #  1. client cost: CPU per 1M streamed chunks and chunk rate, against `dsperf serve --itl 0`,
 #     at 1,000 and 10,000 concurrent streams;
 #  2. client CPU per chunk when chunks arrive one at a time (10 ms gap) at 32, 256 and 1,000 streams:
-#     kernel receive stamps with gathered reads (default) beside read-time stamps with one wake-up
-#     per chunk, with and without libcurl's post-read poll;
+#     kernel receive stamps with gathered reads, batched in one io_uring call (default) or one recv()
+#     per socket, beside read-time stamps with one wake-up per chunk, with and without libcurl's
+#     post-read poll;
 #  3. timing error at 1, 64, 512 and 1,000 streams: measured minus configured TTFT and ITL, with the
 #     server's own emission lateness beside it, kernel stamps beside read stamps;
 #  4. the other modules' benchmarks, when present (tokenizer, simulator, multi-host merge, trace prompt
@@ -32,11 +33,15 @@ field() {  # file, python expression over d
   python3 -c "import json,sys; d=json.load(open('$1')); print($2)" 2>/dev/null || echo "?"
 }
 
+# BENCH_SECTIONS="2 3" runs only those sections (default: all four)
+want() { case " ${BENCH_SECTIONS:-1 2 3 4} " in *" $1 "*) return 0 ;; esac; return 1; }
+
 CORES=$(nproc 2>/dev/null || echo 1)
 # serve's loops: one per 4 cores up to 4, so the server is not the bottleneck being measured
 SERVE_THREADS=$((CORES / 4)); [ $SERVE_THREADS -lt 1 ] && SERVE_THREADS=1; [ $SERVE_THREADS -gt 4 ] && SERVE_THREADS=4
 echo "   $CORES cores; dsperf serve --threads $SERVE_THREADS; bench --client-threads 1 for client cost, auto for timing"
 
+if want 1; then
 echo "== client cost (serve --itl 0; one client thread)"
 printf '%-10s %-10s %-12s %-14s %-14s %-10s\n' streams chunks wall_s chunks_per_s cpu_s_per_1M core_share
 for streams in 1000 10000; do
@@ -52,36 +57,48 @@ for streams in 1000 10000; do
     "$(field $f "round(d['client']['cpu_us_per_chunk'],3)")" "$(field $f "round(d['client']['cpu_core_share'],2)")"
   echo "   completed $(field $f "d['completed']") failed $(field $f "d['failed']")"
 done
+fi
 
+if want 2; then
 # Client cost when chunks arrive one at a time: at a 10 ms gap each chunk of a stream comes alone.
-# Three ways, alternating in one run (noise hits all three), 3 runs each, median shown:
-#   gather  (default) chunks stamped by the kernel (SO_TIMESTAMPNS, src/client/rxstamp.h), and
-#           the loop reads for a window after each wake-up instead of waking per chunk;
+# Four ways, in one run (noise hits all of them; each run starts with a different way, so none
+# always goes first), 5 runs each, median shown:
+#   batch   (default) chunks stamped by the kernel (SO_TIMESTAMPNS, src/client/rxstamp.h), the loop
+#           reads for a window after each wake-up instead of waking per chunk, and reads the
+#           sockets that woke it in one io_uring call (src/client/rxbatch.h);
+#   gather  the same with one recv() per socket (DSPERF_CLIENT_RXBATCH=0);
 #   each    stamped when read, one wake-up per chunk (DSPERF_CLIENT_RXSTAMP=0);
 #   curl    the same, and libcurl also makes its post-read poll (DSPERF_CLIENT_CURL_POLL=1; the
 #           client answers it from its epoll otherwise, src/client/readpoll.h).
 # CPU time of the client process (getrusage), so a busy machine's other jobs do not count.
-echo "== client CPU per chunk, chunks one at a time (serve --itl 10ms): gather (kernel stamps) vs each (read stamps) vs curl (+libcurl's poll)"
-printf '%-8s %-8s %-9s %-16s %-22s %-22s\n' streams mode chunks cpu_us_per_chunk "ITL err p50/p99 (us)" "cpu_us runs"
+echo "== client CPU per chunk, chunks one at a time (serve --itl 10ms): batch (io_uring reads) vs gather (kernel stamps) vs each (read stamps) vs curl (+libcurl's poll)"
+printf '%-8s %-8s %-9s %-16s %-22s %-30s\n' streams mode chunks cpu_us_per_chunk "ITL err p50/p99 (us)" "cpu_us runs"
+MODES="batch gather each curl"
 for streams in 32 256 1000; do
   start_serve --threads "$SERVE_THREADS" --ttft 10ms --itl 10ms --prefill-per-token 0
-  for run in 1 2 3; do
-    for mode in gather each curl; do
-      rx=1; cp=0; [ $mode != gather ] && rx=0; [ $mode = curl ] && cp=1
-      DSPERF_CLIENT_RXSTAMP=$rx DSPERF_CLIENT_CURL_POLL=$cp "$BIN" bench --url "$URL" --concurrency "$streams" --requests $((streams * 2)) \
-          --dataset random:in=8,out=100 --quiet --out "$OUT/chunk-$streams-$mode-$run.json" || true
+  for run in 1 2 3 4 5; do
+    order=$(echo $MODES $MODES | cut -d' ' -f$(( (run - 1) % 4 + 1 ))-$(( (run - 1) % 4 + 4 )))
+    for mode in $order; do
+      rx=1; cp=0; rb=1
+      [ $mode = gather ] && rb=0
+      [ $mode = each ] || [ $mode = curl ] && rx=0
+      [ $mode = curl ] && cp=1
+      DSPERF_CLIENT_RXSTAMP=$rx DSPERF_CLIENT_RXBATCH=$rb DSPERF_CLIENT_CURL_POLL=$cp "$BIN" bench --url "$URL" --concurrency "$streams" \
+          --requests $((streams * 2)) --dataset random:in=8,out=100 --quiet --out "$OUT/chunk-$streams-$mode-$run.json" || true
     done
   done
   stop_serve
-  for mode in gather each curl; do
-    runs=""; for run in 1 2 3; do runs="$runs $(field "$OUT/chunk-$streams-$mode-$run.json" "round(d['client']['cpu_us_per_chunk'],2)")"; done
-    med=$(echo $runs | tr ' ' '\n' | sort -g | sed -n 2p)
-    f="$OUT/chunk-$streams-$mode-2.json"
-    printf '%-8s %-8s %-9s %-16s %-22s %-22s\n' "$streams" "$mode" "$(field $f "d['client']['chunks']")" "$med" \
+  for mode in $MODES; do
+    runs=""; for run in 1 2 3 4 5; do runs="$runs $(field "$OUT/chunk-$streams-$mode-$run.json" "round(d['client']['cpu_us_per_chunk'],2)")"; done
+    med=$(echo $runs | tr ' ' '\n' | sort -g | sed -n 3p)
+    f="$OUT/chunk-$streams-$mode-3.json"
+    printf '%-8s %-8s %-9s %-16s %-22s %-30s\n' "$streams" "$mode" "$(field $f "d['client']['chunks']")" "$med" \
       "$(field $f "round((d['median_itl_ms']-10)*1000)")/$(field $f "round((d['p99_itl_ms']-10)*1000)")" "$runs"
   done
 done
+fi
 
+if want 3; then
 # Timing error, the client's precision against `dsperf serve`'s known timing (TTFT 50 ms, ITL
 # 10 ms): 1, 64 and 512 streams (what the tests once asserted on wall clocks, which no test may do
 # on shared cores), and 1,000 closed-loop streams of 100 tokens, 3 rounds (the first opens the
@@ -113,8 +130,11 @@ PY
   f="$OUT/timing-$streams-read.json"
   echo "   $(printf '%*s' ${#streams} '')  read stamps: ITL error p50 $(err median_itl_ms 10) us, p99 $(err p99_itl_ms 10) us, p99.9 $(err p99.9_itl_ms 10) us; TTFT error p50 $(err median_ttft_ms 50) us, p99 $(err p99_ttft_ms 50) us"
 done
+fi
 echo "   (goal at 1,000 streams: ITL p99 < 200 us; $(field "$OUT/timing-1000.json" "d['itl_samples']") gaps, $(field "$OUT/timing-1000.json" "d['client']['threads']") client threads)"
 
+if want 4; then
 for extra in scripts/bench_tokenizer.sh scripts/bench_sim.sh scripts/bench_dist.sh scripts/bench_trace.sh scripts/bench_history.sh; do
   if [ -f "$extra" ]; then echo "== $extra"; bash "$extra" "$BIN" || echo "bench: $extra failed"; fi
 done
+fi

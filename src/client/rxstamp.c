@@ -16,9 +16,9 @@ static __thread int64_t last_ns;              /* the last stamped read's arrival
 static __thread unsigned long n_stamped;
 static __thread rxstamp_ahead *ahead;        /* reads made ahead (rxbatch), until unregistered */
 static __thread int n_ahead;
-static __thread int ahead_hint;
-static __thread int last_fd = -1;
-static __thread unsigned long n_ahead_served;            /* the socket of the last read that returned bytes */              /* where the last one was found: the client asks in order */
+static __thread int ahead_hint;              /* where the last one was found: the client asks in order */
+static __thread int last_fd = -1;            /* the socket of the last read that returned bytes */
+static __thread unsigned long n_ahead_served;
 
 int rxstamp_enable_socket(int fd) {
     int one = 1;
