@@ -62,20 +62,29 @@ int rxbatch_read(rxbatch *b, const int *fds, int n, rxstamp_ahead *out) {
     }
     /* every read completes inline (MSG_DONTWAIT): one enter submits them all and finds them done */
     int got = 0, rc = io_uring_submit_and_wait(&b->ring, (unsigned)n);
+    bool unsupported = false;
     for (;;) {
         struct io_uring_cqe *cqe;
         unsigned head, seen = 0;
         io_uring_for_each_cqe(&b->ring, head, cqe) {
             int i = (int)io_uring_cqe_get_data64(cqe);
             if (i >= 0 && i < n) {
-                out[i].res = cqe->res;
-                out[i].taken = false;
-                if (cqe->res > 0) out[i].stamp_ns = rxstamp_of_msg(&b->slots[i].msg);
+                if (cqe->res == -EINVAL || cqe->res == -EOPNOTSUPP) {
+                    unsupported = true;   /* a kernel without this operation: nothing was read */
+                } else {
+                    out[i].res = cqe->res;
+                    out[i].taken = false;
+                    if (cqe->res > 0) out[i].stamp_ns = rxstamp_of_msg(&b->slots[i].msg);
+                }
             }
             seen++;
         }
         io_uring_cq_advance(&b->ring, seen);
         got += (int)seen;
+        if (got >= n && unsupported) {   /* the rest were handed out; read one at a time from now on */
+            b->broken = true;
+            return -1;
+        }
         if (got >= n) return 0;
         if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) break;
         rc = io_uring_submit_and_wait(&b->ring, 1);   /* interrupted before all were seen: wait for the rest */
