@@ -187,7 +187,7 @@ static void wait_byte(int fd) { char b; while (read(fd, &b, 1) < 0) {} }
 static void send_byte(int fd) { char b = 1; while (write(fd, &b, 1) < 0) {} }
 
 static const char *chunk(int i) {
-    static char b[4][160];
+    static __thread char b[4][160];   /* per server thread: two streams are served at once */
     snprintf(b[i], sizeof b[i], "data: {\"choices\":[{\"index\":0,\"text\":\" w%d\",\"finish_reason\":%s}]}\n\n", i,
              i == 2 ? "\"length\"" : "null");
     return b[i];
