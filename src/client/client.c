@@ -67,7 +67,7 @@ struct client {
     int64_t gather_max_ns;      /* longest gathering window (DSPERF_CLIENT_GATHER_US; 0 off; needs rxstamp) */
     int64_t last_wake_ns;       /* when the last epoll wait returned with events */
     int sockets_sending;        /* sockets libcurl waits to write a request to (no gathering then) */
-    int64_t end_stamp_ns;       /* arrival of the bytes read by the running socket action (0: none) */
+    bool in_action;             /* transfers finishing now were ended by a socket action's read */
     uint32_t gap_hist[64];      /* gaps between two reads of one stream this epoch, by power of two (ns) */
     uint32_t dur_hist[64];      /* send to end of the requests that finished this epoch, likewise */
     int64_t gap_floor_ns;       /* their 10th percentiles in the last epoch that had any (this epoch's
@@ -82,7 +82,6 @@ struct client {
     int batch_fds[RXBATCH_MAX];
     transfer **streams;         /* socket → the transfer streaming an SSE body on it (NULL none) */
     int streams_cap;
-    unsigned long ahead_failed; /* transfers failed because libcurl did not take bytes read ahead */
 };
 
 /* Submitted requests are handed to libcurl (and so sent) at most this many per turn of the
@@ -365,7 +364,8 @@ static void finish(client *c, transfer *t, CURLcode res, int forced_outcome) {
     record *r = &c->recs->v[t->rec];
     if (forced_outcome < 0) sse_finish(&t->sse, on_sse_event, t);
     /* a transfer ends with the read that brought its last bytes: their arrival, when stamped */
-    r->end_ns = c->end_stamp_ns ? c->end_stamp_ns : clock_now_ns();
+    int64_t end_stamp = c->in_action ? rxstamp_last_ns() : 0;
+    r->end_ns = end_stamp ? end_stamp : clock_now_ns();
     if (r->send_ns) hist_add(c->dur_hist, r->end_ns - r->send_ns);
     r->outcome = forced_outcome >= 0 ? (uint8_t)forced_outcome : (uint8_t)classify(t, res);
     if (forced_outcome >= 0) set_err(r, "cancelled: still in flight when the run stopped");
@@ -584,10 +584,11 @@ static void socket_action(client *c, int fd, int mask) {
     rxstamp_socket(fd);
     curl_multi_socket_action(c->multi, fd, mask, &running);
     readpoll_leave();
-    c->end_stamp_ns = rxstamp_last_ns();
-    rxstamp_socket(-1);
+    /* the stamp is read only for a transfer that ended here (finish), not after every action */
+    c->in_action = true;
     drain_done(c);
-    c->end_stamp_ns = 0;
+    c->in_action = false;
+    rxstamp_socket(-1);
 }
 
 /* Reads every streaming socket among this wake-up's events in one system call (rxbatch.h); their
@@ -622,7 +623,6 @@ static void ahead_done(client *c) {
         if (!a->taken && a->res > 0 && is_stream(c, a->fd)) {
             transfer *t = c->streams[a->fd];
             set_err(&c->recs->v[t->rec], "client: libcurl did not take bytes read ahead (a dsperf bug: please report it)");
-            c->ahead_failed++;
             finish(c, t, CURLE_RECV_ERROR, -1);
         }
     }
