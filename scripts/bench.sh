@@ -16,15 +16,11 @@ OUT=${BENCH_OUT:-out/bench}
 mkdir -p "$OUT"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
+. "$(dirname "$0")/serve_url.sh"
 start_serve() {  # args: serve options; sets URL and SERVE_PID
   "$BIN" serve --port 0 --duration 15m "$@" >"$OUT/serve.out" 2>"$OUT/serve.err" &
   SERVE_PID=$!
-  i=0
-  while ! grep -q 'listening on' "$OUT/serve.out" 2>/dev/null; do
-    i=$((i + 1)); [ $i -gt 100 ] && { echo "bench: serve did not start" >&2; exit 1; }
-    sleep 0.1
-  done
-  URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$OUT/serve.out")
+  wait_serve_url "$OUT/serve.out" bench "$OUT/serve.err"
 }
 stop_serve() { kill "$SERVE_PID" 2>/dev/null || true; wait "$SERVE_PID" 2>/dev/null || true; }
 trap 'stop_serve' EXIT INT TERM

@@ -20,12 +20,8 @@ OUT=$(mktemp -d "${TMPDIR:-/tmp}/dsperf-pair.XXXXXX")
 "$SERVE_BIN" serve --port 0 --duration 1h --ttft 10ms --itl 10ms --prefill-per-token 0 >"$OUT/serve.out" 2>&1 &
 SERVE_PID=$!
 trap 'kill $SERVE_PID 2>/dev/null || true' EXIT INT TERM
-i=0
-until grep -q 'listening on' "$OUT/serve.out" 2>/dev/null; do
-  i=$((i + 1)); [ $i -gt 100 ] && { echo "bench_pair: serve did not start" >&2; exit 1; }
-  sleep 0.1
-done
-URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$OUT/serve.out")
+. "$(dirname "$0")/serve_url.sh"
+wait_serve_url "$OUT/serve.out" bench_pair
 run() { $1 bench --url "$URL" $OPTS --quiet --out "$2" >/dev/null 2>&1 || true; }
 for r in $(seq 1 "$ROUNDS"); do
   if [ $((RANDOM % 2)) = 0 ]; then run "$A" "$OUT/a-$r.json"; run "$B" "$OUT/b-$r.json"

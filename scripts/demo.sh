@@ -19,12 +19,8 @@ LOG="$OUT/serve.log"
     --speedup "$SPEEDUP" --duration 10m >"$OUT/serve.out" 2>"$LOG" &
 SERVE_PID=$!
 trap 'kill $SERVE_PID 2>/dev/null || true' EXIT INT TERM
-i=0
-while ! grep -q 'listening on' "$OUT/serve.out" 2>/dev/null; do
-  i=$((i + 1)); [ $i -gt 100 ] && { echo "demo: dsperf serve did not start (see $LOG)" >&2; exit 1; }
-  sleep 0.1
-done
-URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$OUT/serve.out")
+. "$(dirname "$0")/serve_url.sh"
+wait_serve_url "$OUT/serve.out" demo "$LOG"
 echo "demo: dsperf serve --engine sim at $URL: DeepSeek-V2-Lite on one simulated H200, max_num_seqs 32"
 echo "demo: sweeping closed-loop concurrency 1..128 (x2), $STEP per level, prompts 512 / outputs 128 tokens"
 echo
