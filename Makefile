@@ -23,7 +23,7 @@ TEST_O  := $(TEST_C:%.c=$(BUILD)/%.o) $(TEST_SUP:%.c=$(BUILD)/%.o)
 FUZZ_C  := $(filter-out fuzz/libfuzzer_main.c,$(wildcard fuzz/*.c))
 TEST_O  += $(FUZZ_C:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps build test run-tests test-asan test-tsan testdata-npm demo bench clean fuzz fuzz-build
+.PHONY: all deps build test run-tests test-asan test-tsan testdata-npm real-engine demo bench clean fuzz fuzz-build
 # Public targets check the Debian dependencies first, then re-enter make so that pkg-config's
 # answers are read after any install.
 all: deps
@@ -74,7 +74,7 @@ test: deps
 TEST_TIMEOUT ?= 300
 # SAN_LOGS (sanitizer builds): every process writes its reports there, so a report from a dsperf
 # the tests ran as a child fails the target even when that test ignored the exit code.
-run-tests: $(BUILD)/dsperf $(BUILD)/dsperf_test $(BUILD)/harness_selftest testdata-npm
+run-tests: $(BUILD)/dsperf $(BUILD)/dsperf_test $(BUILD)/harness_selftest testdata-npm real-engine
 	@$(if $(SAN_LOGS),rm -rf $(SAN_LOGS); mkdir -p $(SAN_LOGS);) \
 	  ulimit -n 65536 2>/dev/null || true; DSPERF_TEST_TIMEOUT=$${DSPERF_TEST_TIMEOUT:-$(TEST_TIMEOUT)} \
 	  DSPERF_BIN=$(BUILD)/dsperf DSPERF_SELFTEST_BIN=$(BUILD)/harness_selftest $(BUILD)/dsperf_test $(T); rc=$$?; \
@@ -83,6 +83,12 @@ run-tests: $(BUILD)/dsperf $(BUILD)/dsperf_test $(BUILD)/harness_selftest testda
 
 testdata-npm:
 	@sh scripts/testdata_npm.sh
+
+# The real engine the tests run against: llama.cpp's llama-server from ../shared/engines, built on
+# the CPU into build-engine/ once, and the random-weight DeepSeek-V2 GGUFs (scripts/real_engine.sh).
+# Without ../shared/engines (exit 3) the real-engine tests say so and skip.
+real-engine:
+	@sh scripts/real_engine.sh || [ $$? = 3 ]
 
 test-asan: deps
 	@ASAN_OPTIONS="log_path=$(CURDIR)/build-asan/san/asan $$ASAN_OPTIONS" UBSAN_OPTIONS="log_path=$(CURDIR)/build-asan/san/ubsan print_stacktrace=1 $$UBSAN_OPTIONS" \
@@ -127,5 +133,6 @@ $(BUILD)/dist_bench: $(BUILD)/src/dist/bench/dist_bench.o $(LIB_O)
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz dsperf
+# build-engine/ (the llama.cpp build, minutes) survives `make clean`: rm -rf build-engine
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
