@@ -1,0 +1,110 @@
+#!/bin/sh
+# gpu_scenarios.sh — the scenario corpus on an NVIDIA GPU. Builds llama.cpp's llama-server (the
+# source in ../shared/engines) for CUDA, writes random-weight DeepSeek-V2 GGUFs with DeepSeek's real
+# tokenizer (the V2-Lite shape, 15.7B, and the 906M `medium` preset), then runs each scenario: a
+# llama-server configuration whose limiting factor is known by construction, and a `dsperf sweep`
+# against it with full telemetry (NVML/GPM of every GPU, the server's /metrics, host and server CPU).
+# Each scenario leaves OUT/gpu_NAME.json (the sweep file), OUT/gpu_NAME.txt (what dsperf printed) and
+# OUT/gpu_NAME.server.log (the server's log tail). tests/fixtures/real-gpu/README.md says how each
+# recorded fixture was made with this script and why its cause is what it is.
+#
+#   sh scripts/gpu_scenarios.sh --shared DIR --work DIR --out DIR --dsperf BIN [SCENARIO...]
+#
+# DIR of --shared holds engines/, tools/ and testdata/ (as ../shared does); --work is scratch space
+# (the build and ~33 GB of models); BIN is a dsperf binary that runs there (LD_LIBRARY_PATH may be set
+# for it alone with --dsperf-libs DIR). Scenarios: slots overhead cpu_only partial_offload context
+# (default: all, in that order). Needs nvcc, cmake, python3 with numpy, 40 GB of disk.
+set -eu
+SHARED=../shared WORK=/tmp/dsperf-gpu OUT=out/gpu DSPERF=./dsperf LIBS=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --shared) SHARED=$2; shift 2 ;;
+    --work) WORK=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --dsperf) DSPERF=$2; shift 2 ;;
+    --dsperf-libs) LIBS=$2; shift 2 ;;
+    -*) echo "gpu_scenarios: unknown option $1" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+SCENARIOS=${*:-slots overhead cpu_only partial_offload context}
+mkdir -p "$WORK" "$OUT"
+WORK=$(cd "$WORK" && pwd); OUT=$(cd "$OUT" && pwd)
+VOCAB="$SHARED/testdata/tokenizers/deepseek-llm/ggml-vocab-deepseek-llm.gguf"
+JOBS=$(nproc)
+log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/progress.txt" >&2; }
+ds() { if [ -n "$LIBS" ]; then LD_LIBRARY_PATH="$LIBS" "$DSPERF" "$@"; else "$DSPERF" "$@"; fi; }
+
+# 1. llama-server for CUDA (Hopper: sm_90), outside any git work tree
+SRV="$WORK/llama-server"
+if [ ! -x "$SRV" ]; then
+  log "building llama-server for CUDA (-j$JOBS)"
+  rm -rf "$WORK/src" && mkdir -p "$WORK/src"
+  tar xzf "$SHARED/engines/llama.cpp-c392e50-src.tar.gz" -C "$WORK/src"
+  (cd "$WORK/src" && GIT_CEILING_DIRECTORIES="$WORK" cmake -S . -B build -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF \
+      -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
+      -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 && cmake --build build -j"$JOBS" --target llama-server >>"$OUT/build.log" 2>&1) \
+    || { log "the CUDA build failed (build.log)"; tail -n 30 "$OUT/build.log" >&2; exit 1; }
+  cp "$WORK/src/build/bin/llama-server" "$SRV"
+  log "built"
+fi
+
+# 2. the models (same seed and shape give the same bytes)
+gguf() {   # gguf NAME ARGS...
+  f="$WORK/$1.gguf"; shift
+  [ -s "$f" ] && return 0
+  log "writing $f"
+  python3 "$SHARED/tools/make_random_deepseek_gguf.py" --gguf-py "$WORK/src/gguf-py" --vocab "$VOCAB" "$@" "$f.tmp" >"$f.log" 2>&1 \
+    || { log "writing $f failed"; tail -n 10 "$f.log" >&2; exit 1; }
+  mv "$f.tmp" "$f"
+}
+need_v2lite=0; need_medium=0
+for s in $SCENARIOS; do case $s in cpu_only) need_medium=1 ;; *) need_v2lite=1 ;; esac; done
+[ $need_medium = 1 ] && gguf medium --size medium
+[ $need_v2lite = 1 ] && gguf v2lite --size v2lite --tile 1048573
+
+# 3. the scenarios
+PORT=18080
+start_server() {   # start_server MODEL FLAGS...: sets SPID; waits for /health 200
+  model=$1; shift
+  setsid "$SRV" -m "$WORK/$model.gguf" --host 127.0.0.1 --port $PORT --metrics --slots "$@" >"$WORK/server.log" 2>&1 &
+  SPID=$!
+  i=0
+  until curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; do
+    i=$((i + 1)); sleep 1
+    if ! kill -0 $SPID 2>/dev/null || [ $i -gt 300 ]; then log "the server did not start"; tail -n 20 "$WORK/server.log" >&2; return 1; fi
+  done
+}
+stop_server() {
+  kill $SPID 2>/dev/null || true
+  i=0; while kill -0 $SPID 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
+  kill -9 $SPID 2>/dev/null || true
+}
+run() {   # run NAME MODEL "SERVER FLAGS" SWEEP ARGS...
+  name=$1 model=$2 flags=$3; shift 3
+  log "scenario $name: llama-server $flags"
+  # shellcheck disable=SC2086
+  start_server "$model" $flags || return 0
+  ds sweep --url "http://127.0.0.1:$PORT" --tokenizer "$VOCAB" --gpu-ids all --server-metrics "http://127.0.0.1:$PORT/metrics" \
+     --host-metrics --server-pid $SPID --warmup 2 --no-progress --out "$OUT/gpu_$name.json" "$@" >"$OUT/gpu_$name.txt" 2>&1 || true
+  ds diagnose "$OUT/gpu_$name.json" >>"$OUT/gpu_$name.txt" 2>&1 || true
+  stop_server
+  tail -n 60 "$WORK/server.log" >"$OUT/gpu_$name.server.log"
+  log "scenario $name done"
+}
+for s in $SCENARIOS; do
+  case $s in
+    # 4 slots under up to 16 users: admission is capped at -np 4 (llama.cpp has no waiting gauge)
+    slots) run slots v2lite "-ngl 99 -np 4 -c 16384" --concurrency 2,4,8,16 --duration 12s --dataset random:in=512,out=128 ;;
+    # 32 slots, 1..32 users, short prompts: llama.cpp's fixed per-step cost, not HBM, sets the step
+    overhead) run overhead v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
+    # a GPU box serving with -ngl 0: the weights stay in host memory, the CPU does the work, the GPU idles
+    cpu_only) run cpu_only medium "-ngl 0 -np 4 -c 8192" --concurrency 1,4 --duration 15s --dataset random:in=256,out=64 ;;
+    # 8 of V2-Lite's 27 layers on the GPU: the 19 on the CPU set the step
+    partial_offload) run partial_offload v2lite "-ngl 8 -np 8 -c 16384" --concurrency 1,4,8 --duration 15s --dataset random:in=256,out=64 ;;
+    # one load, prompts 1k..16k tokens: prefill grows with context (a context ladder, not a load ladder)
+    context) run context v2lite "-ngl 99 -np 2 -c 69632" --input-len 1k..16k x2 --output-len 64 --concurrency 2 --requests 8 ;;
+    *) log "unknown scenario $s" ;;
+  esac
+done
+log "all done"
