@@ -101,7 +101,8 @@ for s in $SCENARIOS; do
     # a GPU box serving with -ngl 0: the weights stay in host memory, the CPU does the work, the GPU idles
     cpu_only) run cpu_only medium "-ngl 0 -np 4 -c 8192" --concurrency 1,4 --duration 15s --dataset random:in=256,out=64 ;;
     # 8 of V2-Lite's 27 layers on the GPU: the 19 on the CPU set the step
-    partial_offload) run partial_offload v2lite "-ngl 8 -np 8 -c 16384" --concurrency 1,4,8 --duration 15s --dataset random:in=256,out=64 ;;
+    # (a request takes seconds here: levels are counted in requests, not time)
+    partial_offload) run partial_offload v2lite "-ngl 8 -np 8 -c 16384" --concurrency 1,4 --requests 8 --dataset random:in=256,out=32 ;;
     # one load, prompts 1k..16k tokens: prefill grows with context (a context ladder, not a load ladder)
     context) run context v2lite "-ngl 99 -np 2 -c 69632" --input-len 1k..16k x2 --output-len 64 --concurrency 2 --requests 8 ;;
     *) log "unknown scenario $s" ;;
