@@ -149,7 +149,7 @@ static json_t *run_job(int np, const char *opts, const char *args, const char *o
     return test_load_json(out);
 }
 
-TEST(mpi_bench_counts_exact_one_result_clocks_on_one_host) {
+TEST_ALONE(mpi_bench_counts_exact_one_result_clocks_on_one_host) {
     NEED_MPIRUN();
     test_server s;
     char out[600], args[1200];
@@ -630,7 +630,7 @@ static int enter_netns(const char *name, int saved_fd) {
     return rc;
 }
 
-TEST(mpi_two_hosts_over_a_veth_pair) {
+TEST_ALONE(mpi_two_hosts_over_a_veth_pair) {
     NEED_MPIRUN();
     if (geteuid() != 0) SKIP("needs root to make network namespaces (CI runs as root)");
     if (sh("command -v ip >/dev/null 2>&1") != 0) SKIP("needs iproute2 (ip) to make network namespaces");
