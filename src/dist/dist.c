@@ -4,7 +4,7 @@
 #include "dist/dist_int.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include <mpi.h>
+#include "dist/mpi_load.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +15,8 @@
 #define PIECE_MAX ((size_t)64 << 20)   /* MPI counts are int: big parts go in pieces */
 #define HEARTBEAT_NS NS_PER_S
 
+static const mpi_api *M;   /* libmpi, loaded by dist_init */
+
 struct pending_send {
     MPI_Request req;
     void *buf;
@@ -23,7 +25,7 @@ struct pending_send {
 
 /* ---- detection and start ---- */
 
-static const char *const launcher_vars[] = { "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", NULL };
+static const char *const launcher_vars[] = { "OM->comm_world_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", NULL };
 
 bool dist_launched(void) {
     for (const char *const *v = launcher_vars; *v; v++)
@@ -32,7 +34,7 @@ bool dist_launched(void) {
 }
 
 int dist_env_rank(void) {
-    static const char *const rank_vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", NULL };
+    static const char *const rank_vars[] = { "OM->comm_world_RANK", "PMIX_RANK", "PMI_RANK", NULL };
     if (!dist_launched()) return -1;
     for (const char *const *v = rank_vars; *v; v++)
         if (getenv(*v)) return atoi(getenv(*v));
@@ -55,19 +57,20 @@ dist *dist_init(const dist_opts *o, char *err, size_t errlen) {
      * rank delays the very packets it waits for: on 2 cores a TCP round trip between two hosts
      * took 0.8-12 ms spinning, 55 us yielding. A setting the user made is kept. */
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-    int provided = 0, rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+    if (!(M = mpi_api_load(err, errlen))) return NULL;
+    int provided = 0, rc = M->init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
     if (rc != MPI_SUCCESS) {
         snprintf(err, errlen, "MPI_Init_thread failed (code %d): is this Open MPI's mpirun / srun --mpi=pmix?", rc);
         return NULL;
     }
     /* errors come back as codes; the default handler would abort the whole job */
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    M->comm_set_errhandler(M->comm_world, M->errors_return);
     dist *d = calloc(1, sizeof *d);
     if (!d) { snprintf(err, errlen, "out of memory"); return NULL; }
     d->o = *o;
     if (d->o.rank_timeout_ns <= 0) d->o.rank_timeout_ns = 30 * NS_PER_S;
-    MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &d->size);
+    M->comm_rank(M->comm_world, &d->rank);
+    M->comm_size(M->comm_world, &d->size);
     if (gethostname(d->host, sizeof d->host - 1) != 0) snprintf(d->host, sizeof d->host, "unknown");
     d->root_heard_ns = clock_now_ns();
     if (d->rank > 0) {
@@ -126,7 +129,7 @@ static int post_piece(dist *d, int dest, int tag, void *buf, size_t len) {
     pending_send *ps = malloc(sizeof *ps);
     if (!ps) return -1;
     ps->buf = buf;
-    if (MPI_Isend(buf, (int)len, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &ps->req) != MPI_SUCCESS) {
+    if (M->isend(buf, (int)len, M->byte, dest, tag, M->comm_world, &ps->req) != MPI_SUCCESS) {
         free(ps);
         return -1;
     }
@@ -159,7 +162,7 @@ int dist_post(dist *d, int dest, int tag, const void *buf, size_t len) {
 void dist_reap(dist *d) {
     for (pending_send **pp = &d->sends; *pp;) {
         int done = 0;
-        if (MPI_Test(&(*pp)->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) done = 1;   /* failed: drop it */
+        if (M->test(&(*pp)->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) done = 1;   /* failed: drop it */
         if (!done) { pp = &(*pp)->next; continue; }
         pending_send *f = *pp;
         *pp = f->next;
@@ -171,7 +174,7 @@ void dist_reap(dist *d) {
 bool dist_probe(dist *d, int src, int tag, int *from) {
     int flag = 0;
     MPI_Status st;
-    if (MPI_Iprobe(src < 0 ? MPI_ANY_SOURCE : src, tag, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS || !flag) return false;
+    if (M->iprobe(src < 0 ? MPI_ANY_SOURCE : src, tag, M->comm_world, &flag, &st) != MPI_SUCCESS || !flag) return false;
     if (from) *from = st.MPI_SOURCE;
     (void)d;
     return true;
@@ -182,20 +185,20 @@ static int recv_piece(int src, int tag, void **buf, size_t *len, int64_t deadlin
     MPI_Status st;
     int flag = 0;
     while (!flag) {
-        if (MPI_Iprobe(src, tag, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS) return -1;
+        if (M->iprobe(src, tag, M->comm_world, &flag, &st) != MPI_SUCCESS) return -1;
         if (!flag) { if (clock_now_ns() > deadline_ns) return -1; nap(); }
     }
     int count = 0;
-    MPI_Get_count(&st, MPI_BYTE, &count);
+    M->get_count(&st, M->byte, &count);
     void *b = malloc(count > 0 ? (size_t)count : 1);
     if (!b) return -1;
     MPI_Request rq;
-    if (MPI_Irecv(b, count, MPI_BYTE, src, tag, MPI_COMM_WORLD, &rq) != MPI_SUCCESS) { free(b); return -1; }
+    if (M->irecv(b, count, M->byte, src, tag, M->comm_world, &rq) != MPI_SUCCESS) { free(b); return -1; }
     for (int done = 0; !done;) {
-        if (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) { free(b); return -1; }
+        if (M->test(&rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) { free(b); return -1; }
         if (!done && clock_now_ns() > deadline_ns) {
             /* the sender stopped mid-message: leave the request, it cannot be cancelled safely */
-            MPI_Request_free(&rq);
+            M->request_free(&rq);
             return -2;   /* b stays owned by the abandoned request */
         }
     }
@@ -350,7 +353,7 @@ static int assign_roles(dist *d) {
     }
     /* Ctrl-C: mpirun sends SIGTERM, then SIGKILL after odls_base_sigkill_timeout (1 s unless set;
      * mpirun passes --mca settings to its ranks as OMPI_MCA_ variables) */
-    if (getenv("OMPI_COMM_WORLD_SIZE") && !getenv("OMPI_MCA_odls_base_sigkill_timeout"))
+    if (getenv("OM->comm_world_SIZE") && !getenv("OMPI_MCA_odls_base_sigkill_timeout"))
         log_info("mpirun kills ranks 1 s after a Ctrl-C (or a lost rank); to keep a partial result on a busy "
                  "or large job, give them time: mpirun --mca odls_base_sigkill_timeout 5 ...");
     if (d->ri[0].samples_only) {
@@ -582,7 +585,7 @@ void dist_finalize(dist *d, int exit_code) {
         /* MPI_Finalize waits for every rank; a hung one would hold the job: end it instead */
         fflush(stdout);
         fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, exit_code ? exit_code : EXIT_RUN_FAILED);
+        M->abort(M->comm_world, exit_code ? exit_code : EXIT_RUN_FAILED);
     }
     while (d->sends) { pending_send *f = d->sends; d->sends = f->next; free(f->buf); free(f); }
     if (d->ri)
@@ -593,5 +596,5 @@ void dist_finalize(dist *d, int exit_code) {
         }
     free(d->ri);
     free(d);
-    MPI_Finalize();
+    M->finalize();
 }

@@ -8,6 +8,7 @@
 #include "telemetry/telemetry.h"
 #include "common/rng.h"
 #include "common/clock.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -295,4 +296,25 @@ TEST(dist_telemetry_merge_labels_every_gpu_and_names_the_slowest) {
     CHECK_STR(json_string_value(json_object_get(slow, "by")), "sm_clock");
     json_decref(series); json_decref(sum);
     json_decref(s0); json_decref(s1); json_decref(m0); json_decref(m1);
+}
+
+/* Open MPI only where it is used: the binary does not name libmpi among the libraries the loader
+ * must find, so `dsperf --version`, bench and sim start on a machine without Open MPI; libmpi is
+ * loaded by dist_init, under a launcher only (the mpi_* tests run that path). */
+TEST(dist_binary_starts_without_open_mpi) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "readelf -d '%s' 2>&1", harness_bin());
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    if (!p) return;
+    char line[512];
+    int needed = 0, mpi = 0;
+    while (fgets(line, sizeof line, p)) {
+        if (!strstr(line, "(NEEDED)")) continue;
+        needed++;
+        if (strstr(line, "libmpi") || strstr(line, "libopen-")) mpi++;
+    }
+    int st = pclose(p);
+    CHECK_MSG(st == 0 && needed > 0, "readelf -d %s gave no NEEDED entries (exit %d)", harness_bin(), st);
+    CHECK_MSG(mpi == 0, "%s links Open MPI (%d NEEDED entries): it must be loaded only under a launcher", harness_bin(), mpi);
 }
