@@ -8,6 +8,7 @@
  * stamp does not depend on when we read, the loop lets lone chunks gather for a short window
  * before it sleeps again (see client_poll), instead of paying one wake-up per chunk. */
 #include "client/client.h"
+#include "common/curl_init.h"
 #include "client/sse.h"
 #include "client/readpoll.h"
 #include "client/rxstamp.h"
@@ -109,7 +110,6 @@ struct client {
 #define GATHER_EPOCH_NS (250 * NS_PER_MS)
 #define GATHER_MIN_SAMPLES 32
 
-static int g_curl_init;
 
 char *client_url(const char *base_url, const char *path) {
     /* a query (?api-key=..., gateways that take the key there) stays at the end */
@@ -404,7 +404,7 @@ static void drain_done(client *c) {
 /* ---- public API ---- */
 
 client *client_new(const client_opts *o, recset *recs, client_done_fn done, void *ctx, char *err, size_t errlen) {
-    if (!g_curl_init) { curl_global_init(CURL_GLOBAL_DEFAULT); g_curl_init = 1; }
+    if (curl_check_features(err, errlen) != 0) return NULL;
     client *c = calloc(1, sizeof *c);
     if (!c) { snprintf(err, errlen, "out of memory"); return NULL; }
     c->o = *o;
@@ -481,13 +481,19 @@ static CURL *easy_get(client *c) {
     CURL *e = curl_easy_init();
     if (!e) return NULL;
     common_easy_opts(e, &c->o);
-    curl_easy_setopt(e, CURLOPT_URL, c->url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->hdrs);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
-    curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, on_sockopt);
-    curl_easy_setopt(e, CURLOPT_SOCKOPTDATA, c);
+    /* what the measurement rests on: the send stamp (pre-request hook), the chunk stamps (write
+     * callback) and the kernel receive stamps (sockopt callback) must all be in place, or the
+     * request is not sent (the run counts it as failed; client_new checked the hook's presence) */
+    if (curl_easy_setopt(e, CURLOPT_URL, c->url) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->hdrs) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, on_sockopt) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_SOCKOPTDATA, c) != CURLE_OK) {
+        curl_easy_cleanup(e);
+        return NULL;
+    }
     return e;
 }
 
@@ -718,7 +724,7 @@ static size_t mem_write(char *buf, size_t size, size_t n, void *ud) {
 /* GET {base}{path} with the run's credentials and headers: the body (malloc'd), the status and
  * curl's result. */
 static CURLcode get_body(const client_opts *o, const char *url, membuf *mb, long *status) {
-    if (!g_curl_init) { curl_global_init(CURL_GLOBAL_DEFAULT); g_curl_init = 1; }
+    curl_init_once();
     CURL *e = curl_easy_init();
     struct curl_slist *h = NULL;
     if (o->api_key && *o->api_key) {

@@ -3,6 +3,7 @@
  * requests are few and long (a 64k-token prompt scored in one), so this is plain multi_perform
  * with curl_multi_poll, not the streaming client's socket-action loop. */
 #include "drift/drift_int.h"
+#include "common/curl_init.h"
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +52,7 @@ static CURL *start(drift_http_req *r, xfer *x, struct curl_slist *hdrs, const dr
 }
 
 int drift_http_run(drift_http_req *reqs, size_t n, const drift_http_opts *o, volatile sig_atomic_t *stop) {
-    static int curl_ready;
-    if (!curl_ready) { curl_global_init(CURL_GLOBAL_DEFAULT); curl_ready = 1; }
+    curl_init_once();
     struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     if (o->api_key && *o->api_key) {
         char h[1024];

@@ -3,6 +3,7 @@
  * vLLM "Production Metrics" (V0 and V1 names), SGLang "Production Metrics", TGI "Metrics"
  * reference, llama.cpp server README (--metrics). */
 #include "telemetry/engine_metrics.h"
+#include "common/curl_init.h"
 #include <curl/curl.h>
 #include <math.h>
 #include <pthread.h>
@@ -195,11 +196,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud) {
     return k;
 }
 
-static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
-
 em_scraper *em_scraper_new(const char *url, int64_t timeout_ns) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, curl_init_once);
+    curl_init_once();
     em_scraper *s = calloc(1, sizeof *s);
     if (!s || !(s->url = strdup(url)) || !(s->curl = curl_easy_init())) {
         if (s) free(s->url);

@@ -3,6 +3,7 @@
  * terminal's Ctrl-C reaches tune, which then stops it), the health wait, the stop (SIGTERM, then
  * SIGKILL after a grace period) and the tail of its log for the failure report. */
 #include "tune/tune.h"
+#include "common/curl_init.h"
 #include "common/clock.h"
 #include "common/redact.h"
 #include <curl/curl.h>
@@ -129,6 +130,7 @@ int tune_wait_healthy(tune_proc *p, const char *base_url, int64_t timeout_ns, vo
     char health[2100], models[2100];
     snprintf(health, sizeof health, "%s/health%s", root, q ? q : "");
     snprintf(models, sizeof models, "%s/v1/models%s", root, q ? q : "");
+    curl_init_once();
     CURL *h = curl_easy_init();
     if (!h) { snprintf(err, errlen, "curl_easy_init failed"); return -2; }
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
