@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-typedef struct { const char *name, *file; test_fn fn; } test_case;
+typedef struct { const char *name, *file; test_fn fn; int alone; } test_case;
 static test_case *cases;
 static int n_cases, cap_cases;
 /* state of the test running in this (child) process */
@@ -27,13 +27,18 @@ static pid_t parent_pid;
 
 enum { EXIT_TEST_OK = 0, EXIT_TEST_FAIL = 1, EXIT_TEST_SKIP = 3, EXIT_TEST_SKIP_ALLOWED = 4 };
 
+void harness_register_alone(const char *name, const char *file, test_fn fn) {
+    harness_register(name, file, fn);
+    cases[n_cases - 1].alone = 1;
+}
+
 void harness_register(const char *name, const char *file, test_fn fn) {
     if (n_cases == cap_cases) {
         cap_cases = cap_cases ? cap_cases * 2 : 64;
         cases = realloc(cases, sizeof *cases * cap_cases);
         if (!cases) abort();
     }
-    cases[n_cases++] = (test_case){ name, file, fn };
+    cases[n_cases++] = (test_case){ name, file, fn, 0 };
 }
 
 void harness_fail(const char *file, int line, const char *fmt, ...) {
@@ -144,22 +149,129 @@ static void run_child(const test_case *t, int report_fd) {
     exit(code);
 }
 
-/* Waits for the test's process until the deadline; 1 when it had to be killed. */
-static int wait_deadline(pid_t pid, double timeout_s, int *status) {
-    double end = now_s() + timeout_s;
-    for (;;) {
-        pid_t r = waitpid(pid, status, WNOHANG);
-        if (r == pid) return 0;
-        if (r < 0 && errno != EINTR) { *status = 0; return 0; }
-        if (now_s() > end) {
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            waitpid(pid, status, 0);
-            return 1;
+/* One test in flight: its child, where its output goes, when it started. */
+typedef struct {
+    int idx;
+    pid_t pid;
+    int report_fd;      /* the skip reason comes back through this pipe */
+    char out_path[320]; /* stdout + stderr of the child when tests run in parallel */
+    double t0;
+} in_flight;
+
+typedef struct { int passed, failed, skipped; int ci; double timeout_s; int parallel; } tally;
+
+static void start_test(int i, in_flight *f, int parallel) {
+    test_case *t = &cases[i];
+    snprintf(cur_tmp, sizeof cur_tmp, "%s/t%d", tmp_root, i);
+    cur_tmp_made = 0;
+    int fds[2];
+    if (pipe(fds) < 0) { perror("harness: pipe"); exit(2); }
+    f->idx = i;
+    f->out_path[0] = 0;
+    if (parallel) snprintf(f->out_path, sizeof f->out_path, "%s/t%d.out", tmp_root, i);
+    else fprintf(stderr, "  %-48s ...\n", t->name);
+    fflush(NULL);
+    f->t0 = now_s();
+    pid_t pid = fork();
+    if (pid < 0) { perror("harness: fork"); exit(2); }
+    if (pid == 0) {
+        close(fds[0]);
+        if (parallel) {
+            FILE *o = freopen(f->out_path, "w", stdout);
+            if (o) dup2(fileno(stdout), 2);
+        }
+        run_child(t, fds[1]);
+    }
+    setpgid(pid, pid);   /* also here: whichever runs first, the group exists before the wait */
+    close(fds[1]);
+    f->pid = pid;
+    f->report_fd = fds[0];
+}
+
+static void print_output_of(const in_flight *f) {
+    if (!f->out_path[0]) return;
+    FILE *o = fopen(f->out_path, "r");
+    if (!o) return;
+    char line[4096];
+    while (fgets(line, sizeof line, o)) fputs(line, stdout);
+    fclose(o);
+}
+
+/* The verdict of a finished (or killed) test, printed as one line; a failing test's output follows. */
+static void finish_test(in_flight *f, int status, int timed_out, tally *c) {
+    test_case *t = &cases[f->idx];
+    kill(-f->pid, SIGKILL);   /* servers and children the test left behind */
+    char reason[256] = "";
+    ssize_t n = read(f->report_fd, reason, sizeof reason - 1);
+    reason[n > 0 ? n : 0] = 0;
+    close(f->report_fd);
+    double ms = (now_s() - f->t0) * 1e3;
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    int bad = 1;
+    if (timed_out) {
+        c->failed++;
+        printf("FAIL %s (%s): no verdict after %.0f s (hung; killed with its process group)\n", t->name, t->file, c->timeout_s);
+    } else if (WIFSIGNALED(status)) {
+        c->failed++;
+        printf("FAIL %s (%s): crashed with signal %d (%s) after %.0f ms\n", t->name, t->file, WTERMSIG(status),
+               strsignal(WTERMSIG(status)), ms);
+    } else if (code == EXIT_TEST_OK) {
+        c->passed++;
+        bad = 0;
+        printf("ok   %s (%.0f ms)\n", t->name, ms);
+    } else if (code == EXIT_TEST_SKIP_ALLOWED || (code == EXIT_TEST_SKIP && !c->ci)) {
+        c->skipped++;
+        bad = 0;
+        printf("SKIP %s: %s\n", t->name, reason);
+    } else if (code == EXIT_TEST_SKIP) {
+        c->failed++;
+        printf("FAIL %s (%s): skipped in CI (CI=true), which hides missing coverage: %s\n", t->name, t->file, reason);
+    } else if (code == EXIT_TEST_FAIL) {
+        c->failed++;
+        printf("FAIL %s (%s, %.0f ms)\n", t->name, t->file, ms);
+    } else {
+        c->failed++;
+        printf("FAIL %s (%s): exited %d (a sanitizer report or exit() inside the test) after %.0f ms\n", t->name, t->file,
+               code, ms);
+    }
+    if (bad) print_output_of(f);
+    if (f->out_path[0]) unlink(f->out_path);
+    fflush(stdout);
+    f->pid = 0;
+}
+
+/* Runs the wanted tests, up to `jobs` at once; tests registered with TEST_ALONE run afterwards, one
+ * at a time, with nothing else of the suite beside them. */
+static void run_pool(int *order, int n, int jobs, tally *c) {
+    in_flight *fl = calloc((size_t)jobs, sizeof *fl);
+    if (!fl) exit(2);
+    int next = 0, running = 0;
+    while (next < n || running > 0) {
+        while (running < jobs && next < n) {
+            for (int k = 0; k < jobs; k++)
+                if (!fl[k].pid) { start_test(order[next++], &fl[k], c->parallel); running++; break; }
+        }
+        int status;
+        pid_t r = waitpid(-1, &status, WNOHANG);
+        if (r > 0) {
+            for (int k = 0; k < jobs; k++)
+                if (fl[k].pid == r) { finish_test(&fl[k], status, 0, c); running--; break; }
+            continue;
+        }
+        double t = now_s();
+        for (int k = 0; k < jobs; k++) {
+            if (fl[k].pid && t - fl[k].t0 > c->timeout_s) {
+                kill(-fl[k].pid, SIGKILL);
+                kill(fl[k].pid, SIGKILL);
+                waitpid(fl[k].pid, &status, 0);
+                finish_test(&fl[k], status, 1, c);
+                running--;
+            }
         }
         struct timespec ts = { 0, 2000000 };
         nanosleep(&ts, NULL);
     }
+    free(fl);
 }
 
 int main(int argc, char **argv) {
@@ -170,59 +282,23 @@ int main(int argc, char **argv) {
     atexit(cleanup_tmp);
     qsort(cases, n_cases, sizeof *cases, by_file);
     const char *to = getenv("DSPERF_TEST_TIMEOUT");
-    double timeout_s = to && atof(to) > 0 ? atof(to) : 300;
-    int ci = env_true("CI");
-    int passed = 0, failed = 0, skipped = 0;
+    const char *jo = getenv("DSPERF_TEST_JOBS");
+    int jobs = jo && atoi(jo) > 0 ? atoi(jo) : 1;
+    tally c = { 0, 0, 0, env_true("CI"), to && atof(to) > 0 ? atof(to) : 300, jobs > 1 };
+    int *pool = malloc(sizeof(int) * (size_t)(n_cases + 1)), *alone = malloc(sizeof(int) * (size_t)(n_cases + 1));
+    if (!pool || !alone) return 2;
+    int np = 0, na = 0;
     for (int i = 0; i < n_cases; i++) {
-        test_case *t = &cases[i];
-        if (!wanted(t, argc, argv)) continue;
-        snprintf(cur_tmp, sizeof cur_tmp, "%s/t%d", tmp_root, i);
-        cur_tmp_made = 0;
-        int fds[2];
-        if (pipe(fds) < 0) { perror("harness: pipe"); return 2; }
-        fprintf(stderr, "  %-48s ...\n", t->name);
-        fflush(NULL);
-        double t0 = now_s();
-        pid_t pid = fork();
-        if (pid < 0) { perror("harness: fork"); return 2; }
-        if (pid == 0) { close(fds[0]); run_child(t, fds[1]); }
-        setpgid(pid, pid);   /* also here: whichever runs first, the group exists before the wait */
-        close(fds[1]);
-        int status = 0;
-        int timed_out = wait_deadline(pid, timeout_s, &status);
-        kill(-pid, SIGKILL);   /* servers and children the test left behind */
-        char reason[256] = "";
-        ssize_t n = read(fds[0], reason, sizeof reason - 1);
-        reason[n > 0 ? n : 0] = 0;
-        close(fds[0]);
-        double ms = (now_s() - t0) * 1e3;
-        int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        if (timed_out) {
-            failed++;
-            printf("FAIL %s (%s): no verdict after %.0f s (hung; killed with its process group)\n", t->name, t->file, timeout_s);
-        } else if (WIFSIGNALED(status)) {
-            failed++;
-            printf("FAIL %s (%s): crashed with signal %d (%s) after %.0f ms\n", t->name, t->file, WTERMSIG(status),
-                   strsignal(WTERMSIG(status)), ms);
-        } else if (code == EXIT_TEST_OK) {
-            passed++;
-            printf("ok   %s (%.0f ms)\n", t->name, ms);
-        } else if (code == EXIT_TEST_SKIP_ALLOWED || (code == EXIT_TEST_SKIP && !ci)) {
-            skipped++;
-            printf("SKIP %s: %s\n", t->name, reason);
-        } else if (code == EXIT_TEST_SKIP) {
-            failed++;
-            printf("FAIL %s (%s): skipped in CI (CI=true), which hides missing coverage: %s\n", t->name, t->file, reason);
-        } else if (code == EXIT_TEST_FAIL) {
-            failed++;
-            printf("FAIL %s (%s, %.0f ms)\n", t->name, t->file, ms);
-        } else {
-            failed++;
-            printf("FAIL %s (%s): exited %d (a sanitizer report or exit() inside the test) after %.0f ms\n", t->name, t->file,
-                   code, ms);
-        }
-        fflush(stdout);
+        if (!wanted(&cases[i], argc, argv)) continue;
+        if (cases[i].alone && jobs > 1) alone[na++] = i;
+        else pool[np++] = i;
     }
-    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-    return failed ? 1 : 0;
+    if (jobs > 1) printf("running %d tests, %d at a time, then %d alone\n", np, jobs, na);
+    fflush(stdout);
+    run_pool(pool, np, jobs, &c);
+    run_pool(alone, na, 1, &c);
+    free(pool);
+    free(alone);
+    printf("%d passed, %d failed, %d skipped\n", c.passed, c.failed, c.skipped);
+    return c.failed ? 1 : 0;
 }

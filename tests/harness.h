@@ -12,6 +12,9 @@
 
 typedef void (*test_fn)(void);
 void harness_register(const char *name, const char *file, test_fn fn);
+/* A test that needs the machine to itself (it measures the host, or saturates it on purpose): with
+ * DSPERF_TEST_JOBS > 1 it runs after the parallel pool, alone. */
+void harness_register_alone(const char *name, const char *file, test_fn fn);
 void harness_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void harness_skip(const char *reason);
 /* Skips CI accepts: this machine has no NVIDIA GPU; a file only ../shared/testdata has is absent. */
@@ -32,6 +35,11 @@ const char *harness_tmpdir(void);
 #define TEST(name) \
     static void test_##name(void); \
     __attribute__((constructor)) static void register_##name(void) { harness_register(#name, __FILE__, test_##name); } \
+    static void test_##name(void)
+
+#define TEST_ALONE(name) \
+    static void test_##name(void); \
+    __attribute__((constructor)) static void register_##name(void) { harness_register_alone(#name, __FILE__, test_##name); } \
     static void test_##name(void)
 
 #define CHECK(cond) do { if (!(cond)) harness_fail(__FILE__, __LINE__, "CHECK(%s)", #cond); } while (0)

@@ -23,9 +23,12 @@ static char *run_selftest(const char *env, int *status) {
     return buf;
 }
 
-TEST(harness_isolation_and_deadlines) {
+/* Every verdict of the self-test binary, run serially (jobs "1") or several at a time. */
+static void isolation_and_deadlines(const char *jobs) {
     int st;
-    char *out = run_selftest("CI=", &st);
+    char env[128];
+    snprintf(env, sizeof env, "CI= DSPERF_TEST_JOBS=%s", jobs);
+    char *out = run_selftest(env, &st);
     CHECK(out != NULL);
     if (!out) return;
     CHECK_MSG(strstr(out, "FAIL st_1_crashes (tests/selftest/harness_selftest.c): crashed with signal 11") != NULL, "%s", out);
@@ -38,16 +41,33 @@ TEST(harness_isolation_and_deadlines) {
     CHECK(strstr(out, "ok   st_8_passes") != NULL);
     CHECK_MSG(strstr(out, "2 passed, 4 failed, 2 skipped") != NULL, "%s", out);
     CHECK_EQ_INT(st, 1);
+    if (strcmp(jobs, "1") != 0) {
+        /* in parallel a failing test's own output follows its verdict, not mixed into others' */
+        const char *f = strstr(out, "FAIL st_4_fails (");
+        const char *msg = f ? strstr(f, "1 + 1 == 3") : NULL;
+        const char *next = f ? strchr(f, '\n') : NULL;
+        next = next ? strstr(next + 1, "\n") : NULL;
+        CHECK_MSG(msg != NULL && (!next || msg < next + 1), "the failing test's message does not follow its verdict:\n%s", out);
+    }
     free(out);
-    /* the child st_3 left was killed with its group: 2 s later it has written nothing */
+    /* the child st_3 left was killed with its group: 3 s later it has written nothing */
     sleep(3);
     char mark[512];
     snprintf(mark, sizeof mark, "%s/mark", harness_tmpdir());
     CHECK_MSG(access(mark, F_OK) != 0, "a test's leftover child outlived it");
     /* with CI=true a plain skip is a failure; a missing GPU is not */
-    out = run_selftest("CI=true", &st);
+    snprintf(env, sizeof env, "CI=true DSPERF_TEST_JOBS=%s", jobs);
+    out = run_selftest(env, &st);
     CHECK(out && strstr(out, "FAIL st_5_skips_plain (tests/selftest/harness_selftest.c): skipped in CI") != NULL);
     CHECK(out && strstr(out, "SKIP st_6_skips_gpu: no NVIDIA GPU") != NULL);
     CHECK(out && strstr(out, "2 passed, 5 failed, 1 skipped") != NULL);
     free(out);
+}
+
+TEST(harness_isolation_and_deadlines) {
+    isolation_and_deadlines("1");
+}
+
+TEST(harness_isolation_and_deadlines_in_parallel) {
+    isolation_and_deadlines("4");
 }

@@ -27,7 +27,7 @@ const char *test_llama_model(const char *name) {
 }
 
 int test_llama_available(const char **why, int *shared_absent) {
-    static char msg[512];
+    static char msg[1400];
     char bin[1024], tarball[1024];
     snprintf(bin, sizeof bin, "%s/bin/llama-server", test_llama_dir());
     const char *td = harness_testdata();
