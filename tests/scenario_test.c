@@ -199,6 +199,46 @@ static void run_scenario(const char *name) {
 }
 
 /* One TEST per scenario; the README line of each says how it is built and why. */
+static const char *const scenario_names[] = {
+    "admission", "admission_open", "ctx_overflow", "ctx_ladder", "ctx_generation", "faults", "healthy",
+    "interference", "prefill_threads", "prefix_slots", "client_timeout",
+};
+
+/* Every .scn in the folder is one of the scenarios tested here, and each has its README line: a
+ * scenario added without a test (or a test without its file) is caught without an engine. */
+TEST(scenario_corpus_complete) {
+    size_t n = sizeof scenario_names / sizeof *scenario_names, files = 0;
+    char *readme = NULL;
+    FILE *rf = fopen(SCN_DIR "/README.md", "r");
+    CHECK_MSG(rf != NULL, SCN_DIR "/README.md is missing");
+    if (rf) {
+        readme = calloc(1, 1 << 16);
+        if (readme) readme[fread(readme, 1, (1 << 16) - 1, rf)] = 0;
+        fclose(rf);
+    }
+    FILE *ls = popen("ls " SCN_DIR, "r");
+    CHECK(ls != NULL);
+    char line[256];
+    while (ls && fgets(line, sizeof line, ls)) {
+        trim(line);
+        size_t l = strlen(line);
+        if (l < 5 || strcmp(line + l - 4, ".scn")) continue;
+        line[l - 4] = 0;
+        files++;
+        int known = 0;
+        for (size_t i = 0; i < n; i++) known |= !strcmp(scenario_names[i], line);
+        CHECK_MSG(known, "%s/%s.scn has no TEST in tests/scenario_test.c", SCN_DIR, line);
+        char row[300];
+        snprintf(row, sizeof row, "| %s |", line);
+        CHECK_MSG(readme && strstr(readme, row), "%s/README.md has no line for %s", SCN_DIR, line);
+        scenario sc;
+        CHECK_MSG(scenario_load(line, &sc) == 0, "%s.scn lacks load or expect_class", line);
+    }
+    if (ls) pclose(ls);
+    CHECK_EQ_INT((long)files, (long)n);
+    free(readme);
+}
+
 TEST(scenario_admission) { run_scenario("admission"); }
 TEST(scenario_admission_open) { run_scenario("admission_open"); }
 TEST(scenario_ctx_overflow) { run_scenario("ctx_overflow"); }
@@ -209,3 +249,4 @@ TEST(scenario_interference) { run_scenario("interference"); }
 TEST(scenario_prefill_threads) { run_scenario("prefill_threads"); }
 TEST(scenario_prefix_slots) { run_scenario("prefix_slots"); }
 TEST(scenario_client_timeout) { run_scenario("client_timeout"); }
+TEST(scenario_ctx_generation) { run_scenario("ctx_generation"); }
