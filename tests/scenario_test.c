@@ -14,6 +14,7 @@
 #include "harness.h"
 #include "testutil.h"
 #include "llamacpp_util.h"
+#include <dirent.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -216,11 +217,12 @@ TEST(scenario_corpus_complete) {
         if (readme) readme[fread(readme, 1, (1 << 16) - 1, rf)] = 0;
         fclose(rf);
     }
-    FILE *ls = popen("ls " SCN_DIR, "r");
-    CHECK(ls != NULL);
+    DIR *dir = opendir(SCN_DIR);
+    CHECK_MSG(dir != NULL, "cannot read " SCN_DIR);
+    struct dirent *e;
     char line[256];
-    while (ls && fgets(line, sizeof line, ls)) {
-        trim(line);
+    while (dir && (e = readdir(dir))) {
+        snprintf(line, sizeof line, "%s", e->d_name);
         size_t l = strlen(line);
         if (l < 5 || strcmp(line + l - 4, ".scn")) continue;
         line[l - 4] = 0;
@@ -234,7 +236,7 @@ TEST(scenario_corpus_complete) {
         scenario sc;
         CHECK_MSG(scenario_load(line, &sc) == 0, "%s.scn lacks load or expect_class", line);
     }
-    if (ls) pclose(ls);
+    if (dir) closedir(dir);
     CHECK_EQ_INT((long)files, (long)n);
     free(readme);
 }
