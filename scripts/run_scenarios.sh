@@ -14,7 +14,7 @@
 # OUT/NAME.sweep.log and OUT/SUMMARY.txt. Exit 0 when every scenario's first finding is the expected
 # one, 1 otherwise, 2 on bad input.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 ROOT=$(pwd)
 ENGINE=${DSPERF_ENGINE_DIR:-$ROOT/build-engine}
 OUT=${OUT:-$ROOT/build/scenarios}
@@ -46,8 +46,8 @@ start_server() {
   "$SERVER" -m "$1" --host 127.0.0.1 --port 0 --metrics $2 >"$3" 2>&1 &
   SRV_PID=$!
   disown "$SRV_PID"   # its abort on SIGTERM (a known bug of this version) is no news
-  local port="" i
-  for i in $(seq 1800); do
+  local port="" _
+  for _ in $(seq 1800); do
     kill -0 "$SRV_PID" 2>/dev/null || { SRV_PID=""; return 1; }
     [ -n "$port" ] || port=$(sed -n 's/.*HTTP server is listening.*port: \([0-9]*\).*/\1/p' "$3" | head -n 1)
     if [ -n "$port" ] && [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ]; then
