@@ -350,6 +350,8 @@ int deploy_resolve(const json_t *doc, const deploy_flags *f, deploy *d, char *er
     }
     try_gguf(d, json_string_value(json_object_get(cfg, "tokenizer")), "the run's --tokenizer file is the served model");
     deploy_from_json(d, json_object_get(doc, "deployment"));
+    deploy_from_cmdline(d, json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(doc, "telemetry"),
+                                                                                           "host"), "numa"), "server"), "cmdline"));
     from_sim_config(d, json_object_get(cfg, "sim"), "config.sim");
     /* a simulated run's engine section: the KV blocks it really had */
     double kvt = json_number_value(json_object_get(json_object_get(doc, "engine"), "kv_tokens"));

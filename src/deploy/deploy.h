@@ -14,7 +14,8 @@
  *   {"engine": {"value": "llama.cpp", "source": "..."}, "served_model": {...}, "model": {...},
  *    "architecture": {"value": {config.json keys}, "source": "..."}, "weight_dtype": {...},
  *    "kv_dtype": {...}, "gpu": {...}, "n_gpus": {...}, "tp": {...}, "max_num_seqs": {...},
- *    "context_per_seq": {...}, "params": {...}, "model_bytes": {...}}
+ *    "context_per_seq": {...}, "ubatch_tokens": {...}, "cpu_threads": {...}, "params": {...},
+ *    "model_bytes": {...}}
  * each {"value", "source", "assumed": true when no source stated it}; absent when unknown. */
 #ifndef DSP_DEPLOY_H
 #define DSP_DEPLOY_H
@@ -54,6 +55,10 @@ typedef struct {
     deploy_src max_num_seqs_s;
     int max_num_batched_tokens;
     deploy_src max_num_batched_tokens_s;
+    int ubatch_tokens;          /* llama.cpp's physical batch (-ub): tokens in one forward pass */
+    deploy_src ubatch_tokens_s;
+    int cpu_threads;            /* llama.cpp's CPU threads for generation (-t) */
+    deploy_src cpu_threads_s;
     int chunked_prefill;        /* -1 unknown */
     deploy_src chunked_prefill_s;
     int context_per_seq;        /* tokens one sequence may hold (llama.cpp n_ctx per slot) */
@@ -93,6 +98,11 @@ int deploy_resolve(const json_t *results, const deploy_flags *flags, deploy *d, 
  * readable here. */
 void deploy_from_server(deploy *d, const json_t *models, const json_t *props, const char *model_id,
                         const char *tokenizer_path);
+
+/* What llama-server was told on its command line (a JSON array of its arguments, as recorded in
+ * telemetry.host.numa.server.cmdline): -t, -b, -ub, -ctk, and -np / -c where /props was silent;
+ * this version's fixed defaults for -b, -ub and -ctk when they are absent. Other programs: nothing. */
+void deploy_from_cmdline(deploy *d, const json_t *argv);
 
 /* What a server's /metrics page says about its KV cache: vLLM's vllm:cache_config_info labels
  * (num_gpu_blocks x block_size, gpu_memory_utilization; also what `dsperf serve --engine sim`

@@ -131,3 +131,47 @@ TEST(deploy_assumptions_are_marked) {
     CHECK(!deploy_has_gpu(&d));
     json_decref(doc);
 }
+
+/* llama-server's command line (recorded from /proc/PID/cmdline with --server-pid): the settings
+ * /props does not report, with this version's defaults for the absent ones; /props wins where it
+ * speaks; another program's flags are not read. */
+TEST(deploy_llama_server_cmdline) {
+    json_t *doc = json_pack("{s:{s:{s:{s:{s:[sssssssssssssss]}}}}}", "telemetry", "host", "numa", "server", "cmdline",
+                            "/opt/llama/bin/llama-server", "-m", "tiny.gguf", "-t", "3", "--ubatch-size=64", "-np", "4",
+                            "-c", "4096", "-ctk", "q8_0", "--port", "0", "--metrics");
+    deploy d;
+    char err[256];
+    CHECK_EQ_INT(deploy_resolve(doc, &(deploy_flags){0}, &d, err, sizeof err), 0);
+    CHECK_EQ_INT(d.cpu_threads, 3);
+    CHECK(d.cpu_threads_s.known && !d.cpu_threads_s.assumed && strstr(d.cpu_threads_s.src, "-t 3"));
+    CHECK_EQ_INT(d.ubatch_tokens, 64);
+    CHECK_EQ_INT(d.max_num_batched_tokens, 2048);                 /* -b absent: the default */
+    CHECK(strstr(d.max_num_batched_tokens_s.src, "default") != NULL);
+    CHECK_EQ_INT(d.max_num_seqs, 4);
+    CHECK_EQ_INT(d.context_per_seq, 1024);                         /* -c is split over the slots */
+    CHECK_EQ_INT((int)d.kv_dtype, (int)DT_INT8);
+    CHECK(!d.kv_dtype_s.assumed);
+    /* the section round-trips the new fields */
+    json_t *sec = deploy_to_json(&d);
+    deploy back;
+    deploy_init(&back);
+    deploy_from_json(&back, sec);
+    CHECK_EQ_INT(back.cpu_threads, 3);
+    CHECK_EQ_INT(back.ubatch_tokens, 64);
+    json_decref(sec);
+    /* /props said 2 slots of 2048: it is the stronger source */
+    json_object_set_new(doc, "deployment", json_pack("{s:{s:i,s:s,s:b},s:{s:i,s:s,s:b}}",
+                        "max_num_seqs", "value", 2, "source", "GET /props total_slots", "assumed", 0,
+                        "context_per_seq", "value", 2048, "source", "GET /props n_ctx", "assumed", 0));
+    CHECK_EQ_INT(deploy_resolve(doc, &(deploy_flags){0}, &d, err, sizeof err), 0);
+    CHECK_EQ_INT(d.max_num_seqs, 2);
+    CHECK_EQ_INT(d.context_per_seq, 2048);
+    CHECK_EQ_INT(d.cpu_threads, 3);
+    json_decref(doc);
+    /* another program's -t is not llama-server's */
+    doc = json_pack("{s:{s:{s:{s:{s:[sss]}}}}}", "telemetry", "host", "numa", "server", "cmdline", "vllm", "-t", "3");
+    CHECK_EQ_INT(deploy_resolve(doc, &(deploy_flags){0}, &d, err, sizeof err), 0);
+    CHECK_EQ_INT(d.cpu_threads, 0);
+    CHECK(!d.ubatch_tokens_s.known);
+    json_decref(doc);
+}

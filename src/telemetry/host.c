@@ -223,6 +223,19 @@ json_t *host_numa_json(const char *sysroot, const char *procroot, int pid, const
             have_allowed = host_parse_cpulist(list, allowed) > 0;
         }
     }
+    /* its command line: what the server was told (llama-server -t, -ub, -ctk ...), which its HTTP
+     * API does not say; deploy reads it back. NUL-separated, as the kernel keeps it. */
+    snprintf(path, sizeof path, "%s/%d/cmdline", procroot, pid);
+    FILE *cf = fopen(path, "r");
+    if (cf) {
+        size_t n = fread(buf, 1, sizeof buf - 1, cf);
+        fclose(cf);
+        buf[n] = 0;
+        json_t *argv = json_array();
+        for (size_t at = 0; at < n; at += strlen(buf + at) + 1) json_array_append_new(argv, json_string(buf + at));
+        if (json_array_size(argv)) json_object_set_new(srv, "cmdline", argv);
+        else json_decref(argv);
+    }
     bool cpu_off = false, cpu_node[HOST_MAX_NODES] = {0};
     for (int nd = 0; have_allowed && nd < HOST_MAX_NODES; nd++) {
         if (!have_node[nd]) continue;

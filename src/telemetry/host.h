@@ -38,7 +38,8 @@ int host_pci_numa_node(const char *sysroot, const char *bus_id);
 int host_numa_maps_kb(const char *path, double *kb);
 
 /* The placement report: {"nodes":[{"node":0,"cpus":"0-15"}...], "gpus":[{"index","bus_id","numa_node"}],
- * "server":{"pid","cpus_allowed","cpu_nodes":[..],"mem_kb_by_node":{"0":..}}, "cross_numa":true|false|null,
+ * "server":{"pid","cpus_allowed","cmdline":["llama-server","-t","1",..],"cpu_nodes":[..],"mem_kb_by_node":{"0":..}},
+ * "cross_numa":true|false|null,
  * "why":"..."}. bus_ids[i] may be "" (unknown). */
 json_t *host_numa_json(const char *sysroot, const char *procroot, int pid, const char *const *bus_ids, int n_gpus);
 #endif

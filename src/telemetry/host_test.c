@@ -102,7 +102,20 @@ TEST(telemetry_host_numa_placement) {
     CHECK_EQ_INT(host_pci_numa_node(root, bus[0]), 1);
     CHECK_EQ_INT(host_pci_numa_node(root, bus[1]), -1);
 
+    /* the command line as the kernel keeps it: NUL after each argument */
+    put(root, "proc/100/cmdline", "");
+    char cpath[1024];
+    snprintf(cpath, sizeof cpath, "%s/proc/100/cmdline", root);
+    FILE *cf = fopen(cpath, "w");
+    CHECK(cf != NULL);
+    if (cf) { fwrite("llama-server\0-t\0001\0-ub\000512\0", 1, 26, cf); fclose(cf); }
+
     json_t *j = host_numa_json(root, proc, 100, bus, 1);
+    json_t *argv = json_object_get(json_object_get(j, "server"), "cmdline");
+    CHECK_EQ_INT(json_array_size(argv), 5);
+    CHECK_STR(json_string_value(json_array_get(argv, 0)), "llama-server");
+    CHECK_STR(json_string_value(json_array_get(argv, 2)), "1");
+    CHECK_STR(json_string_value(json_array_get(argv, 4)), "512");
     CHECK_EQ_INT(json_array_size(json_object_get(j, "nodes")), 2);
     CHECK(json_is_true(json_object_get(j, "cross_numa")));
     json_t *srv = json_object_get(j, "server");
@@ -114,6 +127,7 @@ TEST(telemetry_host_numa_placement) {
 
     j = host_numa_json(root, proc, 200, bus, 1);
     CHECK(json_is_false(json_object_get(j, "cross_numa")));
+    CHECK(json_object_get(json_object_get(j, "server"), "cmdline") == NULL);   /* none there: none claimed */
     CHECK_NEAR(json_real_value(json_object_get(json_object_get(j, "server"), "mem_off_gpu_node_pct")), 0, 1e-9);
     json_decref(j);
 
