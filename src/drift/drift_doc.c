@@ -286,6 +286,9 @@ json_t *drift_doc_build(const drift_run *r, const drift_opts *o) {
     json_object_set_new(d, "baseline", side_json(o->baseline_url, o->baseline_model, r->method_b));
     json_object_set_new(d, "candidate", side_json(o->candidate_url, o->candidate_model, r->method_c));
     json_object_set_new(d, "same_deployment", json_boolean(r->same_deployment));
+    /* token_ids: prompt and continuation went as token ids (nothing re-tokenized); text: as text,
+     * each scored position checked to be the baseline's token */
+    json_object_set_new(d, "prompt_format", json_string(r->token_ids ? "token_ids" : "text"));
     json_t *ctxs = json_array();
     for (int i = 0; i < o->n_contexts; i++) json_array_append_new(ctxs, json_integer(o->contexts[i]));
     json_object_set_new(d, "config", json_pack("{s:o,s:i,s:i,s:i,s:s,s:s,s:s?,s:s?,s:I,s:i,s:s?,s:I,s:b,s:f,s:i}",

@@ -65,6 +65,12 @@ char *drift_body_score(const drift_req_opts *o, drift_score_method m, const char
  * continuation is the assistant's message, continued). */
 char *drift_body_step(const drift_req_opts *o, const char *prompt, const char *continuation);
 
+/* The same with the prompt as token ids (completions only: "prompt": [id, ...], which llama.cpp and
+ * vLLM accept; llama.cpp adds no BOS to an id prompt, so ids carry their own). Stepwise scoring of
+ * a position is a one-token generation from the prompt's ids and the continuation's ids before it. */
+char *drift_body_generate_ids(const drift_req_opts *o, const int32_t *ids, size_t n, int max_tokens);
+char *drift_body_score_ids(const drift_req_opts *o, drift_score_method m, const int32_t *ids, size_t n);
+
 /* ---- one position compared (drift_score.c) ---- */
 
 typedef struct {
@@ -127,6 +133,7 @@ struct drift_run {
     drift_bucket *b;
     int n_b;
     drift_score_method method_b, method_c;
+    bool token_ids;               /* prompts went as token ids on both sides (else as text) */
     bool same_deployment;         /* candidate == baseline: the run is itself the noise floor */
     bool partial;
     const char *length_unit;

@@ -211,7 +211,8 @@ bool drift_tok_same(const drift_tok *a, const drift_tok *b) {
 
 /* ---- request bodies ---- */
 
-static json_t *base_body(const drift_req_opts *o, const char *prompt, const char *assistant_prefix, int max_tokens) {
+/* prompt_ids: the completions prompt as a JSON array of token ids (stolen), or NULL for the text. */
+static json_t *base_body_p(const drift_req_opts *o, const char *prompt, json_t *prompt_ids, const char *assistant_prefix, int max_tokens) {
     json_t *b = json_object();
     if (o->model) json_object_set_new(b, "model", json_string(o->model));
     if (o->chat) {
@@ -226,13 +227,23 @@ static json_t *base_body(const drift_req_opts *o, const char *prompt, const char
         json_object_set_new(b, "logprobs", json_true());
         json_object_set_new(b, "top_logprobs", json_integer(o->top_k));
     } else {
-        json_object_set_new(b, "prompt", json_string(prompt));
+        json_object_set_new(b, "prompt", prompt_ids ? prompt_ids : json_string(prompt));
         json_object_set_new(b, "logprobs", json_integer(o->top_k));
     }
     json_object_set_new(b, "max_tokens", json_integer(max_tokens));
     json_object_set_new(b, "temperature", json_real(0));
     if (o->ignore_eos) json_object_set_new(b, "ignore_eos", json_true());
     return b;
+}
+
+static json_t *base_body(const drift_req_opts *o, const char *prompt, const char *assistant_prefix, int max_tokens) {
+    return base_body_p(o, prompt, NULL, assistant_prefix, max_tokens);
+}
+
+static json_t *ids_json(const int32_t *ids, size_t n) {
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_integer(ids[i]));
+    return a;
 }
 
 static char *dump(json_t *b) {
@@ -262,4 +273,17 @@ char *drift_body_step(const drift_req_opts *o, const char *prompt, const char *c
     char *s = dump(base_body(o, full, NULL, 1));
     free(full);
     return s;
+}
+
+/* Token-id prompts: nothing is re-tokenized, so position i of every side is the same token. */
+char *drift_body_generate_ids(const drift_req_opts *o, const int32_t *ids, size_t n, int max_tokens) {
+    return dump(base_body_p(o, NULL, ids_json(ids, n), NULL, max_tokens));
+}
+
+char *drift_body_score_ids(const drift_req_opts *o, drift_score_method m, const int32_t *ids, size_t n) {
+    if (m == DRIFT_SCORE_STEPWISE) return drift_body_generate_ids(o, ids, n, 1);
+    json_t *b = base_body_p(o, NULL, ids_json(ids, n), NULL, 1);
+    if (m == DRIFT_SCORE_ECHO) json_object_set_new(b, "echo", json_true());
+    if (m == DRIFT_SCORE_PROMPT_LOGPROBS) json_object_set_new(b, "prompt_logprobs", json_integer(o->top_k));
+    return dump(b);
 }
