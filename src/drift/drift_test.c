@@ -100,6 +100,33 @@ TEST(drift_wire_legacy_echo_and_prompt_logprobs) {
     drift_resp_free(&r);
 }
 
+/* Token-id bodies: the ids as given (no BOS added: llama.cpp adds none to an id prompt, so the
+ * caller's ids carry it), greedy with top-k logprobs; a stepwise position is one generated token. */
+TEST(drift_wire_token_id_bodies) {
+    drift_req_opts o = { .model = "m", .top_k = 3, .ignore_eos = true };
+    const int32_t ids[] = { 100000, 549, 3399, 12699 };
+    char *g = drift_body_generate_ids(&o, ids, 4, 16), *st = drift_body_score_ids(&o, DRIFT_SCORE_STEPWISE, ids, 3);
+    char *e = drift_body_score_ids(&o, DRIFT_SCORE_ECHO, ids, 4);
+    json_t *jg = g ? json_loads(g, 0, NULL) : NULL, *js = st ? json_loads(st, 0, NULL) : NULL, *je = e ? json_loads(e, 0, NULL) : NULL;
+    CHECK(jg && js && je);
+    if (jg && js && je) {
+        const json_t *p = json_object_get(jg, "prompt");
+        CHECK_EQ_INT(json_array_size(p), 4);
+        for (size_t i = 0; i < 4; i++) CHECK_EQ_INT(json_integer_value(json_array_get(p, i)), ids[i]);
+        CHECK_EQ_INT(json_integer_value(json_object_get(jg, "max_tokens")), 16);
+        CHECK_EQ_INT(json_integer_value(json_object_get(jg, "logprobs")), 3);
+        CHECK_NEAR(json_number_value(json_object_get(jg, "temperature")), 0, 0);
+        CHECK(json_is_true(json_object_get(jg, "ignore_eos")));
+        CHECK_EQ_INT(json_array_size(json_object_get(js, "prompt")), 3);
+        CHECK_EQ_INT(json_integer_value(json_object_get(js, "max_tokens")), 1);
+        CHECK(!json_object_get(js, "echo"));
+        CHECK(json_is_true(json_object_get(je, "echo")));
+        CHECK_EQ_INT(json_array_size(json_object_get(je, "prompt")), 4);
+    }
+    json_decref(jg); json_decref(js); json_decref(je);
+    free(g); free(st); free(e);
+}
+
 static drift_tok tk(const char *s, double lp) { return (drift_tok){ (char *)s, strlen(s), -1, lp }; }
 
 TEST(drift_compare_position) {
