@@ -278,3 +278,36 @@ TEST(llamacpp_live_error_paths) {
     json_decref(fits);
     json_decref(bad);
 }
+
+/* drift's probes and token-id scoring on the real server, the deployment against itself (no
+ * tiny-kq needed): both sides take token ids, every prompt is kept, each exactly the context
+ * long as the server counted it, every position scored. */
+TEST(llamacpp_live_drift_token_ids) {
+    LLAMA_REQUIRE();
+    test_llama s;
+    if (test_llama_start(&s, "tiny-peaked", "-np 2 -c 1024 -t 1") != 0) { CHECK_MSG(0, "llama-server did not start"); return; }
+    enum { CTXL = 48, PROMPTS = 3, GEN = 4 };
+    char path[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/d.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "drift --baseline %s --candidate %s --tokenizer %s --contexts %d --prompts %d --gen-tokens %d "
+             "--top-logprobs 3 --quiet --out %s", s.url, s.url, test_llama_model("tiny"), CTXL, PROMPTS, GEN, path);
+    char *err = NULL;
+    int rc = test_run(cmd, NULL, &err);
+    test_llama_stop(&s);
+    CHECK_MSG(rc == 0, "drift exited %d: %s", rc, err ? err : "");
+    free(err);
+    json_t *d = test_load_json(path);
+    CHECK(d != NULL);
+    if (!d) return;
+    CHECK_STR(json_string_value(json_object_get(d, "prompt_format")), "token_ids");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(d, "baseline"), "score_method")), "stepwise");
+    CHECK(json_is_true(json_object_get(d, "same_deployment")));
+    const json_t *b = json_array_get(json_object_get(d, "buckets"), 0);
+    CHECK_EQ_INT(test_num(b, "prompts"), PROMPTS);
+    CHECK_EQ_INT(test_num(b, "positions"), PROMPTS * GEN);
+    CHECK_EQ_INT(test_num(b, "prompt_tokens_min"), CTXL);
+    CHECK_EQ_INT(test_num(b, "prompt_tokens_max"), CTXL);
+    CHECK_EQ_INT(test_num(d, "failed_requests"), 0);
+    CHECK_EQ_INT(json_array_size(json_object_get(d, "warnings")), 0);
+    json_decref(d);
+}
