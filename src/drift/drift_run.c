@@ -486,7 +486,14 @@ static int run_bucket(ctx *x, drift_bucket *bk, prompt_t *pr, size_t np, const r
         drift_prompt *pc = &bk->cand[j], *pf = fl ? &bk->floor[j] : NULL;
         okb[j] = take(x, &A[j], &bg[j], pc->why, sizeof pc->why);
         if (okb[j] && (int)bg[j].n_gen < G) {
-            snprintf(pc->why, sizeof pc->why, "the baseline generated %zu of %d tokens with logprobs (EOS? ignore_eos not honoured?)", bg[j].n_gen, G);
+            /* llama.cpp adds no logprobs entry for a token after which its text ends inside a UTF-8
+             * character: the usage says G tokens, the list has fewer, and the ids after the gap
+             * would sit one position early, so the prompt cannot be scored */
+            if (bg[j].completion_tokens >= G)
+                snprintf(pc->why, sizeof pc->why, "logprobs for %d of %d tokens: one ends inside a UTF-8 character?",
+                         (int)bg[j].n_gen, (int)(bg[j].completion_tokens < INT32_MAX ? bg[j].completion_tokens : INT32_MAX));
+            else
+                snprintf(pc->why, sizeof pc->why, "the baseline generated %zu of %d tokens with logprobs (EOS? ignore_eos not honoured?)", bg[j].n_gen, G);
             okb[j] = false;
         }
         if (pf && !okb[j]) snprintf(pf->why, sizeof pf->why, "%s", pc->why);
