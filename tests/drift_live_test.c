@@ -76,7 +76,9 @@ TEST(drift_live_kv_cache_types_ordered) {
         for (int k = 0; k < 3; k++) {
             double n = test_num(kept[k], "prompts");
             CHECK_MSG(n * 10 >= PROMPTS * 9, "context %d, %s: %g of %d prompts kept", ctx[i], k == 0 ? "q8_0" : k == 1 ? "q4_0" : "floor", n, PROMPTS);
-            CHECK_EQ_INT(test_num(kept[k], "positions"), (long long)n * GEN);
+            /* every generated token of a kept prompt is compared, or unobservable: llama.cpp gives no
+             * logprobs for a token after which the text ends inside a UTF-8 character */
+            CHECK_EQ_INT(test_num(kept[k], "positions") + test_num(kept[k], "unobservable_positions"), (long long)n * GEN);
         }
         double a_f = test_num(fl, "top1_agreement"), a_8 = test_num(b8, "top1_agreement"), a_4 = test_num(b4, "top1_agreement");
         double d_f = test_num(fl, "mean_abs_logprob_delta"), d_8 = test_num(b8, "mean_abs_logprob_delta"),

@@ -31,6 +31,8 @@ typedef struct {
     drift_req_opts ro;
     drift_score_method method;
     bool ids;                     /* takes token-id prompts and names its tokens by id */
+    char *native_url;             /* llama.cpp's /completion */
+    bool native;                  /* ... answers return_tokens: generations name every id */
 } side;
 
 typedef struct {
@@ -107,6 +109,16 @@ static void probe_ids(ctx *x, side *s, const char *p, int64_t server_count) {
     s->ids = st == 200 && r.have_logprobs && r.gen[0].tok.id >= 0 && r.gen[0].n_top > 0 && r.gen[0].top[0].id >= 0 &&
              r.prompt_tokens == (int64_t)n;
     drift_resp_free(&r);
+    if (s->ids && s->native_url) {
+        /* llama.cpp leaves out the logprobs entry of a token after which its text ends inside a UTF-8
+         * character, on every endpoint; its native /completion still names that token's id
+         * (return_tokens), so the baseline's continuation stays exact with the gap marked */
+        side ns = *s;
+        ns.url = s->native_url;
+        st = one(x, &ns, drift_body_native_ids(&s->ro, ids, n, 2), &r, why, sizeof why);
+        s->native = st == 200 && r.n_ids == 2 && r.have_logprobs && r.prompt_tokens == (int64_t)n && drift_resp_align_ids(&r) == 0;
+        drift_resp_free(&r);
+    }
     free(ids);
 }
 
@@ -327,6 +339,10 @@ static void tally_pos(drift_prompt *p, const drift_pos *b, const drift_tok *c_to
     }
 }
 
+/* A position of the baseline's continuation the server gave no logprobs for (drift_resp_align_ids):
+ * nothing to compare there, on any side (a step there generates the same token, without logprobs). */
+static bool unobservable(const drift_resp *bg, int i) { return bg->ids && bg->gen[i].n_top == 0 && isnan(bg->gen[i].tok.lp); }
+
 /* Teacher-forced: the baseline's continuation bg (G tokens) against one scoring response (echo,
  * prompt_logprobs) or G stepwise responses. */
 static void tally_forced(drift_prompt *p, const drift_resp *bg, int G, drift_score_method m, const drift_resp *sc,
@@ -337,6 +353,7 @@ static void tally_forced(drift_prompt *p, const drift_resp *bg, int G, drift_sco
         if (n < (size_t)G) { why_set(p->why, sizeof p->why, "the %s scoring returned %ld positions", drift_score_method_name(m), (long)n); return; }
         for (int i = 0; i < G; i++) {
             const drift_pos *c = &pos[n - (size_t)G + (size_t)i];
+            if (unobservable(bg, i)) continue;
             if (!drift_tok_same(&c->tok, &bg->gen[i].tok)) {
                 why_set(p->why, sizeof p->why, "misaligned: split differently (%s, position %ld)",
                         drift_score_method_name(m), i);
@@ -346,10 +363,12 @@ static void tally_forced(drift_prompt *p, const drift_resp *bg, int G, drift_sco
         lg->ctx0 = (int64_t)(n - (size_t)G);
         for (int i = 0; i < G; i++) {
             const drift_pos *c = &pos[n - (size_t)G + (size_t)i];
+            if (unobservable(bg, i)) { p->unobservable++; continue; }
             tally_pos(p, &bg->gen[i], c->top, c->n_top, c->tok.lp, c->rank, lg, i);
         }
     } else {
         for (int i = 0; i < G; i++) {
+            if (unobservable(bg, i)) continue;
             if (!steps[i].n_gen) { why_set(p->why, sizeof p->why, "a stepwise request (%s %ld) gave no logprobs", "position", i); return; }
             if (steps[i].prompt_tokens >= 0 && steps[0].prompt_tokens >= 0 && steps[i].prompt_tokens - steps[0].prompt_tokens != i) {
                 why_set(p->why, sizeof p->why, "misaligned: split differently (%s, position %ld)", "stepwise", i);
@@ -358,6 +377,7 @@ static void tally_forced(drift_prompt *p, const drift_resp *bg, int G, drift_sco
         }
         lg->ctx0 = bg->prompt_tokens;
         for (int i = 0; i < G; i++) {
+            if (unobservable(bg, i)) { p->unobservable++; continue; }
             const drift_pos *c = &steps[i].gen[0];
             tally_pos(p, &bg->gen[i], c->top, c->n_top, NAN, 0, lg, i);
         }
@@ -438,8 +458,11 @@ static int push(drift_http_req **rq, tag **tg, size_t *n, size_t *cap, const sid
 }
 
 static char *gen_body(const ctx *x, const side *s, const prompt_t *p, int G) {
+    if (x->ids && s->native) return drift_body_native_ids(&s->ro, p->ids, p->n_ids, G);
     return x->ids ? drift_body_generate_ids(&s->ro, p->ids, p->n_ids, G) : drift_body_generate(&s->ro, p->text, G);
 }
+
+static const char *gen_url(const ctx *x, const side *s) { return x->ids && s->native ? s->native_url : s->url; }
 
 /* Token-id mode: the prompt's ids and the baseline's G generated ids, or NULL (why says) when the
  * baseline did not name a token by id. */
@@ -477,14 +500,18 @@ static int run_bucket(ctx *x, drift_bucket *bk, prompt_t *pr, size_t np, const r
     bool *okb = calloc(np ? np : 1, sizeof *okb), *spelled = calloc(np ? np : 1, sizeof *spelled);
     if (!A || !bg || !cg || !bg2 || !conts || !fids || !okb || !spelled) { rc = -1; goto done; }
     for (size_t j = 0; j < np; j++) {
-        A[j] = (drift_http_req){ .url = x->b.url, .body = gen_body(x, &x->b, &pr[j], G) };
-        A[np + j] = (drift_http_req){ .url = x->c.url, .body = gen_body(x, &x->c, &pr[j], G) };
-        if (fl) A[2 * np + j] = (drift_http_req){ .url = x->b.url, .body = gen_body(x, &x->b, &pr[j], G) };
+        A[j] = (drift_http_req){ .url = gen_url(x, &x->b), .body = gen_body(x, &x->b, &pr[j], G) };
+        A[np + j] = (drift_http_req){ .url = gen_url(x, &x->c), .body = gen_body(x, &x->c, &pr[j], G) };
+        if (fl) A[2 * np + j] = (drift_http_req){ .url = gen_url(x, &x->b), .body = gen_body(x, &x->b, &pr[j], G) };
     }
     if (drift_http_run(A, nA, &x->h, x->stop) < 0) { rc = 1; goto done; }
     for (size_t j = 0; j < np; j++) {
         drift_prompt *pc = &bk->cand[j], *pf = fl ? &bk->floor[j] : NULL;
         okb[j] = take(x, &A[j], &bg[j], pc->why, sizeof pc->why);
+        if (okb[j] && drift_resp_align_ids(&bg[j]) < 0) {
+            snprintf(pc->why, sizeof pc->why, "the baseline's logprobs entries do not follow its generated ids");
+            okb[j] = false;
+        }
         if (okb[j] && (int)bg[j].n_gen < G) {
             /* llama.cpp adds no logprobs entry for a token after which its text ends inside a UTF-8
              * character: the usage says G tokens, the list has fewer, and the ids after the gap
@@ -498,8 +525,8 @@ static int run_bucket(ctx *x, drift_bucket *bk, prompt_t *pr, size_t np, const r
         }
         if (pf && !okb[j]) snprintf(pf->why, sizeof pf->why, "%s", pc->why);
         char w2[96] = "";
-        if (take(x, &A[np + j], &cg[j], w2, sizeof w2) && okb[j]) tally_free(pc, &bg[j], &cg[j]);
-        if (fl && take(x, &A[2 * np + j], &bg2[j], w2, sizeof w2) && okb[j]) tally_free(pf, &bg[j], &bg2[j]);
+        if (take(x, &A[np + j], &cg[j], w2, sizeof w2) && drift_resp_align_ids(&cg[j]) == 0 && okb[j]) tally_free(pc, &bg[j], &cg[j]);
+        if (fl && take(x, &A[2 * np + j], &bg2[j], w2, sizeof w2) && drift_resp_align_ids(&bg2[j]) == 0 && okb[j]) tally_free(pf, &bg[j], &bg2[j]);
         if (okb[j] && x->ids && !(fids[j] = forced_ids(&pr[j], &bg[j], G, pc->why, sizeof pc->why))) {
             okb[j] = false;
             if (pf) snprintf(pf->why, sizeof pf->why, "%s", pc->why);
@@ -656,6 +683,7 @@ static int side_init(side *s, const char *name, const char *base, const char *mo
     s->name = name;
     s->base_url = base;
     s->url = client_url(base, o->chat ? "/v1/chat/completions" : "/v1/completions");
+    s->native_url = o->chat ? NULL : client_url(base, "/completion");
     s->ro = (drift_req_opts){ .chat = o->chat, .model = model, .top_k = o->top_k, .ignore_eos = true };
     return s->url ? 0 : -1;
 }
@@ -685,7 +713,7 @@ int drift_run_all(const drift_opts *o, drift_run **out, volatile sig_atomic_t *s
         goto out;
     }
     if (probe(&x, &x.b, err, errlen) < 0) goto out;
-    if (r->same_deployment) { x.c.method = x.b.method; x.c.ids = x.b.ids; }
+    if (r->same_deployment) { x.c.method = x.b.method; x.c.ids = x.b.ids; x.c.native = x.b.native; }
     else if (probe(&x, &x.c, err, errlen) < 0) goto out;
     x.ids = r->token_ids = x.b.ids && x.c.ids;
     r->method_b = x.b.method;
@@ -745,6 +773,8 @@ int drift_run_all(const drift_opts *o, drift_run **out, volatile sig_atomic_t *s
 out:
     free(x.b.url);
     free(x.c.url);
+    free(x.b.native_url);
+    free(x.c.native_url);
     if (x.pos_out && fclose(x.pos_out) != 0 && rc >= 0 && r && r->warnings) warn(r, "writing --save-positions %s failed: %s", o->positions_path, strerror(errno));
     for (int i = 0; pb && i < o->n_contexts; i++) {
         for (int j = 0; pb[i] && j < o->prompts; j++) { free(pb[i][j].text); free(pb[i][j].ids); }

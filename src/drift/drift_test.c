@@ -127,6 +127,39 @@ TEST(drift_wire_token_id_bodies) {
     free(g); free(st); free(e);
 }
 
+/* llama.cpp's native /completion with return_tokens: the entry of a token after which the text ends
+ * inside a UTF-8 character is missing (its bytes ride on the next entry); alignment puts every entry
+ * at its id's position and marks the gap, so later positions stay where they are. */
+TEST(drift_wire_native_ids_align_a_gap) {
+    const char *body = "{\"content\":\"x\",\"tokens\":[10,233,11],\"tokens_evaluated\":5,\"tokens_predicted\":3,"
+        "\"completion_probabilities\":[{\"id\":10,\"token\":\"a\",\"bytes\":[97],\"logprob\":-1.0,\"top_logprobs\":[{\"id\":10,\"token\":\"a\",\"bytes\":[97],\"logprob\":-1.0}]},"
+        "{\"id\":11,\"token\":\"b\",\"bytes\":[233,134,98],\"logprob\":-2.0,\"top_logprobs\":[{\"id\":11,\"token\":\"b\",\"bytes\":[98],\"logprob\":-2.0}]}]}";
+    drift_resp r;
+    char err[200];
+    CHECK_EQ_INT(drift_resp_parse(body, strlen(body), &r, err, sizeof err), 0);
+    CHECK_EQ_INT(r.n_ids, 3);
+    CHECK_EQ_INT(r.n_gen, 2);
+    CHECK_EQ_INT(r.prompt_tokens, 5);
+    CHECK_EQ_INT(r.completion_tokens, 3);
+    CHECK_EQ_INT(drift_resp_align_ids(&r), 0);
+    CHECK_EQ_INT(r.n_gen, 3);
+    if (r.n_gen == 3) {
+        CHECK_EQ_INT(r.gen[0].tok.id, 10);
+        CHECK_EQ_INT(r.gen[1].tok.id, 233);
+        CHECK_EQ_INT(r.gen[1].n_top, 0);
+        CHECK(isnan(r.gen[1].tok.lp));
+        CHECK_EQ_INT(r.gen[2].tok.id, 11);
+        CHECK_NEAR(r.gen[2].tok.lp, -2.0, 0);
+    }
+    drift_resp_free(&r);
+    /* an entry that is no generated id: not this shape, left as it was */
+    const char *odd = "{\"tokens\":[10],\"completion_probabilities\":[{\"id\":12,\"token\":\"c\",\"logprob\":-1.0,\"top_logprobs\":[]}]}";
+    CHECK_EQ_INT(drift_resp_parse(odd, strlen(odd), &r, err, sizeof err), 0);
+    CHECK_EQ_INT(drift_resp_align_ids(&r), -1);
+    CHECK_EQ_INT(r.n_gen, 1);
+    drift_resp_free(&r);
+}
+
 static drift_tok tk(const char *s, double lp) { return (drift_tok){ (char *)s, strlen(s), -1, lp }; }
 
 TEST(drift_compare_position) {
