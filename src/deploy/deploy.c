@@ -145,6 +145,13 @@ void deploy_from_server(deploy *d, const json_t *models, const json_t *props, co
             d->context_per_seq = (int)json_integer_value(nctx);
             deploy_set(&d->context_per_seq_s, false, "GET /props default_generation_settings.n_ctx (per slot)");
         }
+        /* one KV cache of -c cells, cut into -np slots of -c / -np: its size is a setting, not
+         * what memory allowed */
+        if (d->max_num_seqs_s.known && d->context_per_seq_s.known && !d->kv_capacity_tokens_s.known) {
+            d->kv_capacity_tokens = (double)d->max_num_seqs * d->context_per_seq;
+            d->kv_capacity_set = true;
+            deploy_set(&d->kv_capacity_tokens_s, false, "GET /props total_slots x n_ctx per slot (llama-server -c)");
+        }
         try_gguf(d, json_string_value(json_object_get(props, "model_path")), "GET /props model_path, readable here");
     }
     const json_t *meta = json_object_get(entry, "meta");

@@ -103,7 +103,7 @@ static json_t *jci(double lo, double hi) { return isfinite(lo) && isfinite(hi) ?
 typedef struct {
     vec agree, contain, dlp, absdlp, kl, tail, dnll, exact, first, text_dnll;
     double nll_b, nll_c, text_nll_b, text_nll_c;
-    long lp_known, positions, text_tokens, n_ok, n_windows;
+    long lp_known, positions, unobservable, text_tokens, n_ok, n_windows;
     int rank[DRIFT_RANKS];
 } set_vals;
 
@@ -129,6 +129,7 @@ static void set_add_prompt(set_vals *s, const drift_prompt *p) {
         double n = p->positions;
         s->n_ok++;
         s->positions += p->positions;
+        s->unobservable += p->unobservable;
         vec_add(&s->agree, p->agree / n);
         vec_add(&s->contain, p->in_topk / n);
         vec_add(&s->kl, p->sum_kl / n);
@@ -181,6 +182,8 @@ static json_t *set_json(set_vals *s, const drift_opts *o, int k, uint64_t seed) 
     json_t *j = json_object();
     json_object_set_new(j, "prompts", json_integer(s->n_ok));
     json_object_set_new(j, "positions", json_integer(s->positions));
+    /* generated tokens of kept prompts the server gave no logprobs for (not compared) */
+    json_object_set_new(j, "unobservable_positions", json_integer(s->unobservable));
     put_mean(j, "top1_agreement", &s->agree, o, seed);
     put_mean(j, "topk_containment", &s->contain, o, seed + 1);
     put_mean(j, "mean_logprob_delta", &s->dlp, o, seed + 2);
@@ -286,6 +289,9 @@ json_t *drift_doc_build(const drift_run *r, const drift_opts *o) {
     json_object_set_new(d, "baseline", side_json(o->baseline_url, o->baseline_model, r->method_b));
     json_object_set_new(d, "candidate", side_json(o->candidate_url, o->candidate_model, r->method_c));
     json_object_set_new(d, "same_deployment", json_boolean(r->same_deployment));
+    /* token_ids: prompt and continuation went as token ids (nothing re-tokenized); text: as text,
+     * each scored position checked to be the baseline's token */
+    json_object_set_new(d, "prompt_format", json_string(r->token_ids ? "token_ids" : "text"));
     json_t *ctxs = json_array();
     for (int i = 0; i < o->n_contexts; i++) json_array_append_new(ctxs, json_integer(o->contexts[i]));
     json_object_set_new(d, "config", json_pack("{s:o,s:i,s:i,s:i,s:s,s:s,s:s?,s:s?,s:I,s:i,s:s?,s:I,s:b,s:f,s:i}",

@@ -40,6 +40,8 @@ typedef struct {
     int64_t prompt_tokens, completion_tokens;   /* usage; -1 when absent */
     char *text;            /* choices[0].text or message.content */
     size_t text_len;
+    int64_t *ids;          /* llama.cpp's native /completion with return_tokens: every generated id */
+    size_t n_ids;
 } drift_resp;
 
 /* Parses a completions or chat response body: legacy logprobs (tokens / token_logprobs /
@@ -64,6 +66,20 @@ char *drift_body_score(const drift_req_opts *o, drift_score_method m, const char
 /* One stepwise position: the prompt and the continuation so far, one generated token (chat: the
  * continuation is the assistant's message, continued). */
 char *drift_body_step(const drift_req_opts *o, const char *prompt, const char *continuation);
+
+/* The same with the prompt as token ids (completions only: "prompt": [id, ...], which llama.cpp and
+ * vLLM accept; llama.cpp adds no BOS to an id prompt, so ids carry their own). Stepwise scoring of
+ * a position is a one-token generation from the prompt's ids and the continuation's ids before it. */
+char *drift_body_generate_ids(const drift_req_opts *o, const int32_t *ids, size_t n, int max_tokens);
+char *drift_body_score_ids(const drift_req_opts *o, drift_score_method m, const int32_t *ids, size_t n);
+/* llama.cpp's native /completion, greedy, with n_probs and return_tokens: the response names every
+ * generated id ("tokens") beside the logprobs entries, which skip a token after which the text
+ * ends inside a UTF-8 character (the OpenAI endpoints skip it too, and say nothing of its id). */
+char *drift_body_native_ids(const drift_req_opts *o, const int32_t *ids, size_t n, int max_tokens);
+/* Native responses: makes gen[] one entry per generated id, in order, a skipped token becoming an
+ * entry with its id and no top list (n_top 0: unobservable, never compared). 0, or -1 when the
+ * entries are not a subsequence of the ids. */
+int drift_resp_align_ids(drift_resp *r);
 
 /* ---- one position compared (drift_score.c) ---- */
 
@@ -94,6 +110,8 @@ typedef struct {
     double nll_b, nll_c;                  /* over lp_known positions */
     int rank_hist[DRIFT_RANKS];
     bool not_greedy;                      /* the baseline's token was not its own top-1 somewhere */
+    int unobservable;                     /* positions the server gave no logprobs for (llama.cpp: a
+                                           * token ending inside a UTF-8 character), not compared */
     /* free running: both sides generated greedily from the prompt */
     bool free_ok;
     int free_len;                         /* the longer output's length */
@@ -127,6 +145,7 @@ struct drift_run {
     drift_bucket *b;
     int n_b;
     drift_score_method method_b, method_c;
+    bool token_ids;               /* prompts went as token ids on both sides (else as text) */
     bool same_deployment;         /* candidate == baseline: the run is itself the noise floor */
     bool partial;
     const char *length_unit;

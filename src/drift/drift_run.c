@@ -30,6 +30,9 @@ typedef struct {
     char *url;                    /* completions or chat URL */
     drift_req_opts ro;
     drift_score_method method;
+    bool ids;                     /* takes token-id prompts and names its tokens by id */
+    char *native_url;             /* llama.cpp's /completion */
+    bool native;                  /* ... answers return_tokens: generations name every id */
 } side;
 
 typedef struct {
@@ -39,6 +42,7 @@ typedef struct {
     drift_run *run;
     side b, c;
     FILE *pos_out;                /* --save-positions, or NULL */
+    bool ids;                     /* both sides take token ids: prompts and continuations go as ids */
 } ctx;
 
 const char *drift_score_method_name(drift_score_method m) {
@@ -84,6 +88,40 @@ static long one(ctx *x, const side *s, char *body, drift_resp *resp, char *why, 
     return st;
 }
 
+/* Whether the side takes a prompt as token ids and names its tokens by id (llama.cpp, vLLM): then
+ * the candidate scores exactly the baseline's tokens and no text is re-tokenized (a BPE merge
+ * across the prompt/continuation boundary, or a token ending inside a UTF-8 character, would
+ * otherwise shift positions). The client tokenizer must count the probe prompt as the server does
+ * (server_count, from the text probe), else its ids are not the served model's. */
+static void probe_ids(ctx *x, side *s, const char *p, int64_t server_count) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (tokenizer_encode(x->o->tok, p, strlen(p), tokenizer_add_bos_default(x->o->tok), &ids, &n) < 0 || !n) { free(ids); return; }
+    if (server_count != (int64_t)n) {
+        warn(x->run, "the client tokenizer counts %zu tokens in a probe prompt where the %s counts %lld: is --tokenizer the "
+             "served model's? Prompts go as text", n, s->name, (long long)server_count);
+        free(ids);
+        return;
+    }
+    drift_resp r;
+    char why[400];
+    long st = one(x, s, drift_body_generate_ids(&s->ro, ids, n, 2), &r, why, sizeof why);
+    s->ids = st == 200 && r.have_logprobs && r.gen[0].tok.id >= 0 && r.gen[0].n_top > 0 && r.gen[0].top[0].id >= 0 &&
+             r.prompt_tokens == (int64_t)n;
+    drift_resp_free(&r);
+    if (s->ids && s->native_url) {
+        /* llama.cpp leaves out the logprobs entry of a token after which its text ends inside a UTF-8
+         * character, on every endpoint; its native /completion still names that token's id
+         * (return_tokens), so the baseline's continuation stays exact with the gap marked */
+        side ns = *s;
+        ns.url = s->native_url;
+        st = one(x, &ns, drift_body_native_ids(&s->ro, ids, n, 2), &r, why, sizeof why);
+        s->native = st == 200 && r.n_ids == 2 && r.have_logprobs && r.prompt_tokens == (int64_t)n && drift_resp_align_ids(&r) == 0;
+        drift_resp_free(&r);
+    }
+    free(ids);
+}
+
 /* Checks that the side answers greedy requests with logprobs and picks how it scores a text. */
 static int probe(ctx *x, side *s, char *err, size_t errlen) {
     const char *p = "The quick brown fox jumps over the lazy dog";
@@ -95,6 +133,7 @@ static int probe(ctx *x, side *s, char *err, size_t errlen) {
         return -1;
     }
     bool lp = r.have_logprobs && r.gen[0].n_top > 0;
+    int64_t server_count = r.prompt_tokens;
     drift_resp_free(&r);
     if (!lp) {
         snprintf(err, errlen, "the %s (%s) returned no logprobs: drift needs top-%d logprobs per token (vLLM: "
@@ -103,6 +142,7 @@ static int probe(ctx *x, side *s, char *err, size_t errlen) {
         return -1;
     }
     if (x->o->chat) { s->method = DRIFT_SCORE_STEPWISE; return 0; }
+    if (x->o->tok) probe_ids(x, s, p, server_count);
     if (x->o->score != DRIFT_SCORE_AUTO) { s->method = x->o->score; return 0; }
     st = one(x, s, drift_body_score(&s->ro, DRIFT_SCORE_ECHO, p), &r, why, sizeof why);
     int64_t gen = r.completion_tokens >= 0 ? r.completion_tokens : 1;
@@ -118,7 +158,16 @@ static int probe(ctx *x, side *s, char *err, size_t errlen) {
 
 /* ---- prompts and text windows ---- */
 
-typedef struct { char *text; int32_t len; } prompt_t;
+typedef struct { char *text; int32_t len; int32_t *ids; size_t n_ids; } prompt_t;
+
+/* The prompt's token ids as the server counts them (BOS when the model asks for one). */
+static int prompt_encode(const drift_opts *o, prompt_t *p) {
+    free(p->ids);
+    p->ids = NULL;
+    if (tokenizer_encode(o->tok, p->text, strlen(p->text), tokenizer_add_bos_default(o->tok), &p->ids, &p->n_ids) < 0) return -1;
+    p->len = (int32_t)p->n_ids;
+    return 0;
+}
 
 /* Random real-word prompts of exactly L units as the server counts them (BOS included). */
 static int random_prompts(const drift_opts *o, int bi, prompt_t *out, char *err, size_t errlen) {
@@ -290,6 +339,10 @@ static void tally_pos(drift_prompt *p, const drift_pos *b, const drift_tok *c_to
     }
 }
 
+/* A position of the baseline's continuation the server gave no logprobs for (drift_resp_align_ids):
+ * nothing to compare there, on any side (a step there generates the same token, without logprobs). */
+static bool unobservable(const drift_resp *bg, int i) { return bg->ids && bg->gen[i].n_top == 0 && isnan(bg->gen[i].tok.lp); }
+
 /* Teacher-forced: the baseline's continuation bg (G tokens) against one scoring response (echo,
  * prompt_logprobs) or G stepwise responses. */
 static void tally_forced(drift_prompt *p, const drift_resp *bg, int G, drift_score_method m, const drift_resp *sc,
@@ -300,6 +353,7 @@ static void tally_forced(drift_prompt *p, const drift_resp *bg, int G, drift_sco
         if (n < (size_t)G) { why_set(p->why, sizeof p->why, "the %s scoring returned %ld positions", drift_score_method_name(m), (long)n); return; }
         for (int i = 0; i < G; i++) {
             const drift_pos *c = &pos[n - (size_t)G + (size_t)i];
+            if (unobservable(bg, i)) continue;
             if (!drift_tok_same(&c->tok, &bg->gen[i].tok)) {
                 why_set(p->why, sizeof p->why, "misaligned: split differently (%s, position %ld)",
                         drift_score_method_name(m), i);
@@ -309,10 +363,12 @@ static void tally_forced(drift_prompt *p, const drift_resp *bg, int G, drift_sco
         lg->ctx0 = (int64_t)(n - (size_t)G);
         for (int i = 0; i < G; i++) {
             const drift_pos *c = &pos[n - (size_t)G + (size_t)i];
+            if (unobservable(bg, i)) { p->unobservable++; continue; }
             tally_pos(p, &bg->gen[i], c->top, c->n_top, c->tok.lp, c->rank, lg, i);
         }
     } else {
         for (int i = 0; i < G; i++) {
+            if (unobservable(bg, i)) continue;
             if (!steps[i].n_gen) { why_set(p->why, sizeof p->why, "a stepwise request (%s %ld) gave no logprobs", "position", i); return; }
             if (steps[i].prompt_tokens >= 0 && steps[0].prompt_tokens >= 0 && steps[i].prompt_tokens - steps[0].prompt_tokens != i) {
                 why_set(p->why, sizeof p->why, "misaligned: split differently (%s, position %ld)", "stepwise", i);
@@ -321,6 +377,7 @@ static void tally_forced(drift_prompt *p, const drift_resp *bg, int G, drift_sco
         }
         lg->ctx0 = bg->prompt_tokens;
         for (int i = 0; i < G; i++) {
+            if (unobservable(bg, i)) { p->unobservable++; continue; }
             const drift_pos *c = &steps[i].gen[0];
             tally_pos(p, &bg->gen[i], c->top, c->n_top, NAN, 0, lg, i);
         }
@@ -400,6 +457,30 @@ static int push(drift_http_req **rq, tag **tg, size_t *n, size_t *cap, const sid
     return 0;
 }
 
+static char *gen_body(const ctx *x, const side *s, const prompt_t *p, int G) {
+    if (x->ids && s->native) return drift_body_native_ids(&s->ro, p->ids, p->n_ids, G);
+    return x->ids ? drift_body_generate_ids(&s->ro, p->ids, p->n_ids, G) : drift_body_generate(&s->ro, p->text, G);
+}
+
+static const char *gen_url(const ctx *x, const side *s) { return x->ids && s->native ? s->native_url : s->url; }
+
+/* Token-id mode: the prompt's ids and the baseline's G generated ids, or NULL (why says) when the
+ * baseline did not name a token by id. */
+static int32_t *forced_ids(const prompt_t *p, const drift_resp *bg, int G, char *why, size_t wl) {
+    int32_t *f = malloc((p->n_ids + (size_t)G) * sizeof *f);
+    if (!f) { snprintf(why, wl, "out of memory"); return NULL; }
+    memcpy(f, p->ids, p->n_ids * sizeof *f);
+    for (int i = 0; i < G; i++) {
+        if (bg->gen[i].tok.id < 0 || bg->gen[i].tok.id > INT32_MAX) {
+            snprintf(why, wl, "the baseline named no token id at position %d", i);
+            free(f);
+            return NULL;
+        }
+        f[p->n_ids + (size_t)i] = (int32_t)bg->gen[i].tok.id;
+    }
+    return f;
+}
+
 static int run_bucket(ctx *x, drift_bucket *bk, prompt_t *pr, size_t np, const ref_text *text) {
     const drift_opts *o = x->o;
     int G = o->gen_tokens;
@@ -415,31 +496,47 @@ static int run_bucket(ctx *x, drift_bucket *bk, prompt_t *pr, size_t np, const r
     drift_resp *out = NULL;
     bool *okr = NULL;
     char **conts = calloc(np ? np : 1, sizeof *conts);
+    int32_t **fids = calloc(np ? np : 1, sizeof *fids);
     bool *okb = calloc(np ? np : 1, sizeof *okb), *spelled = calloc(np ? np : 1, sizeof *spelled);
-    if (!A || !bg || !cg || !bg2 || !conts || !okb || !spelled) { rc = -1; goto done; }
+    if (!A || !bg || !cg || !bg2 || !conts || !fids || !okb || !spelled) { rc = -1; goto done; }
     for (size_t j = 0; j < np; j++) {
-        A[j] = (drift_http_req){ .url = x->b.url, .body = drift_body_generate(&x->b.ro, pr[j].text, G) };
-        A[np + j] = (drift_http_req){ .url = x->c.url, .body = drift_body_generate(&x->c.ro, pr[j].text, G) };
-        if (fl) A[2 * np + j] = (drift_http_req){ .url = x->b.url, .body = drift_body_generate(&x->b.ro, pr[j].text, G) };
+        A[j] = (drift_http_req){ .url = gen_url(x, &x->b), .body = gen_body(x, &x->b, &pr[j], G) };
+        A[np + j] = (drift_http_req){ .url = gen_url(x, &x->c), .body = gen_body(x, &x->c, &pr[j], G) };
+        if (fl) A[2 * np + j] = (drift_http_req){ .url = gen_url(x, &x->b), .body = gen_body(x, &x->b, &pr[j], G) };
     }
     if (drift_http_run(A, nA, &x->h, x->stop) < 0) { rc = 1; goto done; }
     for (size_t j = 0; j < np; j++) {
         drift_prompt *pc = &bk->cand[j], *pf = fl ? &bk->floor[j] : NULL;
         okb[j] = take(x, &A[j], &bg[j], pc->why, sizeof pc->why);
+        if (okb[j] && drift_resp_align_ids(&bg[j]) < 0) {
+            snprintf(pc->why, sizeof pc->why, "the baseline's logprobs entries do not follow its generated ids");
+            okb[j] = false;
+        }
         if (okb[j] && (int)bg[j].n_gen < G) {
-            snprintf(pc->why, sizeof pc->why, "the baseline generated %zu of %d tokens with logprobs (EOS? ignore_eos not honoured?)", bg[j].n_gen, G);
+            /* llama.cpp adds no logprobs entry for a token after which its text ends inside a UTF-8
+             * character: the usage says G tokens, the list has fewer, and the ids after the gap
+             * would sit one position early, so the prompt cannot be scored */
+            if (bg[j].completion_tokens >= G)
+                snprintf(pc->why, sizeof pc->why, "logprobs for %d of %d tokens: one ends inside a UTF-8 character?",
+                         (int)bg[j].n_gen, (int)(bg[j].completion_tokens < INT32_MAX ? bg[j].completion_tokens : INT32_MAX));
+            else
+                snprintf(pc->why, sizeof pc->why, "the baseline generated %zu of %d tokens with logprobs (EOS? ignore_eos not honoured?)", bg[j].n_gen, G);
             okb[j] = false;
         }
         if (pf && !okb[j]) snprintf(pf->why, sizeof pf->why, "%s", pc->why);
         char w2[96] = "";
-        if (take(x, &A[np + j], &cg[j], w2, sizeof w2) && okb[j]) tally_free(pc, &bg[j], &cg[j]);
-        if (fl && take(x, &A[2 * np + j], &bg2[j], w2, sizeof w2) && okb[j]) tally_free(pf, &bg[j], &bg2[j]);
+        if (take(x, &A[np + j], &cg[j], w2, sizeof w2) && drift_resp_align_ids(&cg[j]) == 0 && okb[j]) tally_free(pc, &bg[j], &cg[j]);
+        if (fl && take(x, &A[2 * np + j], &bg2[j], w2, sizeof w2) && drift_resp_align_ids(&bg2[j]) == 0 && okb[j]) tally_free(pf, &bg[j], &bg2[j]);
+        if (okb[j] && x->ids && !(fids[j] = forced_ids(&pr[j], &bg[j], G, pc->why, sizeof pc->why))) {
+            okb[j] = false;
+            if (pf) snprintf(pf->why, sizeof pf->why, "%s", pc->why);
+        }
         if (okb[j] && !(conts[j] = continuation(&bg[j], G))) okb[j] = false;
         /* The token strings may not spell the text: vLLM writes a token that ends inside a UTF-8
          * character as a replacement. Echo and prompt_logprobs then score the server's own text
          * (their alignment check compares token strings the same server wrote); stepwise needs
          * the token boundaries, so such a prompt cannot be scored stepwise. */
-        spelled[j] = okb[j] && (!bg[j].text || bg[j].n_gen != (size_t)G || !strcmp(conts[j], bg[j].text));
+        spelled[j] = okb[j] && (x->ids || !bg[j].text || bg[j].n_gen != (size_t)G || !strcmp(conts[j], bg[j].text));
         if (okb[j] && !spelled[j]) {
             free(conts[j]);
             if (!(conts[j] = strdup(bg[j].text))) okb[j] = false;
@@ -458,6 +555,18 @@ static int run_bucket(ctx *x, drift_bucket *bk, prompt_t *pr, size_t np, const r
             if (s->method == DRIFT_SCORE_STEPWISE && !spelled[j]) {
                 drift_prompt *p = kind == T_CAND ? &bk->cand[j] : &bk->floor[j];
                 snprintf(p->why, sizeof p->why, "the baseline's token strings do not spell its text (a token inside a UTF-8 character?)");
+                continue;
+            }
+            if (x->ids) {
+                /* the prompt's ids and the baseline's: one scoring request, or one per position */
+                bool sw = s->method == DRIFT_SCORE_STEPWISE;
+                for (int i = sw ? 0 : G; i <= (sw ? G - 1 : G); i++) {
+                    tag t = { .prompt = (int)j, .step = s->method == DRIFT_SCORE_STEPWISE ? i : -1, .kind = kind };
+                    if (push(&B, &tg, &nB, &capB, s, drift_body_score_ids(&s->ro, s->method, fids[j], pr[j].n_ids + (size_t)i), t) < 0) {
+                        rc = -1;
+                        goto done;
+                    }
+                }
                 continue;
             }
             if (s->method != DRIFT_SCORE_STEPWISE) {
@@ -547,8 +656,9 @@ done:
         if (cg) drift_resp_free(&cg[j]);
         if (bg2) drift_resp_free(&bg2[j]);
         if (conts) free(conts[j]);
+        if (fids) free(fids[j]);
     }
-    free(A); free(B); free(tg); free(out); free(okr); free(bg); free(cg); free(bg2); free(conts); free(okb); free(spelled);
+    free(A); free(B); free(tg); free(out); free(okr); free(bg); free(cg); free(bg2); free(conts); free(fids); free(okb); free(spelled);
     return rc;
 }
 
@@ -573,6 +683,7 @@ static int side_init(side *s, const char *name, const char *base, const char *mo
     s->name = name;
     s->base_url = base;
     s->url = client_url(base, o->chat ? "/v1/chat/completions" : "/v1/completions");
+    s->native_url = o->chat ? NULL : client_url(base, "/completion");
     s->ro = (drift_req_opts){ .chat = o->chat, .model = model, .top_k = o->top_k, .ignore_eos = true };
     return s->url ? 0 : -1;
 }
@@ -602,8 +713,9 @@ int drift_run_all(const drift_opts *o, drift_run **out, volatile sig_atomic_t *s
         goto out;
     }
     if (probe(&x, &x.b, err, errlen) < 0) goto out;
-    if (r->same_deployment) x.c.method = x.b.method;
+    if (r->same_deployment) { x.c.method = x.b.method; x.c.ids = x.b.ids; x.c.native = x.b.native; }
     else if (probe(&x, &x.c, err, errlen) < 0) goto out;
+    x.ids = r->token_ids = x.b.ids && x.c.ids;
     r->method_b = x.b.method;
     r->method_c = x.c.method;
     if (ref_text_load(o, &text, err, errlen) < 0) goto out;
@@ -627,6 +739,9 @@ int drift_run_all(const drift_opts *o, drift_run **out, volatile sig_atomic_t *s
             counts[i] = o->prompts;
         }
     }
+    for (int i = 0; x.ids && i < o->n_contexts; i++)
+        for (int j = 0; j < counts[i]; j++)
+            if (prompt_encode(o, &pb[i][j]) < 0) { snprintf(err, errlen, "the tokenizer could not encode a prompt"); goto out; }
     r->b = calloc(o->n_contexts > 0 ? (size_t)o->n_contexts : 1, sizeof *r->b);
     if (!r->b) { snprintf(err, errlen, "out of memory"); goto out; }
     rc = 0;
@@ -658,9 +773,11 @@ int drift_run_all(const drift_opts *o, drift_run **out, volatile sig_atomic_t *s
 out:
     free(x.b.url);
     free(x.c.url);
+    free(x.b.native_url);
+    free(x.c.native_url);
     if (x.pos_out && fclose(x.pos_out) != 0 && rc >= 0 && r && r->warnings) warn(r, "writing --save-positions %s failed: %s", o->positions_path, strerror(errno));
     for (int i = 0; pb && i < o->n_contexts; i++) {
-        for (int j = 0; pb[i] && j < o->prompts; j++) free(pb[i][j].text);
+        for (int j = 0; pb[i] && j < o->prompts; j++) { free(pb[i][j].text); free(pb[i][j].ids); }
         free(pb[i]);
     }
     free(pb);

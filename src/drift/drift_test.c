@@ -100,6 +100,66 @@ TEST(drift_wire_legacy_echo_and_prompt_logprobs) {
     drift_resp_free(&r);
 }
 
+/* Token-id bodies: the ids as given (no BOS added: llama.cpp adds none to an id prompt, so the
+ * caller's ids carry it), greedy with top-k logprobs; a stepwise position is one generated token. */
+TEST(drift_wire_token_id_bodies) {
+    drift_req_opts o = { .model = "m", .top_k = 3, .ignore_eos = true };
+    const int32_t ids[] = { 100000, 549, 3399, 12699 };
+    char *g = drift_body_generate_ids(&o, ids, 4, 16), *st = drift_body_score_ids(&o, DRIFT_SCORE_STEPWISE, ids, 3);
+    char *e = drift_body_score_ids(&o, DRIFT_SCORE_ECHO, ids, 4);
+    json_t *jg = g ? json_loads(g, 0, NULL) : NULL, *js = st ? json_loads(st, 0, NULL) : NULL, *je = e ? json_loads(e, 0, NULL) : NULL;
+    CHECK(jg && js && je);
+    if (jg && js && je) {
+        const json_t *p = json_object_get(jg, "prompt");
+        CHECK_EQ_INT(json_array_size(p), 4);
+        for (size_t i = 0; i < 4; i++) CHECK_EQ_INT(json_integer_value(json_array_get(p, i)), ids[i]);
+        CHECK_EQ_INT(json_integer_value(json_object_get(jg, "max_tokens")), 16);
+        CHECK_EQ_INT(json_integer_value(json_object_get(jg, "logprobs")), 3);
+        CHECK_NEAR(json_number_value(json_object_get(jg, "temperature")), 0, 0);
+        CHECK(json_is_true(json_object_get(jg, "ignore_eos")));
+        CHECK_EQ_INT(json_array_size(json_object_get(js, "prompt")), 3);
+        CHECK_EQ_INT(json_integer_value(json_object_get(js, "max_tokens")), 1);
+        CHECK(!json_object_get(js, "echo"));
+        CHECK(json_is_true(json_object_get(je, "echo")));
+        CHECK_EQ_INT(json_array_size(json_object_get(je, "prompt")), 4);
+    }
+    json_decref(jg); json_decref(js); json_decref(je);
+    free(g); free(st); free(e);
+}
+
+/* llama.cpp's native /completion with return_tokens: the entry of a token after which the text ends
+ * inside a UTF-8 character is missing (its bytes ride on the next entry); alignment puts every entry
+ * at its id's position and marks the gap, so later positions stay where they are. */
+TEST(drift_wire_native_ids_align_a_gap) {
+    const char *body = "{\"content\":\"x\",\"tokens\":[10,233,11],\"tokens_evaluated\":5,\"tokens_predicted\":3,"
+        "\"completion_probabilities\":[{\"id\":10,\"token\":\"a\",\"bytes\":[97],\"logprob\":-1.0,\"top_logprobs\":[{\"id\":10,\"token\":\"a\",\"bytes\":[97],\"logprob\":-1.0}]},"
+        "{\"id\":11,\"token\":\"b\",\"bytes\":[233,134,98],\"logprob\":-2.0,\"top_logprobs\":[{\"id\":11,\"token\":\"b\",\"bytes\":[98],\"logprob\":-2.0}]}]}";
+    drift_resp r;
+    char err[200];
+    CHECK_EQ_INT(drift_resp_parse(body, strlen(body), &r, err, sizeof err), 0);
+    CHECK_EQ_INT(r.n_ids, 3);
+    CHECK_EQ_INT(r.n_gen, 2);
+    CHECK_EQ_INT(r.prompt_tokens, 5);
+    CHECK_EQ_INT(r.completion_tokens, 3);
+    CHECK_EQ_INT(drift_resp_align_ids(&r), 0);
+    CHECK_EQ_INT(r.n_gen, 3);
+    if (r.n_gen == 3) {
+        CHECK_EQ_INT(r.gen[0].tok.id, 10);
+        CHECK_EQ_INT(r.gen[1].tok.id, 233);
+        CHECK_EQ_INT(r.gen[1].n_top, 0);
+        CHECK(isnan(r.gen[1].tok.lp));
+        CHECK_EQ_INT(r.gen[2].tok.id, 11);
+        CHECK_NEAR(r.gen[2].tok.lp, -2.0, 0);
+    }
+    drift_resp_free(&r);
+    /* an entry that is no generated id: not this shape, left as it was */
+    const char *odd = "{\"tokens\":[10],\"completion_probabilities\":[{\"id\":12,\"token\":\"c\",\"logprob\":-1.0,\"top_logprobs\":[]}]}";
+    CHECK_EQ_INT(drift_resp_parse(odd, strlen(odd), &r, err, sizeof err), 0);
+    CHECK_EQ_INT(drift_resp_align_ids(&r), -1);
+    CHECK_EQ_INT(r.n_gen, 1);
+    drift_resp_free(&r);
+}
+
 static drift_tok tk(const char *s, double lp) { return (drift_tok){ (char *)s, strlen(s), -1, lp }; }
 
 TEST(drift_compare_position) {

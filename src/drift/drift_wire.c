@@ -159,6 +159,23 @@ int drift_resp_parse(const char *body, size_t len, drift_resp *r, char *err, siz
         goto out;
     }
     const json_t *c0 = json_array_get(json_object_get(root, "choices"), 0);
+    const json_t *native_ids = json_object_get(root, "tokens");
+    if (!json_is_object(c0) && json_is_array(native_ids)) {
+        /* llama.cpp's native /completion: completion_probabilities, tokens, tokens_evaluated/predicted */
+        const json_t *cp = json_object_get(root, "completion_probabilities");
+        if (json_is_array(cp) && parse_content(cp, r) < 0) { snprintf(err, errlen, "out of memory"); goto out; }
+        r->have_logprobs = r->n_gen > 0;
+        size_t n = json_array_size(native_ids);
+        r->ids = n ? calloc(n, sizeof *r->ids) : NULL;
+        if (n && !r->ids) { snprintf(err, errlen, "out of memory"); goto out; }
+        for (size_t i = 0; i < n; i++) r->ids[r->n_ids++] = json_integer_value(json_array_get(native_ids, i));
+        const json_t *content = json_object_get(root, "content");
+        if (json_is_string(content)) { r->text = strndup(json_string_value(content), json_string_length(content)); r->text_len = json_string_length(content); }
+        if (json_is_integer(json_object_get(root, "tokens_evaluated"))) r->prompt_tokens = json_integer_value(json_object_get(root, "tokens_evaluated"));
+        if (json_is_integer(json_object_get(root, "tokens_predicted"))) r->completion_tokens = json_integer_value(json_object_get(root, "tokens_predicted"));
+        rc = 0;
+        goto out;
+    }
     if (!json_is_object(c0)) { snprintf(err, errlen, "the response has no choices"); goto out; }
     const json_t *text = json_object_get(c0, "text");
     if (!json_is_string(text)) text = json_object_get(json_object_get(c0, "message"), "content");
@@ -198,6 +215,7 @@ static void pos_free(drift_pos *p, size_t n) {
 }
 
 void drift_resp_free(drift_resp *r) {
+    free(r->ids);
     pos_free(r->gen, r->n_gen);
     pos_free(r->prompt, r->n_prompt);
     free(r->text);
@@ -211,7 +229,8 @@ bool drift_tok_same(const drift_tok *a, const drift_tok *b) {
 
 /* ---- request bodies ---- */
 
-static json_t *base_body(const drift_req_opts *o, const char *prompt, const char *assistant_prefix, int max_tokens) {
+/* prompt_ids: the completions prompt as a JSON array of token ids (stolen), or NULL for the text. */
+static json_t *base_body_p(const drift_req_opts *o, const char *prompt, json_t *prompt_ids, const char *assistant_prefix, int max_tokens) {
     json_t *b = json_object();
     if (o->model) json_object_set_new(b, "model", json_string(o->model));
     if (o->chat) {
@@ -226,13 +245,23 @@ static json_t *base_body(const drift_req_opts *o, const char *prompt, const char
         json_object_set_new(b, "logprobs", json_true());
         json_object_set_new(b, "top_logprobs", json_integer(o->top_k));
     } else {
-        json_object_set_new(b, "prompt", json_string(prompt));
+        json_object_set_new(b, "prompt", prompt_ids ? prompt_ids : json_string(prompt));
         json_object_set_new(b, "logprobs", json_integer(o->top_k));
     }
     json_object_set_new(b, "max_tokens", json_integer(max_tokens));
     json_object_set_new(b, "temperature", json_real(0));
     if (o->ignore_eos) json_object_set_new(b, "ignore_eos", json_true());
     return b;
+}
+
+static json_t *base_body(const drift_req_opts *o, const char *prompt, const char *assistant_prefix, int max_tokens) {
+    return base_body_p(o, prompt, NULL, assistant_prefix, max_tokens);
+}
+
+static json_t *ids_json(const int32_t *ids, size_t n) {
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_integer(ids[i]));
+    return a;
 }
 
 static char *dump(json_t *b) {
@@ -262,4 +291,57 @@ char *drift_body_step(const drift_req_opts *o, const char *prompt, const char *c
     char *s = dump(base_body(o, full, NULL, 1));
     free(full);
     return s;
+}
+
+/* Token-id prompts: nothing is re-tokenized, so position i of every side is the same token. */
+char *drift_body_generate_ids(const drift_req_opts *o, const int32_t *ids, size_t n, int max_tokens) {
+    return dump(base_body_p(o, NULL, ids_json(ids, n), NULL, max_tokens));
+}
+
+char *drift_body_score_ids(const drift_req_opts *o, drift_score_method m, const int32_t *ids, size_t n) {
+    if (m == DRIFT_SCORE_STEPWISE) return drift_body_generate_ids(o, ids, n, 1);
+    json_t *b = base_body_p(o, NULL, ids_json(ids, n), NULL, 1);
+    if (m == DRIFT_SCORE_ECHO) json_object_set_new(b, "echo", json_true());
+    if (m == DRIFT_SCORE_PROMPT_LOGPROBS) json_object_set_new(b, "prompt_logprobs", json_integer(o->top_k));
+    return dump(b);
+}
+
+char *drift_body_native_ids(const drift_req_opts *o, const int32_t *ids, size_t n, int max_tokens) {
+    json_t *b = json_object();
+    json_object_set_new(b, "prompt", ids_json(ids, n));
+    json_object_set_new(b, "n_predict", json_integer(max_tokens));
+    json_object_set_new(b, "n_probs", json_integer(o->top_k));
+    json_object_set_new(b, "temperature", json_real(0));
+    json_object_set_new(b, "return_tokens", json_true());
+    if (o->ignore_eos) json_object_set_new(b, "ignore_eos", json_true());
+    return dump(b);
+}
+
+int drift_resp_align_ids(drift_resp *r) {
+    if (!r->ids) return 0;
+    /* the entries must be a subsequence of the ids (matched in order), else the shape is not this */
+    size_t e = 0;
+    for (size_t p = 0; p < r->n_ids; p++)
+        if (e < r->n_gen && r->gen[e].tok.id == r->ids[p]) e++;
+    if (e < r->n_gen) return -1;
+    drift_pos *g = calloc(r->n_ids ? r->n_ids : 1, sizeof *g);
+    bool *filler = calloc(r->n_ids ? r->n_ids : 1, sizeof *filler);
+    if (!g || !filler) { free(g); free(filler); return -1; }
+    e = 0;
+    for (size_t p = 0; p < r->n_ids; p++) {
+        if (e < r->n_gen && r->gen[e].tok.id == r->ids[p]) { g[p] = r->gen[e++]; continue; }
+        /* no entry for this token: its id, no text, no top list */
+        if (tok_set(&g[p].tok, "", 0, r->ids[p], NAN) < 0) {
+            for (size_t q = 0; q < p; q++) if (filler[q]) free(g[q].tok.text);
+            free(g);
+            free(filler);
+            return -1;   /* out of memory: the originals are untouched (entries were copied, not moved) */
+        }
+        filler[p] = true;
+    }
+    free(filler);
+    free(r->gen);
+    r->gen = g;
+    r->n_gen = r->n_ids;
+    return 0;
 }

@@ -3,6 +3,7 @@
  * vocabulary's single-token words for building prompts of exact token length. */
 #include "tokenizer/tok_internal.h"
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,13 +12,22 @@
 
 static int put(char **b, size_t *l, size_t *c, const char *s) { return tok_buf_append(b, l, c, s, strlen(s)); }
 
+/* A template piece whose Jinja string literal holds a blank line, written either as the escape
+ * '\n\n' (tokenizer_config.json) or as two raw newlines (some GGUF writers): Jinja reads both alike. */
+static bool has_nl_piece(const char *tm, const char *before, const char *after) {
+    char a[160], b[160];
+    snprintf(a, sizeof a, "%s'\\n\\n'%s", before, after);
+    snprintf(b, sizeof b, "%s'\n\n'%s", before, after);
+    return strstr(tm, a) || strstr(tm, b);
+}
+
 void tok_chat_detect(tokenizer *t) {
     const char *tm = t->chat_template;
     if (!tm) return;
     /* DeepSeek-LLM / V2 / Coder-V2 chat: "User: ...\n\n", "Assistant: ...<eos>", system text first-come. */
-    if (strstr(tm, "'User: ' + message['content'] + '\\n\\n'") &&
+    if (has_nl_piece(tm, "'User: ' + message['content'] + ", "") &&
         strstr(tm, "'Assistant: ' + message['content'] + eos_token") && strstr(tm, "{{ 'Assistant:' }}") &&
-        strstr(tm, "{{ message['content'] + '\\n\\n' }}")) {
+        has_nl_piece(tm, "{{ message['content'] + ", " }}")) {
         t->chat = TOK_CHAT_DEEPSEEK2;
         return;
     }
