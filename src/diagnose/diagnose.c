@@ -299,7 +299,7 @@ static json_t *roofline_json(const diag_in *in) {
 }
 
 static const char *const problems[] = { "errors", "client_bound", "queueing", "kv_capacity", "prefill_interference",
-    "host_pcie", "communication", "throttling", "cross_numa", "prefill_compute", "tenants", "prefix_cache", "kv_share", NULL };
+    "host_pcie", "communication", "throttling", "cross_numa", "prefill_compute", "prefill", "deployment", "tenants", "prefix_cache", "kv_share", NULL };
 
 static void add_healthy(diag_in *in, json_t *list) {
     size_t i;
@@ -338,6 +338,21 @@ static json_t *inputs_json(const diag_in *in) {
         "deployment_from", in->dep.arch_s.known ? in->dep.arch_s.src : "nothing: give --model or --model-config", "tp", in->dep.tp);
 }
 
+/* The run's warnings are evidence: an overloaded server's latencies describe no steady state, a
+ * lagging client's rate is not the server's, a p99 of few requests is their maximum. */
+static void warnings_as_evidence(json_t *list, const json_t *warnings) {
+    size_t i, k;
+    json_t *f, *w;
+    json_array_foreach(list, i, f) {
+        if (!strcmp(json_string_value(json_object_get(f, "class")), "healthy") && json_array_size(warnings))
+            json_object_set_new(f, "confidence", json_real(0.3));   /* no verdict of health on a run that warned */
+        /* few samples qualify the request percentiles: they stay in "warnings", beside the findings */
+        json_array_foreach(warnings, k, w)
+            if (strcmp(json_string_value(json_object_get(w, "kind")), "few_samples"))
+                diag_ev(f, NAN, NULL, "results.warnings", "%s", json_string_value(json_object_get(w, "message")));
+    }
+}
+
 static void flags_of(const diagnose_opts *o, deploy_flags *f) {
     memset(f, 0, sizeof *f);
     f->model = o->model;
@@ -369,18 +384,23 @@ json_t *diag_results(const json_t *doc, const diagnose_opts *o, double level, ch
     if (deploy_resolve(doc, &fl, &in.dep, err, errlen) < 0) return NULL;
     in.config = json_array();
     diag_roofline(&in);
+    diag_admission(&in);
     json_t *list = json_array(), *checked = json_array();
     diag_rules(&in, list, checked);
     add_healthy(&in, list);
+    json_t *warnings = diag_warnings(doc, level);
+    warnings_as_evidence(list, warnings);
     if (isfinite(level)) {
         size_t i;
         json_t *f;
         json_array_foreach(list, i, f) json_object_set_new(f, "level", json_real(level));
         json_array_foreach(in.config, i, f) json_object_set_new(f, "level", json_real(level));
     }
-    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "findings", diag_rank(list), "configuration", in.config,
+    json_t *ranked = diag_rank(list);
+    diag_one_story(ranked);
+    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "findings", ranked, "configuration", in.config,
                      "roofline", roofline_json(&in), "deployment", deploy_to_json(&in.dep), "checked", checked,
-                     "inputs", inputs_json(&in));
+                     "inputs", inputs_json(&in), "time", diag_time(&in), "warnings", warnings);
 }
 
 json_t *diagnose_run(const json_t *doc, const diagnose_opts *o, char *err, size_t errlen) {
@@ -428,6 +448,30 @@ static void print_finding(FILE *f, const json_t *x, const char *lead) {
     }
 }
 
+static void print_parts(FILE *f, const json_t *parts) {
+    size_t i;
+    json_t *p;
+    json_array_foreach(parts, i, p) {
+        const char *bound = json_string_value(json_object_get(p, "bound"));
+        fprintf(f, "    %-58s %9.3f ms %5.1f%%%s%s\n", json_string_value(json_object_get(p, "part")), diag_num(p, "ms"),
+                100 * diag_num(p, "share"), bound ? "  bound: " : "", bound ? bound : "");
+    }
+}
+
+/* Where the time went: a request's mean time and one decode step, each part with its share. */
+static void print_time(FILE *f, const json_t *t) {
+    if (!json_is_object(t)) return;
+    const json_t *lv = json_object_get(t, "level");
+    char at[48] = "";
+    if (json_is_number(lv)) snprintf(at, sizeof at, " at load %g", json_number_value(lv));
+    fprintf(f, "Time%s: a request takes %.1f ms on average\n", at, diag_num(t, "request_ms"));
+    print_parts(f, json_object_get(t, "request"));
+    if (json_object_get(t, "decode_step")) {
+        fprintf(f, "  a decode step takes %.3f ms:\n", diag_num(t, "decode_step_ms"));
+        print_parts(f, json_object_get(t, "decode_step"));
+    }
+}
+
 void diagnose_print(FILE *f, const json_t *dg) {
     const json_t *cfg = json_object_get(dg, "configuration"), *list = json_object_get(dg, "findings");
     size_t i;
@@ -442,6 +486,16 @@ void diagnose_print(FILE *f, const json_t *dg) {
         snprintf(lead, sizeof lead, "%zu. ", i + 1);
         print_finding(f, x, lead);
     }
+    const json_t *ws = json_object_get(dg, "warnings");
+    if (json_array_size(ws)) {
+        fprintf(f, "Warnings from the run:\n");
+        json_array_foreach(ws, i, x) {
+            const json_t *lv = json_object_get(x, "level");
+            if (json_is_number(lv)) fprintf(f, "  ! [load %g] %s\n", json_number_value(lv), json_string_value(json_object_get(x, "message")));
+            else fprintf(f, "  ! %s\n", json_string_value(json_object_get(x, "message")));
+        }
+    }
+    print_time(f, json_object_get(dg, "time"));
     const json_t *r = json_object_get(dg, "roofline");
     if (json_is_object(r) && json_is_true(json_object_get(r, "valid")))
         fprintf(f, "Roofline: decode %.0f tok/s of %.0f tok/s bound (%.1f%%) for %s on %s, batch %.1f, context %.0f\n",

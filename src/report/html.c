@@ -409,6 +409,21 @@ static void findings(rbuf *b, const rep_model *m, const report_opts *o) {
         json_t *f;
         json_array_foreach(list, i, f) finding(b, m, f, i + 1);
     }
+    /* the run's own warnings are evidence: overload, a lagging client, a p99 of few requests */
+    const json_t *warns = json_object_get(o->diagnosis, "warnings");
+    if (json_array_size(warns)) {
+        rb_puts(b, "<h3>Warnings from the run</h3><ul class=\"warnings\">");
+        size_t i;
+        json_t *w;
+        json_array_foreach(warns, i, w) {
+            rb_puts(b, "<li>");
+            double wl = rep_num(w, "level");
+            if (isfinite(wl)) { char ll[48]; rep_load_label(m, wl, ll, sizeof ll); rb_puts(b, "["); rb_esc(b, ll); rb_puts(b, "] "); }
+            rb_esc(b, json_string_value(json_object_get(w, "message")));
+            rb_puts(b, "</li>");
+        }
+        rb_puts(b, "</ul>");
+    }
     /* a rate beyond physics: the assumed deployment is wrong, which is no bottleneck */
     const json_t *cfg = json_object_get(o->diagnosis, "configuration");
     if (json_array_size(cfg)) {
