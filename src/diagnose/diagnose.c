@@ -223,6 +223,16 @@ void diag_setting(const diag_in *in, json_t *f, const char *knob, const char *cu
     if (already(knob, cur, sug)) return;
     char *e;
     double num = strtod(sug, &e);
+    /* more sequence slots than requests were ever in flight buy nothing: never beyond the run */
+    char capped[32];
+    if (!strcmp(knob, "max_num_seqs") && cur && !*e && in->offered_peak >= 1 && num > atof(cur)) {
+        if (in->offered_peak <= atof(cur)) return;
+        if (num > in->offered_peak) {
+            snprintf(capped, sizeof capped, "%.0f", in->offered_peak);
+            sug = capped;
+            num = in->offered_peak;
+        }
+    }
     if (!*e && num <= 0) return;                 /* nothing below one GPU, one sequence, one token */
     const deploy_src *s = setting_src(&in->dep, knob);
     bool assumed = cur && s && s->assumed;

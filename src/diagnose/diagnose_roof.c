@@ -281,7 +281,7 @@ static void rule_engine_overhead(diag_in *in, json_t *L, json_t *C) {
     if (!roof && !pipes && !idle && !sim) return;
     json_t *f;
     if (roof) {
-        f = diag_finding(L, "engine_overhead", pipes ? 0.85 : 0.7, "the engine's per-step overhead, not the GPU, limits "
+        f = diag_finding(L, "engine_overhead", pipes ? 0.85 : 0.7, "the engine's own work per step, not the GPU, limits "
                          "decode: %.1f%% of the HBM roofline at batch %.0f", 100 * in->roof_eff, in->roof_batch);
         diag_cost(f, 1 - in->roof_eff, "of decode throughput vs the HBM roofline at this batch");
         diag_ev(f, 100 * in->roof_eff, "%", "batch / results.mean_tpot_ms vs roofline (cost model)", "decode %.0f tok/s at "

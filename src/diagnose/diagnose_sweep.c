@@ -193,6 +193,31 @@ static json_t *overhead_everywhere(const level_facts *F, size_t n, const json_t 
     return f;
 }
 
+/* What limits the deployment at its capacity comes first: with a knee, a finding that fired only
+ * at loads below it (a small batch's cost per token, say) describes a regime the deployment leaves
+ * as load grows, so it ranks after those that hold at the knee or above, and says so. */
+static json_t *at_the_knee_first(json_t *ranked, double knee_load) {
+    if (!isfinite(knee_load)) return ranked;
+    json_t *at = json_array(), *below = json_array();
+    size_t i, k;
+    json_t *f, *l;
+    json_array_foreach(ranked, i, f) {
+        bool holds = json_array_size(json_object_get(f, "levels")) == 0;
+        json_array_foreach(json_object_get(f, "levels"), k, l) holds |= json_number_value(l) >= knee_load;
+        if (!holds) {
+            char t[600];
+            snprintf(t, sizeof t, "%s (below the knee only)", json_string_value(json_object_get(f, "title")));
+            json_object_set_new(f, "title", json_string(t));
+            json_object_set_new(f, "below_knee", json_true());
+        }
+        json_array_append(holds ? at : below, f);
+    }
+    json_array_extend(at, below);
+    json_decref(below);
+    json_decref(ranked);
+    return at;
+}
+
 /* The fixed per-step cost the sweep measured (how step time grows with the batch) goes into the
  * reference level's step accounting, and what it explains leaves "unexplained". */
 static void add_fixed_cost(json_t *tm, double fixed_ms, double per_seq_ms, double batch) {
@@ -313,6 +338,13 @@ json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t 
     json_t *scaling = scaling_json(F, n);
     double fixed_ms = NAN, per_seq_ms = NAN;
     json_t *all = n >= 2 ? overhead_everywhere(F, n, overhead_level, scaling, length, &fixed_ms, &per_seq_ms) : NULL;
+    /* the step's fixed and per-sequence parts, for the time accounting, on any load ladder */
+    if (!isfinite(fixed_ms) && !length && n >= 2) {
+        double b = slope(F, n, offsetof(level_facts, batch), offsetof(level_facts, step_ms));
+        double bf = slope(F, n, offsetof(level_facts, batch), offsetof(level_facts, floor_ms));
+        double a = isfinite(b) ? F[0].step_ms - b * F[0].batch : NAN;
+        if (isfinite(a) && a > 0 && b >= 0) { fixed_ms = a; per_seq_ms = isfinite(bf) ? b - bf : b; }
+    }
     if (n_few) {
         char msg[600];
         snprintf(msg, sizeof msg, "p99 TTFT and E2EL at %s %s (requests): with fewer than %d requests a p99 is the "
@@ -326,7 +358,7 @@ json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t 
     }
     /* "healthy" only when no level found a problem */
     if (json_object_size(best) > 1) json_object_del(best, "healthy");
-    json_t *ranked = diag_rank(collect(best, where));
+    json_t *ranked = at_the_knee_first(diag_rank(collect(best, where)), json_is_object(knee) ? ref_load : NAN);
     diag_one_story(ranked);
     json_t *out = json_pack("{s:o,s:o,s:o,s:s}", "findings", ranked, "configuration", collect(cbest, cwhere),
                             "warnings", warnings, "axis", axis ? axis : "load");
