@@ -221,6 +221,12 @@ static bool already(const char *knob, const char *cur, const char *sug) {
 
 void diag_setting(const diag_in *in, json_t *f, const char *knob, const char *cur, const char *sug, const char *effect) {
     if (already(knob, cur, sug)) return;
+    /* llama.cpp has no fp8: its 1-byte types are q8_0 (a GGUF's weights, -ctk/-ctv for the KV cache) */
+    if (strstr(knob, "dtype") && !strcmp(sug, "fp8") && !strcmp(in->dep.engine, "llama.cpp")) {
+        model_dtype c;
+        if (cur && model_dtype_parse(cur, DT_BF16, &c) == 0 && model_dtype_bytes(c) <= 1) return;
+        sug = "q8_0";
+    }
     char *e;
     double num = strtod(sug, &e);
     /* more sequence slots than requests were ever in flight buy nothing: never beyond the run */

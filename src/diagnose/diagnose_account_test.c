@@ -236,6 +236,13 @@ TEST(diagnose_fp8_only_where_it_computes) {
     snprintf(in.dep.gpu, sizeof in.dep.gpu, "h200");
     in.dep.gpu_s.known = true;
     CHECK(!diag_fp8_compute(&in));
+    /* and a smaller dtype for llama.cpp is its own 1-byte type, never given to a model already in one */
+    json_t *list = json_array(), *f = diag_finding(list, "decode_bandwidth", 0.5, "t");
+    diag_setting(&in, f, "kv_cache_dtype", "bf16", "fp8", "e");
+    diag_setting(&in, f, "weight_dtype", "int8", "fp8", "e");
+    CHECK_EQ_INT(json_array_size(json_object_get(f, "knobs")), 1);
+    CHECK_STR(kstr(json_array_get(json_object_get(f, "knobs"), 0), "suggested"), "q8_0");
+    json_decref(list);
     snprintf(in.dep.engine, sizeof in.dep.engine, "vllm");
     CHECK(diag_fp8_compute(&in));
     snprintf(in.dep.gpu, sizeof in.dep.gpu, "a100-80g");

@@ -207,6 +207,14 @@ static void rule_decode_bw(diag_in *in, json_t *L, json_t *C) {
                  "results.mean_tpot_ms, telemetry GPU dram_bw_util_pct/tensor_util_pct"
                  : "roofline (cost model) at the run's batch and context, results.mean_tpot_ms");
     bool tel = isfinite(dram) && dram >= DIAG_DRAM_HIGH && (!isfinite(tensor) || tensor < DIAG_TENSOR_HIGH);
+    /* "bandwidth bound" needs DRAM near its peak: a roofline that says so while the GPU's own DRAM
+     * counter reads low is a model that overestimates the bytes, and the claim is not made */
+    if (isfinite(dram) && dram < DIAG_DRAM_HIGH / 2 && !tel) {
+        if (in->roof_mem_bound && in->roof_eff >= DIAG_ROOF_EFF)
+            diag_checked(C, "decode_bandwidth", false, "the roofline puts decode near HBM bandwidth but GPM DRAM reads low: "
+                         "the modelled bytes per step are too many; no bandwidth claim");
+        return;
+    }
     if (!(in->roof_mem_bound && in->roof_eff >= DIAG_ROOF_EFF) && !tel) return;
     double eff = in->roof_eff > 1 ? 1 : in->roof_eff;
     double conf = 0.5 + 0.4 * ((eff - DIAG_ROOF_EFF) / 0.35 > 1 ? 1 : (eff - DIAG_ROOF_EFF) / 0.35 < 0 ? 0 : (eff - DIAG_ROOF_EFF) / 0.35);
