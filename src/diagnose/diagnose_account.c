@@ -184,7 +184,8 @@ bool diag_rule_deployment(diag_in *in, json_t *L, json_t *C) {
     else diag_cost(f, isfinite(util) ? 1 - util / 100 : DIAG_COST_UNKNOWN, "of the GPU's time idle (NVML utilization)");
     if (isfinite(held) && wb > 0)
         diag_ev(f, held, "MiB", "telemetry.gpu[].processes[].used_mib", "the server's process holds %.0f MiB of GPU memory "
-                "for %.0f MiB of weights (%s)", held, wb / 1048576.0, wsrc);
+                "for %.0f MiB of weights (%s)%s", held, wb / 1048576.0, wsrc,
+                off_gpu ? ": they cannot all be on the GPU" : "");
     if (isfinite(util))
         diag_ev(f, util, "%", "telemetry.gpu.series.util_gpu_pct", "GPU busy %.0f%% of the time with %.1f requests offered",
                 util, in->offered);
@@ -192,11 +193,13 @@ bool diag_rule_deployment(diag_in *in, json_t *L, json_t *C) {
         diag_ev(f, cpu / 100, "cores", "telemetry.host.series.server_cpu_pct", "the server process keeps %.1f CPU cores busy: "
                 "%s", cpu / 100, cpu >= 100 * DIAG_SERVER_CORES ? "the model's math runs on the host" :
                 "its host-side loop");
+    char cur[96], dir[160];
+    if (off_gpu) snprintf(cur, sizeof cur, "at most %.0f%% of the weights on the GPU", 100 * held * 1048576.0 / wb);
+    else snprintf(cur, sizeof cur, "unknown (the GPU idles)");
+    snprintf(dir, sizeof dir, "%s \xe2\x86\x92 99 (all layers)", cur);
     if (llama) {
         json_array_append_new(json_object_get(f, "knobs"), json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "knob", "gpu_layers",
-            "current", off_gpu ? "fewer than all layers (weights not on the GPU)" : "unknown (the GPU idles)",
-            "suggested", "99 (all layers)", "direction", off_gpu ? "fewer than all \xe2\x86\x92 99 (all layers)"
-                                                             : "check \xe2\x86\x92 99 (all layers)",
+            "current", cur, "suggested", "99 (all layers)", "direction", dir,
             "flag", "-ngl", "effect", "the weights and the math move to the GPU; the host's cores stop being the limit"));
     } else {
         diag_knob(f, "device", "check the server sees the GPU (CUDA_VISIBLE_DEVICES, --device)",

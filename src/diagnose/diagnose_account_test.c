@@ -330,3 +330,44 @@ TEST(diagnose_cap_never_raised_beyond_the_run) {
     json_decref(g);
     json_decref(d);
 }
+
+/* Three real H200 runs of the GPU scenario corpus, each with its cause known by construction: the
+ * first finding names it, with its knob and current value, and no claim contradicts its numbers. */
+TEST(diagnose_gpu_corpus_first_findings) {
+    json_t *doc = test_load_json("tests/fixtures/real-gpu/gpu_slots.json");
+    CHECK(doc != NULL);
+    if (!doc) return;
+    json_t *g = diag_o(doc, NULL);
+    const json_t *f = first(g);
+    CHECK_STR(cls(f), "queueing");
+    const json_t *k = knob(f, "max_num_seqs");
+    CHECK(k && kstr(k, "current") && !strcmp(kstr(k, "current"), "4") && !strcmp(kstr(k, "flag"), "-np (slots)"));
+    json_decref(g);
+    json_decref(doc);
+    /* -ngl 0: the server holds less GPU memory than its weights and computes on 14 host cores */
+    doc = test_load_json("tests/fixtures/real-gpu/gpu_cpu_only.json");
+    CHECK(doc != NULL);
+    if (!doc) return;
+    g = diag_o(doc, NULL);
+    f = first(g);
+    CHECK_STR(cls(f), "deployment");
+    k = knob(f, "gpu_layers");
+    CHECK(k && !strcmp(kstr(k, "flag"), "-ngl"));
+    CHECK(!finding(g, "engine_overhead"));
+    json_decref(g);
+    json_decref(doc);
+    /* a context ladder at c = 2: prefill's cost per 1k tokens, not load scaling, and no "compute
+     * bound" for a prefill at about 1 % of the tensor roofline */
+    doc = test_load_json("tests/fixtures/real-gpu/gpu_context.json");
+    CHECK(doc != NULL);
+    if (!doc) return;
+    g = diag_o(doc, NULL);
+    f = first(g);
+    CHECK_STR(cls(f), "prefill");
+    CHECK(says(g, "per 1k prompt tokens"));
+    CHECK(!says(g, "the load ("));
+    CHECK(!says(g, "each added sequence"));
+    CHECK(!says(g, "compute bound"));
+    json_decref(g);
+    json_decref(doc);
+}

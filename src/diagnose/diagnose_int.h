@@ -51,7 +51,8 @@
                                           end and the next one's admission: llama.cpp at 100 ms, 2 slots, 76%) */
 #define DIAG_NEAR_ROOF 0.5             /* a stage at this share of its roofline or more is bound by that roofline */
 #define DIAG_FIXED_DOMINATES 0.5       /* fixed per-step cost / step time from which it limits the step */
-#define DIAG_GPU_HOLDS 0.5             /* GPU memory the server holds / its weights below which they are not on the GPU */
+#define DIAG_GPU_HOLDS 1.0             /* GPU memory the server holds / its weights below which they cannot all be
+                                          on the GPU (physics: they would not fit in what it holds) */
 #define DIAG_SERVER_CORES 3.0          /* server CPU in cores from which it computes on the host */
 #define DIAG_GPU_IDLE_PCT 20.0         /* NVML utilization under which a GPU with work offered idles */
 #define DIAG_FEW_SAMPLES 100           /* requests under which a p99 is the maximum of few samples */

@@ -256,6 +256,14 @@ static void rule_decode_bw(diag_in *in, json_t *L, json_t *C) {
     diag_knob(f, "speculative decoding / MTP", "enable", "several tokens per weight read");
 }
 
+/* Decode's share of a request's time (the rest is the client queue, the wait and the prefill): the
+ * share a slow decode step can cost the user. */
+static double decode_share(const diag_in *in) {
+    double e2el = diag_num(in->doc, "mean_e2el_ms"), ttft = diag_num(in->doc, "mean_ttft_ms"), q = diag_num(in->doc, "mean_queue_ms");
+    if (!(e2el > 0) || !isfinite(ttft)) return 1;
+    return (e2el - ttft) / (e2el + (q > 0 ? q : 0));
+}
+
 /* Whether decode steps replay CUDA graphs: 1 on, 0 off, -1 unknown. A simulated run says so in its
  * engine profile (and a --cuda-graphs override in its config); a real engine does not report it. */
 static int graphs_on(const diag_in *in) {
@@ -291,7 +299,8 @@ static void rule_engine_overhead(diag_in *in, json_t *L, json_t *C) {
     if (roof) {
         f = diag_finding(L, "engine_overhead", pipes ? 0.85 : 0.7, "the engine's own work per step, not the GPU, limits "
                          "decode: %.1f%% of the HBM roofline at batch %.0f", 100 * in->roof_eff, in->roof_batch);
-        diag_cost(f, 1 - in->roof_eff, "of decode throughput vs the HBM roofline at this batch");
+        diag_cost(f, decode_share(in) * (1 - in->roof_eff), "of end-to-end time: decode beyond what HBM streaming needs at "
+                  "this batch");
         diag_ev(f, 100 * in->roof_eff, "%", "batch / results.mean_tpot_ms vs roofline (cost model)", "decode %.0f tok/s at "
                 "batch %.1f vs %.0f tok/s HBM roofline for %s on %s", in->roof_achieved, in->roof_batch, in->roof_bound,
                 in->dep.model, in->dep.gpu);

@@ -272,6 +272,14 @@ static void rule_prefill(diag_in *in, json_t *L, json_t *C) {
                 "%.0f tokens in %.1f ms (no model or GPU for a roofline)", prompt, tmin);
     diag_ev(f, 100 * share, "%", "results.mean_ttft_ms / mean_e2el_ms", "mean TTFT %.1f ms of mean E2EL %.1f ms", ttft, e2el);
     if (tel) diag_ev(f, tensor, "%", "telemetry.gpu.series.tensor_util_pct", "tensor activity %.0f%%", tensor);
+    /* on the host (no GPU): the cores the server got, and whether the host had any to give */
+    const json_t *hs = get(get(in->tel, "host"), "series");
+    double scpu = diag_mean(get(hs, "server_cpu_pct")), hcpu = diag_mean(get(hs, "cpu_util_pct"));
+    bool host_full = hcpu >= 90 && isfinite(scpu);
+    if (!json_array_size(get(in->tel, "gpu")) && isfinite(scpu))
+        diag_ev(f, scpu / 100, "cores", "telemetry.host.series.server_cpu_pct, cpu_util_pct", "the server used %.2f CPU cores "
+                "on average while the host's CPUs were %.0f%% busy%s", scpu / 100, hcpu,
+                host_full ? ": other processes hold the cores it could use" : "");
     if (roof || tel) {
         if (diag_fp8_compute(in))
             diag_setting(in, f, "weight_dtype", model_dtype_name(in->dep.weight_dtype), "fp8", "twice the tensor rate on Hopper");
@@ -288,6 +296,11 @@ static void rule_prefill(diag_in *in, json_t *L, json_t *C) {
             diag_setting(in, f, "max_num_batched_tokens", mnbt > 0 ? cur : NULL, mnbt > 0 ? sug : "raise",
                          "more prompt tokens per step: a prefill in fewer, larger matrix products");
         if (!strcmp(in->dep.engine, "llama.cpp")) diag_knob(f, "flash attention", "-fa on", "fused attention over the prompt");
+        if (host_full && !json_array_size(get(in->tel, "gpu")))
+            diag_knob(f, "host CPU", "free cores for the server (or run it alone)", "a prefill on the host needs the cores "
+                      "other processes hold");
+        else if (!strcmp(in->dep.engine, "llama.cpp") && !json_array_size(get(in->tel, "gpu")))
+            diag_knob(f, "threads", "-t: raise to the host's idle cores", "a prefill on the host is matrix work on -t threads");
         else diag_knob(f, "prefill kernels", "check (attention backend, MoE GEMM backend)", "the prompt's matrix products run far "
                        "below the tensor peak");
     }
@@ -323,7 +336,12 @@ static void rule_interference(diag_in *in, json_t *L, json_t *C) {
     /* the stalls' share of decode time: the mean gap beyond the typical one */
     double itl_mean = diag_num(in->doc, "mean_itl_ms");
     double lost = itl_mean > 0 && itl50 > 0 ? clamp01((itl_mean - itl50) / itl_mean) : DIAG_COST_UNKNOWN;
-    diag_cost(f, lost, "of decode time spent in stalls (mean ITL beyond the median)");
+    /* of the user's time: the stalls' share of decode, times decode's share of a request */
+    double e2el = diag_num(in->doc, "mean_e2el_ms"), ttft = diag_num(in->doc, "mean_ttft_ms");
+    if (itl_mean > 0 && itl50 > 0 && e2el > 0 && isfinite(ttft))
+        diag_cost(f, lost * (e2el - ttft) / e2el, "of end-to-end time spent in decode stalls (mean ITL beyond the median: "
+                  "%.0f%% of decode)", 100 * lost);
+    else diag_cost(f, lost, "of decode time spent in stalls (mean ITL beyond the median)");
     diag_ev(f, itl99, "ms", "results.p99_itl_ms", "ITL p99 %.1f ms vs median %.1f ms (mean %.1f ms)", itl99, itl50, itl_mean);
     if (aligned) {
         diag_ev(f, corr, NULL, "engine.series.step_ms ~ batch_tokens", "step time follows tokens per step (correlation %.2f)", corr);

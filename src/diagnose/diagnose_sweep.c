@@ -14,7 +14,7 @@
 #define MAX_LEVELS 256
 
 typedef struct {
-    double load, tput, eff, achieved, bound, step_ms, floor_ms, batch, context, ttft50, prompt;
+    double load, tput, eff, achieved, bound, step_ms, floor_ms, batch, context, ttft50, prompt, decode_share;
     bool roof, overhead, pipes;
     double dram, tensor, sm, util, cpu;
 } level_facts;
@@ -53,6 +53,8 @@ static void facts_of(level_facts *x, double load, const json_t *res, const json_
     x->context = diag_num(r, "context");
     x->ttft50 = diag_num(res, "median_ttft_ms");
     x->prompt = diag_num(res, "completed") > 0 ? diag_num(res, "total_input_tokens") / diag_num(res, "completed") : NAN;
+    double e2el = diag_num(res, "mean_e2el_ms"), ttft = diag_num(res, "mean_ttft_ms"), q = diag_num(res, "mean_queue_ms");
+    x->decode_share = e2el > 0 && isfinite(ttft) ? (e2el - ttft) / (e2el + (q > 0 ? q : 0)) : 1;
     const json_t *eo = find_class(json_object_get(dg, "findings"), "engine_overhead");
     x->overhead = eo && json_number_value(json_object_get(eo, "confidence")) >= 0.6;
     x->dram = gpu_mean(res, "dram_bw_util_pct");
@@ -91,7 +93,7 @@ static double slope(const level_facts *F, size_t n, size_t xo, size_t yo) {
 /* The same finding, read across every load: decode far below its roofline (or the GPU's pipes
  * idle) at each of them, and throughput that grows much less than the load. */
 static json_t *overhead_everywhere(const level_facts *F, size_t n, const json_t *per_level, const json_t *scaling,
-                                   bool length, double *fixed_ms, double *per_seq_ms) {
+                                   bool length, double story_load, double *fixed_ms, double *per_seq_ms) {
     bool roof = true, pipes = true;
     for (size_t i = 0; i < n; i++) {
         if (!F[i].overhead) return NULL;
@@ -123,7 +125,11 @@ static json_t *overhead_everywhere(const level_facts *F, size_t n, const json_t 
             f = diag_finding(list, "engine_overhead", pipes ? 0.9 : 0.8, "the engine's own work per step, not the GPU, limits "
                              "this deployment: decode runs at %.1f-%.1f%% of the HBM roofline at every %s (%g to %g)", 100 * lo,
                              100 * hi, length ? "length" : "load", F[0].load, F[n - 1].load);
-        diag_cost(f, 1 - F[best].eff, "of decode throughput vs the HBM roofline at the best level (load %g)", F[best].load);
+        /* the user's time it costs: decode's share beyond what HBM needs, at the level that costs most */
+        size_t worst = n - 1;
+        for (size_t i = 0; i < n; i++) if (F[i].load == story_load) worst = i;
+        diag_cost(f, F[worst].decode_share * (1 - F[worst].eff), "of end-to-end time at %s %g: decode beyond what HBM "
+                  "streaming needs", length ? "length" : "load", F[worst].load);
         char line[512] = "", part[48];
         for (size_t i = 0; i < n; i++) {
             snprintf(part, sizeof part, "%s%.1f%% at %g", i ? ", " : "", 100 * F[i].eff, F[i].load);
@@ -144,8 +150,9 @@ static json_t *overhead_everywhere(const level_facts *F, size_t n, const json_t 
         diag_ev(f, tg, "x", "levels[].results.output_throughput", "output throughput grew %.1fx (%.0f to %.0f tok/s) for %.0fx "
                 "the load (%g to %g)", tg, F[0].tput, F[n - 1].tput, lg, F[0].load, F[n - 1].load);
     if (roof) {
-        diag_ev(f, F[0].step_ms, "ms", "results.mean_tpot_ms vs bytes per step / HBM bandwidth", "at load %g a decode step "
-                "takes %.1f ms; streaming its weights and KV from HBM takes %.3f ms", F[0].load, F[0].step_ms, F[0].floor_ms);
+        diag_ev(f, F[0].step_ms, "ms", "results.mean_tpot_ms vs bytes per step / HBM bandwidth", "at %s %g a decode step "
+                "takes %.1f ms; streaming its weights and KV from HBM takes %.3f ms", length ? "length" : "load", F[0].load,
+                F[0].step_ms, F[0].floor_ms);
         if (!length) {
             double s_meas = slope(F, n, offsetof(level_facts, batch), offsetof(level_facts, step_ms));
             double s_floor = slope(F, n, offsetof(level_facts, batch), offsetof(level_facts, floor_ms));
@@ -193,22 +200,49 @@ static json_t *overhead_everywhere(const level_facts *F, size_t n, const json_t 
     return f;
 }
 
+/* A context ladder's own evidence for prefill: the cost per 1k prompt tokens at each length. A
+ * cost per token that grows with the prompt is attention's part, quadratic in the prompt. */
+static void context_prefill_evidence(json_t *best, const level_facts *F, size_t n) {
+    static const char *const classes[] = { "prefill", "prefill_compute" };
+    for (int c = 0; c < 2; c++) {
+        json_t *f = json_object_get(best, classes[c]);
+        if (!f) continue;
+        char line[512] = "", part[64];
+        double lo = NAN, hi = NAN;
+        for (size_t i = 0; i < n; i++) {
+            if (!(F[i].prompt > 0) || !isfinite(F[i].ttft50)) continue;
+            double per_k = F[i].ttft50 / (F[i].prompt / 1000);
+            if (isnan(lo)) lo = per_k;
+            hi = per_k;
+            snprintf(part, sizeof part, "%s%.0f ms at %.0f", line[0] ? ", " : "", per_k, F[i].prompt);
+            strncat(line, part, sizeof line - strlen(line) - 1);
+        }
+        if (!line[0]) continue;
+        diag_ev(f, hi / lo, "x", "levels[]: median_ttft_ms per 1k prompt tokens", "median TTFT per 1k prompt tokens: %s "
+                "(%.1fx from the shortest to the longest%s)", line, hi / lo,
+                hi / lo >= 1.2 ? ": attention's cost, quadratic in the prompt, grows with it" : ": about linear in the prompt");
+    }
+}
+
 /* What limits the deployment at its capacity comes first: with a knee, a finding that fired only
  * at loads below it (a small batch's cost per token, say) describes a regime the deployment leaves
- * as load grows, so it ranks after those that hold at the knee or above, and says so. */
-static json_t *at_the_knee_first(json_t *ranked, double knee_load) {
-    if (!isfinite(knee_load)) return ranked;
+ * as load grows, so it ranks after those that hold at the knee or above, and says so; without a
+ * knee, after those that hold at the highest load (the longest length of a context ladder). */
+static json_t *at_the_story_first(json_t *ranked, double story_load, bool knee, bool length) {
+    if (!isfinite(story_load)) return ranked;
     json_t *at = json_array(), *below = json_array();
     size_t i, k;
     json_t *f, *l;
     json_array_foreach(ranked, i, f) {
         bool holds = json_array_size(json_object_get(f, "levels")) == 0;
-        json_array_foreach(json_object_get(f, "levels"), k, l) holds |= json_number_value(l) >= knee_load;
+        json_array_foreach(json_object_get(f, "levels"), k, l)
+            holds |= knee ? json_number_value(l) >= story_load : json_number_value(l) == story_load;
         if (!holds) {
             char t[600];
-            snprintf(t, sizeof t, "%s (below the knee only)", json_string_value(json_object_get(f, "title")));
+            snprintf(t, sizeof t, "%s (%s)", json_string_value(json_object_get(f, "title")), knee ? "below the knee only" :
+                     length ? "not at the longest length" : "not at the highest load");
             json_object_set_new(f, "title", json_string(t));
-            json_object_set_new(f, "below_knee", json_true());
+            json_object_set_new(f, knee ? "below_knee" : "not_at_story_level", json_true());
         }
         json_array_append(holds ? at : below, f);
     }
@@ -259,7 +293,7 @@ static json_t *scaling_json(const level_facts *F, size_t n) {
 
 /* Keeps per class the finding that costs the most (then the most confident, then the lowest load)
  * and the loads where it fired. */
-static void merge(json_t *best, json_t *where, const json_t *list, double load) {
+static void merge(json_t *best, json_t *where, const json_t *list, double load, double story_load) {
     size_t i;
     json_t *f;
     json_array_foreach(list, i, f) {
@@ -270,7 +304,11 @@ static void merge(json_t *best, json_t *where, const json_t *list, double load) 
         double ch = have ? json_number_value(json_object_get(have, "confidence")) : -1;
         double sf = json_number_value(json_object_get(fc, "lost_frac")) * cf;
         double sh = have ? json_number_value(json_object_get(hc, "lost_frac")) * ch : -1;
-        if (!have || sf > sh || (sf == sh && cf > ch)) json_object_set(best, c, f);
+        /* the story's level (the knee, else the highest load) speaks for its class: costs are
+         * compared where the deployment is pushed, not each at its own worst */
+        bool have_story = have && json_number_value(json_object_get(have, "level")) == story_load;
+        if (load == story_load ? true : !have_story && (!have || sf > sh || (sf == sh && cf > ch)))
+            json_object_set(best, c, f);
         json_t *w = json_object_get(where, c);
         if (!w) { w = json_array(); json_object_set_new(where, c, w); }
         json_array_append_new(w, json_real(load));
@@ -307,6 +345,11 @@ json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t 
     size_t n_few = 0;
     level_facts F[MAX_LEVELS];
     size_t n = 0;
+    /* the level a sweep's story is told at: its knee, else its highest measured load */
+    double story_load = json_is_object(knee) ? ref_load : NAN;
+    if (!isfinite(story_load))
+        json_array_foreach(levels, i, lv)
+            if (sweep_level_measured(lv) && !(diag_num(lv, "load") <= story_load)) story_load = diag_num(lv, "load");
     json_array_foreach(levels, i, lv) {
         double load = diag_num(lv, "load");
         /* the sweep's own rule: a level where every request failed on the server is measured */
@@ -327,8 +370,8 @@ json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t 
                 snprintf(few + at, sizeof few - at, "%s%g (%.0f)", n_few ? ", " : "", load, diag_num(w, "requests"));
             n_few++;
         }
-        merge(best, where, json_object_get(d, "findings"), load);
-        merge(cbest, cwhere, json_object_get(d, "configuration"), load);
+        merge(best, where, json_object_get(d, "findings"), load, story_load);
+        merge(cbest, cwhere, json_object_get(d, "configuration"), load, story_load);
         if (n < MAX_LEVELS) facts_of(&F[n++], load, res, d);
         const json_t *eo = find_class(json_object_get(d, "findings"), "engine_overhead");
         if (eo && !overhead_level) overhead_level = json_incref((json_t *)eo);
@@ -337,7 +380,7 @@ json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t 
     }
     json_t *scaling = scaling_json(F, n);
     double fixed_ms = NAN, per_seq_ms = NAN;
-    json_t *all = n >= 2 ? overhead_everywhere(F, n, overhead_level, scaling, length, &fixed_ms, &per_seq_ms) : NULL;
+    json_t *all = n >= 2 ? overhead_everywhere(F, n, overhead_level, scaling, length, story_load, &fixed_ms, &per_seq_ms) : NULL;
     /* the step's fixed and per-sequence parts, for the time accounting, on any load ladder */
     if (!isfinite(fixed_ms) && !length && n >= 2) {
         double b = slope(F, n, offsetof(level_facts, batch), offsetof(level_facts, step_ms));
@@ -356,9 +399,10 @@ json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t 
         json_object_set_new(best, "engine_overhead", all);
         json_object_set_new(where, "engine_overhead", json_deep_copy(json_object_get(scaling, "loads")));
     }
+    if (length) context_prefill_evidence(best, F, n);
     /* "healthy" only when no level found a problem */
     if (json_object_size(best) > 1) json_object_del(best, "healthy");
-    json_t *ranked = at_the_knee_first(diag_rank(collect(best, where)), json_is_object(knee) ? ref_load : NAN);
+    json_t *ranked = at_the_story_first(diag_rank(collect(best, where)), story_load, json_is_object(knee), length);
     diag_one_story(ranked);
     json_t *out = json_pack("{s:o,s:o,s:o,s:s}", "findings", ranked, "configuration", collect(cbest, cwhere),
                             "warnings", warnings, "axis", axis ? axis : "load");
