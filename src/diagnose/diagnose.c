@@ -431,19 +431,19 @@ json_t *diagnose_run(const json_t *doc, const diagnose_opts *o, char *err, size_
 
 /* ---- printing ---- */
 
-static void print_finding(FILE *f, const json_t *x, const char *lead) {
+static void print_finding(FILE *f, const json_t *x, const char *lead, bool lengths) {
     const json_t *lvl = json_object_get(x, "level"), *lvls = json_object_get(x, "levels");
     char at[160] = "";
     if (json_array_size(lvls) > 1) {
         size_t n = 0, i;
         json_t *v;
-        snprintf(at, sizeof at, " [at loads ");
+        snprintf(at, sizeof at, " [at %s ", lengths ? "lengths" : "loads");
         json_array_foreach(lvls, i, v)
             n += (size_t)snprintf(at + strlen(at), sizeof at - strlen(at), "%s%g", i ? ", " : "", json_number_value(v));
         strncat(at, "]", sizeof at - strlen(at) - 1);
         (void)n;
     } else if (json_is_number(lvl)) {
-        snprintf(at, sizeof at, " [at load %.3g]", json_number_value(lvl));
+        snprintf(at, sizeof at, " [at %s %g]", lengths ? "length" : "load", json_number_value(lvl));
     }
     fprintf(f, "%s%s (%s, confidence %.2f)%s\n", lead, json_string_value(json_object_get(x, "title")),
             json_string_value(json_object_get(x, "class")), json_number_value(json_object_get(x, "confidence")), at);
@@ -489,18 +489,20 @@ static void print_time(FILE *f, const json_t *t) {
 }
 
 void diagnose_print(FILE *f, const json_t *dg) {
+    const char *axis = json_string_value(json_object_get(dg, "axis"));
+    bool lengths = axis && (!strcmp(axis, "input_len") || !strcmp(axis, "output_len"));
     const json_t *cfg = json_object_get(dg, "configuration"), *list = json_object_get(dg, "findings");
     size_t i;
     json_t *x;
     if (json_array_size(cfg)) {
         fprintf(f, "Configuration: the assumed deployment cannot be right (correct it, then read the findings)\n");
-        json_array_foreach(cfg, i, x) print_finding(f, x, "!  ");
+        json_array_foreach(cfg, i, x) print_finding(f, x, "!  ", lengths);
     }
     fprintf(f, "Diagnosis (%zu finding%s, ranked by what they cost)\n", json_array_size(list), json_array_size(list) == 1 ? "" : "s");
     json_array_foreach(list, i, x) {
         char lead[32];
         snprintf(lead, sizeof lead, "%zu. ", i + 1);
-        print_finding(f, x, lead);
+        print_finding(f, x, lead, lengths);
     }
     const json_t *ws = json_object_get(dg, "warnings");
     if (json_array_size(ws)) {
