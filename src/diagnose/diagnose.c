@@ -360,8 +360,10 @@ static void warnings_as_evidence(json_t *list, const json_t *warnings) {
     size_t i, k;
     json_t *f, *w;
     json_array_foreach(list, i, f) {
-        if (!strcmp(json_string_value(json_object_get(f, "class")), "healthy") && json_array_size(warnings))
-            json_object_set_new(f, "confidence", json_real(0.3));   /* no verdict of health on a run that warned */
+        bool warned = false;
+        json_array_foreach(warnings, k, w) warned |= strcmp(json_string_value(json_object_get(w, "kind")), "few_samples") != 0;
+        if (!strcmp(json_string_value(json_object_get(f, "class")), "healthy") && warned)
+            json_object_set_new(f, "confidence", json_real(0.3));   /* no verdict of health on an overloaded or lagging run */
         /* few samples qualify the request percentiles: they stay in "warnings", beside the findings */
         json_array_foreach(warnings, k, w)
             if (strcmp(json_string_value(json_object_get(w, "kind")), "few_samples"))
