@@ -219,7 +219,19 @@ static bool already(const char *knob, const char *cur, const char *sug) {
     return !*e1 && !*e2 && *cur && *sug && x == y;
 }
 
+static void setting(const diag_in *in, json_t *f, const char *knob, const char *cur, const char *sug, const char *effect,
+                    bool cap_by_run);
+
 void diag_setting(const diag_in *in, json_t *f, const char *knob, const char *cur, const char *sug, const char *effect) {
+    setting(in, f, knob, cur, sug, effect, true);
+}
+
+void diag_setting_any(const diag_in *in, json_t *f, const char *knob, const char *cur, const char *sug, const char *effect) {
+    setting(in, f, knob, cur, sug, effect, false);
+}
+
+static void setting(const diag_in *in, json_t *f, const char *knob, const char *cur, const char *sug, const char *effect,
+                    bool cap_by_run) {
     if (already(knob, cur, sug)) return;
     /* llama.cpp has no fp8: its 1-byte types are q8_0 (a GGUF's weights, -ctk/-ctv for the KV cache) */
     if (strstr(knob, "dtype") && !strcmp(sug, "fp8") && !strcmp(in->dep.engine, "llama.cpp")) {
@@ -231,7 +243,7 @@ void diag_setting(const diag_in *in, json_t *f, const char *knob, const char *cu
     double num = strtod(sug, &e);
     /* more sequence slots than requests were ever in flight buy nothing: never beyond the run */
     char capped[32];
-    if (!strcmp(knob, "max_num_seqs") && cur && !*e && in->offered_peak >= 1 && num > atof(cur)) {
+    if (cap_by_run && !strcmp(knob, "max_num_seqs") && cur && !*e && in->offered_peak >= 1 && num > atof(cur)) {
         if (in->offered_peak <= atof(cur)) return;
         if (num > in->offered_peak) {
             snprintf(capped, sizeof capped, "%.0f", in->offered_peak);

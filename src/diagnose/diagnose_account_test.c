@@ -371,3 +371,74 @@ TEST(diagnose_gpu_corpus_first_findings) {
     json_decref(g);
     json_decref(doc);
 }
+
+/* Every knob with its current value, from the runs themselves (real llama.cpp on the CPU): the
+ * client's --timeout (1s), the one slot that holds one prefix (-np 1), the one thread a prefill on
+ * the host runs on (-t 1, from the server's command line). */
+TEST(diagnose_knobs_carry_their_current_value) {
+    json_t *doc = test_load_json("tests/fixtures/llamacpp-cpu/client_timeout_sweep.json");
+    CHECK(doc != NULL);
+    if (!doc) return;
+    json_t *g = diag_o(doc, NULL);
+    CHECK_STR(cls(first(g)), "errors");
+    const json_t *k = knob(first(g), "--timeout");
+    CHECK(k && kstr(k, "current") && !strcmp(kstr(k, "current"), "1s"));
+    json_decref(g);
+    json_decref(doc);
+    doc = test_load_json("tests/fixtures/llamacpp-cpu/prefix_slots_sweep.json");
+    CHECK(doc != NULL);
+    if (!doc) return;
+    g = diag_o(doc, NULL);
+    CHECK_STR(cls(first(g)), "prefix_cache");
+    k = knob(first(g), "max_num_seqs");
+    CHECK(k && kstr(k, "current") && !strcmp(kstr(k, "current"), "1") && !strcmp(kstr(k, "flag"), "-np (slots)"));
+    json_decref(g);
+    json_decref(doc);
+    /* the prefill: as recorded, the server kept its one thread's core busy (0.93 cores): compute
+     * bound on that thread. With the host's other processes taking the core (server 0.36 cores, host
+     * 100 %), the same prefill is slow, not compute bound, and the host is named. Either way the knob
+     * is -t, current 1. */
+    doc = test_load_json("tests/fixtures/llamacpp-cpu/prefill_threads_sweep.json");
+    CHECK(doc != NULL);
+    if (!doc) return;
+    g = diag_o(doc, NULL);
+    CHECK_STR(cls(first(g)), "prefill_compute");
+    k = knob(first(g), "cpu_threads");
+    CHECK(k && kstr(k, "current") && !strcmp(kstr(k, "current"), "1") && !strcmp(kstr(k, "flag"), "-t"));
+    json_decref(g);
+    json_t *r = json_object_get(json_array_get(json_object_get(doc, "levels"), 0), "results");
+    json_t *hs = json_object_get(json_object_get(json_object_get(r, "telemetry"), "host"), "series");
+    json_t *cpu = json_object_get(hs, "server_cpu_pct"), *host = json_object_get(hs, "cpu_util_pct");
+    for (size_t i = 0; i < json_array_size(cpu); i++) json_array_set_new(cpu, i, json_real(36));
+    for (size_t i = 0; i < json_array_size(host); i++) json_array_set_new(host, i, json_real(100));
+    g = diag_o(doc, NULL);
+    CHECK_STR(cls(first(g)), "prefill");
+    CHECK(knob(first(g), "host CPU") != NULL);
+    k = knob(first(g), "cpu_threads");
+    CHECK(k && kstr(k, "current") && !strcmp(kstr(k, "current"), "1"));
+    json_decref(g);
+    json_decref(doc);
+}
+
+/* Long prompts beside chats (real llama.cpp, two request classes): mean TTFT is 1.1 s, but each
+ * class's fastest TTFT says the prefills themselves are ~0.3 s on average; the rest is waiting
+ * behind other requests' steps. So prefill is no headline of its own; the stalls are. */
+TEST(diagnose_prefill_is_not_the_wait_behind_others) {
+    json_t *doc = test_load_json("tests/fixtures/llamacpp-cpu/interference_sweep.json");
+    CHECK(doc != NULL);
+    if (!doc) return;
+    json_t *g = diag_o(doc, NULL);
+    CHECK_STR(cls(first(g)), "prefill_interference");
+    CHECK(!finding(g, "prefill"));
+    double prefill = NAN, behind = NAN;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(json_object_get(g, "time"), "request"), i, p) {
+        if (!strcmp(kstr(p, "part"), "prefill")) prefill = test_num(p, "share");
+        if (strstr(kstr(p, "part"), "behind other requests")) behind = test_num(p, "share");
+    }
+    CHECK(prefill < 0.3);
+    CHECK(behind > prefill);
+    json_decref(g);
+    json_decref(doc);
+}

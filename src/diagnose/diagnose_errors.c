@@ -115,7 +115,15 @@ static void advise(diag_in *in, json_t *f, const diag_fail *x) {
     } else if (!strcmp(x->cls, "timeout")) {
         double t = diag_num(in->cfg, "timeout_s");
         snprintf(buf, sizeof buf, "requests did not finish within %.0f s", t);
-        diag_knob(f, "--timeout", "raise", isfinite(t) ? buf : "requests did not finish in time");
+        if (isfinite(t)) {
+            char cur[32], dir[96];
+            snprintf(cur, sizeof cur, "%gs", t);
+            snprintf(dir, sizeof dir, "%s \xe2\x86\x92 raise", cur);
+            json_array_append_new(json_object_get(f, "knobs"), json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "knob", "--timeout",
+                "current", cur, "suggested", "raise", "direction", dir, "flag", "--timeout", "effect", buf));
+        } else {
+            diag_knob(f, "--timeout", "raise", "requests did not finish in time");
+        }
         diag_knob(f, "load", "lower", "a slower server at this load: stay below the knee");
     } else if (!strcmp(x->cls, "connect")) {
         diag_knob(f, "server", "check it is up and accepting", "refused or reset connections: the process is down, "

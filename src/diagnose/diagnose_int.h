@@ -49,6 +49,7 @@
 #define DIAG_PINNED 0.5                /* share of busy samples with running at its max that makes it a cap, while
                                           requests wait throughout (a sample often lands between one request's
                                           end and the next one's admission: llama.cpp at 100 ms, 2 slots, 76%) */
+#define DIAG_NEAR_HOST 0.8             /* server CPU / its threads from which a prefill on the host is compute bound */
 #define DIAG_NEAR_ROOF 0.5             /* a stage at this share of its roofline or more is bound by that roofline */
 #define DIAG_FIXED_DOMINATES 0.5       /* fixed per-step cost / step time from which it limits the step */
 #define DIAG_GPU_HOLDS 1.0             /* GPU memory the server holds / its weights below which they cannot all be
@@ -109,6 +110,10 @@ void diag_knob(json_t *f, const char *knob, const char *direction, const char *e
  * when the setting already has the suggested value. The engine's own flag is named when known. */
 void diag_setting(const diag_in *in, json_t *f, const char *knob, const char *current, const char *suggested,
                   const char *effect);
+/* The same, for a setting whose value is not bounded by the run's concurrency (more llama.cpp slots
+ * to keep more prefixes cached, at any load). */
+void diag_setting_any(const diag_in *in, json_t *f, const char *knob, const char *current, const char *suggested,
+                      const char *effect);
 /* The two settings that give the KV cache more room on the same GPUs: kv_cache_dtype → fp8 and
  * gpu_memory_utilization → 0.95 (the simulated run's value when known), with their effects. */
 void diag_kv_memory_settings(const diag_in *in, json_t *f, const char *dtype_effect, const char *memory_effect);
@@ -173,6 +178,10 @@ json_t *diag_results(const json_t *doc, const diagnose_opts *o, double level, ch
 json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t errlen);
 /* Admission (diagnose_account.c): offered vs admitted requests, the running cap. Fills in->offered... */
 void diag_admission(diag_in *in);
+/* The mean prefill of one request (ms): TTFT less the admission wait, at most the fastest TTFT's rate
+ * per prompt token applied to the mean prompt (a mix of short and long prompts waits behind the
+ * long ones' prefills; that wait is no prefill of its own). */
+double diag_prefill_ms(const diag_in *in);
 /* Time accounting of one results document: {"request": [{part, ms, share, source}], "decode_step":
  * [{part, ms, share, bound, source}], "unexplained_ms"...}. NULL when the document lacks the numbers. */
 json_t *diag_time(const diag_in *in);

@@ -243,11 +243,18 @@ static void rule_prefill(diag_in *in, json_t *L, json_t *C) {
                 in->have_roof ? "roofline (cost model) prefill FLOPs at the tensor peak vs results.min_ttft_ms, mean_ttft_ms / "
                 "mean_e2el_ms" : "results.min_ttft_ms, mean_ttft_ms / mean_e2el_ms (no roofline)");
     /* the prefill's own share: TTFT less the wait for admission the queueing finding owns */
-    double wait = in->queue_by_admission ? ttft - tmin : 0;
-    double share = e2el > 0 ? (ttft - (wait > 0 ? wait : 0)) / e2el : NAN;
+    double share = e2el > 0 ? diag_prefill_ms(in) / e2el : NAN;
     if (!(share >= DIAG_PREFILL_SHARE)) return;
     double near = in->have_roof && tmin > 0 ? in->roof_prefill_compute_ms / tmin : NAN;
     bool roof = near >= DIAG_NEAR_ROOF;
+    /* on the host (no GPU), the compute roofline is the cores the server's threads may use: a
+     * prefill that keeps them all busy is compute bound there */
+    bool on_host = !json_array_size(get(in->tel, "gpu")) && !deploy_has_gpu(&in->dep);   /* no GPU seen or stated */
+    const json_t *hs = get(get(in->tel, "host"), "series");
+    double scpu = diag_mean(get(hs, "server_cpu_pct")), hcpu = diag_mean(get(hs, "cpu_util_pct"));
+    double threads = diag_num(get(get(in->doc, "deployment"), "cpu_threads"), "value");
+    double cores = diag_num(get(in->doc, "environment"), "cpus");
+    bool host_bound = on_host && threads > 0 && scpu >= 100 * DIAG_NEAR_HOST * threads;
     bool tel = isfinite(tensor) && tensor >= DIAG_TENSOR_HIGH;
     double conf = (tel ? 0.8 : roof ? 0.6 : 0.5) + 0.3 * clamp01((share - DIAG_PREFILL_SHARE) / 0.4);
     char cur[16], sug[16];
@@ -255,6 +262,9 @@ static void rule_prefill(diag_in *in, json_t *L, json_t *C) {
     if (roof || tel) {
         f = diag_finding(L, "prefill_compute", conf > 0.95 ? 0.95 : conf, "prefill is compute bound and takes %.0f%% of "
                          "end-to-end latency", 100 * share);
+    } else if (host_bound) {
+        f = diag_finding(L, "prefill_compute", conf > 0.9 ? 0.9 : conf, "prefill is compute bound on the server's %.0f CPU "
+                         "thread%s and takes %.0f%% of end-to-end latency", threads, threads == 1 ? "" : "s", 100 * share);
     } else if (isfinite(near)) {
         f = diag_finding(L, "prefill", conf > 0.9 ? 0.9 : conf, "prefill takes %.0f%% of end-to-end latency at %.1f%% of the "
                          "tensor roofline: the engine's prefill path, not the GPU's compute, limits it", 100 * share, 100 * near);
@@ -270,16 +280,28 @@ static void rule_prefill(diag_in *in, json_t *L, json_t *C) {
     else if (tmin > 0)
         diag_ev(f, prompt / tmin * 1000, "tok/s", "results.total_input_tokens / completed / min_ttft_ms", "the fastest prefill: "
                 "%.0f tokens in %.1f ms (no model or GPU for a roofline)", prompt, tmin);
-    diag_ev(f, 100 * share, "%", "results.mean_ttft_ms / mean_e2el_ms", "mean TTFT %.1f ms of mean E2EL %.1f ms", ttft, e2el);
+    diag_ev(f, 100 * share, "%", "prefill (diagnose time accounting) / results.mean_e2el_ms", "a prefill of about %.1f ms "
+            "(mean TTFT %.1f ms) of mean E2EL %.1f ms", share * e2el, ttft, e2el);
     if (tel) diag_ev(f, tensor, "%", "telemetry.gpu.series.tensor_util_pct", "tensor activity %.0f%%", tensor);
     /* on the host (no GPU): the cores the server got, and whether the host had any to give */
-    const json_t *hs = get(get(in->tel, "host"), "series");
-    double scpu = diag_mean(get(hs, "server_cpu_pct")), hcpu = diag_mean(get(hs, "cpu_util_pct"));
-    bool host_full = hcpu >= 90 && isfinite(scpu);
-    if (!json_array_size(get(in->tel, "gpu")) && isfinite(scpu))
+    bool host_full = hcpu >= 90 && isfinite(scpu) && !host_bound;
+    if (on_host && isfinite(scpu))
         diag_ev(f, scpu / 100, "cores", "telemetry.host.series.server_cpu_pct, cpu_util_pct", "the server used %.2f CPU cores "
-                "on average while the host's CPUs were %.0f%% busy%s", scpu / 100, hcpu,
+                "on average%s%s while the host's CPUs were %.0f%% busy%s", scpu / 100, threads > 0 ? " of the threads it has: " : "",
+                threads > 0 ? (host_bound ? "all of them" : "fewer than its threads") : "", hcpu,
                 host_full ? ": other processes hold the cores it could use" : "");
+    if (on_host && threads > 0) {
+        char tc[16], ts[16];
+        snprintf(tc, sizeof tc, "%.0f", threads);
+        snprintf(ts, sizeof ts, "%.0f", cores > threads ? cores : 2 * threads);
+        json_array_append_new(json_object_get(f, "knobs"), json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "knob", "cpu_threads",
+            "current", tc, "suggested", ts, "direction", host_bound ? "" : "", "flag", "-t", "effect",
+            "a prefill on the host is matrix work on -t threads (only cores the host has free help)"));
+        json_t *k = json_array_get(json_object_get(f, "knobs"), json_array_size(json_object_get(f, "knobs")) - 1);
+        char dir[64];
+        snprintf(dir, sizeof dir, "%s \xe2\x86\x92 %s", tc, ts);
+        json_object_set_new(k, "direction", json_string(dir));
+    }
     if (roof || tel) {
         if (diag_fp8_compute(in))
             diag_setting(in, f, "weight_dtype", model_dtype_name(in->dep.weight_dtype), "fp8", "twice the tensor rate on Hopper");
@@ -296,13 +318,14 @@ static void rule_prefill(diag_in *in, json_t *L, json_t *C) {
             diag_setting(in, f, "max_num_batched_tokens", mnbt > 0 ? cur : NULL, mnbt > 0 ? sug : "raise",
                          "more prompt tokens per step: a prefill in fewer, larger matrix products");
         if (!strcmp(in->dep.engine, "llama.cpp")) diag_knob(f, "flash attention", "-fa on", "fused attention over the prompt");
-        if (host_full && !json_array_size(get(in->tel, "gpu")))
+        if (host_full && on_host)
             diag_knob(f, "host CPU", "free cores for the server (or run it alone)", "a prefill on the host needs the cores "
                       "other processes hold");
-        else if (!strcmp(in->dep.engine, "llama.cpp") && !json_array_size(get(in->tel, "gpu")))
+        else if (!strcmp(in->dep.engine, "llama.cpp") && on_host && !(threads > 0))
             diag_knob(f, "threads", "-t: raise to the host's idle cores", "a prefill on the host is matrix work on -t threads");
-        else diag_knob(f, "prefill kernels", "check (attention backend, MoE GEMM backend)", "the prompt's matrix products run far "
-                       "below the tensor peak");
+        else if (!on_host && strcmp(in->dep.engine, "llama.cpp"))
+            diag_knob(f, "prefill kernels", "check (attention backend, MoE GEMM backend)", "the prompt's matrix products run far "
+                      "below the tensor peak");
     }
     diag_knob(f, "prefix caching", "enable", "shared prompt prefixes are not recomputed");
 }
