@@ -137,6 +137,9 @@ int cmd_diagnose(int argc, char **argv) {
     if (save) {
         static const char *const keys[] = { "findings", "configuration", "roofline", "deployment", "checked" };
         for (int i = 0; i < 5; i++) json_object_set(doc, keys[i], json_object_get(dg, keys[i]));
+        /* the diagnosis's warnings and time accounting, under names that leave bench's own "warnings" be */
+        if (json_object_get(dg, "warnings")) json_object_set(doc, "diagnosis_warnings", json_object_get(dg, "warnings"));
+        if (json_object_get(dg, "time")) json_object_set(doc, "diagnosis_time", json_object_get(dg, "time"));
         if (results_write_json(path, doc, err, sizeof err) < 0) {
             log_error("%s", err);
             rc = EXIT_RUN_FAILED;

@@ -219,10 +219,38 @@ static bool already(const char *knob, const char *cur, const char *sug) {
     return !*e1 && !*e2 && *cur && *sug && x == y;
 }
 
+static void setting(const diag_in *in, json_t *f, const char *knob, const char *cur, const char *sug, const char *effect,
+                    bool cap_by_run);
+
 void diag_setting(const diag_in *in, json_t *f, const char *knob, const char *cur, const char *sug, const char *effect) {
+    setting(in, f, knob, cur, sug, effect, true);
+}
+
+void diag_setting_any(const diag_in *in, json_t *f, const char *knob, const char *cur, const char *sug, const char *effect) {
+    setting(in, f, knob, cur, sug, effect, false);
+}
+
+static void setting(const diag_in *in, json_t *f, const char *knob, const char *cur, const char *sug, const char *effect,
+                    bool cap_by_run) {
     if (already(knob, cur, sug)) return;
+    /* llama.cpp has no fp8: its 1-byte types are q8_0 (a GGUF's weights, -ctk/-ctv for the KV cache) */
+    if (strstr(knob, "dtype") && !strcmp(sug, "fp8") && !strcmp(in->dep.engine, "llama.cpp")) {
+        model_dtype c;
+        if (cur && model_dtype_parse(cur, DT_BF16, &c) == 0 && model_dtype_bytes(c) <= 1) return;
+        sug = "q8_0";
+    }
     char *e;
     double num = strtod(sug, &e);
+    /* more sequence slots than requests were ever in flight buy nothing: never beyond the run */
+    char capped[32];
+    if (cap_by_run && !strcmp(knob, "max_num_seqs") && cur && !*e && in->offered_peak >= 1 && num > atof(cur)) {
+        if (in->offered_peak <= atof(cur)) return;
+        if (num > in->offered_peak) {
+            snprintf(capped, sizeof capped, "%.0f", in->offered_peak);
+            sug = capped;
+            num = in->offered_peak;
+        }
+    }
     if (!*e && num <= 0) return;                 /* nothing below one GPU, one sequence, one token */
     const deploy_src *s = setting_src(&in->dep, knob);
     bool assumed = cur && s && s->assumed;
@@ -299,7 +327,7 @@ static json_t *roofline_json(const diag_in *in) {
 }
 
 static const char *const problems[] = { "errors", "client_bound", "queueing", "kv_capacity", "prefill_interference",
-    "host_pcie", "communication", "throttling", "cross_numa", "prefill_compute", "tenants", "prefix_cache", "kv_share", NULL };
+    "host_pcie", "communication", "throttling", "cross_numa", "prefill_compute", "prefill", "deployment", "tenants", "prefix_cache", "kv_share", NULL };
 
 static void add_healthy(diag_in *in, json_t *list) {
     size_t i;
@@ -338,6 +366,23 @@ static json_t *inputs_json(const diag_in *in) {
         "deployment_from", in->dep.arch_s.known ? in->dep.arch_s.src : "nothing: give --model or --model-config", "tp", in->dep.tp);
 }
 
+/* The run's warnings are evidence: an overloaded server's latencies describe no steady state, a
+ * lagging client's rate is not the server's, a p99 of few requests is their maximum. */
+static void warnings_as_evidence(json_t *list, const json_t *warnings) {
+    size_t i, k;
+    json_t *f, *w;
+    json_array_foreach(list, i, f) {
+        bool warned = false;
+        json_array_foreach(warnings, k, w) warned |= strcmp(json_string_value(json_object_get(w, "kind")), "few_samples") != 0;
+        if (!strcmp(json_string_value(json_object_get(f, "class")), "healthy") && warned)
+            json_object_set_new(f, "confidence", json_real(0.3));   /* no verdict of health on an overloaded or lagging run */
+        /* few samples qualify the request percentiles: they stay in "warnings", beside the findings */
+        json_array_foreach(warnings, k, w)
+            if (strcmp(json_string_value(json_object_get(w, "kind")), "few_samples"))
+                diag_ev(f, NAN, NULL, "results.warnings", "%s", json_string_value(json_object_get(w, "message")));
+    }
+}
+
 static void flags_of(const diagnose_opts *o, deploy_flags *f) {
     memset(f, 0, sizeof *f);
     f->model = o->model;
@@ -369,18 +414,23 @@ json_t *diag_results(const json_t *doc, const diagnose_opts *o, double level, ch
     if (deploy_resolve(doc, &fl, &in.dep, err, errlen) < 0) return NULL;
     in.config = json_array();
     diag_roofline(&in);
+    diag_admission(&in);
     json_t *list = json_array(), *checked = json_array();
     diag_rules(&in, list, checked);
     add_healthy(&in, list);
+    json_t *warnings = diag_warnings(doc, level);
+    warnings_as_evidence(list, warnings);
     if (isfinite(level)) {
         size_t i;
         json_t *f;
         json_array_foreach(list, i, f) json_object_set_new(f, "level", json_real(level));
         json_array_foreach(in.config, i, f) json_object_set_new(f, "level", json_real(level));
     }
-    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "findings", diag_rank(list), "configuration", in.config,
+    json_t *ranked = diag_rank(list);
+    diag_one_story(ranked);
+    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "findings", ranked, "configuration", in.config,
                      "roofline", roofline_json(&in), "deployment", deploy_to_json(&in.dep), "checked", checked,
-                     "inputs", inputs_json(&in));
+                     "inputs", inputs_json(&in), "time", diag_time(&in), "warnings", warnings);
 }
 
 json_t *diagnose_run(const json_t *doc, const diagnose_opts *o, char *err, size_t errlen) {
@@ -395,19 +445,19 @@ json_t *diagnose_run(const json_t *doc, const diagnose_opts *o, char *err, size_
 
 /* ---- printing ---- */
 
-static void print_finding(FILE *f, const json_t *x, const char *lead) {
+static void print_finding(FILE *f, const json_t *x, const char *lead, bool lengths) {
     const json_t *lvl = json_object_get(x, "level"), *lvls = json_object_get(x, "levels");
     char at[160] = "";
     if (json_array_size(lvls) > 1) {
         size_t n = 0, i;
         json_t *v;
-        snprintf(at, sizeof at, " [at loads ");
+        snprintf(at, sizeof at, " [at %s ", lengths ? "lengths" : "loads");
         json_array_foreach(lvls, i, v)
             n += (size_t)snprintf(at + strlen(at), sizeof at - strlen(at), "%s%g", i ? ", " : "", json_number_value(v));
         strncat(at, "]", sizeof at - strlen(at) - 1);
         (void)n;
     } else if (json_is_number(lvl)) {
-        snprintf(at, sizeof at, " [at load %.3g]", json_number_value(lvl));
+        snprintf(at, sizeof at, " [at %s %g]", lengths ? "length" : "load", json_number_value(lvl));
     }
     fprintf(f, "%s%s (%s, confidence %.2f)%s\n", lead, json_string_value(json_object_get(x, "title")),
             json_string_value(json_object_get(x, "class")), json_number_value(json_object_get(x, "confidence")), at);
@@ -428,20 +478,56 @@ static void print_finding(FILE *f, const json_t *x, const char *lead) {
     }
 }
 
+static void print_parts(FILE *f, const json_t *parts) {
+    size_t i;
+    json_t *p;
+    json_array_foreach(parts, i, p) {
+        const char *bound = json_string_value(json_object_get(p, "bound"));
+        fprintf(f, "    %-58s %9.3f ms %5.1f%%%s%s\n", json_string_value(json_object_get(p, "part")), diag_num(p, "ms"),
+                100 * diag_num(p, "share"), bound ? "  bound: " : "", bound ? bound : "");
+    }
+}
+
+/* Where the time went: a request's mean time and one decode step, each part with its share. */
+static void print_time(FILE *f, const json_t *t) {
+    if (!json_is_object(t)) return;
+    const json_t *lv = json_object_get(t, "level");
+    char at[48] = "";
+    if (json_is_number(lv)) snprintf(at, sizeof at, " at load %g", json_number_value(lv));
+    fprintf(f, "Time%s: a request takes %.1f ms on average\n", at, diag_num(t, "request_ms"));
+    print_parts(f, json_object_get(t, "request"));
+    if (json_object_get(t, "decode_step")) {
+        fprintf(f, "  a decode step takes %.3f ms:\n", diag_num(t, "decode_step_ms"));
+        print_parts(f, json_object_get(t, "decode_step"));
+    }
+}
+
 void diagnose_print(FILE *f, const json_t *dg) {
+    const char *axis = json_string_value(json_object_get(dg, "axis"));
+    bool lengths = axis && (!strcmp(axis, "input_len") || !strcmp(axis, "output_len"));
     const json_t *cfg = json_object_get(dg, "configuration"), *list = json_object_get(dg, "findings");
     size_t i;
     json_t *x;
     if (json_array_size(cfg)) {
         fprintf(f, "Configuration: the assumed deployment cannot be right (correct it, then read the findings)\n");
-        json_array_foreach(cfg, i, x) print_finding(f, x, "!  ");
+        json_array_foreach(cfg, i, x) print_finding(f, x, "!  ", lengths);
     }
     fprintf(f, "Diagnosis (%zu finding%s, ranked by what they cost)\n", json_array_size(list), json_array_size(list) == 1 ? "" : "s");
     json_array_foreach(list, i, x) {
         char lead[32];
         snprintf(lead, sizeof lead, "%zu. ", i + 1);
-        print_finding(f, x, lead);
+        print_finding(f, x, lead, lengths);
     }
+    const json_t *ws = json_object_get(dg, "warnings");
+    if (json_array_size(ws)) {
+        fprintf(f, "Warnings from the run:\n");
+        json_array_foreach(ws, i, x) {
+            const json_t *lv = json_object_get(x, "level");
+            if (json_is_number(lv)) fprintf(f, "  ! [load %g] %s\n", json_number_value(lv), json_string_value(json_object_get(x, "message")));
+            else fprintf(f, "  ! %s\n", json_string_value(json_object_get(x, "message")));
+        }
+    }
+    print_time(f, json_object_get(dg, "time"));
     const json_t *r = json_object_get(dg, "roofline");
     if (json_is_object(r) && json_is_true(json_object_get(r, "valid")))
         fprintf(f, "Roofline: decode %.0f tok/s of %.0f tok/s bound (%.1f%%) for %s on %s, batch %.1f, context %.0f\n",

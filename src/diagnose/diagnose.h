@@ -7,7 +7,7 @@
  * wrong, and goes to "configuration". Works on saved files only: it never needs the run's memory.
  *
  * Returned JSON:
- * {"findings": [ {"class": "errors" | "client_bound" | "kv_capacity" | "queueing" | "decode_bandwidth" |
+ * {"findings": [ {"class": "errors" | "client_bound" | "kv_capacity" | "queueing" | "decode_bandwidth" | "deployment" | "prefill" |
  *                 "engine_overhead" | "prefill_compute" | "prefill_interference" | "tenants" | "prefix_cache" | "host_pcie" |
  *                 "communication" | "throttling" | "cross_numa" | "healthy",
  *                 "title": "one line a person reads first",

@@ -82,9 +82,13 @@ void diag_rule_prefix_cache(diag_in *in, json_t *list, json_t *checked) {
     }
     double gap = (bound - hit) / bound;
     double conf = (full || room ? 0.75 : 0.55) + 0.2 * (gap > 1 ? 1 : gap);
+    bool llama_slots = !strcmp(in->dep.engine, "llama.cpp") && in->dep.max_num_seqs > 0;
     json_t *f = diag_finding(list, "prefix_cache", conf,
                              full ? "prefix-cache hits %.0f%% of the %.0f%% the workload allows: the KV cache is too small for "
                                     "the working set, so prefixes are evicted before they are reused"
+                           : room && llama_slots ? "prefix-cache hits %.0f%% of the %.0f%% the workload allows while the KV cache "
+                                    "had room: llama.cpp keeps one prompt per slot, and its slots are fewer than the prefixes "
+                                    "in turn"
                            : room ? "prefix-cache hits %.0f%% of the %.0f%% the workload allows while the KV cache had room: "
                                     "prefixes are not kept where their requests go (prefix caching off, or spread over replicas)"
                                   : "prefix-cache hits %.0f%% of the %.0f%% the workload allows",
@@ -109,7 +113,18 @@ void diag_rule_prefix_cache(diag_in *in, json_t *list, json_t *checked) {
     if (!room)
         diag_kv_memory_settings(in, f, "half the bytes per cached token: about twice the prefixes stay in the cache",
                                 "more memory for KV blocks: a larger working set stays cached");
-    if (!full) {
+    if (!full && llama_slots) {
+        diag_ev(f, in->dep.max_num_seqs, "slots", in->dep.max_num_seqs_s.src, "%d slot%s, each holding the last prompt it "
+                "served", in->dep.max_num_seqs, in->dep.max_num_seqs == 1 ? "" : "s");
+        /* llama.cpp keeps each slot's last prompt (cache_prompt is on by default) and sends a request
+         * to the slot whose prompt is most like it: prefixes survive only while there are as many
+         * slots as prefixes in turn */
+        char cur[16], sug[16];
+        snprintf(cur, sizeof cur, "%d", in->dep.max_num_seqs);
+        snprintf(sug, sizeof sug, "%d", 2 * in->dep.max_num_seqs);
+        diag_setting_any(in, f, "max_num_seqs", cur, sug, "llama.cpp caches the last prompt of each slot: more slots keep more "
+                     "prefixes (each slot gets -c / -np tokens, so raise -c with it)");
+    } else if (!full) {
         const json_t *sim = get(in->cfg, "sim");
         const json_t *pcs = get(sim, "prefix_caching");
         diag_setting(in, f, "enable_prefix_caching", json_is_boolean(pcs) ? (json_is_true(pcs) ? "on" : "off") : NULL, "on",

@@ -89,7 +89,19 @@ static void advise(diag_in *in, json_t *f, const diag_fail *x) {
                                                   "may hold (%.150s)", in->dep.context_per_seq, in->dep.context_per_seq_s.src);
         else snprintf(buf, sizeof buf, "fit prompt + max_tokens into the server's context window");
         diag_knob(f, "dataset / max_tokens", "shorten", buf);
-        diag_setting(in, f, "context_per_seq", NULL, "raise", "a longer context per sequence (llama.cpp: -c / -np)");
+        int cps = in->dep.context_per_seq;
+        /* what the requests asked for: prompt + max_tokens of those that failed, else twice the context */
+        double want = diag_num(json_object_get(json_object_get(in->doc, "config"), "dataset_lengths"), "in_tokens_max");
+        double out = diag_num(json_object_get(in->doc, "config"), "max_tokens");
+        char cur[16], sug[32];
+        snprintf(cur, sizeof cur, "%d", cps);
+        long need = isfinite(want) && want > 0 ? (long)want + (isfinite(out) && out > 0 ? (long)out : 0) : 0;
+        long s2 = 1024;
+        while (cps > 0 && s2 < (need > cps ? need : 2L * cps)) s2 *= 2;
+        snprintf(sug, sizeof sug, "%ld", s2);
+        diag_setting(in, f, "context_per_seq", cps > 0 ? cur : NULL, cps > 0 ? sug : "raise",
+                     !strcmp(in->dep.engine, "llama.cpp") ? "a longer context per slot: -c is the total, each of the -np "
+                     "slots gets -c / -np" : "a longer context per sequence");
         return;
     }
     if (!strcmp(x->cls, "http") && x->status == 429) {
@@ -103,7 +115,15 @@ static void advise(diag_in *in, json_t *f, const diag_fail *x) {
     } else if (!strcmp(x->cls, "timeout")) {
         double t = diag_num(in->cfg, "timeout_s");
         snprintf(buf, sizeof buf, "requests did not finish within %.0f s", t);
-        diag_knob(f, "--timeout", "raise", isfinite(t) ? buf : "requests did not finish in time");
+        if (isfinite(t)) {
+            char cur[32], dir[96];
+            snprintf(cur, sizeof cur, "%gs", t);
+            snprintf(dir, sizeof dir, "%s \xe2\x86\x92 raise", cur);
+            json_array_append_new(json_object_get(f, "knobs"), json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "knob", "--timeout",
+                "current", cur, "suggested", "raise", "direction", dir, "flag", "--timeout", "effect", buf));
+        } else {
+            diag_knob(f, "--timeout", "raise", "requests did not finish in time");
+        }
         diag_knob(f, "load", "lower", "a slower server at this load: stay below the knee");
     } else if (!strcmp(x->cls, "connect")) {
         diag_knob(f, "server", "check it is up and accepting", "refused or reset connections: the process is down, "

@@ -43,6 +43,20 @@
 #define DIAG_PC_MIN_BOUND 0.1          /* a workload that allows less prefix reuse than this has none worth finding */
 #define DIAG_PC_SHORT 0.7              /* measured hit rate below this share of the workload's bound is a finding */
 #define DIAG_PC_ROOM 0.8               /* KV usage below this: the cache had room, so misses were not evictions */
+#define DIAG_ADMIT_GAP 0.25            /* (offered - admitted) / offered from which requests wait for admission ... */
+#define DIAG_ADMIT_GAP_MIN 1.0         /* ... and at least this many requests */
+#define DIAG_ADMIT_TTFT 1.5            /* ... confirmed by mean TTFT beyond this multiple of the fastest */
+#define DIAG_PINNED 0.5                /* share of busy samples with running at its max that makes it a cap, while
+                                          requests wait throughout (a sample often lands between one request's
+                                          end and the next one's admission: llama.cpp at 100 ms, 2 slots, 76%) */
+#define DIAG_NEAR_HOST 0.8             /* server CPU / its threads from which a prefill on the host is compute bound */
+#define DIAG_NEAR_ROOF 0.5             /* a stage at this share of its roofline or more is bound by that roofline */
+#define DIAG_FIXED_DOMINATES 0.5       /* fixed per-step cost / step time from which it limits the step */
+#define DIAG_GPU_HOLDS 1.0             /* GPU memory the server holds / its weights below which they cannot all be
+                                          on the GPU (physics: they would not fit in what it holds) */
+#define DIAG_SERVER_CORES 3.0          /* server CPU in cores from which it computes on the host */
+#define DIAG_GPU_IDLE_PCT 20.0         /* NVML utilization under which a GPU with work offered idles */
+#define DIAG_FEW_SAMPLES 100           /* requests under which a p99 is the maximum of few samples */
 
 typedef struct {
     const json_t *doc, *cfg, *engine, *eng_series, *tel, *client, *timeline;
@@ -62,6 +76,20 @@ typedef struct {
     cost_factors roof_factors_v;       /* a simulated run's own cost factors (engine.factors) */
     const cost_factors *roof_factors;  /* &roof_factors_v, or NULL: the defaults */
     const char *roof_batch_source;
+    double roof_weight_ms, roof_kv_ms;  /* the HBM floor's parts: weights and KV of one decode step */
+    double roof_compute_ms;            /* one decode step's FLOPs at the GPU's tensor peak */
+    double roof_prefill_compute_ms;    /* a prefill of the mean prompt at the GPU's tensor peak */
+    /* admission: requests offered to the server against those it runs */
+    double offered;                    /* mean requests in the server (Little: request_throughput x mean_e2el) */
+    double offered_peak;               /* most requests in flight at once (the client's count) */
+    double admitted;                   /* mean running while busy (server or engine series); NAN unknown */
+    double run_max, pinned_frac;       /* most running; share of busy samples at that count */
+    const char *admitted_src;
+    int cap;                           /* the running cap: the deployment's, else the count running is pinned at */
+    const char *cap_src;
+    bool cap_from_evidence;            /* cap read from running pinned at its max, not stated by the server */
+    bool queue_by_admission;           /* admitted below offered, TTFT confirming: requests wait for a slot */
+    bool queue_bursts;                 /* ... only in bursts: more in flight at times than the cap admits */
     json_t *config;                    /* configuration findings (the assumed deployment is wrong) */
 } diag_in;
 
@@ -82,6 +110,10 @@ void diag_knob(json_t *f, const char *knob, const char *direction, const char *e
  * when the setting already has the suggested value. The engine's own flag is named when known. */
 void diag_setting(const diag_in *in, json_t *f, const char *knob, const char *current, const char *suggested,
                   const char *effect);
+/* The same, for a setting whose value is not bounded by the run's concurrency (more llama.cpp slots
+ * to keep more prefixes cached, at any load). */
+void diag_setting_any(const diag_in *in, json_t *f, const char *knob, const char *current, const char *suggested,
+                      const char *effect);
 /* The two settings that give the KV cache more room on the same GPUs: kv_cache_dtype → fp8 and
  * gpu_memory_utilization → 0.95 (the simulated run's value when known), with their effects. */
 void diag_kv_memory_settings(const diag_in *in, json_t *f, const char *dtype_effect, const char *memory_effect);
@@ -144,6 +176,26 @@ void diag_rules(diag_in *in, json_t *list, json_t *checked);
 json_t *diag_results(const json_t *doc, const diagnose_opts *o, double level, char *err, size_t errlen);
 /* A sweep document (diagnose_sweep.c). */
 json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t errlen);
+/* Admission (diagnose_account.c): offered vs admitted requests, the running cap. Fills in->offered... */
+void diag_admission(diag_in *in);
+/* The mean prefill of one request (ms): TTFT less the admission wait, at most the fastest TTFT's rate
+ * per prompt token applied to the mean prompt (a mix of short and long prompts waits behind the
+ * long ones' prefills; that wait is no prefill of its own). */
+double diag_prefill_ms(const diag_in *in);
+/* Time accounting of one results document: {"request": [{part, ms, share, source}], "decode_step":
+ * [{part, ms, share, bound, source}], "unexplained_ms"...}. NULL when the document lacks the numbers. */
+json_t *diag_time(const diag_in *in);
+/* The deployment against what the telemetry shows (diagnose_account.c): weights not on the GPU,
+ * the server computing on the host. Returns true when a finding was added. */
+bool diag_rule_deployment(diag_in *in, json_t *list, json_t *checked);
+/* Warnings of the run (bench's overload and client lag, percentiles of few samples): [{kind, message, level}]. */
+json_t *diag_warnings(const json_t *doc, double level);
+/* One story: one direction per knob (the first, highest-ranked finding's), nothing suggested twice. */
+void diag_one_story(json_t *ranked);
+/* Whether the engine's quantized weights run on fp8 tensor cores (vLLM, SGLang, TRT-LLM, the sim on
+ * a GPU with fp8 tensor cores); llama.cpp's GGUF quantizations dequantize. */
+bool diag_fp8_compute(const diag_in *in);
+
 /* Findings sorted by what they cost (lost share x confidence), most first; takes list. */
 json_t *diag_rank(json_t *list);
 #endif

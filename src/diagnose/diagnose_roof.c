@@ -6,6 +6,7 @@
  * below it while the GPU's pipes idle). */
 #include "diagnose/diagnose_int.h"
 #include "engine/sim.h"
+#include "engine/profile.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,7 +37,17 @@ static double decode_batch(const diag_in *in, const char **src) {
     return b >= 1 ? b : 1;
 }
 
-typedef struct { double bound, mem_ms, decode_ms, comm_share, prefill_ms; int mem_bound, prefill_compute; } roof;
+typedef struct {
+    double bound, mem_ms, decode_ms, comm_share, prefill_ms;
+    double weight_ms, kv_ms, compute_ms, prefill_compute_ms;   /* at the physical peaks, no efficiency factor */
+    int mem_bound, prefill_compute;
+} roof;
+
+/* The tensor peak the weights run at: fp8 tensor cores for 1-byte weights where the GPU has them. */
+static double tensor_peak(const cost_model *c) {
+    if (model_dtype_bytes(c->weight_dtype) <= 1 && c->gpu.fp8_flops > 0) return c->gpu.fp8_flops;
+    return c->gpu.bf16_flops;
+}
 
 static int roof_at(const deploy *d, const cost_factors *f, double b, double ctx, int prompt, roof *r, char *err, size_t errlen) {
     cost_model c;
@@ -56,6 +67,11 @@ static int roof_at(const deploy *d, const cost_factors *f, double b, double ctx,
     r->mem_bound = s.bound == COST_BOUND_MEMORY;
     r->prefill_ms = p.t * 1e3;
     r->prefill_compute = p.bound == COST_BOUND_COMPUTE;
+    double peak = tensor_peak(&c);
+    r->weight_ms = s.weight_bytes / hbm * 1e3;
+    r->kv_ms = s.kv_bytes / hbm * 1e3;
+    r->compute_ms = peak > 0 ? s.flops / peak * 1e3 : NAN;
+    r->prefill_compute_ms = peak > 0 ? p.flops / peak * 1e3 : NAN;
     cost_free(&c);
     return 0;
 }
@@ -166,6 +182,10 @@ void diag_roofline(diag_in *in) {
     in->roof_prefill_ms = r.prefill_ms;
     in->roof_prompt = prompt;
     in->roof_prefill_compute = r.prefill_compute;
+    in->roof_weight_ms = r.weight_ms;
+    in->roof_kv_ms = r.kv_ms;
+    in->roof_compute_ms = r.compute_ms;
+    in->roof_prefill_compute_ms = r.prefill_compute_ms;
     if (in->roof_eff > DIAG_PHYSICS_TOL) {
         in->roof_impossible = true;
         physics_finding(in, prompt);
@@ -187,6 +207,14 @@ static void rule_decode_bw(diag_in *in, json_t *L, json_t *C) {
                  "results.mean_tpot_ms, telemetry GPU dram_bw_util_pct/tensor_util_pct"
                  : "roofline (cost model) at the run's batch and context, results.mean_tpot_ms");
     bool tel = isfinite(dram) && dram >= DIAG_DRAM_HIGH && (!isfinite(tensor) || tensor < DIAG_TENSOR_HIGH);
+    /* "bandwidth bound" needs DRAM near its peak: a roofline that says so while the GPU's own DRAM
+     * counter reads low is a model that overestimates the bytes, and the claim is not made */
+    if (isfinite(dram) && dram < DIAG_DRAM_HIGH / 2 && !tel) {
+        if (in->roof_mem_bound && in->roof_eff >= DIAG_ROOF_EFF)
+            diag_checked(C, "decode_bandwidth", false, "the roofline puts decode near HBM bandwidth but GPM DRAM reads low: "
+                         "the modelled bytes per step are too many; no bandwidth claim");
+        return;
+    }
     if (!(in->roof_mem_bound && in->roof_eff >= DIAG_ROOF_EFF) && !tel) return;
     double eff = in->roof_eff > 1 ? 1 : in->roof_eff;
     double conf = 0.5 + 0.4 * ((eff - DIAG_ROOF_EFF) / 0.35 > 1 ? 1 : (eff - DIAG_ROOF_EFF) / 0.35 < 0 ? 0 : (eff - DIAG_ROOF_EFF) / 0.35);
@@ -228,6 +256,26 @@ static void rule_decode_bw(diag_in *in, json_t *L, json_t *C) {
     diag_knob(f, "speculative decoding / MTP", "enable", "several tokens per weight read");
 }
 
+/* Decode's share of a request's time (the rest is the client queue, the wait and the prefill): the
+ * share a slow decode step can cost the user. */
+static double decode_share(const diag_in *in) {
+    double e2el = diag_num(in->doc, "mean_e2el_ms"), ttft = diag_num(in->doc, "mean_ttft_ms"), q = diag_num(in->doc, "mean_queue_ms");
+    if (!(e2el > 0) || !isfinite(ttft)) return 1;
+    return (e2el - ttft) / (e2el + (q > 0 ? q : 0));
+}
+
+/* Whether decode steps replay CUDA graphs: 1 on, 0 off, -1 unknown. A simulated run says so in its
+ * engine profile (and a --cuda-graphs override in its config); a real engine does not report it. */
+static int graphs_on(const diag_in *in) {
+    const json_t *sim = get(in->cfg, "sim");
+    const json_t *ov = get(sim, "cuda_graphs");
+    if (json_is_boolean(ov)) return json_is_true(ov);
+    const char *prof = json_string_value(get(in->engine, "engine_profile"));
+    engine_profile p;
+    if (prof && profile_find(prof, &p) == 0) return p.cuda_graphs != 0;
+    return -1;
+}
+
 /* Decode far below its roofline while the GPU's DRAM and tensor pipes idle: the engine's own work
  * per step (kernel launches, the scheduler, sampling, a per-token expert loop) limits the run. */
 static void rule_engine_overhead(diag_in *in, json_t *L, json_t *C) {
@@ -249,9 +297,10 @@ static void rule_engine_overhead(diag_in *in, json_t *L, json_t *C) {
     if (!roof && !pipes && !idle && !sim) return;
     json_t *f;
     if (roof) {
-        f = diag_finding(L, "engine_overhead", pipes ? 0.85 : 0.7, "the engine's per-step overhead, not the GPU, limits "
+        f = diag_finding(L, "engine_overhead", pipes ? 0.85 : 0.7, "the engine's own work per step, not the GPU, limits "
                          "decode: %.1f%% of the HBM roofline at batch %.0f", 100 * in->roof_eff, in->roof_batch);
-        diag_cost(f, 1 - in->roof_eff, "of decode throughput vs the HBM roofline at this batch");
+        diag_cost(f, decode_share(in) * (1 - in->roof_eff), "of end-to-end time: decode beyond what HBM streaming needs at "
+                  "this batch");
         diag_ev(f, 100 * in->roof_eff, "%", "batch / results.mean_tpot_ms vs roofline (cost model)", "decode %.0f tok/s at "
                 "batch %.1f vs %.0f tok/s HBM roofline for %s on %s", in->roof_achieved, in->roof_batch, in->roof_bound,
                 in->dep.model, in->dep.gpu);
@@ -286,8 +335,10 @@ static void rule_engine_overhead(diag_in *in, json_t *L, json_t *C) {
         diag_knob(f, "engine", "try vLLM or SGLang for this model", "fused MoE kernels and CUDA graphs put more work in "
                   "each launch, so the step's fixed cost weighs less");
         diag_knob(f, "flash attention", "-fa on", "fewer, fused attention kernels per step");
-    } else {
+    } else if (graphs_on(in) == 0) {
         diag_knob(f, "CUDA graphs", "enable (vLLM: drop --enforce-eager)", "fewer kernel launches per step");
+    } else if (graphs_on(in) < 0) {
+        diag_knob(f, "CUDA graphs", "check they are on (vLLM: no --enforce-eager)", "eager launches cost a host round trip per kernel");
     }
     diag_knob(f, "server CPU", "check", "the scheduler, sampling and detokenizer threads must not starve");
 }

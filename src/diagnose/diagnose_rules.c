@@ -37,13 +37,18 @@ static void rule_client(diag_in *in, json_t *L, json_t *C) {
     double fs99 = diag_num(d, "p99_ttft_from_schedule_ms"), sv99 = diag_num(d, "p99_ttft_ms");
     /* how much of what users waited was the client's own lag: a lag of a few ms under a
      * 100 ms TTFT is worth a note, not the headline */
-    double impact = fs99 > 0 && sv99 >= 0 ? (fs99 - sv99) / fs99 : 1;
+    double impact = fs99 > 0 && sv99 >= 0 ? (fs99 - sv99) / fs99 : NAN;
     bool rate_short = isfinite(want) && ach < 0.9 * want;
     if (json_is_true(get(d, "client_fell_behind"))) {
-        double conf = rate_short || impact >= 0.3 ? 0.9 : 0.3 + 2 * impact;
-        f = diag_finding(L, "client_bound", conf, conf >= 0.6 ? "the client fell behind its plan: it, not the server, "
-                         "limited the run" : "the client lagged its plan slightly (%.0f%% of p99 TTFT from schedule)",
-                         100 * impact);
+        /* "the client limited the run" needs its lag to be a real share of what users waited */
+        double conf = rate_short || impact >= 0.3 ? 0.9 : isfinite(impact) ? 0.3 + 2 * impact : 0.3;
+        if (conf >= 0.6)
+            f = diag_finding(L, "client_bound", conf, "the client fell behind its plan: it, not the server, limited the run");
+        else if (isfinite(impact))
+            f = diag_finding(L, "client_bound", conf, "the client lagged its plan slightly (%.0f%% of p99 TTFT from schedule)",
+                             100 * impact);
+        else
+            f = diag_finding(L, "client_bound", conf, "the client lagged its plan (no completed request to weigh the lag against)");
         diag_ev(f, NAN, NULL, "results.client_lag_reason", "%s", json_string_value(get(d, "client_lag_reason")));
     } else if (json_is_true(get(d, "client_queue_capped")) && q >= ttft) {
         double cap = diag_num(d, "max_concurrency");
@@ -59,13 +64,16 @@ static void rule_client(diag_in *in, json_t *L, json_t *C) {
     if (rate_short) diag_cost(f, 1 - ach / want, "of the planned request rate never sent");
     else if (fs99 > 0 && sv99 >= 0) diag_cost(f, clamp01(impact), "of p99 TTFT from schedule spent in the client");
     else diag_cost(f, DIAG_COST_UNKNOWN, "not sized");
-    diag_ev(f, q, "ms", "results.mean_queue_ms", "mean client queue %.1f ms vs mean TTFT %.1f ms", q, ttft);
+    if (isfinite(q) && isfinite(ttft))
+        diag_ev(f, q, "ms", "results.mean_queue_ms", "mean client queue %.1f ms vs mean TTFT %.1f ms", q, ttft);
     if (isfinite(want)) diag_ev(f, ach, "req/s", "results.achieved_rate_per_s", "sent %.2f req/s of %.2f planned", ach, want);
     double fs = diag_num(d, "p99_ttft_from_schedule_ms");
     if (isfinite(fs)) diag_ev(f, fs, "ms", "results.p99_ttft_from_schedule_ms", "p99 TTFT from schedule %.1f ms "
                               "(server view p99 %.1f ms)", fs, diag_num(d, "p99_ttft_ms"));
-    if (isfinite(share)) diag_ev(f, 100 * share, "%", "client.cpu_core_share", "client CPU %.0f%% of one core (%.2f us per chunk)",
-                                 100 * share, diag_num(in->client, "cpu_us_per_chunk"));
+    if (isfinite(share) && isfinite(diag_num(in->client, "cpu_us_per_chunk")))
+        diag_ev(f, 100 * share, "%", "client.cpu_core_share", "client CPU %.0f%% of one core (%.2f us per chunk)",
+                100 * share, diag_num(in->client, "cpu_us_per_chunk"));
+    else if (isfinite(share)) diag_ev(f, 100 * share, "%", "client.cpu_core_share", "client CPU %.0f%% of one core", 100 * share);
     if (json_is_true(get(d, "client_queue_capped")))
         diag_knob(f, "--max-concurrency", "raise", "the wait moves from the client queue to the server, which is what the run should measure");
     if (rate_short) diag_knob(f, "--rate", "lower", "a plan the client can keep");
@@ -138,54 +146,60 @@ static void rule_kv(diag_in *in, json_t *L, json_t *C) {
     }
 }
 
+/* Requests wait for admission: the waiting gauge says so, or (with no gauge worth reading:
+ * llama.cpp) the requests offered exceed those running with TTFT late by the difference; or,
+ * without any server series, TTFT far beyond its fastest. Queueing needs admitted below offered:
+ * a waiting gauge that runs while running equals offered is not believed. */
 static void rule_queueing(diag_in *in, json_t *L, json_t *C) {
     const json_t *d = in->doc;
     const json_t *s = in->eng_series ? in->eng_series : srv_series(in);
     const char *pre = in->eng_series ? "engine.series" : "telemetry.server.series";
-    char src_w[64], src_r[64], src_k[64];
+    char src_w[64], src_k[64];
     snprintf(src_w, sizeof src_w, "%s.waiting", pre);
-    snprintf(src_r, sizeof src_r, "%s.running", pre);
     snprintf(src_k, sizeof src_k, "%s.%s", pre, in->eng_series ? "kv_usage" : "kv_usage_pct");
     double wait_mean = s ? diag_mean(get(s, "waiting")) : NAN;
-    double run_max = s ? diag_max(get(s, "running")) : NAN;
     double kv_max = in->eng_series ? diag_max(get(s, "kv_usage")) : s ? diag_max(get(s, "kv_usage_pct")) / 100 : NAN;
     double ttft_med = diag_num(d, "median_ttft_ms"), ttft_min = diag_num(d, "min_ttft_ms");
     double ttft = diag_num(d, "mean_ttft_ms"), e2el = diag_num(d, "mean_e2el_ms");
-    diag_checked(C, "queueing", true, isfinite(wait_mean) ? (in->eng_series ? "engine.series.waiting/running, config max_num_seqs"
-                                                                          : "telemetry.server.series.waiting/running")
-                                                         : "results.median_ttft_ms vs min_ttft_ms (no server series)");
+    diag_checked(C, "queueing", true, isfinite(in->admitted) ? "requests offered (Little's law on the client's records) vs "
+                 "running (server series), waiting gauge, TTFT" : "results.median_ttft_ms vs min_ttft_ms (no server series)");
+    if (kv_max >= DIAG_KV_FULL) return;             /* memory stops admission: kv_capacity's finding */
+    double gap = in->offered - in->admitted;
+    bool gauge = isfinite(wait_mean) && wait_mean >= DIAG_WAITING_MEAN;
+    bool contradicted = gauge && isfinite(gap) && gap < DIAG_ADMIT_GAP_MIN && gap < DIAG_ADMIT_GAP * in->offered;
     json_t *f = NULL;
-    int seqs = in->dep.max_num_seqs;
-    bool at_cap = seqs > 0 && run_max >= DIAG_SEQS_FULL * seqs;
-    if (isfinite(wait_mean) && wait_mean >= DIAG_WAITING_MEAN && !(kv_max >= DIAG_KV_FULL)) {
+    int cap = in->cap;
+    bool at_cap = cap > 0 && in->run_max >= DIAG_SEQS_FULL * cap;
+    if ((gauge && !contradicted) || in->queue_by_admission) {
         /* a queue that costs little of the end-to-end time matters less */
         double conf = (at_cap ? 0.85 : 0.7) * (e2el > 0 && ttft / e2el < 0.2 ? 0.6 : 1);
-        f = diag_finding(L, "queueing", conf, "requests queue for admission%s: TTFT is mostly waiting",
-                         at_cap ? " at max_num_seqs" : "");
-        diag_ev(f, wait_mean, "requests", src_w, "mean waiting %.1f requests", wait_mean);
-        if (isfinite(run_max)) {
-            if (seqs > 0)
-                diag_ev(f, run_max, "requests", src_r, "running max %.0f of max_num_seqs %d (%s)", run_max, seqs,
-                        in->dep.max_num_seqs_s.src);
-            else {
-                /* running pinned at its max whenever requests wait points to a sequence cap */
-                const json_t *rs = get(s, "running"), *ws = get(s, "waiting");
-                size_t n = 0, pinned = 0;
-                for (size_t i = 0; i < json_array_size(ws) && i < json_array_size(rs); i++) {
-                    if (!(json_number_value(json_array_get(ws, i)) > 0)) continue;
-                    n++;
-                    if (json_number_value(json_array_get(rs, i)) >= run_max) pinned++;
-                }
-                if (n && pinned >= 0.8 * n)
-                    diag_ev(f, run_max, "requests", src_r, "running stays at %.0f in %.0f%% of the samples with requests "
-                            "waiting: a sequence cap (max_num_seqs)", run_max, 100.0 * pinned / n);
-                else diag_ev(f, run_max, "requests", src_r, "running max %.0f", run_max);
-            }
-        }
+        f = in->queue_bursts ? diag_finding(L, "queueing", conf, "requests queue for admission in bursts: up to %.0f in "
+                                            "flight for %d running at most", in->offered_peak, cap)
+          : at_cap ? diag_finding(L, "queueing", conf, "requests queue for admission at the running cap (%s %d): %.0f "
+                                  "offered, %.0f running", strcmp(in->dep.engine, "llama.cpp") ? "max_num_seqs" : "slots",
+                                  cap, in->offered, in->admitted)
+                   : diag_finding(L, "queueing", conf, "requests queue for admission: %.0f offered, %.0f running",
+                                  in->offered, in->admitted);
+        if (isfinite(in->admitted) && in->queue_bursts)
+            diag_ev(f, in->offered_peak, "requests", "results.max_concurrent_requests", "up to %.0f requests in flight at "
+                    "once (%.1f on average) against %d running at most", in->offered_peak, in->offered, cap);
+        else if (isfinite(in->admitted))
+            diag_ev(f, gap, "requests", in->admitted_src, "%.1f requests in the server on average (request_throughput x "
+                    "mean E2EL), %.1f of them running: %.1f wait for admission", in->offered, in->admitted, gap);
+        if (gauge) diag_ev(f, wait_mean, "requests", src_w, "the server's waiting gauge: mean %.1f requests", wait_mean);
+        else if (isfinite(wait_mean))
+            diag_ev(f, wait_mean, "requests", src_w, "the server's waiting gauge reads a mean of %.1f: it undercounts the requests "
+                    "that wait (llama.cpp's requests_deferred)", wait_mean);
+        if (isfinite(in->run_max) && cap > 0)
+            diag_ev(f, in->run_max, "requests", in->admitted_src, "running stays at %.0f in %.0f%% of the busy samples; the "
+                    "cap is %d (%s)", in->run_max, 100 * in->pinned_frac, cap,
+                    in->cap_from_evidence ? "read from running pinned at its maximum" : in->cap_src);
+        else if (isfinite(in->run_max))
+            diag_ev(f, in->run_max, "requests", in->admitted_src, "running max %.0f", in->run_max);
         if (isfinite(kv_max)) diag_ev(f, 100 * kv_max, "%", src_k, "KV usage max %.0f%%: memory is not the limit", 100 * kv_max);
         double t0, t1;
-        if (diag_span(get(s, "t_s"), get(s, "waiting"), DIAG_WAITING_MEAN, &t0, &t1)) diag_window(f, t0, t1);
-    } else if (!isfinite(wait_mean) && ttft_min > 0 && ttft_med >= DIAG_TTFT_WAIT_RATIO * ttft_min) {
+        if (gauge && diag_span(get(s, "t_s"), get(s, "waiting"), DIAG_WAITING_MEAN, &t0, &t1)) diag_window(f, t0, t1);
+    } else if (!isfinite(in->admitted) && !isfinite(wait_mean) && ttft_min > 0 && ttft_med >= DIAG_TTFT_WAIT_RATIO * ttft_min) {
         f = diag_finding(L, "queueing", 0.5, "TTFT median is %.1fx its minimum: requests wait inside the server before service",
                          ttft_med / ttft_min);
         diag_ev(f, ttft_med, "ms", "results.median_ttft_ms", "median TTFT %.1f ms vs min %.1f ms", ttft_med, ttft_min);
@@ -194,48 +208,125 @@ static void rule_queueing(diag_in *in, json_t *L, json_t *C) {
     double ws = wait_share(d);
     diag_cost(f, isfinite(ws) ? ws : DIAG_COST_UNKNOWN, isfinite(ws) ? "of end-to-end time spent waiting for admission"
                                                                      : "not sized");
+    if (ttft_min > 0) diag_ev(f, ttft / ttft_min, "x", "results.mean_ttft_ms / min_ttft_ms", "mean TTFT %.1f ms is %.1fx the "
+                              "fastest (%.1f ms)", ttft, ttft / ttft_min, ttft_min);
     if (in->have_roof) diag_ev(f, in->roof_prefill_ms, "ms", "roofline (cost model)", "a %.0f-token prefill alone takes about %.1f ms; "
                                "mean TTFT %.1f ms", in->roof_prompt, in->roof_prefill_ms, ttft);
     if (e2el > 0) diag_ev(f, 100 * ttft / e2el, "%", "results.mean_ttft_ms / mean_e2el_ms", "TTFT is %.0f%% of end-to-end latency",
                           100 * ttft / e2el);
     char cur[16], sug[16];
-    int_str(cur, sizeof cur, seqs);
-    int_str(sug, sizeof sug, 2 * seqs);
-    diag_setting(in, f, "max_num_seqs", seqs > 0 ? cur : NULL, seqs > 0 ? sug : "raise",
-                 "more requests decode at once (if KV memory allows), shorter waits; TPOT grows");
+    int_str(cur, sizeof cur, cap);
+    /* no more slots than were ever wanted at once */
+    int want = 2 * cap;
+    if (in->offered_peak >= 1 && want > in->offered_peak) want = (int)in->offered_peak;
+    int_str(sug, sizeof sug, want);
+    if (cap > 0 && want > cap)
+        diag_setting(in, f, "max_num_seqs", cur, sug, !strcmp(in->dep.engine, "llama.cpp")
+                     ? "more requests decode at once; each slot gets -c / -np tokens, so raise -c with it"
+                     : "more requests decode at once (if KV memory allows), shorter waits; TPOT grows");
+    else if (cap <= 0)
+        diag_setting(in, f, "max_num_seqs", NULL, "raise", "more requests decode at once (if KV memory allows), shorter waits");
     diag_knob(f, "replicas", "add", "the queue splits over instances");
     diag_knob(f, "load", "lower", "stay below the knee");
 }
 
+/* Prefill takes a large share of end-to-end time. "Compute bound" only when the stage runs near
+ * the tensor roofline (the cost model's FLOPs at the GPU's peak against the fastest TTFT) or the
+ * tensor pipes are busy; a prefill far below its roofline, or one with no roofline to hold it
+ * against, is named as slow, not as compute bound. */
 static void rule_prefill(diag_in *in, json_t *L, json_t *C) {
     double tensor = diag_gpu_mean(in, "tensor_util_pct");
     double ttft = diag_num(in->doc, "mean_ttft_ms"), e2el = diag_num(in->doc, "mean_e2el_ms");
     double tmin = diag_num(in->doc, "min_ttft_ms");
-    if (!in->have_roof && !isfinite(tensor)) {
-        diag_checked(C, "prefill_compute", false, "no roofline (model/GPU unknown) and no tensor-activity telemetry");
-        return;
-    }
+    double done = diag_num(in->doc, "completed"), prompt = done > 0 ? diag_num(in->doc, "total_input_tokens") / done : NAN;
     diag_checked(C, "prefill_compute", true, isfinite(tensor) ? "telemetry tensor_util_pct, results TTFT/E2EL" :
-                "roofline (cost model) prefill bound, results.min_ttft_ms, mean_ttft_ms / mean_e2el_ms");
-    double share = e2el > 0 ? ttft / e2el : NAN;
-    bool roof = in->have_roof && in->roof_prefill_compute && share >= DIAG_PREFILL_SHARE;
+                in->have_roof ? "roofline (cost model) prefill FLOPs at the tensor peak vs results.min_ttft_ms, mean_ttft_ms / "
+                "mean_e2el_ms" : "results.min_ttft_ms, mean_ttft_ms / mean_e2el_ms (no roofline)");
+    /* the prefill's own share: TTFT less the wait for admission the queueing finding owns */
+    double share = e2el > 0 ? diag_prefill_ms(in) / e2el : NAN;
+    if (!(share >= DIAG_PREFILL_SHARE)) return;
+    double near = in->have_roof && tmin > 0 ? in->roof_prefill_compute_ms / tmin : NAN;
+    bool roof = near >= DIAG_NEAR_ROOF;
+    /* on the host (no GPU), the compute roofline is the cores the server's threads may use: a
+     * prefill that keeps them all busy is compute bound there */
+    bool on_host = !json_array_size(get(in->tel, "gpu")) && !deploy_has_gpu(&in->dep);   /* no GPU seen or stated */
+    const json_t *hs = get(get(in->tel, "host"), "series");
+    double scpu = diag_mean(get(hs, "server_cpu_pct")), hcpu = diag_mean(get(hs, "cpu_util_pct"));
+    double threads = diag_num(get(get(in->doc, "deployment"), "cpu_threads"), "value");
+    double cores = diag_num(get(in->doc, "environment"), "cpus");
+    bool host_bound = on_host && threads > 0 && scpu >= 100 * DIAG_NEAR_HOST * threads;
     bool tel = isfinite(tensor) && tensor >= DIAG_TENSOR_HIGH;
-    if (!roof && !tel) return;
-    double conf = (tel ? 0.8 : 0.6) + 0.3 * clamp01((share - DIAG_PREFILL_SHARE) / 0.4);
-    json_t *f = diag_finding(L, "prefill_compute", conf > 0.95 ? 0.95 : conf, "prefill is compute bound and takes %.0f%% of "
-                             "end-to-end latency", 100 * share);
+    double conf = (tel ? 0.8 : roof ? 0.6 : 0.5) + 0.3 * clamp01((share - DIAG_PREFILL_SHARE) / 0.4);
+    char cur[16], sug[16];
+    json_t *f;
+    if (roof || tel) {
+        f = diag_finding(L, "prefill_compute", conf > 0.95 ? 0.95 : conf, "prefill is compute bound and takes %.0f%% of "
+                         "end-to-end latency", 100 * share);
+    } else if (host_bound) {
+        f = diag_finding(L, "prefill_compute", conf > 0.9 ? 0.9 : conf, "prefill is compute bound on the server's %.0f CPU "
+                         "thread%s and takes %.0f%% of end-to-end latency", threads, threads == 1 ? "" : "s", 100 * share);
+    } else if (isfinite(near)) {
+        f = diag_finding(L, "prefill", conf > 0.9 ? 0.9 : conf, "prefill takes %.0f%% of end-to-end latency at %.1f%% of the "
+                         "tensor roofline: the engine's prefill path, not the GPU's compute, limits it", 100 * share, 100 * near);
+    } else {
+        f = diag_finding(L, "prefill", conf > 0.9 ? 0.9 : conf, "prefill takes %.0f%% of end-to-end latency: %.0f-token "
+                         "prompts at %.0f tokens/s", 100 * share, prompt, tmin > 0 ? prompt / tmin * 1000 : NAN);
+    }
     diag_cost(f, clamp01(share), "of end-to-end latency spent in prefill");
     if (in->have_roof)
-        diag_ev(f, in->roof_prefill_ms, "ms", "roofline (cost model)", "a %.0f-token prefill is compute bound: %.1f ms at the "
-                "tensor roofline; fastest TTFT measured %.1f ms", in->roof_prompt, in->roof_prefill_ms, tmin);
-    diag_ev(f, 100 * share, "%", "results.mean_ttft_ms / mean_e2el_ms", "mean TTFT %.1f ms of mean E2EL %.1f ms", ttft, e2el);
+        diag_ev(f, 100 * near, "%", "roofline (cost model): prefill FLOPs / tensor peak vs results.min_ttft_ms", "a %.0f-token "
+                "prefill needs %.2f ms at the tensor peak; the fastest TTFT measured is %.1f ms (%.1f%% of that roofline)",
+                in->roof_prompt, in->roof_prefill_compute_ms, tmin, 100 * near);
+    else if (tmin > 0)
+        diag_ev(f, prompt / tmin * 1000, "tok/s", "results.total_input_tokens / completed / min_ttft_ms", "the fastest prefill: "
+                "%.0f tokens in %.1f ms (no model or GPU for a roofline)", prompt, tmin);
+    diag_ev(f, 100 * share, "%", "prefill (diagnose time accounting) / results.mean_e2el_ms", "a prefill of about %.1f ms "
+            "(mean TTFT %.1f ms) of mean E2EL %.1f ms", share * e2el, ttft, e2el);
     if (tel) diag_ev(f, tensor, "%", "telemetry.gpu.series.tensor_util_pct", "tensor activity %.0f%%", tensor);
-    char cur[16], sug[16];
-    diag_setting(in, f, "weight_dtype", model_dtype_name(in->dep.weight_dtype), "fp8", "twice the tensor rate on Hopper");
-    int_str(cur, sizeof cur, in->dep.tp);
-    int_str(sug, sizeof sug, 2 * in->dep.tp);
-    diag_setting(in, f, "tensor_parallel_size", in->dep.tp_s.assumed ? NULL : cur, in->dep.tp_s.assumed ? "raise" : sug,
-                 "prefill FLOPs split over more GPUs");
+    /* on the host (no GPU): the cores the server got, and whether the host had any to give */
+    bool host_full = hcpu >= 90 && isfinite(scpu) && !host_bound;
+    if (on_host && isfinite(scpu))
+        diag_ev(f, scpu / 100, "cores", "telemetry.host.series.server_cpu_pct, cpu_util_pct", "the server used %.2f CPU cores "
+                "on average%s%s while the host's CPUs were %.0f%% busy%s", scpu / 100, threads > 0 ? " of the threads it has: " : "",
+                threads > 0 ? (host_bound ? "all of them" : "fewer than its threads") : "", hcpu,
+                host_full ? ": other processes hold the cores it could use" : "");
+    if (on_host && threads > 0) {
+        char tc[16], ts[16];
+        snprintf(tc, sizeof tc, "%.0f", threads);
+        snprintf(ts, sizeof ts, "%.0f", cores > threads ? cores : 2 * threads);
+        json_array_append_new(json_object_get(f, "knobs"), json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "knob", "cpu_threads",
+            "current", tc, "suggested", ts, "direction", host_bound ? "" : "", "flag", "-t", "effect",
+            "a prefill on the host is matrix work on -t threads (only cores the host has free help)"));
+        json_t *k = json_array_get(json_object_get(f, "knobs"), json_array_size(json_object_get(f, "knobs")) - 1);
+        char dir[64];
+        snprintf(dir, sizeof dir, "%s \xe2\x86\x92 %s", tc, ts);
+        json_object_set_new(k, "direction", json_string(dir));
+    }
+    if (roof || tel) {
+        if (diag_fp8_compute(in))
+            diag_setting(in, f, "weight_dtype", model_dtype_name(in->dep.weight_dtype), "fp8", "twice the tensor rate on Hopper");
+        int_str(cur, sizeof cur, in->dep.tp);
+        int_str(sug, sizeof sug, 2 * in->dep.tp);
+        diag_setting(in, f, "tensor_parallel_size", in->dep.tp_s.assumed ? NULL : cur, in->dep.tp_s.assumed ? "raise" : sug,
+                     "prefill FLOPs split over more GPUs");
+    } else {
+        int mnbt = in->dep.max_num_batched_tokens;
+        int_str(cur, sizeof cur, mnbt);
+        int_str(sug, sizeof sug, 2 * mnbt);
+        /* a larger batch helps only a prompt that does not fit in one step already */
+        if (!(mnbt > 0) || prompt > mnbt)
+            diag_setting(in, f, "max_num_batched_tokens", mnbt > 0 ? cur : NULL, mnbt > 0 ? sug : "raise",
+                         "more prompt tokens per step: a prefill in fewer, larger matrix products");
+        if (!strcmp(in->dep.engine, "llama.cpp")) diag_knob(f, "flash attention", "-fa on", "fused attention over the prompt");
+        if (host_full && on_host)
+            diag_knob(f, "host CPU", "free cores for the server (or run it alone)", "a prefill on the host needs the cores "
+                      "other processes hold");
+        else if (!strcmp(in->dep.engine, "llama.cpp") && on_host && !(threads > 0))
+            diag_knob(f, "threads", "-t: raise to the host's idle cores", "a prefill on the host is matrix work on -t threads");
+        else if (!on_host && strcmp(in->dep.engine, "llama.cpp"))
+            diag_knob(f, "prefill kernels", "check (attention backend, MoE GEMM backend)", "the prompt's matrix products run far "
+                      "below the tensor peak");
+    }
     diag_knob(f, "prefix caching", "enable", "shared prompt prefixes are not recomputed");
 }
 
@@ -252,6 +343,12 @@ static void rule_interference(diag_in *in, json_t *L, json_t *C) {
     diag_checked(C, "prefill_interference", true, in->eng_series ? "results p99/median ITL, engine.series.step_ms vs batch_tokens"
                                                                 : "results p99/median ITL");
     bool spikes = ratio >= DIAG_ITL_SPIKE;
+    /* a decode can only stall behind another request's prefill: one request at a time has none */
+    if (in->offered_peak <= 1 || (!isfinite(in->offered_peak) && in->offered < 1.5)) {
+        if (spikes) diag_checked(C, "prefill_interference", false, "one request in flight at a time: no other request's "
+                                 "prefill to stall behind (the ITL tail is the host's)");
+        return;
+    }
     bool aligned = corr >= DIAG_STEP_CORR && step_max >= DIAG_STEP_SPIKE * step_med;
     if (!spikes) return;
     if (in->eng_series && !aligned) return;
@@ -262,7 +359,12 @@ static void rule_interference(diag_in *in, json_t *L, json_t *C) {
     /* the stalls' share of decode time: the mean gap beyond the typical one */
     double itl_mean = diag_num(in->doc, "mean_itl_ms");
     double lost = itl_mean > 0 && itl50 > 0 ? clamp01((itl_mean - itl50) / itl_mean) : DIAG_COST_UNKNOWN;
-    diag_cost(f, lost, "of decode time spent in stalls (mean ITL beyond the median)");
+    /* of the user's time: the stalls' share of decode, times decode's share of a request */
+    double e2el = diag_num(in->doc, "mean_e2el_ms"), ttft = diag_num(in->doc, "mean_ttft_ms");
+    if (itl_mean > 0 && itl50 > 0 && e2el > 0 && isfinite(ttft))
+        diag_cost(f, lost * (e2el - ttft) / e2el, "of end-to-end time spent in decode stalls (mean ITL beyond the median: "
+                  "%.0f%% of decode)", 100 * lost);
+    else diag_cost(f, lost, "of decode time spent in stalls (mean ITL beyond the median)");
     diag_ev(f, itl99, "ms", "results.p99_itl_ms", "ITL p99 %.1f ms vs median %.1f ms (mean %.1f ms)", itl99, itl50, itl_mean);
     if (aligned) {
         diag_ev(f, corr, NULL, "engine.series.step_ms ~ batch_tokens", "step time follows tokens per step (correlation %.2f)", corr);
@@ -493,7 +595,12 @@ void diag_rules(diag_in *in, json_t *list, json_t *checked) {
     rule_kv(in, list, checked);
     rule_queueing(in, list, checked);
     diag_rule_prefix_cache(in, list, checked);
+    bool wrong = diag_rule_deployment(in, list, checked);
     diag_roof_rules(in, list, checked);
+    /* a deployment that is not what it should be explains the slow steps: no "engine overhead" */
+    for (size_t i = 0; wrong && i < json_array_size(list);)
+        if (!strcmp(json_string_value(get(json_array_get(list, i), "class")), "engine_overhead")) json_array_remove(list, i);
+        else i++;
     rule_prefill(in, list, checked);
     rule_interference(in, list, checked);
     rule_tenants(in, list, checked);

@@ -397,6 +397,42 @@ static void roofline(rbuf *b, const json_t *rf) {
     rb_puts(b, ".</p>");
 }
 
+/* Where the time went (diagnose's accounting): a request's mean time and one decode step, each part
+ * with its share and its bound; what nothing explains is shown as such. */
+static void time_parts(rbuf *b, const json_t *parts, const char *caption) {
+    if (!json_array_size(parts)) return;
+    rb_puts(b, "<table class=\"time\"><caption>");
+    rb_esc(b, caption);
+    rb_puts(b, "</caption><tr><th>part</th><th>ms</th><th>share</th><th>bound</th></tr>");
+    size_t i;
+    json_t *p;
+    json_array_foreach(parts, i, p) {
+        char ms[32];
+        fmt_ms(rep_num(p, "ms"), ms, sizeof ms);
+        rb_puts(b, "<tr><td>");
+        rb_esc(b, json_string_value(json_object_get(p, "part")));
+        rb_printf(b, "</td><td>%s</td><td>%.1f%%</td><td>", ms, 100 * rep_num(p, "share"));
+        const char *bound = json_string_value(json_object_get(p, "bound"));
+        if (bound) rb_esc(b, bound);
+        rb_puts(b, "</td></tr>");
+    }
+    rb_puts(b, "</table>");
+}
+
+static void time_accounting(rbuf *b, const rep_model *m, const json_t *t) {
+    if (!json_is_object(t)) return;
+    rb_puts(b, "<h3>Where the time went</h3>");
+    char cap[96], ms[32], at[48] = "";
+    double lvl = rep_num(t, "level");
+    if (!isnan(lvl)) { char ll[32]; rep_load_label(m, lvl, ll, sizeof ll); snprintf(at, sizeof at, " at %s", ll); }
+    fmt_ms(rep_num(t, "request_ms"), ms, sizeof ms);
+    snprintf(cap, sizeof cap, "a request%s: %s on average", at, ms);
+    time_parts(b, json_object_get(t, "request"), cap);
+    fmt_ms(rep_num(t, "decode_step_ms"), ms, sizeof ms);
+    snprintf(cap, sizeof cap, "a decode step%s: %s", at, ms);
+    time_parts(b, json_object_get(t, "decode_step"), cap);
+}
+
 static void findings(rbuf *b, const rep_model *m, const report_opts *o) {
     rb_puts(b, "<section id=\"findings\"><h2>Findings</h2>");
     const json_t *list = json_object_get(o->diagnosis, "findings");
@@ -409,6 +445,21 @@ static void findings(rbuf *b, const rep_model *m, const report_opts *o) {
         json_t *f;
         json_array_foreach(list, i, f) finding(b, m, f, i + 1);
     }
+    /* the run's own warnings are evidence: overload, a lagging client, a p99 of few requests */
+    const json_t *warns = json_object_get(o->diagnosis, "warnings");
+    if (json_array_size(warns)) {
+        rb_puts(b, "<h3>Warnings from the run</h3><ul class=\"warnings\">");
+        size_t i;
+        json_t *w;
+        json_array_foreach(warns, i, w) {
+            rb_puts(b, "<li>");
+            double wl = rep_num(w, "level");
+            if (isfinite(wl)) { char ll[48]; rep_load_label(m, wl, ll, sizeof ll); rb_puts(b, "["); rb_esc(b, ll); rb_puts(b, "] "); }
+            rb_esc(b, json_string_value(json_object_get(w, "message")));
+            rb_puts(b, "</li>");
+        }
+        rb_puts(b, "</ul>");
+    }
     /* a rate beyond physics: the assumed deployment is wrong, which is no bottleneck */
     const json_t *cfg = json_object_get(o->diagnosis, "configuration");
     if (json_array_size(cfg)) {
@@ -417,6 +468,7 @@ static void findings(rbuf *b, const rep_model *m, const report_opts *o) {
         json_t *f;
         json_array_foreach(cfg, i, f) finding(b, m, f, i + 1);
     }
+    time_accounting(b, m, json_object_get(o->diagnosis, "time"));
     roofline(b, json_object_get(o->diagnosis, "roofline"));
     const json_t *checked = json_object_get(o->diagnosis, "checked");
     size_t i, skipped = 0;

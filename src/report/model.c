@@ -303,7 +303,35 @@ void rep_verdict(const rep_model *m, const json_t *diagnosis, rbuf *out) {
         rb_puts(out, "; bottleneck: ");
         rb_puts(out, title);
     }
-    double eff = rep_num(json_object_get(diagnosis, "roofline"), "efficiency");
-    if (isfinite(eff)) rb_printf(out, "; decode at %.0f%% of the HBM-bandwidth roofline", 100 * eff);
+    /* the headline is diagnose's first finding; the roofline is added only when that finding does
+     * not already state it, and named at its level, so two numbers of two levels never meet */
+    const json_t *rf = json_object_get(diagnosis, "roofline");
+    double eff = rep_num(rf, "efficiency"), lvl = rep_num(rf, "level");
+    if (isfinite(eff) && !(title && strstr(title, "roofline"))) {
+        rb_printf(out, "; decode at %.0f%% of the HBM-bandwidth roofline", 100 * eff);
+        if (isfinite(lvl) && m->sweep) {
+            rep_load_label(m, lvl, a, sizeof a);
+            rb_printf(out, " at %s", a);
+        }
+    }
+    /* the run's warnings belong to the verdict (one clause per kind, naming its levels): an
+     * overloaded level's latencies are no steady state, a lagging client's rate is not the server's */
+    static const char *const kinds[] = { "overload", "client" }, *const says[] = { "server overloaded", "client fell behind" };
+    bool any = false;
+    for (int k = 0; k < 2; k++) {
+        size_t i, nl = 0;
+        const json_t *w;
+        bool hit = false;
+        json_array_foreach(json_object_get(diagnosis, "warnings"), i, w) {
+            const char *kind = json_string_value(json_object_get(w, "kind"));
+            if (!kind || strcmp(kind, kinds[k])) continue;
+            if (!hit) { rb_puts(out, any ? ", " : "; warning: "); rb_puts(out, says[k]); hit = any = true; }
+            double wl = rep_num(w, "level");
+            if (isfinite(wl) && m->sweep) {
+                rep_load_label(m, wl, a, sizeof a);
+                rb_printf(out, "%s%s", nl++ ? ", " : " at ", a);
+            }
+        }
+    }
     rb_puts(out, ".");
 }

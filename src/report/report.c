@@ -27,6 +27,9 @@ json_t *report_diagnosis(const json_t *doc, const report_deploy *deploy) {
             const json_t *v = json_object_get(doc, extra[i]);
             if (v) json_object_set_new(d, extra[i], json_deep_copy(v));
         }
+        const json_t *w = json_object_get(doc, "diagnosis_warnings"), *t = json_object_get(doc, "diagnosis_time");
+        if (w) json_object_set_new(d, "warnings", json_deep_copy(w));
+        if (t) json_object_set_new(d, "time", json_deep_copy(t));
         return d;
     }
     diagnose_opts o;

@@ -38,6 +38,17 @@ static void md_findings(rbuf *b, const rep_model *m, const json_t *diagnosis) {
         md_finding_list(b, m, cfg);
         rb_puts(b, "\n");
     }
+    const json_t *warns = json_object_get(diagnosis, "warnings");
+    size_t i;
+    json_t *w;
+    json_array_foreach(warns, i, w) {
+        rb_puts(b, "> **Warning");
+        double wl = rep_num(w, "level");
+        if (!isnan(wl)) { char ll[48]; rep_load_label(m, wl, ll, sizeof ll); rb_puts(b, " at "); rb_md_cell(b, ll); }
+        rb_puts(b, ":** ");
+        rb_md_cell(b, json_string_value(json_object_get(w, "message")));
+        rb_puts(b, "\n\n");
+    }
     if (!json_array_size(list)) { rb_puts(b, "The diagnosis found nothing to report.\n"); return; }
     md_finding_list(b, m, list);
 }
