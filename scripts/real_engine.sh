@@ -12,7 +12,9 @@
 # Models (same seed and shape give the same file byte for byte, so a rebuild is a no-op):
 #   tiny.gguf        29.6M params, the shared tool's `tiny` preset: the wire tests and the scenario corpus
 #   tiny-peaked.gguf the same shape with --std 0.08: logprobs peaked enough that the K-cache type
-#                    measurably moves them (drift's ordering test)
+#                    measurably moves them
+#   tiny-kq.gguf     peaked, with a K head of 64 (qk_nope 48 + rope 16): this llama.cpp quantizes a K
+#                    cache (q8_0, q4_0) only in blocks of 32, so drift's K-cache ordering test loads this
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -74,4 +76,5 @@ model() {   # model NAME ARGS...: writes $OUT/models/NAME.gguf unless it is alre
 }
 model tiny --size tiny
 model tiny-peaked --size tiny --std 0.08
+model tiny-kq --size tiny --set qk_nope_head_dim=48 --std 0.08
 echo "real-engine: $OUT/bin/llama-server, models in $OUT/models" >&2

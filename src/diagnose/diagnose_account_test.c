@@ -331,7 +331,7 @@ TEST(diagnose_cap_never_raised_beyond_the_run) {
     json_decref(d);
 }
 
-/* Three real H200 runs of the GPU scenario corpus, each with its cause known by construction: the
+/* The five real H200 runs of the GPU scenario corpus, each with its cause known by construction: the
  * first finding names it, with its knob and current value, and no claim contradicts its numbers. */
 TEST(diagnose_gpu_corpus_first_findings) {
     json_t *doc = test_load_json("tests/fixtures/real-gpu/gpu_slots.json");
@@ -368,6 +368,30 @@ TEST(diagnose_gpu_corpus_first_findings) {
     CHECK(!says(g, "the load ("));
     CHECK(!says(g, "each added sequence"));
     CHECK(!says(g, "compute bound"));
+    json_decref(g);
+    json_decref(doc);
+    /* -ngl 8 of 27 layers: 11.6 GB of GPU memory for 31.4 GB of weights, the host's cores busy */
+    doc = test_load_json("tests/fixtures/real-gpu/gpu_partial_offload.json");
+    CHECK(doc != NULL);
+    if (!doc) return;
+    g = diag_o(doc, NULL);
+    f = first(g);
+    CHECK_STR(cls(f), "deployment");
+    k = knob(f, "gpu_layers");
+    CHECK(k && !strcmp(kstr(k, "flag"), "-ngl"));
+    CHECK(!finding(g, "engine_overhead"));
+    json_decref(g);
+    json_decref(doc);
+    /* every layer on the GPU, 32 slots, short prompts: the engine's per-step cost, and no
+     * admission finding (c never exceeds the 32 slots) */
+    doc = test_load_json("tests/fixtures/real-gpu/gpu_overhead.json");
+    CHECK(doc != NULL);
+    if (!doc) return;
+    g = diag_o(doc, NULL);
+    f = first(g);
+    CHECK_STR(cls(f), "engine_overhead");
+    CHECK(!finding(g, "queueing"));
+    CHECK(!finding(g, "deployment"));
     json_decref(g);
     json_decref(doc);
 }
