@@ -33,6 +33,21 @@ typedef struct {
     long kill_after_decodes;
 } scenario;
 
+/* expect_class may list classes that name the same cause with what the run could prove (one
+ * word each, space separated): e.g. prefill_compute where the server had its threads, prefill where
+ * other processes held the cores; the knob and its current value are asserted either way. */
+static int class_expected(const char *list, const char *cls) {
+    size_t n = strlen(cls);
+    for (const char *p = list; *p;) {
+        while (*p == ' ') p++;
+        const char *e = p;
+        while (*e && *e != ' ') e++;
+        if ((size_t)(e - p) == n && !strncmp(p, cls, n)) return 1;
+        p = e;
+    }
+    return 0;
+}
+
 static void trim(char *s) {
     size_t n = strlen(s);
     while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = 0;
@@ -173,7 +188,7 @@ static void run_scenario(const char *name) {
     if (!first) { json_decref(d); return; }
     const char *cls = json_string_value(json_object_get(first, "class"));
     const char *title = json_string_value(json_object_get(first, "title"));
-    CHECK_MSG(cls && !strcmp(cls, sc.expect_class), "%s: first finding is %s (\"%s\"), expected %s",
+    CHECK_MSG(cls && class_expected(sc.expect_class, cls), "%s: first finding is %s (\"%s\"), expected %s",
               name, cls ? cls : "(none)", title ? title : "", sc.expect_class);
     if (sc.expect_flag[0]) {
         json_t *knobs = json_object_get(first, "knobs"), *k, *found = NULL;
