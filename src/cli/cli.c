@@ -46,9 +46,44 @@ const char *cli_word_value(const cli_word *w, int argc, char **argv, int *i) {
     return *i + 1 < argc ? argv[++*i] : NULL;
 }
 
+/* The flag that took standard output ("-"), if one did: the terminal summary moves to stderr, and
+ * a second flag asking for it is a usage error (two documents on one stream cannot be read back). */
+static const char *g_stdout_flag;
+
+FILE *cli_summary_stream(void) { return g_stdout_flag ? stderr : stdout; }
+
 int cli_check_output(const char *flag, const char *path) {
+    if (path && fileio_is_stdout(path)) {
+        if (g_stdout_flag && strcmp(g_stdout_flag, flag)) {
+            log_error("%s - and %s - both ask for standard output; give one of them a file name", g_stdout_flag, flag);
+            return EXIT_USAGE;
+        }
+        g_stdout_flag = flag;
+        return 0;
+    }
     if (!path || fileio_check_writable(path) == 0) return 0;
     log_error("cannot write %s %s: %s (checked before the run, so nothing is measured and lost; give a path in a "
               "writable folder)", flag, path, strerror(errno));
+    return EXIT_USAGE;
+}
+
+const char *cli_default_output(const char *flag, const char *stem, const char *ext, char *buf, size_t cap) {
+    if (fileio_unique_path(stem, ext, buf, cap) != 0) {
+        log_error("cannot create a file for %s's default (%s-<date>.%s): %s (give %s FILE in a writable folder, or set "
+                  "DSPERF_RESULTS_DIR)", flag, stem, ext, strerror(errno), flag);
+        return NULL;
+    }
+    /* said even under --quiet: a file the user did not name must not be one they cannot find */
+    fprintf(stderr, "dsperf: no %s given: results go to %s, a new file (%s FILE names one)\n", flag, buf, flag);
+    return buf;
+}
+
+int cli_check_default_output(const char *flag, const char *stem, const char *ext) {
+    const char *dir = getenv("DSPERF_RESULTS_DIR");
+    char probe[4096];
+    snprintf(probe, sizeof probe, "%s%s%s.%s", dir && *dir ? dir : "", dir && *dir ? "/" : "", stem, ext);
+    if (fileio_check_writable(probe) == 0) return 0;
+    log_error("cannot write %s's default (%s-<date>.%s) in %s: %s (give %s FILE in a writable folder, or set "
+              "DSPERF_RESULTS_DIR)", flag, stem, ext, dir && *dir ? dir : "this folder", strerror(errno), flag);
     return EXIT_USAGE;
 }

@@ -7,6 +7,7 @@
 #include "common/version.h"
 #include <stddef.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 typedef int (*cmd_fn)(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
@@ -36,6 +37,15 @@ struct option *cli_options_with_keys(const struct option *own, size_t n_own, con
  * written: 0, or logs one line naming the flag, the path and why, and returns EXIT_USAGE. NULL
  * passes (the output was not asked for). */
 int cli_check_output(const char *flag, const char *path);
+/* Where a command prints its terminal summary: stdout, or stderr once an output flag checked by
+ * cli_check_output took standard output ("-"), so the document on stdout stays machine-readable. */
+FILE *cli_summary_stream(void);
+/* A default output that never overwrites an earlier run: a new file STEM-<date>-<time>.EXT (made
+ * by fileio_unique_path, in $DSPERF_RESULTS_DIR or here) when the results are about to be written;
+ * returns buf, or NULL after one error line naming flag. cli_check_default_output checks before
+ * the run that such a file can be made there (0, or one line and EXIT_USAGE). */
+int cli_check_default_output(const char *flag, const char *stem, const char *ext);
+const char *cli_default_output(const char *flag, const char *stem, const char *ext, char *buf, size_t cap);
 
 /* argv joined with shell quoting, so the line can be pasted back; owned by the caller. */
 char *cli_join_argv(int argc, char **argv);

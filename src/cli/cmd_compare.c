@@ -204,7 +204,7 @@ int cmd_compare(int argc, char **argv) {
     }
     doc = sweep_b ? compare_sweeps(base, cand, &o, err, sizeof err) : compare_runs(base, cand, &o, err, sizeof err);
     if (!doc) { log_error("%s", err); goto out; }
-    compare_print(stdout, doc, md);
+    compare_print(cli_summary_stream(), doc, md);
     if (out_path && results_write_json(out_path, doc, err, sizeof err) < 0) {
         log_error("%s", err);
         rc = EXIT_RUN_FAILED;

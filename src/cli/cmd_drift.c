@@ -233,8 +233,8 @@ int cmd_drift(int argc, char **argv) {
     } else if (n_rules && !json_is_true(json_object_get(json_object_get(doc, "gate"), "passed"))) {
         rc = EXIT_RUN_FAILED;
     }
-    drift_print(stdout, doc);
-    fflush(stdout);
+    drift_print(cli_summary_stream(), doc);
+    fflush(cli_summary_stream());
     if (out_path) {
         if (results_write_json(out_path, doc, err, sizeof err) < 0) {
             log_error("drift: %s", err);

@@ -557,10 +557,10 @@ int cmd_sim(int argc, char **argv) {
     }
     if (history_opts_record(&hist, doc, NULL, 0) != EXIT_OK) rc = EXIT_RUN_FAILED;
     if (!quiet) {
-        results_print_summary(stdout, doc);
+        results_print_summary(cli_summary_stream(), doc);
         int64_t first = recs.n ? recs.v[0].send_ns : 0, last = first;
         for (size_t i = 0; i < recs.n; i++) if (recs.v[i].end_ns > last) last = recs.v[i].end_ns;
-        if (!fixed) print_engine(stdout, e, &p, last - first);
+        if (!fixed) print_engine(cli_summary_stream(), e, &p, last - first);
     }
     if (rc == EXIT_RUN_FAILED && why[0]) log_error("sim: %s", why);
     goto done;
