@@ -291,13 +291,10 @@ int cmd_tune(int argc, char **argv) {
         free_opts(&t);
         return EXIT_USAGE;
     }
-    if (!t.out_path) {      /* never an earlier tune's file */
-        if (t.dry_run) t.out_path = "tune-<date>-<time>.json";
-        else if (!(t.out_path = cli_default_output("--out", "tune", "json", tune_default, sizeof tune_default))) {
-            free_opts(&t);
-            return EXIT_USAGE;
-        }
-    }
+    /* no --out: a new tune-<date>-<time>.json, never an earlier tune's file, made once the options
+     * are known to be good (below); the placeholder names the files in a --dry-run */
+    bool default_out = !t.out_path;
+    if (default_out) t.out_path = "tune-<date>-<time>.json";
     /* the sweep options are checked once, up front, with the first configuration's values */
     size_t total = tune_grid_size(&t.grid);
     size_t choice[TUNE_MAX_KEYS];
@@ -359,6 +356,17 @@ int cmd_tune(int argc, char **argv) {
         free(stem);
         free_opts(&t);
         return EXIT_OK;
+    }
+    if (default_out) {
+        if (!(t.out_path = cli_default_output("--out", "tune", "json", tune_default, sizeof tune_default))) {
+            sweep_opts_free(&so, &b);
+            tune_free_argv(pargv, pargc);
+            free(stem);
+            free_opts(&t);
+            return EXIT_USAGE;
+        }
+        free(stem);
+        stem = tune_out_stem(t.out_path);
     }
     json_t *doc = tune_new_doc(&t, argc, argv, &b, so.slo_pct);
     if (doc && g_drift) json_object_set(doc, "drift", g_drift);   /* tune_analyse shows its accuracy cost */
