@@ -360,9 +360,7 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         case O_RANKTO: if (units_parse_duration_ns(a, &ns) < 0 || ns < 100 * NS_PER_MS) return bad("rank-timeout", a, "a duration of at least 100ms such as 30s"); b->dist_o.rank_timeout_ns = ns; break;
         case O_HELP: fputs(usage_text, stdout); return EXIT_OK;
         default:
-            if (optopt && optopt < 256) log_error("unknown option '-%c'; see dsperf bench --help", optopt);
-            else log_error("unknown or incomplete option '%s'; see dsperf bench --help", argv[optind - 1]);
-            return EXIT_USAGE;
+            return cli_bad_option(argc > 0 ? argv[0] : "bench", long_opts, argc, argv, optind, optopt);
         }
     }
     if (optind < argc) { log_error("unexpected argument '%s'; see dsperf bench --help", argv[optind]); return EXIT_USAGE; }

@@ -87,3 +87,54 @@ int cli_check_default_output(const char *flag, const char *stem, const char *ext
               "DSPERF_RESULTS_DIR)", flag, stem, ext, dir && *dir ? dir : "this folder", strerror(errno), flag);
     return EXIT_USAGE;
 }
+
+/* Edit distance (insert, delete, substitute, swap of neighbours), capped: names are short. */
+static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb) {
+    if (na > 63 || nb > 63) return 99;
+    size_t d[64][64];
+    for (size_t i = 0; i <= na; i++) d[i][0] = i;
+    for (size_t j = 0; j <= nb; j++) d[0][j] = j;
+    for (size_t i = 1; i <= na; i++)
+        for (size_t j = 1; j <= nb; j++) {
+            size_t sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]), del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+            size_t m = sub < del ? sub : del;
+            if (ins < m) m = ins;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < m) m = d[i - 2][j - 2] + 1;
+            d[i][j] = m;
+        }
+    return d[na][nb];
+}
+
+const char *cli_nearest_option(const struct option *opts, const char *name, size_t len) {
+    const char *best = NULL;
+    size_t best_d = (size_t)-1;
+    for (const struct option *o = opts; o && o->name; o++) {
+        size_t ol = strlen(o->name), d = edit_distance(name, len, o->name, ol);
+        /* a word of the name left out or added: "--save" for "--save-requests" */
+        if (len >= 3 && ol > len && !strncmp(o->name, name, len)) d = d < 2 ? d : 2;
+        if (d < best_d) { best_d = d; best = o->name; }
+    }
+    size_t limit = len <= 4 ? 1 : len <= 8 ? 2 : 3;
+    return best && best_d <= limit ? best : NULL;
+}
+
+int cli_bad_option(const char *cmd, const struct option *opts, int argc, char **argv, int ind, int opt) {
+    const char *word = ind > 0 && ind <= argc ? argv[ind - 1] : "?";
+    if (strncmp(word, "--", 2) != 0) {
+        if (opt > 0 && opt < 256) log_error("unknown option '-%c', or it needs a value (see dsperf %s --help)", opt, cmd);
+        else log_error("unknown option '%s' (see dsperf %s --help)", word, cmd);
+        return EXIT_USAGE;
+    }
+    const char *name = word + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    for (const struct option *o = opts; o && o->name; o++)
+        if (strlen(o->name) == len && !strncmp(o->name, name, len)) {
+            if (o->has_arg == required_argument) log_error("option --%s needs a value (see dsperf %s --help)", o->name, cmd);
+            else log_error("option --%s takes no value (see dsperf %s --help)", o->name, cmd);
+            return EXIT_USAGE;
+        }
+    const char *near = cli_nearest_option(opts, name, len);
+    if (near) log_error("unknown option '--%.*s'; did you mean --%s? (see dsperf %s --help)", (int)len, name, near, cmd);
+    else log_error("unknown option '--%.*s' (see dsperf %s --help)", (int)len, name, cmd);
+    return EXIT_USAGE;
+}

@@ -47,6 +47,13 @@ FILE *cli_summary_stream(void);
 int cli_check_default_output(const char *flag, const char *stem, const char *ext);
 const char *cli_default_output(const char *flag, const char *stem, const char *ext, char *buf, size_t cap);
 
+/* A bad option at getopt_long's '?' (or ':'): one line in one style for every command — "unknown
+ * option '--concurency'; did you mean --concurrency? (see dsperf CMD --help)", or "option --out needs
+ * a value". ind and opt are getopt's optind and optopt after the call. Returns EXIT_USAGE. */
+int cli_bad_option(const char *cmd, const struct option *opts, int argc, char **argv, int ind, int opt);
+/* The option of opts nearest to name[0..len) by edit distance, when near enough to be a typo; NULL. */
+const char *cli_nearest_option(const struct option *opts, const char *name, size_t len);
+
 /* argv joined with shell quoting, so the line can be pasted back; owned by the caller. */
 char *cli_join_argv(int argc, char **argv);
 /* "The exact command line" of results documents: "dsperf " + the command's argv (argv[0] the

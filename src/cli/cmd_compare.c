@@ -161,8 +161,7 @@ int cmd_compare(int argc, char **argv) {
         case O_CLASS: class_name = v; break;
         case O_OUT: out_path = v; break;
         default:
-            if (optopt) log_error("option %s needs a value (see dsperf compare --help)", argv[optind - 1]);
-            else log_error("unknown option '%s' (see dsperf compare --help)", argv[optind - 1]);
+            cli_bad_option("compare", long_opts, argc, argv, optind, optopt);
             goto out;
         }
     }

@@ -185,8 +185,7 @@ int cmd_drift(int argc, char **argv) {
         case 'q': log_set_quiet(1); break;
         case 'h': fputs(usage_text, stdout); return EXIT_OK;
         default:
-            log_error("drift: unknown or incomplete option '%s'; see dsperf drift --help", argv[optind - 1]);
-            return EXIT_USAGE;
+            return cli_bad_option("drift", opts, argc, argv, optind, optopt);
         }
     }
     if (optind < argc) { log_error("drift: unexpected argument '%s'; see dsperf drift --help", argv[optind]); return EXIT_USAGE; }

@@ -221,6 +221,7 @@ int cmd_gpu(int argc, char **argv) {
     out_fmt fmt = OUT_TABLE;
     int c;
     optind = 1;
+    opterr = 0;     /* cli_bad_option says it, in one line */
     while ((c = getopt_long(argc, argv, "g:i:d:n:cjp:h", opts, NULL)) != -1) {
         switch (c) {
         case 'g': gpus = optarg; break;
@@ -256,7 +257,7 @@ int cmd_gpu(int argc, char **argv) {
             }
             break;
         case 'h': usage(stdout); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        default: return cli_bad_option("gpu", opts, argc, argv, optind, optopt);
         }
     }
     if (optind < argc) {

@@ -202,8 +202,7 @@ int cmd_report(int argc, char **argv) {
             break;
         case 'h': usage(stdout); return EXIT_OK;
         default:
-            log_error("report: unknown or incomplete option '%s'; see dsperf report --help", argv[optind - 1]);
-            return EXIT_USAGE;
+            return cli_bad_option("report", opts, argc, argv, optind, optopt);
         }
     }
     if (db) {

@@ -353,7 +353,7 @@ int cmd_sim(int argc, char **argv) {
         case O_TSCALE: bad = units_parse_double(optarg, &dso.time_scale) || !(dso.time_scale > 0) || dso.time_scale > 1e6; break;
         case O_TWINDOW: bad = bench_opts_parse_window(optarg, &dso.window_start_ns, &dso.window_end_ns) < 0; break;
         case '?':
-            log_error("sim: unknown or incomplete option '%s'; see dsperf sim --help", argv[optind - 1]);
+            cli_bad_option("sim", opts, argc, argv, optind, optopt);
             free(opts);
             return EXIT_USAGE;
         default: {

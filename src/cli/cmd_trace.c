@@ -95,7 +95,7 @@ int cmd_trace(int argc, char **argv) {
         case 'k': if (model_dtype_parse(a, DT_BF16, &kvd) < 0) { log_error("bad --kv-dtype '%s': bf16, fp8, ...", a); return EXIT_USAGE; } break;
         case 'p': if (units_parse_int(a, 1, 1024, &v) < 0) { log_error("bad --tp '%s': 1..1024", a); return EXIT_USAGE; } tp = (int)v; break;
         case 'h': usage(stdout); return EXIT_OK;
-        default: log_error("unknown or incomplete option '%s'; see dsperf trace --help", argv[optind - 1]); return EXIT_USAGE;
+        default: return cli_bad_option("trace", opts, argc, argv, optind, optopt);
         }
     }
     if (optind != argc - 1) { log_error("give one trace file: dsperf trace mooncake:FILE (see --help)"); return EXIT_USAGE; }

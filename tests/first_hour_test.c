@@ -1,0 +1,93 @@
+/* first-hour tests — what a newcomer sees on the first day says what happened: when the server
+ * dies mid-run, the requests it had answered are "truncated" and the example of "connect" errors is
+ * a connect error; a mistyped flag gets "did you mean"; a percentile from too few samples is
+ * marked where it is shown. */
+#include "harness.h"
+#include "testutil.h"
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+static int one_line(const char *s) {
+    const char *nl = s ? strchr(s, '\n') : NULL;
+    return s && nl && !nl[1];
+}
+
+TEST(first_hour_server_dies_mid_run_error_labels) {
+    test_server s;
+    /* a 3 s first token: the 4 users' requests are answered (status line sent) and wait */
+    if (test_serve_start(&s, "--ttft 3s --itl 10ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char out[600], cmd[1024];
+    snprintf(out, sizeof out, "%s/died.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "bench --url %s --concurrency 4 --requests 40 --dataset random:in=8,out=4 --quiet --out %s "
+             "--timeout 20s", s.url, out);
+    pid_t b = fork();
+    if (b == 0) _exit(test_run(cmd, NULL, NULL));
+    /* kill the server once it holds the four requests (its own gauge), not after a guessed delay */
+    char murl[128];
+    snprintf(murl, sizeof murl, "%s/metrics", s.url);
+    double held = 0;
+    for (int i = 0; i < 2000 && held < 4; i++) {
+        char *m = test_http_get(murl);
+        double run = m ? test_prom_value(m, "vllm:num_requests_running") : NAN, wait = m ? test_prom_value(m, "vllm:num_requests_waiting") : NAN;
+        held = (isnan(run) ? 0 : run) + (isnan(wait) ? 0 : wait);
+        free(m);
+        if (held < 4) usleep(10000);
+    }
+    CHECK_MSG(held >= 4, "the server never held the four requests");
+    kill(s.pid, SIGKILL);
+    int st = 0;
+    waitpid(b, &st, 0);
+    test_serve_stop(&s);
+    CHECK_EQ_INT(WEXITSTATUS(st), 1);     /* nothing completed: the run failed, its results written */
+    json_t *d = test_load_json(out);
+    CHECK(d != NULL);
+    size_t i;
+    json_t *e;
+    long truncated = 0, connect = 0;
+    json_array_foreach(json_object_get(d, "error_examples"), i, e) {
+        const char *cls = json_string_value(json_object_get(e, "class")), *msg = json_string_value(json_object_get(e, "message"));
+        long n = (long)json_integer_value(json_object_get(e, "count"));
+        if (cls && !strcmp(cls, "connect")) {
+            connect = n;
+            CHECK_MSG(msg && strstr(msg, "connect") && !strstr(msg, "partial"), "connect example: %s", msg ? msg : "(none)");
+        }
+        if (cls && !strcmp(cls, "truncated")) {
+            truncated = n;
+            CHECK_MSG(msg && strstr(msg, "before its first event"), "truncated example: %s", msg ? msg : "(none)");
+        }
+    }
+    CHECK_EQ_INT(truncated, 4);           /* the four the server had answered */
+    CHECK_EQ_INT(connect, 36);            /* every later one found no server */
+    json_decref(d);
+}
+
+/* A mistyped flag gets "did you mean", in one line and one style, in every command. */
+TEST(first_hour_did_you_mean_in_every_command) {
+    struct { const char *cmd, *want; } cases[] = {
+        {"bench --url http://127.0.0.1:1 --concurency 4", "did you mean --concurrency?"},
+        {"sweep --url http://127.0.0.1:1 --concurrency 1,2 --reqests 5", "did you mean --requests?"},
+        {"sim --requets 10", "did you mean --requests?"},
+        {"report x.json --mdd x.md", "did you mean --md?"},
+        {"plan --modle deepseek-v3", "did you mean --model?"},
+        {"compare a.json b.json --gaet errors:0", "did you mean --gate?"},
+        {"gpu --recrod x.json", "did you mean --record?"},
+        {"diagnose x.json --weigth-dtype fp8", "did you mean --weight-dtype?"},
+        {"monitor --url http://127.0.0.1:1 --ratee 1/s", "did you mean --rate?"},
+        {"tokenize --tokenizr x", "did you mean --tokenizer?"},
+        {"trace x.jsonl --tokeniser x", "did you mean --tokenizer?"},
+        {"sim --out", "option --out needs a value"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *err = NULL;
+        int rc = test_run(cases[i].cmd, NULL, &err);
+        CHECK_MSG(rc == 2, "%s: exit %d", cases[i].cmd, rc);
+        CHECK_MSG(err && strstr(err, cases[i].want) && strstr(err, "--help") && one_line(err), "%s: %s", cases[i].cmd, err ? err : "");
+        free(err);
+    }
+}
