@@ -91,3 +91,32 @@ TEST(first_hour_did_you_mean_in_every_command) {
         free(err);
     }
 }
+
+/* One meaning per flag: --block-size is the KV block (sim, plan, serve); a trace's tokens per hash
+ * id is --trace-block-size in bench, trace and sim alike. */
+TEST(first_hour_one_meaning_of_block_size) {
+    const char *helps[] = { "bench --help", "trace --help", "sim --help" };
+    for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++) {
+        char *out = NULL;
+        CHECK_EQ_INT(test_run(helps[i], &out, NULL), 0);
+        CHECK_MSG(out && strstr(out, "--trace-block-size"), "%s", helps[i]);
+        /* bench and trace no longer offer --block-size for the trace's blocks */
+        if (i < 2) CHECK_MSG(out && !strstr(out, "\n  --block-size"), "%s still lists --block-size", helps[i]);
+        free(out);
+    }
+    char path[600], cmd[800];
+    snprintf(path, sizeof path, "%s/t.jsonl", harness_tmpdir());
+    FILE *f = fopen(path, "w");
+    if (f) { fputs("{\"timestamp\": 0, \"input_length\": 20, \"output_length\": 4, \"hash_ids\": [0, 1]}\n", f); fclose(f); }
+    /* the old spelling still works for a while, and says what it is now */
+    snprintf(cmd, sizeof cmd, "trace mooncake:%s --block-size 16", path);
+    char *err = NULL;
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 0);
+    CHECK_MSG(err && strstr(err, "deprecated") && strstr(err, "--trace-block-size"), "%s", err ? err : "");
+    free(err);
+    snprintf(cmd, sizeof cmd, "trace mooncake:%s --trace-block-size 16", path);
+    err = NULL;
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 0);
+    CHECK_MSG(!err || !strstr(err, "deprecated"), "%s", err);
+    free(err);
+}

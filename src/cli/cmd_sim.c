@@ -42,7 +42,7 @@ static void usage(FILE *f) {
         "                             conversations; each turn sends the history with the engine's answers, so\n"
         "                             with --prefix-caching on the history is cached; --concurrency: users,\n"
         "                             --rate: conversation starts; lengths in tokens as given, no template)\n"
-        "  --trace-block-size N       tokens per hash id of a mooncake trace (512; bench's --block-size)\n"
+        "  --trace-block-size N       tokens per hash id of a mooncake trace (512, as in bench and trace)\n"
         "  --time-scale F             multiply trace timestamps by F (0.5: twice as fast)\n"
         "  --trace-window A..B        replay the trace's requests from A to B after its first (10m..20m)\n"
         "  --output-len N             max_tokens for jsonl items without one (128)\n"
