@@ -120,3 +120,24 @@ TEST(first_hour_one_meaning_of_block_size) {
     CHECK_MSG(!err || !strstr(err, "deprecated"), "%s", err);
     free(err);
 }
+
+/* p99 from 7 requests is the largest samples relabelled: marked in the terminal summary and the
+ * Markdown report; from 200 requests it is not. */
+TEST(first_hour_thin_percentiles_are_marked) {
+    char res[600], cmd[900];
+    snprintf(res, sizeof res, "%s/seven.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sim --requests 7 --concurrency 2 --out %s", res);
+    char *out = NULL;
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    CHECK_MSG(out && strstr(out, "(from 7 samples; P99 needs 100)") && strstr(out, "(from 7 samples; P90 needs 10)"), "%s", out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, "report %s --md -", res);
+    out = NULL;
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    CHECK_MSG(out && strstr(out, "p99 from fewer than 100 requests") && strstr(out, "(7 requests)"), "%s", out ? out : "");
+    free(out);
+    out = NULL;
+    CHECK_EQ_INT(test_run("sim --requests 200 --concurrency 4", &out, NULL), 0);
+    CHECK_MSG(out && strstr(out, "P99 TTFT") && !strstr(out, "P99 needs") && strstr(out, "P99.9 needs 1000"), "%s", out ? out : "");
+    free(out);
+}

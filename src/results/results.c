@@ -312,7 +312,22 @@ static void p_row(FILE *f, const json_t *r, double pct, const char *field, const
         }
     }
     snprintf(key, sizeof key, "p%s_%s%s", p, field, error_adjusted ? "_error_adjusted_ms" : "_ms");
-    row_real(f, label, get(r, key));
+    /* the samples behind it: pooled gaps for ITL, else one per completed request (failures too
+     * when they count as +inf); too few, and the "percentile" is the largest sample: say so */
+    char nkey[64];
+    snprintf(nkey, sizeof nkey, "%s_samples", field);
+    long n = json_is_integer(get(r, nkey)) ? (long)json_integer_value(get(r, nkey))
+           : (long)json_integer_value(get(r, "completed")) + (error_adjusted ? (long)json_integer_value(get(r, "failed")) : 0);
+    long need = summary_percentile_samples_needed(pct);
+    const json_t *v = get(r, key);
+    if (json_is_number(v) && n < need) {
+        char val[32];
+        snprintf(val, sizeof val, "%.2f", json_number_value(v));
+        fprintf(f, "%-40s %-10s (from %ld sample%s; P%s needs %ld)\n", label, val, n, n == 1 ? "" : "s",
+                p, need);
+        return;
+    }
+    row_real(f, label, v);
 }
 
 /* Prefix-cache hits against the workload's bound, and conversations (metrics/workload.h). */
