@@ -6,6 +6,7 @@
 #include "testutil.h"
 #include <jansson.h>
 #include <math.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,5 +140,58 @@ TEST(first_hour_thin_percentiles_are_marked) {
     out = NULL;
     CHECK_EQ_INT(test_run("sim --requests 200 --concurrency 4", &out, NULL), 0);
     CHECK_MSG(out && strstr(out, "P99 TTFT") && !strstr(out, "P99 needs") && strstr(out, "P99.9 needs 1000"), "%s", out ? out : "");
+    free(out);
+}
+
+/* The sample Mooncake trace the repo makes (scripts/sample_trace.sh): dsperf trace reads every
+ * request, and the hit rate it allows is the one the file's own ids imply (leading blocks seen
+ * before, 512 tokens each, computed here from the file). */
+TEST(first_hour_sample_trace_runs_as_written) {
+    char path[600], cmd[900];
+    snprintf(path, sizeof path, "%s/sample.jsonl", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sh scripts/sample_trace.sh > %s", path);
+    CHECK_EQ_INT(system(cmd), 0);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (!f) return;
+    char line[65536];
+    long n = 0;
+    double in_total = 0, hit_total = 0;
+    static long seen[100000];
+    size_t n_seen = 0;
+    while (fgets(line, sizeof line, f)) {
+        json_t *r = json_loads(line, 0, NULL);
+        if (!r) { CHECK_MSG(0, "not JSON: %s", line); break; }
+        n++;
+        double in = (double)json_integer_value(json_object_get(r, "input_length"));
+        in_total += in;
+        const json_t *ids = json_object_get(r, "hash_ids");
+        size_t k, lead = 0;
+        json_t *id;
+        bool prefix = true;
+        json_array_foreach(ids, k, id) {
+            long v = (long)json_integer_value(id);
+            bool was = false;
+            for (size_t s = 0; s < n_seen && !was; s++) was = seen[s] == v;
+            if (prefix && was) lead++;
+            else prefix = false;
+            if (!was && n_seen < sizeof seen / sizeof seen[0]) seen[n_seen++] = v;
+        }
+        hit_total += fmin(in, 512.0 * (double)lead);
+        json_decref(r);
+    }
+    fclose(f);
+    CHECK_EQ_INT(n, 240);
+    snprintf(cmd, sizeof cmd, "trace mooncake:%s --json", path);
+    char *out = NULL;
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    json_t *d = out ? json_loads(out, 0, NULL) : NULL;
+    CHECK(d != NULL);
+    if (d) {
+        CHECK_EQ_INT(json_integer_value(json_object_get(d, "requests")), 240);
+        CHECK_EQ_INT(json_integer_value(json_object_get(d, "distinct_blocks")), (long long)n_seen);
+        CHECK_NEAR(json_number_value(json_object_get(d, "hit_rate_bound")), hit_total / in_total, 1e-6);
+    }
+    json_decref(d);
     free(out);
 }
