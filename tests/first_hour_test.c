@@ -195,3 +195,41 @@ TEST(first_hour_sample_trace_runs_as_written) {
     json_decref(d);
     free(out);
 }
+
+/* Shell completion and the man page are generated from the binary's --help: completion offers
+ * every command and, for each, the options its --help lists; the page has a section per command. */
+TEST(first_hour_completion_and_man_page_generated) {
+    char comp[600], man[600], cmd[2000];
+    snprintf(comp, sizeof comp, "%s/dsperf.bash", harness_tmpdir());
+    snprintf(man, sizeof man, "%s/dsperf.1", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sh scripts/gen_completion.sh %s > %s && sh scripts/gen_man.sh %s > %s", harness_bin(), comp,
+             harness_bin(), man);
+    CHECK_EQ_INT(system(cmd), 0);
+    struct { const char *words, *want; } cases[] = {
+        {"dsperf bench --concu", "--concurrency"}, {"dsperf sw", "sweep"}, {"dsperf sim --trace-block", "--trace-block-size"},
+        {"dsperf history --d", "--db"}, {"dsperf report --m", "--md"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[4096];
+        snprintf(cmd, sizeof cmd, "bash -c '. %s; COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _dsperf; "
+                 "echo \"${COMPREPLY[*]}\"'", comp, cases[i].words);
+        FILE *p = popen(cmd, "r");
+        size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[n] = 0;
+        if (p) pclose(p);
+        CHECK_MSG(strstr(out, cases[i].want), "%s -> %s", cases[i].words, out);
+    }
+    char *page = NULL;
+    FILE *f = fopen(man, "r");
+    if (f) {
+        page = calloc(1, 1 << 20);
+        size_t n = fread(page, 1, (1 << 20) - 1, f);
+        page[n] = 0;
+        fclose(f);
+    }
+    CHECK(page && strstr(page, "\n.TH DSPERF 1 "));
+    const char *sections[] = { "DSPERF BENCH", "DSPERF SWEEP", "DSPERF SERVE", "DSPERF HISTORY", "DSPERF TRACE" };
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) CHECK_MSG(page && strstr(page, sections[i]), "%s", sections[i]);
+    CHECK(page && strstr(page, "--save-requests"));
+    free(page);
+}
