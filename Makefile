@@ -26,7 +26,7 @@ TEST_O  := $(TEST_C:%.c=$(BUILD)/%.o) $(TEST_SUP:%.c=$(BUILD)/%.o)
 FUZZ_C  := $(filter-out fuzz/libfuzzer_main.c,$(wildcard fuzz/*.c))
 TEST_O  += $(FUZZ_C:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps build test run-tests test-asan test-tsan testdata-npm real-engine demo bench clean fuzz fuzz-build
+.PHONY: all deps build test run-tests test-asan test-tsan testdata-npm real-engine demo bench clean fuzz fuzz-build completion man
 # Public targets check the Debian dependencies first, then re-enter make so that pkg-config's
 # answers are read after any install.
 all: deps
@@ -109,6 +109,12 @@ test-tsan: deps
 	@TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp log_path=$(CURDIR)/build-tsan/san/tsan exitcode=66 second_deadlock_stack=1 $$TSAN_OPTIONS" \
 	  $(MAKE) --no-print-directory BUILD=build-tsan OPT=-O1 TEST_TIMEOUT=900 SAN_LOGS=$(CURDIR)/build-tsan/san \
 	  CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" LDFLAGS="-fsanitize=thread" run-tests
+
+# bash completion and the man page, generated from the binary's --help (they cannot drift from it)
+completion: $(BUILD)/dsperf
+	@sh scripts/gen_completion.sh $(BUILD)/dsperf > $(BUILD)/dsperf.bash && echo "  GEN $(BUILD)/dsperf.bash (. it, or copy it to /etc/bash_completion.d/dsperf)"
+man: $(BUILD)/dsperf
+	@sh scripts/gen_man.sh $(BUILD)/dsperf > $(BUILD)/dsperf.1 && echo "  GEN $(BUILD)/dsperf.1 (man -l $(BUILD)/dsperf.1)"
 
 demo: all
 	@sh scripts/demo.sh

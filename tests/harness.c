@@ -289,6 +289,9 @@ int main(int argc, char **argv) {
     snprintf(tmp_root, sizeof tmp_root, "/tmp/dsperf-test.%ld", (long)parent_pid);
     mkdir(tmp_root, 0755);
     atexit(cleanup_tmp);
+    /* the default outputs of runs without --out (bench-<date>.json, sweep-<date>.json) land in the
+     * tests' tree, not in the checkout */
+    setenv("DSPERF_RESULTS_DIR", tmp_root, 0);
     qsort(cases, n_cases, sizeof *cases, by_file);
     const char *to = getenv("DSPERF_TEST_TIMEOUT");
     const char *jo = getenv("DSPERF_TEST_JOBS");

@@ -177,6 +177,23 @@ TEST(history_cli_import_export_and_first_pipeline_run) {
     json_decref(a);
     json_decref(b);
     free(doc);
+    /* latest is a documented query term: show takes it (and any query matching one run) */
+    snprintf(cmd, sizeof cmd, "history --db %s show latest --doc", db);
+    doc = NULL;
+    CHECK_EQ_INT(test_run(cmd, &doc, NULL), 0);
+    a = doc ? json_loads(doc, 0, NULL) : NULL;
+    b = test_load_json(res);
+    CHECK(a && b && json_equal(a, b));
+    json_decref(a);
+    json_decref(b);
+    free(doc);
+    snprintf(cmd, sizeof cmd, "history --db %s show 'model:*'", db);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "history --db %s show model:no-such-model", db);
+    char *err = NULL;
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
+    CHECK_MSG(err && strstr(err, "matches 0 runs"), "%s", err ? err : "");
+    free(err);
     snprintf(cmd, sizeof cmd, "history --db %s check", db);
     out = test_run_merged(cmd, &st);
     CHECK(st == 0 && out && strstr(out, ": ok"));

@@ -101,7 +101,7 @@ static void replay_and_check(const treq *t, const char *trace, const tokenizer *
     const char *tpath = harness_testdata_file("tokenizers/deepseek-v3/tokenizer.json");
     char window[64] = "";
     if (window_n < N_REQ) snprintf(window, sizeof window, "--trace-window ..%.3fms", t[window_n].ts_ms - 0.01);
-    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --api %s --dataset mooncake:%s --block-size %d --arrival trace "
+    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --api %s --dataset mooncake:%s --trace-block-size %d --arrival trace "
              "--time-scale 0.25 %s --tokenizer %s --out %s --save-requests %s", s.url, chat ? "chat" : "completions",
              trace, BS, window, tpath, out, reqs);
     int rc = test_run(cmd, NULL, NULL);
@@ -206,7 +206,7 @@ TEST(workload_mooncake_trace_replay_exact) {
     /* dsperf trace: the same bound, the distinct blocks counted here, and an LRU that holds
      * everything reaching it */
     char cmd[1024], *out = NULL;
-    snprintf(cmd, sizeof cmd, "trace mooncake:%s --block-size %d --json", trace, BS);
+    snprintf(cmd, sizeof cmd, "trace mooncake:%s --trace-block-size %d --json", trace, BS);
     CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
     json_t *sum = out ? json_loads(out, 0, NULL) : NULL;
     long long in = 0, distinct = 0;

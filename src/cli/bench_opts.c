@@ -64,7 +64,8 @@ static const char usage_text[] =
 "  --tokenizer PATH        the served model's tokenizer.json or GGUF: exact prompt lengths in tokens,\n"
 "                          output tokens counted exactly (default: lengths in words)\n"
 "  --length-tolerance F    allowed error of a declared prompt length in a jsonl file (default 0.05)\n"
-"  --block-size N          tokens per hash id of a mooncake trace (default 512)\n"
+"  --trace-block-size N    tokens per hash id of a mooncake trace (default 512; --block-size is the\n"
+"                          KV block in sim, plan and serve)\n"
 "  --time-scale F          multiply trace timestamps by F (0.5 replays twice as fast; default 1)\n"
 "  --trace-window A..B     replay only the requests from A to B after the trace's first (e.g. 10m..20m;\n"
 "                          A.. or ..B leave a side open)\n"
@@ -86,8 +87,10 @@ static const char usage_text[] =
 "  --percentiles LIST      default 50,90,95,99,99.9\n"
 "  --max-error-rate F      server-side failures (not requests dsperf cancelled itself) above this\n"
 "                          share of the requests that ended fail the run: exit 1 (default 1%)\n"
-"  --out FILE              write results JSON (schema dsperf.results/1, vLLM-compatible names)\n"
-"  --save-requests FILE    write one JSON line per request with every timestamp\n"
+"  --out FILE              write results JSON (schema dsperf.results/1, vLLM-compatible names); - is\n"
+"                          standard output; default a new bench-<date>-<time>.json (in\n"
+"                          $DSPERF_RESULTS_DIR or here), never an earlier run's file\n"
+"  --save-requests FILE    write one JSON line per request with every timestamp (- is standard output)\n"
 "  --quiet                 no summary and no progress; --no-progress: no live line\n"
 "history (see dsperf history --help):\n"
 "  --db PATH               record the run in this results history (SQLite; default $DSPERF_DB)\n"
@@ -102,13 +105,13 @@ static const char usage_text[] =
 
 enum { O_URL = 256, O_API, O_MODEL, O_HEADER, O_INSECURE, O_TIMEOUT, O_CONC, O_THINK, O_RATE, O_ARRIVAL,
        O_MAXCONC, O_REQUESTS, O_DURATION, O_GRACE, O_WARMUP, O_SEED, O_DATASET, O_IGNORE_EOS, O_NO_USAGE,
-       O_SLO, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS, O_RAMP, O_CLASS, O_GPUNODES, O_RANKTO, O_HFILE, O_MAXERR,
+       O_SLO, O_BLOCK_OLD, O_PCT, O_OUT, O_SAVE, O_QUIET, O_NOPROG, O_HELP, O_GPU, O_SMETRICS, O_HOSTM, O_SPID, O_TINT, O_TOK, O_LENTOL, O_CTHREADS, O_RAMP, O_CLASS, O_GPUNODES, O_RANKTO, O_HFILE, O_MAXERR,
        O_BLOCK, O_TSCALE, O_TWINDOW, O_DB, O_LABEL };
 
 static const struct option long_opts[] = {
     {"url", 1, 0, O_URL}, {"api", 1, 0, O_API}, {"model", 1, 0, O_MODEL}, {"header", 1, 0, O_HEADER},
     {"header-file", 1, 0, O_HFILE},
-    {"block-size", 1, 0, O_BLOCK}, {"time-scale", 1, 0, O_TSCALE}, {"trace-window", 1, 0, O_TWINDOW},
+    {"trace-block-size", 1, 0, O_BLOCK}, {"block-size", 1, 0, O_BLOCK_OLD}, {"time-scale", 1, 0, O_TSCALE}, {"trace-window", 1, 0, O_TWINDOW},
     {"insecure", 0, 0, O_INSECURE}, {"timeout", 1, 0, O_TIMEOUT}, {"concurrency", 1, 0, O_CONC},
     {"think", 1, 0, O_THINK}, {"rate", 1, 0, O_RATE}, {"arrival", 1, 0, O_ARRIVAL},
     {"max-concurrency", 1, 0, O_MAXCONC}, {"requests", 1, 0, O_REQUESTS}, {"duration", 1, 0, O_DURATION},
@@ -327,7 +330,11 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         case O_ARRIVAL: b->arrival_spec = a; break;
         case O_MAXCONC: if (units_parse_int(a, 1, 1000000, &v) < 0) return bad("max-concurrency", a, "an integer >= 1"); b->plan.max_concurrency = (int)v; break;
         case O_REQUESTS: if (units_parse_int(a, 1, 100000000, &v) < 0) return bad("requests", a, "an integer >= 1"); b->plan.requests = (size_t)v; b->requests_given = true; break;
-        case O_BLOCK: if (units_parse_int(a, 1, 1 << 20, &v) < 0) return bad("block-size", a, "tokens per hash id, e.g. 512"); b->block_tokens = (int32_t)v; break;
+        case O_BLOCK_OLD:   /* the old spelling: one meaning per flag, --block-size is the KV block elsewhere */
+            log_warn("--block-size here is deprecated: it is --trace-block-size (tokens per hash id of a trace); "
+                     "--block-size means the KV block in sim, plan and serve");
+            /* fall through */
+        case O_BLOCK: if (units_parse_int(a, 1, 1 << 20, &v) < 0) return bad("trace-block-size", a, "tokens per hash id, e.g. 512"); b->block_tokens = (int32_t)v; break;
         case O_TSCALE: if (units_parse_double(a, &b->time_scale) < 0 || !(b->time_scale > 0) || b->time_scale > 1e6) return bad("time-scale", a, "a factor > 0 such as 0.5 (twice as fast) or 2"); break;
         case O_TWINDOW: if (bench_opts_parse_window(a, &b->window_start_ns, &b->window_end_ns) < 0) return bad("trace-window", a, "START..END with durations, e.g. 10m..20m, 30s.. or ..5m"); break;
         case O_DURATION: if (units_parse_duration_ns(a, &ns) < 0 || ns <= 0) return bad("duration", a, "a duration such as 30s"); b->plan.duration_ns = ns; break;
@@ -358,9 +365,7 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
         case O_RANKTO: if (units_parse_duration_ns(a, &ns) < 0 || ns < 100 * NS_PER_MS) return bad("rank-timeout", a, "a duration of at least 100ms such as 30s"); b->dist_o.rank_timeout_ns = ns; break;
         case O_HELP: fputs(usage_text, stdout); return EXIT_OK;
         default:
-            if (optopt && optopt < 256) log_error("unknown option '-%c'; see dsperf bench --help", optopt);
-            else log_error("unknown or incomplete option '%s'; see dsperf bench --help", argv[optind - 1]);
-            return EXIT_USAGE;
+            return cli_bad_option(argc > 0 ? argv[0] : "bench", long_opts, argc, argv, optind, optopt);
         }
     }
     if (optind < argc) { log_error("unexpected argument '%s'; see dsperf bench --help", argv[optind]); return EXIT_USAGE; }

@@ -7,6 +7,7 @@
 #include "common/version.h"
 #include <stddef.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 typedef int (*cmd_fn)(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
@@ -36,6 +37,22 @@ struct option *cli_options_with_keys(const struct option *own, size_t n_own, con
  * written: 0, or logs one line naming the flag, the path and why, and returns EXIT_USAGE. NULL
  * passes (the output was not asked for). */
 int cli_check_output(const char *flag, const char *path);
+/* Where a command prints its terminal summary: stdout, or stderr once an output flag checked by
+ * cli_check_output took standard output ("-"), so the document on stdout stays machine-readable. */
+FILE *cli_summary_stream(void);
+/* A default output that never overwrites an earlier run: a new file STEM-<date>-<time>.EXT (made
+ * by fileio_unique_path, in $DSPERF_RESULTS_DIR or here) when the results are about to be written;
+ * returns buf, or NULL after one error line naming flag. cli_check_default_output checks before
+ * the run that such a file can be made there (0, or one line and EXIT_USAGE). */
+int cli_check_default_output(const char *flag, const char *stem, const char *ext);
+const char *cli_default_output(const char *flag, const char *stem, const char *ext, char *buf, size_t cap);
+
+/* A bad option at getopt_long's '?' (or ':'): one line in one style for every command — "unknown
+ * option '--concurency'; did you mean --concurrency? (see dsperf CMD --help)", or "option --out needs
+ * a value". ind and opt are getopt's optind and optopt after the call. Returns EXIT_USAGE. */
+int cli_bad_option(const char *cmd, const struct option *opts, int argc, char **argv, int ind, int opt);
+/* The option of opts nearest to name[0..len) by edit distance, when near enough to be a typo; NULL. */
+const char *cli_nearest_option(const struct option *opts, const char *name, size_t len);
 
 /* argv joined with shell quoting, so the line can be pasted back; owned by the caller. */
 char *cli_join_argv(int argc, char **argv);

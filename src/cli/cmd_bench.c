@@ -2,6 +2,7 @@
  * dataset, a GET /v1/models pre-flight), then runs the plan, prints the summary and writes the
  * results atomically — also when interrupted, marked partial. */
 #include "cli/cli.h"
+#include "common/fileio.h"
 #include "common/fdlimit.h"
 #include "cli/bench_run.h"
 #include "results/results.h"
@@ -42,6 +43,7 @@ int cmd_bench(int argc, char **argv) {
     /* outputs and the history are checked before the run; only rank 0 of a job writes them */
     if (!b.dist || dist_is_root(b.dist)) {
         if ((rc = cli_check_output("--out", b.out_path)) == EXIT_OK) rc = cli_check_output("--save-requests", b.requests_path);
+        if (rc == EXIT_OK && !b.out_path) rc = cli_check_default_output("--out", "bench", "json");
         if (rc == EXIT_OK) rc = history_opts_check(&b.hist);
     }
     if (rc != EXIT_OK && !b.dist) { bench_opts_free(&b); return rc; }
@@ -85,9 +87,14 @@ int cmd_bench(int argc, char **argv) {
         exit_code = EXIT_RUN_FAILED;
     } else {
         json_t *res = br.results;
-        if (!b.quiet) { results_print_summary(stdout, res); bench_print_classes(stdout, res); }
-        if (b.out_path && results_write_json(b.out_path, res, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
-        else if (b.out_path) log_info("results written to %s", b.out_path);
+        FILE *sum = cli_summary_stream();
+        if (!b.quiet) { results_print_summary(sum, res); bench_print_classes(sum, res); }
+        /* no --out: a new file, so a measured run is kept and no earlier one is overwritten */
+        char def[4096];
+        const char *out = b.out_path ? b.out_path : cli_default_output("--out", "bench", "json", def, sizeof def);
+        if (!out) exit_code = EXIT_RUN_FAILED;
+        else if (results_write_json(out, res, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
+        else if (!fileio_is_stdout(out)) log_info("results written to %s", out);
         if (b.requests_path && results_write_requests_jsonl(b.requests_path, &recs, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
         if (history_opts_record(&b.hist, res, NULL, 0) != EXIT_OK) exit_code = EXIT_RUN_FAILED;
         /* one policy (results/validity.h): interrupted, nothing completed, or server-side

@@ -161,8 +161,7 @@ int cmd_compare(int argc, char **argv) {
         case O_CLASS: class_name = v; break;
         case O_OUT: out_path = v; break;
         default:
-            if (optopt) log_error("option %s needs a value (see dsperf compare --help)", argv[optind - 1]);
-            else log_error("unknown option '%s' (see dsperf compare --help)", argv[optind - 1]);
+            cli_bad_option("compare", long_opts, argc, argv, optind, optopt);
             goto out;
         }
     }
@@ -204,7 +203,7 @@ int cmd_compare(int argc, char **argv) {
     }
     doc = sweep_b ? compare_sweeps(base, cand, &o, err, sizeof err) : compare_runs(base, cand, &o, err, sizeof err);
     if (!doc) { log_error("%s", err); goto out; }
-    compare_print(stdout, doc, md);
+    compare_print(cli_summary_stream(), doc, md);
     if (out_path && results_write_json(out_path, doc, err, sizeof err) < 0) {
         log_error("%s", err);
         rc = EXIT_RUN_FAILED;

@@ -101,8 +101,7 @@ int cmd_diagnose(int argc, char **argv) {
         case 's': save = true; break;
         case 'h': fputs(usage_text, stdout); return EXIT_OK;
         default:
-            log_error("unknown or incomplete option '%s'; see dsperf diagnose --help", argv[optind - 1]);
-            return EXIT_USAGE;
+            return cli_bad_option("diagnose", opts, argc, argv, optind, optopt);
         }
     }
     if (optind != argc - 1) {

@@ -185,8 +185,7 @@ int cmd_drift(int argc, char **argv) {
         case 'q': log_set_quiet(1); break;
         case 'h': fputs(usage_text, stdout); return EXIT_OK;
         default:
-            log_error("drift: unknown or incomplete option '%s'; see dsperf drift --help", argv[optind - 1]);
-            return EXIT_USAGE;
+            return cli_bad_option("drift", opts, argc, argv, optind, optopt);
         }
     }
     if (optind < argc) { log_error("drift: unexpected argument '%s'; see dsperf drift --help", argv[optind]); return EXIT_USAGE; }
@@ -233,8 +232,8 @@ int cmd_drift(int argc, char **argv) {
     } else if (n_rules && !json_is_true(json_object_get(json_object_get(doc, "gate"), "passed"))) {
         rc = EXIT_RUN_FAILED;
     }
-    drift_print(stdout, doc);
-    fflush(stdout);
+    drift_print(cli_summary_stream(), doc);
+    fflush(cli_summary_stream());
     if (out_path) {
         if (results_write_json(out_path, doc, err, sizeof err) < 0) {
             log_error("drift: %s", err);

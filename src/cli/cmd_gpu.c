@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "common/fileio.h"
+#include "cli/cli.h"
 #include "telemetry/nvml.h"
 #include "telemetry/telemetry.h"
 #include "common/bindaddr.h"
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 
 #define GPU_MAX 64
 
@@ -188,8 +190,8 @@ static int record_main(const char *path, const char *gpus, int64_t interval_ns, 
     json_decref(doc);
     telemetry_free(t);
     int rc = text && !fileio_write_atomic(path, text, strlen(text)) ? EXIT_OK : EXIT_RUN_FAILED;
-    if (rc) log_error("cannot write %s", path);
-    else log_info("telemetry written to %s", path);
+    if (rc) log_error("cannot write %s: %s", fileio_display(path), strerror(errno));
+    else if (!fileio_is_stdout(path)) log_info("telemetry written to %s", path);
     free(text);
     return rc;
 }
@@ -219,6 +221,7 @@ int cmd_gpu(int argc, char **argv) {
     out_fmt fmt = OUT_TABLE;
     int c;
     optind = 1;
+    opterr = 0;     /* cli_bad_option says it, in one line */
     while ((c = getopt_long(argc, argv, "g:i:d:n:cjp:h", opts, NULL)) != -1) {
         switch (c) {
         case 'g': gpus = optarg; break;
@@ -254,7 +257,7 @@ int cmd_gpu(int argc, char **argv) {
             }
             break;
         case 'h': usage(stdout); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        default: return cli_bad_option("gpu", opts, argc, argv, optind, optopt);
         }
     }
     if (optind < argc) {
@@ -267,6 +270,7 @@ int cmd_gpu(int argc, char **argv) {
             return EXIT_USAGE;
         }
         if (!duration_ns) duration_ns = count * interval_ns;
+        if (cli_check_output("--record", record)) return EXIT_USAGE;   /* before the sampling, not after */
         return record_main(record, no_gpu ? NULL : gpus, interval_ns, duration_ns, url, host, (int)pid);
     }
     if (url || host || pid || no_gpu) {

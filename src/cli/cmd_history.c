@@ -23,7 +23,8 @@ static const char usage_text[] =
 "\n"
 "commands:\n"
 "  list [QUERY]              runs, newest last (--limit N, default 50; 0 all; --json; --wide)\n"
-"  show RUN [--doc]          one run: identity, labels, configuration, metrics with their bands;\n"
+"  show RUN [--doc]          one run (an id, latest, or a query matching one run): identity, labels,\n"
+"                            configuration, metrics with their bands;\n"
 "                            --doc prints the stored document (a results file again)\n"
 "  trend METRIC [QUERY]      the metric over comparable runs, each with its 95% band from its own\n"
 "                            samples, and the change points, each tested as compare tests two runs\n"
@@ -175,6 +176,27 @@ static int parse_run_id(const char *s, int64_t *id) {
     return 0;
 }
 
+/* One run for show/export: an id, or a query that matches exactly one run ("latest", "last:1",
+ * "label:tag=v1.2"). 0, or -1 after one line saying what matched. */
+static int one_run(history *h, const char *cmd, const char *word, int64_t *id) {
+    if (parse_run_id(word, id) == 0) return 0;
+    history_ids ids = {0};
+    char err[512];
+    if (history_select(h, word, &ids, err, sizeof err) < 0) {
+        log_error("history %s %s: %s (give a run id, or a query matching one run such as latest)", cmd, word, err);
+        return -1;
+    }
+    int rc = 0;
+    if (ids.n == 1) *id = ids.ids[0];
+    else {
+        log_error("history %s %s: the query matches %zu runs; give a run id or a query matching one (latest, last:1)", cmd,
+                  word, ids.n);
+        rc = -1;
+    }
+    history_ids_free(&ids);
+    return rc;
+}
+
 /* Writes a JSON document to path ('-' or NULL: stdout) atomically. */
 static int emit_json(const char *path, const json_t *doc) {
     char err[512];
@@ -277,7 +299,8 @@ int cmd_history(int argc, char **argv) {
         if (history_list(h, query, &lo, stdout, err, sizeof err) < 0) { log_error("%s", err); rc = EXIT_USAGE; }
     } else if (!strcmp(cmd, "show") || !strcmp(cmd, "export")) {
         int64_t id;
-        if (a.n_pos != 2 || parse_run_id(a.pos[1], &id) < 0) { log_error("history %s wants one run id (dsperf history list shows them)", cmd); rc = EXIT_USAGE; }
+        if (a.n_pos != 2) { log_error("history %s wants one run: an id (dsperf history list shows them) or latest", cmd); rc = EXIT_USAGE; }
+        else if (one_run(h, cmd, a.pos[1], &id) < 0) rc = EXIT_USAGE;
         else if (!strcmp(cmd, "show")) {
             if (history_show(h, id, a.doc, stdout, err, sizeof err) < 0) { log_error("%s", err); rc = EXIT_USAGE; }
         } else if (a.format && strcmp(a.format, "br0.2")) {

@@ -238,8 +238,7 @@ int cmd_monitor(int argc, char **argv) {
             break;
         case O_HELP: fputs(usage_text, stdout); rc = EXIT_OK; goto out;
         default:
-            if (optopt && optopt < 256) log_error("unknown option '-%c'; see dsperf monitor --help", optopt);
-            else log_error("unknown or incomplete option '%s'; see dsperf monitor --help", argv[optind - 1]);
+            cli_bad_option("monitor", long_opts, argc, argv, optind, optopt);
             goto out;
         }
     }

@@ -105,7 +105,7 @@ int cmd_plan(int argc, char **argv) {
             break;
         }
         case '?':
-            log_error("plan: unknown or incomplete option '%s'; see dsperf plan --help", argv[optind - 1]);
+            cli_bad_option("plan", opts, argc, argv, optind, optopt);
             free(opts);
             return EXIT_USAGE;
         default:

@@ -79,16 +79,11 @@ static int emit(const char *path, writer_fn w, const json_t *doc, const report_o
         free(buf);
         return EXIT_RUN_FAILED;
     }
-    if (!strcmp(path, "-")) {
-        rc = fwrite(buf, 1, len, stdout) == len ? 0 : -1;
-        fflush(stdout);
-    } else {
-        rc = fileio_write_atomic(path, buf, len);
-    }
+    rc = fileio_write_atomic(path, buf, len);    /* "-" is standard output */
     int e = errno;
     free(buf);
     if (rc != 0) {
-        log_error("report: cannot write %s: %s", path, strerror(e));
+        log_error("report: cannot write %s: %s", fileio_display(path), strerror(e));
         return EXIT_RUN_FAILED;
     }
     if (strcmp(path, "-") != 0) log_info("report written to %s", path);
@@ -207,8 +202,7 @@ int cmd_report(int argc, char **argv) {
             break;
         case 'h': usage(stdout); return EXIT_OK;
         default:
-            log_error("report: unknown or incomplete option '%s'; see dsperf report --help", argv[optind - 1]);
-            return EXIT_USAGE;
+            return cli_bad_option("report", opts, argc, argv, optind, optopt);
         }
     }
     if (db) {

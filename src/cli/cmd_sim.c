@@ -42,7 +42,7 @@ static void usage(FILE *f) {
         "                             conversations; each turn sends the history with the engine's answers, so\n"
         "                             with --prefix-caching on the history is cached; --concurrency: users,\n"
         "                             --rate: conversation starts; lengths in tokens as given, no template)\n"
-        "  --trace-block-size N       tokens per hash id of a mooncake trace (512; bench's --block-size)\n"
+        "  --trace-block-size N       tokens per hash id of a mooncake trace (512, as in bench and trace)\n"
         "  --time-scale F             multiply trace timestamps by F (0.5: twice as fast)\n"
         "  --trace-window A..B        replay the trace's requests from A to B after its first (10m..20m)\n"
         "  --output-len N             max_tokens for jsonl items without one (128)\n"
@@ -353,7 +353,7 @@ int cmd_sim(int argc, char **argv) {
         case O_TSCALE: bad = units_parse_double(optarg, &dso.time_scale) || !(dso.time_scale > 0) || dso.time_scale > 1e6; break;
         case O_TWINDOW: bad = bench_opts_parse_window(optarg, &dso.window_start_ns, &dso.window_end_ns) < 0; break;
         case '?':
-            log_error("sim: unknown or incomplete option '%s'; see dsperf sim --help", argv[optind - 1]);
+            cli_bad_option("sim", opts, argc, argv, optind, optopt);
             free(opts);
             return EXIT_USAGE;
         default: {
@@ -557,10 +557,10 @@ int cmd_sim(int argc, char **argv) {
     }
     if (history_opts_record(&hist, doc, NULL, 0) != EXIT_OK) rc = EXIT_RUN_FAILED;
     if (!quiet) {
-        results_print_summary(stdout, doc);
+        results_print_summary(cli_summary_stream(), doc);
         int64_t first = recs.n ? recs.v[0].send_ns : 0, last = first;
         for (size_t i = 0; i < recs.n; i++) if (recs.v[i].end_ns > last) last = recs.v[i].end_ns;
-        if (!fixed) print_engine(stdout, e, &p, last - first);
+        if (!fixed) print_engine(cli_summary_stream(), e, &p, last - first);
     }
     if (rc == EXIT_RUN_FAILED && why[0]) log_error("sim: %s", why);
     goto done;

@@ -4,6 +4,7 @@
  * the max goodput and the confidence intervals, so Ctrl-C or a crash loses at most the level in
  * progress. The running is sweep_run (cli/sweep_run.h), shared with `dsperf tune`. */
 #include "cli/cli.h"
+#include "common/fileio.h"
 #include "common/fdlimit.h"
 #include "cli/bench_run.h"
 #include "cli/sweep_run.h"
@@ -58,7 +59,8 @@ static const char usage_text[] =
 "  --osd-window T          over-saturation window (default 5s; the detector ticks at T/10)\n"
 "  --no-early-stop         measure every level to its end (saturation is still judged)\n"
 "output:\n"
-"  --out FILE              sweep results (default sweep.json)\n"
+"  --out FILE              sweep results (- is standard output); default a new\n"
+"                          sweep-<date>-<time>.json (in $DSPERF_RESULTS_DIR or here), never an earlier run's\n"
 "  --save-requests PREFIX  per-request JSONL per level: PREFIX.<level>.<repeat>.jsonl\n"
 "  --quiet, --no-progress  as in bench\n"
 "  --db PATH, --label K=V  record the sweep in the results history (dsperf history --help)\n"
@@ -102,7 +104,12 @@ int cmd_sweep(int argc, char **argv) {
     }
     /* outputs and the history are checked before the run; only rank 0 of a job writes them */
     if (!b.dist || dist_is_root(b.dist)) {
-        if ((rc = cli_check_output("--out", so.out_path)) == EXIT_OK) rc = cli_check_output("--save-requests", so.save_prefix);
+        if ((rc = cli_check_output("--out", so.out_path)) == EXIT_OK && !so.out_path) rc = cli_check_default_output("--out", "sweep", "json");
+        if (rc == EXIT_OK && so.save_prefix && fileio_is_stdout(so.save_prefix)) {
+            log_error("--save-requests takes a file prefix (PREFIX.<level>.<repeat>.jsonl), not -; give a prefix");
+            rc = EXIT_USAGE;
+        }
+        if (rc == EXIT_OK) rc = cli_check_output("--save-requests", so.save_prefix);
         if (rc == EXIT_OK) rc = history_opts_check(&b.hist);
     }
     if (rc != EXIT_OK) {

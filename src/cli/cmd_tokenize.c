@@ -1,6 +1,7 @@
 /* cmd_tokenize — `dsperf tokenize`: encode, count or decode text with a tokenizer.json or the vocabulary
  * of a GGUF file, exactly as Hugging Face tokenizers would. The hidden --bench FILE times loading and
  * encoding for scripts/bench_tokenizer.sh. */
+#include "cli/cli.h"
 #include "tokenizer/tokenizer.h"
 #include "common/clock.h"
 #include "common/fileio.h"
@@ -194,6 +195,7 @@ int cmd_tokenize(int argc, char **argv) {
     bool bos = false, chat = false, render = false;
     int c;
     optind = 1;
+    opterr = 0;     /* cli_bad_option says it, in one line */
     while ((c = getopt_long(argc, argv, "t:h", opts, NULL)) != -1) {
         switch (c) {
         case 't': path = optarg; break;
@@ -204,7 +206,7 @@ int cmd_tokenize(int argc, char **argv) {
         case 'C': chat = true; break;
         case 'R': render = true; break;
         case 'h': usage(stdout); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        default: return cli_bad_option("tokenize", opts, argc, argv, optind, optopt);
         }
     }
     if (!path) { log_error("tokenize: --tokenizer PATH is required (a tokenizer.json or a .gguf file)"); return EXIT_USAGE; }

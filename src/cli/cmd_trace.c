@@ -26,7 +26,7 @@ static void usage(FILE *f) {
         "dsperf bench --dataset mooncake:FILE --arrival trace: span, lengths, distinct blocks, the\n"
         "prefix-cache hit rate it allows, and the KV capacity an LRU prefix cache needs for a share of\n"
         "that (requests replayed one at a time: in-flight requests need their blocks on top).\n\n"
-        "  --block-size N       tokens per hash id (default 512)\n"
+        "  --trace-block-size N tokens per hash id (default 512; as bench and sim name it)\n"
         "  --trace-window A..B  only the requests from A to B after the first (e.g. 10m..20m)\n"
         "  --time-scale F       timestamps x F (0.5: twice as fast)\n"
         "  --tokenizer PATH     count in the served model's tokens (default: words)\n"
@@ -66,7 +66,7 @@ static int render_all(const dataset *d, bool chat, double *text_s, double *body_
 
 int cmd_trace(int argc, char **argv) {
     static const struct option opts[] = {
-        {"block-size", 1, 0, 'b'}, {"trace-window", 1, 0, 'w'}, {"time-scale", 1, 0, 's'}, {"tokenizer", 1, 0, 't'},
+        {"trace-block-size", 1, 0, 'b'}, {"block-size", 1, 0, 'B'}, {"trace-window", 1, 0, 'w'}, {"time-scale", 1, 0, 's'}, {"tokenizer", 1, 0, 't'},
         {"api", 1, 0, 'a'}, {"render", 0, 0, 'r'}, {"json", 0, 0, 'j'}, {"model", 1, 0, 'm'}, {"kv-dtype", 1, 0, 'k'},
         {"tp", 1, 0, 'p'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
@@ -82,7 +82,11 @@ int cmd_trace(int argc, char **argv) {
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         const char *a = optarg;
         switch (c) {
-        case 'b': if (units_parse_int(a, 1, 1 << 20, &v) < 0) { log_error("bad --block-size '%s': tokens per hash id, e.g. 512", a); return EXIT_USAGE; }
+        case 'B':   /* the old spelling */
+            log_warn("--block-size here is deprecated: it is --trace-block-size (tokens per hash id); --block-size "
+                     "means the KV block in sim, plan and serve");
+            /* fall through */
+        case 'b': if (units_parse_int(a, 1, 1 << 20, &v) < 0) { log_error("bad --trace-block-size '%s': tokens per hash id, e.g. 512", a); return EXIT_USAGE; }
                   o.block_tokens = (int32_t)v; break;
         case 'w': if (bench_opts_parse_window(a, &o.window_start_ns, &o.window_end_ns) < 0) { log_error("bad --trace-window '%s': START..END, e.g. 10m..20m", a); return EXIT_USAGE; } break;
         case 's': if (units_parse_double(a, &o.time_scale) < 0 || !(o.time_scale > 0)) { log_error("bad --time-scale '%s': a factor > 0", a); return EXIT_USAGE; } break;
@@ -95,7 +99,7 @@ int cmd_trace(int argc, char **argv) {
         case 'k': if (model_dtype_parse(a, DT_BF16, &kvd) < 0) { log_error("bad --kv-dtype '%s': bf16, fp8, ...", a); return EXIT_USAGE; } break;
         case 'p': if (units_parse_int(a, 1, 1024, &v) < 0) { log_error("bad --tp '%s': 1..1024", a); return EXIT_USAGE; } tp = (int)v; break;
         case 'h': usage(stdout); return EXIT_OK;
-        default: log_error("unknown or incomplete option '%s'; see dsperf trace --help", argv[optind - 1]); return EXIT_USAGE;
+        default: return cli_bad_option("trace", opts, argc, argv, optind, optopt);
         }
     }
     if (optind != argc - 1) { log_error("give one trace file: dsperf trace mooncake:FILE (see --help)"); return EXIT_USAGE; }

@@ -63,7 +63,7 @@ static const char usage_text[] =
 "  --show FILE             print the table, front and recommendation of a saved tune file\n"
 "  --drift FILE            a dsperf drift result: a recommendation that changes the KV-cache dtype shows\n"
 "                          its accuracy cost (without it, such a recommendation says it is untested)\n"
-"  --out FILE              tune results, schema dsperf.tune/1 (default tune.json); beside it\n"
+"  --out FILE              tune results, schema dsperf.tune/1 (default a new tune-<date>-<time>.json); beside it\n"
 "                          FILE-stem.<i>.log (server output) and FILE-stem.<i>.sweep.json\n"
 "  --db PATH, --label K=V  record the tune and each configuration's sweep (labelled tune.KEY=VALUE)\n"
 "                          in the results history (dsperf history --help)\n"
@@ -132,7 +132,7 @@ static bool looks_like_grid(const char *a) {
 static int parse_own(int argc, char **argv, tune_opts *t) {
     memset(t, 0, sizeof *t);
     t->url = "http://127.0.0.1:{port}";
-    t->out_path = "tune.json";
+    t->out_path = NULL;     /* a new tune-<date>-<time>.json (cmd_tune) */
     t->objective = "e2el";
     t->health_timeout_ns = 600 * NS_PER_S;
     t->stop_grace_ns = 10 * NS_PER_S;
@@ -285,6 +285,16 @@ int cmd_tune(int argc, char **argv) {
     tune_opts t;
     int rc = parse_own(argc, argv, &t);
     if (rc >= 0) { free_opts(&t); return rc; }
+    char tune_default[1024];
+    if (t.out_path && fileio_is_stdout(t.out_path)) {
+        log_error("tune --out takes a file name, not -: each configuration's server log and sweep are written beside it");
+        free_opts(&t);
+        return EXIT_USAGE;
+    }
+    /* no --out: a new tune-<date>-<time>.json, never an earlier tune's file, made once the options
+     * are known to be good (below); the placeholder names the files in a --dry-run */
+    bool default_out = !t.out_path;
+    if (default_out) t.out_path = "tune-<date>-<time>.json";
     /* the sweep options are checked once, up front, with the first configuration's values */
     size_t total = tune_grid_size(&t.grid);
     size_t choice[TUNE_MAX_KEYS];
@@ -346,6 +356,17 @@ int cmd_tune(int argc, char **argv) {
         free(stem);
         free_opts(&t);
         return EXIT_OK;
+    }
+    if (default_out) {
+        if (!(t.out_path = cli_default_output("--out", "tune", "json", tune_default, sizeof tune_default))) {
+            sweep_opts_free(&so, &b);
+            tune_free_argv(pargv, pargc);
+            free(stem);
+            free_opts(&t);
+            return EXIT_USAGE;
+        }
+        free(stem);
+        stem = tune_out_stem(t.out_path);
     }
     json_t *doc = tune_new_doc(&t, argc, argv, &b, so.slo_pct);
     if (doc && g_drift) json_object_set(doc, "drift", g_drift);   /* tune_analyse shows its accuracy cost */

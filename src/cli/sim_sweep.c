@@ -1,6 +1,7 @@
 /* sim_sweep — `dsperf sim` over a ladder of lengths or loads (see sim_sweep.h). */
 #include "cli/sim_sweep.h"
 #include "cli/cli.h"
+#include "common/fileio.h"
 #include "cli/history_opts.h"
 #include "common/log.h"
 #include "common/units.h"
@@ -263,14 +264,23 @@ int sim_sweep_main(int argc, char **argv) {
             json_t *lv = level_json(res, &p, p.levels[i], k, (uint64_t)(o.seed + k));
             json_array_append_new(json_object_get(doc, "levels"), lv);
             if (!o.quiet) {
-                sweep_print_level(stdout, lv, p.axis, json_array_size(json_object_get(doc, "levels")) == 1);
-                fflush(stdout);
+                sweep_print_level(cli_summary_stream(), lv, p.axis, json_array_size(json_object_get(doc, "levels")) == 1);
+                fflush(cli_summary_stream());
             }
             sweep_analyse(doc, 99);
             sweep_context_analyse(doc, NULL);
             sweep_stability_analyse(doc, p.score);
-            if (o.out && results_write_json(o.out, doc, err, sizeof err) < 0) { log_error("sim: %s", err); rc = EXIT_RUN_FAILED; }
+            /* after each level (an interrupted sweep keeps what it measured); standard output once, below */
+            if (o.out && !fileio_is_stdout(o.out) && results_write_json(o.out, doc, err, sizeof err) < 0) {
+                log_error("sim: %s", err);
+                rc = EXIT_RUN_FAILED;
+            }
         }
+    }
+    if (o.out && fileio_is_stdout(o.out) && json_array_size(json_object_get(doc, "levels")) &&
+        results_write_json(o.out, doc, err, sizeof err) < 0) {
+        log_error("sim: %s", err);
+        rc = EXIT_RUN_FAILED;
     }
     if (rc == EXIT_OK && level_failed) {
         log_error("sim: a level failed: server-side failures over --max-error-rate (see each level's run_failed_reason)");
@@ -278,17 +288,18 @@ int sim_sweep_main(int argc, char **argv) {
     } else if (rc != EXIT_OK && json_array_size(json_object_get(doc, "levels"))) {
         json_object_set_new(doc, "partial", json_true());
         json_object_set_new(doc, "partial_reason", json_string("a level failed; the levels before it are kept"));
-        if (o.out && results_write_json(o.out, doc, err, sizeof err) < 0) log_error("sim: %s", err);
+        if (o.out && !fileio_is_stdout(o.out) && results_write_json(o.out, doc, err, sizeof err) < 0) log_error("sim: %s", err);
     }
     if (json_array_size(json_object_get(doc, "levels")) && history_opts_record(&o.hist, doc, NULL, 0) != EXIT_OK
         && rc == EXIT_OK)
         rc = EXIT_RUN_FAILED;
     if (!o.quiet && json_array_size(json_object_get(doc, "levels"))) {
-        fputc('\n', stdout);
-        sweep_print_table(stdout, doc, false, o.repeats > 1);
-        sweep_context_print(stdout, doc);
-        sweep_stability_print(stdout, doc);
-        if (o.out) log_info("sweep written to %s", o.out);
+        FILE *sum = cli_summary_stream();
+        fputc('\n', sum);
+        sweep_print_table(sum, doc, false, o.repeats > 1);
+        sweep_context_print(sum, doc);
+        sweep_stability_print(sum, doc);
+        if (o.out && !fileio_is_stdout(o.out)) log_info("sweep written to %s", o.out);
     }
     json_decref(doc);
     free(o.pass);

@@ -3,6 +3,7 @@
  * after every level, so Ctrl-C or a crash loses at most the level in progress. Used by
  * `dsperf sweep` and, once per server configuration, by `dsperf tune`. */
 #include "cli/sweep_run.h"
+#include "common/fileio.h"
 #include "cli/cli.h"
 #include "cli/bench_run.h"
 #include "results/results.h"
@@ -116,7 +117,7 @@ static int set_level(bench_opts *b, bool rate_axis, double load, uint64_t seed, 
 typedef struct {
     bench_opts *b;
     dataset *ds;
-    const sweep_opts *so;
+    sweep_opts *so;          /* save() names the default output in it */
     json_t *doc;
     bool tty, rate_axis;
     uint64_t seed0;
@@ -231,9 +232,9 @@ static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, co
     recset_free(&recs);
     sweep_osd_free(&w.osd);
     if (!b->quiet) {
-        sweep_print_level(stdout, lv, length ? kind : c->rate_axis ? "rate" : "concurrency",
+        sweep_print_level(cli_summary_stream(), lv, length ? kind : c->rate_axis ? "rate" : "concurrency",
                           json_array_size(json_object_get(c->doc, "levels")) == 1);
-        fflush(stdout);
+        fflush(cli_summary_stream());
     }
     *res_out = br.results;
     if (!measured && !interrupted) log_warn("%s: %s; no higher level runs", w.label, json_string_value(json_object_get(lv, "not_measured_reason")));
@@ -251,11 +252,22 @@ static bool utf8_tty(void) {
     return false;
 }
 
-static int save(sweep_ctx *c, char *err, size_t errlen) {
-    sweep_analyse(c->doc, c->so->slo_pct);
+/* Writes the sweep so far (after each level, so an interrupted sweep keeps what it measured). To
+ * standard output only once, at the end (final): one document, not one per level. Without --out
+ * the first save makes a new sweep-<date>-<time>.json, never an earlier run's file. */
+static int save(sweep_ctx *c, bool final, char *err, size_t errlen) {
+    sweep_opts *so = c->so;
+    if (!final && fileio_is_stdout(so->out_path)) return 0;
+    sweep_analyse(c->doc, so->slo_pct);
     sweep_context_analyse(c->doc, NULL);
-    sweep_stability_analyse(c->doc, c->so->stab);
-    return results_write_json(c->so->out_path, c->doc, err, errlen);
+    sweep_stability_analyse(c->doc, so->stab);
+    if (!so->out_path) {
+        if (!(so->out_path = cli_default_output("--out", "sweep", "json", so->default_out, sizeof so->default_out))) {
+            snprintf(err, errlen, "the sweep is not saved");
+            return -1;
+        }
+    }
+    return results_write_json(so->out_path, c->doc, err, errlen);
 }
 
 /* --input-len / --output-len: which length is swept, the other one's value, and the one fixed
@@ -308,7 +320,7 @@ static int length_mode(sweep_opts *so, int modes, const char *cmd) {
  * placeholder load. Returns -1 to go on, or an exit code. */
 static int parse_own(int argc, char **argv, sweep_opts *so, const char *cmd, const char *help_text) {
     memset(so, 0, sizeof *so);
-    so->out_path = "sweep.json";
+    so->out_path = NULL;    /* a new sweep-<date>-<time>.json at the first save (save()) */
     so->early_stop = true;
     so->auto_levels = 6;
     so->auto_max_conc = 128;
@@ -522,7 +534,7 @@ static int run_repeats(sweep_ctx *c, const char *kind, double load, double *rps,
         double r = json_number_value(json_object_get(res, "request_throughput"));
         if (isfinite(r)) { sum += r; n++; }
         char e2[512];
-        if (save(c, e2, sizeof e2) < 0) log_warn("%s", e2);
+        if (save(c, false, e2, sizeof e2) < 0) log_warn("%s", e2);
         if (rc == 1) return 1;
     }
     if (rps) *rps = n ? sum / n : NAN;
@@ -653,15 +665,16 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
                   100 * b->max_error_rate);
         exit_code = EXIT_RUN_FAILED;
     }
-    if (save(&c, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
+    if (save(&c, true, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
     if (!b->quiet && so->print_table) {
-        fputc('\n', stdout);
+        FILE *sum = cli_summary_stream();
+        fputc('\n', sum);
         /* each level's row was printed as it finished; the table comes again only when repeats
          * are grouped into means */
-        sweep_print_table(stdout, c.doc, utf8_tty(), so->repeats > 1);
-        sweep_context_print(stdout, c.doc);
-        sweep_stability_print(stdout, c.doc);
-        log_info("sweep written to %s", so->out_path);
+        sweep_print_table(sum, c.doc, sum == stdout && utf8_tty(), so->repeats > 1);
+        sweep_context_print(sum, c.doc);
+        sweep_stability_print(sum, c.doc);
+        if (so->out_path && !fileio_is_stdout(so->out_path)) log_info("sweep written to %s", so->out_path);
     }
     *doc_out = c.doc;
     dataset_free(c.ds);             /* the last level's prompts, or the pre-flight's */

@@ -24,6 +24,7 @@ typedef struct {
     double ladder[SWEEP_MAX_LEVELS];
     size_t n_levels;
     char ladder_buf[256], in_buf[256], out_buf[256];
+    char default_out[1024];     /* the new file used when --out is not given */
     char **bargv;               /* bench's argv: b's strings point into it and the caller's argv */
     int bargc;
 } sweep_opts;

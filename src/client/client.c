@@ -296,10 +296,21 @@ static rec_outcome classify(transfer *t, CURLcode res) {
         set_err(r, "timed out");
         return REC_ERR_TIMEOUT;
     }
-    if (res != CURLE_OK && !t->got_body) {
+    long code = 0;
+    if (res != CURLE_OK && !t->got_body) curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
+    if (res != CURLE_OK && !t->got_body && code == 0) {
         snprintf(msg, sizeof msg, "%s", curl_easy_strerror(res));
         set_err(r, msg);
         return REC_ERR_CONNECT;
+    }
+    /* The server answered (its status line came) and the connection ended before a byte of body: a
+     * stream cut short, not a failure to connect; else "connect" errors of a server that died
+     * mid-run show "Transferred a partial file" as their example. */
+    if (res != CURLE_OK && !t->got_body && code >= 200 && code < 300) {
+        r->http_status = (int32_t)code;
+        snprintf(msg, sizeof msg, "stream ended before its first event: %s", curl_easy_strerror(res));
+        set_err(r, msg);
+        return REC_ERR_TRUNCATED;
     }
     long status = t->status;
     if (!t->got_body) curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);

@@ -372,6 +372,19 @@ static size_t rule_header(scan *c, const char *t, size_t n, size_t i) {
     var_name(t + s, ne - s, var, sizeof var);
     size_t p = i + 1;
     while (p < n && (t[p] == ' ' || t[p] == '\t')) p++;
+    /* Mask secrets, not messages: mid-line after a word, "Name: value" is a header only when the
+     * value is one token or a scheme word and a token. dsperf's own sentence "... has no
+     * authentication: anyone who can reach this machine can use it" is prose, left whole. */
+    if (!json && s > 0 && is_space(t[s - 1]) && p < n && t[p] != '\'' && t[p] != '"') {
+        int words = 0;
+        for (size_t w = p; w < n && t[w] != '\n' && t[w] != '\r' && words <= 2;) {
+            while (w < n && (t[w] == ' ' || t[w] == '\t')) w++;
+            if (w >= n || t[w] == '\n' || t[w] == '\r') break;
+            words++;
+            while (w < n && !is_space(t[w])) w++;
+        }
+        if (words > 2) return 0;
+    }
     put(c->out, t + i, p - i);
     if (json) {
         if (p >= n || t[p] != '"') return p;   /* a number, null or object holds no secret text */

@@ -52,6 +52,14 @@ TEST(redact_headers) {
         {"bad value 'Authorization: Bearer abc def' for --header", "bad value 'Authorization: Bearer [redacted #F]' for --header"},
         {"{\"api_key\": \"abc\", \"max_tokens\": 5, \"token\": null}", "{\"api_key\": \"[redacted #F]\", \"max_tokens\": 5, \"token\": null}"},
         {"{\"password\":\"a\\\"b\"}", "{\"password\":\"[redacted #F]\"}"},
+        /* mask secrets, not messages: dsperf's own warning is prose, left whole (it once read
+         * "...has no authentication: [redacted #c8213c]") */
+        {"dsperf serve listens on 0.0.0.0, which is not loopback, and has no authentication: anyone who can reach "
+         "this machine can use it", "dsperf serve listens on 0.0.0.0, which is not loopback, and has no "
+         "authentication: anyone who can reach this machine can use it"},
+        /* mid-line, a header value of one token (or a scheme and a token) is still masked */
+        {"sent header Authorization: Bearer sk-mid123", "sent header Authorization: Bearer [redacted #F]"},
+        {"got X-Api-Key: xk-789secret", "got X-Api-Key: [redacted #F]"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) TEXT(cases[i][0], cases[i][1]);
 }

@@ -1,6 +1,6 @@
 /* trace — production traces in Moonshot's Mooncake format (mooncake:FILE): one JSON object a line,
  * {"timestamp": ms, "input_length": tokens, "output_length": tokens, "hash_ids": [ids]}, one id per
- * block of --block-size tokens (512), the last block partial; equal ids mean an identical block.
+ * block of --trace-block-size tokens (512), the last block partial; equal ids mean an identical block.
  *
  * A prompt is its blocks in order, each block's text drawn from the block's id alone (a seeded
  * generator over single-token words), so two requests that share an id share exactly that block's
@@ -173,7 +173,7 @@ static int parse_line(const char *path, size_t lineno, json_t *o, struct ds_bloc
     size_t want = (size_t)((L + bs - 1) / bs), have = json_array_size(h);
     if (have != want) {
         snprintf(err, errlen, "%s line %zu: input_length %lld needs %zu hash ids of %lld tokens, the line has %zu "
-                 "(a trace made with another block size? give --block-size)", path, lineno, L, want, bs, have);
+                 "(a trace made with another block size? give --trace-block-size)", path, lineno, L, want, bs, have);
         return -1;
     }
     if (b->n_ids + have > *ids_cap) {

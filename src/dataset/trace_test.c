@@ -130,7 +130,7 @@ TEST(trace_window_scale_and_bad_lines) {
     CHECK_MSG(strstr(err, "--trace-window"), "%s", err);
     o = (dataset_opts){ 0 };                                   /* 512-token blocks: 10 tokens need one id */
     CHECK(dataset_open(spec, 0, 7, &o, &d, err, sizeof err) == -1);
-    CHECK_MSG(strstr(err, "line 1") && strstr(err, "--block-size"), "%s", err);
+    CHECK_MSG(strstr(err, "line 1") && strstr(err, "--trace-block-size"), "%s", err);
     const char *bad[] = {
         "{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 5, \"hash_ids\": []}\n",
         "{\"timestamp\": 0, \"input_length\": 3, \"output_length\": 5, \"hash_ids\": [-1]}\n",

@@ -719,7 +719,8 @@ int drift_run_all(const drift_opts *o, drift_run **out, volatile sig_atomic_t *s
     r->method_b = x.b.method;
     r->method_c = x.c.method;
     if (ref_text_load(o, &text, err, errlen) < 0) goto out;
-    if (o->positions_path && !(x.pos_out = fopen(o->positions_path, "w"))) {
+    /* "-" is standard output, as in every output flag */
+    if (o->positions_path && !(x.pos_out = strcmp(o->positions_path, "-") ? fopen(o->positions_path, "w") : stdout)) {
         snprintf(err, errlen, "cannot write --save-positions %s: %s", o->positions_path, strerror(errno));
         goto out;
     }
@@ -775,7 +776,7 @@ out:
     free(x.c.url);
     free(x.b.native_url);
     free(x.c.native_url);
-    if (x.pos_out && fclose(x.pos_out) != 0 && rc >= 0 && r && r->warnings) warn(r, "writing --save-positions %s failed: %s", o->positions_path, strerror(errno));
+    if (x.pos_out && (x.pos_out == stdout ? fflush(x.pos_out) : fclose(x.pos_out)) != 0 && rc >= 0 && r && r->warnings) warn(r, "writing --save-positions %s failed: %s", o->positions_path, strerror(errno));
     for (int i = 0; pb && i < o->n_contexts; i++) {
         for (int j = 0; pb[i] && j < o->prompts; j++) { free(pb[i][j].text); free(pb[i][j].ids); }
         free(pb[i]);

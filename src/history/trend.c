@@ -368,6 +368,10 @@ json_t *history_trend(history *h, const char *metric, const history_trend_opts *
     segment(&g, 0, s.n, 0);
     qsort(g.cp, (size_t)g.n, sizeof g.cp[0], cmp_size);
     json_object_set_new(doc, "noise_sigma", json_real(sigma));
+    /* a change point needs min_runs on each side: with fewer runs the trend cannot call anything
+     * noise, and says so (history compare tests two runs) */
+    json_object_set_new(doc, "min_runs", json_integer((json_int_t)g.min_len));
+    json_object_set_new(doc, "enough_runs", json_boolean(s.n >= 2 * g.min_len));
     json_t *cps = json_array(), *segs = json_array();
     size_t w = (size_t)(o->window > 0 ? o->window : 5);
     for (int i = 0; i <= g.n; i++) {
@@ -442,7 +446,22 @@ void history_trend_print(FILE *f, const json_t *t) {
     size_t k, confirmed = 0;
     json_t *cp;
     json_array_foreach(cps, k, cp) confirmed += json_is_true(json_object_get(cp, "confirmed"));
-    fprintf(f, confirmed ? "change points:\n" : "no change beyond noise\n");
+    json_int_t min_runs = json_integer_value(json_object_get(t, "min_runs"));
+    if (confirmed) fprintf(f, "change points:\n");
+    else if (json_is_false(json_object_get(t, "enough_runs"))) {
+        fprintf(f, "too few runs to tell a change from noise: %zu comparable run%s, and a change point needs %lld on "
+                "each side (--min-runs); `dsperf history compare BASE CAND` tests two runs\n", n, n == 1 ? "" : "s",
+                (long long)min_runs);
+        /* what the bands already say, so a step this size is not passed over in silence */
+        const json_t *a = shown >= 2 ? json_array_get(runs, shown - 2) : NULL, *b = shown >= 2 ? json_array_get(runs, shown - 1) : NULL;
+        if (a && b && json_is_number(json_object_get(a, "lo")) && json_is_number(json_object_get(b, "lo")) &&
+            (jnumv(b, "lo") > jnumv(a, "hi") || jnumv(b, "hi") < jnumv(a, "lo"))) {
+            double va = jnumv(a, "value"), vb = jnumv(b, "value");
+            fprintf(f, "  but the 95%% bands of runs %lld and %lld do not overlap (%+.1f%%)\n",
+                    (long long)json_integer_value(json_object_get(a, "id")), (long long)json_integer_value(json_object_get(b, "id")),
+                    va != 0 ? 100 * (vb - va) / fabs(va) : NAN);
+        }
+    } else fprintf(f, "no change beyond noise\n");
     json_array_foreach(cps, k, cp) {
         if (!json_is_true(json_object_get(cp, "confirmed"))) continue;
         fprintf(f, "  %s (%s; %lld runs before, %lld after, pooled)\n", json_string_value(json_object_get(cp, "sentence")),

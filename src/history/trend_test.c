@@ -185,6 +185,53 @@ TEST(history_trend_finds_a_step_and_not_noise) {
     free(path);
 }
 
+/* Two runs, +40 % median... here mean TTFT, bands far apart: too few runs for a change point, and
+ * the trend must say so rather than "no change beyond noise" (which `history compare` contradicts). */
+TEST(history_trend_with_too_few_runs_says_so) {
+    char *path;
+    history *h = fresh("few.db", &path);
+    if (!h) return;
+    add(h, run_doc(20, 1, 200, 1), "release=a");
+    add(h, run_doc(28, 1, 200, 2), "release=b");
+    history_trend_opts o;
+    history_trend_default_opts(&o);
+    char err[512];
+    json_t *t = history_trend(h, "mean_ttft_ms", &o, err, sizeof err);
+    CHECK_MSG(t != NULL, "%s", err);
+    if (t) {
+        CHECK(json_is_false(json_object_get(t, "enough_runs")));
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        history_trend_print(f, t);
+        fclose(f);
+        const char *ov = buf ? strstr(buf, "do not overlap (") : NULL;
+        CHECK_MSG(buf && !strstr(buf, "no change beyond noise") && strstr(buf, "too few runs") && ov, "%s", buf ? buf : "");
+        /* 20 -> 28 ms with +-1 ms jitter over 200 requests: +40 % within the jitter's share of the mean */
+        if (ov) CHECK_NEAR(atof(ov + strlen("do not overlap (")), 40, 1.5);
+        free(buf);
+        json_decref(t);
+    }
+    /* enough runs and only noise: that is what it says */
+    for (int i = 0; i < 4; i++) add(h, run_doc(20, 1, 200, 10 + (uint64_t)i), "release=c");
+    o.query = "3..6";
+    t = history_trend(h, "mean_ttft_ms", &o, err, sizeof err);
+    CHECK(t != NULL);
+    if (t) {
+        CHECK(json_is_true(json_object_get(t, "enough_runs")));
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        history_trend_print(f, t);
+        fclose(f);
+        CHECK_MSG(buf && strstr(buf, "no change beyond noise"), "%s", buf ? buf : "");
+        free(buf);
+        json_decref(t);
+    }
+    history_close(h);
+    free(path);
+}
+
 TEST(history_compare_gates_against_the_runs_before) {
     char *path;
     history *h = fresh("cmp.db", &path);

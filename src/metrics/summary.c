@@ -21,6 +21,7 @@
 #include "metrics/request_metrics.h"
 #include "metrics/sampleset.h"
 #include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,12 @@ int summary_parse_percentiles(summary_opts *o, const char *list) {
     memcpy(o->percentiles, v, (size_t)n * sizeof v[0]);
     o->n_percentiles = n;
     return 0;
+}
+
+long summary_percentile_samples_needed(double p) {
+    if (!(p < 100)) return LONG_MAX;
+    if (p <= 0) return 1;
+    return (long)ceil(100.0 / (100.0 - p) - 1e-9);
 }
 
 void summary_percentile_label(double p, char *buf, size_t len) {

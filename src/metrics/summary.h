@@ -74,4 +74,9 @@ json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const s
 /* vLLM's spelling of a percentile in field names and labels: integral values without a
  * decimal point ("99"), others in the shortest form that reads back exactly ("99.9"). */
 void summary_percentile_label(double p, char *buf, size_t len);
+
+/* The fewest samples for which the p-th percentile is more than the largest sample relabelled:
+ * 100 / (100 - p), rounded up (p99: 100, p99.9: 1000, p90: 10). With fewer, a "p99" is the
+ * maximum, and is shown marked as such. */
+long summary_percentile_samples_needed(double p);
 #endif

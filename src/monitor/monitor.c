@@ -109,7 +109,8 @@ monitor *monitor_new(const monitor_opts *o, char *err, size_t errlen) {
     if (o->client.model) mon_metrics_set_model(&m->met, o->client.model);
     recset_init(&m->recs);
     recset_init(&m->period);
-    if (o->log_path && !(m->log = fopen(o->log_path, "a"))) {
+    /* "-" is standard output, as in every output flag */
+    if (o->log_path && !(m->log = strcmp(o->log_path, "-") ? fopen(o->log_path, "a") : stdout)) {
         snprintf(err, errlen, "--log %s: %s", o->log_path, strerror(errno));
         monitor_free(m);
         return NULL;
@@ -155,7 +156,7 @@ void monitor_free(monitor *m) {
     if (m->tick) event_free(m->tick);
     if (m->http) evhttp_free(m->http);
     if (m->base) event_base_free(m->base);
-    if (m->log) fclose(m->log);
+    if (m->log && m->log != stdout) fclose(m->log);
     if (m->period_running) pthread_join(m->period_thread, NULL);
     recset_free(&m->period);
     recset_free(&m->recs);

@@ -2,6 +2,7 @@
  * the reproduce command) for pasting into issues and PRs, and CSV with one row per load level
  * (one row for a single run) of the headline metrics, for spreadsheets and scripts. */
 #include "report/report_internal.h"
+#include "metrics/summary.h"
 #include "common/redact.h"
 #include <math.h>
 #include <stdio.h>
@@ -124,6 +125,19 @@ static void md_table(rbuf *b, const rep_model *m) {
         md_num(b, rep_kv_max_pct(r));
         rb_puts(b, "\n");
     }
+    /* a p99 from fewer requests than it needs is the largest sample relabelled: marked here */
+    long need = summary_percentile_samples_needed(99);
+    bool any = false;
+    for (size_t i = 0; i < m->n; i++) {
+        double n = rep_num(m->lv[i].r, "completed");
+        if (!(n >= 0) || n >= need) continue;
+        char ll[48];
+        rep_level_label(m, &m->lv[i], ll, sizeof ll);
+        if (!any) rb_printf(b, "\np99 from fewer than %ld requests is set by the largest samples, not a tail: ", need);
+        rb_printf(b, "%s%s (%.0f requests)", any ? ", " : "", ll, n);
+        any = true;
+    }
+    if (any) rb_puts(b, "\n");
 }
 
 static void md_errors(rbuf *b, const rep_model *m) {

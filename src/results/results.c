@@ -132,7 +132,7 @@ int results_write_json(const char *path, const json_t *results, char *err, size_
     int e = errno;
     free(text);
     if (rc != 0) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
+        snprintf(err, errlen, "cannot write %s: %s", fileio_display(path), strerror(e));
         return -1;
     }
     return 0;
@@ -214,30 +214,18 @@ int results_write_requests_jsonl(const char *path, const recset *recs, char *err
             if ((pass == 0 && r->warmup) || r->send_ns <= 0) continue;
             if (t0 == 0 || r->send_ns < t0) t0 = r->send_ns;
         }
-    size_t plen = strlen(path) + 32;
-    char *tmp = malloc(plen);
-    if (!tmp) {
-        snprintf(err, errlen, "out of memory");
+    fileio_out *o = fileio_out_open(path);
+    if (!o) {
+        snprintf(err, errlen, "cannot write %s: %s", fileio_display(path), strerror(errno));
         return -1;
     }
-    snprintf(tmp, plen, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        free(tmp);
-        return -1;
-    }
+    FILE *f = fileio_out_file(o);
     for (size_t i = 0; i < recs->n; i++) write_request_line(f, &recs->v[i], t0);
-    int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
-    int e = errno;
-    if (fclose(f) != 0 && !bad) { bad = 1; e = errno; }
-    if (!bad && rename(tmp, path) != 0) { bad = 1; e = errno; }
-    if (bad) {
-        unlink(tmp);
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
+    if (fileio_out_commit(o) != 0) {
+        snprintf(err, errlen, "cannot write %s: %s", fileio_display(path), strerror(errno));
+        return -1;
     }
-    free(tmp);
-    return bad ? -1 : 0;
+    return 0;
 }
 
 json_t *results_load_doc(const char *path, const char *const *schema_prefixes, const char *what, char *err, size_t errlen) {
@@ -324,7 +312,22 @@ static void p_row(FILE *f, const json_t *r, double pct, const char *field, const
         }
     }
     snprintf(key, sizeof key, "p%s_%s%s", p, field, error_adjusted ? "_error_adjusted_ms" : "_ms");
-    row_real(f, label, get(r, key));
+    /* the samples behind it: pooled gaps for ITL, else one per completed request (failures too
+     * when they count as +inf); too few, and the "percentile" is the largest sample: say so */
+    char nkey[64];
+    snprintf(nkey, sizeof nkey, "%s_samples", field);
+    long n = json_is_integer(get(r, nkey)) ? (long)json_integer_value(get(r, nkey))
+           : (long)json_integer_value(get(r, "completed")) + (error_adjusted ? (long)json_integer_value(get(r, "failed")) : 0);
+    long need = summary_percentile_samples_needed(pct);
+    const json_t *v = get(r, key);
+    if (json_is_number(v) && n < need) {
+        char val[32];
+        snprintf(val, sizeof val, "%.2f", json_number_value(v));
+        fprintf(f, "%-40s %-10s (from %ld sample%s; P%s needs %ld)\n", label, val, n, n == 1 ? "" : "s",
+                p, need);
+        return;
+    }
+    row_real(f, label, v);
 }
 
 /* Prefix-cache hits against the workload's bound, and conversations (metrics/workload.h). */

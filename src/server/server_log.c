@@ -16,7 +16,9 @@ struct prompt_log {
 prompt_log *prompt_log_open(const char *path, char *err, size_t errlen) {
     prompt_log *l = calloc(1, sizeof *l);
     if (!l) { snprintf(err, errlen, "out of memory"); return NULL; }
-    if (!(l->f = fopen(path, "w"))) {
+    /* "-" is standard output, as in every output flag; a live log is appended line by line, so it
+     * is opened in place (through a symlink, onto a FIFO) rather than written atomically */
+    if (!(l->f = strcmp(path, "-") ? fopen(path, "w") : stdout)) {
         snprintf(err, errlen, "--log-prompts %s: %s", path, strerror(errno));
         free(l);
         return NULL;
@@ -42,7 +44,8 @@ void prompt_log_write(prompt_log *l, int loop, int64_t t_ns, const char *path, i
 
 void prompt_log_close(prompt_log *l) {
     if (!l) return;
-    fclose(l->f);
+    if (l->f == stdout) fflush(l->f);
+    else fclose(l->f);
     pthread_mutex_destroy(&l->lock);
     free(l);
 }
