@@ -53,13 +53,23 @@ static json_t *environment(void) {
     return env;
 }
 
-/* ---- the first message of each error class ---- */
+/* ---- the example message of each error class ---- */
 
-/* One entry per failure class (and HTTP status): how many, and the first one's status and message
- * (the earliest sent), so that a summary, a report and a diagnosis can say what went wrong
- * without the per-request file. Largest class first. */
+#define EX_MSGS 8   /* distinct messages tracked per class */
+
+static int same_msg(const record *a, const record *b) {
+    if (!a->error || !b->error) return a->error == b->error;
+    return strcmp(a->error, b->error) == 0;
+}
+
+/* One entry per failure class (and HTTP status): how many, and its example: the message most of
+ * the class carry (the earliest sent of those), so that a summary, a report and a diagnosis can say
+ * what went wrong without the per-request file. The most common, not the first: when a server dies
+ * mid-run, the one request the kernel had queued for it fails differently from the many that find
+ * no server, and the first of the class is as likely to be that one. Largest class first. */
 json_t *results_error_examples(const recset *recs) {
-    typedef struct { int outcome, status; long count; const record *first; } ex;
+    typedef struct { const record *first; long count; } msg;
+    typedef struct { int outcome, status; long count; msg m[EX_MSGS]; size_t nm; } ex;
     ex v[64];
     size_t n = 0;
     for (size_t i = 0; i < recs->n; i++) {
@@ -70,19 +80,31 @@ json_t *results_error_examples(const recset *recs) {
         while (k < n && !(v[k].outcome == r->outcome && v[k].status == status)) k++;
         if (k == n) {
             if (n == sizeof v / sizeof v[0]) continue;
-            v[n++] = (ex){ r->outcome, status, 0, r };
+            v[n++] = (ex){ .outcome = r->outcome, .status = status };
         }
         v[k].count++;
-        if (r->send_ns && (!v[k].first->send_ns || r->send_ns < v[k].first->send_ns)) v[k].first = r;
+        size_t j = 0;
+        while (j < v[k].nm && !same_msg(v[k].m[j].first, r)) j++;
+        if (j == v[k].nm) {
+            if (j == EX_MSGS) continue;
+            v[k].m[v[k].nm++] = (msg){ r, 0 };
+        }
+        v[k].m[j].count++;
+        if (r->send_ns && (!v[k].m[j].first->send_ns || r->send_ns < v[k].m[j].first->send_ns)) v[k].m[j].first = r;
     }
     for (size_t i = 1; i < n; i++)
         for (size_t j = i; j > 0 && v[j].count > v[j - 1].count; j--) { ex t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
     json_t *out = json_array();
     for (size_t i = 0; i < n; i++) {
+        const msg *best = &v[i].m[0];
+        for (size_t j = 1; j < v[i].nm; j++)
+            if (v[i].m[j].count > best->count
+                || (v[i].m[j].count == best->count && v[i].m[j].first->send_ns < best->first->send_ns)) best = &v[i].m[j];
         json_t *e = json_pack("{s:s,s:I}", "class", rec_outcome_name((rec_outcome)v[i].outcome), "count", (json_int_t)v[i].count);
         if (v[i].status) json_object_set_new(e, "status", json_integer(v[i].status));
-        json_object_set_new(e, "message", v[i].first->error ? json_string(v[i].first->error) : json_null());
-        json_object_set_new(e, "first_request", json_integer(v[i].first->index));
+        json_object_set_new(e, "message", best->first->error ? json_string(best->first->error) : json_null());
+        json_object_set_new(e, "message_count", json_integer(best->count));
+        json_object_set_new(e, "first_request", json_integer(best->first->index));
         json_array_append_new(out, e);
     }
     return out;

@@ -24,8 +24,9 @@ typedef struct {
 /* Builds the results document: summary_compute() over recs plus schema, meta and environment.
  * The caller may add sections (e.g. "telemetry", "engine") before writing. NULL on OOM. */
 json_t *results_build(const recset *recs, const summary_opts *o, const results_meta *m);
-/* "error_examples": per failure class (and HTTP status) its count and the first request's status
- * and message, largest class first ([{"class","status"?,"count","message","first_request"}]). */
+/* "error_examples": per failure class (and HTTP status) its count and its most common message
+ * (with how many carry it and the earliest such request), largest class first
+ * ([{"class","status"?,"count","message","message_count","first_request"}]). */
 json_t *results_error_examples(const recset *recs);
 /* Writes the document atomically (pretty-printed). 0 ok, -1 with err filled. */
 int results_write_json(const char *path, const json_t *results, char *err, size_t errlen);
