@@ -190,8 +190,9 @@ static json_t *littles_law(const recset *recs) {
  * Per completed request where both sides counted: the server's count minus the client's. Equal
  * counts agree; a difference that is the same on every request is a constant the client does not
  * count (prompt: the chat template's markers or a BOS; output: a token the server counts but does
- * not stream); differences that vary are a different tokenizer (or the client counting words,
- * without --tokenizer). Output counts of reasoning requests are compared with and without the
+ * not stream); other differences are a different tokenizer (or the client counting words, without
+ * --tokenizer), and for output also generated text that does not re-tokenize to the tokens the
+ * server generated (the real llama.cpp with random weights: 16 tokens whose text counts 24). Output counts of reasoning requests are compared with and without the
  * reasoning tokens, so a server whose completion_tokens leave the reasoning out is named. */
 #define TA_MAX_DELTAS 8
 typedef struct {
@@ -208,7 +209,7 @@ static void tally_add(tally *t, long delta) {
     else t->other++;
 }
 
-static json_t *tally_json(const tally *t, const char *constant_why) {
+static json_t *tally_json(const tally *t, const char *constant_why, const char *varying_why) {
     json_t *j = json_object(), *ds = json_array();
     json_object_set_new(j, "compared", json_integer(t->compared));
     json_object_set_new(j, "equal", json_integer(t->equal));
@@ -224,8 +225,7 @@ static json_t *tally_json(const tally *t, const char *constant_why) {
         snprintf(why, sizeof why, "the server counts %+ld on every request: %s", t->d[0].delta, constant_why);
         w = why;
     } else {
-        snprintf(why, sizeof why, "%ld of %ld requests differ by varying amounts: the client's tokenizer is not the "
-                 "server's (or it counted words: give --tokenizer)", t->compared - t->equal, t->compared);
+        snprintf(why, sizeof why, "%ld of %ld requests differ: %s", t->compared - t->equal, t->compared, varying_why);
         w = why;
     }
     json_object_set_new(j, "explained", json_string(w));
@@ -247,8 +247,12 @@ static json_t *token_agreement(const recset *recs) {
         }
     }
     json_t *j = json_object();
-    json_object_set_new(j, "prompt", tally_json(&in, "the chat template's markers or a BOS the client did not count"));
-    json_t *o = tally_json(&out, "a token the server counts but does not stream (an EOS / stop token)");
+    json_object_set_new(j, "prompt", tally_json(&in, "the chat template's markers or a BOS the client did not count",
+                                                "the client's tokenizer is not the server's (or it counted words: give --tokenizer)"));
+    json_t *o = tally_json(&out, "a token the server counts but does not stream (an EOS / stop token)",
+                           "the streamed text does not re-tokenize to the tokens generated (pieces a tokenizer merges or "
+                           "splits otherwise, ids that decode to placeholder text), or the client's tokenizer is not the "
+                           "server's (or it counted words: give --tokenizer)");
     if (reasoning_left_out) {
         char why[200];
         snprintf(why, sizeof why, "%ld requests: the server's completion_tokens leave the streamed reasoning out",
