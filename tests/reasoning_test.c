@@ -196,3 +196,42 @@ TEST(reasoning_self_check_names_lost_requests) {
     }
     json_decref(r);
 }
+
+/* Sweep levels carry the reasoning fields, and the report shows them: a level's TTFA is at least
+ * the configured TTFT + R x ITL, and the page has the section with a row per level. */
+TEST(reasoning_sweep_levels_and_report) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 20ms --itl 5ms --prefill-per-token 0 --reasoning-tokens 10") != 0) {
+        CHECK_MSG(0, "serve did not start");
+        return;
+    }
+    char path[512], html[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/sweep.json", harness_tmpdir());
+    snprintf(html, sizeof html, "%s/sweep.html", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sweep --url %s --quiet --api chat --concurrency 1..2x2 --requests 6 --dataset random:in=8,out=20 "
+             "--out %s", s.url, path);
+    int rc = test_run(cmd, NULL, NULL);
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 0);
+    json_t *d = test_load_json(path);
+    CHECK(d != NULL);
+    if (!d) return;
+    json_t *levels = json_object_get(d, "levels");
+    CHECK_EQ_INT(json_array_size(levels), 2);
+    for (size_t i = 0; i < json_array_size(levels); i++) {
+        json_t *r = json_object_get(json_array_get(levels, i), "results");
+        CHECK_EQ_INT(test_num(r, "reasoning_requests"), 6);
+        CHECK_EQ_INT(test_num(r, "total_reasoning_tokens"), 60);
+        CHECK(test_num(r, "min_ttfa_ms") >= 20.0 + 10 * 5.0);
+    }
+    json_decref(d);
+    snprintf(cmd, sizeof cmd, "report %s -o %s", path, html);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    FILE *f = fopen(html, "r");
+    static char page[1 << 21];
+    size_t n = f ? fread(page, 1, sizeof page - 1, f) : 0;
+    if (f) fclose(f);
+    page[n] = 0;
+    CHECK(strstr(page, "Reasoning and the server") != NULL);
+    CHECK(strstr(page, "TTFA p50 (ms)") != NULL);
+}
