@@ -217,7 +217,7 @@ static json_t *tally_json(const tally *t, const char *constant_why, const char *
         json_array_append_new(ds, json_pack("{s:I,s:I}", "server_minus_client", (json_int_t)t->d[i].delta, "requests",
                                             (json_int_t)t->d[i].n));
     json_object_set_new(j, "differences", ds);
-    char why[256];
+    char why[480];
     const char *w = NULL;
     if (!t->compared) w = "not compared: one side gave no count";
     else if (t->equal == t->compared) w = "agree on every request";
