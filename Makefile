@@ -26,7 +26,7 @@ TEST_O  := $(TEST_C:%.c=$(BUILD)/%.o) $(TEST_SUP:%.c=$(BUILD)/%.o)
 FUZZ_C  := $(filter-out fuzz/libfuzzer_main.c,$(wildcard fuzz/*.c))
 TEST_O  += $(FUZZ_C:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps build test run-tests test-asan test-tsan testdata-npm real-engine demo bench clean fuzz fuzz-build completion man
+.PHONY: all deps build test run-tests test-asan test-tsan testdata-npm real-engine demo demo-reasoning bench clean fuzz fuzz-build completion man
 # Public targets check the Debian dependencies first, then re-enter make so that pkg-config's
 # answers are read after any install.
 all: deps
@@ -118,6 +118,9 @@ man: $(BUILD)/dsperf
 
 demo: all
 	@sh scripts/demo.sh
+
+demo-reasoning: all
+	@sh scripts/demo_reasoning.sh
 
 bench: all
 	@$(MAKE) --no-print-directory $(BUILD)/dist_bench

@@ -315,3 +315,60 @@ TEST(realwire_prefix_cache_hits) {
     }
     json_decref(r);
 }
+
+/* Reasoning streams as SGLang (delta.reasoning_content) and vLLM 0.11+ (delta.reasoning) send them:
+ * the phase is found, its tokens are the client's count (neither server gives
+ * completion_tokens_details), the answer's are usage.completion_tokens less those, and the TTFA
+ * of each request is at or after its TTFT and no later than its E2EL. */
+TEST(realwire_reasoning_phases) {
+    static const struct {
+        const char *dir, *name;
+        double reasoning, answer;   /* per request */
+    } cases[] = {
+        { "sglang", "chat_stream_reasoning", 3, 3 },
+        { "vllm", "chat_stream_reasoning", 4, 3 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *r = run_case(cases[i].dir, cases[i].name, "chat");
+        if (!r) continue;
+        const char *c = cases[i].name, *d = cases[i].dir;
+        CHECK_MSG(test_num(r, "reasoning_requests") == 3 && test_num(r, "reasoning_answered") == 3, "%s/%s: %g reasoning, %g answered",
+                  d, c, test_num(r, "reasoning_requests"), test_num(r, "reasoning_answered"));
+        CHECK_MSG(test_num(r, "total_reasoning_tokens") == 3 * cases[i].reasoning, "%s/%s: reasoning tokens %g", d, c,
+                  test_num(r, "total_reasoning_tokens"));
+        CHECK_MSG(test_num(r, "total_answer_tokens") == 3 * cases[i].answer, "%s/%s: answer tokens %g", d, c,
+                  test_num(r, "total_answer_tokens"));
+        CHECK_MSG(json_is_null(json_object_get(r, "total_reasoning_tokens_server")), "%s/%s: a server count from nowhere", d, c);
+        CHECK(!strcmp(json_string_value(json_object_get(r, "reasoning_tokens_source")), "client"));
+        CHECK_MSG(test_num(r, "min_ttfa_ms") >= test_num(r, "min_ttft_ms") && test_num(r, "max_ttfa_ms") <= test_num(r, "max_e2el_ms"),
+                  "%s/%s: TTFA %g..%g outside TTFT %g .. E2EL %g", d, c, test_num(r, "min_ttfa_ms"), test_num(r, "max_ttfa_ms"),
+                  test_num(r, "min_ttft_ms"), test_num(r, "max_e2el_ms"));
+        CHECK(json_is_object(json_object_get(json_object_get(r, "samples"), "ttfa")));
+        json_decref(r);
+    }
+    /* a stream without reasoning has none of it: absent, not zero */
+    json_t *r = run_case("vllm", "chat_stream_usage", "chat");
+    if (r) {
+        CHECK(!json_object_get(r, "reasoning_requests") && !json_object_get(r, "mean_ttfa_ms"));
+        CHECK(!json_object_get(json_object_get(r, "samples"), "ttfa"));
+        json_decref(r);
+    }
+}
+
+/* llama.cpp's timings in the last chunk are joined to each request: the values read are the
+ * transcript's own (prompt_ms 7.071, predicted_ms 19.526 over predicted_n 8), and predicted_n
+ * equals usage.completion_tokens on every request. */
+TEST(realwire_llamacpp_timings_joined) {
+    json_t *r = run_case("llamacpp", "completions_stream", "completions");
+    if (!r) return;
+    json_t *st = json_object_get(r, "server_timing");
+    CHECK(json_is_object(st));
+    CHECK(!strcmp(json_string_value(json_object_get(st, "source")), "llamacpp_timings"));
+    CHECK_EQ_INT(test_num(st, "requests_joined"), 3);
+    CHECK_NEAR(test_num(st, "mean_server_prefill_ms"), 7.071, 1e-9);
+    CHECK_NEAR(test_num(st, "mean_server_tpot_ms"), 19.526 / 7, 1e-9);
+    CHECK_EQ_INT(test_num(st, "predicted_n_equal_output_tokens"), 3);
+    /* TTFT - prompt_ms, request by request: its mean is the means' difference */
+    CHECK_NEAR(test_num(st, "mean_ttft_outside_server_ms"), test_num(r, "mean_ttft_ms") - 7.071, 1e-6);
+    json_decref(r);
+}

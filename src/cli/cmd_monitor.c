@@ -259,6 +259,7 @@ int cmd_monitor(int argc, char **argv) {
     mo.slo.ttft_s = b.summary.slo_ttft_ms / 1e3;
     mo.slo.tpot_s = b.summary.slo_tpot_ms / 1e3;
     mo.slo.e2el_s = b.summary.slo_e2el_ms / 1e3;
+    mo.slo.ttfa_s = b.summary.slo_ttfa_ms / 1e3;
     b.client.headers = b.headers;
     if ((rc = history_opts_check(&b.hist)) != EXIT_OK) goto out;
     rc = EXIT_USAGE;

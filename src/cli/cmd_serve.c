@@ -121,7 +121,7 @@ static const struct {
 enum {
     O_HOST = 1000, O_PORT, O_MODEL, O_ENGINE, O_SPEEDUP, O_DURATION, O_SEED, O_FAIL, O_429, O_DROP,
     O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_THREADS, O_EXIT_AFTER, O_HELP, O_MAX_BODY,
-    O_LP_SEED, O_LP_NOISE, O_LP_JITTER, O_LP_STYLE, O_LOG_PROMPTS,
+    O_LP_SEED, O_LP_NOISE, O_LP_JITTER, O_LP_STYLE, O_LOG_PROMPTS, O_REASONING,
 };
 
 static const struct option long_opts[] = {
@@ -149,6 +149,7 @@ static const struct option long_opts[] = {
     {"logprob-noise", required_argument, 0, O_LP_NOISE},
     {"logprob-jitter", required_argument, 0, O_LP_JITTER},
     {"logprobs-style", required_argument, 0, O_LP_STYLE},
+    {"reasoning-tokens", required_argument, 0, O_REASONING},
     {0, 0, 0, 0},
 };
 
@@ -177,6 +178,10 @@ static void usage(FILE *f) {
         "                           queue or one simulated batch cannot be split) (default 1)\n"
         "  --max-body SIZE          largest request body accepted; a larger one is answered HTTP 413\n"
         "                           (default 4MiB)\n"
+        "  --reasoning-tokens N|A..B  a reasoning model: the first R words of every chat answer stream as\n"
+        "                           delta.reasoning_content, the rest as delta.content (R = N, or uniform in\n"
+        "                           A..B from --seed; at most max_tokens); usage gives\n"
+        "                           completion_tokens_details.reasoning_tokens (default: no reasoning)\n"
         "fault injection (decided per request in arrival order from one rng seeded by --seed;\n"
         "with --threads, one rng per loop seeded by --seed + loop):\n"
         "  --seed N                 (default 1)\n"
@@ -314,6 +319,24 @@ int cmd_serve(int argc, char **argv) {
             char e[256];
             const char *key = c == O_LP_SEED ? "logprob-seed" : c == O_LP_NOISE ? "logprob-noise" : "logprob-jitter";
             if (fixed_lm_set(&sp.lm, key, v, e, sizeof e) != 0) { log_error("%s", e); goto out; }
+            break;
+        }
+        case O_REASONING: {
+            long long lo, hi;
+            const char *dots = strstr(v, "..");
+            char a[32];
+            bool ok = false;
+            if (dots && (size_t)(dots - v) < sizeof a) {
+                memcpy(a, v, (size_t)(dots - v));
+                a[dots - v] = 0;
+                ok = units_parse_int(a, 1, 10000000, &lo) == 0 && units_parse_int(dots + 2, 1, 10000000, &hi) == 0 && lo <= hi;
+            } else if (!dots) {
+                ok = units_parse_int(v, 1, 10000000, &lo) == 0;
+                hi = lo;
+            }
+            if (!ok) { log_error("--reasoning-tokens wants N or A..B (1 <= A <= B <= 10000000 words), got '%s'", v); goto out; }
+            sp.reasoning_min_tokens = (int32_t)lo;
+            sp.reasoning_max_tokens = (int32_t)hi;
             break;
         }
         case O_LP_STYLE:

@@ -463,6 +463,7 @@ static json_t *sweep_config(const sweep_opts *so, const bench_opts *b, const dat
     if (b->summary.slo_ttft_ms > 0) json_object_set_new(slo, "ttft_ms", json_real(b->summary.slo_ttft_ms));
     if (b->summary.slo_tpot_ms > 0) json_object_set_new(slo, "tpot_ms", json_real(b->summary.slo_tpot_ms));
     if (b->summary.slo_e2el_ms > 0) json_object_set_new(slo, "e2el_ms", json_real(b->summary.slo_e2el_ms));
+    if (b->summary.slo_ttfa_ms > 0) json_object_set_new(slo, "ttfa_ms", json_real(b->summary.slo_ttfa_ms));
     json_object_set_new(c, "slo", slo);
     return c;
 }

@@ -257,6 +257,7 @@ static void sim_level_args(argvec *a, const char *exe, const wordexp_t *we, cons
     if (b->summary.slo_ttft_ms > 0) n += (size_t)snprintf(slo + n, sizeof slo - n, "ttft=%.9gms,", b->summary.slo_ttft_ms);
     if (b->summary.slo_tpot_ms > 0 && n < sizeof slo) n += (size_t)snprintf(slo + n, sizeof slo - n, "tpot=%.9gms,", b->summary.slo_tpot_ms);
     if (b->summary.slo_e2el_ms > 0 && n < sizeof slo) n += (size_t)snprintf(slo + n, sizeof slo - n, "e2el=%.9gms,", b->summary.slo_e2el_ms);
+    if (b->summary.slo_ttfa_ms > 0 && n < sizeof slo) n += (size_t)snprintf(slo + n, sizeof slo - n, "ttfa=%.9gms,", b->summary.slo_ttfa_ms);
     if (n && n < sizeof slo) { slo[n - 1] = 0; av_add(a, "--slo"); av_add(a, slo); }
     char pct[256] = "";
     n = 0;
@@ -271,6 +272,7 @@ static json_t *sim_sweep_doc(const tune_opts *t, const sweep_opts *so, const ben
     if (b->summary.slo_ttft_ms > 0) json_object_set_new(slo, "ttft_ms", json_real(b->summary.slo_ttft_ms));
     if (b->summary.slo_tpot_ms > 0) json_object_set_new(slo, "tpot_ms", json_real(b->summary.slo_tpot_ms));
     if (b->summary.slo_e2el_ms > 0) json_object_set_new(slo, "e2el_ms", json_real(b->summary.slo_e2el_ms));
+    if (b->summary.slo_ttfa_ms > 0) json_object_set_new(slo, "ttfa_ms", json_real(b->summary.slo_ttfa_ms));
     const char *axis = so->rate_ladder ? "rate" : "concurrency";
     json_t *cfg = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:f,s:o}", "url", "sim", "sim_flags", flags, "mode", axis, "ladder",
                             so->rate_ladder ? so->rate_ladder : so->conc_ladder, "dataset", b->dataset_spec, "repeats",
@@ -432,6 +434,7 @@ json_t *tune_new_doc(const tune_opts *t, int argc, char **argv, const bench_opts
     if (b->summary.slo_ttft_ms > 0) json_object_set_new(slo, "ttft_ms", json_real(b->summary.slo_ttft_ms));
     if (b->summary.slo_tpot_ms > 0) json_object_set_new(slo, "tpot_ms", json_real(b->summary.slo_tpot_ms));
     if (b->summary.slo_e2el_ms > 0) json_object_set_new(slo, "e2el_ms", json_real(b->summary.slo_e2el_ms));
+    if (b->summary.slo_ttfa_ms > 0) json_object_set_new(slo, "ttfa_ms", json_real(b->summary.slo_ttfa_ms));
     char *sweep_line = cli_join_argv(t->nrest - 1, t->rest + 1);
     json_t *d = json_object();
     json_object_set_new(d, "schema", json_string(TUNE_SCHEMA));

@@ -148,6 +148,21 @@ static int num(cur *c, long long *v) {
     return 0;
 }
 
+/* A JSON number as a double (llama.cpp's timings print full-precision doubles). They come once,
+ * in the last chunk, so strtod's cost does not matter. */
+static int real_num(cur *c, double *v) {
+    const char *s = c->p;
+    if (num(c, NULL) < 0) return -1;
+    size_t n = (size_t)(c->p - s);
+    char buf[32];
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    double d = strtod(buf, NULL);
+    if (!isfinite(d)) return -1;
+    *v = d;
+    return 0;
+}
+
 static int skip_value(cur *c, int depth) {
     if (depth > 32) return -1;
     ws(c);
@@ -250,16 +265,25 @@ static int details_member(cur *c, const char *k, size_t kl, chunk_fields *f, int
     return skip_value(c, depth + 1);
 }
 
+static int out_details_member(cur *c, const char *k, size_t kl, chunk_fields *f, int depth, unsigned *seen) {
+    if (KEY("reasoning_tokens") && !is_null(c)) { ONCE(1); return num(c, &f->reasoning_tokens); }
+    return skip_value(c, depth + 1);
+}
+
 static int usage_member(cur *c, const char *k, size_t kl, chunk_fields *f, int depth, unsigned *seen) {
     if (KEY("prompt_tokens")) { ONCE(1); return num(c, &f->prompt_tokens); }
     if (KEY("completion_tokens")) { ONCE(2); return num(c, &f->completion_tokens); }
     if (KEY("prompt_tokens_details") && !is_null(c)) { ONCE(4); return object(c, details_member, f, depth + 1); }
     if (KEY("prompt_cache_hit_tokens") && !is_null(c) && f->cached_tokens < 0) { ONCE(8); return num(c, &f->cached_tokens); }
+    if (KEY("completion_tokens_details") && !is_null(c)) { ONCE(16); return object(c, out_details_member, f, depth + 1); }
     return skip_value(c, depth + 1);
 }
 
 static int timings_member(cur *c, const char *k, size_t kl, chunk_fields *f, int depth, unsigned *seen) {
     if (KEY("prompt_n") && !is_null(c)) { ONCE(1); return num(c, &f->prompt_eval); }
+    if (KEY("prompt_ms") && !is_null(c)) { ONCE(2); return real_num(c, &f->prompt_ms); }
+    if (KEY("predicted_n") && !is_null(c)) { ONCE(4); return num(c, &f->predicted_n); }
+    if (KEY("predicted_ms") && !is_null(c)) { ONCE(8); return real_num(c, &f->predicted_ms); }
     return skip_value(c, depth + 1);
 }
 
@@ -300,6 +324,8 @@ static int top_member(cur *c, const char *k, size_t kl, chunk_fields *f, int dep
 int chunkscan(const char *json, size_t len, chunk_fields *out) {
     memset(out, 0, sizeof *out);
     out->prompt_tokens = out->completion_tokens = out->cached_tokens = out->prompt_eval = -1;
+    out->reasoning_tokens = out->predicted_n = -1;
+    out->prompt_ms = out->predicted_ms = -1;
     cur c = { json, json + len };
     if (object(&c, top_member, out, 0) < 0) return -1;
     ws(&c);

@@ -2,8 +2,8 @@
  * (jansson) cost more than half of the client's CPU at 100k+ chunks/s, yet a chunk only needs a
  * handful of fields. This scanner walks the chunk once, strictly, and picks out: the generated
  * text (choices[0].text / delta.content / delta.reasoning_content / delta.reasoning), whether a
- * finish_reason is set, usage token counts (with the prefix cache's cached tokens, and llama.cpp's
- * timings.prompt_n) and whether an error is present. Anything it does not
+ * finish_reason is set, usage token counts (with the prefix cache's cached tokens and the
+ * reasoning tokens, and llama.cpp's timings: prompt_n, prompt_ms, predicted_n, predicted_ms) and whether an error is present. Anything it does not
  * fully understand — malformed JSON, unexpected types — returns -1, and the caller falls back to
  * jansson, which then decides (and names) what is wrong. */
 #ifndef DSP_CHUNKSCAN_H
@@ -25,6 +25,9 @@ typedef struct {
     long long cached_tokens;   /* usage.prompt_tokens_details.cached_tokens, or DeepSeek's
                                 * usage.prompt_cache_hit_tokens; -1 when absent */
     long long prompt_eval;     /* llama.cpp's timings.prompt_n (prompt tokens evaluated); -1 absent */
+    long long reasoning_tokens;/* usage.completion_tokens_details.reasoning_tokens; -1 absent */
+    long long predicted_n;     /* llama.cpp's timings.predicted_n; -1 absent */
+    double prompt_ms, predicted_ms;   /* llama.cpp's timings.prompt_ms / predicted_ms; -1 absent */
     bool has_error;         /* a non-null top-level "error" */
 } chunk_fields;
 

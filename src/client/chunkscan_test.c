@@ -68,3 +68,19 @@ TEST(chunkscan_leaves_what_jansson_reads_differently) {
     CHECK_EQ_INT(chunkscan(ok, strlen(ok), &f), 0);
     CHECK(f.text && f.text_escaped && f.text_len == strlen("w\xc3\xb6rld \\ud83d\\ude00") && !f.finished);
 }
+
+/* The reasoning count of usage (DeepSeek's and OpenAI's completion_tokens_details) and llama.cpp's
+ * timings, full-precision doubles included, read exactly; absent fields stay -1. */
+TEST(chunkscan_reasoning_tokens_and_timings) {
+    chunk_fields f;
+    CHECK(scan("{\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":40,\"completion_tokens_details\":{\"reasoning_tokens\":31}}}", &f) == 0);
+    CHECK(f.reasoning_tokens == 31 && f.completion_tokens == 40 && f.prompt_ms < 0 && f.predicted_n < 0);
+    CHECK(scan("{\"choices\":[],\"usage\":{\"completion_tokens\":4,\"completion_tokens_details\":null}}", &f) == 0);
+    CHECK(f.reasoning_tokens == -1);
+    CHECK(scan("{\"choices\":[{\"text\":\"\",\"finish_reason\":\"length\"}],\"timings\":{\"prompt_n\":6,\"prompt_ms\":7.071,"
+               "\"prompt_per_token_ms\":1.1784999999999999,\"predicted_n\":8,\"predicted_ms\":19.526,\"predicted_per_second\":409.7101300829663}}", &f) == 0);
+    CHECK(f.prompt_eval == 6 && f.predicted_n == 8);
+    CHECK(f.prompt_ms == 7.071 && f.predicted_ms == 19.526);
+    /* a count that is not an integer goes to jansson */
+    CHECK(scan("{\"timings\":{\"predicted_n\":8.5}}", &f) == -1);
+}

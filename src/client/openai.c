@@ -154,17 +154,39 @@ void openai_stream_end(openai_stream *st, record *r) {
     }
 }
 
+/* One content-carrying chunk: k_text answer tokens and k_reason reasoning tokens by the client's
+ * counter. It becomes one chunk arrival, and it moves the reasoning phase along: the phase is
+ * there when the first chunk carries reasoning text, and it ends at the first chunk with answer
+ * text (its arrival is a_i, record.answer_ns). */
+static int add_counted(openai_stream *st, record *r, int64_t t_ns, int32_t k_text, int32_t k_reason, bool has_text,
+                       bool has_reason) {
+    int32_t k = k_text + k_reason;
+    /* a chunk of only whitespace still carries a token the server generated */
+    if (k < 1) k = 1;
+    st->tokens_client += k;
+    if (has_reason) {
+        /* the whitespace token belongs to the reasoning when the chunk has nothing else */
+        int32_t kr = k_reason > 0 ? k_reason : (has_text ? 0 : 1);
+        r->reasoning_tokens_client = (r->reasoning_tokens_client > 0 ? r->reasoning_tokens_client : 0) + kr;
+    }
+    if (r->n_chunks == 0) {
+        r->first_ns = t_ns;
+        st->in_reasoning = has_reason;
+    }
+    if (st->in_reasoning) {
+        if (has_reason) r->reasoning_chunks++;
+        if (has_text) { r->answer_ns = t_ns; st->in_reasoning = false; }
+    }
+    return record_add_chunk(r, t_ns, (unsigned)k);
+}
+
 /* A content-carrying chunk becomes one chunk arrival with its token count. */
 static int add_content(openai_stream *st, record *r, const chunk_fields *f, int64_t t_ns, const token_counter *tc) {
     if (f->text_len + f->reasoning_len == 0) return 0;
     keep_text(st, f->text, f->text_len, f->text_escaped);
-    int32_t k = count_span(tc, f->text, f->text_len, f->text_escaped) +
-                count_span(tc, f->reasoning, f->reasoning_len, f->reasoning_escaped);
-    /* a chunk of only whitespace still carries a token the server generated */
-    if (k < 1) k = 1;
-    st->tokens_client += k;
-    if (r->n_chunks == 0) r->first_ns = t_ns;
-    return record_add_chunk(r, t_ns, (unsigned)k);
+    return add_counted(st, r, t_ns, count_span(tc, f->text, f->text_len, f->text_escaped),
+                       count_span(tc, f->reasoning, f->reasoning_len, f->reasoning_escaped), f->text_len > 0,
+                       f->reasoning_len > 0);
 }
 
 int openai_stream_event(openai_stream *st, record *r, const char *data, size_t data_len,
@@ -190,6 +212,10 @@ int openai_stream_event(openai_stream *st, record *r, const char *data, size_t d
         if (f.prompt_tokens >= 0) r->in_tokens_server = (int32_t)f.prompt_tokens;
         if (f.cached_tokens >= 0) r->cached_tokens = (int32_t)f.cached_tokens;
         if (f.prompt_eval >= 0) r->prompt_eval_server = (int32_t)f.prompt_eval;
+        if (f.reasoning_tokens >= 0) r->reasoning_tokens_server = (int32_t)f.reasoning_tokens;
+        if (f.prompt_ms >= 0) r->server_prompt_ms = f.prompt_ms;
+        if (f.predicted_ms >= 0) r->server_predicted_ms = f.predicted_ms;
+        if (f.predicted_n >= 0) r->server_predicted_n = (int32_t)f.predicted_n;
         return 0;
     }
     /* anything unusual (errors, malformed JSON, odd types) goes through the full parser */
@@ -229,17 +255,10 @@ int openai_stream_event(openai_stream *st, record *r, const char *data, size_t d
             rlen = reasoning ? json_string_length(rc) : 0;
         }
         if (tlen + rlen > 0) {
-            int32_t k = 0;
-            if (tc && tc->count) {
-                if (tlen) k += tc->count(tc->ctx, text, tlen);
-                if (rlen) k += tc->count(tc->ctx, reasoning, rlen);
-            }
-            /* a chunk of only whitespace still carries a token the server generated */
-            if (k < 1) k = 1;
-            st->tokens_client += k;
+            int32_t kt = tlen && tc && tc->count ? tc->count(tc->ctx, text, tlen) : 0;
+            int32_t kr = rlen && tc && tc->count ? tc->count(tc->ctx, reasoning, rlen) : 0;
             keep_text(st, text, tlen, false);
-            if (r->n_chunks == 0) r->first_ns = t_ns;
-            if (record_add_chunk(r, t_ns, (unsigned)k) < 0) { json_decref(o); return 1; }
+            if (add_counted(st, r, t_ns, kt, kr, tlen > 0, rlen > 0) < 0) { json_decref(o); return 1; }
         }
         json_t *fr = json_object_get(c0, "finish_reason");
         if (fr && !json_is_null(fr)) st->finished = true;
@@ -253,9 +272,16 @@ int openai_stream_event(openai_stream *st, record *r, const char *data, size_t d
         json_t *cached = json_object_get(json_object_get(usage, "prompt_tokens_details"), "cached_tokens");
         if (!json_is_integer(cached)) cached = json_object_get(usage, "prompt_cache_hit_tokens");
         if (json_is_integer(cached)) r->cached_tokens = (int32_t)json_integer_value(cached);
+        json_t *rt = json_object_get(json_object_get(usage, "completion_tokens_details"), "reasoning_tokens");
+        if (json_is_integer(rt)) r->reasoning_tokens_server = (int32_t)json_integer_value(rt);
     }
-    json_t *pn = json_object_get(json_object_get(o, "timings"), "prompt_n");
+    json_t *timings = json_object_get(o, "timings");
+    json_t *pn = json_object_get(timings, "prompt_n"), *dn = json_object_get(timings, "predicted_n");
+    json_t *pms = json_object_get(timings, "prompt_ms"), *dms = json_object_get(timings, "predicted_ms");
     if (json_is_integer(pn)) r->prompt_eval_server = (int32_t)json_integer_value(pn);
+    if (json_is_integer(dn)) r->server_predicted_n = (int32_t)json_integer_value(dn);
+    if (json_is_number(pms) && json_number_value(pms) >= 0) r->server_prompt_ms = json_number_value(pms);
+    if (json_is_number(dms) && json_number_value(dms) >= 0) r->server_predicted_ms = json_number_value(dms);
     json_decref(o);
     return 0;
 }

@@ -34,6 +34,7 @@ typedef struct {
     bool bad_json;        /* a data message was not valid JSON */
     int64_t last_data_ns; /* arrival of the last data message before [DONE] */
     int32_t tokens_client;/* sum of counted tokens over content chunks */
+    bool in_reasoning;    /* the stream began with reasoning text and no answer text has come yet */
     bool keep_text;       /* collect the generated text (content, not reasoning) into text */
     char *text;           /* owned until openai_stream_end hands it to the record */
     size_t text_len, text_cap;

@@ -226,6 +226,8 @@ static const char *default_metrics[] = {
     "request_throughput", "output_throughput", "request_goodput",
     "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "p99_tpot_ms",
     "median_itl_ms", "p99_itl_ms", "median_e2el_ms", "p99_e2el_ms", "p99_ttft_from_schedule_ms",
+    /* reasoning models: compared when both runs had a reasoning phase (metrics/phases.h) */
+    "mean_ttfa_ms", "p99_ttfa_ms", "mean_answer_tpot_ms",
     "failed", "error_rate",
 };
 

@@ -180,3 +180,40 @@ TEST(compare_warns_when_runs_differ) {
     json_decref(a);
     json_decref(b);
 }
+
+/* TTFA (reasoning models) is compared by default with the same statistics as TTFT, from its own
+ * sample family; runs without a reasoning phase have no TTFA line. */
+static json_t *as_ttfa(json_t *doc) {
+    const char *keys[][2] = { {"mean_ttft_ms", "mean_ttfa_ms"}, {"p99_ttft_ms", "p99_ttfa_ms"}, {"min_ttft_ms", "min_ttfa_ms"} };
+    for (size_t i = 0; i < 3; i++) {
+        json_object_set(doc, keys[i][1], json_object_get(doc, keys[i][0]));
+        json_object_del(doc, keys[i][0]);
+    }
+    json_t *smp = json_object_get(doc, "samples");
+    json_object_set(smp, "ttfa", json_object_get(smp, "ttft"));
+    json_object_del(smp, "ttft");
+    return doc;
+}
+
+TEST(compare_ttfa_by_default) {
+    char err[256];
+    json_t *base = as_ttfa(fake_run(1000, 50, 600, 1000, 0, 11)), *slower = as_ttfa(fake_run(1150, 50, 600, 1000, 0, 12));
+    compare_opts o;
+    compare_default_opts(&o);
+    o.resamples = 1000;
+    json_t *d = compare_runs(base, slower, &o, err, sizeof err);
+    CHECK(d != NULL);
+    if (d) {
+        CHECK_STR(metric_verdict(d, "mean_ttfa_ms"), "worse");
+        CHECK_STR(metric_verdict(d, "p99_ttfa_ms"), "worse");
+        CHECK_STR(metric_verdict(d, "mean_ttft_ms"), "(absent)");
+    }
+    json_decref(d);
+    json_t *plain = fake_run(100, 10, 600, 1000, 0, 13);
+    d = compare_runs(plain, plain, &o, err, sizeof err);
+    if (d) CHECK_STR(metric_verdict(d, "mean_ttfa_ms"), "(absent)");
+    json_decref(d);
+    json_decref(plain);
+    json_decref(base);
+    json_decref(slower);
+}

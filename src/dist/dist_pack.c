@@ -59,6 +59,10 @@ typedef struct {
     int32_t in_tokens, in_tokens_server, out_tokens_server, out_tokens_client, max_tokens;
     int32_t cached_tokens, prompt_eval_server, cacheable_tokens;   /* prefix cache (metrics/workload.h) */
     uint32_t session;                                               /* conversation + 1, and its turn */
+    uint32_t reasoning_chunks;                                      /* reasoning vs answer (metrics/phases.h) */
+    int32_t reasoning_tokens_client, reasoning_tokens_server, server_predicted_n;
+    int64_t answer_ns;
+    double server_prompt_ms, server_predicted_ms;                   /* the server's timing (llama.cpp) */
     uint16_t turn, pad2;
     uint32_t n_chunks;
     uint8_t has_error, has_chunks, has_chunk_tokens, pad;
@@ -79,6 +83,10 @@ void dist_pack_records(dist_buf *b, const recset *recs, bool chunks) {
         w.max_tokens = r->max_tokens; w.n_chunks = r->n_chunks;
         w.cached_tokens = r->cached_tokens; w.prompt_eval_server = r->prompt_eval_server;
         w.cacheable_tokens = r->cacheable_tokens; w.session = r->session; w.turn = r->turn;
+        w.reasoning_chunks = r->reasoning_chunks; w.answer_ns = r->answer_ns;
+        w.reasoning_tokens_client = r->reasoning_tokens_client; w.reasoning_tokens_server = r->reasoning_tokens_server;
+        w.server_prompt_ms = r->server_prompt_ms; w.server_predicted_ms = r->server_predicted_ms;
+        w.server_predicted_n = r->server_predicted_n;
         w.has_error = r->error != NULL;
         w.has_chunks = chunks && r->n_chunks && r->chunk_ns;
         w.has_chunk_tokens = w.has_chunks && r->chunk_tokens;
@@ -112,6 +120,10 @@ int dist_unpack_records(dist_rd *rd, recset *out) {
         r->max_tokens = w.max_tokens;
         r->cached_tokens = w.cached_tokens; r->prompt_eval_server = w.prompt_eval_server;
         r->cacheable_tokens = w.cacheable_tokens; r->session = w.session; r->turn = w.turn;
+        r->reasoning_chunks = w.reasoning_chunks; r->answer_ns = w.answer_ns;
+        r->reasoning_tokens_client = w.reasoning_tokens_client; r->reasoning_tokens_server = w.reasoning_tokens_server;
+        r->server_prompt_ms = w.server_prompt_ms; r->server_predicted_ms = w.server_predicted_ms;
+        r->server_predicted_n = w.server_predicted_n;
         /* without its chunk arrays a record keeps its chunk count (summary_compute_parts) */
         r->n_chunks = w.n_chunks;
         if (w.has_error) r->error = drd_str(rd);

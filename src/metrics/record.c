@@ -24,6 +24,8 @@ static void record_blank(record *r) {
     r->in_tokens = r->in_tokens_server = r->out_tokens_server = r->out_tokens_client = -1;
     r->max_tokens = -1;
     r->cached_tokens = r->prompt_eval_server = r->cacheable_tokens = -1;
+    r->reasoning_tokens_client = r->reasoning_tokens_server = r->server_predicted_n = -1;
+    r->server_prompt_ms = r->server_predicted_ms = -1;
 }
 
 void recset_init(recset *s) { memset(s, 0, sizeof *s); }

@@ -64,6 +64,17 @@ typedef struct {
     int32_t prompt_eval_server;/* llama.cpp timings.prompt_n: prompt tokens it evaluated (-1 not given) */
     int32_t cacheable_tokens;  /* the workload's bound: tokens a prefix cache of unbounded size could
                                 * have served, given every request before this one (-1 unknown) */
+    /* reasoning models (R1, V3.x thinking): the stream's reasoning phase is the content chunks
+     * before the first chunk with answer text (delta.content), when the first chunk carried
+     * reasoning text (delta.reasoning_content / delta.reasoning) */
+    uint32_t reasoning_chunks; /* chunks of the reasoning phase that carried reasoning text (0: no phase) */
+    int64_t answer_ns;         /* a_i: arrival of the first answer chunk after a reasoning phase (0: none) */
+    int32_t reasoning_tokens_client; /* client's count over the reasoning text (-1: no reasoning text) */
+    int32_t reasoning_tokens_server; /* usage.completion_tokens_details.reasoning_tokens (-1 not given) */
+    /* the server's own timing of the request (llama.cpp's timings in its last chunk; -1 not given) */
+    double server_prompt_ms;   /* timings.prompt_ms: prompt evaluation (prefill) */
+    double server_predicted_ms;/* timings.predicted_ms: generation after the first token */
+    int32_t server_predicted_n;/* timings.predicted_n: tokens generated */
     uint32_t session;          /* multi-turn: the conversation's id + 1 (0: not part of one) */
     uint16_t turn;             /* ... and its turn, from 0 */
     uint32_t n_chunks;         /* content-carrying SSE messages */

@@ -15,6 +15,7 @@
  *   output_throughput does. */
 #include "metrics/summary.h"
 #include "metrics/workload.h"
+#include "metrics/phases.h"
 #include "common/units.h"
 #include "metrics/stats.h"
 #include "metrics/hdr.h"
@@ -51,6 +52,7 @@ int summary_parse_slo(summary_opts *o, const char *spec) {
         if (!strcmp(t, "ttft")) o->slo_ttft_ms = ms;
         else if (!strcmp(t, "tpot")) o->slo_tpot_ms = ms;
         else if (!strcmp(t, "e2el")) o->slo_e2el_ms = ms;
+        else if (!strcmp(t, "ttfa")) o->slo_ttfa_ms = ms;
         else { rc = -1; break; }
     }
     free(copy);
@@ -180,7 +182,7 @@ static int add_ok(acc *a, const record *r, const summary_opts *o) {
     if (r->out_tokens_client >= 0) { a->out_tokens_client += r->out_tokens_client; a->n_out_client++; }
     if (r->out_tokens_server >= 0 && r->out_tokens_client >= 0 && r->out_tokens_server != r->out_tokens_client)
         a->mismatches++;
-    req_slo slo = { o->slo_ttft_ms, o->slo_tpot_ms, o->slo_e2el_ms };
+    req_slo slo = { o->slo_ttft_ms, o->slo_tpot_ms, o->slo_e2el_ms, o->slo_ttfa_ms };
     if (req_meets_slo(&slo, &m)) a->good++;
     return rc;
 }
@@ -252,6 +254,10 @@ static void emit_exact(json_t *obj, const char *name, stats_samples *s, const su
         snprintf(stat, sizeof stat, "p%s", p);
         set_metric(obj, stat, name, "_ms", stats_percentile_sorted(s->v, s->n, o->percentiles[i]));
     }
+}
+
+void summary_emit_exact(json_t *obj, const char *name, stats_samples *s, const summary_opts *o) {
+    emit_exact(obj, name, s, o);
 }
 
 /* ---- samples, so two runs can be compared with statistics (dsperf compare) ----
@@ -600,7 +606,7 @@ json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const s
     if (accumulate(&a, recs, o) != 0 || timeline(recs, &a, &tl) != 0) goto done;
     obj = json_object();
     double d_s = a.sends && a.last_end > a.first_send ? (double)(a.last_end - a.first_send) / NS_PER_S : NAN;
-    int has_slo = o->slo_ttft_ms > 0 || o->slo_tpot_ms > 0 || o->slo_e2el_ms > 0;
+    int has_slo = o->slo_ttft_ms > 0 || o->slo_tpot_ms > 0 || o->slo_e2el_ms > 0 || o->slo_ttfa_ms > 0;
 
     json_object_set_new(obj, "completed", json_integer(a.completed));
     json_object_set_new(obj, "failed", json_integer(a.failed));   /* server-side failures only */
@@ -627,6 +633,7 @@ json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const s
         if (o->slo_ttft_ms > 0) json_object_set_new(slo, "ttft_ms", json_real(o->slo_ttft_ms));
         if (o->slo_tpot_ms > 0) json_object_set_new(slo, "tpot_ms", json_real(o->slo_tpot_ms));
         if (o->slo_e2el_ms > 0) json_object_set_new(slo, "e2el_ms", json_real(o->slo_e2el_ms));
+        if (o->slo_ttfa_ms > 0) json_object_set_new(slo, "ttfa_ms", json_real(o->slo_ttfa_ms));
         json_object_set_new(obj, "goodput_slo", slo);
     }
     set_real(obj, "output_throughput", (double)a.out_tokens / d_s);
@@ -686,6 +693,8 @@ json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const s
     if (pc) json_object_set_new(obj, "prefix_cache", pc);
     if (ss) json_object_set_new(obj, "sessions", ss);
     json_object_set_new(obj, "samples", samples_json(&a));
+    /* reasoning vs answer, the server's own timing, and the run's self-checks (metrics/phases.h) */
+    phases_add(obj, recs, o);
 done:
     json_decref(tl.json);
     acc_free(&a);

@@ -8,6 +8,7 @@
 #define DSP_SUMMARY_H
 #include "metrics/record.h"
 #include "metrics/hdr.h"
+#include "metrics/stats.h"
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -17,6 +18,7 @@ typedef struct {
     double slo_ttft_ms;        /* <= 0: no SLO on TTFT */
     double slo_tpot_ms;
     double slo_e2el_ms;
+    double slo_ttfa_ms;        /* time to the first answer token (reasoning models; request_metrics.h) */
     double percentiles[SUMMARY_MAX_PERCENTILES];  /* e.g. 50, 90, 95, 99, 99.9 */
     int n_percentiles;
     double intended_rate_per_s;  /* open loop: the planned rate; 0 for closed loop */
@@ -29,7 +31,7 @@ typedef struct {
 void summary_default_opts(summary_opts *o);
 /* Parses "50,90,99,99.9" into o->percentiles. 0 ok, -1 malformed or out of (0,100]. */
 int summary_parse_percentiles(summary_opts *o, const char *list);
-/* Parses SLOs "ttft=200ms,tpot=50ms,e2el=10s" (any subset, durations with units) into o.
+/* Parses SLOs "ttft=200ms,tpot=50ms,e2el=10s,ttfa=5s" (any subset, durations with units) into o.
  * 0 ok, -1 malformed (o may be partly set). */
 int summary_parse_slo(summary_opts *o, const char *spec);
 
@@ -70,6 +72,10 @@ void summary_parts_add(summary_parts *p, const recset *recs, int class_id);
  * arrays (which are not read: records may carry n_chunks without them). NULL parts: as
  * summary_compute. NULL on out-of-memory. */
 json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const summary_parts *parts);
+
+/* mean_/median_/std_/min_/max_/p{P}_{name}_ms of exact samples in ms into obj (sorts s), as the
+ * summary writes TTFT; JSON null for an empty set. For the summary's sections in other files. */
+void summary_emit_exact(json_t *obj, const char *name, stats_samples *s, const summary_opts *o);
 
 /* vLLM's spelling of a percentile in field names and labels: integral values without a
  * decimal point ("99"), others in the shortest form that reads back exactly ("99.9"). */

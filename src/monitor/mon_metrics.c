@@ -108,8 +108,11 @@ void mon_probe_measure(const record *r, mon_probe *p) {
     req_metrics_of(r, &m);
     p->ok = m.completed;
     p->out_tokens = m.out_tokens;
-    p->ttft_s = p->e2el_s = p->tpot_s = NAN;
+    p->ttft_s = p->e2el_s = p->tpot_s = p->ttfa_s = NAN;
+    p->has_reasoning = false;
     if (!p->ok) return;
+    p->has_reasoning = m.has_reasoning;
+    p->ttfa_s = m.ttfa_ms / 1e3;
     p->ttft_s = m.ttft_ms / 1e3;
     p->e2el_s = m.e2el_ms / 1e3;
     p->tpot_s = m.tpot_ms / 1e3;
@@ -117,8 +120,9 @@ void mon_probe_measure(const record *r, mon_probe *p) {
 
 bool mon_slo_good(const mon_slo *s, const mon_probe *p) {
     req_metrics m = { .completed = p->ok, .has_ttft = p->ok && !isnan(p->ttft_s), .ttft_ms = p->ttft_s * 1e3,
-                      .tpot_ms = p->tpot_s * 1e3, .e2el_ms = p->e2el_s * 1e3 };
-    req_slo slo = { s->ttft_s * 1e3, s->tpot_s * 1e3, s->e2el_s * 1e3 };
+                      .tpot_ms = p->tpot_s * 1e3, .e2el_ms = p->e2el_s * 1e3, .has_reasoning = p->has_reasoning,
+                      .has_ttfa = p->has_reasoning && !isnan(p->ttfa_s), .ttfa_ms = p->ttfa_s * 1e3 };
+    req_slo slo = { s->ttft_s * 1e3, s->tpot_s * 1e3, s->e2el_s * 1e3, s->ttfa_s * 1e3 };
     return req_meets_slo(&slo, &m);
 }
 
@@ -132,6 +136,7 @@ void mon_metrics_init(mon_metrics *m, const mon_slo *slo, double rate_per_s, con
     mon_hist_init(&m->itl, mon_itl_bounds_s, mon_itl_n_bounds);
     mon_hist_init(&m->tpot, mon_itl_bounds_s, mon_itl_n_bounds);
     mon_hist_init(&m->e2el, mon_e2el_bounds_s, mon_e2el_n_bounds);
+    mon_hist_init(&m->ttfa, mon_e2el_bounds_s, mon_e2el_n_bounds);   /* TTFA spans reasoning: E2EL's range */
     mon_window_init(&m->win);
     m->rate_per_s = rate_per_s;
     m->url = redact_text(url ? url : "");   /* a label anyone who scrapes reads */
@@ -170,6 +175,7 @@ bool mon_metrics_fold(mon_metrics *m, const record *r, int64_t now_ns, double no
         mon_hist_observe(&m->ttft, p.ttft_s);
         mon_hist_observe(&m->e2el, p.e2el_s);
         mon_hist_observe(&m->tpot, p.tpot_s);
+        if (p.has_reasoning && !isnan(p.ttfa_s)) mon_hist_observe(&m->ttfa, p.ttfa_s);
         for (uint32_t k = 1; k < r->n_chunks; k++) mon_hist_observe(&m->itl, (r->chunk_ns[k] - r->chunk_ns[k - 1]) / 1e9);
         m->have_last_ok = true;
         m->last_ttft_s = p.ttft_s;
@@ -258,6 +264,9 @@ char *mon_metrics_format(mon_metrics *m, int64_t now_ns, size_t *len) {
     mon_hist_write(&m->itl, "dsperf_itl_seconds", "Gaps between consecutive content chunks of completed probes.", f);
     mon_hist_write(&m->tpot, "dsperf_tpot_seconds", "Time per output token after the first, per completed probe with > 1 token.", f);
     mon_hist_write(&m->e2el, "dsperf_e2el_seconds", "End-to-end latency of completed probes (last data message - send).", f);
+    if (m->ttfa.count > 0)
+        mon_hist_write(&m->ttfa, "dsperf_ttfa_seconds",
+                       "Time to the first answer token after the reasoning phase, of completed probes that reasoned.", f);
 
     if (m->have_last) {
         gauge_time(f, "dsperf_last_probe_timestamp_seconds", "Unix time the last probe finished.", m->last_unix_s);
@@ -277,6 +286,7 @@ char *mon_metrics_format(mon_metrics *m, int64_t now_ns, size_t *len) {
     if (m->slo.ttft_s > 0) fprintf(f, "dsperf_slo_threshold_seconds{sli=\"ttft\"} %.9g\n", m->slo.ttft_s);
     if (m->slo.tpot_s > 0) fprintf(f, "dsperf_slo_threshold_seconds{sli=\"tpot\"} %.9g\n", m->slo.tpot_s);
     if (m->slo.e2el_s > 0) fprintf(f, "dsperf_slo_threshold_seconds{sli=\"e2el\"} %.9g\n", m->slo.e2el_s);
+    if (m->slo.ttfa_s > 0) fprintf(f, "dsperf_slo_threshold_seconds{sli=\"ttfa\"} %.9g\n", m->slo.ttfa_s);
     uint64_t wg[N_BURN_WINDOWS], wt[N_BURN_WINDOWS];
     for (size_t i = 0; i < N_BURN_WINDOWS; i++) mon_window_sum(&m->win, now_ns, burn_windows[i].ns, &wg[i], &wt[i]);
     fputs("# HELP dsperf_slo_burn_rate Error-budget burn rate over the window: (bad/total) / (1 - target); NaN without probes.\n"

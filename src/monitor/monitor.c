@@ -180,6 +180,7 @@ static void log_probe(monitor *m, const record *r, double now_unix_s, bool good)
     json_object_set_new(j, "ttft_ms", isnan(p.ttft_s) ? json_null() : json_real(p.ttft_s * 1e3));
     json_object_set_new(j, "tpot_ms", isnan(p.tpot_s) ? json_null() : json_real(p.tpot_s * 1e3));
     json_object_set_new(j, "e2el_ms", isnan(p.e2el_s) ? json_null() : json_real(p.e2el_s * 1e3));
+    if (p.has_reasoning) json_object_set_new(j, "ttfa_ms", isnan(p.ttfa_s) ? json_null() : json_real(p.ttfa_s * 1e3));
     int64_t max_gap = 0;
     for (uint32_t k = 1; k < r->n_chunks; k++)
         if (r->chunk_ns[k] - r->chunk_ns[k - 1] > max_gap) max_gap = r->chunk_ns[k] - r->chunk_ns[k - 1];

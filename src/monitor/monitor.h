@@ -72,12 +72,15 @@ double mon_burn_rate(uint64_t good, uint64_t total, double target);
 
 typedef struct {
     double ttft_s, tpot_s, e2el_s;        /* thresholds; <= 0: not part of the SLO */
+    double ttfa_s;                        /* time to the first answer token (reasoning; request_metrics.h) */
     double target;                        /* objective: fraction of good probes, in (0, 1) */
 } mon_slo;
 
 typedef struct {
     bool ok;                              /* completed (outcome REC_OK); metrics from request_metrics.h */
     double ttft_s, e2el_s, tpot_s;        /* NAN when not defined (tpot needs > 1 output token) */
+    bool has_reasoning;                   /* the stream had a reasoning phase */
+    double ttfa_s;                        /* its first answer token - send; NAN without one */
     int32_t out_tokens;
 } mon_probe;
 
@@ -93,6 +96,7 @@ typedef struct {
     pthread_mutex_t mu;                   /* guards everything below */
     mon_slo slo;
     mon_hist ttft, itl, tpot, e2el;
+    mon_hist ttfa;                        /* probes with a reasoning phase and an answer (shown once there is one) */
     uint64_t outcomes[REC_OUTCOME_COUNT];
     uint64_t http_status[600];            /* outcome http, by status code (100..599) */
     uint64_t output_tokens;

@@ -637,3 +637,37 @@ TEST(monitor_memory_bounded_in_process) {
     dataset_free(ds);
     test_serve_stop(&s);
 }
+
+/* A probe with a reasoning phase: 4 reasoning chunks at +50..+80 ms, the answer from +90 ms, so
+ * TTFA is 90 ms; the TTFA SLO judges it, and dsperf_ttfa_seconds appears once such a probe was
+ * seen (absent before: a model that does not reason shows no TTFA). */
+TEST(monitor_ttfa_probe_slo_and_histogram) {
+    record r;
+    mon_probe p;
+    fake_record(&r, REC_OK, 50 * NS_PER_MS, 10 * NS_PER_MS, 11);
+    mon_slo slo = { .ttfa_s = 0.08, .target = 0.9 };
+    mon_metrics m;
+    mon_metrics_init(&m, &slo, 1, "http://h:1", "chat");
+    CHECK(mon_metrics_fold(&m, &r, 100 * NS_PER_S, 1.7e9));      /* no reasoning: judged by TTFT 50 ms */
+    size_t len;
+    char *text = mon_metrics_format(&m, 100 * NS_PER_S, &len);
+    CHECK(text && !strstr(text, "dsperf_ttfa_seconds"));
+    CHECK(text && strstr(text, "dsperf_slo_threshold_seconds{sli=\"ttfa\"} 0.08"));
+    free(text);
+    r.reasoning_chunks = 4;
+    r.answer_ns = r.chunk_ns[4];
+    r.reasoning_tokens_client = 4;
+    r.reasoning_tokens_server = -1;
+    mon_probe_measure(&r, &p);
+    CHECK(p.has_reasoning);
+    CHECK_NEAR(p.ttfa_s, 0.09, 1e-12);
+    CHECK(!mon_slo_good(&slo, &p));
+    slo.ttfa_s = 0.09;
+    CHECK(mon_slo_good(&slo, &p));
+    CHECK(!mon_metrics_fold(&m, &r, 100 * NS_PER_S, 1.7e9 + 1));  /* the monitor's SLO is still 80 ms */
+    text = mon_metrics_format(&m, 100 * NS_PER_S, &len);
+    CHECK(text && strstr(text, "dsperf_ttfa_seconds_count 1"));
+    free(text);
+    mon_metrics_free(&m);
+    record_free(&r);
+}

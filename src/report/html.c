@@ -895,6 +895,7 @@ static void build(rbuf *b, const rep_model *m, const report_opts *o) {
     levels_table(b, m);
     classes_section(b, m);
     report_cache_section(b, m);
+    report_phases_section(b, m);
     rb_puts(b, "<section id=\"distribution\"><h2>Latency distribution</h2>");
     double completed = 0;
     for (size_t i = 0; i < m->n; i++) { double c = rep_num(m->lv[i].r, "completed"); if (c > 0) completed += c; }

@@ -230,6 +230,8 @@ void charts_stability(rbuf *b, const rep_model *m);
 void md_context_and_stability(rbuf *b, const rep_model *m);
 /* Prefix-cache hit rates against the workload's bound, conversations by turn (cache_page.c). */
 void report_cache_section(rbuf *b, const rep_model *m);
+/* Reasoning vs answer, the server's side of each request, failed self-checks (phases_page.c). */
+void report_phases_section(rbuf *b, const rep_model *m);
 /* A run from many hosts or a deployment over many nodes (deployment.c): ranks, clocks, lost ranks,
  * GPUs per node and the slowest; nothing for one process on one node. */
 void report_deployment(rbuf *b, const json_t *r);

@@ -52,6 +52,17 @@ static int fill(record *r, const json_t *o) {
     r->out_tokens_server = i_of(o, "out_tokens_server");
     r->out_tokens_client = i_of(o, "out_tokens_client");
     r->max_tokens = i_of(o, "max_tokens");
+    if (json_is_integer(json_object_get(o, "reasoning_chunks"))) {
+        r->reasoning_chunks = (uint32_t)i_of(o, "reasoning_chunks");
+        r->answer_ns = t_of(o, "answer_ns");
+        r->reasoning_tokens_server = i_of(o, "reasoning_tokens_server");
+        r->reasoning_tokens_client = i_of(o, "reasoning_tokens_client");
+    }
+    const json_t *spm = json_object_get(o, "server_prompt_ms"), *sdm = json_object_get(o, "server_predicted_ms");
+    if (json_is_number(spm)) r->server_prompt_ms = json_number_value(spm);
+    if (json_is_number(sdm)) r->server_predicted_ms = json_number_value(sdm);
+    if (json_is_integer(json_object_get(o, "server_predicted_n"))) r->server_predicted_n = i_of(o, "server_predicted_n");
+    if (json_is_integer(json_object_get(o, "server_prompt_n"))) r->prompt_eval_server = i_of(o, "server_prompt_n");
     const json_t *ch = json_object_get(o, "chunk_ns"), *tok = json_object_get(o, "chunk_tokens");
     for (size_t k = 0; k < json_array_size(ch); k++) {
         json_int_t m = json_integer_value(json_array_get(tok, k));

@@ -208,6 +208,23 @@ static void write_request_line(FILE *f, const record *r, int64_t t0) {
     put_int(f, "max_tokens", r->max_tokens, r->max_tokens >= 0);
     put_int(f, "cached_tokens", r->cached_tokens, r->cached_tokens >= 0);
     put_int(f, "cacheable_tokens", r->cacheable_tokens, r->cacheable_tokens >= 0);
+    if (m.has_reasoning) {   /* reasoning vs answer: only for a stream that had a reasoning phase */
+        fprintf(f, ",\"reasoning_chunks\":%u", r->reasoning_chunks);
+        put_rel(f, "answer_ns", r->answer_ns, t0);
+        put_msv(f, "ttfa_ms", m.ttfa_ms);
+        put_int(f, "reasoning_tokens", m.reasoning_tokens, 1);
+        put_int(f, "answer_tokens", m.answer_tokens, 1);
+        put_int(f, "reasoning_tokens_server", r->reasoning_tokens_server, r->reasoning_tokens_server >= 0);
+        put_int(f, "reasoning_tokens_client", r->reasoning_tokens_client, r->reasoning_tokens_client >= 0);
+        put_msv(f, "reasoning_tpot_ms", m.reasoning_tpot_ms);
+        put_msv(f, "answer_tpot_ms", m.answer_tpot_ms);
+    }
+    if (r->server_prompt_ms >= 0) {   /* the server's own timing (llama.cpp's timings) */
+        put_msv(f, "server_prompt_ms", r->server_prompt_ms);
+        put_msv(f, "server_predicted_ms", r->server_predicted_ms >= 0 ? r->server_predicted_ms : NAN);
+        put_int(f, "server_predicted_n", r->server_predicted_n, r->server_predicted_n >= 0);
+        put_int(f, "server_prompt_n", r->prompt_eval_server, r->prompt_eval_server >= 0);
+    }
     if (r->session) fprintf(f, ",\"session\":%u,\"turn\":%u", r->session - 1, (unsigned)r->turn);
     fprintf(f, ",\"n_chunks\":%u,\"chunk_ns\":[", r->n_chunks);
     for (uint32_t k = 0; k < r->n_chunks; k++)
@@ -445,6 +462,52 @@ static void errors_section(FILE *f, const json_t *r) {
     p_row(f, r, kp, "e2el", "E2EL incl. failures", 1);
 }
 
+/* Reasoning vs answer (metrics/phases.h), when the run had a reasoning phase: TTFA and the tokens
+ * and TPOT of each phase, compact. */
+static void reasoning_section(FILE *f, const json_t *r) {
+    if (!json_is_integer(get(r, "reasoning_requests"))) return;
+    metric_section(f, r, "Time to First Answer token (reasoning)", "ttfa", "TTFA", 1);
+    row_int(f, "Requests with a reasoning phase:", get(r, "reasoning_requests"));
+    row_int(f, "  ... that reached an answer:", get(r, "reasoning_answered"));
+    row_real(f, "Mean reasoning tokens:", get(r, "mean_reasoning_tokens"));
+    row_real(f, "Mean answer tokens:", get(r, "mean_answer_tokens"));
+    stat_row(f, r, "mean", "Mean", "reasoning_tpot", "reasoning TPOT");
+    stat_row(f, r, "mean", "Mean", "answer_tpot", "answer TPOT");
+    if (json_integer_value(get(r, "reasoning_token_mismatches")) > 0)
+        row_int(f, "Reasoning token mismatches (srv/client):", get(r, "reasoning_token_mismatches"));
+}
+
+/* The server's own timing joined per request, and the part of TTFT it never saw. */
+static void server_section(FILE *f, const json_t *r) {
+    const json_t *st = get(r, "server_timing");
+    if (!json_is_object(st)) return;
+    double kp = key_percentile(r);
+    rule(f, "Server's side (llama.cpp timings)", '-');
+    row_int(f, "Requests joined:", get(st, "requests_joined"));
+    stat_row(f, st, "mean", "Mean", "server_prefill", "server prefill");
+    stat_row(f, st, "mean", "Mean", "ttft_outside_server", "TTFT outside server");
+    if (!isnan(kp)) p_row(f, st, kp, "ttft_outside_server", "TTFT outside server", 0);
+    const json_t *sh = get(st, "ttft_outside_server_share");
+    if (json_is_number(sh)) fprintf(f, "%-40s %-10.1f\n", "TTFT outside server (% of TTFT):", 100 * json_number_value(sh));
+    stat_row(f, st, "mean", "Mean", "server_tpot", "server TPOT");
+    if (json_integer_value(get(st, "causality_violations")) > 0)
+        row_int(f, "CAUSALITY VIOLATIONS (prefill > TTFT):", get(st, "causality_violations"));
+}
+
+/* A self-check that failed says so (metrics/phases.h). */
+static void self_check_lines(FILE *f, const json_t *r) {
+    const json_t *sc = get(r, "self_check");
+    const char *why = json_string_value(get(get(sc, "littles_law"), "reason"));
+    if (why) fprintf(f, "Note: Little's law does not hold: %s\n", why);
+    const char *k[] = { "prompt", "output" };
+    for (int i = 0; i < 2; i++) {
+        const json_t *t = get(get(sc, "token_agreement"), k[i]);
+        json_int_t n = json_integer_value(get(t, "compared")), eq = json_integer_value(get(t, "equal"));
+        if (n > 0 && eq < n)
+            fprintf(f, "Note: %s tokens, client vs server: %s\n", k[i], json_string_value(get(t, "explained")));
+    }
+}
+
 void results_print_summary(FILE *f, const json_t *r) {
     rule(f, " Serving Benchmark Result ", '=');
     if (json_is_true(get(r, "partial"))) {
@@ -482,8 +545,11 @@ void results_print_summary(FILE *f, const json_t *r) {
         p_row(f, r, kp, "ttft_from_schedule", "TTFT from schedule", 0);
         p_row(f, r, kp, "e2el_from_schedule", "E2EL from schedule", 0);
     }
+    reasoning_section(f, r);
+    server_section(f, r);
     workload_section(f, r);
     errors_section(f, r);
+    self_check_lines(f, r);
     const char *capped = json_string_value(get(r, "client_queue_reason"));
     if (capped) fprintf(f, "Note: %s\n", capped);
     if (get(r, "warnings")) {

@@ -81,6 +81,7 @@ struct worker {
     int64_t armed_ns;               /* engine time the timer is armed for (ENGINE_NEVER: not armed) */
     int64_t t0_ns;                  /* wall = engine at start; engine = t0 + (wall - t0) * speedup */
     rng fault_rng;
+    rng reasoning_rng;              /* --reasoning-tokens draws (apart, so faults keep their sequence) */
     uint64_t seq;
     srv_metrics m;
     stream *streams;
@@ -332,7 +333,8 @@ static void finish(stream *st, const engine_event *ev) {
     srv_hist_observe(&s->m.decode_s, secs(s, ev->t_ns - st->first_ns));
     s->m.success[strcmp(reason, "stop") ? SRV_FINISH_LENGTH : SRV_FINISH_STOP]++;
     if (st->rq.stream) {
-        if (st->rq.include_usage) oai_sse_usage(s->buf, &st->ident, st->rq.prompt_tokens, st->sent, st->rq.cached_tokens);
+        if (st->rq.include_usage) oai_sse_usage(s->buf, &st->ident, st->rq.prompt_tokens, st->sent, st->rq.cached_tokens,
+                                               st->rq.reasoning_tokens);
         oai_sse_done(s->buf);
         send_chunk(st, NULL);
         evhttp_send_reply_end(st->req);
@@ -467,6 +469,14 @@ static void handle_generate(worker *s, struct evhttp_request *req, int api) {
     st->srv = s;
     st->req = req;
     st->evcon = evhttp_request_get_connection(req);
+    /* a reasoning phase: the first R words of a chat answer (R uniform in [min, max], at most
+     * max_tokens); the token model's requests (temperature 0, logprobs) have none */
+    if (api == OAI_CHAT && s->p.reasoning_max_tokens > 0 && !st->rq.lm.on) {
+        int32_t lo = s->p.reasoning_min_tokens, hi = s->p.reasoning_max_tokens;
+        int32_t r = lo + (int32_t)(rng_uniform(&s->reasoning_rng) * (double)(hi - lo + 1));
+        if (r > hi) r = hi;
+        st->rq.reasoning_tokens = r < st->rq.max_tokens ? r : st->rq.max_tokens;
+    }
     st->ident = (oai_ident){ .api = api, .seq = (++s->seq - 1) * (uint64_t)s->top->n + (uint64_t)s->index + 1, .created = (int64_t)time(NULL), .model_json = s->model_json };
     /* arrival = when the request is handled, not the loop's wake-up: a burst read in one wake-up
      * would otherwise have every token of every stream due at the same instants, and the writes
@@ -727,6 +737,7 @@ static worker *worker_new(server *top, int index, engine *eng, char *err, size_t
     s->armed_ns = ENGINE_NEVER;
     s->t0_ns = top->w[0] ? top->w[0]->t0_ns : clock_now_ns();   /* one engine clock for all loops */
     rng_seed(&s->fault_rng, top->p.seed + (uint64_t)index);
+    rng_seed(&s->reasoning_rng, (top->p.seed + (uint64_t)index) ^ 0x5265617330ULL);
     srv_metrics_init(&s->m);
     if (top->n > 1) {
         pthread_mutexattr_t a;

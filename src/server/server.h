@@ -45,6 +45,8 @@ typedef struct {
                                   * vllm:cache_config_info on /metrics */
     fixed_lm lm;                 /* the token model for logprobs requests (engine/fixed_lm.h) */
     int logprobs_style;          /* SERVER_LOGPROBS_* */
+    int32_t reasoning_min_tokens, reasoning_max_tokens; /* > 0: a chat answer's first R words (R uniform
+                                  * in [min, max], at most max_tokens) stream as reasoning_content */
 } server_params;
 
 typedef struct server server;

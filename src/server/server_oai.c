@@ -179,6 +179,20 @@ static void add_finish(struct evbuffer *o, const char *finish_reason) {
 void oai_sse_tokens(struct evbuffer *o, const oai_ident *id, oai_request *rq, int64_t first_word, int32_t n,
                     const char *finish_reason) {
     if (rq->lm.on) { oai_lm_sse_tokens(o, id, rq, n, finish_reason); return; }
+    if (id->api == OAI_CHAT && first_word < rq->reasoning_tokens) {
+        /* the reasoning phase, as vLLM and SGLang stream it with a reasoning parser: its words in
+         * delta.reasoning_content; a chunk that crosses into the answer is written as two */
+        int32_t k = rq->reasoning_tokens - first_word < n ? (int32_t)(rq->reasoning_tokens - first_word) : n;
+        chunk_head(o, id);
+        evbuffer_add_printf(o, "[{\"index\":0,\"delta\":{\"reasoning_content\":\"");
+        add_words(o, id->seq, first_word, k);
+        evbuffer_add_printf(o, "\"},\"logprobs\":null,\"finish_reason\":");
+        add_finish(o, k == n ? finish_reason : NULL);
+        evbuffer_add_printf(o, "}]}\n\n");
+        if (k == n) return;
+        first_word += k;
+        n -= k;
+    }
     chunk_head(o, id);
     if (id->api == OAI_CHAT) {
         evbuffer_add_printf(o, "[{\"index\":0,\"delta\":{\"content\":\"");
@@ -200,12 +214,20 @@ static void add_cached(struct evbuffer *o, int32_t cached_tokens) {
     if (cached_tokens >= 0) evbuffer_add_printf(o, ",\"prompt_tokens_details\":{\"cached_tokens\":%d}", cached_tokens);
 }
 
+/* ,"completion_tokens_details":{"reasoning_tokens":N} of the words generated so far */
+static void add_reasoning(struct evbuffer *o, int32_t reasoning_tokens, int32_t completion_tokens) {
+    if (reasoning_tokens > 0)
+        evbuffer_add_printf(o, ",\"completion_tokens_details\":{\"reasoning_tokens\":%d}",
+                            reasoning_tokens < completion_tokens ? reasoning_tokens : completion_tokens);
+}
+
 void oai_sse_usage(struct evbuffer *o, const oai_ident *id, int32_t prompt_tokens, int32_t completion_tokens,
-                   int32_t cached_tokens) {
+                   int32_t cached_tokens, int32_t reasoning_tokens) {
     chunk_head(o, id);
     evbuffer_add_printf(o, "[],\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d",
                         prompt_tokens, prompt_tokens + completion_tokens, completion_tokens);
     add_cached(o, cached_tokens);
+    add_reasoning(o, reasoning_tokens, completion_tokens);
     evbuffer_add_printf(o, "}}\n\n");
 }
 
@@ -234,9 +256,16 @@ void oai_body(struct evbuffer *o, const oai_ident *id, oai_request *rq, int32_t 
     if (rq->lm.on) { oai_lm_body(o, id, rq, n, finish_reason); return; }
     if (id->api == OAI_CHAT) {
         evbuffer_add_printf(o, "{\"id\":\"chatcmpl-%016llx\",\"object\":\"chat.completion\",\"created\":%lld,"
-                               "\"model\":%s,\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"",
+                               "\"model\":%s,\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",",
                             (unsigned long long)id->seq, (long long)id->created, id->model_json);
-        add_words(o, id->seq, 0, n);
+        int32_t r = rq->reasoning_tokens < n ? rq->reasoning_tokens : n;
+        if (r > 0) {
+            evbuffer_add_printf(o, "\"reasoning_content\":\"");
+            add_words(o, id->seq, 0, r);
+            evbuffer_add_printf(o, "\",");
+        }
+        evbuffer_add_printf(o, "\"content\":\"");
+        add_words(o, id->seq, r, n - r);
         evbuffer_add_printf(o, "\"},\"logprobs\":null,\"finish_reason\":");
     } else {
         evbuffer_add_printf(o, "{\"id\":\"cmpl-%016llx\",\"object\":\"text_completion\",\"created\":%lld,"
@@ -250,6 +279,7 @@ void oai_body(struct evbuffer *o, const oai_ident *id, oai_request *rq, int32_t 
     evbuffer_add_printf(o, "}],\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d",
                         prompt_tokens, prompt_tokens + n, n);
     add_cached(o, rq->cached_tokens);
+    add_reasoning(o, id->api == OAI_CHAT ? rq->reasoning_tokens : 0, n);
     evbuffer_add_printf(o, "}}");
 }
 

@@ -46,6 +46,8 @@ typedef struct {
     bool ignore_eos;
     int32_t max_tokens;
     int32_t prompt_tokens;   /* whitespace-separated words of the prompt / message contents */
+    int32_t reasoning_tokens;/* chat: the first this many generated words stream as
+                              * delta.reasoning_content, the rest as delta.content (0: none) — set by the server */
     char model[256];         /* "" when the request names none */
     oai_lm_req lm;
 } oai_request;
@@ -75,9 +77,11 @@ const char *oai_word(uint64_t seq, int64_t i);
 void oai_sse_role(struct evbuffer *out, const oai_ident *id);
 void oai_sse_tokens(struct evbuffer *out, const oai_ident *id, oai_request *rq, int64_t first_word, int32_t n,
                     const char *finish_reason);
-/* usage.prompt_tokens_details.cached_tokens (vLLM's field) when cached_tokens >= 0 */
+/* usage.prompt_tokens_details.cached_tokens (vLLM's field) when cached_tokens >= 0, and
+ * usage.completion_tokens_details.reasoning_tokens (DeepSeek's and OpenAI's field) when
+ * reasoning_tokens > 0 */
 void oai_sse_usage(struct evbuffer *out, const oai_ident *id, int32_t prompt_tokens, int32_t completion_tokens,
-                   int32_t cached_tokens);
+                   int32_t cached_tokens, int32_t reasoning_tokens);
 void oai_sse_done(struct evbuffer *out);
 /* A mid-stream error event: llama.cpp style "error: {...}" or OpenAI/vLLM style "data: {"error":...}"
  * followed by "data: [DONE]". */
