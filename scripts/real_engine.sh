@@ -7,7 +7,7 @@
 # absent (the caller decides whether that is allowed); 1 when a step fails.
 #
 #   sh scripts/real_engine.sh            # build-engine/bin/llama-server, build-engine/models/*.gguf
-#   ENGINE_DIR=/path sh scripts/real_engine.sh
+#   DSPERF_ENGINE_DIR=/path sh scripts/real_engine.sh   (the folder the tests read too)
 #
 # Models (same seed and shape give the same file byte for byte, so a rebuild is a no-op):
 #   tiny.gguf        29.6M params, the shared tool's `tiny` preset: the wire tests and the scenario corpus
@@ -17,7 +17,7 @@ set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SHARED=${DSPERF_SHARED:-$ROOT/../shared}
-OUT=${ENGINE_DIR:-$ROOT/build-engine}
+OUT=${DSPERF_ENGINE_DIR:-${ENGINE_DIR:-$ROOT/build-engine}}
 TARBALL="$SHARED/engines/llama.cpp-c392e50-src.tar.gz"
 TOOL="$SHARED/tools/make_random_deepseek_gguf.py"
 JOBS=${JOBS:-2}
