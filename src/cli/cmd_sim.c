@@ -235,10 +235,15 @@ static int run_validate(const char *path, const sim_params *p, int fit, int loo,
         val_free(t);
         return EXIT_RUN_FAILED;
     }
+    printf("IN-SAMPLE: every row at the %s (their errors measure the fit, not prediction; the headline is below)\n",
+           fit ? "parameters just fitted on all rows" : "default parameters, fitted on the rows of engine generations <= 2025");
     val_print(stdout, t);
     if (fit) {
         printf("\nfitted mechanism parameters:\n");
         val_print_factors(stdout, &f);
+    } else {
+        printf("\n");
+        if (val_logo(t, stdout, 2025, err, sizeof err) < 0) { log_error("sim: --validate: %s", err); rc = EXIT_RUN_FAILED; }
     }
     val_free(t);
     return rc;
