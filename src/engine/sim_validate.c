@@ -43,6 +43,7 @@ typedef struct {
     char id[16];
     char group[48];          /* source and engine generation: rows that share fitted constants */
     int generation;          /* the engine's year (time split) */
+    char deployment[64];     /* rows of one deployment at several loads (calibrate on one, predict the rest) */
     char not_simulated[200];
     int first_case, n_cases;
     int scored;              /* has metrics in a target category */
@@ -215,6 +216,7 @@ int val_load(const char *path, val_table **out, char *err, size_t errlen) {
         snprintf(vr->not_simulated, sizeof vr->not_simulated, "%s", json_string_value(json_object_get(sim, "not_simulated")) ?: "");
         snprintf(vr->group, sizeof vr->group, "%s", json_string_value(json_object_get(sim, "group")) ?: vr->id);
         vr->generation = (int)jnum(sim, "generation", 0);
+        snprintf(vr->deployment, sizeof vr->deployment, "%s", json_string_value(json_object_get(sim, "deployment")) ?: "");
         vr->first_case = t->n_cases;
         const char *flags = json_string_value(json_object_get(sim, "flags"));
         int row = t->n_rows++;
@@ -838,6 +840,46 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         }
         free(late);
     }
+    /* calibrate, then predict: a deployment published at several loads (one row each), fitted on
+     * its lowest load alone (the deployment's own factors from one measured run), the other loads
+     * predicted ("uncal.": the defaults, simulated again here) */
+    if (val_run(t, &f0, err, errlen) < 0) goto out;
+    fprintf(out, "\ncalibrate on one load, predict the others (deployments with rows at several loads):\n");
+    fprintf(out, "%-28s %-5s %-22s %-26s %12s %12s %8s %8s\n", "deployment", "row", "case", "metric", "published", "predicted",
+            "error", "uncal.");
+    int cal_use_n = 0;
+    int *cal_use = calloc((size_t)t->n_rows + 1, sizeof *cal_use);
+    if (!cal_use) { snprintf(err, errlen, "out of memory"); goto out; }
+    for (int r = 0; r < t->n_rows; r++) {
+        if (!use[r] || !t->rows[r].deployment[0]) continue;
+        int first = 1, count = 0;
+        for (int q = 0; q < t->n_rows; q++)
+            if (use[q] && !strcmp(t->rows[q].deployment, t->rows[r].deployment)) { count++; if (q < r) first = 0; }
+        if (!first || count < 3) continue;
+        /* rows come in load order in the table: r is the lowest */
+        for (int q = 0; q < t->n_rows; q++) { train[q] = q == r; want[q] = use[q] && q != r && !strcmp(t->rows[q].deployment, t->rows[r].deployment); }
+        cost_factors f;
+        gn_refit(&f0, J, e0, keys, n, train, &f);
+        for (int q = 0; q < t->n_rows; q++)
+            if (want[q])
+                for (int ci = t->rows[q].first_case; ci < t->rows[q].first_case + t->rows[q].n_cases; ci++) keep[ci] = t->cases[ci];
+        if (run_rows(t, &f, want, err, errlen) < 0) { free(cal_use); goto out; }
+        for (int q = 0; q < t->n_rows; q++) {
+            if (!want[q]) continue;
+            cal_use[q] = 1;
+            cal_use_n++;
+            for (int ci = t->rows[q].first_case; ci < t->rows[q].first_case + t->rows[q].n_cases; ci++)
+                for (int j = 0; j < t->cases[ci].n_m; j++) {
+                    const val_metric *m = &t->cases[ci].m[j];
+                    if (m->cat == VAL_OTHER) continue;
+                    fprintf(out, "%-28s %-5s %-22s %-26s %12.5g %12.5g %+7.1f%% %+7.1f%%\n", t->rows[q].deployment, t->rows[q].id,
+                            t->cases[ci].name, m->name, m->published, m->predicted, (m->predicted / m->published - 1) * 100,
+                            (keep[ci].m[j].predicted / m->published - 1) * 100);
+                }
+        }
+    }
+    if (cal_use_n) print_summary(out, t, cal_use, VAL_OTHER, "calibrate-then-predict summary (one value per predicted row; uncal. = the defaults)");
+    free(cal_use);
     rc = val_run(t, &f0, err, errlen);
 out:
     free(train); free(want); free(use); free(keep); free(keys); free(e0); free(ek); free(J);
