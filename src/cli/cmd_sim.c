@@ -56,6 +56,10 @@ static void usage(FILE *f) {
         "  --duration DUR             open loop: requests = rate x duration\n"
         "  --warmup N                 extra requests first, excluded from statistics (0)\n"
         "  --seed S                   seed for arrivals and lengths (1)\n"
+        "  --transit on|off           the way to the engine as over HTTP: prompt upload and parse (50 ns per\n"
+        "                             token) and a seeded turnaround (exponential, mean 0.3 ms), so same-time\n"
+        "                             bursts reach it small bodies first and closed loops do not run in\n"
+        "                             lockstep (on)\n"
         "Output:\n"
         "  --out FILE                 results JSON (schema dsperf.results/1, producer \"sim\")\n"
         "  --save-requests FILE       per-request JSONL (as bench)\n"
@@ -231,10 +235,15 @@ static int run_validate(const char *path, const sim_params *p, int fit, int loo,
         val_free(t);
         return EXIT_RUN_FAILED;
     }
+    printf("IN-SAMPLE: every row at the %s (their errors measure the fit, not prediction; the headline is below)\n",
+           fit ? "parameters just fitted on all rows" : "default parameters, fitted on the rows of engine generations <= 2025");
     val_print(stdout, t);
     if (fit) {
         printf("\nfitted mechanism parameters:\n");
         val_print_factors(stdout, &f);
+    } else {
+        printf("\n");
+        if (val_logo(t, stdout, 2025, err, sizeof err) < 0) { log_error("sim: --validate: %s", err); rc = EXIT_RUN_FAILED; }
     }
     val_free(t);
     return rc;
@@ -243,7 +252,7 @@ static int run_validate(const char *path, const sim_params *p, int fit, int loo,
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
        O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP, O_MAXERR,
        O_DB, O_LABEL,
-       O_VALIDATE, O_FIT, O_LOO, O_TBLOCK, O_TSCALE, O_TWINDOW, O_ENGINE, O_SIM = 2000, O_FIXED = 3000 };
+       O_VALIDATE, O_FIT, O_LOO, O_TRANSIT, O_TBLOCK, O_TSCALE, O_TWINDOW, O_ENGINE, O_SIM = 2000, O_FIXED = 3000 };
 
 /* The simulator's keys and the fixed engine's in one getopt table: key i of sim_params_keys() is
  * O_SIM + i, key j of fixed_params_keys() O_FIXED + j. */
@@ -280,7 +289,7 @@ int cmd_sim(int argc, char **argv) {
         {"help", no_argument, 0, O_HELP}, {"max-error-rate", required_argument, 0, O_MAXERR},
         {"validate", required_argument, 0, O_VALIDATE}, {"fit", no_argument, 0, O_FIT}, {"loo", no_argument, 0, O_LOO},
         {"trace-block-size", required_argument, 0, O_TBLOCK}, {"time-scale", required_argument, 0, O_TSCALE},
-        {"trace-window", required_argument, 0, O_TWINDOW},
+        {"trace-window", required_argument, 0, O_TWINDOW}, {"transit", required_argument, 0, O_TRANSIT},
         {"db", required_argument, 0, O_DB}, {"label", required_argument, 0, O_LABEL},
     };
     const char *const *keys = sim_params_keys(), *const *fkeys = fixed_params_keys();
@@ -305,7 +314,7 @@ int cmd_sim(int argc, char **argv) {
     int64_t duration_ns = 0, ns;
     dataset_opts dso = {.tolerance = 0.05};
     long long trace_block = 0;
-    int quiet = 0, c, idx = 0, n_req_given = 0, rc = EXIT_USAGE;
+    int quiet = 0, c, idx = 0, n_req_given = 0, rc = EXIT_USAGE, transit = 1;
     char err[512];
     optind = 1;
     opterr = 0;
@@ -324,6 +333,11 @@ int cmd_sim(int argc, char **argv) {
         case O_DURATION: bad = units_parse_duration_ns(optarg, &duration_ns) || duration_ns <= 0; break;
         case O_WARMUP: bad = units_parse_int(optarg, 0, 100000000, &warmup); break;
         case O_SEED: bad = units_parse_int(optarg, 0, INT64_MAX, &seed); break;
+        case O_TRANSIT:
+            if (!strcmp(optarg, "on")) transit = 1;
+            else if (!strcmp(optarg, "off")) transit = 0;
+            else bad = 1;
+            break;
         case O_OUT: out_path = optarg; break;
         case O_REQ_OUT: req_out = optarg; break;
         case O_PCT: bad = summary_parse_percentiles(&so, optarg); break;
@@ -491,7 +505,9 @@ int cmd_sim(int argc, char **argv) {
     sim_workload w = {.n = n, .arrival_ns = times, .concurrency = (int)concurrency, .think_ns = think_ns,
                       .prefix_group = ld.groups, .prefix_len = ld.prefix_len, .ds = ld.ds, .sessions = sess,
                       .block_tokens = p.block_size, .max_concurrency = (int)max_conc, .in_tokens = ld.ins,
-                      .max_tokens = ld.outs, .warmup = (size_t)warmup};
+                      .max_tokens = ld.outs, .warmup = (size_t)warmup,
+                      .turnaround_ns = transit ? SIM_TURNAROUND_NS : 0, .ingest_ns_per_token = transit ? SIM_INGEST_NS_PER_TOKEN : 0,
+                      .transit_seed = (uint64_t)seed + 1};
     so.max_concurrency = (int)max_conc;
     if (sess) so.session_turns = sess->turns;
     if (sim_run(e, &w, &recs, &ser, err, sizeof err) < 0) {

@@ -13,6 +13,7 @@
 
 typedef struct {
     double link_bytes_per_s;   /* one direction, x link efficiency */
+    double link_dir_bytes_per_s; /* one direction, as marketed (DeepEP's intranode fractions apply to it) */
     double nic_bytes_per_s;    /* one direction per GPU, x link efficiency */
     double alpha_s;            /* latency of one collective inside the NVLink domain */
     double alpha_inter_s;      /* ... spanning nodes */
@@ -27,6 +28,8 @@ double comm_allreduce_s(const comm_model *m, double bytes, int p);
 double comm_allgather_s(const comm_model *m, double total_bytes, int p);
 /* DeepEP dispatch (combine = 0) or combine (1) for `tokens` per rank of `hidden` values, top_k
  * copies, over ep ranks; low_latency: the decode kernels (latency table scaled by bytes), else the
- * normal kernels (bandwidth table). dispatch moves fp8, combine bf16. */
+ * normal kernels (bandwidth table). dispatch moves fp8, combine bf16. An EP group inside one NVLink
+ * domain (m->domain_gpus, from the GPU catalog) moves over NVLink at DeepEP's intranode fraction of
+ * the link, whatever the EP size. */
 double comm_deepep_s(const comm_model *m, double tokens, int hidden, int top_k, int ep, int combine, int low_latency);
 #endif

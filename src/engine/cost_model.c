@@ -36,6 +36,7 @@ void cost_default_factors(cost_factors *f) {
     f->moe_triton_eff = 0.470;
     f->moe_triton_fp8_eff = 0.107;
     f->attn_triton_eff = 0.303;
+    f->ggml_compute_eff = 0.35;
     f->mtp_accept = 0.68;        /* chain acceptance that gives SGLang's published 2.18 (2 drafts) and 2.44 (3) */
     f->expert_skew = 0;
 }
@@ -117,7 +118,8 @@ int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const co
     }
     if (f->bw_eff <= 0 || f->compute_eff <= 0 || f->link_eff <= 0 || f->bw_eff > 1 || f->compute_eff > 1 || f->link_eff > 1 ||
         f->moe_eff <= 0 || f->moe_eff > 1 || f->moe_triton_eff <= 0 || f->moe_triton_eff > 1 ||
-        f->moe_triton_fp8_eff <= 0 || f->moe_triton_fp8_eff > 1 || f->attn_triton_eff <= 0 || f->attn_triton_eff > 1) {
+        f->moe_triton_fp8_eff <= 0 || f->moe_triton_fp8_eff > 1 || f->attn_triton_eff <= 0 || f->attn_triton_eff > 1 ||
+        f->ggml_compute_eff <= 0 || f->ggml_compute_eff > 1) {
         snprintf(err, errlen, "efficiency factors must be in (0, 1]");
         return -1;
     }
@@ -204,6 +206,9 @@ double cost_kv_transfer_bytes(const cost_model *c, int64_t tokens) {
 }
 
 /* A GEMM-like component: bytes and flops into memory and compute seconds. */
+/* The GEMMs' fraction of the tensor peak: tuned kernels', or llama.cpp's MMQ relative to them. */
+static double gemm_eff(const cost_model *c) { return c->f.compute_eff * (c->s.prof.ggml ? c->f.ggml_compute_eff : 1); }
+
 static void add_comp(cost_step *o, int k, double bytes, double flops, double bw, double peak) {
     o->mem_s[k] += bytes / bw;
     o->comp_s[k] += flops / peak;
@@ -229,7 +234,7 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
                : c->s.prof.moe_kernel != MOE_TRITON ? c->f.moe_eff
                : c->weight_dtype == DT_FP8 ? c->f.moe_triton_fp8_eff : c->f.moe_triton_eff;
     double hbm = c->gpu.hbm_bytes_per_s * c->f.bw_eff * eff;
-    double peak = hw_matmul_flops(&c->gpu, c->weight_dtype) * c->f.compute_eff;
+    double peak = hw_matmul_flops(&c->gpu, c->weight_dtype) * gemm_eff(c);
     double bytes = x_loc * w * c->wb + pairs * imb * a->hidden * ACT_BYTES * 2;
     add_comp(o, COST_MOE, layers * bytes, layers * x_loc * padded * 2 * w, hbm, peak);
     o->weight_bytes += layers * x_loc * w * c->wb;
@@ -239,7 +244,7 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
 /* Dense GEMMs of `params` whole weights split `ways`, for T tokens. */
 static void dense_gemm(cost_model *c, int k, double params, int ways, double T, double wb, cost_step *o) {
     double hbm = c->gpu.hbm_bytes_per_s * c->f.bw_eff;
-    double peak = hw_matmul_flops(&c->gpu, wb >= 2 ? DT_BF16 : c->weight_dtype) * c->f.compute_eff;
+    double peak = hw_matmul_flops(&c->gpu, wb >= 2 ? DT_BF16 : c->weight_dtype) * gemm_eff(c);
     double w = params / ways;
     add_comp(o, k, w * wb + T * c->arch.hidden * ACT_BYTES * 2, 2 * T * w, hbm, peak);
     o->weight_bytes += w * wb;
@@ -253,7 +258,7 @@ static void forward(cost_model *c, const cost_batch *b, double T_rank, double T_
     const model_params *p = &c->params;
     double layers = mtp ? 1 : a->layers, n_dense = mtp ? 0 : p->n_dense_layers, n_moe = mtp ? 1 : p->n_moe_layers;
     double hbm = c->gpu.hbm_bytes_per_s * c->f.bw_eff;
-    double attn_peak = (c->s.attn_fp8 && c->gpu.fp8_flops > 0 ? c->gpu.fp8_flops : c->gpu.bf16_flops) * c->f.attn_compute_eff;
+    double attn_peak = (c->s.attn_fp8 && c->gpu.fp8_flops > 0 ? c->gpu.fp8_flops : c->gpu.bf16_flops) * c->f.attn_compute_eff * (c->s.prof.ggml ? c->f.ggml_compute_eff : 1);
     double attn_hbm = hbm;
     if (c->s.prof.attn_kernel == ATTN_TRITON && model_is_mla(a) && c->s.prof.mla_absorbed) {
         /* a kernel that reaches a fraction of FlashMLA's compute reaches that fraction of its bandwidth too */

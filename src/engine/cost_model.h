@@ -39,6 +39,8 @@ typedef struct {
     double moe_triton_fp8_eff;/* ... with block-scaled fp8 weights (SGLang v0.4.1's V3 path) */
     double attn_triton_eff;   /* the Triton MLA decode kernel's fraction of the bf16 peak */
     double attn_compute_eff;  /* attention kernels' fraction of the bf16 peak (FlashMLA: 660 of 989 TFLOPS) */
+    double ggml_compute_eff;  /* llama.cpp's MMQ GEMMs and FlashAttention relative to the tuned kernels
+                               * (compute_eff, attn_compute_eff): fitted on the llama-bench prompt rows */
     double mtp_accept;        /* probability that a draft token is accepted, given the previous one was */
     double expert_skew;       /* Zipf exponent of expert popularity: 0 uniform routing */
     int no_flash_attention;   /* 1: attention materializes its score matrix in HBM (eager attention) */

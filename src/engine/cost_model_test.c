@@ -41,6 +41,49 @@ TEST(comm_alpha_beta_and_deepep_table) {
     CHECK_NEAR(comm_deepep_s(&m, 4096, 7168, 8, 16, 0, 0), 20e-6 + bytes / 43e9, 1e-9);
 }
 
+/* Expert parallelism inside a large NVLink domain (GB200 NVL72: 72 GPUs on NVLink, the domain size
+ * from the GPU catalog) moves its tokens over NVLink; the same EP 72 on H100 nodes of 8 crosses the
+ * NIC. Both at DeepEP's published points: intranode 153/158 GB/s of H800's 200 GB/s per direction. */
+TEST(comm_deepep_inside_an_nvl72_domain_is_nvlink) {
+    comm_model gb, h1;
+    comm_init(&gb, hw_find("gb200"), 0.7, 5e-6);
+    comm_init(&h1, hw_find("h100"), 0.7, 5e-6);
+    double tokens = 128, per_disp = 1 + 4.0 / 128;
+    double bytes = tokens * 8 * 7168 * per_disp;
+    /* GB200's NVLink5: 1.8 TB/s both directions, 900 GB/s one; DeepEP's fraction 153/200 of it */
+    double nvl = 900e9 * 153.0 / 200;
+    CHECK_NEAR(comm_deepep_s(&gb, tokens, 7168, 8, 72, 0, 1), 10e-6 + bytes / nvl, 1e-9);
+    CHECK_NEAR(comm_deepep_s(&gb, 4096, 7168, 8, 72, 0, 0), 20e-6 + 4096 * 8 * 7168 * per_disp / nvl, 1e-9);
+    /* across nodes on H100: the RDMA table (between EP 64's 173 us and EP 128's 192 us) */
+    double h = comm_deepep_s(&h1, tokens, 7168, 8, 72, 0, 1);
+    CHECK(h > 173e-6 && h < 192e-6);
+    CHECK(comm_deepep_s(&gb, tokens, 7168, 8, 72, 0, 1) < h / 4);
+    /* an all-reduce over 72 GB200s stays a ring in the domain (no inter-node latency) */
+    CHECK_NEAR(comm_allreduce_s(&gb, 1e6, 72), 5e-6 + 2.0 * 71 / 72 * 1e6 / (900e9 * 0.7), 1e-12);
+    CHECK(comm_allreduce_s(&h1, 1e6, 72) > 46e-6);
+    /* and the whole engine: V3 decode at EP 72 with DeepEP costs less communication on NVL72 */
+    sim_params p;
+    cost_model c;
+    cost_batch b;
+    cost_step s1, s2;
+    double t_comm[2];
+    const char *gpu[2] = {"gb200", "h100"};
+    for (int i = 0; i < 2; i++) {
+        sim_default_params(&p);
+        set(&p, "model", "deepseek-v3");
+        set(&p, "gpu", gpu[i]);
+        set(&p, "engine-profile", "sglang");
+        set(&p, "tp", "72"); set(&p, "dp", "72"); set(&p, "ep", "72"); set(&p, "a2a", "deepep");
+        char err[256];
+        CHECK_MSG(sim_params_cost(&p, &c, err, sizeof err) == 0, "%s", err);
+        cost_decode_batch(72 * 64, 2000, &b);
+        cost_step_time(&c, &b, i ? &s2 : &s1);
+        t_comm[i] = (i ? s2 : s1).t_comm;
+        cost_free(&c);
+    }
+    CHECK_MSG(t_comm[0] < t_comm[1] / 3, "NVL72 comm %.3f ms vs 9 H100 nodes %.3f ms", t_comm[0] * 1e3, t_comm[1] * 1e3);
+}
+
 TEST(cost_kv_layouts) {
     sim_params p;
     cost_model c;
@@ -201,6 +244,19 @@ TEST(hw_catalog_entries) {
     CHECK_NEAR(a4->hbm_bytes_per_s, 1.555e12, 1);
     CHECK_EQ_INT(g->domain_gpus, 72);
     CHECK_NEAR(model_dtype_bytes(DT_FP4), 0.5625, 0);
+    model_dtype mx;
+    CHECK(model_dtype_parse("mxfp4", DT_BF16, &mx) == 0 && mx == DT_MXFP4);
+    CHECK_NEAR(model_dtype_bytes(DT_MXFP4), 4.25 / 8, 0);
+    /* AMD Instinct MI355X (the ATOM rows): 288 GB HBM3E at 8 TB/s, 2.5 / 5 / 10 PFLOPS dense
+     * bf16 / fp8 / MXFP4, 8 GPUs on Infinity Fabric */
+    const hw_gpu *m5 = hw_find("mi355x");
+    CHECK(m5 != NULL);
+    if (m5) {
+        CHECK_NEAR(m5->hbm_bytes_per_s, 8.0e12, 1);
+        CHECK_NEAR(hw_matmul_flops(m5, DT_FP4), 10066e12, 1);
+        CHECK_NEAR(hw_matmul_flops(m5, DT_FP8), 5033e12, 1);
+        CHECK_EQ_INT(m5->domain_gpus, 8);
+    }
 }
 
 typedef struct { int64_t tokens[64], chunks[64], first_ns[64], sched_ns[64], end_ns[64]; int64_t preempt; } counts;

@@ -45,6 +45,8 @@ typedef struct {
     int max_batch;             /* default max running sequences (0: keep --max-num-seqs) */
     int attn_kernel;           /* ATTN_* */
     int sched;                 /* SCHED_*: whose CPU costs per step and per sequence apply */
+    int ggml;                  /* llama.cpp's ggml CUDA kernels (MMQ GEMMs, its FlashAttention): their
+                                * compute runs at ggml_compute_eff of the tuned kernels' */
 } engine_profile;
 
 /* Fills p with the named profile. 0 ok, -1 unknown name. */

@@ -49,7 +49,7 @@ static const char help_head[] =
     "  --mtp N                    MTP / speculative draft tokens per step (0 off)\n"
     "  --mtp-accept-len L         tokens accepted per step incl. the verified one (default from\n"
     "                             --mtp-accept P: 1 + P + ... + P^N, P = 0.68)\n"
-    "  --weight-dtype D           auto (as released: fp8 for V3), bf16, fp16, fp8, int8, int4, fp4 (NVFP4), q4 (GGUF)\n"
+    "  --weight-dtype D           auto (as released: fp8 for V3), bf16, fp16, fp8, int8, int4, fp4 (NVFP4), mxfp4, q4 (GGUF)\n"
     "  --kv-dtype D               auto (bf16), bf16, fp16, fp8, int8, fp8-flashmla (656 B per token-layer)\n"
     "  --cuda-graphs on|off, --graph-max-batch N, --overlap-schedule on|off, --mla on|off,\n"
     "  --moe-kernel tuned|triton|gemv, --attn-kernel flash|triton\n"
@@ -77,7 +77,8 @@ static const char help_head[] =
     "  --attn-dtype bf16|fp8      attention math on fp8 tensor cores (FP8 MLA) (bf16)\n"
     "  --kernel-time DUR, --launch-time DUR        GPU time per kernel (graphs); CPU time per eager launch\n"
     "  --comm-latency DUR         per collective inside the NVLink domain\n"
-    "  --moe-eff F, --moe-triton-eff F, --moe-triton-fp8-eff F, --attn-compute-eff F, --attn-triton-eff F\n"
+    "  --moe-eff F, --moe-triton-eff F, --moe-triton-fp8-eff F, --attn-compute-eff F, --attn-triton-eff F,\n"
+    "  --ggml-compute-eff F       (llama.cpp's kernels relative to the tuned ones)\n"
     "                             kernel efficiencies (fitted defaults)\n"
     "  --expert-skew S            Zipf exponent of expert popularity (0 = uniform routing)\n"
     "  --flash-attention on|off   off: attention scores go through HBM (eager attention) (on)\n"
@@ -100,7 +101,7 @@ static const char *const keys[] = {
     "redundant-experts", "mtp", "mtp-accept-len", "mtp-accept", "cuda-graphs", "graph-max-batch", "overlap-schedule",
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
     "moe-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
-    "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", NULL,
+    "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", "ggml-compute-eff", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -182,12 +183,12 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "tp") || !strcmp(key, "tensor-parallel-size")) { rc = parse_posint(v, 1024, &p->tp); want = "a size >= 1";
     } else if (!strcmp(key, "ep") || !strcmp(key, "expert-parallel-size")) { rc = parse_posint(v, 1024, &p->ep); want = "a size >= 1";
     } else if (!strcmp(key, "weight-dtype") || !strcmp(key, "dtype")) {
-        rc = model_dtype_parse(v, DT_BF16, &d); want = "auto, bf16, fp16, fp8, int8, int4, fp4 or q4";
+        rc = model_dtype_parse(v, DT_BF16, &d); want = "auto, bf16, fp16, fp8, int8, int4, fp4 (nvfp4), mxfp4 or q4";
         if (!rc) snprintf(p->weight_dtype, sizeof p->weight_dtype, "%s", v);
     } else if (!strcmp(key, "kv-dtype") || !strcmp(key, "kv-cache-dtype")) {
         p->kv_flashmla_fp8 = !strcasecmp(v, "fp8-flashmla");
         rc = model_dtype_parse(p->kv_flashmla_fp8 ? "fp8" : v, DT_BF16, &d); want = "auto, bf16, fp16, fp8, int8 or fp8-flashmla";
-        if (!rc && (d == DT_INT4 || d == DT_FP4 || d == DT_Q4)) rc = -1;
+        if (!rc && (d == DT_INT4 || d == DT_FP4 || d == DT_Q4 || d == DT_MXFP4)) rc = -1;
         if (!rc) snprintf(p->kv_dtype, sizeof p->kv_dtype, "%s", p->kv_flashmla_fp8 ? "fp8" : v);
     } else if (!strcmp(key, "max-num-seqs")) { rc = parse_posint(v, 1 << 20, &p->max_num_seqs); want = "a count >= 1";
     } else if (!strcmp(key, "max-num-batched-tokens")) { rc = parse_posint(v, 1 << 24, &p->max_num_batched_tokens); want = "a count >= 1";
@@ -291,6 +292,7 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         want = "bf16 or fp8";
     } else if (!strcmp(key, "seq-overhead-trt")) { rc = parse_seconds(v, &p->factors.seq_overhead_trt_s); want = "a duration (e.g. 50us)";
     } else if (!strcmp(key, "moe-triton-fp8-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_triton_fp8_eff); want = "a fraction in (0, 1]";
+    } else if (!strcmp(key, "ggml-compute-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.ggml_compute_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "attn-triton-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.attn_triton_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "attn-compute-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.attn_compute_eff); want = "a fraction in (0, 1]";
     } else {
@@ -315,6 +317,7 @@ static const struct { const char *key; size_t off; } factor_keys[] = {
     {"mtp_accept", offsetof(cost_factors, mtp_accept)}, {"moe_triton_fp8_eff", offsetof(cost_factors, moe_triton_fp8_eff)},
     {"attn_triton_eff", offsetof(cost_factors, attn_triton_eff)}, {"seq_overhead_trt_s", offsetof(cost_factors, seq_overhead_trt_s)},
     {"step_overhead_v1_s", offsetof(cost_factors, step_overhead_v1_s)}, {"seq_overhead_v1_s", offsetof(cost_factors, seq_overhead_v1_s)},
+    {"ggml_compute_eff", offsetof(cost_factors, ggml_compute_eff)},
 };
 
 json_t *sim_params_factors_json(const cost_factors *f) {

@@ -2,10 +2,13 @@
  * engine gauges sampled into series. Conversations (sessions datasets) run in sim_sess.c. */
 #include "engine/sim_run.h"
 #include "engine/sim_run_int.h"
+#include "common/rng.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+typedef struct { int64_t t; size_t i; int stage; } tr_item;   /* stage 0: the client sends; 1: the engine gets it */
 
 typedef struct {
     recset *recs;
@@ -13,12 +16,45 @@ typedef struct {
     int64_t *ready;              /* closed loop: FIFO of times users become ready (finish + think) */
     size_t r_head, r_len, r_cap;
     size_t in_flight;
+    tr_item *tr;                 /* sent, on the way to the engine: a min-heap by arrival (t, then i) */
+    size_t tr_n;
+    rng g;                       /* the transit's turnaround draws */
 } run_ctx;
 
 /* Users become ready in finish order, and think time is constant: a FIFO keeps them sorted. */
 static void ready_push(run_ctx *c, int64_t t) {
     c->ready[(c->r_head + c->r_len++) % c->r_cap] = t;
 }
+
+static int tr_less(const tr_item *a, const tr_item *b) { return a->t < b->t || (a->t == b->t && a->i < b->i); }
+
+static void tr_push(run_ctx *c, int64_t t, size_t i, int stage) {
+    size_t k = c->tr_n++;
+    c->tr[k] = (tr_item){t, i, stage};
+    while (k > 0 && tr_less(&c->tr[k], &c->tr[(k - 1) / 2])) {
+        tr_item x = c->tr[k]; c->tr[k] = c->tr[(k - 1) / 2]; c->tr[(k - 1) / 2] = x;
+        k = (k - 1) / 2;
+    }
+}
+
+static tr_item tr_pop(run_ctx *c) {
+    tr_item top = c->tr[0];
+    c->tr[0] = c->tr[--c->tr_n];
+    for (size_t k = 0;;) {
+        size_t l = 2 * k + 1, r = l + 1, m = k;
+        if (l < c->tr_n && tr_less(&c->tr[l], &c->tr[m])) m = l;
+        if (r < c->tr_n && tr_less(&c->tr[r], &c->tr[m])) m = r;
+        if (m == k) break;
+        tr_item x = c->tr[k]; c->tr[k] = c->tr[m]; c->tr[m] = x;
+        k = m;
+    }
+    return top;
+}
+
+static int transit_on(const sim_workload *w) { return w->turnaround_ns > 0 || w->ingest_ns_per_token > 0; }
+
+/* How long request i takes from the client's send to the engine's queue. */
+static int64_t ingest_ns(run_ctx *c, size_t i) { return (int64_t)(c->w->ingest_ns_per_token * c->w->in_tokens[i]); }
 
 void simr_on_tokens(record *r, const engine_event *ev) {
     if (ev->flags & ENGINE_EV_TOKENS) {
@@ -144,6 +180,28 @@ static int submit_one(engine *e, const sim_workload *w, recset *recs, size_t i, 
     return simr_submit(e, &recs->v[i], &q, sched, t);
 }
 
+/* With a transit: the client sends now (the record's sched and send), the engine sees it later. */
+static int send_one(engine *e, run_ctx *c, size_t i, int64_t sched, int64_t t) {
+    if (!transit_on(c->w)) return submit_one(e, c->w, c->recs, i, sched, t);
+    c->recs->v[i].sched_ns = sched;
+    c->recs->v[i].send_ns = t;
+    /* a closed-loop user's client turns around before it sends (its event loop, the next
+     * request's setup): measured as client queue time, as bench would */
+    if (c->w->concurrency > 0 && c->w->turnaround_ns > 0)
+        tr_push(c, t + (int64_t)rng_exponential(&c->g, (double)c->w->turnaround_ns), i, 0);
+    else tr_push(c, t + ingest_ns(c, i), i, 1);
+    return 0;
+}
+
+/* Due: into the engine at its arrival; the record keeps the client's send time. */
+static int arrive_one(engine *e, run_ctx *c, tr_item it) {
+    record *r = &c->recs->v[it.i];
+    int64_t send = r->send_ns;
+    int rc = submit_one(e, c->w, c->recs, it.i, r->sched_ns, it.t);
+    r->send_ns = send;
+    return rc;
+}
+
 int sim_run(engine *e, const sim_workload *w, recset *recs, sim_series *series, char *err, size_t errlen) {
     if (!w->arrival_ns && w->concurrency < 1) {
         snprintf(err, errlen, "a workload needs arrival times or a concurrency");
@@ -162,9 +220,11 @@ int sim_run(engine *e, const sim_workload *w, recset *recs, sim_series *series, 
         r->outcome = REC_ERR_CANCELLED;   /* until it finishes */
     }
     run_ctx c = {.recs = recs, .w = w};
+    rng_seed(&c.g, w->transit_seed ? w->transit_seed : 1);
+    if (transit_on(w) && !(c.tr = malloc(sizeof(tr_item) * (w->n + 1)))) { snprintf(err, errlen, "out of memory"); return -1; }
     if (w->concurrency > 0) {
         c.r_cap = (size_t)w->concurrency;
-        if (!(c.ready = malloc(sizeof(int64_t) * c.r_cap))) { snprintf(err, errlen, "out of memory"); return -1; }
+        if (!(c.ready = malloc(sizeof(int64_t) * c.r_cap))) { free(c.tr); snprintf(err, errlen, "out of memory"); return -1; }
         for (int u = 0; u < w->concurrency; u++) ready_push(&c, SIM_RUN_T0_NS);
     }
     if (series && simr_series_init(series, w->max_series_points) < 0) {
@@ -179,7 +239,7 @@ int sim_run(engine *e, const sim_workload *w, recset *recs, sim_series *series, 
     for (;;) {
         if (w->arrival_ns) {
             while (q_head < next && (!w->max_concurrency || c.in_flight < (size_t)w->max_concurrency)) {
-                int rc = submit_one(e, w, recs, q_head, SIM_RUN_T0_NS + w->arrival_ns[q_head], now);
+                int rc = send_one(e, &c, q_head, SIM_RUN_T0_NS + w->arrival_ns[q_head], now);
                 if (rc < 0) goto oom;
                 if (rc == 0) c.in_flight++;
                 q_head++;
@@ -190,7 +250,7 @@ int sim_run(engine *e, const sim_workload *w, recset *recs, sim_series *series, 
                 int64_t ready = c.ready[c.r_head];
                 c.r_head = (c.r_head + 1) % c.r_cap;
                 c.r_len--;
-                int rc = submit_one(e, w, recs, next, ready, now);
+                int rc = send_one(e, &c, next, ready, now);
                 if (rc < 0) goto oom;
                 if (rc == 0) c.in_flight++;
                 else ready_push(&c, now + w->think_ns);
@@ -200,8 +260,27 @@ int sim_run(engine *e, const sim_workload *w, recset *recs, sim_series *series, 
         int64_t te = engine_next_event_ns(e), ta = ENGINE_NEVER;
         if (w->arrival_ns) { if (next < w->n) ta = SIM_RUN_T0_NS + w->arrival_ns[next]; }
         else if (c.r_len && next < w->n) ta = c.ready[c.r_head];
-        if (te == ENGINE_NEVER && ta == ENGINE_NEVER) break;
-        if (ta <= te) {
+        int64_t th = c.tr_n ? c.tr[0].t : ENGINE_NEVER;
+        if (te == ENGINE_NEVER && ta == ENGINE_NEVER && th == ENGINE_NEVER) break;
+        if (th <= ta && th <= te) {
+            /* sent requests reach the engine (a rejection frees the user at once) */
+            simr_sample_until(e, series, th - 1, &next_sample);
+            now = th;
+            while (c.tr_n && c.tr[0].t <= now) {
+                tr_item it = tr_pop(&c);
+                if (it.stage == 0) {   /* the client sends now; the body is on its way */
+                    recs->v[it.i].send_ns = now;
+                    tr_push(&c, now + ingest_ns(&c, it.i), it.i, 1);
+                    continue;
+                }
+                int rc = arrive_one(e, &c, it);
+                if (rc < 0) goto oom;
+                if (rc == 1) {
+                    c.in_flight--;
+                    if (w->concurrency > 0) ready_push(&c, now + w->think_ns);
+                }
+            }
+        } else if (ta <= te) {
             simr_sample_until(e, series, ta - 1, &next_sample);
             now = ta;
             if (w->arrival_ns) next++;
@@ -213,9 +292,11 @@ int sim_run(engine *e, const sim_workload *w, recset *recs, sim_series *series, 
     }
     simr_sample_until(e, series, now, &next_sample);
     free(c.ready);
+    free(c.tr);
     return 0;
 oom:
     free(c.ready);
+    free(c.tr);
     snprintf(err, errlen, "out of memory");
     return -1;
 }

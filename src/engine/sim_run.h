@@ -49,7 +49,21 @@ typedef struct {
     const sim_sessions *sessions;
     int32_t block_tokens;        /* the engine's KV block size: conversations' ids are per block */
     size_t max_series_points;    /* series resolution cap (0: 2048) */
+    /* The way from the client to the engine's queue, as over HTTP: a request reaches the engine
+     * ingest_ns_per_token x its prompt tokens (upload, JSON parse, token count) after it was sent,
+     * so a burst of same-timestamp requests reaches the engine small bodies first, as `serve
+     * --engine sim` admits them; and a closed-loop user sends a seeded exponential turnaround (mean
+     * turnaround_ns: the client's event loop, the server's last chunk) after its slot freed (the
+     * record's queue time), so a closed loop of fixed lengths does not stay in lockstep on the
+     * virtual clock. 0 and 0: straight in, in send order. */
+    int64_t turnaround_ns;
+    double ingest_ns_per_token;
+    uint64_t transit_seed;
 } sim_workload;
+
+/* The transit the CLI and the validation use (README-sim.md, "Client and transit"). */
+#define SIM_TURNAROUND_NS 300000         /* 0.3 ms mean */
+#define SIM_INGEST_NS_PER_TOKEN 50.0     /* 5 ms for a 100k-token prompt */
 
 /* A workload spec read for the simulator. */
 typedef struct {

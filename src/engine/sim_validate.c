@@ -31,6 +31,7 @@ typedef struct {
     double rate;             /* 0: closed loop; INFINITY: all at once */
     int concurrency;
     long prompts;
+    long warmup;             /* requests of the first wave, not measured (the sources' warm-ups) */
     /* decode / prefill / bench */
     double batch, context, tokens, prompt_len, depth, n_tokens, ub;
     val_metric m[MAX_METRICS];
@@ -40,6 +41,9 @@ typedef struct {
 
 typedef struct {
     char id[16];
+    char group[48];          /* source and engine generation: rows that share fitted constants */
+    int generation;          /* the engine's year (time split) */
+    char deployment[64];     /* rows of one deployment at several loads (calibrate on one, predict the rest) */
     char not_simulated[200];
     int first_case, n_cases;
     int scored;              /* has metrics in a target category */
@@ -50,7 +54,11 @@ struct val_table {
     int n_rows;
     val_case *cases;
     int n_cases;
+    unsigned char *excl;     /* rows left out of the fit's objective (a group, a time split); NULL none */
+    int sweeps, iters;       /* the cold fit's effort (3 and 12: --fit; fewer in the group refits) */
 };
+
+static int left_out(const val_table *t, int r, int exclude) { return r == exclude || (t->excl && t->excl[r]); }
 
 /* The fitted parameters: where they live in cost_factors, their physical range, and the prior. */
 typedef struct { const char *name, *flag; size_t off; double lo, hi, prior; } fit_param;
@@ -65,6 +73,7 @@ static const fit_param params[] = {
     {"moe_triton_eff", "moe-triton-eff", offsetof(cost_factors, moe_triton_eff), 0.05, 1.0, 0.4},
     {"moe_triton_fp8_eff", "moe-triton-fp8-eff", offsetof(cost_factors, moe_triton_fp8_eff), 0.02, 1.0, 0.2},
     {"attn_triton_eff", "attn-triton-eff", offsetof(cost_factors, attn_triton_eff), 0.005, 0.667, 0.1},
+    {"ggml_compute_eff", "ggml-compute-eff", offsetof(cost_factors, ggml_compute_eff), 0.05, 1.0, 0.5},
 };
 #define N_PARAMS (sizeof params / sizeof params[0])
 
@@ -88,6 +97,7 @@ static int cat_of(const char *s) {
     if (!strcmp(s, "tpot")) return VAL_TPOT;
     if (!strcmp(s, "tput")) return VAL_TPUT;
     if (!strcmp(s, "ttft")) return VAL_TTFT;
+    if (!strcmp(s, "prefill")) return VAL_PREFILL;
     return VAL_OTHER;
 }
 
@@ -146,6 +156,7 @@ static int load_case(val_table *t, int row, const char *row_flags, json_t *c, ch
     vc->rate = json_is_string(rate) && !strcmp(json_string_value(rate), "inf") ? INFINITY : jnum(w, "rate", 0);
     vc->concurrency = (int)jnum(w, "concurrency", 0);
     vc->prompts = (long)jnum(w, "sim_prompts", jnum(w, "prompts", 1000));
+    vc->warmup = (long)jnum(w, "sim_warmup", 0);
     vc->batch = jnum(w, "batch", 1);
     vc->context = jnum(w, "context", 1024);
     vc->tokens = jnum(w, "tokens", 1024);
@@ -203,6 +214,9 @@ int val_load(const char *path, val_table **out, char *err, size_t errlen) {
         snprintf(vr->id, sizeof vr->id, "%s", json_string_value(json_object_get(r, "id")) ?: "?");
         json_t *sim = json_object_get(r, "sim");
         snprintf(vr->not_simulated, sizeof vr->not_simulated, "%s", json_string_value(json_object_get(sim, "not_simulated")) ?: "");
+        snprintf(vr->group, sizeof vr->group, "%s", json_string_value(json_object_get(sim, "group")) ?: vr->id);
+        vr->generation = (int)jnum(sim, "generation", 0);
+        snprintf(vr->deployment, sizeof vr->deployment, "%s", json_string_value(json_object_get(sim, "deployment")) ?: "");
         vr->first_case = t->n_cases;
         const char *flags = json_string_value(json_object_get(sim, "flags"));
         int row = t->n_rows++;
@@ -239,7 +253,8 @@ static int run_serve(val_case *c, char *err, size_t errlen) {
      * Poisson arrivals split into dp Poisson streams) */
     int k = c->p.dp > 1 && c->p.prefill_instances == 0 ? c->p.dp : (c->p.dp == 0 ? c->p.tp : 1);
     c->p.rank_sample = k;
-    size_t n = (size_t)((c->prompts + k - 1) / k);
+    size_t wu = (size_t)((c->warmup + k - 1) / k);
+    size_t n = (size_t)((c->prompts + k - 1) / k) + wu;
     int32_t *ins = NULL, *outs = NULL;
     int64_t *stamps = NULL, *times = NULL;
     if (sim_workload_lengths(c->dataset, &n, 1, 128, &ins, &outs, &stamps, err, errlen) < 0) return -1;
@@ -261,7 +276,8 @@ static int run_serve(val_case *c, char *err, size_t errlen) {
         }
     }
     sim_workload w = {.n = n, .arrival_ns = times, .concurrency = c->concurrency > 0 ? (c->concurrency + k - 1) / k : 0,
-                      .in_tokens = ins, .max_tokens = outs};
+                      .in_tokens = ins, .max_tokens = outs, .warmup = wu, .turnaround_ns = SIM_TURNAROUND_NS,
+                      .ingest_ns_per_token = SIM_INGEST_NS_PER_TOKEN, .transit_seed = 2};
     if (sim_run(e, &w, &recs, NULL, err, errlen) < 0) goto out;
     summary_opts so;
     summary_default_opts(&so);
@@ -274,12 +290,13 @@ static int run_serve(val_case *c, char *err, size_t errlen) {
     set_metric(c, "output_throughput", out_tps);
     set_metric(c, "request_throughput", json_number_value(json_object_get(s, "request_throughput")) * k);
     set_metric(c, "output_throughput_per_gpu", out_tps / gpus_of(&c->p));
+    set_metric(c, "total_throughput_per_gpu", json_number_value(json_object_get(s, "total_token_throughput")) * k / gpus_of(&c->p));
     json_decref(s);
     double user = 0;
     long done = 0;
     for (size_t i = 0; i < recs.n; i++) {
         const record *r = &recs.v[i];
-        if (r->outcome != REC_OK || r->end_ns <= r->send_ns) continue;
+        if (r->outcome != REC_OK || r->warmup || r->end_ns <= r->send_ns) continue;
         user += record_out_tokens(r) / ((r->end_ns - r->send_ns) / 1e9);
         done++;
     }
@@ -408,7 +425,7 @@ void val_summary(const val_table *t, double med[VAL_NCAT], double worst[VAL_NCAT
     summarize(t, NULL, med, worst, n);
 }
 
-static const char *const cat_names[VAL_NCAT] = {"TPOT", "per-GPU output throughput", "low-load TTFT", "other"};
+static const char *const cat_names[VAL_NCAT] = {"TPOT", "per-GPU throughput", "TTFT", "prefill throughput", "other"};
 
 /* Median and worst per category over the rows in use (all when NULL), the first ncat categories. */
 static void print_summary(FILE *out, const val_table *t, const int *use, int ncat, const char *title) {
@@ -445,7 +462,7 @@ static double objective(const val_table *t, int exclude) {
     double sum = 0;
     int cnt = 0;
     for (int r = 0; r < t->n_rows; r++) {
-        if (r == exclude) continue;
+        if (left_out(t, r, exclude)) continue;
         for (int k = 0; k < VAL_OTHER; k++) {
             double s = 0;
             int m = 0;
@@ -487,7 +504,7 @@ static int sensitivity(val_table *t, const cost_factors *f, unsigned char *sens,
 static double eval_at(val_table *t, cost_factors *f, size_t k, double v, const unsigned char *sens, int exclude, char *err,
                       size_t errlen, int *fail) {
     *fp(f, k) = v;
-    for (int i = 0; i < t->n_cases; i++) t->cases[i].dirty = sens[k * (size_t)t->n_cases + i] && t->cases[i].row != exclude;
+    for (int i = 0; i < t->n_cases; i++) t->cases[i].dirty = sens[k * (size_t)t->n_cases + i] && !left_out(t, t->cases[i].row, exclude);
     if (run_cases(t, f, 1, err, errlen) < 0) *fail = 1;
     return objective(t, exclude);
 }
@@ -500,7 +517,7 @@ static int fit(val_table *t, cost_factors *f, int exclude, int warm, FILE *logf,
     if (sensitivity(t, f, sens, err, errlen) < 0) { free(sens); return -1; }
     int fail = 0;
     double best = objective(t, exclude);
-    for (int sweep = 0; sweep < (warm ? 1 : 3) && !fail; sweep++) {
+    for (int sweep = 0; sweep < (warm ? 1 : t->sweeps ? t->sweeps : 3) && !fail; sweep++) {
         double before = best;
         for (size_t k = 0; k < N_PARAMS && !fail; k++) {
             if (warm && exclude >= 0) {
@@ -525,7 +542,7 @@ static int fit(val_table *t, cost_factors *f, int exclude, int warm, FILE *logf,
             double c = b - gr * (b - a), d = a + gr * (b - a);
             double fc = eval_at(t, f, k, exp(c), sens, exclude, err, errlen, &fail);
             double fd = eval_at(t, f, k, exp(d), sens, exclude, err, errlen, &fail);
-            for (int it = 0; it < (warm ? 6 : 12) && !fail; it++) {
+            for (int it = 0; it < (warm ? 6 : t->iters ? t->iters : 12) && !fail; it++) {
                 if (fc < fd) { b = d; d = c; fd = fc; c = b - gr * (b - a); fc = eval_at(t, f, k, exp(c), sens, exclude, err, errlen, &fail); }
                 else { a = c; c = d; fc = fd; d = a + gr * (b - a); fd = eval_at(t, f, k, exp(d), sens, exclude, err, errlen, &fail); }
             }
@@ -551,7 +568,7 @@ static int fit(val_table *t, cost_factors *f, int exclude, int warm, FILE *logf,
                 int on = 0;
                 for (int i = t->rows[r].first_case; i < t->rows[r].first_case + t->rows[r].n_cases; i++)
                     on |= sens[k * (size_t)t->n_cases + i];
-                if (on && r != exclude) fprintf(logf, " %s", t->rows[r].id);
+                if (on && !left_out(t, r, exclude)) fprintf(logf, " %s", t->rows[r].id);
             }
             fputc('\n', logf);
         }
@@ -601,4 +618,270 @@ int val_loo(val_table *t, FILE *out, char *err, size_t errlen) {
     free(use);
     free(keep);
     return 0;
+}
+
+/* ---- Prediction on unseen deployments: leave one group out, the time split, intervals ---------
+ *
+ * A group is a source and engine generation: its rows share whatever the fitted constants absorb
+ * of that source (its engine version, its benchmark client), so leaving one row out measures
+ * memory, leaving its group out measures prediction. Each refit minimizes the fit's objective over
+ * the other groups' rows, linearized around the defaults (one Jacobian of every (row, target) mean
+ * log error in every log parameter, by re-simulation), with a ridge to each parameter's prior: a
+ * parameter that only the left-out group moves has no data left and goes back to its prior. The
+ * left-out rows are then simulated at the refit parameters (exact, not linearized). */
+
+#define GN_RIDGE 0.02     /* weight of (log value - log prior)^2 against the squared log errors */
+#define GN_STEP 1.3       /* finite-difference factor of the Jacobian */
+
+typedef struct { int row, cat; } rc_key;
+
+/* The (row, target) pairs of simulated, scored rows and their mean log error now. */
+static int row_errors(const val_table *t, rc_key *keys, double *e) {
+    int n = 0;
+    for (int r = 0; r < t->n_rows; r++)
+        for (int k = 0; k < VAL_OTHER; k++) {
+            double s = 0;
+            int m = 0;
+            for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
+                for (int j = 0; j < t->cases[ci].n_m; j++) {
+                    double x = lerr(&t->cases[ci].m[j]);
+                    if (t->cases[ci].m[j].cat == k && isfinite(x)) { s += x; m++; }
+                }
+            if (!m) continue;
+            if (keys) keys[n] = (rc_key){r, k};
+            if (e) e[n] = s / m;
+            n++;
+        }
+    return n;
+}
+
+/* Solves A x = b (n x n, Gaussian elimination with partial pivoting); A and b are destroyed. */
+static void solve(double *A, double *b, double *x, int n) {
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int r = c + 1; r < n; r++) if (fabs(A[r * n + c]) > fabs(A[p * n + c])) p = r;
+        for (int k = 0; k < n; k++) { double tmp = A[c * n + k]; A[c * n + k] = A[p * n + k]; A[p * n + k] = tmp; }
+        double tb = b[c]; b[c] = b[p]; b[p] = tb;
+        for (int r = c + 1; r < n; r++) {
+            double f = A[c * n + c] != 0 ? A[r * n + c] / A[c * n + c] : 0;
+            for (int k = c; k < n; k++) A[r * n + k] -= f * A[c * n + k];
+            b[r] -= f * b[c];
+        }
+    }
+    for (int c = n - 1; c >= 0; c--) {
+        double s = b[c];
+        for (int k = c + 1; k < n; k++) s -= A[c * n + k] * x[k];
+        x[c] = A[c * n + c] != 0 ? s / A[c * n + c] : 0;
+    }
+}
+
+/* The refit on the (row, target) pairs with train[row]: one ridge-regularized Gauss-Newton step
+ * from f0 in log parameters, each clamped to its physical range. */
+static void gn_refit(const cost_factors *f0, const double *J, const double *e0, const rc_key *keys, int n,
+                     const unsigned char *train, cost_factors *out) {
+    enum { P = N_PARAMS };
+    double A[P * P], b[P], x[P];
+    memset(A, 0, sizeof A);
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < n; i++) {
+        if (!train[keys[i].row]) continue;
+        for (int a = 0; a < P; a++) {
+            b[a] -= J[i * P + a] * e0[i];
+            for (int c = 0; c < P; c++) A[a * P + c] += J[i * P + a] * J[i * P + c];
+        }
+    }
+    for (int a = 0; a < P; a++) {
+        double v0 = *(const double *)((const char *)f0 + params[a].off);
+        A[a * P + a] += GN_RIDGE;
+        b[a] += GN_RIDGE * (log(params[a].prior) - log(v0));
+    }
+    solve(A, b, x, P);
+    *out = *f0;
+    for (int a = 0; a < P; a++) {
+        double v = *fp(out, a) * exp(x[a]);
+        *fp(out, a) = fmin(params[a].hi, fmax(params[a].lo, v));
+    }
+}
+
+/* Simulates only the rows in want[] at f. */
+static int run_rows(val_table *t, const cost_factors *f, const unsigned char *want, char *err, size_t errlen) {
+    for (int i = 0; i < t->n_cases; i++) t->cases[i].dirty = want[t->cases[i].row];
+    return run_cases(t, f, 1, err, errlen);
+}
+
+/* The 80th percentile of |log error| over the rows in use for target k (NAN with fewer than 3). */
+static double q80(const val_table *t, const int *use, int k) {
+    double v[1024];
+    int m = 0;
+    for (int r = 0; r < t->n_rows && m < 1024; r++) {
+        if (!use[r]) continue;
+        double s = 0;
+        int c = 0;
+        for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
+            for (int j = 0; j < t->cases[ci].n_m; j++) {
+                double x = lerr(&t->cases[ci].m[j]);
+                if (t->cases[ci].m[j].cat == k && isfinite(x)) { s += fabs(x); c++; }
+            }
+        if (c) v[m++] = s / c;
+    }
+    if (m < 3) return NAN;
+    qsort(v, (size_t)m, sizeof *v, cmp_d);
+    double pos = 0.8 * (m - 1);
+    int lo = (int)pos;
+    return lo + 1 < m ? v[lo] + (pos - lo) * (v[lo + 1] - v[lo]) : v[m - 1];
+}
+
+/* Coverage of 80% intervals for the predictions held in t for the rows in use: a metric's interval
+ * is its prediction times exp(+-q), q the 80th percentile of the out-of-group |log errors| of the
+ * *other* groups' rows (so no row's own error sets its interval). */
+static void coverage(FILE *out, const val_table *t, const int *use, const char *title) {
+    int *oth = malloc(sizeof(int) * (size_t)(t->n_rows + 1));
+    if (!oth) return;
+    int in[VAL_OTHER] = {0}, all[VAL_OTHER] = {0};
+    for (int r = 0; r < t->n_rows; r++) {
+        if (!use[r]) continue;
+        for (int q = 0; q < t->n_rows; q++) oth[q] = use[q] && strcmp(t->rows[q].group, t->rows[r].group);
+        for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
+            for (int j = 0; j < t->cases[ci].n_m; j++) {
+                const val_metric *m = &t->cases[ci].m[j];
+                double x = lerr(m), h = m->cat < VAL_OTHER ? q80(t, oth, m->cat) : NAN;
+                if (m->cat >= VAL_OTHER || !isfinite(x) || !isfinite(h)) continue;
+                all[m->cat]++;
+                in[m->cat] += fabs(x) <= h;
+            }
+    }
+    fprintf(out, "%s\n", title);
+    int ti = 0, ta = 0;
+    for (int k = 0; k < VAL_OTHER; k++) {
+        if (!all[k]) continue;
+        fprintf(out, "  %-28s %3d of %3d metrics inside (%.0f%%)   interval +-%.0f%% (all groups)\n", cat_names[k], in[k], all[k],
+                100.0 * in[k] / all[k], (exp(q80(t, use, k)) - 1) * 100);
+        ti += in[k];
+        ta += all[k];
+    }
+    if (ta) fprintf(out, "  %-28s %3d of %3d (%.0f%%)\n", "all targets", ti, ta, 100.0 * ti / ta);
+    free(oth);
+}
+
+int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) {
+    enum { P = N_PARAMS };
+    cost_factors f0;
+    cost_default_factors(&f0);
+    int n = 0, rc = -1;
+    unsigned char *train = calloc((size_t)t->n_rows + 1, 1), *want = calloc((size_t)t->n_rows + 1, 1);
+    int *use = calloc((size_t)t->n_rows + 1, sizeof *use);
+    val_case *keep = malloc(sizeof(val_case) * (size_t)(t->n_cases + 1));
+    rc_key *keys = malloc(sizeof(rc_key) * (size_t)(t->n_rows * VAL_OTHER + 1));
+    double *e0 = malloc(sizeof(double) * (size_t)(t->n_rows * VAL_OTHER + 1)), *ek = malloc(sizeof(double) * (size_t)(t->n_rows * VAL_OTHER + 1));
+    double *J = malloc(sizeof(double) * (size_t)(t->n_rows * VAL_OTHER + 1) * P);
+    if (!train || !want || !use || !keep || !keys || !e0 || !ek || !J) { snprintf(err, errlen, "out of memory"); goto out; }
+    if (val_run(t, &f0, err, errlen) < 0) goto out;
+    n = row_errors(t, keys, e0);
+    for (size_t a = 0; a < P; a++) {
+        cost_factors g = f0;
+        double *x = fp(&g, a), s = *x * GN_STEP > params[a].hi ? 1 / GN_STEP : GN_STEP;
+        *x *= s;
+        if (val_run(t, &g, err, errlen) < 0) goto out;
+        row_errors(t, NULL, ek);
+        for (int i = 0; i < n; i++) J[i * P + a] = (ek[i] - e0[i]) / log(s);
+    }
+    if (val_run(t, &f0, err, errlen) < 0) goto out;
+    /* every simulated, scored row, and its group */
+    for (int r = 0; r < t->n_rows; r++) use[r] = t->rows[r].scored && !t->rows[r].not_simulated[0];
+    fprintf(out, "leave-one-group-out (the headline): each group of rows (one source and engine generation) predicted by a fit on the other groups\n");
+    fprintf(out, "%-26s %-5s %-22s %-26s %12s %12s %8s\n", "group", "row", "case", "metric", "published", "predicted", "error");
+    for (int r = 0; r < t->n_rows; r++) {
+        if (!use[r]) continue;
+        int seen = 0;
+        for (int q = 0; q < r && !seen; q++) seen = use[q] && !strcmp(t->rows[q].group, t->rows[r].group);
+        if (seen) continue;   /* the group was done with its first row */
+        for (int q = 0; q < t->n_rows; q++) { want[q] = use[q] && !strcmp(t->rows[q].group, t->rows[r].group); train[q] = use[q] && !want[q]; }
+        cost_factors f;
+        gn_refit(&f0, J, e0, keys, n, train, &f);
+        if (run_rows(t, &f, want, err, errlen) < 0) goto out;
+        for (int q = 0; q < t->n_rows; q++) {
+            if (!want[q]) continue;
+            for (int ci = t->rows[q].first_case; ci < t->rows[q].first_case + t->rows[q].n_cases; ci++) {
+                keep[ci] = t->cases[ci];
+                for (int j = 0; j < t->cases[ci].n_m; j++) {
+                    const val_metric *m = &t->cases[ci].m[j];
+                    if (m->cat == VAL_OTHER) continue;
+                    fprintf(out, "%-26s %-5s %-22s %-26s %12.5g %12.5g %+7.1f%%\n", t->rows[q].group, t->rows[q].id, t->cases[ci].name,
+                            m->name, m->published, m->predicted, (m->predicted / m->published - 1) * 100);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < t->n_rows; r++)
+        if (use[r])
+            for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++) t->cases[ci] = keep[ci];
+    print_summary(out, t, use, VAL_OTHER, "\nleave-one-group-out summary (one value per row, predicted without its group)");
+    coverage(out, t, use, "80% intervals, leave-one-group-out (each from the other groups' out-of-group errors):");
+    /* the time split: fit on the older engine generations, predict the newer */
+    if (split_year > 0) {
+        int *late = calloc((size_t)t->n_rows + 1, sizeof *late);
+        if (!late) { snprintf(err, errlen, "out of memory"); goto out; }
+        int nl = 0, ne = 0;
+        for (int r = 0; r < t->n_rows; r++) {
+            late[r] = use[r] && t->rows[r].generation > split_year;
+            train[r] = use[r] && !late[r];
+            want[r] = (unsigned char)late[r];
+            nl += late[r];
+            ne += train[r];
+        }
+        if (nl && ne) {
+            cost_factors f;
+            gn_refit(&f0, J, e0, keys, n, train, &f);
+            if (run_rows(t, &f, want, err, errlen) < 0) { free(late); goto out; }
+            char title[160];
+            snprintf(title, sizeof title, "\ntime split: fit on the %d rows of engine generations <= %d, predict the %d later rows", ne, split_year, nl);
+            print_summary(out, t, late, VAL_OTHER, title);
+            coverage(out, t, late, "80% intervals on the later rows (from the other groups' errors):");
+        }
+        free(late);
+    }
+    /* calibrate, then predict: a deployment published at several loads (one row each), fitted on
+     * its lowest load alone (the deployment's own factors from one measured run), the other loads
+     * predicted ("uncal.": the defaults, simulated again here) */
+    if (val_run(t, &f0, err, errlen) < 0) goto out;
+    fprintf(out, "\ncalibrate on one load, predict the others (deployments with rows at several loads):\n");
+    fprintf(out, "%-28s %-5s %-22s %-26s %12s %12s %8s %8s\n", "deployment", "row", "case", "metric", "published", "predicted",
+            "error", "uncal.");
+    int cal_use_n = 0;
+    int *cal_use = calloc((size_t)t->n_rows + 1, sizeof *cal_use);
+    if (!cal_use) { snprintf(err, errlen, "out of memory"); goto out; }
+    for (int r = 0; r < t->n_rows; r++) {
+        if (!use[r] || !t->rows[r].deployment[0]) continue;
+        int first = 1, count = 0;
+        for (int q = 0; q < t->n_rows; q++)
+            if (use[q] && !strcmp(t->rows[q].deployment, t->rows[r].deployment)) { count++; if (q < r) first = 0; }
+        if (!first || count < 3) continue;
+        /* rows come in load order in the table: r is the lowest */
+        for (int q = 0; q < t->n_rows; q++) { train[q] = q == r; want[q] = use[q] && q != r && !strcmp(t->rows[q].deployment, t->rows[r].deployment); }
+        cost_factors f;
+        gn_refit(&f0, J, e0, keys, n, train, &f);
+        for (int q = 0; q < t->n_rows; q++)
+            if (want[q])
+                for (int ci = t->rows[q].first_case; ci < t->rows[q].first_case + t->rows[q].n_cases; ci++) keep[ci] = t->cases[ci];
+        if (run_rows(t, &f, want, err, errlen) < 0) { free(cal_use); goto out; }
+        for (int q = 0; q < t->n_rows; q++) {
+            if (!want[q]) continue;
+            cal_use[q] = 1;
+            cal_use_n++;
+            for (int ci = t->rows[q].first_case; ci < t->rows[q].first_case + t->rows[q].n_cases; ci++)
+                for (int j = 0; j < t->cases[ci].n_m; j++) {
+                    const val_metric *m = &t->cases[ci].m[j];
+                    if (m->cat == VAL_OTHER) continue;
+                    fprintf(out, "%-28s %-5s %-22s %-26s %12.5g %12.5g %+7.1f%% %+7.1f%%\n", t->rows[q].deployment, t->rows[q].id,
+                            t->cases[ci].name, m->name, m->published, m->predicted, (m->predicted / m->published - 1) * 100,
+                            (keep[ci].m[j].predicted / m->published - 1) * 100);
+                }
+        }
+    }
+    if (cal_use_n) print_summary(out, t, cal_use, VAL_OTHER, "calibrate-then-predict summary (one value per predicted row; uncal. = the defaults)");
+    free(cal_use);
+    rc = val_run(t, &f0, err, errlen);
+out:
+    free(train); free(want); free(use); free(keep); free(keys); free(e0); free(ek); free(J);
+    return rc;
 }

@@ -18,7 +18,7 @@
 
 typedef struct val_table val_table;
 
-enum { VAL_TPOT, VAL_TPUT, VAL_TTFT, VAL_OTHER, VAL_NCAT };
+enum { VAL_TPOT, VAL_TPUT, VAL_TTFT, VAL_PREFILL, VAL_OTHER, VAL_NCAT };
 
 /* 0 ok, -1 with err (unreadable file, bad row: unknown flag, a fitted parameter set by a row). */
 int val_load(const char *path, val_table **out, char *err, size_t errlen);
@@ -36,6 +36,10 @@ int val_fit(val_table *t, cost_factors *f, int exclude, FILE *log, char *err, si
 /* Leave-one-out: for every scored row, fit without it and predict it; prints a table and the
  * summary to out. */
 int val_loo(val_table *t, FILE *out, char *err, size_t errlen);
+/* Leave-one-group-out (every group: fit on the others from the priors, predict it) and the time
+ * split (fit on generations <= split_year, predict the later ones), with the 80% intervals from
+ * the other groups' out-of-group errors and their coverage. The headline of --validate. */
+int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen);
 /* The fitted parameters of f, one line each (for profiles and the README). */
 void val_print_factors(FILE *out, const cost_factors *f);
 /* The starting point of every fit (physically plausible values, not fitted). */

@@ -23,6 +23,9 @@ static const hw_gpu gpus[] = {
     {"gb200", "NVIDIA GB200 186GB HBM3e (NVL72)", 186 * GB, 8.0e12, 2500 * T, 5000 * T, 5000 * T, 1800 * GB, "NVLink5 (NVL72)", 10000 * T, 50 * GB, 72, 0},
     {"l40s", "NVIDIA L40S 48GB GDDR6", 46068 * MIB, 0.864e12, 362 * T, 733 * T, 733 * T, 64 * GB, "PCIe4 x16", 0, 25 * GB, 1, 1},
     {"mi300x", "AMD Instinct MI300X 192GB HBM3", 196608 * MIB, 5.3e12, 1307 * T, 2615 * T, 2615 * T, 896 * GB, "Infinity Fabric", 0, 50 * GB, 8, 0},
+    /* AMD's MI355X datasheet: 288 GB HBM3E, 8 TB/s, dense 2.5 PF bf16, 5.0 PF fp8/int8, 10.1 PF
+     * MXFP4; 7 Infinity Fabric links of 153.6 GB/s */
+    {"mi355x", "AMD Instinct MI355X 288GB HBM3E", 294912 * MIB, 8.0e12, 2516 * T, 5033 * T, 5033 * T, 1075 * GB, "Infinity Fabric", 10066 * T, 50 * GB, 8, 0},
     /* GeForce cards (llama.cpp, ktransformers rows): bf16 with fp32 accumulate, int8 dense */
     {"rtx3090", "NVIDIA GeForce RTX 3090 24GB", 24576 * MIB, 936e9, 71 * T, 0, 284 * T, 64 * GB, "PCIe4 x16", 0, 0, 1, 1},
     {"rtx4080", "NVIDIA GeForce RTX 4080 16GB", 16376 * MIB, 716.8e9, 97.5 * T, 389.9 * T, 389.9 * T, 64 * GB, "PCIe4 x16", 0, 0, 1, 1},
@@ -59,7 +62,7 @@ const char *hw_names(void) {
 }
 
 double hw_matmul_flops(const hw_gpu *g, model_dtype d) {
-    if (d == DT_FP4) {
+    if (d == DT_FP4 || d == DT_MXFP4) {
         if (g->fp4_flops > 0) return g->fp4_flops;
         d = DT_FP8;   /* dequantized into the fp8 (or bf16) path */
     }

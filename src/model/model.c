@@ -9,8 +9,9 @@
 
 /* fp4: NVFP4, 4-bit values with an fp8 scale per 16 (4.5 bits); q4: GGUF Q4_0, 32 4-bit values
  * with an fp16 scale (18 bytes per 32 = 4.5 bits) */
-static const double dtype_bytes[DT_COUNT] = {2, 2, 1, 1, 0.5, 0.5625, 0.5625};
-static const char *const dtype_names[DT_COUNT] = {"bf16", "fp16", "fp8", "int8", "int4", "fp4", "q4"};
+/* mxfp4: OCP MX, 32 4-bit values with an 8-bit shared exponent (4.25 bits) */
+static const double dtype_bytes[DT_COUNT] = {2, 2, 1, 1, 0.5, 0.5625, 0.5625, 0.53125};
+static const char *const dtype_names[DT_COUNT] = {"bf16", "fp16", "fp8", "int8", "int4", "fp4", "q4", "mxfp4"};
 
 double model_dtype_bytes(model_dtype d) { return d < DT_COUNT ? dtype_bytes[d] : 2; }
 const char *model_dtype_name(model_dtype d) { return d < DT_COUNT ? dtype_names[d] : "?"; }
@@ -20,7 +21,7 @@ int model_dtype_parse(const char *s, model_dtype dflt, model_dtype *out) {
         {"bf16", DT_BF16}, {"bfloat16", DT_BF16}, {"fp16", DT_FP16}, {"float16", DT_FP16},
         {"half", DT_FP16}, {"fp8", DT_FP8}, {"fp8_e4m3", DT_FP8}, {"fp8_e5m2", DT_FP8},
         {"int8", DT_INT8}, {"w8a8", DT_INT8}, {"int4", DT_INT4}, {"w4a16", DT_INT4},
-        {"fp4", DT_FP4}, {"nvfp4", DT_FP4}, {"mxfp4", DT_FP4}, {"q4", DT_Q4}, {"q4_0", DT_Q4},
+        {"fp4", DT_FP4}, {"nvfp4", DT_FP4}, {"mxfp4", DT_MXFP4}, {"q4", DT_Q4}, {"q4_0", DT_Q4},
         {"q4_k_m", DT_Q4}, {"gguf-q4", DT_Q4},
     };
     if (!s) return -1;

@@ -8,8 +8,9 @@
 #include <stdio.h>
 #include <jansson.h>
 
-/* DT_FP4: NVFP4/MXFP4 (4-bit values + fp8 scale per 16: 4.5 bits); DT_Q4: GGUF Q4_0 (4.5 bits). */
-typedef enum { DT_BF16, DT_FP16, DT_FP8, DT_INT8, DT_INT4, DT_FP4, DT_Q4, DT_COUNT } model_dtype;
+/* DT_FP4: NVFP4 (4-bit values + fp8 scale per 16: 4.5 bits); DT_Q4: GGUF Q4_0 (4.5 bits);
+ * DT_MXFP4: OCP MXFP4 (4-bit values + an 8-bit power-of-two scale per 32: 4.25 bits). */
+typedef enum { DT_BF16, DT_FP16, DT_FP8, DT_INT8, DT_INT4, DT_FP4, DT_Q4, DT_MXFP4, DT_COUNT } model_dtype;
 
 double model_dtype_bytes(model_dtype d);         /* 2, 2, 1, 1, 0.5, 0.5625, 0.5625 */
 const char *model_dtype_name(model_dtype d);     /* "bf16", "fp16", "fp8", "int8", "int4", "fp4", "q4" */
