@@ -95,7 +95,9 @@ struct fileio_out {
     size_t written;
 };
 
-/* The cookie's write: every byte, or -1 with the error kept (stdio's own errno may be lost). */
+/* The cookie's write: every byte, or 0 with the error kept (stdio's own errno may be lost). 0, not
+ * -1: fopencookie(3) says a write function must never return a negative value, and glibc's stdio
+ * adds a -1 to its count (it then copied one byte past the caller's buffer). */
 static ssize_t out_write(void *cookie, const char *buf, size_t n) {
     fileio_out *o = cookie;
     size_t want = n;
@@ -110,12 +112,12 @@ static ssize_t out_write(void *cookie, const char *buf, size_t n) {
         if (w < 0) {
             if (errno == EINTR) continue;
             if (!o->err) o->err = errno;
-            return -1;
+            return 0;
         }
         done += (size_t)w;
     }
     o->written += done;
-    if (full) { if (!o->err) o->err = ENOSPC; errno = ENOSPC; return -1; }
+    if (full) { if (!o->err) o->err = ENOSPC; errno = ENOSPC; return 0; }
     return (ssize_t)n;
 }
 
