@@ -386,8 +386,10 @@ TEST(report_sweep_html_csv) {
     if (h && c && m && doc) {
         CHECK(strstr(h, "id=\"fig-saturation\"") != NULL);
         CHECK(strstr(h, "id=\"fig-breakdown\"") != NULL);
-        /* 4 levels x (TTFT, decode): sim's closed loop has no client queue, and empty segments are not drawn */
-        CHECK_EQ_INT(count(h, "<rect class=\"bar "), 8);
+        /* 4 levels x (client queue, TTFT, decode): sim's closed-loop users turn around before they send
+         * (the transit, src/engine/sim_run.c), which is client queue time as bench measures it */
+        CHECK_EQ_INT(count(h, "<rect class=\"bar "), 12);
+        CHECK_EQ_INT(count(h, "<rect class=\"bar m-queued"), 4);
         CHECK(strstr(h, "id=\"fig-lvt-ttft\"") != NULL);
         CHECK(strstr(h, "knee c=16 (fit 14.2)") != NULL);
         CHECK_EQ_INT(count(h, "<path class=\"s fit\" d=\"M"), 3);   /* rise and tail segments, legend swatch */
