@@ -422,7 +422,7 @@ static void time_parts(rbuf *b, const json_t *parts, const char *caption) {
 static void time_accounting(rbuf *b, const rep_model *m, const json_t *t) {
     if (!json_is_object(t)) return;
     rb_puts(b, "<h3>Where the time went</h3>");
-    char cap[96], ms[32], at[48] = "";
+    char cap[160], ms[32], at[48] = "";
     double lvl = rep_num(t, "level");
     if (!isnan(lvl)) { char ll[32]; rep_load_label(m, lvl, ll, sizeof ll); snprintf(at, sizeof at, " at %s", ll); }
     fmt_ms(rep_num(t, "request_ms"), ms, sizeof ms);
