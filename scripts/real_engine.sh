@@ -46,6 +46,13 @@ if [ -n "$need_pkgs" ]; then
 fi
 
 mkdir -p "$OUT/bin" "$OUT/models"
+# One build at a time per folder: a second `make test` beside a first (two checkouts sharing
+# DSPERF_ENGINE_DIR) waits here, then finds everything built, instead of deleting the source tree
+# the first is compiling.
+if command -v flock >/dev/null 2>&1 && [ -z "${REAL_ENGINE_LOCKED:-}" ]; then
+  export REAL_ENGINE_LOCKED=1
+  exec flock "$OUT/.lock" sh "$ROOT/scripts/real_engine.sh" "$@"
+fi
 SRC="$OUT/src"
 stamp="$OUT/bin/.built-from"
 want=$(sha256sum "$TARBALL" | cut -c1-16)

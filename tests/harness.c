@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/resource.h>
 
 typedef struct { const char *name, *file; test_fn fn; int alone; } test_case;
 static test_case *cases;
@@ -207,7 +208,7 @@ static void print_output_of(const in_flight *f) {
 }
 
 /* The verdict of a finished (or killed) test, printed as one line; a failing test's output follows. */
-static void finish_test(in_flight *f, int status, int timed_out, tally *c) {
+static void finish_test(in_flight *f, int status, const struct rusage *ru, int timed_out, tally *c) {
     test_case *t = &cases[f->idx];
     kill(-f->pid, SIGKILL);   /* servers and children the test left behind */
     char reason[256] = "";
@@ -227,7 +228,11 @@ static void finish_test(in_flight *f, int status, int timed_out, tally *c) {
     } else if (code == EXIT_TEST_OK) {
         c->passed++;
         bad = 0;
-        printf("ok   %s (%.0f ms)\n", t->name, ms);
+        /* CPU: the test's process and the children it waited for (servers it killed are not
+         * counted); what CI's pass budgets are made of on two cores, beside the wall time */
+        double cpu_ms = ru ? (double)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1e3 +
+                                 (double)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e3 : 0;
+        printf("ok   %s (%.0f ms, %.0f ms CPU)\n", t->name, ms, cpu_ms);
     } else if (code == EXIT_TEST_SKIP_ALLOWED || (code == EXIT_TEST_SKIP && !c->ci)) {
         c->skipped++;
         bad = 0;
@@ -261,10 +266,11 @@ static void run_pool(int *order, int n, int jobs, tally *c) {
                 if (!fl[k].pid) { start_test(order[next++], &fl[k], c->parallel); running++; break; }
         }
         int status;
-        pid_t r = waitpid(-1, &status, WNOHANG);
+        struct rusage ru;
+        pid_t r = wait4(-1, &status, WNOHANG, &ru);
         if (r > 0) {
             for (int k = 0; k < jobs; k++)
-                if (fl[k].pid == r) { finish_test(&fl[k], status, 0, c); running--; break; }
+                if (fl[k].pid == r) { finish_test(&fl[k], status, &ru, 0, c); running--; break; }
             continue;
         }
         double t = now_s();
@@ -273,7 +279,7 @@ static void run_pool(int *order, int n, int jobs, tally *c) {
                 kill(-fl[k].pid, SIGKILL);
                 kill(fl[k].pid, SIGKILL);
                 waitpid(fl[k].pid, &status, 0);
-                finish_test(&fl[k], status, 1, c);
+                finish_test(&fl[k], status, NULL, 1, c);
                 running--;
             }
         }
