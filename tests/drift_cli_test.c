@@ -431,7 +431,8 @@ TEST(drift_interrupted_run_keeps_what_it_measured) {
     snprintf(path, sizeof path, "%s/partial.json", harness_tmpdir());
     snprintf(cmd, sizeof cmd, "drift --baseline %s --candidate %s --contexts 8,16,32,64 --prompts 2 --gen-tokens 4 --concurrency 2 --score stepwise --quiet --out %s",
              b.url, b.url, path);
-    int st = test_run_interrupt(cmd, 3000, NULL, NULL);
+    /* interrupted once the server has answered a couple of its requests and holds another */
+    int st = test_run_interrupt_when_served(cmd, &b, 2, 1, NULL, NULL);
     test_serve_stop(&b);
     CHECK_EQ_INT(st, 1);
     json_t *d = test_load_json(path);

@@ -18,6 +18,8 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <time.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 
 /* Splits a command line on spaces; '...' groups. Returns argv (malloc'd, strings in buf). */
@@ -83,7 +85,40 @@ static int wait_child(pid_t pid, int *status) {
 typedef struct { int fd; char *text; } reader;
 static void *read_thread(void *arg) { reader *r = arg; r->text = slurp_fd(r->fd); return NULL; }
 
-static int run_impl(const char *args, int interrupt_ms, const char *interrupt_file, char **out, char **err) {
+/* When to send SIGINT to a running command: after a delay, when a file exists, or when a
+ * `dsperf serve` has answered enough requests and still has some in flight. */
+typedef struct {
+    int delay_ms;
+    const char *file;
+    const test_server *server;
+    int min_done, min_running;
+} interrupt_at;
+
+/* The served counts of a `dsperf serve`, from its /metrics: done = every finished reason's
+ * request_success_total summed. 0 when the numbers could be read. */
+static int served_counts(const test_server *s, double *done, double *running) {
+    char url[128];
+    snprintf(url, sizeof url, "%s/metrics", s->url);
+    char *m = test_http_get(url);
+    if (!m) return -1;
+    *done = 0;
+    *running = test_prom_value(m, "vllm:num_requests_running{");
+    const char *key = "vllm:request_success_total{";
+    for (const char *l = strstr(m, key); l; l = strstr(l + 1, key)) {
+        if (l != m && l[-1] != '\n') continue;
+        *done += test_prom_value(l, key);
+    }
+    free(m);
+    return isnan(*running) ? -1 : 0;
+}
+
+static bool interrupt_due(const interrupt_at *at) {
+    if (at->file) return access(at->file, F_OK) == 0;
+    double done, running;
+    return served_counts(at->server, &done, &running) == 0 && done >= at->min_done && running >= at->min_running;
+}
+
+static int run_impl(const char *args, const interrupt_at *at, char **out, char **err) {
     int po[2], pe[2];
     if (pipe(po) < 0 || pipe(pe) < 0) return -1;
     char *buf;
@@ -100,18 +135,18 @@ static int run_impl(const char *args, int interrupt_ms, const char *interrupt_fi
     pthread_t to, te;
     pthread_create(&to, NULL, read_thread, &ro);
     pthread_create(&te, NULL, read_thread, &re);
-    if (interrupt_ms > 0) {
-        struct timespec ts = { interrupt_ms / 1000, (interrupt_ms % 1000) * 1000000L };
+    if (at && at->delay_ms > 0) {
+        struct timespec ts = { at->delay_ms / 1000, (at->delay_ms % 1000) * 1000000L };
         nanosleep(&ts, NULL);
         kill(pid, SIGINT);
-    }
-    if (interrupt_file) {
-        /* poll for the file while the command runs; it never appearing is the command's failure */
+    } else if (at) {
+        /* poll while the command runs; the moment never coming is the command's failure (the
+         * command's own deadline ends the wait) */
         for (;;) {
-            if (access(interrupt_file, F_OK) == 0) break;
+            if (interrupt_due(at)) break;
             siginfo_t si = { 0 };
             if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == pid) break;   /* it ended */
-            usleep(5000);
+            usleep(at->file ? 5000 : 20000);
         }
         kill(pid, SIGINT);
     }
@@ -131,10 +166,19 @@ static int run_impl(const char *args, int interrupt_ms, const char *interrupt_fi
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-int test_run(const char *args, char **out, char **err) { return run_impl(args, 0, NULL, out, err); }
-int test_run_interrupt(const char *args, int delay_ms, char **out, char **err) { return run_impl(args, delay_ms, NULL, out, err); }
+int test_run(const char *args, char **out, char **err) { return run_impl(args, NULL, out, err); }
+int test_run_interrupt(const char *args, int delay_ms, char **out, char **err) {
+    interrupt_at at = { .delay_ms = delay_ms };
+    return run_impl(args, &at, out, err);
+}
 int test_run_interrupt_when_file(const char *args, const char *path, char **out, char **err) {
-    return run_impl(args, 0, path, out, err);
+    interrupt_at at = { .file = path };
+    return run_impl(args, &at, out, err);
+}
+int test_run_interrupt_when_served(const char *args, const test_server *s, int min_done, int min_running, char **out,
+                                   char **err) {
+    interrupt_at at = { .server = s, .min_done = min_done, .min_running = min_running };
+    return run_impl(args, &at, out, err);
 }
 
 int test_serve_start(test_server *s, const char *args) {
