@@ -29,7 +29,7 @@ static const char *stub_dir(void) {
 
 static const char *const knobs[] = {"NVML_STUB_GPUS", "NVML_STUB_NO_GPM", "NVML_STUB_NOT_SUPPORTED",
                                     "NVML_STUB_LOST_AFTER", "NVML_STUB_INIT_FAIL", "NVML_STUB_DRAM",
-                                    "NVML_STUB_PCIE_GEN", NULL};
+                                    "NVML_STUB_PCIE_GEN", "NVML_STUB_UTIL", "NVML_STUB_NVLINK", NULL};
 
 /* Sets the stub's knobs (read by nvmlInit) from "KEY=VALUE KEY=VALUE"; the others are cleared. */
 static void knobs_set(const char *spec) {
@@ -155,6 +155,32 @@ TEST(nvml_stub_sampler_numbers) {
     nvml_gpu_close(g);
     nvml_close(n);
     CHECK_EQ_INT(s.count("nvmlGpmSampleAlloc"), s.count("nvmlGpmSampleFree"));   /* GPM samples not leaked */
+    dlclose(s.lib);
+}
+
+/* The per-GPU utilisation patterns (NVML_STUB_UTIL): each GPU cycles through its own list, a GPU
+ * without one keeps the default, GPM SM activity follows the pattern, NVLink follows its knob. */
+TEST(nvml_stub_util_patterns) {
+    stub s;
+    if (!stub_load(&s)) return;
+    char err[256];
+    nvml *n = open_stub("NVML_STUB_GPUS=3 NVML_STUB_UTIL=70,30;30,70 NVML_STUB_NVLINK=5000", err, sizeof err);
+    CHECK_MSG(n != NULL, "%s", err);
+    if (n && !is_stub(n)) { nvml_close(n); dlclose(s.lib); SKIP("a real libnvidia-ml.so.1 is loaded in this process (GPU host)"); }
+    if (!n) { dlclose(s.lib); return; }
+    nvml_gpu *g[3] = {nvml_gpu_open(n, 0), nvml_gpu_open(n, 1), nvml_gpu_open(n, 2)};
+    static const double want[3][4] = {{70, 30, 70, 30}, {30, 70, 30, 70}, {60, 60, 60, 60}};
+    double c[GPU_COL_COUNT];
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 3; i++) {
+            nvml_gpu_sample(g[i], (1000 + 200 * k) * MS, c);
+            CHECK_MSG(c[GPU_UTIL_GPU_PCT] == want[i][k], "GPU %d sample %d: util %g, want %g", i, k + 1, c[GPU_UTIL_GPU_PCT], want[i][k]);
+            if (k > 0 && i < 2) CHECK_NEAR(c[GPU_SM_UTIL_PCT], want[i][k], 0);    /* GPM between samples k and k+1 */
+            if (k > 0 && i == 2) CHECK_NEAR(c[GPU_SM_UTIL_PCT], 10.0 * (k + 1), 0);   /* no pattern: the default */
+            if (k > 0) CHECK_NEAR(c[GPU_GPM_NVLINK_TX_MB_S], 5000 * 1.048576, 1e-9);
+        }
+    for (int i = 0; i < 3; i++) nvml_gpu_close(g[i]);
+    nvml_close(n);
     dlclose(s.lib);
 }
 
