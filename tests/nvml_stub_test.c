@@ -371,3 +371,175 @@ TEST(nvml_stub_long_context_rules) {
     json_decref(dg);
     json_decref(doc);
 }
+
+/* ---- a deployment split over two GPUs: bench against `dsperf serve` with the stand-in giving each
+ * GPU a known utilisation pattern, then diagnose. The split mode and tensor split are what llama-server's
+ * command line says; `dsperf serve` has none, so where a case needs them the test writes the command
+ * line a run of `llama-server ... -sm M -ts A,B` records (telemetry.host.numa.server.cmdline, from
+ * /proc/PID/cmdline with --server-pid) into the results, as that run would hold it. */
+
+/* Benches `serve` for 1.5 s under the stand-in with the knobs; the results, or NULL (test failed). */
+static json_t *split_bench(const test_server *sv, const char *knob_spec, const char *name) {
+    char args[1400], path[800];
+    snprintf(path, sizeof path, "%s/%s.json", harness_tmpdir(), name);
+    snprintf(args, sizeof args, "bench --url %s --concurrency 2 --duration 1500ms --dataset random:in=8,out=20 --gpu-ids all "
+             "--telemetry-interval 100ms --quiet --out %s", sv->url, path);
+    int st;
+    char *out = run_with_stub(knob_spec, args, &st);
+    CHECK_MSG(st == 0, "bench (%s) with the stand-in: %s", knob_spec, out ? out : "");
+    free(out);
+    return test_load_json(path);
+}
+
+/* Puts a llama-server command line where the host sampler records the server's. */
+static void set_cmdline(json_t *doc, const char *const *argv) {
+    json_t *tel = json_object_get(doc, "telemetry"), *host = json_object_get(tel, "host");
+    if (!host) json_object_set_new(tel, "host", host = json_object());
+    json_t *numa = json_object_get(host, "numa");
+    if (!numa) json_object_set_new(host, "numa", numa = json_object());
+    json_t *srv = json_object_get(numa, "server");
+    if (!srv) json_object_set_new(numa, "server", srv = json_object());
+    json_t *a = json_array();
+    for (; *argv; argv++) json_array_append_new(a, json_string(*argv));
+    json_object_set_new(srv, "cmdline", a);
+}
+
+static json_t *split_diagnose(const json_t *doc) {
+    diagnose_opts o;
+    diagnose_default_opts(&o);
+    char err[256] = "";
+    json_t *dg = diagnose_run(doc, &o, err, sizeof err);
+    CHECK_MSG(dg != NULL, "diagnose: %s", err);
+    return dg;
+}
+
+static const json_t *split_finding(const json_t *dg, const char *cls) {
+    size_t i;
+    const json_t *f;
+    json_array_foreach(json_object_get(dg, "findings"), i, f)
+        if (!strcmp(json_string_value(json_object_get(f, "class")), cls)) return f;
+    return NULL;
+}
+
+static const json_t *split_knob(const json_t *f, const char *knob) {
+    size_t i;
+    const json_t *k;
+    json_array_foreach(json_object_get(f, "knobs"), i, k)
+        if (!strcmp(json_string_value(json_object_get(k, "knob")), knob)) return k;
+    return NULL;
+}
+
+static bool knob_is(const json_t *k, const char *cur, const char *sug) {
+    const char *c = json_string_value(json_object_get(k, "current")), *s = json_string_value(json_object_get(k, "suggested"));
+    return k && (cur ? c && !strcmp(c, cur) : json_is_null(json_object_get(k, "current"))) && s && !strcmp(s, sug);
+}
+
+/* The cost's share must follow the busy times the stand-in was told: the idle share of the GPUs'
+ * time while they take turns, 1 - mean/max for a straggler. */
+static double cost_of(const json_t *f) { return test_num(json_object_get(f, "cost"), "lost_frac"); }
+
+TEST(nvml_stub_split_layer_turns) {
+    test_server sv;
+    if (test_serve_start(&sv, "--ttft 5ms --itl 5ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    /* llama.cpp's layer split: 70/30 then 30/70, sample after sample (one GPU's worth together) */
+    json_t *doc = split_bench(&sv, "NVML_STUB_GPUS=2 NVML_STUB_UTIL=70,30;30,70", "layer");
+    test_serve_stop(&sv);
+    if (!doc) return;
+    CHECK_EQ_INT((int)json_array_size(json_object_get(json_object_get(doc, "telemetry"), "gpu")), 2);
+    json_t *dg = split_diagnose(doc);
+    const json_t *f = split_finding(dg, "layer_split");
+    CHECK_MSG(f != NULL, "no layer_split finding");
+    if (f) {
+        CHECK(strstr(json_string_value(json_object_get(f, "title")), "take turns") != NULL);
+        CHECK_NEAR(test_num(json_array_get(json_object_get(f, "evidence"), 0), "value"), 100, 1e-9);   /* 70 + 30 every sample */
+        CHECK_NEAR(cost_of(f), 0.5, 1e-9);                       /* half of two GPUs' time idle */
+        CHECK_NEAR(test_num(f, "confidence"), 0.7, 1e-9);        /* seen in the samples; the split mode unknown */
+        CHECK(knob_is(split_knob(f, "split_mode"), NULL, "row"));
+        CHECK(split_knob(f, "replicas") != NULL);                /* 1 + 2 GiB held: fits one 140 GiB GPU */
+    }
+    CHECK(split_finding(dg, "uneven_split") == NULL);            /* 50 % each on average: even */
+    CHECK(split_finding(dg, "row_split") == NULL);
+    json_decref(dg);
+    /* the same run of llama-server with no -sm: its default layer split is the current value */
+    static const char *const argv[] = {"/opt/llama/llama-server", "-m", "v2lite.gguf", "-ngl", "99", "--port", "8080", NULL};
+    set_cmdline(doc, argv);
+    dg = split_diagnose(doc);
+    f = split_finding(dg, "layer_split");
+    CHECK(f && test_num(f, "confidence") == 0.85);
+    CHECK(f && knob_is(split_knob(f, "split_mode"), "layer", "row"));
+    json_decref(dg);
+    json_decref(doc);
+}
+
+TEST(nvml_stub_split_straggler) {
+    test_server sv;
+    if (test_serve_start(&sv, "--ttft 5ms --itl 5ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    /* -ts 1,3 with -sm layer: GPU 1 holds three quarters of the layers and works 70 % of the time, GPU 0 30 % */
+    json_t *doc = split_bench(&sv, "NVML_STUB_GPUS=2 NVML_STUB_UTIL=30;70", "straggler");
+    test_serve_stop(&sv);
+    if (!doc) return;
+    json_t *dg = split_diagnose(doc);
+    const json_t *f = split_finding(dg, "uneven_split");
+    CHECK_MSG(f != NULL, "no uneven_split finding");
+    if (f) {
+        CHECK_EQ_INT((int)test_num(f, "gpu_index"), 1);
+        CHECK(strstr(json_string_value(json_object_get(f, "title")), "GPU 1 is the straggler") != NULL);
+        CHECK_NEAR(cost_of(f), 1 - 50.0 / 70, 1e-3);
+        /* no -ts: llama.cpp's default split (equal on equal GPUs); even busy time needs 1/30 : 1/70 */
+        char want[32];
+        snprintf(want, sizeof want, "%.2g,1", (1 / 30.0) / (1 / 70.0));
+        CHECK_MSG(knob_is(split_knob(f, "tensor_split"), "by free memory", want), "tensor_split knob, want by free memory -> %s", want);
+    }
+    /* constant readings: no turns to see, and the split mode unknown: no layer_split claim */
+    CHECK(split_finding(dg, "layer_split") == NULL);
+    json_decref(dg);
+    static const char *const argv[] = {"llama-server", "-m", "v2lite.gguf", "-sm", "layer", "--tensor-split", "1,3", NULL};
+    set_cmdline(doc, argv);
+    dg = split_diagnose(doc);
+    f = split_finding(dg, "uneven_split");
+    char want[32];
+    snprintf(want, sizeof want, "1,%.2g", (0.75 / 70) / (0.25 / 30));   /* each share / its busy time */
+    CHECK_MSG(f && knob_is(split_knob(f, "tensor_split"), "1,3", want), "tensor_split knob, want 1,3 -> %s", want);
+    f = split_finding(dg, "layer_split");                         /* 30 + 70: one GPU's worth, -sm layer */
+    CHECK(f && knob_is(split_knob(f, "split_mode"), "layer", "row"));
+    json_decref(dg);
+    json_decref(doc);
+}
+
+TEST(nvml_stub_split_row_traffic) {
+    test_server sv;
+    if (test_serve_start(&sv, "--ttft 5ms --itl 5ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    /* -sm row: both GPUs 90 % busy, NVLink 200,000 MiB/s each way on each GPU */
+    json_t *doc = split_bench(&sv, "NVML_STUB_GPUS=2 NVML_STUB_UTIL=90;90 NVML_STUB_NVLINK=200000", "row");
+    /* the single-GPU run of the same patterns: no split findings at all */
+    json_t *one = split_bench(&sv, "NVML_STUB_GPUS=1 NVML_STUB_UTIL=70,30 NVML_STUB_NVLINK=200000", "one");
+    test_serve_stop(&sv);
+    if (!doc || !one) { json_decref(doc); json_decref(one); return; }
+    static const char *const argv[] = {"llama-server", "-m", "v2lite.gguf", "-sm", "row", NULL};
+    set_cmdline(doc, argv);
+    json_t *dg = split_diagnose(doc);
+    const json_t *f = split_finding(dg, "row_split");
+    CHECK_MSG(f != NULL, "no row_split finding");
+    if (f) {
+        double share = 2 * 200000 * 1.048576 / 900e3;            /* rx + tx against the H200's 900 GB/s NVLink */
+        CHECK_NEAR(cost_of(f), share, 1e-3);
+        CHECK(test_num(f, "confidence") == 0.75);
+        CHECK(knob_is(split_knob(f, "split_mode"), "row", "layer"));
+    }
+    CHECK(split_finding(dg, "layer_split") == NULL && split_finding(dg, "uneven_split") == NULL);
+    json_decref(dg);
+    set_cmdline(one, argv);
+    dg = split_diagnose(one);
+    CHECK(split_finding(dg, "layer_split") == NULL && split_finding(dg, "uneven_split") == NULL &&
+          split_finding(dg, "row_split") == NULL);
+    const json_t *c;
+    size_t i;
+    bool said = false;
+    json_array_foreach(json_object_get(dg, "checked"), i, c)
+        if (!strcmp(json_string_value(json_object_get(c, "rule")), "gpu_split"))
+            said = !json_is_true(json_object_get(c, "ran")) && strstr(json_string_value(json_object_get(c, "why")), "one GPU");
+    CHECK_MSG(said, "checked must say the split rules need two GPUs");
+    json_decref(dg);
+    json_decref(doc);
+    json_decref(one);
+}
