@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "telemetry/nvml.h"
 #include "diagnose/diagnose.h"
+#include "report/report_internal.h"
 #include <dlfcn.h>
 #include <jansson.h>
 #include <libgen.h>
@@ -493,6 +494,15 @@ TEST(nvml_stub_split_straggler) {
     /* constant readings: no turns to see, and the split mode unknown: no layer_split claim */
     CHECK(split_finding(dg, "layer_split") == NULL);
     json_decref(dg);
+    /* the report's hosts-and-GPUs section: each GPU with its utilisation, memory and busy share */
+    rbuf b;
+    rb_init(&b);
+    report_deployment(&b, doc, NULL);
+    CHECK(b.p && strstr(b.p, "<h2>Hosts and GPUs</h2>") && strstr(b.p, "<h3>Each GPU</h3>"));
+    CHECK_MSG(b.p && strstr(b.p, "<td>GPU 1</td><td>NVIDIA H200 (stub 1)</td><td>70%</td><td>70%</td>"), "GPU 1's row: %s", b.p ? b.p : "");
+    CHECK_MSG(b.p && strstr(b.p, "<td>2 GiB</td><td>140 GiB</td><td>70%</td></tr>"), "%s", b.p ? b.p : "");   /* 2048 MiB used; 70 / (30 + 70) */
+    CHECK(b.p && strstr(b.p, "<td>1 GiB</td><td>140 GiB</td><td>30%</td></tr>"));
+    rb_free(&b);
     static const char *const argv[] = {"llama-server", "-m", "v2lite.gguf", "-sm", "layer", "--tensor-split", "1,3", NULL};
     set_cmdline(doc, argv);
     dg = split_diagnose(doc);
