@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static const char *stub_dir(void) {
     static char dir[PATH_MAX];
@@ -552,4 +554,32 @@ TEST(nvml_stub_split_row_traffic) {
     json_decref(dg);
     json_decref(doc);
     json_decref(one);
+}
+
+/* scripts/gpu_scenarios.sh asked for the split runs on a one-GPU machine: one line, exit 2, nothing
+ * built or written. nvidia-smi -L is what it counts GPUs by; a one-line stand-in for it on PATH says
+ * one GPU (on any machine, GPU hosts included). */
+TEST(gpu_scenarios_refuse_split_runs_on_one_gpu) {
+    char bin[PATH_MAX], root[PATH_MAX], dir[PATH_MAX + 16], cmd[4 * PATH_MAX + 256];
+    snprintf(bin, sizeof bin, "%s", harness_bin());
+    snprintf(root, sizeof root, "%s", dirname(dirname(bin)));   /* BUILD/dsperf_test -> the checkout */
+    snprintf(dir, sizeof dir, "%s/fakebin", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && printf '#!/bin/sh\\necho \"GPU 0: NVIDIA H200 (UUID: GPU-1)\"\\n' > %s/nvidia-smi && "
+             "chmod +x %s/nvidia-smi", dir, dir, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    static const char *const asks[] = {"multigpu", "slots uneven_split"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "cd %s && PATH=%s:$PATH sh scripts/gpu_scenarios.sh --work %s/w --out %s/o %s 2>%s/err.txt",
+                 root, dir, harness_tmpdir(), harness_tmpdir(), asks[k], harness_tmpdir());
+        int st = system(cmd);
+        CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s: status %d", asks[k], st);
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/err.txt", harness_tmpdir());
+        FILE *f = fopen(path, "r");
+        char line[512] = "", more[8] = "";
+        if (f) { if (!fgets(line, sizeof line, f)) line[0] = 0; if (!fgets(more, sizeof more, f)) more[0] = 0; fclose(f); }
+        CHECK_MSG(strstr(line, "need 2 GPUs; this machine has 1") != NULL && !more[0], "stderr: %s%s", line, more);
+        snprintf(path, sizeof path, "%s/w", harness_tmpdir());
+        CHECK_MSG(access(path, F_OK) != 0, "refused, yet it made %s", path);
+    }
 }
