@@ -470,6 +470,8 @@ TEST(nvml_stub_split_layer_turns) {
     f = split_finding(dg, "layer_split");
     CHECK(f && test_num(f, "confidence") == 0.85);
     CHECK(f && knob_is(split_knob(f, "split_mode"), "layer", "row"));
+    /* taking turns, one GPU streams at a time: the roofline is one GPU's, not a tensor-parallel pair's */
+    CHECK(test_num(json_object_get(json_object_get(dg, "deployment"), "tp"), "value") == 1);
     json_decref(dg);
     json_decref(doc);
 }
@@ -538,6 +540,10 @@ TEST(nvml_stub_split_row_traffic) {
         CHECK(test_num(f, "confidence") == 0.75);
         CHECK(knob_is(split_knob(f, "split_mode"), "row", "layer"));
     }
+    /* a row split is tensor parallel over the GPUs the server holds: the roofline's tp is theirs */
+    const json_t *tp = json_object_get(json_object_get(dg, "deployment"), "tp");
+    CHECK_MSG(test_num(tp, "value") == 2 && strstr(json_string_value(json_object_get(tp, "source")), "-sm row"),
+              "tp %g from %s", test_num(tp, "value"), json_string_value(json_object_get(tp, "source")));
     CHECK(split_finding(dg, "layer_split") == NULL && split_finding(dg, "uneven_split") == NULL);
     json_decref(dg);
     set_cmdline(one, argv);
