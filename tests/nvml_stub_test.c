@@ -517,6 +517,22 @@ TEST(nvml_stub_split_straggler) {
     f = split_finding(dg, "layer_split");                         /* 30 + 70: one GPU's worth, -sm layer */
     CHECK(f && knob_is(split_knob(f, "split_mode"), "layer", "row"));
     json_decref(dg);
+    /* the same GPUs as two nodes would report them (a merged job: labelled by host, GPU 1's sampler
+     * ticking 70 ms after GPU 0's): no turns can be read across nodes, the straggler still is */
+    json_t *g1 = json_array_get(json_object_get(json_object_get(doc, "telemetry"), "gpu"), 1);
+    json_object_set_new(json_array_get(json_object_get(json_object_get(doc, "telemetry"), "gpu"), 0), "host", json_string("node-a"));
+    json_object_set_new(g1, "host", json_string("node-b"));
+    json_object_set_new(g1, "index", json_integer(0));
+    size_t k;
+    json_t *t;
+    json_array_foreach(json_object_get(json_object_get(g1, "series"), "t_s"), k, t) json_real_set(t, json_number_value(t) + 0.07);
+    dg = split_diagnose(doc);
+    CHECK(split_finding(dg, "layer_split") == NULL);
+    f = split_finding(dg, "uneven_split");
+    CHECK_MSG(f && strstr(json_string_value(json_object_get(f, "title")), "GPU 0 on node-b is the straggler"), "%s",
+              f ? json_string_value(json_object_get(f, "title")) : "no uneven_split across nodes");
+    CHECK(f && !strcmp(json_string_value(json_object_get(f, "gpu_host")), "node-b"));
+    json_decref(dg);
     json_decref(doc);
 }
 

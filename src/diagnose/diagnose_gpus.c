@@ -35,6 +35,9 @@ typedef struct {
     int index[GV_MAX];                 /* NVML index */
     const char *host[GV_MAX];          /* NULL on one node */
     double busy[GV_MAX];               /* mean utilisation over the busy samples, % */
+    double own[GV_MAX];                /* mean over the GPU's own known samples (GPUs on other nodes tick apart) */
+    size_t own_n[GV_MAX];
+    bool paired;                       /* busy[] from samples paired by tick (else from each GPU's own) */
     double mem_used[GV_MAX], mem_total[GV_MAX];   /* MiB, means; NAN unknown */
     size_t rows;                       /* paired samples with work */
     double sum;                        /* mean over those of the summed utilisation, % */
@@ -59,6 +62,10 @@ static void gpu_view_read(const diag_in *in, gpu_view *v) {
         v->host[v->n] = json_string_value(get(g, "host"));
         v->mem_used[v->n] = diag_mean(get(s, "mem_used_mib"));
         v->mem_total[v->n] = diag_num(g, "mem_total_mib");
+        v->own[v->n] = diag_mean(util[v->n]);
+        size_t k;
+        json_t *x;
+        json_array_foreach(util[v->n], k, x) if (json_is_number(x)) v->own_n[v->n]++;
         size_t m = json_array_size(util[v->n]) < json_array_size(ts[v->n]) ? json_array_size(util[v->n]) : json_array_size(ts[v->n]);
         if (m < len) len = m;
         v->n++;
@@ -87,6 +94,7 @@ static void gpu_view_read(const diag_in *in, gpu_view *v) {
         v->rows++;
     }
     if (!v->rows) return;
+    v->paired = true;
     double n = (double)v->rows;
     for (int j = 0; j < v->n; j++) v->busy[j] = s[j] / n;
     v->sum = sum / n;
@@ -128,8 +136,8 @@ static void busy_evidence(json_t *f, const gpu_view *v) {
     for (int j = 0; j < v->n; j++) {
         char nm[96];
         diag_ev(f, v->busy[j], "%", "telemetry.gpu[].series.util_gpu_pct", "%s busy %.0f%% of the time (%.0f%% of the GPUs' "
-                "busy time) over %zu samples with work", gpu_name(v, j, nm, sizeof nm), v->busy[j], tot > 0 ? 100 * v->busy[j] / tot : NAN,
-                v->rows);
+                "busy time) over %zu samples%s", gpu_name(v, j, nm, sizeof nm), v->busy[j], tot > 0 ? 100 * v->busy[j] / tot : NAN,
+                v->rows, v->paired ? " with work" : " of its own");
     }
 }
 
@@ -310,7 +318,21 @@ void diag_gpu_split_rules(diag_in *in, json_t *list, json_t *checked) {
         return;
     }
     if (v.rows < DIAG_SPLIT_MIN_ROWS) {
-        diag_checked(checked, "gpu_split", false, "fewer than 5 samples where every GPU was read at the same tick with work");
+        /* GPUs of several nodes tick apart: no turns or concurrency to read, but each GPU's own mean
+         * still tells a straggler */
+        bool own = true;
+        for (int j = 0; j < v.n; j++) own = own && v.own_n[j] >= DIAG_SPLIT_MIN_ROWS && isfinite(v.own[j]);
+        if (!own) {
+            diag_checked(checked, "gpu_split", false, "fewer than 5 samples where every GPU was read at the same tick with work");
+            return;
+        }
+        diag_checked(checked, "gpu_split", true, "the GPUs were not read at the same ticks (several nodes): only the straggler, "
+                     "from each GPU's own mean utilisation");
+        size_t least = SIZE_MAX;
+        for (int j = 0; j < v.n; j++) { v.busy[j] = v.own[j]; if (v.own_n[j] < least) least = v.own_n[j]; }
+        v.rows = least;
+        v.sum = v.t0_s = v.t1_s = NAN;
+        rule_uneven(in, &v, list);
         return;
     }
     diag_checked(checked, "gpu_split", true, "telemetry.gpu[].series.util_gpu_pct paired by tick, NVLink/PCIe columns, "
