@@ -13,7 +13,11 @@
 # DIR of --shared holds engines/, tools/ and testdata/ (as ../shared does); --work is scratch space
 # (the build and ~33 GB of models); BIN is a dsperf binary that runs there (LD_LIBRARY_PATH may be set
 # for it alone with --dsperf-libs DIR). Scenarios: slots overhead cpu_only partial_offload context
-# (default: all, in that order). Needs nvcc, cmake, python3 with numpy, 40 GB of disk.
+# (default: all, in that order), and on a machine with two or more GPUs the four split runs (`multigpu`
+# names them all): layer_split (-sm layer, c = 1..32), row_split (-sm row, same load), uneven_split
+# (-sm layer -ts 3,1), two_servers (one llama-server per GPU, -sm none, two URLs benched as one job:
+# two ranks under mpirun, one per server). Asked for on fewer than two GPUs, they are refused (exit 2)
+# before anything is built. Needs nvcc, cmake, python3 with numpy, 40 GB of disk (mpirun for two_servers).
 set -eu
 SHARED=../shared WORK=/tmp/dsperf-gpu OUT=out/gpu DSPERF=./dsperf LIBS=""
 while [ $# -gt 0 ]; do
@@ -28,6 +32,20 @@ while [ $# -gt 0 ]; do
   esac
 done
 SCENARIOS=${*:-slots overhead cpu_only partial_offload context}
+SPLIT="layer_split row_split uneven_split two_servers"
+SCENARIOS=$(echo " $SCENARIOS " | sed "s/ multigpu / $SPLIT /g")
+# the split runs need two GPUs: say so before building anything (nvidia-smi -L: one line per GPU)
+need_two=0
+for s in $SCENARIOS; do case " $SPLIT " in *" $s "*) need_two=1 ;; esac; done
+if [ $need_two = 1 ]; then
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+  if [ "${ngpu:-0}" -lt 2 ]; then
+    echo "gpu_scenarios: the split scenarios ($SPLIT) need 2 GPUs; this machine has ${ngpu:-0} (nvidia-smi -L): run them on a 2-GPU machine or leave them out" >&2
+    exit 2
+  fi
+  case " $SCENARIOS " in *" two_servers "*) command -v mpirun >/dev/null 2>&1 || {
+    echo "gpu_scenarios: two_servers runs two ranks under mpirun, which is not installed (apt-get install openmpi-bin)" >&2; exit 2; } ;; esac
+fi
 mkdir -p "$WORK" "$OUT"
 WORK=$(cd "$WORK" && pwd); OUT=$(cd "$OUT" && pwd)
 VOCAB="$SHARED/testdata/tokenizers/deepseek-llm/ggml-vocab-deepseek-llm.gguf"
@@ -65,21 +83,24 @@ for s in $SCENARIOS; do case $s in cpu_only) need_medium=1 ;; *) need_v2lite=1 ;
 
 # 3. the scenarios
 PORT=18080
-start_server() {   # start_server MODEL FLAGS...: sets SPID; waits for /health 200
-  model=$1; shift
-  setsid "$SRV" -m "$WORK/$model.gguf" --host 127.0.0.1 --port $PORT --metrics --slots "$@" >"$WORK/server.log" 2>&1 &
+start_server() {   # start_server MODEL FLAGS...: sets SPID; waits for /health 200 (port $SPORT, default $PORT;
+  model=$1; shift  # with $SDEV set, the server sees only that GPU: CUDA_VISIBLE_DEVICES=$SDEV)
+  port=${SPORT:-$PORT}
+  setsid env ${SDEV:+CUDA_VISIBLE_DEVICES=$SDEV} "$SRV" -m "$WORK/$model.gguf" --host 127.0.0.1 --port "$port" --metrics --slots "$@" >"$WORK/server.$port.log" 2>&1 &
   SPID=$!
   i=0
-  until curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; do
+  until curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; do
     i=$((i + 1)); sleep 1
-    if ! kill -0 $SPID 2>/dev/null || [ $i -gt 300 ]; then log "the server did not start"; tail -n 20 "$WORK/server.log" >&2; return 1; fi
+    if ! kill -0 $SPID 2>/dev/null || [ $i -gt 300 ]; then log "the server did not start"; tail -n 20 "$WORK/server.$port.log" >&2; return 1; fi
   done
+  cp "$WORK/server.$port.log" "$WORK/server.log" 2>/dev/null || true
 }
-stop_server() {
-  kill $SPID 2>/dev/null || true
-  i=0; while kill -0 $SPID 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
-  kill -9 $SPID 2>/dev/null || true
+stop_pid() {
+  kill "$1" 2>/dev/null || true
+  i=0; while kill -0 "$1" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
+  kill -9 "$1" 2>/dev/null || true
 }
+stop_server() { stop_pid $SPID; tail -n 60 "$WORK/server.$PORT.log" >"$WORK/server.log" 2>/dev/null || true; }
 run() {   # run NAME MODEL "SERVER FLAGS" SWEEP ARGS...
   name=$1 model=$2 flags=$3; shift 3
   log "scenario $name: llama-server $flags"
@@ -91,6 +112,34 @@ run() {   # run NAME MODEL "SERVER FLAGS" SWEEP ARGS...
   stop_server
   tail -n 60 "$WORK/server.log" >"$OUT/gpu_$name.server.log"
   log "scenario $name done"
+}
+# Two independent servers, one per GPU (each sees only its own: CUDA_VISIBLE_DEVICES; -sm none says
+# so on its command line), benched as one job: rank 0 against the first URL, rank 1 against the
+# second, under mpirun on this host. Rank 0 samples every GPU (NVML sees both whatever CUDA sees),
+# so the job's result holds both GPUs' series on rank 0's clock beside the merged requests.
+two_servers() {   # two_servers MODEL "SERVER FLAGS" SWEEP ARGS...
+  model=$1 flags=$2; shift 2
+  log "scenario two_servers: llama-server $flags on each GPU"
+  SDEV=0 SPORT=$PORT
+  # shellcheck disable=SC2086
+  start_server "$model" $flags -sm none || { SDEV="" SPORT=""; return 0; }
+  P0=$SPID
+  SDEV=1 SPORT=$((PORT + 1))
+  # shellcheck disable=SC2086
+  start_server "$model" $flags -sm none || { SDEV="" SPORT=""; stop_pid $P0; return 0; }
+  P1=$SPID SDEV="" SPORT=""
+  ROOT=""; [ "$(id -u)" = 0 ] && ROOT="--allow-run-as-root"
+  common="--tokenizer $VOCAB --gpu-ids all --host-metrics --warmup 2 --no-progress --out $OUT/gpu_two_servers.json"
+  # shellcheck disable=SC2086
+  if [ -n "$LIBS" ]; then envx="-x LD_LIBRARY_PATH=$LIBS"; else envx=""; fi
+  # shellcheck disable=SC2086
+  mpirun $ROOT --oversubscribe --bind-to none $envx \
+      -np 1 "$DSPERF" sweep --url "http://127.0.0.1:$PORT" --server-metrics "http://127.0.0.1:$PORT/metrics" --server-pid $P0 $common "$@" : \
+      -np 1 "$DSPERF" sweep --url "http://127.0.0.1:$((PORT + 1))" $common "$@" >"$OUT/gpu_two_servers.txt" 2>&1 || true
+  ds diagnose "$OUT/gpu_two_servers.json" >>"$OUT/gpu_two_servers.txt" 2>&1 || true
+  stop_pid $P0; stop_pid $P1
+  { tail -n 30 "$WORK/server.$PORT.log"; tail -n 30 "$WORK/server.$((PORT + 1)).log"; } >"$OUT/gpu_two_servers.server.log" 2>/dev/null
+  log "scenario two_servers done"
 }
 for s in $SCENARIOS; do
   case $s in
@@ -105,6 +154,15 @@ for s in $SCENARIOS; do
     partial_offload) run partial_offload v2lite "-ngl 8 -np 8 -c 16384" --concurrency 1,4 --requests 8 --dataset random:in=256,out=32 ;;
     # one load, prompts 1k..16k tokens: prefill grows with context (a context ladder, not a load ladder)
     context) run context v2lite "-ngl 99 -np 2 -c 69632" --input-len 1k..16k x2 --output-len 64 --concurrency 2 --requests 8 ;;
+    # over two GPUs (llama.cpp's default layer split, said on the command line): the GPUs take turns,
+    # each token's layers run on GPU 0 then GPU 1, so together they work one GPU's worth
+    layer_split) run layer_split v2lite "-ngl 99 -sm layer -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
+    # every layer split by rows over both GPUs: both busy at once, partial results exchanged each layer
+    row_split) run row_split v2lite "-ngl 99 -sm row -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
+    # three quarters of the layers on GPU 0: it is busy about three times as long as GPU 1 (the straggler)
+    uneven_split) run uneven_split v2lite "-ngl 99 -sm layer -ts 3,1 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
+    # a server per GPU behind two URLs, one job of two ranks (each rank's concurrency is its half of the level)
+    two_servers) two_servers v2lite "-ngl 99 -np 16 -c 32768" --concurrency 2..32x2 --duration 10s --dataset random:in=256,out=128 ;;
     *) log "unknown scenario $s" ;;
   esac
 done

@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "telemetry/nvml.h"
 #include "diagnose/diagnose.h"
+#include "report/report_internal.h"
 #include <dlfcn.h>
 #include <jansson.h>
 #include <libgen.h>
@@ -18,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static const char *stub_dir(void) {
     static char dir[PATH_MAX];
@@ -29,7 +32,7 @@ static const char *stub_dir(void) {
 
 static const char *const knobs[] = {"NVML_STUB_GPUS", "NVML_STUB_NO_GPM", "NVML_STUB_NOT_SUPPORTED",
                                     "NVML_STUB_LOST_AFTER", "NVML_STUB_INIT_FAIL", "NVML_STUB_DRAM",
-                                    "NVML_STUB_PCIE_GEN", NULL};
+                                    "NVML_STUB_PCIE_GEN", "NVML_STUB_UTIL", "NVML_STUB_NVLINK", NULL};
 
 /* Sets the stub's knobs (read by nvmlInit) from "KEY=VALUE KEY=VALUE"; the others are cleared. */
 static void knobs_set(const char *spec) {
@@ -155,6 +158,32 @@ TEST(nvml_stub_sampler_numbers) {
     nvml_gpu_close(g);
     nvml_close(n);
     CHECK_EQ_INT(s.count("nvmlGpmSampleAlloc"), s.count("nvmlGpmSampleFree"));   /* GPM samples not leaked */
+    dlclose(s.lib);
+}
+
+/* The per-GPU utilisation patterns (NVML_STUB_UTIL): each GPU cycles through its own list, a GPU
+ * without one keeps the default, GPM SM activity follows the pattern, NVLink follows its knob. */
+TEST(nvml_stub_util_patterns) {
+    stub s;
+    if (!stub_load(&s)) return;
+    char err[256];
+    nvml *n = open_stub("NVML_STUB_GPUS=3 NVML_STUB_UTIL=70,30;30,70 NVML_STUB_NVLINK=5000", err, sizeof err);
+    CHECK_MSG(n != NULL, "%s", err);
+    if (n && !is_stub(n)) { nvml_close(n); dlclose(s.lib); SKIP("a real libnvidia-ml.so.1 is loaded in this process (GPU host)"); }
+    if (!n) { dlclose(s.lib); return; }
+    nvml_gpu *g[3] = {nvml_gpu_open(n, 0), nvml_gpu_open(n, 1), nvml_gpu_open(n, 2)};
+    static const double want[3][4] = {{70, 30, 70, 30}, {30, 70, 30, 70}, {60, 60, 60, 60}};
+    double c[GPU_COL_COUNT];
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 3; i++) {
+            nvml_gpu_sample(g[i], (1000 + 200 * k) * MS, c);
+            CHECK_MSG(c[GPU_UTIL_GPU_PCT] == want[i][k], "GPU %d sample %d: util %g, want %g", i, k + 1, c[GPU_UTIL_GPU_PCT], want[i][k]);
+            if (k > 0 && i < 2) CHECK_NEAR(c[GPU_SM_UTIL_PCT], want[i][k], 0);    /* GPM between samples k and k+1 */
+            if (k > 0 && i == 2) CHECK_NEAR(c[GPU_SM_UTIL_PCT], 10.0 * (k + 1), 0);   /* no pattern: the default */
+            if (k > 0) CHECK_NEAR(c[GPU_GPM_NVLINK_TX_MB_S], 5000 * 1.048576, 1e-9);
+        }
+    for (int i = 0; i < 3; i++) nvml_gpu_close(g[i]);
+    nvml_close(n);
     dlclose(s.lib);
 }
 
@@ -344,4 +373,235 @@ TEST(nvml_stub_long_context_rules) {
         CHECK(strcmp(json_string_value(json_object_get(f, "class")), "host_pcie") != 0);
     json_decref(dg);
     json_decref(doc);
+}
+
+/* ---- a deployment split over two GPUs: bench against `dsperf serve` with the stand-in giving each
+ * GPU a known utilisation pattern, then diagnose. The split mode and tensor split are what llama-server's
+ * command line says; `dsperf serve` has none, so where a case needs them the test writes the command
+ * line a run of `llama-server ... -sm M -ts A,B` records (telemetry.host.numa.server.cmdline, from
+ * /proc/PID/cmdline with --server-pid) into the results, as that run would hold it. */
+
+/* Benches `serve` for 1.5 s under the stand-in with the knobs; the results, or NULL (test failed). */
+static json_t *split_bench(const test_server *sv, const char *knob_spec, const char *name) {
+    char args[1400], path[800];
+    snprintf(path, sizeof path, "%s/%s.json", harness_tmpdir(), name);
+    snprintf(args, sizeof args, "bench --url %s --concurrency 2 --duration 1500ms --dataset random:in=8,out=20 --gpu-ids all "
+             "--telemetry-interval 100ms --quiet --out %s", sv->url, path);
+    int st;
+    char *out = run_with_stub(knob_spec, args, &st);
+    CHECK_MSG(st == 0, "bench (%s) with the stand-in: %s", knob_spec, out ? out : "");
+    free(out);
+    return test_load_json(path);
+}
+
+/* Puts a llama-server command line where the host sampler records the server's. */
+static void set_cmdline(json_t *doc, const char *const *argv) {
+    json_t *tel = json_object_get(doc, "telemetry"), *host = json_object_get(tel, "host");
+    if (!host) json_object_set_new(tel, "host", host = json_object());
+    json_t *numa = json_object_get(host, "numa");
+    if (!numa) json_object_set_new(host, "numa", numa = json_object());
+    json_t *srv = json_object_get(numa, "server");
+    if (!srv) json_object_set_new(numa, "server", srv = json_object());
+    json_t *a = json_array();
+    for (; *argv; argv++) json_array_append_new(a, json_string(*argv));
+    json_object_set_new(srv, "cmdline", a);
+}
+
+static json_t *split_diagnose(const json_t *doc) {
+    diagnose_opts o;
+    diagnose_default_opts(&o);
+    char err[256] = "";
+    json_t *dg = diagnose_run(doc, &o, err, sizeof err);
+    CHECK_MSG(dg != NULL, "diagnose: %s", err);
+    return dg;
+}
+
+static const json_t *split_finding(const json_t *dg, const char *cls) {
+    size_t i;
+    const json_t *f;
+    json_array_foreach(json_object_get(dg, "findings"), i, f)
+        if (!strcmp(json_string_value(json_object_get(f, "class")), cls)) return f;
+    return NULL;
+}
+
+static const json_t *split_knob(const json_t *f, const char *knob) {
+    size_t i;
+    const json_t *k;
+    json_array_foreach(json_object_get(f, "knobs"), i, k)
+        if (!strcmp(json_string_value(json_object_get(k, "knob")), knob)) return k;
+    return NULL;
+}
+
+static bool knob_is(const json_t *k, const char *cur, const char *sug) {
+    const char *c = json_string_value(json_object_get(k, "current")), *s = json_string_value(json_object_get(k, "suggested"));
+    return k && (cur ? c && !strcmp(c, cur) : json_is_null(json_object_get(k, "current"))) && s && !strcmp(s, sug);
+}
+
+/* The cost's share must follow the busy times the stand-in was told: the idle share of the GPUs'
+ * time while they take turns, 1 - mean/max for a straggler. */
+static double cost_of(const json_t *f) { return test_num(json_object_get(f, "cost"), "lost_frac"); }
+
+TEST(nvml_stub_split_layer_turns) {
+    test_server sv;
+    if (test_serve_start(&sv, "--ttft 5ms --itl 5ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    /* llama.cpp's layer split: 70/30 then 30/70, sample after sample (one GPU's worth together) */
+    json_t *doc = split_bench(&sv, "NVML_STUB_GPUS=2 NVML_STUB_UTIL=70,30;30,70", "layer");
+    test_serve_stop(&sv);
+    if (!doc) return;
+    CHECK_EQ_INT((int)json_array_size(json_object_get(json_object_get(doc, "telemetry"), "gpu")), 2);
+    json_t *dg = split_diagnose(doc);
+    const json_t *f = split_finding(dg, "layer_split");
+    CHECK_MSG(f != NULL, "no layer_split finding");
+    if (f) {
+        CHECK(strstr(json_string_value(json_object_get(f, "title")), "take turns") != NULL);
+        CHECK_NEAR(test_num(json_array_get(json_object_get(f, "evidence"), 0), "value"), 100, 1e-9);   /* 70 + 30 every sample */
+        CHECK_NEAR(cost_of(f), 0.5, 1e-9);                       /* half of two GPUs' time idle */
+        CHECK_NEAR(test_num(f, "confidence"), 0.7, 1e-9);        /* seen in the samples; the split mode unknown */
+        CHECK(knob_is(split_knob(f, "split_mode"), NULL, "row"));
+        CHECK(split_knob(f, "replicas") != NULL);                /* 1 + 2 GiB held: fits one 140 GiB GPU */
+    }
+    CHECK(split_finding(dg, "uneven_split") == NULL);            /* 50 % each on average: even */
+    CHECK(split_finding(dg, "row_split") == NULL);
+    json_decref(dg);
+    /* the same run of llama-server with no -sm: its default layer split is the current value */
+    static const char *const argv[] = {"/opt/llama/llama-server", "-m", "v2lite.gguf", "-ngl", "99", "--port", "8080", NULL};
+    set_cmdline(doc, argv);
+    dg = split_diagnose(doc);
+    f = split_finding(dg, "layer_split");
+    CHECK(f && test_num(f, "confidence") == 0.85);
+    CHECK(f && knob_is(split_knob(f, "split_mode"), "layer", "row"));
+    /* taking turns, one GPU streams at a time: the roofline is one GPU's, not a tensor-parallel pair's */
+    CHECK(test_num(json_object_get(json_object_get(dg, "deployment"), "tp"), "value") == 1);
+    json_decref(dg);
+    json_decref(doc);
+}
+
+TEST(nvml_stub_split_straggler) {
+    test_server sv;
+    if (test_serve_start(&sv, "--ttft 5ms --itl 5ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    /* -ts 1,3 with -sm layer: GPU 1 holds three quarters of the layers and works 70 % of the time, GPU 0 30 % */
+    json_t *doc = split_bench(&sv, "NVML_STUB_GPUS=2 NVML_STUB_UTIL=30;70", "straggler");
+    test_serve_stop(&sv);
+    if (!doc) return;
+    json_t *dg = split_diagnose(doc);
+    const json_t *f = split_finding(dg, "uneven_split");
+    CHECK_MSG(f != NULL, "no uneven_split finding");
+    if (f) {
+        CHECK_EQ_INT((int)test_num(f, "gpu_index"), 1);
+        CHECK(strstr(json_string_value(json_object_get(f, "title")), "GPU 1 is the straggler") != NULL);
+        CHECK_NEAR(cost_of(f), 1 - 50.0 / 70, 1e-3);
+        /* no -ts: llama.cpp's default split (equal on equal GPUs); even busy time needs 1/30 : 1/70 */
+        char want[32];
+        snprintf(want, sizeof want, "%.2g,1", (1 / 30.0) / (1 / 70.0));
+        CHECK_MSG(knob_is(split_knob(f, "tensor_split"), "by free memory", want), "tensor_split knob, want by free memory -> %s", want);
+    }
+    /* constant readings: no turns to see, and the split mode unknown: no layer_split claim */
+    CHECK(split_finding(dg, "layer_split") == NULL);
+    json_decref(dg);
+    /* the report's hosts-and-GPUs section: each GPU with its utilisation, memory and busy share */
+    rbuf b;
+    rb_init(&b);
+    report_deployment(&b, doc, NULL);
+    CHECK(b.p && strstr(b.p, "<h2>Hosts and GPUs</h2>") && strstr(b.p, "<h3>Each GPU</h3>"));
+    CHECK_MSG(b.p && strstr(b.p, "<td>GPU 1</td><td>NVIDIA H200 (stub 1)</td><td>70%</td><td>70%</td>"), "GPU 1's row: %s", b.p ? b.p : "");
+    CHECK_MSG(b.p && strstr(b.p, "<td>2 GiB</td><td>140 GiB</td><td>70%</td></tr>"), "%s", b.p ? b.p : "");   /* 2048 MiB used; 70 / (30 + 70) */
+    CHECK(b.p && strstr(b.p, "<td>1 GiB</td><td>140 GiB</td><td>30%</td></tr>"));
+    rb_free(&b);
+    static const char *const argv[] = {"llama-server", "-m", "v2lite.gguf", "-sm", "layer", "--tensor-split", "1,3", NULL};
+    set_cmdline(doc, argv);
+    dg = split_diagnose(doc);
+    f = split_finding(dg, "uneven_split");
+    char want[32];
+    snprintf(want, sizeof want, "1,%.2g", (0.75 / 70) / (0.25 / 30));   /* each share / its busy time */
+    CHECK_MSG(f && knob_is(split_knob(f, "tensor_split"), "1,3", want), "tensor_split knob, want 1,3 -> %s", want);
+    f = split_finding(dg, "layer_split");                         /* 30 + 70: one GPU's worth, -sm layer */
+    CHECK(f && knob_is(split_knob(f, "split_mode"), "layer", "row"));
+    json_decref(dg);
+    /* the same GPUs as two nodes would report them (a merged job: labelled by host, GPU 1's sampler
+     * ticking 70 ms after GPU 0's): no turns can be read across nodes, the straggler still is */
+    json_t *g1 = json_array_get(json_object_get(json_object_get(doc, "telemetry"), "gpu"), 1);
+    json_object_set_new(json_array_get(json_object_get(json_object_get(doc, "telemetry"), "gpu"), 0), "host", json_string("node-a"));
+    json_object_set_new(g1, "host", json_string("node-b"));
+    json_object_set_new(g1, "index", json_integer(0));
+    size_t k;
+    json_t *t;
+    json_array_foreach(json_object_get(json_object_get(g1, "series"), "t_s"), k, t) json_real_set(t, json_number_value(t) + 0.07);
+    dg = split_diagnose(doc);
+    CHECK(split_finding(dg, "layer_split") == NULL);
+    f = split_finding(dg, "uneven_split");
+    CHECK_MSG(f && strstr(json_string_value(json_object_get(f, "title")), "GPU 0 on node-b is the straggler"), "%s",
+              f ? json_string_value(json_object_get(f, "title")) : "no uneven_split across nodes");
+    CHECK(f && !strcmp(json_string_value(json_object_get(f, "gpu_host")), "node-b"));
+    json_decref(dg);
+    json_decref(doc);
+}
+
+TEST(nvml_stub_split_row_traffic) {
+    test_server sv;
+    if (test_serve_start(&sv, "--ttft 5ms --itl 5ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    /* -sm row: both GPUs 90 % busy, NVLink 200,000 MiB/s each way on each GPU */
+    json_t *doc = split_bench(&sv, "NVML_STUB_GPUS=2 NVML_STUB_UTIL=90;90 NVML_STUB_NVLINK=200000", "row");
+    /* the single-GPU run of the same patterns: no split findings at all */
+    json_t *one = split_bench(&sv, "NVML_STUB_GPUS=1 NVML_STUB_UTIL=70,30 NVML_STUB_NVLINK=200000", "one");
+    test_serve_stop(&sv);
+    if (!doc || !one) { json_decref(doc); json_decref(one); return; }
+    static const char *const argv[] = {"llama-server", "-m", "v2lite.gguf", "-sm", "row", NULL};
+    set_cmdline(doc, argv);
+    json_t *dg = split_diagnose(doc);
+    const json_t *f = split_finding(dg, "row_split");
+    CHECK_MSG(f != NULL, "no row_split finding");
+    if (f) {
+        double share = 2 * 200000 * 1.048576 / 900e3;            /* rx + tx against the H200's 900 GB/s NVLink */
+        CHECK_NEAR(cost_of(f), share, 1e-3);
+        CHECK(test_num(f, "confidence") == 0.75);
+        CHECK(knob_is(split_knob(f, "split_mode"), "row", "layer"));
+    }
+    /* a row split is tensor parallel over the GPUs the server holds: the roofline's tp is theirs */
+    const json_t *tp = json_object_get(json_object_get(dg, "deployment"), "tp");
+    CHECK_MSG(test_num(tp, "value") == 2 && strstr(json_string_value(json_object_get(tp, "source")), "-sm row"),
+              "tp %g from %s", test_num(tp, "value"), json_string_value(json_object_get(tp, "source")));
+    CHECK(split_finding(dg, "layer_split") == NULL && split_finding(dg, "uneven_split") == NULL);
+    json_decref(dg);
+    set_cmdline(one, argv);
+    dg = split_diagnose(one);
+    CHECK(split_finding(dg, "layer_split") == NULL && split_finding(dg, "uneven_split") == NULL &&
+          split_finding(dg, "row_split") == NULL);
+    const json_t *c;
+    size_t i;
+    bool said = false;
+    json_array_foreach(json_object_get(dg, "checked"), i, c)
+        if (!strcmp(json_string_value(json_object_get(c, "rule")), "gpu_split"))
+            said = !json_is_true(json_object_get(c, "ran")) && strstr(json_string_value(json_object_get(c, "why")), "one GPU");
+    CHECK_MSG(said, "checked must say the split rules need two GPUs");
+    json_decref(dg);
+    json_decref(doc);
+    json_decref(one);
+}
+
+/* scripts/gpu_scenarios.sh asked for the split runs on a one-GPU machine: one line, exit 2, nothing
+ * built or written. nvidia-smi -L is what it counts GPUs by; a one-line stand-in for it on PATH says
+ * one GPU (on any machine, GPU hosts included). */
+TEST(gpu_scenarios_refuse_split_runs_on_one_gpu) {
+    char bin[PATH_MAX], root[PATH_MAX], dir[PATH_MAX + 16], cmd[4 * PATH_MAX + 256];
+    snprintf(bin, sizeof bin, "%s", harness_bin());
+    snprintf(root, sizeof root, "%s", dirname(dirname(bin)));   /* BUILD/dsperf_test -> the checkout */
+    snprintf(dir, sizeof dir, "%s/fakebin", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && printf '#!/bin/sh\\necho \"GPU 0: NVIDIA H200 (UUID: GPU-1)\"\\n' > %s/nvidia-smi && "
+             "chmod +x %s/nvidia-smi", dir, dir, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    static const char *const asks[] = {"multigpu", "slots uneven_split"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "cd %s && PATH=%s:$PATH sh scripts/gpu_scenarios.sh --work %s/w --out %s/o %s 2>%s/err.txt",
+                 root, dir, harness_tmpdir(), harness_tmpdir(), asks[k], harness_tmpdir());
+        int st = system(cmd);
+        CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s: status %d", asks[k], st);
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/err.txt", harness_tmpdir());
+        FILE *f = fopen(path, "r");
+        char line[512] = "", more[8] = "";
+        if (f) { if (!fgets(line, sizeof line, f)) line[0] = 0; if (!fgets(more, sizeof more, f)) more[0] = 0; fclose(f); }
+        CHECK_MSG(strstr(line, "need 2 GPUs; this machine has 1") != NULL && !more[0], "stderr: %s%s", line, more);
+        snprintf(path, sizeof path, "%s/w", harness_tmpdir());
+        CHECK_MSG(access(path, F_OK) != 0, "refused, yet it made %s", path);
+    }
 }

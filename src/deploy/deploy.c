@@ -326,7 +326,12 @@ static void assume(deploy *d) {
         deploy_set(&d->kv_dtype_s, true, "assumed: 16-bit KV cache (the engines' default)");
     }
     if (!d->tp_s.known) {
-        if (!strcmp(d->engine, "llama.cpp")) {
+        /* split_mode is known only from llama-server's own command line */
+        bool llama = !strcmp(d->engine, "llama.cpp") || d->split_mode_s.known;
+        if (llama && !strcmp(d->split_mode, "row") && d->n_gpus_s.known && d->n_gpus > 1) {
+            d->tp = d->n_gpus;
+            deploy_set(&d->tp_s, false, "llama-server -sm row splits each layer's tensors over the %d GPUs", d->n_gpus);
+        } else if (llama) {
             d->tp = 1;
             deploy_set(&d->tp_s, false, "llama.cpp splits layers across GPUs, not tensors: one GPU works at a time");
         } else if (d->n_gpus_s.known && d->n_gpus > 1) {

@@ -14,7 +14,8 @@
  *   {"engine": {"value": "llama.cpp", "source": "..."}, "served_model": {...}, "model": {...},
  *    "architecture": {"value": {config.json keys}, "source": "..."}, "weight_dtype": {...},
  *    "kv_dtype": {...}, "gpu": {...}, "n_gpus": {...}, "tp": {...}, "max_num_seqs": {...},
- *    "context_per_seq": {...}, "ubatch_tokens": {...}, "cpu_threads": {...}, "params": {...},
+ *    "context_per_seq": {...}, "ubatch_tokens": {...}, "cpu_threads": {...}, "split_mode": {...},
+ *    "tensor_split": {...}, "params": {...},
  *    "model_bytes": {...}}
  * each {"value", "source", "assumed": true when no source stated it}; absent when unknown. */
 #ifndef DSP_DEPLOY_H
@@ -59,6 +60,10 @@ typedef struct {
     deploy_src ubatch_tokens_s;
     int cpu_threads;            /* llama.cpp's CPU threads for generation (-t) */
     deploy_src cpu_threads_s;
+    char split_mode[8];         /* llama.cpp -sm over several GPUs: "none", "layer" (its default), "row"; "" unknown */
+    deploy_src split_mode_s;
+    char tensor_split[64];      /* llama.cpp -ts as given ("3,1": proportions per GPU); "" = its default (free memory) */
+    deploy_src tensor_split_s;
     int chunked_prefill;        /* -1 unknown */
     deploy_src chunked_prefill_s;
     int context_per_seq;        /* tokens one sequence may hold (llama.cpp n_ctx per slot) */
@@ -100,8 +105,8 @@ void deploy_from_server(deploy *d, const json_t *models, const json_t *props, co
                         const char *tokenizer_path);
 
 /* What llama-server was told on its command line (a JSON array of its arguments, as recorded in
- * telemetry.host.numa.server.cmdline): -t, -b, -ub, -ctk, and -np / -c where /props was silent;
- * this version's fixed defaults for -b, -ub and -ctk when they are absent. Other programs: nothing. */
+ * telemetry.host.numa.server.cmdline): -t, -b, -ub, -ctk, -sm, -ts, and -np / -c where /props was
+ * silent; this version's fixed defaults for -b, -ub, -ctk and -sm (layer) when they are absent. Other programs: nothing. */
 void deploy_from_cmdline(deploy *d, const json_t *argv);
 
 /* What a server's /metrics page says about its KV cache: vLLM's vllm:cache_config_info labels

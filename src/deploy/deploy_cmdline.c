@@ -1,9 +1,11 @@
 /* deploy_cmdline — what llama-server was told on its command line (telemetry.host.numa.server.cmdline,
  * recorded from /proc/PID/cmdline when a run gives --server-pid): the settings its HTTP API does not
- * report (-t, -b, -ub, -ctk) and, where /props was silent, -np and the context per slot. A flag not
- * on the command line is this llama.cpp version's default where that is a fixed number (-b 2048,
- * -ub 512, f16 KV); the default thread count depends on the host, so it stays unknown. */
+ * report (-t, -b, -ub, -ctk; over several GPUs -sm and -ts) and, where /props was silent, -np and the
+ * context per slot. A flag not on the command line is this llama.cpp version's default where that is
+ * a fixed value (-b 2048, -ub 512, f16 KV, -sm layer); the default thread count depends on the host,
+ * so it stays unknown, and the default tensor split follows each GPU's free memory at load. */
 #include "deploy/deploy_int.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +44,7 @@ void deploy_from_cmdline(deploy *d, const json_t *argv) {
     base = base ? base + 1 : prog;
     if (strncmp(base, "llama-server", 12) != 0) return;   /* only llama-server's flags are known here */
     int threads = 0, batch = 0, ubatch = 0, slots = 0, ctx = 0;
-    const char *ctk = NULL;
+    const char *ctk = NULL, *sm = NULL, *ts = NULL;
     for (size_t i = 1; i < json_array_size(argv); i++) {
         const char *v;
         if ((v = flag_value(argv, i, "-t", "--threads"))) threads = positive_int(v);
@@ -51,6 +53,8 @@ void deploy_from_cmdline(deploy *d, const json_t *argv) {
         else if ((v = flag_value(argv, i, "-np", "--parallel"))) slots = positive_int(v);
         else if ((v = flag_value(argv, i, "-c", "--ctx-size"))) ctx = positive_int(v);
         else if ((v = flag_value(argv, i, "-ctk", "--cache-type-k"))) ctk = v;
+        else if ((v = flag_value(argv, i, "-sm", "--split-mode"))) sm = v;
+        else if ((v = flag_value(argv, i, "-ts", "--tensor-split"))) ts = v;
     }
     if (threads) {
         d->cpu_threads = threads;
@@ -72,6 +76,18 @@ void deploy_from_cmdline(deploy *d, const json_t *argv) {
     } else if (!ctk && (!d->kv_dtype_s.known || d->kv_dtype_s.assumed)) {
         d->kv_dtype = DT_FP16;
         deploy_set(&d->kv_dtype_s, false, "llama-server's default -ctk f16 (not on its command line)");
+    }
+    /* how the layers go over several GPUs (common/arg.cpp: -sm none|layer|row, default layer) */
+    if (sm && (!strcmp(sm, "none") || !strcmp(sm, "layer") || !strcmp(sm, "row"))) {
+        snprintf(d->split_mode, sizeof d->split_mode, "%s", sm);
+        deploy_set(&d->split_mode_s, false, "llama-server -sm %s (the server's command line)", sm);
+    } else if (!sm) {
+        snprintf(d->split_mode, sizeof d->split_mode, "layer");
+        deploy_set(&d->split_mode_s, false, "llama-server's default -sm layer (not on its command line)");
+    }
+    if (ts && *ts && strlen(ts) < sizeof d->tensor_split) {
+        snprintf(d->tensor_split, sizeof d->tensor_split, "%s", ts);
+        deploy_set(&d->tensor_split_s, false, "llama-server -ts %s (the server's command line)", ts);
     }
     /* /props states these itself; the command line only fills what it left unknown */
     if (slots && !d->max_num_seqs_s.known) {

@@ -48,6 +48,8 @@ json_t *deploy_to_json(const deploy *d) {
     put(o, "max_num_batched_tokens", json_integer(d->max_num_batched_tokens), &d->max_num_batched_tokens_s);
     put(o, "ubatch_tokens", json_integer(d->ubatch_tokens), &d->ubatch_tokens_s);
     put(o, "cpu_threads", json_integer(d->cpu_threads), &d->cpu_threads_s);
+    put(o, "split_mode", json_string(d->split_mode), &d->split_mode_s);
+    put(o, "tensor_split", json_string(d->tensor_split), &d->tensor_split_s);
     put(o, "chunked_prefill", json_boolean(d->chunked_prefill == 1), &d->chunked_prefill_s);
     put(o, "context_per_seq", json_integer(d->context_per_seq), &d->context_per_seq_s);
     put(o, "kv_capacity_tokens", json_real(d->kv_capacity_tokens), &d->kv_capacity_tokens_s);
@@ -127,6 +129,8 @@ void deploy_from_json(deploy *d, const json_t *sec) {
     int_field(sec, "context_per_seq", &d->context_per_seq, &d->context_per_seq_s);
     int_field(sec, "ubatch_tokens", &d->ubatch_tokens, &d->ubatch_tokens_s);
     int_field(sec, "cpu_threads", &d->cpu_threads, &d->cpu_threads_s);
+    str_field(sec, "split_mode", d->split_mode, sizeof d->split_mode, &d->split_mode_s);
+    str_field(sec, "tensor_split", d->tensor_split, sizeof d->tensor_split, &d->tensor_split_s);
     real_field(sec, "kv_capacity_tokens", &d->kv_capacity_tokens, &d->kv_capacity_tokens_s);
     deploy_src ks = {0};
     if (json_is_true(field(sec, "kv_capacity_set", &ks))) d->kv_capacity_set = true;

@@ -175,3 +175,37 @@ TEST(deploy_llama_server_cmdline) {
     CHECK(!d.ubatch_tokens_s.known);
     json_decref(doc);
 }
+
+/* How llama-server splits a model over GPUs (-sm, -ts on its command line): read with their values,
+ * the default layer split marked as the default, a malformed mode not believed; both round-trip. */
+TEST(deploy_llama_server_split_flags) {
+    json_t *doc = json_pack("{s:{s:{s:{s:{s:[sssssss]}}}}}", "telemetry", "host", "numa", "server", "cmdline",
+                            "llama-server", "-m", "v2lite.gguf", "--split-mode=row", "-ts", "3,1", "-ngl");
+    deploy d;
+    char err[256];
+    CHECK_EQ_INT(deploy_resolve(doc, &(deploy_flags){0}, &d, err, sizeof err), 0);
+    CHECK_STR(d.split_mode, "row");
+    CHECK(strstr(d.split_mode_s.src, "-sm row") != NULL && !d.split_mode_s.assumed);
+    CHECK_STR(d.tensor_split, "3,1");
+    CHECK(strstr(d.tensor_split_s.src, "-ts 3,1") != NULL);
+    json_t *sec = deploy_to_json(&d);
+    deploy back;
+    deploy_init(&back);
+    deploy_from_json(&back, sec);
+    CHECK_STR(back.split_mode, "row");
+    CHECK_STR(back.tensor_split, "3,1");
+    json_decref(sec);
+    json_decref(doc);
+    /* no -sm: llama.cpp's default layer split; no -ts: unknown here (it follows free memory) */
+    doc = json_pack("{s:{s:{s:{s:{s:[sss]}}}}}", "telemetry", "host", "numa", "server", "cmdline", "llama-server", "-m", "x.gguf");
+    CHECK_EQ_INT(deploy_resolve(doc, &(deploy_flags){0}, &d, err, sizeof err), 0);
+    CHECK_STR(d.split_mode, "layer");
+    CHECK(strstr(d.split_mode_s.src, "default") != NULL);
+    CHECK(!d.tensor_split_s.known && d.tensor_split[0] == 0);
+    json_decref(doc);
+    /* a mode this llama.cpp does not have is not taken for one */
+    doc = json_pack("{s:{s:{s:{s:{s:[sss]}}}}}", "telemetry", "host", "numa", "server", "cmdline", "llama-server", "-sm", "graph");
+    CHECK_EQ_INT(deploy_resolve(doc, &(deploy_flags){0}, &d, err, sizeof err), 0);
+    CHECK(!d.split_mode_s.known);
+    json_decref(doc);
+}

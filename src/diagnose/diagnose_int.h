@@ -168,6 +168,8 @@ void diag_longctx_rules(diag_in *in, json_t *list, json_t *checked);
 /* The per-direction capacity (MB/s) of the GPU's PCIe link as NVML reported it (max generation x
  * width); NAN unknown (then gen and width are 0). */
 double diag_pcie_link_mb_s(const diag_in *in, int *gen, int *width);
+/* The rules of a deployment split over GPUs (diagnose_gpus.c): layer_split, uneven_split, row_split. */
+void diag_gpu_split_rules(diag_in *in, json_t *list, json_t *checked);
 /* Runs every rule on one results document; appends findings to list and a line per rule to
  * checked ({"rule","ran","used"|"why"}). */
 void diag_rules(diag_in *in, json_t *list, json_t *checked);

@@ -609,4 +609,5 @@ void diag_rules(diag_in *in, json_t *list, json_t *checked) {
     rule_throttle(in, list, checked);
     rule_numa(in, list, checked);
     diag_longctx_rules(in, list, checked);
+    diag_gpu_split_rules(in, list, checked);
 }

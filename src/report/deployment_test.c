@@ -19,7 +19,7 @@ TEST(report_deployment_names_ranks_lost_ranks_and_the_slowest_gpu) {
     CHECK(r != NULL);
     rbuf b;
     rb_init(&b);
-    report_deployment(&b, r);
+    report_deployment(&b, r, NULL);
     CHECK(b.p != NULL);
     if (b.p) {
         CHECK(strstr(b.p, "3 MPI ranks on 2 hosts") != NULL);
@@ -32,7 +32,7 @@ TEST(report_deployment_names_ranks_lost_ranks_and_the_slowest_gpu) {
     /* one process on one node: no section */
     json_t *plain = json_loads("{\"completed\": 3}", 0, NULL);
     rb_init(&b);
-    report_deployment(&b, plain);
+    report_deployment(&b, plain, NULL);
     CHECK(b.p == NULL || b.len == 0);
     rb_free(&b);
     json_decref(plain);

@@ -232,7 +232,8 @@ void md_context_and_stability(rbuf *b, const rep_model *m);
 void report_cache_section(rbuf *b, const rep_model *m);
 /* Reasoning vs answer, the server's side of each request, failed self-checks (phases_page.c). */
 void report_phases_section(rbuf *b, const rep_model *m);
-/* A run from many hosts or a deployment over many nodes (deployment.c): ranks, clocks, lost ranks,
- * GPUs per node and the slowest; nothing for one process on one node. */
-void report_deployment(rbuf *b, const json_t *r);
+/* A run from many hosts, a deployment over many nodes or over several GPUs (deployment.c): ranks,
+ * clocks, lost ranks, GPUs per node and the slowest, each GPU (per level of m's sweep; m may be
+ * NULL: r alone); nothing for one process on one node with one GPU. r: the first results. */
+void report_deployment(rbuf *b, const json_t *r, const rep_model *m);
 #endif

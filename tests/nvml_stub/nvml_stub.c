@@ -5,7 +5,7 @@
  *
  * Every reading is a function of the GPU index and of how many samples of that GPU were taken (one
  * sample = one nvmlDeviceGetUtilizationRates call, the first call nvml_gpu_sample makes):
- *   utilization gpu 40 + 10*index %, memory 20 %;  memory total 143771 MiB, used 1024*(index+1) MiB
+ *   utilization gpu 40 + 10*index % (or NVML_STUB_UTIL's pattern), memory 20 %;  memory total 143771 MiB, used 1024*(index+1) MiB
  *   clocks SM 1980 MHz, memory 3201 MHz (max 1980 / 3201);  temperature 50 + index C
  *   power 350 W instant, 300 W average (field values); power limit 700 W, default 700 W
  *   energy 1e9 + 5000 * samples mJ;  NVLink TX/RX 1000 * samples / 2000 * samples KiB (cumulative)
@@ -23,6 +23,13 @@
  *   NVML_STUB_INIT_FAIL=1       nvmlInit fails (NVML_ERROR_DRIVER_NOT_LOADED)
  *   NVML_STUB_DRAM=P            GPM DRAM bandwidth utilisation P % (default 70)
  *   NVML_STUB_PCIE_GEN=G        the PCIe link's generation (default 4)
+ *   NVML_STUB_UTIL="P0;P1;..."  per-GPU utilisation patterns (GPU i takes the i-th; a GPU without one keeps
+ *                               40 + 10*index): each a comma list of percentages the GPU's samples cycle
+ *                               through, sample k reading entry (k-1) mod length. "70,30;30,70": two GPUs
+ *                               taking turns (llama.cpp's layer split); "95;95" both busy (row split);
+ *                               "75;25" one GPU with three quarters of the work (-ts 3,1). With a pattern
+ *                               the GPM SM activity reads the same value (the GPU is busy as NVML says)
+ *   NVML_STUB_NVLINK=M          GPM NVLink TX and RX M MiB/s each on every GPU (default 300 / 400)
  * nvml_stub_count(name) tells how often an entry point was called (in-process tests). */
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +44,33 @@ typedef struct { unsigned magic; unsigned long sample_no; int index; } gpm_sampl
 
 static dev devs[MAX_GPUS];
 static int n_gpus = 2, no_gpm, lost_after = -1, initialized, pcie_gen = 4;
-static double dram_pct = 70;
+static double dram_pct = 70, nvlink_mib_s = -1;
 static char not_supported[64];
+/* NVML_STUB_UTIL: per GPU, the percentages its samples cycle through (n_util[i] == 0: no pattern) */
+#define MAX_PATTERN 64
+static unsigned util_pat[MAX_GPUS][MAX_PATTERN];
+static int n_util[MAX_GPUS];
+
+static void parse_util(const char *spec) {
+    memset(n_util, 0, sizeof n_util);
+    for (int g = 0; spec && *spec && g < MAX_GPUS; g++) {
+        while (*spec && *spec != ';') {
+            char *end;
+            long v = strtol(spec, &end, 10);
+            if (end == spec) break;   /* malformed: the rest of this GPU's pattern is ignored */
+            if (n_util[g] < MAX_PATTERN) util_pat[g][n_util[g]++] = (unsigned)(v < 0 ? 0 : v > 100 ? 100 : v);
+            spec = *end == ',' ? end + 1 : end;
+        }
+        while (*spec && *spec != ';') spec++;
+        if (*spec == ';') spec++;
+    }
+}
+
+/* GPU utilisation of sample k (1-based) of GPU index. */
+static unsigned util_of(int index, unsigned long k) {
+    if (!n_util[index]) return 40 + 10 * (unsigned)index;
+    return util_pat[index][(k ? k - 1 : 0) % (unsigned long)n_util[index]];
+}
 
 /* Calls per entry point (names as exported). */
 static struct { const char *name; unsigned long n; } calls[64];
@@ -78,6 +110,8 @@ API nvmlReturn_t nvmlInit_v2(void) {
     snprintf(not_supported, sizeof not_supported, "%s", (e = getenv("NVML_STUB_NOT_SUPPORTED")) ? e : "");
     dram_pct = (e = getenv("NVML_STUB_DRAM")) ? atof(e) : 70;
     pcie_gen = (e = getenv("NVML_STUB_PCIE_GEN")) ? atoi(e) : 4;
+    parse_util(getenv("NVML_STUB_UTIL"));
+    nvlink_mib_s = (e = getenv("NVML_STUB_NVLINK")) ? atof(e) : -1;
     for (int i = 0; i < MAX_GPUS; i++) devs[i] = (dev){i, 0};
     initialized = 1;
     return OK;
@@ -129,7 +163,7 @@ typedef struct { unsigned gpu, memory; } util;
 API nvmlReturn_t nvmlDeviceGetUtilizationRates(dev *d, util *u) {
     d->samples++;   /* the first call of every sample: the stub's notion of "sample number" */
     ENTER(d);
-    u->gpu = 40 + 10 * (unsigned)d->index;
+    u->gpu = util_of(d->index, d->samples);
     u->memory = 20;
     return OK;
 }
@@ -214,7 +248,7 @@ API nvmlReturn_t nvmlGpmMetricsGet(gpm_get *g) {
         gpm_metric *m = &g->metrics[i];
         m->nvmlReturn = OK;
         switch (m->metricId) {
-        case 2: m->value = 10 * s2; break;    /* SM activity */
+        case 2: m->value = n_util[g->sample2->index] ? util_of(g->sample2->index, g->sample2->sample_no) : 10 * s2; break;   /* SM activity */
         case 3: m->value = 5 * s2; break;     /* SM occupancy */
         case 5: m->value = 60; break;         /* any tensor */
         case 7: m->value = 55; break;         /* HMMA */
@@ -223,8 +257,8 @@ API nvmlReturn_t nvmlGpmMetricsGet(gpm_get *g) {
         case 13: m->value = 1; break;         /* FP16 */
         case 20: m->value = 1000; break;      /* PCIe TX, MiB/s */
         case 21: m->value = 2000; break;      /* PCIe RX */
-        case 60: m->value = 400; break;       /* NVLink RX total */
-        case 61: m->value = 300; break;       /* NVLink TX total */
+        case 60: m->value = nvlink_mib_s >= 0 ? nvlink_mib_s : 400; break;   /* NVLink RX total */
+        case 61: m->value = nvlink_mib_s >= 0 ? nvlink_mib_s : 300; break;   /* NVLink TX total */
         default: m->nvmlReturn = NOT_SUPPORTED; m->value = 0;
         }
     }
