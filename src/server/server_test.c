@@ -388,15 +388,17 @@ TEST(server_capacity_queues_fifo) {
 
 TEST(server_speedup_scales_engine_time) {
     srv_proc p;
-    if (srv_spawn(&p, "--ttft 500ms --itl 100ms --speedup 10") < 0) return;
+    /* configured times 400x what the test waits for: a loaded host makes tokens late by far less
+     * than the factor it separates (50 ms scaled against 20 s unscaled) */
+    if (srv_spawn(&p, "--ttft 20s --itl 2s --speedup 400") < 0) return;
     http_result r = {0};
     http_do(&p, "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":5,\"stream\":true}", &r);
     CHECK_EQ_INT(r.n_events, 6);
     if (r.n_events == 6) {
-        /* 50 ms (500 ms / 10) is a floor; without the speedup the first token would come at 500 ms
-         * and the last at 900, so a ceiling of half that separates the two on any machine */
-        CHECK_MSG(r.t_ms[0] >= 49.95 && r.t_ms[0] < 250, "TTFT %.2f ms, want 50 (500 ms / 10)", r.t_ms[0]);
-        CHECK_MSG(r.t_ms[4] >= 89.95 && r.t_ms[4] < 450, "last token at %.2f ms, want 90 (900 ms / 10)", r.t_ms[4]);
+        /* 50 ms (20 s / 400) is a floor; without the speedup the first token would come at 20 s
+         * and the last at 28 s, so a ceiling of half that separates the two on any machine */
+        CHECK_MSG(r.t_ms[0] >= 49.95 && r.t_ms[0] < 10000, "TTFT %.2f ms, want 50 (20 s / 400)", r.t_ms[0]);
+        CHECK_MSG(r.t_ms[4] >= 69.95 && r.t_ms[4] < 14000, "last token at %.2f ms, want 70 (28 s / 400)", r.t_ms[4]);
     }
     http_free(&r);
     srv_kill(&p);
