@@ -1,7 +1,10 @@
 /* one_definition_test — every per-request metric has one definition (src/metrics/request_metrics):
  * the results' summary, the report's exact distributions (read back from the per-request file)
  * and the monitor's probe metrics agree to the last bit on a real run against dsperf serve with
- * jittered timing and varied output lengths. */
+ * jittered timing and varied output lengths. And the shared pieces stay single: the program's
+ * sources (src/, comments left out) hold one percentile rule (metrics/stats.c), one builder of
+ * the Authorization header and one place that makes plain libcurl handles (common/http.c), and
+ * metric names only in the metric table (metrics/metric_table.c). */
 #include "harness.h"
 #include "testutil.h"
 #include "report/report_internal.h"
@@ -9,7 +12,10 @@
 #include "metrics/request_metrics.h"
 #include "metrics/stats.h"
 #include "monitor/monitor.h"
+#include "common/fileio.h"
+#include <dirent.h>
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,4 +85,117 @@ TEST(metrics_have_one_definition) {
     recset_free(&recs);
     report_requests_free(rq);
     json_decref(r);
+}
+
+/* ---- the sources, searched ---- */
+
+typedef struct { char path[512]; char *code; } src_file;
+typedef struct { src_file *f; size_t n, cap; } src_tree;
+
+/* Blanks C comments (keeping newlines, so line numbers hold) and leaves string and character
+ * literals as they are: a name or rule mentioned in a comment is documentation, not a definition. */
+static void blank_comments(char *s) {
+    for (char *p = s; *p;) {
+        if (*p == '"' || *p == '\'') {
+            char q = *p++;
+            while (*p && *p != q) { if (*p == '\\' && p[1]) p++; p++; }
+            if (*p) p++;
+        } else if (p[0] == '/' && p[1] == '*') {
+            while (*p && !(p[0] == '*' && p[1] == '/')) { if (*p != '\n') *p = ' '; p++; }
+            if (*p) { p[0] = p[1] = ' '; p += 2; }
+        } else if (p[0] == '/' && p[1] == '/') {
+            while (*p && *p != '\n') *p++ = ' ';
+        } else {
+            p++;
+        }
+    }
+}
+
+/* Every .c and .h under dir but the tests (*_test.c), comments blanked. */
+static void read_tree(src_tree *t, const char *dir, size_t root_len) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        size_t n = strlen(e->d_name);
+        if (e->d_type == DT_DIR) { read_tree(t, p, root_len); continue; }
+        if (n < 3 || (strcmp(e->d_name + n - 2, ".c") && strcmp(e->d_name + n - 2, ".h"))) continue;
+        if (n > 7 && !strcmp(e->d_name + n - 7, "_test.c")) continue;
+        char *text = NULL;
+        if (fileio_read_all(p, &text, NULL) != 0) continue;
+        if (t->n == t->cap) {
+            t->cap = t->cap ? 2 * t->cap : 256;
+            t->f = realloc(t->f, t->cap * sizeof *t->f);
+        }
+        blank_comments(text);
+        snprintf(t->f[t->n].path, sizeof t->f[t->n].path, "%s", p + root_len + 1);   /* relative to src/ */
+        t->f[t->n++].code = text;
+    }
+    closedir(d);
+}
+
+/* src/ next to this file's tests/ (the tests run from the repository root). */
+static void read_sources(src_tree *t) {
+    memset(t, 0, sizeof *t);
+    char root[512];
+    const char *slash = strrchr(__FILE__, '/');
+    snprintf(root, sizeof root, "%.*s%ssrc", slash ? (int)(slash - __FILE__) : 0, __FILE__, slash ? "/../" : "../");
+    read_tree(t, root, strlen(root));
+}
+
+static void free_sources(src_tree *t) {
+    for (size_t i = 0; i < t->n; i++) free(t->f[i].code);
+    free(t->f);
+}
+
+/* How many times re matches in code; the first match's line in *line. */
+static int count_matches(const regex_t *re, const char *code, int *line, char *what, size_t whatlen) {
+    int n = 0;
+    regmatch_t m;
+    for (const char *p = code; regexec(re, p, 1, &m, p == code ? 0 : REG_NOTBOL) == 0 && m.rm_eo > 0; p += m.rm_eo) {
+        if (!n) {
+            int l = 1;
+            for (const char *q = code; q < p + m.rm_so; q++) l += *q == '\n';
+            *line = l;
+            snprintf(what, whatlen, "%.*s", (int)(m.rm_eo - m.rm_so), p + m.rm_so);
+        }
+        n++;
+    }
+    return n;
+}
+
+/* Each file of t where pattern matches must be one of allowed (NULL-terminated), and each of
+ * allowed must match (the pattern still finds the one definition, so the check is not blind). */
+static void only_in(const src_tree *t, const char *what, const char *pattern, const char *const *allowed) {
+    regex_t re;
+    CHECK_MSG(regcomp(&re, pattern, REG_EXTENDED) == 0, "pattern %s", pattern);
+    int seen[8] = {0};
+    for (size_t i = 0; i < t->n; i++) {
+        int line = 0;
+        char m[120];
+        if (!count_matches(&re, t->f[i].code, &line, m, sizeof m)) continue;
+        int k = 0;
+        while (allowed[k] && strcmp(allowed[k], t->f[i].path)) k++;
+        if (allowed[k]) { seen[k] = 1; continue; }
+        harness_fail(__FILE__, __LINE__, "src/%s:%d holds a second %s (\"%s\"): use the one in src/%s", t->f[i].path, line, what, m, allowed[0]);
+    }
+    for (int k = 0; allowed[k]; k++) CHECK_MSG(seen[k], "src/%s no longer matches the %s pattern %s: fix the check", allowed[k], what, pattern);
+    regfree(&re);
+}
+
+TEST(one_definition_of_the_percentile) {
+    src_tree t;
+    read_sources(&t);
+    CHECK_MSG(t.n > 200, "read %zu source files under src/", t.n);
+    /* the shapes every earlier copy had: a rank position from a percentile ((n - 1) * p / 100 or
+     * 0.8 * (m - 1)) and a median by middle index (v[n / 2], v[n / 2 - 1]) */
+    const char *const stats[] = {"metrics/stats.c", NULL};
+    only_in(&t, "percentile rank rule", "- *1\\) *\\* *\\(? *[A-Za-z_]+ */ *100", stats);
+    const char *const none[] = {NULL};
+    only_in(&t, "percentile rank rule", "0\\.[0-9]+ *\\* *(\\(double\\))? *\\(?[A-Za-z_>.-]+ *- *1\\)", none);
+    only_in(&t, "median by middle index", "\\[ *[A-Za-z_][A-Za-z0-9_]*(->[A-Za-z_][A-Za-z0-9_]*)? */ *2 *(- *1 *)?\\]", none);
+    free_sources(&t);
 }

@@ -10,6 +10,7 @@
  * pooled n) must exclude zero and whose change must reach min_effect. Only a tested change is
  * said to be one. */
 #include "history/hist_internal.h"
+#include "metrics/stats.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +128,7 @@ static int cmp_d(const void *a, const void *b) {
 static double median_of(double *v, size_t n) {
     if (!n) return NAN;
     qsort(v, n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return stats_percentile_sorted(v, n, 50);
 }
 
 /* The run-to-run noise of the series: 1.4826 MAD of successive differences / sqrt 2 (a step

@@ -4,6 +4,7 @@
 #include "sweep/context.h"
 #include "sweep/sweep.h"
 #include "metrics/infer.h"
+#include "metrics/stats.h"
 #include "common/rng.h"
 #include <math.h>
 #include <stdlib.h>
@@ -74,12 +75,6 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static double pct_sorted(const double *x, size_t n, double p) {
-    double h = (double)(n - 1) * p / 100;
-    size_t lo = (size_t)floor(h);
-    return lo + 1 < n ? x[lo] + (h - (double)lo) * (x[lo + 1] - x[lo]) : x[n - 1];
-}
-
 /* ln(p50/p99) of TPOT over bootstrap resamples of the stored per-request TPOTs (drawn at their true
  * count): its standard deviation. */
 static double tpot_tail_se(const json_t *res) {
@@ -97,7 +92,7 @@ static double tpot_tail_se(const json_t *res) {
     for (int b = 0; b < B; b++) {
         for (size_t i = 0; i < draws; i++) d[i] = x[rng_below(&g, k)];
         qsort(d, draws, sizeof *d, cmp_d);
-        double r = log(pct_sorted(d, draws, 50) / pct_sorted(d, draws, 99));
+        double r = log(stats_percentile_sorted(d, draws, 50) / stats_percentile_sorted(d, draws, 99));
         s += r;
         ss += r * r;
     }
