@@ -13,6 +13,8 @@
 #include "metrics/stats.h"
 #include "monitor/monitor.h"
 #include "common/fileio.h"
+#include "common/http.h"
+#include "common/clock.h"
 #include <dirent.h>
 #include <math.h>
 #include <regex.h>
@@ -169,9 +171,9 @@ static int count_matches(const regex_t *re, const char *code, int *line, char *w
 
 /* Each file of t where pattern matches must be one of allowed (NULL-terminated), and each of
  * allowed must match (the pattern still finds the one definition, so the check is not blind). */
-static void only_in(const src_tree *t, const char *what, const char *pattern, const char *const *allowed) {
+static void only_in_flags(const src_tree *t, const char *what, const char *pattern, const char *const *allowed, int flags) {
     regex_t re;
-    CHECK_MSG(regcomp(&re, pattern, REG_EXTENDED) == 0, "pattern %s", pattern);
+    CHECK_MSG(regcomp(&re, pattern, REG_EXTENDED | flags) == 0, "pattern %s", pattern);
     int seen[8] = {0};
     for (size_t i = 0; i < t->n; i++) {
         int line = 0;
@@ -186,6 +188,10 @@ static void only_in(const src_tree *t, const char *what, const char *pattern, co
     regfree(&re);
 }
 
+static void only_in(const src_tree *t, const char *what, const char *pattern, const char *const *allowed) {
+    only_in_flags(t, what, pattern, allowed, 0);
+}
+
 TEST(one_definition_of_the_percentile) {
     src_tree t;
     read_sources(&t);
@@ -198,4 +204,61 @@ TEST(one_definition_of_the_percentile) {
     only_in(&t, "percentile rank rule", "0\\.[0-9]+ *\\* *(\\(double\\))? *\\(?[A-Za-z_>.-]+ *- *1\\)", none);
     only_in(&t, "median by middle index", "\\[ *[A-Za-z_][A-Za-z0-9_]*(->[A-Za-z_][A-Za-z0-9_]*)? */ *2 *(- *1 *)?\\]", none);
     free_sources(&t);
+}
+
+TEST(one_definition_of_the_http_request) {
+    src_tree t;
+    read_sources(&t);
+    CHECK_MSG(t.n > 200, "read %zu source files under src/", t.n);
+    /* the credentials header is built in one place, in any spelling */
+    const char *const http[] = {"common/http.c", NULL};
+    only_in_flags(&t, "Authorization header builder", "\"(authorization: *)?bearer( *%s| +)\"|authorization: *bearer *%", http, REG_ICASE);
+    /* libcurl handles come from the helper; besides it only the feature check, the streaming
+     * client's pool and drift's batch of POSTs (which take their options and headers from it) */
+    const char *const handles[] = {"common/http.c", "common/curl_init.c", "client/client.c", "drift/drift_http.c", NULL};
+    only_in(&t, "libcurl handle maker", "curl_easy_init *\\(", handles);
+    free_sources(&t);
+}
+
+/* The helper against a scripted server: the credentials and headers are sent as given, the body
+ * comes back whole, a body over the limit fails with the limit named, and a discarded body still
+ * gives the status. */
+TEST(one_definition_http_get_sends_credentials_and_bounds_the_body) {
+    char body[3000];
+    memset(body, 'x', sizeof body);
+    char resp[3200];
+    int hl = snprintf(resp, sizeof resp, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", sizeof body);
+    memcpy(resp + hl, body, sizeof body);
+    int port = 0;
+    test_script *sc = test_script_start("HTTP/1.1 500 x\r\nContent-Length: 0\r\n\r\n", 38, 4096, &port);
+    CHECK(sc);
+    if (!sc) return;
+    test_script_route(sc, "GET /page", resp, (size_t)hl + sizeof body);
+    char url[128], err[200];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/page", port);
+    const char *const hdrs[] = {"X-One: 1", NULL};
+    http_opts o = { .api_key = "sk-one-def", .headers = hdrs, .timeout_ns = 10 * NS_PER_S, .max_body_bytes = 4096 };
+    long status = -1;
+    char *b = NULL;
+    size_t len = 0;
+    CHECK_EQ_INT(http_get_once(&o, url, &status, &b, &len, err, sizeof err), CURLE_OK);
+    CHECK_EQ_INT(status, 200);
+    CHECK_EQ_INT(len, sizeof body);
+    CHECK(b && strlen(b) == sizeof body && b[0] == 'x' && b[sizeof body - 1] == 'x');
+    free(b);
+    /* one byte under the body (and its terminator): refused, the limit said in bytes */
+    o.max_body_bytes = sizeof body;
+    CHECK(http_get_once(&o, url, &status, &b, &len, err, sizeof err) != CURLE_OK);
+    CHECK(!b && status == 0);
+    CHECK_MSG(strstr(err, "response over 3000 bytes") != NULL, "err: %s", err);
+    o.discard_body = true;
+    CHECK_EQ_INT(http_get_once(&o, url, &status, &b, &len, err, sizeof err), CURLE_OK);
+    CHECK(status == 200 && b && !b[0] && len == 0);
+    free(b);
+    char *reqs = test_script_requests(sc);
+    test_script_stop(sc);
+    CHECK(reqs && strstr(reqs, "GET /page HTTP/1.1\r\n"));
+    CHECK(reqs && strstr(reqs, "\r\nAuthorization: Bearer sk-one-def\r\n"));
+    CHECK(reqs && strstr(reqs, "\r\nX-One: 1\r\n"));
+    free(reqs);
 }
