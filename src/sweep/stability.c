@@ -1,6 +1,7 @@
 /* stability — stability scores per level and the exponential decay fit against batch size (see
  * stability.h). */
 #include "sweep/stability.h"
+#include "metrics/metric_table.h"
 #include "sweep/context.h"
 #include "sweep/sweep.h"
 #include "metrics/infer.h"
@@ -107,7 +108,7 @@ double stability_score_of(const json_t *res, stab_score s, double *se_ln, char *
     if (!se_ln) se_ln = &se_dummy;
     *se_ln = NAN;
     if (s == STAB_ITL_CV) {
-        double sd = num(res, "std_itl_ms"), mean = num(res, "mean_itl_ms");
+        double sd = num(res, "std_itl_ms"), mean = num(res, METRIC(mean_itl_ms));
         if (!(mean > 0) || !isfinite(sd)) { snprintf(why, whylen, "no inter-token latencies"); return NAN; }
         size_t k;
         double n, m, v, m3, m4;
@@ -120,7 +121,7 @@ double stability_score_of(const json_t *res, stab_score s, double *se_ln, char *
         return exp(-sd / mean);
     }
     if (s == STAB_TPOT_TAIL) {
-        double p50 = num(res, "median_tpot_ms"), p99 = num(res, "p99_tpot_ms");
+        double p50 = num(res, METRIC(median_tpot_ms)), p99 = num(res, METRIC(p99_tpot_ms));
         if (!(p50 > 0) || !(p99 > 0)) { snprintf(why, whylen, "no TPOT (requests of one token only?)"); return NAN; }
         *se_ln = tpot_tail_se(res);
         return p50 / p99;
@@ -154,7 +155,7 @@ static double batch_of(const json_t *lv, const char *axis, const char **how) {
         return num(json_object_get(res, "config"), "concurrency");
     if (axis && !strcmp(axis, "concurrency")) return num(lv, "load");
     *how = "Little's law: request_throughput x mean_e2el_ms (requests in the system)";
-    return num(res, "request_throughput") * num(res, "mean_e2el_ms") / 1000;
+    return num(res, METRIC(request_throughput)) * num(res, METRIC(mean_e2el_ms)) / 1000;
 }
 
 static void grade(stab_fit *f) {
