@@ -11,6 +11,7 @@
  * said to be one. */
 #include "history/hist_internal.h"
 #include "metrics/stats.h"
+#include "metrics/metric_table.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,8 +187,11 @@ static int cmp_size(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* "p99_ttft_ms" -> "p99 TTFT", "output_throughput" -> "output throughput". */
+/* The metric table's label ("p99_ttft_ms" -> "p99 TTFT"); a key it does not hold, in words by
+ * its shape ("p99.9_e2el_ms" -> "p99.9 E2EL", "recommended_load" -> "recommended load"). */
 static void pretty_metric(const char *m, char *out, size_t len) {
+    const metric_def *d = metric_find(m);
+    if (d) { snprintf(out, len, "%s", d->label); return; }
     char buf[96];
     snprintf(buf, sizeof buf, "%s", m);
     size_t n = strlen(buf);
