@@ -528,12 +528,16 @@ int client_submit(client *c, size_t rec_index, const dataset_item *item) {
     r->in_tokens = item->in_tokens;
     r->cacheable_tokens = item->cacheable_tokens;
     CURL *e = t->easy;
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(t->body));
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
-    curl_easy_setopt(e, CURLOPT_PREREQDATA, t);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    /* the body, and the transfer the stamping callbacks write to: a request without them is not sent */
+    if (curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(t->body)) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_WRITEDATA, t) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_HEADERDATA, t) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_PREREQDATA, t) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_PRIVATE, t) != CURLE_OK) {
+        transfer_free(t);
+        return -1;
+    }
     t->next = c->live;
     if (c->live) c->live->prev = t;
     c->live = t;
