@@ -2,6 +2,7 @@
  * page (and optionally Markdown and CSV). Every output is built in memory and written atomically,
  * so a failed run never leaves half a report behind. */
 #include "cli/cli.h"
+#include "metrics/metric_table.h"
 #include "sweep/context.h"
 #include "sweep/stability.h"
 #include "common/fileio.h"
@@ -108,7 +109,7 @@ static int report_history(const char *db, const char *query, const char *const *
     history_opts_register_kinds();   /* which way is better for every kind's metrics */
     if (history_open(db, HISTORY_READ, &h, err, sizeof err) < 0) { log_error("report: %s", err); return EXIT_USAGE; }
     static const char *const defaults[3][3] = {
-        {"p99_ttft_ms", "p99_tpot_ms", "output_throughput"}, {"knee_load", "max_goodput", "peak_output_throughput"},
+        {METRIC(p99_ttft_ms), METRIC(p99_tpot_ms), METRIC(output_throughput)}, {METRIC(knee_load), METRIC(max_goodput), METRIC(peak_output_throughput)},
         {"top1_agreement", "delta_ppl", "kl"},
     };
     json_t *trends = json_array();

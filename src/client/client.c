@@ -9,6 +9,7 @@
  * before it sleeps again (see client_poll), instead of paying one wake-up per chunk. */
 #include "client/client.h"
 #include "common/curl_init.h"
+#include "common/http.h"
 #include "client/sse.h"
 #include "client/readpoll.h"
 #include "client/rxstamp.h"
@@ -414,6 +415,13 @@ static void drain_done(client *c) {
 
 /* ---- public API ---- */
 
+/* The run's request options as the HTTP helper takes them: HTTP/1.1, the run's timeout, TLS and
+ * credentials. */
+static http_opts client_http_opts(const client_opts *o) {
+    return (http_opts){ .api_key = o->api_key, .headers = o->headers, .timeout_ns = o->timeout_ns, .insecure = o->insecure,
+                        .http_1_1 = true };
+}
+
 client *client_new(const client_opts *o, recset *recs, client_done_fn done, void *ctx, char *err, size_t errlen) {
     if (curl_check_features(err, errlen) != 0) return NULL;
     client *c = calloc(1, sizeof *c);
@@ -449,12 +457,8 @@ client *client_new(const client_opts *o, recset *recs, client_done_fn done, void
     c->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     c->hdrs = curl_slist_append(c->hdrs, "Accept: text/event-stream");
     c->hdrs = curl_slist_append(c->hdrs, "Expect:");   /* no 100-continue round trip */
-    if (o->api_key && *o->api_key) {
-        char h[1024];
-        snprintf(h, sizeof h, "Authorization: Bearer %s", o->api_key);
-        c->hdrs = curl_slist_append(c->hdrs, h);
-    }
-    for (const char *const *h = o->headers; h && *h; h++) c->hdrs = curl_slist_append(c->hdrs, *h);
+    http_opts ho = client_http_opts(o);
+    if (!c->hdrs || http_headers_append(&c->hdrs, &ho) != 0) { snprintf(err, errlen, "out of memory"); client_free(c); return NULL; }
     return c;
 }
 
@@ -477,13 +481,12 @@ void client_free(client *c) {
     free(c);
 }
 
-static void common_easy_opts(CURL *e, const client_opts *o) {
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    if (getenv("DSPERF_CURL_VERBOSE")) curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
-    if (o->timeout_ns > 0) curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(o->timeout_ns / NS_PER_MS));
-    if (o->insecure) { curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L); curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L); }
+/* The options every streaming request shares; CURLE_OK or the first one libcurl refused. */
+static CURLcode common_easy_opts(CURL *e, const client_opts *o) {
+    char err[160];
+    http_opts ho = client_http_opts(o);
+    CURLcode rc = http_easy_setup(e, &ho, err, sizeof err);
+    return rc != CURLE_OK ? rc : curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
 }
 
 /* A pooled easy handle, or a new one with the options every request shares. */
@@ -491,11 +494,12 @@ static CURL *easy_get(client *c) {
     if (c->pool_n) return c->pool[--c->pool_n];
     CURL *e = curl_easy_init();
     if (!e) return NULL;
-    common_easy_opts(e, &c->o);
-    /* what the measurement rests on: the send stamp (pre-request hook), the chunk stamps (write
-     * callback) and the kernel receive stamps (sockopt callback) must all be in place, or the
-     * request is not sent (the run counts it as failed; client_new checked the hook's presence) */
-    if (curl_easy_setopt(e, CURLOPT_URL, c->url) != CURLE_OK
+    /* what the measurement rests on: the timeout and TLS options, the send stamp (pre-request
+     * hook), the chunk stamps (write callback) and the kernel receive stamps (sockopt callback)
+     * must all be in place, or the request is not sent (the run counts it as failed; client_new
+     * checked the hook's presence) */
+    if (common_easy_opts(e, &c->o) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_URL, c->url) != CURLE_OK
         || curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->hdrs) != CURLE_OK
         || curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write) != CURLE_OK
         || curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header) != CURLE_OK
@@ -524,12 +528,16 @@ int client_submit(client *c, size_t rec_index, const dataset_item *item) {
     r->in_tokens = item->in_tokens;
     r->cacheable_tokens = item->cacheable_tokens;
     CURL *e = t->easy;
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(t->body));
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
-    curl_easy_setopt(e, CURLOPT_PREREQDATA, t);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    /* the body, and the transfer the stamping callbacks write to: a request without them is not sent */
+    if (curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(t->body)) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_WRITEDATA, t) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_HEADERDATA, t) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_PREREQDATA, t) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_PRIVATE, t) != CURLE_OK) {
+        transfer_free(t);
+        return -1;
+    }
     t->next = c->live;
     if (c->live) c->live->prev = t;
     c->live = t;
@@ -715,57 +723,25 @@ void client_abort_all(client *c, rec_outcome outcome) {
 
 /* ---- pre-flight ---- */
 
-typedef struct { char *p; size_t n; } membuf;
-
-static size_t mem_write(char *buf, size_t size, size_t n, void *ud) {
-    membuf *m = ud;
-    size_t len = size * n;
-    if (m->n + len > (1u << 20)) return 0;
-    char *np = realloc(m->p, m->n + len + 1);
-    if (!np) return 0;
-    memcpy(np + m->n, buf, len);
-    m->p = np;
-    m->n += len;
-    m->p[m->n] = 0;
-    return len;
-}
-
 #include <jansson.h>
 
-/* GET {base}{path} with the run's credentials and headers: the body (malloc'd), the status and
- * curl's result. */
-static CURLcode get_body(const client_opts *o, const char *url, membuf *mb, long *status) {
-    curl_init_once();
-    CURL *e = curl_easy_init();
-    struct curl_slist *h = NULL;
-    if (o->api_key && *o->api_key) {
-        char hb[1024];
-        snprintf(hb, sizeof hb, "Authorization: Bearer %s", o->api_key);
-        h = curl_slist_append(h, hb);
-    }
-    for (const char *const *x = o->headers; x && *x; x++) h = curl_slist_append(h, *x);
-    common_easy_opts(e, o);
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, mem_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, mb);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 15000L);
-    CURLcode res = curl_easy_perform(e);
-    *status = 0;
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(e);
-    return res;
+/* GET {url} with the run's credentials and headers, a 5 s connection and 15 s transfer limit and
+ * a body of at most 1 MiB: the body (malloc'd), the status and curl's result. */
+static CURLcode get_body(const client_opts *o, const char *url, char **body, size_t *len, long *status, char *err, size_t errlen) {
+    http_opts ho = client_http_opts(o);
+    ho.connect_timeout_ns = 5 * NS_PER_S;
+    ho.timeout_ns = 15 * NS_PER_S;
+    ho.max_body_bytes = 1u << 20;
+    return http_get_once(&ho, url, status, body, len, err, errlen);
 }
 
 json_t *client_get_json(const client_opts *o, const char *path) {
-    char *url = client_url(o->base_url, path);
-    membuf mb = {0};
-    long status;
-    CURLcode res = url ? get_body(o, url, &mb, &status) : CURLE_OUT_OF_MEMORY;
-    json_t *j = res == CURLE_OK && status == 200 ? json_loadb(mb.p ? mb.p : "", mb.n, 0, NULL) : NULL;
-    free(mb.p);
+    char *url = client_url(o->base_url, path), *body = NULL, e[256];
+    size_t len = 0;
+    long status = 0;
+    CURLcode res = url ? get_body(o, url, &body, &len, &status, e, sizeof e) : CURLE_OUT_OF_MEMORY;
+    json_t *j = res == CURLE_OK && status == 200 ? json_loadb(body, len, 0, NULL) : NULL;
+    free(body);
     free(url);
     if (j && !json_is_object(j)) { json_decref(j); j = NULL; }
     return j;
@@ -776,13 +752,15 @@ int client_preflight(const client_opts *o, char **model_out, char ***all_models,
         snprintf(err, errlen, "bad --url '%s': it must start with http:// or https:// (e.g. http://127.0.0.1:8000)", o->base_url);
         return -1;
     }
-    char *url = client_url(o->base_url, "/v1/models");
-    membuf mb = {0};
-    long status;
-    CURLcode res = get_body(o, url, &mb, &status);
+    char *url = client_url(o->base_url, "/v1/models"), *body = NULL, why[256];
+    size_t len = 0;
+    long status = 0;
+    CURLcode res = url ? get_body(o, url, &body, &len, &status, why, sizeof why) : CURLE_OUT_OF_MEMORY;
     int rc = -1;
-    if (res != CURLE_OK) {
-        snprintf(err, errlen, "cannot reach %s: %s (is the server running and the URL right?)", url, curl_easy_strerror(res));
+    if (!url) {
+        snprintf(err, errlen, "out of memory");
+    } else if (res != CURLE_OK) {
+        snprintf(err, errlen, "cannot reach %s: %s (is the server running and the URL right?)", url, why);
         /* nothing answered (vs a malformed URL, a TLS certificate problem, ...: those are ours) */
         if (res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_COULDNT_RESOLVE_PROXY ||
             res == CURLE_OPERATION_TIMEDOUT || res == CURLE_GOT_NOTHING || res == CURLE_SEND_ERROR || res == CURLE_RECV_ERROR)
@@ -792,7 +770,7 @@ int client_preflight(const client_opts *o, char **model_out, char ***all_models,
     } else if (status != 200) {
         snprintf(err, errlen, "GET %s returned HTTP %ld: this does not look like an OpenAI-compatible server (check the URL and path)", url, status);
     } else {
-        json_t *j = json_loadb(mb.p ? mb.p : "", mb.n, 0, NULL);
+        json_t *j = json_loadb(body, len, 0, NULL);
         json_t *data = j ? json_object_get(j, "data") : NULL;
         size_t n = json_is_array(data) ? json_array_size(data) : 0;
         if (!n) {
@@ -815,7 +793,7 @@ int client_preflight(const client_opts *o, char **model_out, char ***all_models,
         }
         json_decref(j);
     }
-    free(mb.p);
+    free(body);
     free(url);
     return rc;
 }

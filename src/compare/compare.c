@@ -7,6 +7,7 @@
  * back to the point values and says so. A metric whose meaning depends on a setting the runs
  * differ in is not compared, and a rule on its change fails (compare_config.c). */
 #include "compare/compare_int.h"
+#include "metrics/metric_table.h"
 #include "results/validity.h"
 #include "common/redact.h"
 #include <ctype.h>
@@ -102,15 +103,8 @@ static double value_of(const json_t *doc, const char *name, bool *present) {
     return num(doc, name);
 }
 
-static int direction(const char *name) {
-    size_t n = strlen(name);
-    if (n > 3 && !strcmp(name + n - 3, "_ms")) return -1;
-    if (!strcmp(name, "failed") || !strcmp(name, "errors") || !strcmp(name, "error_rate") ||
-        !strcmp(name, "output_token_mismatches")) return -1;
-    if (strstr(name, "throughput") || strstr(name, "goodput") || !strcmp(name, "completed") ||
-        !strcmp(name, "good_requests") || !strcmp(name, "max_output_tokens_per_s")) return +1;
-    return 0;
-}
+/* +1 higher is better, -1 lower, 0 unknown: the metric table's word (metrics/metric_table.h). */
+static int direction(const char *name) { return (int)metric_direction(name); }
 
 static void fill_metric(metric_cmp *m, const char *name, const json_t *base, const json_t *cand, const compare_opts *o,
                         const cmp_config_diff *cd) {
@@ -223,11 +217,11 @@ static json_t *eval_rule(const gate_rule *r, const metric_cmp *m, bool *passed) 
 /* ---- the document ---- */
 
 static const char *default_metrics[] = {
-    "request_throughput", "output_throughput", "request_goodput",
-    "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "p99_tpot_ms",
-    "median_itl_ms", "p99_itl_ms", "median_e2el_ms", "p99_e2el_ms", "p99_ttft_from_schedule_ms",
+    METRIC(request_throughput), METRIC(output_throughput), METRIC(request_goodput),
+    METRIC(mean_ttft_ms), METRIC(median_ttft_ms), METRIC(p99_ttft_ms), METRIC(mean_tpot_ms), METRIC(p99_tpot_ms),
+    METRIC(median_itl_ms), METRIC(p99_itl_ms), METRIC(median_e2el_ms), METRIC(p99_e2el_ms), METRIC(p99_ttft_from_schedule_ms),
     /* reasoning models: compared when both runs had a reasoning phase (metrics/phases.h) */
-    "mean_ttfa_ms", "p99_ttfa_ms", "mean_answer_tpot_ms",
+    METRIC(mean_ttfa_ms), METRIC(p99_ttfa_ms), METRIC(mean_answer_tpot_ms),
     "failed", "error_rate",
 };
 
@@ -364,12 +358,12 @@ json_t *compare_runs(const json_t *base, const json_t *cand, const compare_opts 
 typedef struct { const char *name; const char *obj; const char *key; } headline_def;
 
 static const headline_def headlines[] = {
-    {"knee_load", "knee", "load"},
-    {"knee_output_throughput", "knee", "output_throughput"},
-    {"peak_output_throughput", NULL, NULL},
-    {"max_goodput", "max_goodput", "request_goodput"},
-    {"max_goodput_load", "max_goodput", "load"},
-    {"slo_boundary_load", "max_goodput", "slo_boundary_load"},
+    {METRIC(knee_load), "knee", "load"},
+    {METRIC(knee_output_throughput), "knee", METRIC(output_throughput)},
+    {METRIC(peak_output_throughput), NULL, NULL},
+    {METRIC(max_goodput), METRIC(max_goodput), METRIC(request_goodput)},
+    {METRIC(max_goodput_load), METRIC(max_goodput), "load"},
+    {METRIC(slo_boundary_load), METRIC(max_goodput), METRIC(slo_boundary_load)},
 };
 
 static const headline_def *headline_of(const char *name) {
@@ -384,7 +378,7 @@ static double headline_value(const json_t *sweep, const headline_def *h) {
     size_t i;
     json_t *lv;
     json_array_foreach(json_object_get(sweep, "levels"), i, lv) {
-        double x = num(json_object_get(lv, "results"), "output_throughput");
+        double x = num(json_object_get(lv, "results"), METRIC(output_throughput));
         if (isfinite(x) && (!isfinite(peak) || x > peak)) peak = x;
     }
     return peak;
@@ -412,7 +406,7 @@ static const json_t *level_at(const json_t *sweep, double load) {
     return NULL;
 }
 
-static const char *sweep_level_metrics[] = {"output_throughput", "p99_ttft_ms", "p99_tpot_ms", "p99_e2el_ms", "error_rate"};
+static const char *sweep_level_metrics[] = {METRIC(output_throughput), METRIC(p99_ttft_ms), METRIC(p99_tpot_ms), METRIC(p99_e2el_ms), "error_rate"};
 
 json_t *compare_sweeps(const json_t *base, const json_t *cand, const compare_opts *o, char *err, size_t errlen) {
     const char *ab = json_string_value(json_object_get(base, "axis")), *ac = json_string_value(json_object_get(cand, "axis"));

@@ -8,6 +8,7 @@
  * the setting) unless --allow-config-change says the difference is the point. Error counts and
  * absolute rules (p99_ttft_ms:<=50, errors:0) hold whatever the settings. */
 #include "compare/compare_int.h"
+#include "metrics/metric_table.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,11 +74,11 @@ unsigned cmp_depends(const char *name) {
     if (!strcmp(name, "errors") || !strcmp(name, "failed") || !strcmp(name, "error_rate") ||
         !strcmp(name, "output_token_mismatches"))
         return 0;
-    if (strstr(name, "goodput") || !strcmp(name, "good_requests") || !strcmp(name, "slo_boundary_load"))
+    if (strstr(name, "goodput") || !strcmp(name, "good_requests") || !strcmp(name, METRIC(slo_boundary_load)))
         return CMP_WORKLOAD | CMP_LOAD | CMP_SLO;
     size_t n = strlen(name);
     if ((n > 3 && !strcmp(name + n - 3, "_ms")) || strstr(name, "throughput") || strstr(name, "knee") ||
-        !strcmp(name, "completed") || !strcmp(name, "max_output_tokens_per_s"))
+        !strcmp(name, "completed") || !strcmp(name, METRIC(max_output_tokens_per_s)))
         return CMP_WORKLOAD | CMP_LOAD;
     return 0;
 }

@@ -19,6 +19,7 @@
  * together — and made request_throughput's interval far wider than output_throughput's for the
  * same change.) */
 #include "compare/compare_int.h"
+#include "metrics/metric_table.h"
 #include "metrics/infer.h"
 #include <math.h>
 #include <stdlib.h>
@@ -159,7 +160,7 @@ static void throughput_interval(metric_cmp *m, const json_t *base, const json_t 
         snprintf(m->no_ci_why, sizeof m->no_ci_why, "no output tokens in a run's timeline");
     } else {
         double z = infer_z(o->confidence), se = (log(hi) - log(lo)) / (2 * z);
-        bool req = !strcmp(m->name, "request_throughput");
+        bool req = !strcmp(m->name, METRIC(request_throughput));
         if (req) {
             double sa = tokens_log_se(base), sb = tokens_log_se(cand);
             se = sqrt(se * se + sa * sa + sb * sb);
@@ -182,7 +183,7 @@ void cmp_infer(metric_cmp *m, const json_t *base, const json_t *cand, const comp
     double param = 0;
     char family[48];
     if (parse_family(m->name, &stat, &param, family, sizeof family)) latency_interval(m, stat, param, family, base, cand, o);
-    else if (!strcmp(m->name, "output_throughput") || !strcmp(m->name, "request_throughput")) throughput_interval(m, base, cand, o);
+    else if (!strcmp(m->name, METRIC(output_throughput)) || !strcmp(m->name, METRIC(request_throughput))) throughput_interval(m, base, cand, o);
     else snprintf(m->no_ci_why, sizeof m->no_ci_why, "no per-request samples for this metric");
 }
 
@@ -196,7 +197,7 @@ int compare_metric_samples_of(const json_t *doc, const char *metric, compare_sam
         out->unit = 1e-6;
         return family_set(doc, family, &out->set, &out->quantiles);
     }
-    if (strcmp(metric, "output_throughput") && strcmp(metric, "request_throughput")) return -1;
+    if (strcmp(metric, METRIC(output_throughput)) && strcmp(metric, METRIC(request_throughput))) return -1;
     size_t n;
     double *v = second_samples(doc, metric[0] == 'o' ? "output_tokens" : "finished", &n);
     if (!v) return -1;

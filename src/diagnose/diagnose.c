@@ -5,6 +5,7 @@
  * and prints them for a person. Also the builders and series helpers the rules share. */
 #include "diagnose/diagnose_int.h"
 #include "model/model.h"
+#include "metrics/stats.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -100,7 +101,7 @@ double diag_median(const json_t *arr) {
     if (!x) return NAN;
     json_array_foreach(arr, i, v) if (json_is_number(v)) x[n++] = json_number_value(v);
     qsort(x, n, sizeof *x, cmp_d);
-    double m = !n ? NAN : n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+    double m = stats_percentile_sorted(x, n, 50);
     free(x);
     return m;
 }

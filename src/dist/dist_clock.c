@@ -4,6 +4,8 @@
  * is seen, and removed from the timestamps when it is larger than the two measurements' errors. */
 #include "dist/dist_int.h"
 #include "common/clock.h"
+#include "metrics/stats.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +25,8 @@ static int cmp_i64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+static double rtt_value(void *rtts, uint64_t rank) { return (double)((const int64_t *)rtts)[rank]; }
+
 int dist_clock_estimate(const int64_t *t1, const int64_t *tm, const int64_t *t2, int n, dist_clock *c) {
     memset(c, 0, sizeof *c);
     int best = -1;
@@ -40,7 +44,7 @@ int dist_clock_estimate(const int64_t *t1, const int64_t *tm, const int64_t *t2,
     c->uncertainty_ns = (rtt + 1) / 2;
     c->rtt_min_ns = rtt;
     qsort(rtts, (size_t)m, sizeof rtts[0], cmp_i64);
-    c->rtt_median_ns = rtts[m / 2];
+    c->rtt_median_ns = (int64_t)llround(stats_percentile_ranked((uint64_t)m, 50, rtt_value, rtts));
     c->samples = m;
     return 0;
 }

@@ -4,6 +4,7 @@
  * with curl_multi_poll, not the streaming client's socket-action loop. */
 #include "drift/drift_int.h"
 #include "common/curl_init.h"
+#include "common/http.h"
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,29 +38,29 @@ static CURL *start(drift_http_req *r, xfer *x, struct curl_slist *hdrs, const dr
     x->r = r;
     x->cap = 0;
     x->e = e;
-    curl_easy_setopt(e, CURLOPT_URL, r->url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(r->body));
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, x);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-    if (o->timeout_ns > 0) curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(o->timeout_ns / 1000000));
-    if (o->insecure) { curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L); curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L); }
+    /* a request without its body, headers, timeout or TLS choice is not sent (the caller's error) */
+    http_opts ho = { .timeout_ns = o->timeout_ns, .connect_timeout_ns = 10 * 1000000000LL, .insecure = o->insecure };
+    if (http_easy_setup(e, &ho, r->err, sizeof r->err) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_URL, r->url) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(r->body)) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_WRITEDATA, x) != CURLE_OK
+        || curl_easy_setopt(e, CURLOPT_PRIVATE, x) != CURLE_OK) {
+        if (!r->err[0]) snprintf(r->err, sizeof r->err, "libcurl refused an option of the request");
+        curl_easy_cleanup(e);
+        x->e = NULL;
+        return NULL;
+    }
     return e;
 }
 
 int drift_http_run(drift_http_req *reqs, size_t n, const drift_http_opts *o, volatile sig_atomic_t *stop) {
     curl_init_once();
     struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-    if (o->api_key && *o->api_key) {
-        char h[1024];
-        snprintf(h, sizeof h, "Authorization: Bearer %s", o->api_key);
-        hdrs = curl_slist_append(hdrs, h);
-    }
-    for (const char *const *h = o->headers; h && *h; h++) hdrs = curl_slist_append(hdrs, *h);
+    http_opts ho = { .api_key = o->api_key, .headers = o->headers };
+    if (hdrs) http_headers_append(&hdrs, &ho);   /* NULL when out of memory: every request says so below */
     int conc = o->concurrency > 0 ? o->concurrency : 1;
     xfer *xs = calloc(n ? n : 1, sizeof *xs);
     CURLM *m = curl_multi_init();
@@ -72,9 +73,10 @@ int drift_http_run(drift_http_req *reqs, size_t n, const drift_http_opts *o, vol
     }
     while (done < n) {
         while (next < n && running < conc && !(stop && *stop)) {
-            CURL *e = reqs[next].body ? start(&reqs[next], &xs[next], hdrs, o) : NULL;
+            CURL *e = reqs[next].body && hdrs ? start(&reqs[next], &xs[next], hdrs, o) : NULL;
             if (!e) {
-                snprintf(reqs[next].err, sizeof reqs[next].err, reqs[next].body ? "out of memory" : "no request body (out of memory)");
+                if (!reqs[next].err[0])
+                    snprintf(reqs[next].err, sizeof reqs[next].err, reqs[next].body ? "out of memory" : "no request body (out of memory)");
                 next++;
                 done++;
                 continue;

@@ -6,6 +6,7 @@
 #include "load/arrival.h"
 #include "common/rng.h"
 #include "metrics/summary.h"
+#include "metrics/stats.h"
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -414,7 +415,7 @@ static void summarize(const val_table *t, const int *use_row, double med[VAL_NCA
         med[k] = worst[k] = NAN;
         if (m) {
             qsort(v, (size_t)m, sizeof *v, cmp_d);
-            med[k] = exp(m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2) - 1;
+            med[k] = exp(stats_percentile_sorted(v, (size_t)m, 50)) - 1;
             worst[k] = exp(v[m - 1]) - 1;
         }
     }
@@ -726,9 +727,7 @@ static double q80(const val_table *t, const int *use, int k) {
     }
     if (m < 3) return NAN;
     qsort(v, (size_t)m, sizeof *v, cmp_d);
-    double pos = 0.8 * (m - 1);
-    int lo = (int)pos;
-    return lo + 1 < m ? v[lo] + (pos - lo) * (v[lo + 1] - v[lo]) : v[m - 1];
+    return stats_percentile_sorted(v, (size_t)m, 80);
 }
 
 /* Coverage of 80% intervals for the predictions held in t for the rows in use: a metric's interval

@@ -2,6 +2,7 @@
  * configuration and document hashes, canonical JSON text, the headline column list, and the
  * compare view (what of a document compare and trend read). */
 #include "history/hist_internal.h"
+#include "metrics/metric_table.h"
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -9,12 +10,12 @@
 /* ---- headline columns of the run table (in step with db.c's schema: history_test checks it) ---- */
 
 const char *const hist_cols[] = {
-    "completed", "failed", "error_rate", "duration", "request_throughput", "output_throughput", "total_token_throughput",
-    "request_goodput", "max_output_tokens_per_s",
-    "mean_ttft_ms", "median_ttft_ms", "p90_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p90_tpot_ms", "p99_tpot_ms",
-    "mean_itl_ms", "median_itl_ms", "p90_itl_ms", "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "p90_e2el_ms", "p99_e2el_ms",
-    "p99_ttft_from_schedule_ms", "p99_e2el_from_schedule_ms",
-    "knee_load", "knee_output_throughput", "peak_output_throughput", "max_goodput", "max_goodput_load", "slo_boundary_load",
+    "completed", "failed", "error_rate", "duration", METRIC(request_throughput), METRIC(output_throughput), METRIC(total_token_throughput),
+    METRIC(request_goodput), METRIC(max_output_tokens_per_s),
+    METRIC(mean_ttft_ms), METRIC(median_ttft_ms), METRIC(p90_ttft_ms), METRIC(p99_ttft_ms), METRIC(mean_tpot_ms), METRIC(median_tpot_ms), METRIC(p90_tpot_ms), METRIC(p99_tpot_ms),
+    METRIC(mean_itl_ms), METRIC(median_itl_ms), METRIC(p90_itl_ms), METRIC(p99_itl_ms), METRIC(mean_e2el_ms), METRIC(median_e2el_ms), METRIC(p90_e2el_ms), METRIC(p99_e2el_ms),
+    METRIC(p99_ttft_from_schedule_ms), METRIC(p99_e2el_from_schedule_ms),
+    METRIC(knee_load), METRIC(knee_output_throughput), METRIC(peak_output_throughput), METRIC(max_goodput), METRIC(max_goodput_load), METRIC(slo_boundary_load),
 };
 const size_t hist_n_cols = sizeof hist_cols / sizeof hist_cols[0];
 

@@ -5,6 +5,7 @@
  * an SQLite file that is not a history, one from a newer dsperf and one that fails quick_check
  * are all refused with a line saying so, and the file is left exactly as it was. */
 #include "history/hist_internal.h"
+#include "metrics/metric_table.h"
 #include "common/version.h"
 #include <errno.h>
 #include <stdio.h>
@@ -71,15 +72,15 @@ static const char schema_v1[] =
 
 /* The metric columns of schema 1, frozen with it (band: it had _lo and _hi columns). */
 static const struct { const char *name; bool band; } v1_metrics[] = {
-    {"completed", 0}, {"failed", 0}, {"error_rate", 0}, {"duration", 0}, {"request_throughput", 1}, {"output_throughput", 1},
-    {"total_token_throughput", 0}, {"request_goodput", 0}, {"max_output_tokens_per_s", 0},
-    {"mean_ttft_ms", 1}, {"median_ttft_ms", 1}, {"p90_ttft_ms", 1}, {"p99_ttft_ms", 1},
-    {"mean_tpot_ms", 1}, {"median_tpot_ms", 1}, {"p90_tpot_ms", 1}, {"p99_tpot_ms", 1},
-    {"mean_itl_ms", 1}, {"median_itl_ms", 1}, {"p90_itl_ms", 1}, {"p99_itl_ms", 1},
-    {"mean_e2el_ms", 1}, {"median_e2el_ms", 1}, {"p90_e2el_ms", 1}, {"p99_e2el_ms", 1},
-    {"p99_ttft_from_schedule_ms", 1}, {"p99_e2el_from_schedule_ms", 1},
-    {"knee_load", 0}, {"knee_output_throughput", 0}, {"peak_output_throughput", 0}, {"max_goodput", 0},
-    {"max_goodput_load", 0}, {"slo_boundary_load", 0},
+    {"completed", 0}, {"failed", 0}, {"error_rate", 0}, {"duration", 0}, {METRIC(request_throughput), 1}, {METRIC(output_throughput), 1},
+    {METRIC(total_token_throughput), 0}, {METRIC(request_goodput), 0}, {METRIC(max_output_tokens_per_s), 0},
+    {METRIC(mean_ttft_ms), 1}, {METRIC(median_ttft_ms), 1}, {METRIC(p90_ttft_ms), 1}, {METRIC(p99_ttft_ms), 1},
+    {METRIC(mean_tpot_ms), 1}, {METRIC(median_tpot_ms), 1}, {METRIC(p90_tpot_ms), 1}, {METRIC(p99_tpot_ms), 1},
+    {METRIC(mean_itl_ms), 1}, {METRIC(median_itl_ms), 1}, {METRIC(p90_itl_ms), 1}, {METRIC(p99_itl_ms), 1},
+    {METRIC(mean_e2el_ms), 1}, {METRIC(median_e2el_ms), 1}, {METRIC(p90_e2el_ms), 1}, {METRIC(p99_e2el_ms), 1},
+    {METRIC(p99_ttft_from_schedule_ms), 1}, {METRIC(p99_e2el_from_schedule_ms), 1},
+    {METRIC(knee_load), 0}, {METRIC(knee_output_throughput), 0}, {METRIC(peak_output_throughput), 0}, {METRIC(max_goodput), 0},
+    {METRIC(max_goodput_load), 0}, {METRIC(slo_boundary_load), 0},
 };
 
 /* v2: made for 100,000 runs. Schema 1 read a 1.1 kB row per run for any question (a trend of one

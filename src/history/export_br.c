@@ -6,6 +6,7 @@
  * counts and lengths, TTFT / TPOT / ITL / request latency statistics in ms, throughputs).
  * A sweep gives one report per level: BR0.2 describes one point of a sweep. */
 #include "history/hist_internal.h"
+#include "metrics/metric_table.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,9 +186,9 @@ json_t *history_br02_of_results(const json_t *r, const json_t *info) {
     json_t *thr = json_object();
     double d = num(r, "duration");
     set_opt(thr, "input_token_rate", d > 0 ? rate(num(r, "total_input_tokens") / d, "tokens/s") : NULL);
-    set_opt(thr, "output_token_rate", rate(num(r, "output_throughput"), "tokens/s"));
-    set_opt(thr, "total_token_rate", rate(num(r, "total_token_throughput"), "tokens/s"));
-    set_opt(thr, "requests_rate", rate(num(r, "request_throughput"), "queries/s"));
+    set_opt(thr, "output_token_rate", rate(num(r, METRIC(output_throughput)), "tokens/s"));
+    set_opt(thr, "total_token_rate", rate(num(r, METRIC(total_token_throughput)), "tokens/s"));
+    set_opt(thr, "requests_rate", rate(num(r, METRIC(request_throughput)), "queries/s"));
     json_t *agg = json_pack("{s:o,s:o,s:o}", "requests", req, "latency", lat, "throughput", thr);
     json_object_set_new(br, "results", json_pack("{s:{s:o}}", "request_performance", "aggregate", agg));
     return br;

@@ -5,6 +5,7 @@
  * band need, with the definitions of src/metrics (E2EL = TTFT + the gaps, TPOT = (E2EL - TTFT) /
  * (Nout - 1)). Without them only vLLM's summary numbers come across, and compare says so. */
 #include "history/hist_internal.h"
+#include "metrics/metric_table.h"
 #include "metrics/summary.h"
 #include "metrics/sampleset.h"
 #include "results/results.h"
@@ -78,7 +79,7 @@ static json_t *vllm_samples(const json_t *v, size_t *failed) {
 
 json_t *history_from_vllm(const json_t *v, const char *path, char *err, size_t errlen) {
     if (!json_is_object(v) || !json_is_number(json_object_get(v, "completed")) ||
-        (!json_object_get(v, "mean_ttft_ms") && !json_object_get(v, "ttfts"))) {
+        (!json_object_get(v, METRIC(mean_ttft_ms)) && !json_object_get(v, "ttfts"))) {
         snprintf(err, errlen, "%s: not a dsperf document nor a vLLM benchmark result (no \"schema\"; no \"completed\" and "
                  "\"mean_ttft_ms\")", path);
         return NULL;

@@ -1,6 +1,7 @@
 /* list — reading runs back: the list (a table or JSON), one run in full, and a run's stored
  * document or compare view (inflated from its zlib blob). */
 #include "history/hist_internal.h"
+#include "metrics/metric_table.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,10 +110,10 @@ static void table_row(FILE *f, sqlite3_stmt *st, bool wide, const char *labels) 
     } else {
         /* the headline in words, so a list that mixes kinds still reads */
         static const struct { const char *metric, *label, *unit; } results_show[] = {
-            {"p99_ttft_ms", "p99 TTFT ", " ms"}, {"p99_tpot_ms", "TPOT ", " ms"}, {"output_throughput", "", " tok/s"},
+            {METRIC(p99_ttft_ms), "p99 TTFT ", " ms"}, {METRIC(p99_tpot_ms), "TPOT ", " ms"}, {METRIC(output_throughput), "", " tok/s"},
             {"failed", "", " failed"}, {NULL, NULL, NULL},
         }, sweep_show[] = {
-            {"knee_load", "knee ", ""}, {"max_goodput", "max goodput ", " req/s"}, {"peak_output_throughput", "peak ", " tok/s"},
+            {METRIC(knee_load), "knee ", ""}, {METRIC(max_goodput), "max goodput ", " req/s"}, {METRIC(peak_output_throughput), "peak ", " tok/s"},
             {NULL, NULL, NULL},
         };
         const bool sweep = kind && !strcmp(kind, "sweep");

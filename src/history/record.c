@@ -5,6 +5,7 @@
  * compressed — all in one IMMEDIATE transaction, so a process killed mid-write leaves either the
  * whole run or nothing. */
 #include "history/hist_internal.h"
+#include "metrics/metric_table.h"
 #include "common/redact.h"
 #include <ctype.h>
 #include <math.h>
@@ -28,14 +29,14 @@ static double sweep_value(const json_t *doc, const char *name) { return compare_
 
 static const history_metric_def results_metrics[] = {
     {"completed", "completed", 0}, {"failed", "failed", 0}, {"error_rate", NULL, 0}, {"duration", "duration", 0},
-    {"request_throughput", "request_throughput", 0}, {"output_throughput", "output_throughput", 0},
-    {"total_token_throughput", "total_token_throughput", 0}, {"request_goodput", "request_goodput", 0},
-    {"max_output_tokens_per_s", "max_output_tokens_per_s", 0},
-    {"mean_ttft_ms", NULL, 0}, {"median_ttft_ms", NULL, 0}, {"p90_ttft_ms", NULL, 0}, {"p99_ttft_ms", NULL, 0},
-    {"mean_tpot_ms", NULL, 0}, {"median_tpot_ms", NULL, 0}, {"p90_tpot_ms", NULL, 0}, {"p99_tpot_ms", NULL, 0},
-    {"mean_itl_ms", NULL, 0}, {"median_itl_ms", NULL, 0}, {"p90_itl_ms", NULL, 0}, {"p99_itl_ms", NULL, 0},
-    {"mean_e2el_ms", NULL, 0}, {"median_e2el_ms", NULL, 0}, {"p90_e2el_ms", NULL, 0}, {"p99_e2el_ms", NULL, 0},
-    {"p99_ttft_from_schedule_ms", NULL, 0}, {"p99_e2el_from_schedule_ms", NULL, 0},
+    {METRIC(request_throughput), METRIC(request_throughput), 0}, {METRIC(output_throughput), METRIC(output_throughput), 0},
+    {METRIC(total_token_throughput), METRIC(total_token_throughput), 0}, {METRIC(request_goodput), METRIC(request_goodput), 0},
+    {METRIC(max_output_tokens_per_s), METRIC(max_output_tokens_per_s), 0},
+    {METRIC(mean_ttft_ms), NULL, 0}, {METRIC(median_ttft_ms), NULL, 0}, {METRIC(p90_ttft_ms), NULL, 0}, {METRIC(p99_ttft_ms), NULL, 0},
+    {METRIC(mean_tpot_ms), NULL, 0}, {METRIC(median_tpot_ms), NULL, 0}, {METRIC(p90_tpot_ms), NULL, 0}, {METRIC(p99_tpot_ms), NULL, 0},
+    {METRIC(mean_itl_ms), NULL, 0}, {METRIC(median_itl_ms), NULL, 0}, {METRIC(p90_itl_ms), NULL, 0}, {METRIC(p99_itl_ms), NULL, 0},
+    {METRIC(mean_e2el_ms), NULL, 0}, {METRIC(median_e2el_ms), NULL, 0}, {METRIC(p90_e2el_ms), NULL, 0}, {METRIC(p99_e2el_ms), NULL, 0},
+    {METRIC(p99_ttft_from_schedule_ms), NULL, 0}, {METRIC(p99_e2el_from_schedule_ms), NULL, 0},
     {NULL, NULL, 0},
 };
 
@@ -48,8 +49,8 @@ static const char *const results_keys[] = {
 };
 
 static const history_metric_def sweep_metrics[] = {
-    {"knee_load", NULL, 0}, {"knee_output_throughput", NULL, 0}, {"peak_output_throughput", NULL, 0},
-    {"max_goodput", NULL, 0}, {"max_goodput_load", NULL, 0}, {"slo_boundary_load", NULL, 0}, {NULL, NULL, 0},
+    {METRIC(knee_load), NULL, 0}, {METRIC(knee_output_throughput), NULL, 0}, {METRIC(peak_output_throughput), NULL, 0},
+    {METRIC(max_goodput), NULL, 0}, {METRIC(max_goodput_load), NULL, 0}, {METRIC(slo_boundary_load), NULL, 0}, {NULL, NULL, 0},
 };
 
 static const char *const sweep_keys[] = {

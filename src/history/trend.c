@@ -10,6 +10,8 @@
  * pooled n) must exclude zero and whose change must reach min_effect. Only a tested change is
  * said to be one. */
 #include "history/hist_internal.h"
+#include "metrics/stats.h"
+#include "metrics/metric_table.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +129,7 @@ static int cmp_d(const void *a, const void *b) {
 static double median_of(double *v, size_t n) {
     if (!n) return NAN;
     qsort(v, n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return stats_percentile_sorted(v, n, 50);
 }
 
 /* The run-to-run noise of the series: 1.4826 MAD of successive differences / sqrt 2 (a step
@@ -185,8 +187,11 @@ static int cmp_size(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* "p99_ttft_ms" -> "p99 TTFT", "output_throughput" -> "output throughput". */
+/* The metric table's label ("p99_ttft_ms" -> "p99 TTFT"); a key it does not hold, in words by
+ * its shape ("p99.9_e2el_ms" -> "p99.9 E2EL", "recommended_load" -> "recommended load"). */
 static void pretty_metric(const char *m, char *out, size_t len) {
+    const metric_def *d = metric_find(m);
+    if (d) { snprintf(out, len, "%s", d->label); return; }
     char buf[96];
     snprintf(buf, sizeof buf, "%s", m);
     size_t n = strlen(buf);

@@ -4,6 +4,7 @@
 #include "dataset/sessions.h"
 #include "common/clock.h"
 #include "metrics/request_metrics.h"
+#include "metrics/stats.h"
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
@@ -216,7 +217,7 @@ static double recent_ttft_p50_ms(const recset *rs) {
     if (!n) return NAN;
     /* small insertion sort: at most 512 values once a second */
     for (int i = 1; i < n; i++) { double x = v[i]; int j = i - 1; while (j >= 0 && v[j] > x) { v[j + 1] = v[j]; j--; } v[j + 1] = x; }
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return stats_percentile_sorted(v, (size_t)n, 50);
 }
 
 static int64_t next_gap(run_state *s) {

@@ -95,15 +95,10 @@ static double value_at_rank(const hdr_hist *h, uint64_t k) {
     return (double)h->max;
 }
 
+static double rank_value(void *h, uint64_t k) { return value_at_rank(h, k); }
+
 double hdr_percentile(const hdr_hist *h, double p) {
-    if (h->total == 0 || !(p >= 0.0 && p <= 100.0)) return NAN;
-    double r = (double)(h->total - 1) * (p / 100.0);
-    uint64_t lo = (uint64_t)floor(r), hi = (uint64_t)ceil(r);
-    if (hi > h->total - 1) hi = h->total - 1;
-    if (lo > hi) lo = hi;
-    double a = value_at_rank(h, lo);
-    if (hi == lo) return a;
-    return stats_lerp(a, value_at_rank(h, hi), r - (double)lo);
+    return stats_percentile_ranked(h->total, p, rank_value, (void *)h);
 }
 
 /* A walk over the buckets for ranks that only grow: each bucket is passed once. */
@@ -122,16 +117,17 @@ static double cursor_value(const hdr_hist *h, rank_cursor *c, uint64_t k) {
     return mid;
 }
 
+typedef struct { const hdr_hist *h; rank_cursor c; } cursor_ctx;
+
+static double cursor_rank_value(void *ctx, uint64_t k) {
+    cursor_ctx *x = ctx;
+    return cursor_value(x->h, &x->c, k);
+}
+
 void hdr_quantiles(const hdr_hist *h, size_t m, double *out) {
-    rank_cursor c = { 0, 0 };
+    cursor_ctx x = { h, { 0, 0 } };
     for (size_t k = 0; k < m; k++) {
-        if (h->total == 0) { out[k] = NAN; continue; }
         double p = ((double)k + 0.5) * 100.0 / (double)m;    /* as hdr_percentile's callers write it */
-        double r = (double)(h->total - 1) * (p / 100.0);
-        uint64_t lo = (uint64_t)floor(r), hi = (uint64_t)ceil(r);
-        if (hi > h->total - 1) hi = h->total - 1;
-        if (lo > hi) lo = hi;
-        double a = cursor_value(h, &c, lo);
-        out[k] = hi == lo ? a : stats_lerp(a, cursor_value(h, &c, hi), r - (double)lo);
+        out[k] = stats_percentile_ranked(h->total, p, cursor_rank_value, &x);   /* ranks only grow with k */
     }
 }

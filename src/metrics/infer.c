@@ -66,17 +66,20 @@ static double value_at_rank(const double *v, const uint32_t *counts, size_t n, s
     return v[n - 1];
 }
 
+typedef struct { const double *v; const uint32_t *counts; size_t n; } resample_ctx;
+
+static double resample_value(void *ctx, uint64_t rank) {
+    const resample_ctx *x = ctx;
+    return value_at_rank(x->v, x->counts, x->n, (size_t)rank);
+}
+
 /* One resample of v (ascending, n values) drawn as counts, and the statistic over it. */
 static double resample_stat(infer_stat s, double param, const double *v, size_t n, uint32_t *counts, rng *r) {
     memset(counts, 0, n * sizeof *counts);
     for (size_t k = 0; k < n; k++) counts[rng_below(r, n)]++;
     if (s == INFER_PERCENTILE) {
-        double h = (double)(n - 1) * param / 100.0;
-        size_t lo = (size_t)floor(h);
-        double t = h - (double)lo;
-        double x = value_at_rank(v, counts, n, lo);
-        if (t == 0 || lo + 1 >= n) return x;
-        return stats_lerp(x, value_at_rank(v, counts, n, lo + 1), t);
+        resample_ctx x = { v, counts, n };
+        return stats_percentile_ranked(n, param, resample_value, &x);
     }
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += counts[i] * v[i];

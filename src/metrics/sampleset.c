@@ -110,14 +110,10 @@ double sampleset_at_rank(const sampleset *s, uint64_t k) {
     return (double)s->max;
 }
 
+static double rank_value(void *s, uint64_t k) { return sampleset_at_rank(s, k); }
+
 double sampleset_percentile(const sampleset *s, double p) {
-    if (!s->n || !(p >= 0.0 && p <= 100.0)) return NAN;
-    double r = (double)(s->n - 1) * (p / 100.0);
-    uint64_t lo = (uint64_t)floor(r), hi = (uint64_t)ceil(r);
-    if (hi > s->n - 1) hi = s->n - 1;
-    if (lo > hi) lo = hi;
-    double a = sampleset_at_rank(s, lo);
-    return hi == lo ? a : stats_lerp(a, sampleset_at_rank(s, hi), r - (double)lo);
+    return stats_percentile_ranked(s->n, p, rank_value, (void *)s);
 }
 
 /* ---- JSON: base64 of LEB128 varints ---- */

@@ -62,21 +62,30 @@ double stats_max(const double *v, size_t n) {
     return m;
 }
 
-double stats_lerp(double a, double b, double t) {
+/* numpy's lerp a + (b-a)·t, evaluated from b's side when t >= 0.5 (numpy does the same so that
+ * t = 1 gives b exactly). */
+static double lerp(double a, double b, double t) {
     double d = b - a;
     return t >= 0.5 ? b - d * (1.0 - t) : a + d * t;
 }
 
-double stats_percentile_sorted(const double *sorted, size_t n, double p) {
+double stats_percentile_ranked(uint64_t n, double p, stats_rank_value_fn value_at, void *ctx) {
     if (n == 0 || !(p >= 0.0 && p <= 100.0)) return NAN;
     double h = (double)(n - 1) * (p / 100.0);
-    size_t lo = (size_t)floor(h), hi = (size_t)ceil(h);
+    uint64_t lo = (uint64_t)floor(h), hi = (uint64_t)ceil(h);
     if (hi >= n) hi = n - 1;
     if (lo > hi) lo = hi;
-    double t = h - (double)lo, a = sorted[lo], b = sorted[hi];
-    if (isinf(a)) return a;
+    double t = h - (double)lo, a = value_at(ctx, lo);
+    if (isinf(a) || hi == lo) return a;
+    double b = value_at(ctx, hi);
     if (isinf(b)) return t > 0.0 ? b : a;
-    return stats_lerp(a, b, t);
+    return lerp(a, b, t);
+}
+
+static double array_value(void *ctx, uint64_t rank) { return ((const double *)ctx)[rank]; }
+
+double stats_percentile_sorted(const double *sorted, size_t n, double p) {
+    return stats_percentile_ranked(n, p, array_value, (void *)sorted);
 }
 
 void stats_merge_moments(double *mean, double *m2, double n, double mean_b, double m2_b, double n_b) {

@@ -5,6 +5,7 @@
 #ifndef DSP_STATS_H
 #define DSP_STATS_H
 #include <stddef.h>
+#include <stdint.h>
 
 /* A growable sample array. */
 typedef struct {
@@ -27,17 +28,22 @@ double stats_std(const double *v, size_t n);
 double stats_min(const double *v, size_t n);
 double stats_max(const double *v, size_t n);
 
-/* numpy "linear" percentile over ASCENDING values, p in [0, 100]: h = (n-1)·p/100, lerp between
- * sorted[floor h] and sorted[ceil h]. NAN when n == 0 or p out of range. When the upper
- * neighbour is +inf and the weight on it is not zero (or the lower one is +inf), the answer is
- * +inf. */
+/* THE percentile — the one rank-to-value rule every percentile and median in dsperf uses (exact
+ * samples, the histograms, bootstrap resamples, sweeps, the simulator's validation): numpy's
+ * default "linear" interpolation over n ascending values, p in [0, 100]: h = (n-1)·p/100, lerp
+ * between the values of 0-based ranks floor h and ceil h. value_at(ctx, k) gives the value of
+ * rank k; it is called with the lower rank first, then (when they differ) the higher one, so a
+ * walk that only moves forward serves several ascending p. NAN when n == 0 or p out of range.
+ * When the upper neighbour is +inf and the weight on it is not zero (or the lower one is +inf),
+ * the answer is +inf (an error-adjusted percentile that reaches the failures). */
+typedef double (*stats_rank_value_fn)(void *ctx, uint64_t rank);
+double stats_percentile_ranked(uint64_t n, double p, stats_rank_value_fn value_at, void *ctx);
+
+/* stats_percentile_ranked over an ASCENDING array (the median is p = 50). */
 double stats_percentile_sorted(const double *sorted, size_t n, double p);
 
 /* Chan et al.'s combination of two sets' means and sums of squared deviations: (*mean, *m2) over
  * n samples merged with (mean_b, m2_b) over n_b (both n > 0); exact up to double rounding. */
 void stats_merge_moments(double *mean, double *m2, double n, double mean_b, double m2_b, double n_b);
 
-/* numpy's lerp a + (b-a)·t, evaluated from b's side when t >= 0.5 (numpy does the same so that
- * t = 1 gives b exactly); shared with the histogram. */
-double stats_lerp(double a, double b, double t);
 #endif

@@ -14,6 +14,7 @@
  *   included — they held a connection too; tokens/s counts successful requests' chunks only, as
  *   output_throughput does. */
 #include "metrics/summary.h"
+#include "metrics/metric_table.h"
 #include "metrics/workload.h"
 #include "metrics/phases.h"
 #include "common/units.h"
@@ -625,9 +626,9 @@ json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const s
     json_object_set_new(obj, "output_token_mismatches", json_integer(a.mismatches));
     /* what was asked for: compare refuses latencies of runs that asked for different lengths */
     set_real(obj, "max_tokens_mean", a.n_max_tokens ? a.max_tokens_sum / a.n_max_tokens : NAN);
-    set_real(obj, "request_throughput", a.completed / d_s);
+    set_real(obj, METRIC(request_throughput), a.completed / d_s);
     if (has_slo) {
-        set_real(obj, "request_goodput", a.good / d_s);
+        set_real(obj, METRIC(request_goodput), a.good / d_s);
         json_object_set_new(obj, "good_requests", json_integer(a.good));
         json_t *slo = json_object();
         if (o->slo_ttft_ms > 0) json_object_set_new(slo, "ttft_ms", json_real(o->slo_ttft_ms));
@@ -636,8 +637,8 @@ json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const s
         if (o->slo_ttfa_ms > 0) json_object_set_new(slo, "ttfa_ms", json_real(o->slo_ttfa_ms));
         json_object_set_new(obj, "goodput_slo", slo);
     }
-    set_real(obj, "output_throughput", (double)a.out_tokens / d_s);
-    set_real(obj, "total_token_throughput", (double)(a.in_tokens + a.out_tokens) / d_s);
+    set_real(obj, METRIC(output_throughput), (double)a.out_tokens / d_s);
+    set_real(obj, METRIC(total_token_throughput), (double)(a.in_tokens + a.out_tokens) / d_s);
     /* vLLM: "max_concurrency" is the configured cap; the observed peak is max_concurrent_requests */
     json_object_set_new(obj, "max_concurrency", o->max_concurrency > 0 ? json_integer(o->max_concurrency) : json_null());
     /* vLLM writes the configured rate as request_rate, "inf" when unpaced (closed loop) */
@@ -645,8 +646,8 @@ json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const s
                         o->intended_rate_per_s > 0 ? json_real(o->intended_rate_per_s) : json_string("inf"));
     json_object_set_new(obj, "max_concurrent_requests", json_integer(tl.peak_in_flight));
     json_object_set_new(obj, "peak_concurrent_requests", json_integer(tl.peak_in_flight));
-    json_object_set_new(obj, "max_output_tokens_per_s", json_real((double)tl.peak_tokens));
-    json_object_set_new(obj, "peak_output_throughput", json_real((double)tl.peak_tokens));
+    json_object_set_new(obj, METRIC(max_output_tokens_per_s), json_real((double)tl.peak_tokens));
+    json_object_set_new(obj, METRIC(peak_output_throughput), json_real((double)tl.peak_tokens));
 
     json_t *pl = json_array();
     for (int i = 0; i < o->n_percentiles; i++) json_array_append_new(pl, json_real(o->percentiles[i]));

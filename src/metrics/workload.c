@@ -1,6 +1,7 @@
 /* workload — prefix-cache hit rates (measured and the workload's bound) and multi-turn
  * conversations, from the records (workload.h). */
 #include "metrics/workload.h"
+#include "metrics/metric_table.h"
 #include "metrics/stats.h"
 #include <math.h>
 #include <stdio.h>
@@ -154,7 +155,7 @@ static json_t *session_line(const record *const *v, size_t n, int turns, const c
     json_object_set_new(s, "turns", json_integer((json_int_t)ok));
     json_object_set_new(s, "end", json_string(*end));
     json_object_set_new(s, "error", !strcmp(*end, "error") ? json_string(rec_outcome_name((rec_outcome)last->outcome)) : json_null());
-    json_object_set_new(s, "mean_ttft_ms", ok ? jreal(sum / (double)ok) : json_null());
+    json_object_set_new(s, METRIC(mean_ttft_ms), ok ? jreal(sum / (double)ok) : json_null());
     json_object_set_new(s, "first_ttft_ms", has_ttft(v[0]) ? jreal(ttft_ms(v[0])) : json_null());
     json_object_set_new(s, "last_ttft_ms", ok && has_ttft(v[ok - 1]) ? jreal(ttft_ms(v[ok - 1])) : json_null());
     json_object_set_new(s, "last_input_tokens", ok ? json_integer(v[ok - 1]->in_tokens) : json_null());

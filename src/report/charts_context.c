@@ -5,6 +5,7 @@
  * stability score against the normalised batch with its fitted S0 e^(-lambda b) ("stability"
  * section). Each appends nothing when the document lacks its section. */
 #include "report/report_internal.h"
+#include "metrics/metric_table.h"
 #include "sweep/context.h"
 #include <math.h>
 #include <stdio.h>
@@ -35,10 +36,10 @@ static bool view_of(const json_t *c, ctx_view *v) {
         const json_t *p = get(lv, "predicted");
         v->x[k] = rep_num(lv, v->input_axis ? "input_len" : "output_len");
         v->ctx[k] = rep_num(lv, "context_mean");
-        v->ttft50[k] = rep_num(lv, "median_ttft_ms");
-        v->ttft99[k] = rep_num(lv, "p99_ttft_ms");
-        v->tpot50[k] = rep_num(lv, "median_tpot_ms");
-        v->tpot99[k] = rep_num(lv, "p99_tpot_ms");
+        v->ttft50[k] = rep_num(lv, METRIC(median_ttft_ms));
+        v->ttft99[k] = rep_num(lv, METRIC(p99_ttft_ms));
+        v->tpot50[k] = rep_num(lv, METRIC(median_tpot_ms));
+        v->tpot99[k] = rep_num(lv, METRIC(p99_tpot_ms));
         v->ttft_pred[k] = rep_num(p, "ttft_ms");
         v->tpot_pred[k] = rep_num(p, "tpot_ms");
         v->dram[k] = rep_num(lv, "dram_bw_util_pct_mean");
@@ -196,11 +197,11 @@ static void context_table(rbuf *b, const json_t *ctx) {
         sweep_length_label(rep_num(lv, "output_len"), out, sizeof out);
         bool fits = json_is_true(get(lv, "fits"));
         rb_printf(b, "<tr%s><td>%s</td><td>%s</td>", fits ? "" : " class=\"bad\"", in, out);
-        td(b, rep_num(lv, "median_ttft_ms"), false);
+        td(b, rep_num(lv, METRIC(median_ttft_ms)), false);
         td(b, rep_num(p, "ttft_ms"), false);
         td(b, rep_num(lv, "ttft_ms_per_1k_prompt"), false);
         td(b, rep_num(lv, "ttft_marginal_ms_per_1k"), false);
-        td(b, rep_num(lv, "median_tpot_ms"), false);
+        td(b, rep_num(lv, METRIC(median_tpot_ms)), false);
         td(b, rep_num(p, "tpot_ms"), false);
         td(b, rep_num(lv, "decode_tok_s_per_seq"), false);
         td(b, rep_num(lv, "kv_read_bytes_per_token") / 1e6, false);
@@ -347,9 +348,9 @@ void md_context_and_stability(rbuf *b, const rep_model *m) {
             sweep_length_label(rep_num(lv, "input_len"), a, sizeof a);
             sweep_length_label(rep_num(lv, "output_len"), c, sizeof c);
             rb_printf(b, "| %s | %s |", a, c);
-            md_cell_num(b, rep_num(lv, "median_ttft_ms"));
+            md_cell_num(b, rep_num(lv, METRIC(median_ttft_ms)));
             md_cell_num(b, rep_num(p, "ttft_ms"));
-            md_cell_num(b, rep_num(lv, "median_tpot_ms"));
+            md_cell_num(b, rep_num(lv, METRIC(median_tpot_ms)));
             md_cell_num(b, rep_num(p, "tpot_ms"));
             md_cell_num(b, rep_num(lv, "decode_tok_s_per_seq"));
             md_cell_num(b, rep_num(lv, "kv_usage_pct_max"));

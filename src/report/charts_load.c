@@ -3,6 +3,7 @@
  * (client queue, TTFT, decode) and errors by class. Each appends a <figure> or nothing when the
  * document lacks the data for it. */
 #include "report/report_internal.h"
+#include "metrics/metric_table.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,7 @@ static size_t level_points(const rep_model *m, lvl_pt *pt, size_t cap) {
         }
         lvl_pt *p = &pt[k];
         const json_t *r = l->r;
-        p->out = add_mean(p->out, p->n, rep_num(r, "output_throughput"));
+        p->out = add_mean(p->out, p->n, rep_num(r, METRIC(output_throughput)));
         p->good = add_mean(p->good, p->n, rep_goodput_tok_s(r));
         p->ttft50 = add_mean(p->ttft50, p->n, rep_pct(r, "ttft", 50));
         p->ttft99 = add_mean(p->ttft99, p->n, rep_pct(r, "ttft", 99));
@@ -144,7 +145,7 @@ void charts_saturation(rbuf *b, const rep_model *m) {
             svg_vrule(&c, m->lv[i].load, "nm", "not measured", 0.15);
     bool fit = fit_lines(&c, json_object_get(m->knee, "fit"), xlo, xhi);
     const json_t *mg = m->max_goodput;
-    double boundary = rep_num(mg, "slo_boundary_load");
+    double boundary = rep_num(mg, METRIC(slo_boundary_load));
     if (!isnan(boundary)) {
         char bl[96], ll[32];
         const char *by = json_string_value(json_object_get(mg, "slo_boundary_limited_by"));
@@ -236,7 +237,7 @@ void charts_breakdown(rbuf *b, const rep_model *m) {
     size_t n = 0;
     for (size_t i = 0; i < m->n; i++) {
         const json_t *r = m->lv[i].r;
-        double qq = rep_num(r, "mean_queue_ms"), tt = rep_num(r, "mean_ttft_ms"), ee = rep_num(r, "mean_e2el_ms");
+        double qq = rep_num(r, METRIC(mean_queue_ms)), tt = rep_num(r, METRIC(mean_ttft_ms)), ee = rep_num(r, METRIC(mean_e2el_ms));
         if (isnan(tt) || isnan(ee)) continue;
         x[n] = (double)n;
         q[n] = isnan(qq) ? 0 : qq;

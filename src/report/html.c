@@ -3,6 +3,7 @@
  * time-aligned run view, errors by class, and how to reproduce the run. One file, inline CSS and
  * SVG, no script and no external reference, every document string escaped. */
 #include "report/report_internal.h"
+#include "metrics/metric_table.h"
 #include "results/validity.h"
 #include "common/redact.h"
 #include "sweep/context.h"
@@ -90,7 +91,7 @@ static void tiles(rbuf *b, const rep_model *m, const json_t *diagnosis) {
     } else if (m->sweep) {
         if (m->knee) {
             rep_load_label(m, rep_num(m->knee, "load"), v, sizeof v);
-            fmt_num(rep_num(m->knee, "output_throughput"), t, sizeof t);
+            fmt_num(rep_num(m->knee, METRIC(output_throughput)), t, sizeof t);
             snprintf(s, sizeof s, "%s out tok/s", t);
             tile(b, "knee", v, s);
         } else {
@@ -102,7 +103,7 @@ static void tiles(rbuf *b, const rep_model *m, const json_t *diagnosis) {
             double g_tok = NAN;
             for (size_t i = 0; isnan(g_tok) && i < m->n; i++) if (m->lv[i].is_max_goodput) g_tok = rep_goodput_tok_s(m->lv[i].r);
             char tok[32];
-            fmt_num(rep_num(m->max_goodput, "request_goodput"), t, sizeof t);
+            fmt_num(rep_num(m->max_goodput, METRIC(request_goodput)), t, sizeof t);
             snprintf(v, sizeof v, "%s req/s", t);
             fmt_num(g_tok, tok, sizeof tok);
             rep_load_label(m, rep_num(m->max_goodput, "load"), t, sizeof t);
@@ -111,7 +112,7 @@ static void tiles(rbuf *b, const rep_model *m, const json_t *diagnosis) {
         }
         double peak = NAN;
         for (size_t i = 0; i < m->n; i++) {
-            double o = rep_num(m->lv[i].r, "output_throughput");
+            double o = rep_num(m->lv[i].r, METRIC(output_throughput));
             if (!isnan(o) && (isnan(peak) || o > peak)) peak = o;
         }
         fmt_num(peak, v, sizeof v);
@@ -122,8 +123,8 @@ static void tiles(rbuf *b, const rep_model *m, const json_t *diagnosis) {
         const json_t *r = h->r;
         const char *where = json_is_object(ctx) ? "at the longest length" : m->sweep ? "at the knee" : NULL;
         if (!m->sweep) {
-            fmt_num(rep_num(r, "output_throughput"), v, sizeof v);
-            fmt_num(rep_num(r, "request_throughput"), t, sizeof t);
+            fmt_num(rep_num(r, METRIC(output_throughput)), v, sizeof v);
+            fmt_num(rep_num(r, METRIC(request_throughput)), t, sizeof t);
             snprintf(s, sizeof s, "%s req/s", t);
             tile(b, "output tok/s", v, s);
             double g = rep_goodput_tok_s(r);
@@ -144,7 +145,7 @@ static void tiles(rbuf *b, const rep_model *m, const json_t *diagnosis) {
         tile(b, "p99 TPOT", v, s);
         int g = n_gpus(r);
         if (g > 0) {
-            fmt_num(rep_num(r, "output_throughput") / g, v, sizeof v);
+            fmt_num(rep_num(r, METRIC(output_throughput)) / g, v, sizeof v);
             snprintf(s, sizeof s, "%d GPU%s%s%s", g, g > 1 ? "s" : "", where ? ", " : "", where ? where : "");
             tile(b, "out tok/s per GPU", v, s);
         }
@@ -550,12 +551,12 @@ static void levels_table(rbuf *b, const rep_model *m) {
         snprintf(n, sizeof n, "n=%.0f completed, %.0f failed", rep_num(r, "completed"), rep_num(r, "failed"));
         double lo, hi;
         int k;
-        if (rep_ci(m, l->load, "output_throughput", &lo, &hi, &k))
+        if (rep_ci(m, l->load, METRIC(output_throughput), &lo, &hi, &k))
             snprintf(ci, sizeof ci, "%s; 95%% CI of the mean over %d repeats: %.0f\xe2\x80\x93%.0f tok/s", n, k, lo, hi);
         else
             snprintf(ci, sizeof ci, "%s", n);
-        cell_num(b, rep_num(r, "request_throughput"), false, n);
-        cell_num(b, rep_num(r, "output_throughput"), false, ci);
+        cell_num(b, rep_num(r, METRIC(request_throughput)), false, n);
+        cell_num(b, rep_num(r, METRIC(output_throughput)), false, ci);
         cell_num(b, rep_goodput_tok_s(r), false, NULL);
         cell_pair(b, rep_pct(r, "ttft", 50), rep_pct(r, "ttft", 99), rep_slo_ms(r, "ttft"));
         cell_pair(b, rep_pct(r, "tpot", 50), rep_pct(r, "tpot", 99), rep_slo_ms(r, "tpot"));
@@ -745,11 +746,11 @@ static void classes_section(rbuf *b, const rep_model *m) {
             cell_num(b, rep_num(c, "completed"), false, NULL);
             double failed = rep_num(c, "failed");
             cell_num(b, failed, failed > 0, NULL);
-            cell_pair(b, rep_num(c, "median_ttft_ms"), rep_num(c, "p99_ttft_ms"), NAN);
-            cell_pair(b, rep_num(c, "median_tpot_ms"), rep_num(c, "p99_tpot_ms"), NAN);
-            cell_num(b, rep_num(c, "p99_e2el_ms"), false, NULL);
-            cell_num(b, rep_num(c, "output_throughput"), false, NULL);
-            cell_num(b, rep_num(c, "request_goodput"), false, NULL);
+            cell_pair(b, rep_num(c, METRIC(median_ttft_ms)), rep_num(c, METRIC(p99_ttft_ms)), NAN);
+            cell_pair(b, rep_num(c, METRIC(median_tpot_ms)), rep_num(c, METRIC(p99_tpot_ms)), NAN);
+            cell_num(b, rep_num(c, METRIC(p99_e2el_ms)), false, NULL);
+            cell_num(b, rep_num(c, METRIC(output_throughput)), false, NULL);
+            cell_num(b, rep_num(c, METRIC(request_goodput)), false, NULL);
             rb_puts(b, "</tr>");
         }
     }

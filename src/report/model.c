@@ -2,6 +2,7 @@
  * rows every writer shows, and reads the numbers they need with NaN for "not in the document",
  * so a section can tell "absent" from zero and leave itself out. */
 #include "report/report_internal.h"
+#include "metrics/metric_table.h"
 #include "sweep/context.h"
 #include "results/validity.h"
 #include "sweep/sweep.h"
@@ -46,7 +47,7 @@ double rep_pct(const json_t *r, const char *metric, double p) {
 }
 
 double rep_goodput_tok_s(const json_t *r) {
-    double g = rep_num(r, "request_goodput"), out = rep_num(r, "total_output_tokens"), n = rep_num(r, "completed");
+    double g = rep_num(r, METRIC(request_goodput)), out = rep_num(r, "total_output_tokens"), n = rep_num(r, "completed");
     if (isnan(g) || !(n > 0) || isnan(out)) return NAN;
     return g * out / n;
 }
@@ -117,7 +118,7 @@ int rep_model_init(rep_model *m, const json_t *doc, char *err, size_t errlen) {
         m->sweep = true;
         m->axis = json_string_value(json_object_get(doc, "axis"));
         m->knee = json_is_object(json_object_get(doc, "knee")) ? json_object_get(doc, "knee") : NULL;
-        m->max_goodput = json_is_object(json_object_get(doc, "max_goodput")) ? json_object_get(doc, "max_goodput") : NULL;
+        m->max_goodput = json_is_object(json_object_get(doc, METRIC(max_goodput))) ? json_object_get(doc, METRIC(max_goodput)) : NULL;
         size_t n = json_array_size(levels);
         m->lv = calloc(n ? n : 1, sizeof *m->lv);
         if (!m->lv) { snprintf(err, errlen, "out of memory"); return -1; }
@@ -257,7 +258,7 @@ void rep_verdict(const rep_model *m, const json_t *diagnosis, rbuf *out) {
         rb_printf(out, "%zu load levels", m->n);
         if (m->knee) {
             rep_load_label(m, rep_num(m->knee, "load"), a, sizeof a);
-            fmt_num(rep_num(m->knee, "output_throughput"), b, sizeof b);
+            fmt_num(rep_num(m->knee, METRIC(output_throughput)), b, sizeof b);
             rb_printf(out, "; knee at %s (%s out tok/s)", a, b);
         } else {
             const char *why = json_string_value(json_object_get(m->doc, "knee_note"));
@@ -280,7 +281,7 @@ void rep_verdict(const rep_model *m, const json_t *diagnosis, rbuf *out) {
         double ok = rep_num(r, "completed"), bad = rep_num(r, "failed");
         fmt_num(ok + (isnan(bad) ? 0 : bad), b, sizeof b);
         rb_printf(out, "%s requests at %s: ", b, a);
-        fmt_num(rep_num(r, "output_throughput"), b, sizeof b);
+        fmt_num(rep_num(r, METRIC(output_throughput)), b, sizeof b);
         rb_printf(out, "%s out tok/s", b);
         fmt_ms(rep_pct(r, "ttft", 99), b, sizeof b);
         fmt_ms(rep_pct(r, "tpot", 99), c, sizeof c);

@@ -3,6 +3,7 @@
  * the server never saw (its own per-request timing joined to the client's), and any self-check
  * the run failed. Shown only when the results carry them (metrics/phases.h). */
 #include "report/report_internal.h"
+#include "metrics/metric_table.h"
 #include <math.h>
 #include <stdio.h>
 
@@ -49,11 +50,11 @@ void report_phases_section(rbuf *b, const rep_model *m) {
             cell(b, rep_num(r, "reasoning_answered"), "%.0f");
             cell(b, rep_num(r, "mean_reasoning_tokens"), "%.1f");
             cell(b, rep_num(r, "mean_answer_tokens"), "%.1f");
-            cell(b, rep_num(r, "median_ttft_ms"), "%.1f");
-            cell(b, rep_num(r, "median_ttfa_ms"), "%.1f");
-            cell(b, rep_num(r, "p99_ttfa_ms"), "%.1f");
-            cell(b, rep_num(r, "mean_reasoning_tpot_ms"), "%.2f");
-            cell(b, rep_num(r, "mean_answer_tpot_ms"), "%.2f");
+            cell(b, rep_num(r, METRIC(median_ttft_ms)), "%.1f");
+            cell(b, rep_num(r, METRIC(median_ttfa_ms)), "%.1f");
+            cell(b, rep_num(r, METRIC(p99_ttfa_ms)), "%.1f");
+            cell(b, rep_num(r, METRIC(mean_reasoning_tpot_ms)), "%.2f");
+            cell(b, rep_num(r, METRIC(mean_answer_tpot_ms)), "%.2f");
             rb_puts(b, "</tr>");
         }
         rb_puts(b, "</tbody></table></div>");

@@ -2,6 +2,7 @@
  * the reproduce command) for pasting into issues and PRs, and CSV with one row per load level
  * (one row for a single run) of the headline metrics, for spreadsheets and scripts. */
 #include "report/report_internal.h"
+#include "metrics/metric_table.h"
 #include "metrics/summary.h"
 #include "common/redact.h"
 #include <math.h>
@@ -112,8 +113,8 @@ static void md_table(rbuf *b, const rep_model *m) {
         rep_level_label(m, l, ll, sizeof ll);
         rb_printf(b, "| %s%s%s%s |", l->is_knee ? "**\xe2\x96\xb6 " : "", ll, l->is_knee ? " (knee)**" : "",
                   l->saturated ? " saturated" : "");
-        md_num(b, rep_num(r, "request_throughput"));
-        md_num(b, rep_num(r, "output_throughput"));
+        md_num(b, rep_num(r, METRIC(request_throughput)));
+        md_num(b, rep_num(r, METRIC(output_throughput)));
         md_num(b, rep_goodput_tok_s(r));
         md_pair(b, rep_pct(r, "ttft", 50), rep_pct(r, "ttft", 99), rep_slo_ms(r, "ttft"));
         md_pair(b, rep_pct(r, "tpot", 50), rep_pct(r, "tpot", 99), rep_slo_ms(r, "tpot"));
@@ -233,10 +234,10 @@ int report_write_markdown(FILE *f, const json_t *doc, const report_opts *o, char
 
 static const char *const csv_cols[] = {
     "axis", "load", "repeat", "saturated", "knee", "completed", "failed", "error_pct", "duration_s",
-    "request_throughput", "achieved_rate_per_s", "output_throughput", "total_token_throughput", "request_goodput",
-    "goodput_tok_s", "mean_ttft_ms", "p50_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "p50_tpot_ms", "p99_tpot_ms",
-    "p50_itl_ms", "p99_itl_ms", "p50_e2el_ms", "p99_e2el_ms", "p99_queue_ms", "p99_ttft_from_schedule_ms",
-    "p99_e2el_from_schedule_ms", "gpu_util_pct", "dram_bw_util_pct", "kv_peak_pct",
+    METRIC(request_throughput), "achieved_rate_per_s", METRIC(output_throughput), METRIC(total_token_throughput), METRIC(request_goodput),
+    METRIC(goodput_tok_s), METRIC(mean_ttft_ms), METRIC(p50_ttft_ms), METRIC(p99_ttft_ms), METRIC(mean_tpot_ms), METRIC(p50_tpot_ms), METRIC(p99_tpot_ms),
+    METRIC(p50_itl_ms), METRIC(p99_itl_ms), METRIC(p50_e2el_ms), METRIC(p99_e2el_ms), METRIC(p99_queue_ms), METRIC(p99_ttft_from_schedule_ms),
+    METRIC(p99_e2el_from_schedule_ms), "gpu_util_pct", "dram_bw_util_pct", "kv_peak_pct",
 };
 
 static void csv_num(rbuf *b, double v) {
@@ -263,16 +264,16 @@ int report_write_csv(FILE *f, const json_t *doc, char *err, size_t errlen) {
         csv_num(&b, rep_num(r, "failed"));
         csv_num(&b, rep_error_pct(r));
         csv_num(&b, rep_num(r, "duration"));
-        csv_num(&b, rep_num(r, "request_throughput"));
+        csv_num(&b, rep_num(r, METRIC(request_throughput)));
         csv_num(&b, rep_num(r, "achieved_rate_per_s"));
-        csv_num(&b, rep_num(r, "output_throughput"));
-        csv_num(&b, rep_num(r, "total_token_throughput"));
-        csv_num(&b, rep_num(r, "request_goodput"));
+        csv_num(&b, rep_num(r, METRIC(output_throughput)));
+        csv_num(&b, rep_num(r, METRIC(total_token_throughput)));
+        csv_num(&b, rep_num(r, METRIC(request_goodput)));
         csv_num(&b, rep_goodput_tok_s(r));
-        csv_num(&b, rep_num(r, "mean_ttft_ms"));
+        csv_num(&b, rep_num(r, METRIC(mean_ttft_ms)));
         csv_num(&b, rep_pct(r, "ttft", 50));
         csv_num(&b, rep_pct(r, "ttft", 99));
-        csv_num(&b, rep_num(r, "mean_tpot_ms"));
+        csv_num(&b, rep_num(r, METRIC(mean_tpot_ms)));
         csv_num(&b, rep_pct(r, "tpot", 50));
         csv_num(&b, rep_pct(r, "tpot", 99));
         csv_num(&b, rep_pct(r, "itl", 50));

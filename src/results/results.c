@@ -1,6 +1,7 @@
 /* results — the results document (schema dsperf.results/1), its atomic writers and loader, the
  * per-request JSONL, and the terminal summary in vLLM's "Serving Benchmark Result" layout. */
 #include "results/results.h"
+#include "metrics/metric_table.h"
 #include "results/validity.h"
 #include "metrics/request_metrics.h"
 #include "common/version.h"
@@ -523,12 +524,12 @@ void results_print_summary(FILE *f, const json_t *r) {
     row_real(f, "Benchmark duration (s):", get(r, "duration"));
     row_int(f, "Total input tokens:", get(r, "total_input_tokens"));
     row_int(f, "Total generated tokens:", get(r, "total_output_tokens"));
-    row_real(f, "Request throughput (req/s):", get(r, "request_throughput"));
-    if (get(r, "request_goodput")) row_real(f, "Request goodput (req/s):", get(r, "request_goodput"));
-    row_real(f, "Output token throughput (tok/s):", get(r, "output_throughput"));
-    row_real(f, "Peak output token throughput (tok/s):", get(r, "max_output_tokens_per_s"));
+    row_real(f, "Request throughput (req/s):", get(r, METRIC(request_throughput)));
+    if (get(r, METRIC(request_goodput))) row_real(f, "Request goodput (req/s):", get(r, METRIC(request_goodput)));
+    row_real(f, "Output token throughput (tok/s):", get(r, METRIC(output_throughput)));
+    row_real(f, "Peak output token throughput (tok/s):", get(r, METRIC(max_output_tokens_per_s)));
     row_real(f, "Peak concurrent requests:", get(r, "max_concurrent_requests"));
-    row_real(f, "Total token throughput (tok/s):", get(r, "total_token_throughput"));
+    row_real(f, "Total token throughput (tok/s):", get(r, METRIC(total_token_throughput)));
     metric_section(f, r, "Time to First Token", "ttft", "TTFT", 0);
     metric_section(f, r, "Time per Output Token (excl. 1st token)", "tpot", "TPOT", 0);
     metric_section(f, r, "Inter-token Latency", "itl", "ITL", 0);

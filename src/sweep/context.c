@@ -1,5 +1,6 @@
 /* context — the context-length view of a sweep along prompt or output length (see context.h). */
 #include "sweep/context.h"
+#include "metrics/metric_table.h"
 #include "sweep/sweep.h"
 #include "plan/plan.h"
 #include <ctype.h>
@@ -194,14 +195,14 @@ static void add_repeat(ctx_level *L, const json_t *lv) {
     r.completed = num(res, "completed");
     r.failed = num(res, "failed");
     r.rejected = rejected_of(res);
-    r.ttft50 = num(res, "median_ttft_ms");
-    r.ttft99 = num(res, "p99_ttft_ms");
-    r.tpot50 = num(res, "median_tpot_ms");
-    r.tpot99 = num(res, "p99_tpot_ms");
-    r.out_tps = num(res, "output_throughput");
-    r.req_tps = num(res, "request_throughput");
-    r.e2el_mean = num(res, "mean_e2el_ms");
-    r.ttft_mean = num(res, "mean_ttft_ms");
+    r.ttft50 = num(res, METRIC(median_ttft_ms));
+    r.ttft99 = num(res, METRIC(p99_ttft_ms));
+    r.tpot50 = num(res, METRIC(median_tpot_ms));
+    r.tpot99 = num(res, METRIC(p99_tpot_ms));
+    r.out_tps = num(res, METRIC(output_throughput));
+    r.req_tps = num(res, METRIC(request_throughput));
+    r.e2el_mean = num(res, METRIC(mean_e2el_ms));
+    r.ttft_mean = num(res, METRIC(mean_ttft_ms));
     telemetry_of(res, &r);
     double *dst[CTX_NFIELDS], *src[CTX_NFIELDS];
     fields(L, dst);
@@ -439,15 +440,15 @@ static json_t *level_json(const ctx_level *L, const ctx_level *prev, const ctx_p
     json_object_set_new(o, "completed", jnum(L->completed));
     json_object_set_new(o, "failed", jnum(L->failed));
     json_object_set_new(o, "rejected", jnum(L->rejected));
-    json_object_set_new(o, "median_ttft_ms", jnum(L->ttft50));
-    json_object_set_new(o, "p99_ttft_ms", jnum(L->ttft99));
+    json_object_set_new(o, METRIC(median_ttft_ms), jnum(L->ttft50));
+    json_object_set_new(o, METRIC(p99_ttft_ms), jnum(L->ttft99));
     json_object_set_new(o, "ttft_ms_per_1k_prompt", jnum(input_axis && L->in_len > 0 ? L->ttft50 / (L->in_len / 1000) : NAN));
     double marg = prev && input_axis && L->in_len > prev->in_len ? (L->ttft50 - prev->ttft50) / ((L->in_len - prev->in_len) / 1000) : NAN;
     json_object_set_new(o, "ttft_marginal_ms_per_1k", jnum(marg));
-    json_object_set_new(o, "median_tpot_ms", jnum(L->tpot50));
-    json_object_set_new(o, "p99_tpot_ms", jnum(L->tpot99));
+    json_object_set_new(o, METRIC(median_tpot_ms), jnum(L->tpot50));
+    json_object_set_new(o, METRIC(p99_tpot_ms), jnum(L->tpot99));
     json_object_set_new(o, "decode_tok_s_per_seq", jnum(L->tpot50 > 0 ? 1000 / L->tpot50 : NAN));
-    json_object_set_new(o, "output_throughput", jnum(L->out_tps));
+    json_object_set_new(o, METRIC(output_throughput), jnum(L->out_tps));
     json_object_set_new(o, "kv_read_bytes_per_token", jnum(kvb > 0 ? L->ctx * kvb : NAN));
     json_object_set_new(o, "dram_bw_util_pct_mean", L->have_dram ? jnum(L->dram_mean) : json_null());
     json_object_set_new(o, "dram_bw_util_pct_max", L->have_dram ? jnum(L->dram_max) : json_null());
@@ -587,11 +588,11 @@ void sweep_context_print(FILE *f, const json_t *doc) {
         sweep_length_label(num(lv, "input_len"), in, sizeof in);
         sweep_length_label(num(lv, "output_len"), out, sizeof out);
         const json_t *pr = get(lv, "predicted");
-        cell(t1, sizeof t1, num(lv, "median_ttft_ms"), "%.0f");
+        cell(t1, sizeof t1, num(lv, METRIC(median_ttft_ms)), "%.0f");
         cell(t2, sizeof t2, num(pr, "ttft_ms"), "%.0f");
         snprintf(t, sizeof t, "%s/%s", t1, t2);
         cell(m, sizeof m, num(lv, "ttft_ms_per_1k_prompt"), "%.1f");
-        cell(p1, sizeof p1, num(lv, "median_tpot_ms"), "%.2f");
+        cell(p1, sizeof p1, num(lv, METRIC(median_tpot_ms)), "%.2f");
         cell(p2, sizeof p2, num(pr, "tpot_ms"), "%.2f");
         snprintf(tp, sizeof tp, "%s/%s", p1, p2);
         cell(tk, sizeof tk, num(lv, "decode_tok_s_per_seq"), "%.0f");

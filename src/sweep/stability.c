@@ -1,9 +1,11 @@
 /* stability — stability scores per level and the exponential decay fit against batch size (see
  * stability.h). */
 #include "sweep/stability.h"
+#include "metrics/metric_table.h"
 #include "sweep/context.h"
 #include "sweep/sweep.h"
 #include "metrics/infer.h"
+#include "metrics/stats.h"
 #include "common/rng.h"
 #include <math.h>
 #include <stdlib.h>
@@ -74,12 +76,6 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static double pct_sorted(const double *x, size_t n, double p) {
-    double h = (double)(n - 1) * p / 100;
-    size_t lo = (size_t)floor(h);
-    return lo + 1 < n ? x[lo] + (h - (double)lo) * (x[lo + 1] - x[lo]) : x[n - 1];
-}
-
 /* ln(p50/p99) of TPOT over bootstrap resamples of the stored per-request TPOTs (drawn at their true
  * count): its standard deviation. */
 static double tpot_tail_se(const json_t *res) {
@@ -97,7 +93,7 @@ static double tpot_tail_se(const json_t *res) {
     for (int b = 0; b < B; b++) {
         for (size_t i = 0; i < draws; i++) d[i] = x[rng_below(&g, k)];
         qsort(d, draws, sizeof *d, cmp_d);
-        double r = log(pct_sorted(d, draws, 50) / pct_sorted(d, draws, 99));
+        double r = log(stats_percentile_sorted(d, draws, 50) / stats_percentile_sorted(d, draws, 99));
         s += r;
         ss += r * r;
     }
@@ -112,7 +108,7 @@ double stability_score_of(const json_t *res, stab_score s, double *se_ln, char *
     if (!se_ln) se_ln = &se_dummy;
     *se_ln = NAN;
     if (s == STAB_ITL_CV) {
-        double sd = num(res, "std_itl_ms"), mean = num(res, "mean_itl_ms");
+        double sd = num(res, "std_itl_ms"), mean = num(res, METRIC(mean_itl_ms));
         if (!(mean > 0) || !isfinite(sd)) { snprintf(why, whylen, "no inter-token latencies"); return NAN; }
         size_t k;
         double n, m, v, m3, m4;
@@ -125,7 +121,7 @@ double stability_score_of(const json_t *res, stab_score s, double *se_ln, char *
         return exp(-sd / mean);
     }
     if (s == STAB_TPOT_TAIL) {
-        double p50 = num(res, "median_tpot_ms"), p99 = num(res, "p99_tpot_ms");
+        double p50 = num(res, METRIC(median_tpot_ms)), p99 = num(res, METRIC(p99_tpot_ms));
         if (!(p50 > 0) || !(p99 > 0)) { snprintf(why, whylen, "no TPOT (requests of one token only?)"); return NAN; }
         *se_ln = tpot_tail_se(res);
         return p50 / p99;
@@ -159,7 +155,7 @@ static double batch_of(const json_t *lv, const char *axis, const char **how) {
         return num(json_object_get(res, "config"), "concurrency");
     if (axis && !strcmp(axis, "concurrency")) return num(lv, "load");
     *how = "Little's law: request_throughput x mean_e2el_ms (requests in the system)";
-    return num(res, "request_throughput") * num(res, "mean_e2el_ms") / 1000;
+    return num(res, METRIC(request_throughput)) * num(res, METRIC(mean_e2el_ms)) / 1000;
 }
 
 static void grade(stab_fit *f) {

@@ -2,6 +2,7 @@
  * intervals), its terminal table and loader. Works on the document alone, so a saved sweep can be
  * re-analysed and the live run and a re-read file print the same thing. */
 #include "sweep/sweep.h"
+#include "metrics/metric_table.h"
 #include "sweep/context.h"
 #include "metrics/summary.h"
 #include "common/fileio.h"
@@ -20,9 +21,9 @@ static double num(const json_t *o, const char *k) {
 
 /* The metrics averaged per load and given confidence intervals. */
 static const char *const headline[] = {
-    "output_throughput", "request_throughput", "request_goodput", "total_token_throughput", "median_ttft_ms",
-    "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "p99_itl_ms", "p99_e2el_ms", "p99_ttft_from_schedule_ms",
-    "p99_e2el_from_schedule_ms", "mean_queue_ms", "error_rate", NULL,
+    METRIC(output_throughput), METRIC(request_throughput), METRIC(request_goodput), METRIC(total_token_throughput), METRIC(median_ttft_ms),
+    METRIC(p99_ttft_ms), METRIC(median_tpot_ms), METRIC(p99_tpot_ms), METRIC(p99_itl_ms), METRIC(p99_e2el_ms), METRIC(p99_ttft_from_schedule_ms),
+    METRIC(p99_e2el_from_schedule_ms), METRIC(mean_queue_ms), "error_rate", NULL,
 };
 
 /* error_rate: server-side failures of the requests that ended (dsperf's own cancellations are
@@ -122,7 +123,7 @@ static json_t *ci_section(const json_t *levels, const group *g, size_t ng) {
 static json_t *knee_section(json_t *doc, const json_t *levels, const group *g, size_t ng) {
     double x[SWEEP_MAX_LEVELS], y[SWEEP_MAX_LEVELS], lat[SWEEP_MAX_LEVELS];
     size_t idx[SWEEP_MAX_LEVELS], n = 0;
-    const char *lat_key = "p99_ttft_from_schedule_ms";
+    const char *lat_key = METRIC(p99_ttft_from_schedule_ms);
     for (int pass = 0; pass < 2; pass++) {
         n = 0;
         bool lat_ok = true;
@@ -130,14 +131,14 @@ static json_t *knee_section(json_t *doc, const json_t *levels, const group *g, s
             if (!strcmp(g[k].kind, "throughput")) continue;   /* auto mode's closed-loop anchor */
             if (!g[k].n_measured) continue;    /* a level not measured says nothing about throughput */
             x[n] = g[k].load;
-            y[n] = group_mean(levels, &g[k], "output_throughput");
+            y[n] = group_mean(levels, &g[k], METRIC(output_throughput));
             lat[n] = group_mean(levels, &g[k], lat_key);
             if (!isfinite(lat[n])) lat_ok = false;
             if (!isfinite(y[n])) y[n] = 0;
             idx[n++] = k;
         }
         if (lat_ok) break;
-        lat_key = pass == 0 ? "p99_e2el_from_schedule_ms" : NULL;
+        lat_key = pass == 0 ? METRIC(p99_e2el_from_schedule_ms) : NULL;
     }
     sweep_knee kn;
     sweep_find_knee(x, y, lat_key ? lat : NULL, n, &kn);
@@ -158,7 +159,7 @@ static json_t *knee_section(json_t *doc, const json_t *levels, const group *g, s
         "break_load", jnum(x[kn.break_index]), "rise_slope", jnum(kn.rise_slope), "rise_intercept", jnum(kn.rise_intercept),
         "tail_slope", jnum(kn.tail_slope), "tail_intercept", jnum(kn.tail_intercept), "tail_to_rise", jnum(kn.tail_ratio),
         "sse_one_line", jnum(kn.sse_one), "sse_two_segments", jnum(kn.sse_two), "sse_reduction", jnum(kn.sse_gain),
-        "peak_output_throughput", jnum(kn.peak), "break_to_peak", jnum(kn.break_frac));
+        METRIC(peak_output_throughput), jnum(kn.peak), "break_to_peak", jnum(kn.break_frac));
     json_t *lt = json_pack("{s:o,s:b,s:b,s:o,s:o,s:o}", "metric", lat_key ? json_string(lat_key) : json_null(),
         "checked", kn.have_latency, "upturn", kn.latency_upturn, "slope_before", jnum(kn.lat_slope_before),
         "slope_after", jnum(kn.lat_slope_after), "last_to_knee_ratio", jnum(kn.lat_ratio));
@@ -170,8 +171,8 @@ static json_t *knee_section(json_t *doc, const json_t *levels, const group *g, s
     json_object_set_new(k, "load", jnum(gk->load));
     json_object_set_new(k, "load_index", json_integer((json_int_t)idx[kn.index]));
     json_object_set_new(k, "knee_load_fit", jnum(kn.knee_load));
-    static const char *const at[] = { "output_throughput", "request_throughput", "median_ttft_ms", "p99_ttft_ms",
-        "p99_tpot_ms", "p99_e2el_ms", "p99_ttft_from_schedule_ms", "p99_e2el_from_schedule_ms", NULL };
+    static const char *const at[] = { METRIC(output_throughput), METRIC(request_throughput), METRIC(median_ttft_ms), METRIC(p99_ttft_ms),
+        METRIC(p99_tpot_ms), METRIC(p99_e2el_ms), METRIC(p99_ttft_from_schedule_ms), METRIC(p99_e2el_from_schedule_ms), NULL };
     for (int i = 0; at[i]; i++) json_object_set_new(k, at[i], jnum(group_mean(levels, gk, at[i])));
     json_object_set_new(k, "method", json_string(osd_bound ? "highest level below over-saturation"
                                                  : kn.latency_upturn ? "two-segment fit + latency upturn"
@@ -198,7 +199,7 @@ static json_t *goodput_section(const json_t *doc, const json_t *levels, const gr
     double x[SWEEP_MAX_LEVELS], v[SWEEP_MAX_LEVELS];
     size_t n = 0;
     for (size_t k = 0; k < ng; k++) {
-        double gp = group_mean(levels, &g[k], "request_goodput");
+        double gp = group_mean(levels, &g[k], METRIC(request_goodput));
         if (isfinite(gp) && gp > best_gp) { best_gp = gp; best = (long)k; }
     }
     if (best < 0) return json_null();
@@ -234,14 +235,14 @@ static json_t *goodput_section(const json_t *doc, const json_t *levels, const gr
     json_t *o = json_object();
     json_object_set_new(o, "load", jnum(gb->load));
     json_object_set_new(o, "load_index", json_integer(best));
-    json_object_set_new(o, "request_goodput", jnum(best_gp));
-    json_object_set_new(o, "request_throughput", jnum(group_mean(levels, gb, "request_throughput")));
-    json_object_set_new(o, "output_throughput", jnum(group_mean(levels, gb, "output_throughput")));
-    double rt = group_mean(levels, gb, "request_throughput");
+    json_object_set_new(o, METRIC(request_goodput), jnum(best_gp));
+    json_object_set_new(o, METRIC(request_throughput), jnum(group_mean(levels, gb, METRIC(request_throughput))));
+    json_object_set_new(o, METRIC(output_throughput), jnum(group_mean(levels, gb, METRIC(output_throughput))));
+    double rt = group_mean(levels, gb, METRIC(request_throughput));
     json_object_set_new(o, "good_fraction", jnum(rt > 0 ? best_gp / rt : NAN));
     json_object_set_new(o, "slo", json_deep_copy(slo));
     json_object_set_new(o, "percentile", json_real(pct));
-    json_object_set_new(o, "slo_boundary_load", any_below ? json_null() : jnum(boundary));
+    json_object_set_new(o, METRIC(slo_boundary_load), any_below ? json_null() : jnum(boundary));
     json_object_set_new(o, "slo_boundary_limited_by", limited && !any_below ? json_string(limited) : json_null());
     json_object_set_new(o, "slo_boundary_method", json_string("linear interpolation of the percentile between the "
                                                               "two measured levels around the first crossing"));
@@ -261,7 +262,7 @@ int sweep_analyse(json_t *doc, double slo_percentile) {
     } else {
         json_object_set_new(doc, "knee", knee_section(doc, levels, g, ng));
     }
-    json_object_set_new(doc, "max_goodput", goodput_section(doc, levels, g, ng, slo_percentile));
+    json_object_set_new(doc, METRIC(max_goodput), goodput_section(doc, levels, g, ng, slo_percentile));
     json_object_set_new(doc, "ci", ci_section(levels, g, ng));
     return 0;
 }
@@ -321,9 +322,9 @@ void sweep_print_level(FILE *f, const json_t *lv, const char *axis, bool with_he
     if (with_header) header(f);
     bool m = sweep_level_measured(lv);
     /* a level not measured shows no numbers: what little completed is a biased sample */
-    row(f, "  ", label, m ? num(r, "request_throughput") : NAN, m ? num(r, "output_throughput") : NAN,
-        m ? num(r, "median_ttft_ms") : NAN, m ? num(r, "p99_ttft_ms") : NAN, m ? num(r, "p99_tpot_ms") : NAN,
-        m ? num(r, "p99_e2el_ms") : NAN, m ? num(r, "request_goodput") : NAN, level_metric(r, "error_rate"),
+    row(f, "  ", label, m ? num(r, METRIC(request_throughput)) : NAN, m ? num(r, METRIC(output_throughput)) : NAN,
+        m ? num(r, METRIC(median_ttft_ms)) : NAN, m ? num(r, METRIC(p99_ttft_ms)) : NAN, m ? num(r, METRIC(p99_tpot_ms)) : NAN,
+        m ? num(r, METRIC(p99_e2el_ms)) : NAN, m ? num(r, METRIC(request_goodput)) : NAN, level_metric(r, "error_rate"),
         state_of(json_is_true(json_object_get(lv, "saturated")), json_is_true(json_object_get(lv, "early_stopped")), m));
 }
 
@@ -360,22 +361,22 @@ void sweep_print_table(FILE *f, const json_t *doc, bool utf8, bool rows) {
     if (json_is_object(kn)) {
         load_label(kl, sizeof kl, axis, NULL, num(kn, "load"));
         fprintf(f, " KNEE %s (fit %s%.3g): %.0f out tok/s, p99 TTFT %.0f ms (from schedule %.0f ms), p99 TPOT %.1f ms\n",
-                kl, approx, num(kn, "knee_load_fit"), num(kn, "output_throughput"), num(kn, "p99_ttft_ms"),
-                num(kn, "p99_ttft_from_schedule_ms"), num(kn, "p99_tpot_ms"));
+                kl, approx, num(kn, "knee_load_fit"), num(kn, METRIC(output_throughput)), num(kn, METRIC(p99_ttft_ms)),
+                num(kn, METRIC(p99_ttft_from_schedule_ms)), num(kn, METRIC(p99_tpot_ms)));
         fprintf(f, "      %s\n      (%s)\n", json_string_value(json_object_get(kn, "method")),
                 json_string_value(json_object_get(kn, "decided_by")));
     } else {
         fprintf(f, " KNEE not found: %s\n", json_string_value(json_object_get(doc, "knee_note")));
     }
-    const json_t *mg = json_object_get(doc, "max_goodput");
+    const json_t *mg = json_object_get(doc, METRIC(max_goodput));
     if (json_is_object(mg)) {
         char gl[32];
         load_label(gl, sizeof gl, axis, NULL, num(mg, "load"));
-        fprintf(f, " MAX GOODPUT %.2f req/s at %s (%.0f%% of requests within SLO)", num(mg, "request_goodput"), gl,
+        fprintf(f, " MAX GOODPUT %.2f req/s at %s (%.0f%% of requests within SLO)", num(mg, METRIC(request_goodput)), gl,
                 100 * num(mg, "good_fraction"));
-        if (isfinite(num(mg, "slo_boundary_load"))) {
+        if (isfinite(num(mg, METRIC(slo_boundary_load)))) {
             const char *lim = json_string_value(json_object_get(mg, "slo_boundary_limited_by"));
-            fprintf(f, "; SLO boundary %s%.3g%s (%s)", approx, num(mg, "slo_boundary_load"),
+            fprintf(f, "; SLO boundary %s%.3g%s (%s)", approx, num(mg, METRIC(slo_boundary_load)),
                     axis && !strcmp(axis, "rate") ? "/s" : "", lim ? lim : "");
         }
         fputc('\n', f);
@@ -387,10 +388,10 @@ void sweep_print_table(FILE *f, const json_t *doc, bool utf8, bool rows) {
         char label[32];
         load_label(label, sizeof label, axis, g[k].kind, g[k].load);
         const char *mark = k == knee_idx ? (utf8 ? "▶ " : "> ") : "  ";
-        row(f, mark, label, group_mean(levels, &g[k], "request_throughput"), group_mean(levels, &g[k], "output_throughput"),
-            group_mean(levels, &g[k], "median_ttft_ms"), group_mean(levels, &g[k], "p99_ttft_ms"),
-            group_mean(levels, &g[k], "p99_tpot_ms"), group_mean(levels, &g[k], "p99_e2el_ms"),
-            group_mean(levels, &g[k], "request_goodput"),
+        row(f, mark, label, group_mean(levels, &g[k], METRIC(request_throughput)), group_mean(levels, &g[k], METRIC(output_throughput)),
+            group_mean(levels, &g[k], METRIC(median_ttft_ms)), group_mean(levels, &g[k], METRIC(p99_ttft_ms)),
+            group_mean(levels, &g[k], METRIC(p99_tpot_ms)), group_mean(levels, &g[k], METRIC(p99_e2el_ms)),
+            group_mean(levels, &g[k], METRIC(request_goodput)),
             g[k].n_measured ? group_mean(levels, &g[k], "error_rate")
                             : level_metric(json_object_get(json_array_get(levels, g[k].first), "results"), "error_rate"),
             state_of(g[k].saturated, g[k].early_stopped, g[k].n_measured > 0));

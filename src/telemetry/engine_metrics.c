@@ -3,8 +3,7 @@
  * vLLM "Production Metrics" (V0 and V1 names), SGLang "Production Metrics", TGI "Metrics"
  * reference, llama.cpp server README (--metrics). */
 #include "telemetry/engine_metrics.h"
-#include "common/curl_init.h"
-#include <curl/curl.h>
+#include "common/http.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -171,76 +170,41 @@ void em_derive(const em_reading *prev, const em_reading *cur, double out[EM_COL_
 #define SCRAPE_MAX_BYTES (32u << 20)   /* a /metrics page bigger than this is an error, not a crash */
 
 struct em_scraper {
-    CURL *curl;
+    http_get *get;
     char *url;
-    char *buf;
-    size_t len, cap;
-    bool too_big;
 };
 
-static size_t on_body(char *p, size_t size, size_t n, void *ud) {
-    em_scraper *s = ud;
-    size_t k = size * n;
-    if (s->len + k + 1 > SCRAPE_MAX_BYTES) { s->too_big = true; return 0; }
-    if (s->len + k + 1 > s->cap) {
-        size_t c = s->cap ? s->cap : 65536;
-        while (c < s->len + k + 1) c *= 2;
-        char *b = realloc(s->buf, c);
-        if (!b) return 0;
-        s->buf = b;
-        s->cap = c;
-    }
-    memcpy(s->buf + s->len, p, k);
-    s->len += k;
-    s->buf[s->len] = 0;
-    return k;
-}
-
 em_scraper *em_scraper_new(const char *url, int64_t timeout_ns) {
-    curl_init_once();
     em_scraper *s = calloc(1, sizeof *s);
-    if (!s || !(s->url = strdup(url)) || !(s->curl = curl_easy_init())) {
+    char err[160];
+    /* the whole scrape and its connection within timeout_ns; a redirect followed; gzip when offered */
+    http_opts o = { .timeout_ns = timeout_ns > 0 ? timeout_ns : 1, .connect_timeout_ns = timeout_ns > 0 ? timeout_ns : 1,
+                    .max_body_bytes = SCRAPE_MAX_BYTES, .follow_redirects = true, .accept_encoding = true };
+    if (!s || !(s->url = strdup(url)) || !(s->get = http_get_new(&o, err, sizeof err))) {
         if (s) free(s->url);
         free(s);
         return NULL;
     }
-    long ms = (long)(timeout_ns / 1000000);
-    if (ms < 1) ms = 1;
-    curl_easy_setopt(s->curl, CURLOPT_URL, s->url);
-    curl_easy_setopt(s->curl, CURLOPT_TIMEOUT_MS, ms);
-    curl_easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT_MS, ms);
-    curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);          /* we are a thread; no SIGALRM */
-    curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, s);
-    curl_easy_setopt(s->curl, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(s->curl, CURLOPT_ACCEPT_ENCODING, "");  /* gzip if the server offers it */
     return s;
 }
 
 int em_scrape(em_scraper *s, const char **text, size_t *len, char *err, size_t errlen) {
-    s->len = 0;
-    s->too_big = false;
-    if (s->buf) s->buf[0] = 0;
-    CURLcode rc = curl_easy_perform(s->curl);
-    if (rc != CURLE_OK) {
-        snprintf(err, errlen, "%s: %s", s->url, s->too_big ? "response over 32 MiB" : curl_easy_strerror(rc));
+    char why[160];
+    long code = 0;
+    if (http_get_perform(s->get, s->url, &code, text, len, why, sizeof why) != CURLE_OK) {
+        snprintf(err, errlen, "%s: %s", s->url, why);
         return -1;
     }
-    long code = 0;
-    curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &code);
     if (code != 200) {
         snprintf(err, errlen, "%s: HTTP %ld", s->url, code);
         return -1;
     }
-    *text = s->buf ? s->buf : "";
-    *len = s->len;
     return 0;
 }
 
 void em_scraper_free(em_scraper *s) {
     if (!s) return;
-    curl_easy_cleanup(s->curl);
+    http_get_free(s->get);
     free(s->url);
-    free(s->buf);
     free(s);
 }

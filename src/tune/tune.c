@@ -2,6 +2,7 @@
  * Pareto front, the recommendation, the table). Free of process control and I/O except the
  * printing, so it is tested on numbers. */
 #include "tune/tune.h"
+#include "metrics/metric_table.h"
 #include "drift/drift.h"
 #include "sweep/sweep.h"
 #include "metrics/summary.h"
@@ -262,13 +263,13 @@ json_t *tune_config_summary(const json_t *doc, double gpus, const char *objectiv
         /* a level whose requests mostly failed (a server that died, or refused) measured nothing
          * worth ranking: its latencies cover the few that got through */
         bool usable = completed > 0 && !(err_rate > TUNE_MAX_ERROR_RATE);
-        double out = mean_over(levels, first, n, "output_throughput");
-        double gp = mean_over(levels, first, n, "request_goodput");
+        double out = mean_over(levels, first, n, METRIC(output_throughput));
+        double gp = mean_over(levels, first, n, METRIC(request_goodput));
         /* the spread of goodput over repeats: is one configuration's lead beyond noise? */
         double gv[64], gmean = NAN, gsd = NAN, glo = NAN, ghi = NAN;
         size_t gn = 0;
         for (size_t r = 0; r < n && gn < 64; r++) {
-            double v = num(json_object_get(json_array_get(levels, first + r), "results"), "request_goodput");
+            double v = num(json_object_get(json_array_get(levels, first + r), "results"), METRIC(request_goodput));
             if (isfinite(v)) gv[gn++] = v;
         }
         if (gn >= 2) sweep_ci_mean(gv, gn, 0.95, &gmean, &gsd, &glo, &ghi);
@@ -295,9 +296,9 @@ json_t *tune_config_summary(const json_t *doc, double gpus, const char *objectiv
         json_object_set_new(pt, "kind", json_string(kind ? kind : ""));
         json_object_set_new(pt, "repeats", json_integer((json_int_t)n));
         json_object_set_new(pt, "completed", jnum(completed));
-        json_object_set_new(pt, "output_throughput", jnum(out));
+        json_object_set_new(pt, METRIC(output_throughput), jnum(out));
         json_object_set_new(pt, "output_throughput_per_gpu", jnum(out / per));
-        json_object_set_new(pt, "request_goodput", jnum(gp));
+        json_object_set_new(pt, METRIC(request_goodput), jnum(gp));
         json_object_set_new(pt, "request_goodput_per_gpu", jnum(gp / per));
         json_object_set_new(pt, "request_goodput_per_gpu_ci95", gn >= 2 ? json_pack("[o,o]", jnum(glo / per), jnum(ghi / per))
                                                                           : json_null());
@@ -325,15 +326,15 @@ json_t *tune_config_summary(const json_t *doc, double gpus, const char *objectiv
     json_object_set_new(s, "points", points);
     const json_t *kn = json_object_get(doc, "knee");
     if (json_is_object(kn)) {
-        double out = num(kn, "output_throughput");
+        double out = num(kn, METRIC(output_throughput));
         json_t *k = json_object();
         json_object_set_new(k, "load", jnum(num(kn, "load")));
-        json_object_set_new(k, "output_throughput", jnum(out));
+        json_object_set_new(k, METRIC(output_throughput), jnum(out));
         json_object_set_new(k, "output_throughput_per_gpu", jnum(out / per));
-        json_object_set_new(k, "request_throughput", jnum(num(kn, "request_throughput")));
-        json_object_set_new(k, "p99_ttft_ms", jnum(num(kn, "p99_ttft_ms")));
-        json_object_set_new(k, "p99_tpot_ms", jnum(num(kn, "p99_tpot_ms")));
-        json_object_set_new(k, "p99_e2el_ms", jnum(num(kn, "p99_e2el_ms")));
+        json_object_set_new(k, METRIC(request_throughput), jnum(num(kn, METRIC(request_throughput))));
+        json_object_set_new(k, METRIC(p99_ttft_ms), jnum(num(kn, METRIC(p99_ttft_ms))));
+        json_object_set_new(k, METRIC(p99_tpot_ms), jnum(num(kn, METRIC(p99_tpot_ms))));
+        json_object_set_new(k, METRIC(p99_e2el_ms), jnum(num(kn, METRIC(p99_e2el_ms))));
         json_object_set_new(k, "method", json_deep_copy(json_object_get(kn, "method")));
         json_object_set_new(s, "knee", k);
     } else {
@@ -343,16 +344,16 @@ json_t *tune_config_summary(const json_t *doc, double gpus, const char *objectiv
     if (best_out >= 0) {
         const json_t *p = json_array_get(points, (size_t)best_out);
         json_object_set_new(s, "max_output_throughput", json_pack("{s:O,s:O,s:O,s:O}", "load", json_object_get(p, "load"),
-            "output_throughput", json_object_get(p, "output_throughput"), "output_throughput_per_gpu",
+            METRIC(output_throughput), json_object_get(p, METRIC(output_throughput)), "output_throughput_per_gpu",
             json_object_get(p, "output_throughput_per_gpu"), "latency_ms", json_object_get(p, "latency_ms")));
     } else {
         json_object_set_new(s, "max_output_throughput", json_null());
     }
-    const json_t *mg = json_object_get(doc, "max_goodput");
-    json_object_set_new(s, "max_goodput", json_is_object(mg)
-        ? json_pack("{s:O,s:O,s:o,s:O}", "load", json_object_get(mg, "load"), "request_goodput",
-                    json_object_get(mg, "request_goodput"), "request_goodput_per_gpu",
-                    jnum(num(mg, "request_goodput") / per), "slo_boundary_load", json_object_get(mg, "slo_boundary_load"))
+    const json_t *mg = json_object_get(doc, METRIC(max_goodput));
+    json_object_set_new(s, METRIC(max_goodput), json_is_object(mg)
+        ? json_pack("{s:O,s:O,s:o,s:O}", "load", json_object_get(mg, "load"), METRIC(request_goodput),
+                    json_object_get(mg, METRIC(request_goodput)), "request_goodput_per_gpu",
+                    jnum(num(mg, METRIC(request_goodput)) / per), METRIC(slo_boundary_load), json_object_get(mg, METRIC(slo_boundary_load)))
         : json_null());
     json_object_set_new(s, "slo", slo_given ? json_deep_copy(slo) : json_null());
     json_object_set_new(s, "slo_percentile", json_real(pct));
@@ -360,9 +361,9 @@ json_t *tune_config_summary(const json_t *doc, double gpus, const char *objectiv
     if (best_slo >= 0) {
         const json_t *p = json_array_get(points, (size_t)best_slo);
         json_object_set_new(s, "goodput_under_slo", json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "load", json_object_get(p, "load"),
-            "request_goodput", json_object_get(p, "request_goodput"), "request_goodput_per_gpu",
+            METRIC(request_goodput), json_object_get(p, METRIC(request_goodput)), "request_goodput_per_gpu",
             json_object_get(p, "request_goodput_per_gpu"), "request_goodput_per_gpu_ci95",
-            json_object_get(p, "request_goodput_per_gpu_ci95"), "output_throughput", json_object_get(p, "output_throughput"),
+            json_object_get(p, "request_goodput_per_gpu_ci95"), METRIC(output_throughput), json_object_get(p, METRIC(output_throughput)),
             "output_throughput_per_gpu", json_object_get(p, "output_throughput_per_gpu"), "latency_ms",
             json_object_get(p, "latency_ms")));
     } else {
@@ -628,8 +629,8 @@ void tune_print(FILE *f, const json_t *doc) {
                 fmt(v, sizeof v, num(kn, "output_throughput_per_gpu"), "%.4g");
                 snprintf(k, sizeof k, "%s@%.4g", v, num(kn, "load"));
                 char t1[16], t2[16];
-                fmt(t1, sizeof t1, num(kn, "p99_ttft_ms"), "%.0f");
-                fmt(t2, sizeof t2, num(kn, "p99_tpot_ms"), "%.1f");
+                fmt(t1, sizeof t1, num(kn, METRIC(p99_ttft_ms)), "%.0f");
+                fmt(t2, sizeof t2, num(kn, METRIC(p99_tpot_ms)), "%.1f");
                 snprintf(tt, sizeof tt, "%s/%s", t1, t2);
             }
         }

@@ -3,10 +3,9 @@
  * terminal's Ctrl-C reaches tune, which then stops it), the health wait, the stop (SIGTERM, then
  * SIGKILL after a grace period) and the tail of its log for the failure report. */
 #include "tune/tune.h"
-#include "common/curl_init.h"
+#include "common/http.h"
 #include "common/clock.h"
 #include "common/redact.h"
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -103,14 +102,11 @@ void tune_describe_status(int status, char *buf, size_t len) {
     else snprintf(buf, len, "ended (wait status %d)", status);
 }
 
-static size_t discard(char *ptr, size_t size, size_t n, void *ctx) { (void)ptr; (void)ctx; return size * n; }
-
 /* The HTTP status of GET url, 0 when there was no answer. */
-static long http_status(CURL *h, const char *url) {
-    curl_easy_setopt(h, CURLOPT_URL, url);
+static long http_status(http_get *h, const char *url) {
     long code = 0;
-    if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    return code;
+    char why[160];
+    return http_get_perform(h, url, &code, NULL, NULL, why, sizeof why) == CURLE_OK ? code : 0;
 }
 
 static void sleep_ms(int ms) {
@@ -130,14 +126,9 @@ int tune_wait_healthy(tune_proc *p, const char *base_url, int64_t timeout_ns, vo
     char health[2100], models[2100];
     snprintf(health, sizeof health, "%s/health%s", root, q ? q : "");
     snprintf(models, sizeof models, "%s/v1/models%s", root, q ? q : "");
-    curl_init_once();
-    CURL *h = curl_easy_init();
-    if (!h) { snprintf(err, errlen, "curl_easy_init failed"); return -2; }
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 2000L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+    http_opts ho = { .timeout_ns = 2 * NS_PER_S, .connect_timeout_ns = NS_PER_S, .discard_body = true, .fresh_connection = true };
+    http_get *h = http_get_new(&ho, err, errlen);
+    if (!h) return -2;
     int64_t t0 = clock_now_ns();
     int rc;
     for (;;) {
@@ -160,7 +151,7 @@ int tune_wait_healthy(tune_proc *p, const char *base_url, int64_t timeout_ns, vo
         }
         sleep_ms(200);
     }
-    curl_easy_cleanup(h);
+    http_get_free(h);
     return rc;
 }
 
