@@ -332,6 +332,13 @@ client *client_new(const client_opts *o, recset *recs, client_done_fn done, void
     return c;
 }
 
+const char *client_read_path_of(const client_opts *o) {
+    char *url = client_url(o->base_url, openai_path(o->api));
+    const char *why = url ? h1_why_not(url) : "out of memory";
+    free(url);
+    return why;
+}
+
 const char *client_read_path(const client *c) { return c->own ? "own" : "libcurl"; }
 const char *client_read_path_why(const client *c) { return c->own ? NULL : c->why_curl; }
 

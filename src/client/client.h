@@ -49,6 +49,9 @@ void client_abort_all(client *c, rec_outcome outcome);
  * bytes over); and why libcurl (NULL for the own path). */
 const char *client_read_path(const client *c);
 const char *client_read_path_why(const client *c);
+/* The same decided from the options alone, before a client exists: NULL for the own path, else why
+ * libcurl (what a run's results say, "client": {"read_path", "read_path_why"}). */
+const char *client_read_path_of(const client_opts *o);
 
 /* Pre-flight: GET {base}/v1/models. On success *model_out (malloc'd) is the first model id.
  * Returns 0; CLIENT_UNREACHABLE when nothing answered (refused, timed out, no route: the endpoint

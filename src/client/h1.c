@@ -33,6 +33,10 @@
 /* Requests started per turn of the loop, with a look at the sockets in between (client.c's
  * SEND_BATCH says why: a closed loop whose streams end together resubmits hundreds at once). */
 #define SEND_BATCH 4
+/* Events one epoll wait takes. A wait that fills them all leaves more sockets ready: no gathering
+ * window follows it (else a client with more ready sockets than this would read only this many per
+ * window, fall behind, and let a stream's chunks merge into one read). */
+#define EVENTS_MAX 1024
 /* The gathering window (client README "Gathering reads"): at most GATHER_DEFAULT_US, under half
  * the 10th percentile of a stream's read gap and under 1/100 of the requests' duration. */
 #define GATHER_DEFAULT_US 5000
@@ -103,6 +107,7 @@ struct h1 {
     bool rxstamp;
     int64_t gather_max_ns, last_wake_ns;
     int sockets_sending;
+    bool last_wait_full;        /* the last epoll wait returned EVENTS_MAX events */
     uint32_t gap_hist[64], dur_hist[64];
     int64_t gap_floor_ns, dur_floor_ns, epoch_end_ns;
     uint32_t reads_stamped, reads_unstamped;
@@ -111,6 +116,7 @@ struct h1 {
     rxbatch_res bres[RXBATCH_MAX];
     int bfds[RXBATCH_MAX];
     xfer *bx[RXBATCH_MAX];
+    struct epoll_event evs[EVENTS_MAX];
     char rbuf[READ_BUF];
 };
 
@@ -154,7 +160,7 @@ static int64_t hist_p10(const uint32_t *hist, uint64_t min_n) {
 }
 
 static int64_t gather_until(h1 *c, int64_t now) {
-    if (!c->gather_max_ns || c->sockets_sending > 0) return 0;
+    if (!c->gather_max_ns || c->sockets_sending > 0 || c->last_wait_full) return 0;
     if (now >= c->epoch_end_ns) {
         int64_t g = hist_p10(c->gap_hist, 1), d = hist_p10(c->dur_hist, 1);
         if (g >= 0) c->gap_floor_ns = g;
@@ -624,7 +630,7 @@ static void on_bytes(h1 *c, xfer *x, const char *p, size_t n, int64_t stamp_ns) 
             return;   /* the rest of the head comes later */
         }
         int rc = parse_head(x, end);
-        if (rc < 0) { finish(c, x, CURLE_WEIRD_SERVER_REPLY, -1, false, 0); return; }
+        if (rc < 0) { finish(c, x, CURLE_UNSUPPORTED_PROTOCOL, -1, false, 0); return; }   /* libcurl: "HTTP/0.9 not allowed" */
         size_t used = end - old;   /* of this read */
         p += used;
         n -= used;
@@ -903,7 +909,7 @@ static void send_pending(h1 *c) {
 
 int h1_poll(h1 *c, int64_t wake_at_ns) {
     c->finished_now = 0;
-    struct epoll_event evs[256];
+    struct epoll_event *evs = c->evs;
     for (;;) {
         if (c->pending_head) {
             send_pending(c);
@@ -928,16 +934,21 @@ int h1_poll(h1 *c, int64_t wake_at_ns) {
         }
         if (wait_ns > 100 * NS_PER_MS) wait_ns = 100 * NS_PER_MS;   /* stay responsive to signals */
         struct timespec ts = { .tv_sec = wait_ns / NS_PER_S, .tv_nsec = wait_ns % NS_PER_S };
-        int n = epoll_pwait2(c->epfd, evs, 256, &ts, NULL);
+        int n = epoll_pwait2(c->epfd, evs, EVENTS_MAX, &ts, NULL);
         if (n < 0) {
             if (errno == EINTR) return c->finished_now;
             if (errno != ENOSYS) return c->finished_now;
-            n = epoll_wait(c->epfd, evs, 256, (int)((wait_ns + NS_PER_MS - 1) / NS_PER_MS));
+            n = epoll_wait(c->epfd, evs, EVENTS_MAX, (int)((wait_ns + NS_PER_MS - 1) / NS_PER_MS));
             if (n < 0) return c->finished_now;
         }
+        c->last_wait_full = n == EVENTS_MAX;
         if (n > 0 && c->rxstamp) c->last_wake_ns = rxstamp_sync();
-        if (c->batch && n > 1) read_ahead(c, evs, n);
-        for (int i = 0; i < n; i++) on_event(c, evs[i].data.fd, evs[i].events);
+        /* a batch reads at most RXBATCH_MAX sockets: the events are taken in windows of that many */
+        for (int base = 0; base < n; base += RXBATCH_MAX) {
+            int w = n - base < RXBATCH_MAX ? n - base : RXBATCH_MAX;
+            if (c->batch && w > 1) read_ahead(c, evs + base, w);
+            for (int i = base; i < base + w; i++) on_event(c, evs[i].data.fd, evs[i].events);
+        }
         if (c->finished_now || clock_now_ns() >= wake_at_ns) return c->finished_now;
     }
 }

@@ -259,6 +259,7 @@ static int run_held_stream(int64_t *chunk1_ns, int64_t *w1_ns, int64_t *resume_n
 }
 
 TEST(client_stamps_chunks_with_their_arrival_not_the_read) {
+    unsetenv("DSPERF_CLIENT_PATH");   /* the own path's behaviour (a run of the suite on the libcurl path sets it) */
     int cl = -1, sv = -1;   /* held open: the kernel's stamping stays on for the client's connection */
     CHECK_MSG(stamped_pair(&cl, &sv) == 0, "the kernel gave no receive stamp on a loopback TCP socket within 5 s");
     if (cl < 0) return;
@@ -276,6 +277,7 @@ TEST(client_stamps_chunks_with_their_arrival_not_the_read) {
 /* With DSPERF_CLIENT_RXSTAMP=0 the client stamps when it reads the bytes: after the hold. (The
  * comparison shows the test above tells the two apart.) */
 TEST(client_without_kernel_stamps_stamps_the_read) {
+    unsetenv("DSPERF_CLIENT_PATH");   /* the own path's behaviour (a run of the suite on the libcurl path sets it) */
     setenv("DSPERF_CLIENT_RXSTAMP", "0", 1);
     int64_t c1, w1, resume, end;
     CHECK(run_held_stream(&c1, &w1, &resume, &end) == 0);
@@ -287,6 +289,7 @@ TEST(client_without_kernel_stamps_stamps_the_read) {
  * one batch (rxbatch.h) and each chunk keeps its own arrival stamp; with DSPERF_CLIENT_RXBATCH=0
  * libcurl reads them itself (the control that shows the count tells the two apart). */
 TEST(client_batch_reads_keep_each_chunks_arrival) {
+    unsetenv("DSPERF_CLIENT_PATH");   /* the own path's behaviour (a run of the suite on the libcurl path sets it) */
     int cl = -1, sv = -1;
     CHECK_MSG(stamped_pair(&cl, &sv) == 0, "the kernel gave no receive stamp on a loopback TCP socket within 5 s");
     if (cl < 0) return;
@@ -323,6 +326,7 @@ TEST(client_libcurl_path_stamps_at_the_handover) {
 
 /* Which path a URL gets. */
 TEST(client_read_path_by_url) {
+    unsetenv("DSPERF_CLIENT_PATH");   /* the own path's behaviour (a run of the suite on the libcurl path sets it) */
     recset rs;
     recset_init(&rs);
     char err[256];
