@@ -61,7 +61,7 @@ typedef struct xfer {
     int64_t connect_start_ns, connect_ns, deadline_ns;
     /* the response */
     char *head;                 /* status line and headers as they come (freed once parsed) */
-    size_t head_len;
+    size_t head_len, head_cap;
     int status;
     bool is_sse, keep_alive;
     bframe frame;
@@ -615,7 +615,14 @@ static void on_bytes(h1 *c, xfer *x, const char *p, size_t n, int64_t stamp_ns) 
         if (x->req) { free(x->req); x->req = NULL; }   /* the server answered: no retry any more */
         size_t old = x->head_len;
         size_t take = n < HEAD_MAX - old ? n : HEAD_MAX - old;
-        if (!x->head && !(x->head = malloc(HEAD_MAX + 1))) { finish(c, x, CURLE_OUT_OF_MEMORY, -1, false, 0); return; }
+        if (old + take + 1 > x->head_cap) {   /* grown as needed: a typical head is a few hundred bytes */
+            size_t cap = x->head_cap ? x->head_cap : 512;
+            while (cap < old + take + 1) cap *= 2;
+            char *nh = realloc(x->head, cap);
+            if (!nh) { finish(c, x, CURLE_OUT_OF_MEMORY, -1, false, 0); return; }
+            x->head = nh;
+            x->head_cap = cap;
+        }
         memcpy(x->head + old, p, take);
         x->head_len += take;
         x->head[x->head_len] = 0;
@@ -638,6 +645,7 @@ static void on_bytes(h1 *c, xfer *x, const char *p, size_t n, int64_t stamp_ns) 
         if (rc == 1) continue;     /* 100 Continue and the like: the real head follows */
         free(x->head);
         x->head = NULL;
+        x->head_cap = 0;
         x->ph = X_BODY;
         x->cs = C_SIZE;
         if (x->frame == B_LENGTH && x->body_left == 0) {
