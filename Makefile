@@ -26,7 +26,7 @@ TEST_O  := $(TEST_C:%.c=$(BUILD)/%.o) $(TEST_SUP:%.c=$(BUILD)/%.o)
 FUZZ_C  := $(filter-out fuzz/libfuzzer_main.c,$(wildcard fuzz/*.c))
 TEST_O  += $(FUZZ_C:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps build test run-tests test-asan test-tsan testdata-npm real-engine demo demo-reasoning bench clean fuzz fuzz-build completion man
+.PHONY: test-libcurl-path all deps build test run-tests test-asan test-tsan testdata-npm real-engine demo demo-reasoning bench clean fuzz fuzz-build completion man
 # Public targets check the Debian dependencies first, then re-enter make so that pkg-config's
 # answers are read after any install.
 all: deps
@@ -102,6 +102,12 @@ test-asan: deps
 	  $(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 TEST_TIMEOUT=900 SAN_LOGS=$(CURDIR)/build-asan/san \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" run-tests
+
+# The client's libcurl read path (TLS, proxies) on the tests that drive real wire and real servers:
+# plain http:// takes the client's own path by default (src/client/h1.h), so this runs them again
+# through libcurl (realwire and client_paths also switch paths inside themselves).
+test-libcurl-path: deps
+	@DSPERF_CLIENT_PATH=curl $(MAKE) --no-print-directory run-tests T="$(or $(T),realwire llamacpp bench_ first_hour scenario client_paths)"
 
 # ThreadSanitizer: data races in the client's threads, the sampler, the server's loops, the test
 # helpers. tests/tsan.supp holds only proven false positives, each with its reason.

@@ -3,13 +3,16 @@
 #  1. client cost: CPU per 1M streamed chunks and chunk rate, against `dsperf serve --itl 0`,
 #     at 1,000 and 10,000 concurrent streams;
 #  2. client CPU per chunk when chunks arrive one at a time (10 ms gap) at 32, 256 and 1,000 streams:
-#     kernel receive stamps with gathered reads, batched in one io_uring call (default) or one recv()
-#     per socket, beside read-time stamps with one wake-up per chunk, with and without libcurl's
-#     post-read poll;
+#     the own read path with kernel receive stamps and gathered reads, batched in one io_uring call
+#     (default) or one recvmsg per socket, beside read-time stamps with one wake-up per chunk, and
+#     the libcurl path (what TLS and proxies take);
 #  3. timing error at 1, 64, 512 and 1,000 streams: measured minus configured TTFT and ITL, with the
 #     server's own emission lateness beside it, kernel stamps beside read stamps;
 #  4. the other modules' benchmarks, when present (tokenizer, simulator, multi-host merge, trace prompt
-#     building, results history).
+#     building, results history);
+#  5. the read paths side by side (scripts/bench_client.sh, issue 27): CPU per chunk at 32 streams
+#     with a 5 ms gap, memory per stream at 1,000 / 10,000 (and more where `ulimit -n` allows), the
+#     send-time spread of a 1,024-request burst; OLD_BIN=path adds a previous build as "old".
 set -eu
 BIN=${DSPERF_BIN:-./dsperf}
 OUT=${BENCH_OUT:-out/bench}
@@ -29,8 +32,8 @@ field() {  # file, python expression over d
   python3 -c "import json,sys; d=json.load(open('$1')); print($2)" 2>/dev/null || echo "?"
 }
 
-# BENCH_SECTIONS="2 3" runs only those sections (default: all four)
-want() { case " ${BENCH_SECTIONS:-1 2 3 4} " in *" $1 "*) return 0 ;; esac; return 1; }
+# BENCH_SECTIONS="2 3" runs only those sections (default: all five)
+want() { case " ${BENCH_SECTIONS:-1 2 3 4 5} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 CORES=$(nproc 2>/dev/null || echo 1)
 # serve's loops: one per 4 cores up to 4, so the server is not the bottleneck being measured
@@ -59,15 +62,15 @@ if want 2; then
 # Client cost when chunks arrive one at a time: at a 10 ms gap each chunk of a stream comes alone.
 # Four ways, in one run (noise hits all of them; each run starts with a different way, so none
 # always goes first), 5 runs each, median shown:
-#   batch   (default) chunks stamped by the kernel (SO_TIMESTAMPNS, src/client/rxstamp.h), the loop
-#           reads for a window after each wake-up instead of waking per chunk, and reads the
-#           sockets that woke it in one io_uring call (src/client/rxbatch.h);
-#   gather  the same with one recv() per socket (DSPERF_CLIENT_RXBATCH=0);
+#   batch   (default) the own read path (src/client/h1.c), chunks stamped by the kernel
+#           (SO_TIMESTAMPNS, src/client/rxstamp.h), the loop reads for a window after each wake-up
+#           instead of waking per chunk, and reads the sockets that woke it in one io_uring call
+#           (src/client/rxbatch.h);
+#   gather  the same with one recvmsg per socket (DSPERF_CLIENT_RXBATCH=0);
 #   each    stamped when read, one wake-up per chunk (DSPERF_CLIENT_RXSTAMP=0);
-#   curl    the same, and libcurl also makes its post-read poll (DSPERF_CLIENT_CURL_POLL=1; the
-#           client answers it from its epoll otherwise, src/client/readpoll.h).
+#   curl    libcurl reads, stamped at its handover, one wake-up per chunk (DSPERF_CLIENT_PATH=curl).
 # CPU time of the client process (getrusage), so a busy machine's other jobs do not count.
-echo "== client CPU per chunk, chunks one at a time (serve --itl 10ms): batch (io_uring reads) vs gather (kernel stamps) vs each (read stamps) vs curl (+libcurl's poll)"
+echo "== client CPU per chunk, chunks one at a time (serve --itl 10ms): batch (io_uring reads) vs gather (kernel stamps) vs each (read stamps) vs curl (the libcurl path)"
 printf '%-8s %-8s %-9s %-16s %-22s %-30s\n' streams mode chunks cpu_us_per_chunk "ITL err p50/p99 (us)" "cpu_us runs"
 MODES="batch gather each curl"
 for streams in 32 256 1000; do
@@ -75,11 +78,11 @@ for streams in 32 256 1000; do
   for run in 1 2 3 4 5; do
     order=$(echo $MODES $MODES | cut -d' ' -f$(( (run - 1) % 4 + 1 ))-$(( (run - 1) % 4 + 4 )))
     for mode in $order; do
-      rx=1; cp=0; rb=1
+      rx=1; path=own; rb=1
       [ $mode = gather ] && rb=0
-      [ $mode = each ] || [ $mode = curl ] && rx=0
-      [ $mode = curl ] && cp=1
-      DSPERF_CLIENT_RXSTAMP=$rx DSPERF_CLIENT_RXBATCH=$rb DSPERF_CLIENT_CURL_POLL=$cp "$BIN" bench --url "$URL" --concurrency "$streams" \
+      [ $mode = each ] && rx=0
+      [ $mode = curl ] && path=curl
+      DSPERF_CLIENT_RXSTAMP=$rx DSPERF_CLIENT_RXBATCH=$rb DSPERF_CLIENT_PATH=$path "$BIN" bench --url "$URL" --concurrency "$streams" \
           --requests $((streams * 2)) --dataset random:in=8,out=100 --quiet --out "$OUT/chunk-$streams-$mode-$run.json" || true
     done
   done
@@ -128,6 +131,11 @@ PY
 done
 fi
 echo "   (goal at 1,000 streams: ITL p99 < 200 us; $(field "$OUT/timing-1000.json" "d['itl_samples']") gaps, $(field "$OUT/timing-1000.json" "d['client']['threads']") client threads)"
+
+if want 5; then
+echo "== the client's read paths (scripts/bench_client.sh)"
+DSPERF_BIN="$BIN" BENCH_OUT="$OUT" bash "$(dirname "$0")/bench_client.sh" || echo "bench: bench_client.sh failed"
+fi
 
 if want 4; then
 for extra in scripts/bench_tokenizer.sh scripts/bench_sim.sh scripts/bench_dist.sh scripts/bench_trace.sh scripts/bench_history.sh; do

@@ -78,6 +78,13 @@ static json_t *bench_replay(test_script *s, int port, const char *args, const ch
     return rc <= 1 ? test_load_json(path) : NULL;
 }
 
+/* Which client read path the next runs take (0 the own one, 1 libcurl), named in failure messages. */
+static const char *path_name = "own";
+static void read_path(int p) {
+    path_name = p ? "curl" : "own";
+    setenv("DSPERF_CLIENT_PATH", path_name, 1);
+}
+
 /* One case: the POST answer dir/name replayed to a bench run with --api api. */
 static json_t *run_case(const char *dir, const char *name, const char *api) {
     int port;
@@ -88,7 +95,7 @@ static json_t *run_case(const char *dir, const char *name, const char *api) {
     snprintf(args, sizeof args, "--api %s --dataset random:in=5,out=8", api);
     json_t *r = bench_replay(s, port, args, name);
     test_script_stop(s);
-    CHECK_MSG(r != NULL, "%s/%s: no results", dir, name);
+    CHECK_MSG(r != NULL, "%s/%s: no results (read path %s)", dir, name, path_name);
     return r;
 }
 
@@ -132,7 +139,10 @@ TEST(realwire_streams) {
         /* TGI (axum): "data:" with no space, the role in every delta, an empty id */
         { "tgi", "chat_stream_usage", "chat", 4, 3 },
     };
+    /* both read paths (src/client/h1.h): the own one, and libcurl's (TLS and proxies take it) */
+    for (int path = 0; path < 2; path++)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        read_path(path);
         json_t *r = run_case(cases[i].dir, cases[i].name, cases[i].api);
         if (!r) continue;
         CHECK_MSG(test_num(r, "completed") == 3 && test_num(r, "failed") == 0, "%s/%s: completed %g failed %g",
@@ -177,7 +187,10 @@ TEST(realwire_errors) {
         /* TGI: 429 "overloaded" past --max-concurrent-requests; its error is a string, not an object */
         { "tgi", "error_overloaded", "chat", "http", 429, "Model is overloaded", "load" },
     };
+    /* both read paths (src/client/h1.h): the own one, and libcurl's (TLS and proxies take it) */
+    for (int path = 0; path < 2; path++)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        read_path(path);
         json_t *r = run_case(cases[i].dir, cases[i].name, cases[i].api);
         if (!r) continue;
         CHECK_MSG(err_count(r, cases[i].cls) == 3 && test_num(r, "completed") == 0, "%s/%s: %s %g, completed %g",

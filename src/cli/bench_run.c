@@ -295,6 +295,11 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
     json_t *cost = json_incref(json_object_get(client, "client"));
     json_decref(client);
     json_object_set_new(cost, "threads", json_integer(lo.client_threads));
+    /* which path read the responses (the own one stamps every chunk's kernel arrival; libcurl's
+     * stamps the handover), and why libcurl when it was */
+    const char *why = client_read_path_of(&b->client);
+    json_object_set_new(cost, "read_path", json_string(why ? "libcurl" : "own"));
+    if (why) json_object_set_new(cost, "read_path_why", json_string(why));
     if (tel) telemetry_stop(tel);
     dist_merged m;
     memset(&m, 0, sizeof m);

@@ -44,6 +44,15 @@ size_t client_in_flight(const client *c);
 /* Ends every in-flight transfer now, marking its record with outcome (e.g. REC_ERR_CANCELLED). */
 void client_abort_all(client *c, rec_outcome outcome);
 
+/* Which path reads this client's responses: "own" (plain HTTP/1.1, h1.h: kernel receive stamps,
+ * batched and gathered reads) or "libcurl" (TLS, proxies, ...: stamped when libcurl hands the
+ * bytes over); and why libcurl (NULL for the own path). */
+const char *client_read_path(const client *c);
+const char *client_read_path_why(const client *c);
+/* The same decided from the options alone, before a client exists: NULL for the own path, else why
+ * libcurl (what a run's results say, "client": {"read_path", "read_path_why"}). */
+const char *client_read_path_of(const client_opts *o);
+
 /* Pre-flight: GET {base}/v1/models. On success *model_out (malloc'd) is the first model id.
  * Returns 0; CLIENT_UNREACHABLE when nothing answered (refused, timed out, no route: the endpoint
  * may just be down); or -1 when something answered wrongly (not an OpenAI server, credentials).

@@ -47,7 +47,10 @@ void rxbatch_free(rxbatch *b) {
     free(b);
 }
 
-int rxbatch_read(rxbatch *b, const int *fds, int n, rxstamp_ahead *out) {
+static __thread unsigned long n_reads;
+unsigned long rxbatch_thread_reads(void) { return n_reads; }
+
+int rxbatch_read(rxbatch *b, const int *fds, int n, rxbatch_res *out) {
     if (b->broken || n <= 0 || n > RXBATCH_MAX) return -1;
     for (int i = 0; i < n; i++) {
         slot *s = &b->slots[i];
@@ -57,8 +60,8 @@ int rxbatch_read(rxbatch *b, const int *fds, int n, rxstamp_ahead *out) {
         if (!sqe) { b->broken = true; return -1; }   /* cannot happen: the ring has RXBATCH_MAX entries and is empty */
         io_uring_prep_recvmsg(sqe, fds[i], &s->msg, MSG_DONTWAIT);
         io_uring_sqe_set_data64(sqe, (unsigned long long)i);
-        /* taken until its completion is seen: a read that never completes is not handed out */
-        out[i] = (rxstamp_ahead){ .fd = fds[i], .buf = s->iov.iov_base, .res = -EAGAIN, .taken = true };
+        /* not read until its completion is seen: a read that never completes is not handed out */
+        out[i] = (rxbatch_res){ .fd = fds[i], .buf = s->iov.iov_base, .res = RXBATCH_NOT_READ };
     }
     /* every read completes inline (MSG_DONTWAIT): one enter submits them all and finds them done */
     int got = 0, rc = io_uring_submit_and_wait(&b->ring, (unsigned)n);
@@ -73,7 +76,7 @@ int rxbatch_read(rxbatch *b, const int *fds, int n, rxstamp_ahead *out) {
                     unsupported = true;   /* a kernel without this operation: nothing was read */
                 } else {
                     out[i].res = cqe->res;
-                    out[i].taken = false;
+                    n_reads++;
                     if (cqe->res > 0) out[i].stamp_ns = rxstamp_of_msg(&b->slots[i].msg);
                 }
             }

@@ -1,13 +1,12 @@
-/* rxbatch — many sockets read in one system call (io_uring), ahead of libcurl.
+/* rxbatch — many sockets read in one system call (io_uring).
  *
  * After a wake-up the client's loop has a list of sockets with a chunk waiting, about a dozen at
- * 32 streams with a 10 ms gap (client.c gathers them). libcurl reads each with its own recv(),
- * and on a virtual machine a system call costs about 1 µs before it does anything (1.1 µs for
- * getppid on the 2-core PVM guest this project is built on, against ~0.1 µs on bare metal): a
- * third of the client's CPU per chunk. This module reads a batch of sockets with one
+ * 32 streams with a 10 ms gap (h1.c gathers them). Read one at a time, each is its own
+ * recvmsg(), and on a virtual machine a system call costs about 1 µs before it does anything
+ * (1.1 µs for getppid on the 2-core PVM guest this project is built on, against ~0.1 µs on bare
+ * metal): a third of the client's CPU per chunk. This module reads a batch of sockets with one
  * io_uring_enter: one IORING_OP_RECVMSG per socket, MSG_DONTWAIT (a socket with nothing waiting
  * answers -EAGAIN at once, it is never left pending), each with its receive stamp (rxstamp.h).
- * The reads are registered with rxstamp, whose recv() hands them to libcurl when it asks.
  * Measured on the 2-core VM, 14 loopback sockets with 200 bytes each: 3.0 µs of CPU per read one
  * recvmsg at a time, 1.6 µs in one batch (both including the ACK each read sends).
  *
@@ -19,18 +18,29 @@
 
 /* The most sockets one batch reads (the client's epoll batch). */
 #define RXBATCH_MAX 256
-/* Bytes read per socket: libcurl's own read size (CURL_MAX_WRITE_SIZE, its default buffer), so
- * one read ahead is never more than libcurl asks for at once. */
+/* Bytes read per socket: one read of the client (h1.c READ_BUF, libcurl's CURL_MAX_WRITE_SIZE). */
 #define RXBATCH_BUF 16384
 
 typedef struct rxbatch rxbatch;
+
+/* One socket's read. res: the bytes read; 0 the end of the stream; < 0 the read's -errno
+ * (-EAGAIN: nothing was there); RXBATCH_NOT_READ: the ring failed before this read was made. */
+typedef struct {
+    int fd;
+    const char *buf;
+    long res;
+    int64_t stamp_ns;    /* rxstamp_of_msg of the read (0 none) */
+} rxbatch_res;
+#define RXBATCH_NOT_READ (-(1L << 40))
 
 /* NULL when io_uring cannot be used here (errno says why). */
 rxbatch *rxbatch_new(void);
 void rxbatch_free(rxbatch *b);
 /* Reads each of fds[0..n) (n <= RXBATCH_MAX) once, without waiting, all in one system call; out[i]
  * gets socket i's bytes (valid until the next call), result and stamp. 0, or -1 when the ring
- * failed: then out[] holds the reads that completed (the others are marked taken, i.e. not read)
- * and the batch must not be used again. */
-int rxbatch_read(rxbatch *b, const int *fds, int n, rxstamp_ahead *out);
+ * failed: then out[] holds the reads that completed (the others are RXBATCH_NOT_READ) and the
+ * batch must not be used again. */
+int rxbatch_read(rxbatch *b, const int *fds, int n, rxbatch_res *out);
+/* Reads this thread's batches made (for tests and profiling). */
+unsigned long rxbatch_thread_reads(void);
 #endif

@@ -8,7 +8,9 @@
 #include "client/rxstamp.h"
 #include "client/rxbatch.h"
 #include "client/client.h"
+#include "client/h1.h"
 #include "common/clock.h"
+#include <dlfcn.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -57,16 +59,14 @@ static int stamped_pair(int *cl_out, int *sv_out) {
     if (cl >= 0 && connect(cl, (struct sockaddr *)&a, sizeof a) == 0) sv = accept(l, NULL, NULL);
     close(l);
     if (sv < 0 || rxstamp_enable_socket(cl) != 0) { if (cl >= 0) close(cl); if (sv >= 0) close(sv); return -1; }
-    rxstamp_thread(true);
     rxstamp_sync();
     char b;
     for (int i = 0; i < 500; i++) {   /* up to ~5 s on a busy machine */
-        rxstamp_socket(cl);
-        if (write(sv, "p", 1) != 1 || recv(cl, &b, 1, 0) != 1) break;
-        if (rxstamp_last_ns()) { rxstamp_socket(-1); *cl_out = cl; *sv_out = sv; return 0; }
+        int64_t st;
+        if (write(sv, "p", 1) != 1 || rxstamp_recv(cl, &b, 1, 0, &st) != 1) break;
+        if (st) { *cl_out = cl; *sv_out = sv; return 0; }
         clock_sleep_ns(10 * NS_PER_MS);
     }
-    rxstamp_thread(false);
     close(cl);
     close(sv);
     return -1;
@@ -79,83 +79,57 @@ TEST(rxstamp_read_carries_kernel_arrival_time) {
     char buf[64];
 
     /* written, held back, then read on the stamped socket: the arrival, not the read */
-    unsigned long before = rxstamp_count();
     int64_t w0 = clock_now_ns();
     CHECK(write_all(sv, "data: one\n\n") == 0);
     clock_sleep_ns(HOLD_NS);
-    int64_t r0 = clock_now_ns();
-    rxstamp_socket(cl);
-    CHECK(recv(cl, buf, sizeof buf, 0) == 11);
-    int64_t st = rxstamp_last_ns();
-    CHECK_EQ_INT(rxstamp_count(), before + 1);
+    int64_t r0 = clock_now_ns(), st;
+    CHECK(rxstamp_recv(cl, buf, sizeof buf, 0, &st) == 11);
     CHECK_MSG(st >= w0 - RXSTAMP_SYNC_SLACK_NS, "stamp %lld ns before the write began", (long long)(w0 - st));
     CHECK_MSG(st > 0 && st < r0, "stamp %lld ns after the read began: not the kernel's", (long long)(st - r0));
 
-    /* the same socket, but not the one marked as stamped: an ordinary read, no stamp */
-    CHECK(write_all(sv, "x") == 0);
-    rxstamp_socket(-1);
-    CHECK(recv(cl, buf, sizeof buf, 0) == 1);
-    CHECK_EQ_INT(rxstamp_last_ns(), 0);
-
-    /* stamping off for the thread: no stamp even on the socket */
-    rxstamp_thread(false);
-    CHECK(write_all(sv, "y") == 0);
-    rxstamp_socket(cl);
-    CHECK(recv(cl, buf, sizeof buf, 0) == 1);
-    CHECK_EQ_INT(rxstamp_last_ns(), 0);
+    /* a socket that did not ask for stamps gets none */
+    CHECK(write_all(cl, "x") == 0);
+    CHECK(rxstamp_recv(sv, buf, sizeof buf, 0, &st) == 1);
+    CHECK_EQ_INT(st, 0);
+    /* the end of the stream: 0, no stamp */
     close(sv);
+    CHECK(rxstamp_recv(cl, buf, sizeof buf, 0, &st) == 0);
+    CHECK_EQ_INT(st, 0);
     close(cl);
 }
 
 /* ---- batched reads ahead of libcurl (rxbatch.h) ---- */
 
 /* Three stamped sockets, bytes written to two: one batch reads both with their arrival stamps and
- * finds the third empty; recv() then hands the batch's bytes out before what the kernel got later,
- * in pieces when asked for less, and the end of a stream once. */
-TEST(rxbatch_reads_sockets_in_one_call_and_recv_serves_them_in_order) {
+ * finds the third empty; a later batch sees the end of a stream as 0. */
+TEST(rxbatch_reads_sockets_in_one_call_with_their_stamps) {
     int cl[3], sv[3];
     for (int i = 0; i < 3; i++) CHECK_MSG(stamped_pair(&cl[i], &sv[i]) == 0, "the kernel gave no receive stamp on a loopback TCP socket within 5 s");
     rxbatch *b = rxbatch_new();
     CHECK_MSG(b != NULL, "io_uring is not available here (%s): the client would read one socket at a time", strerror(errno));
     if (!b) return;
-    rxstamp_thread(true);
     int64_t w0 = clock_now_ns();
     CHECK(write_all(sv[0], "aa") == 0);
     CHECK(write_all(sv[2], "bbb") == 0);
     clock_sleep_ns(HOLD_NS);
     rxstamp_sync();
     int64_t read_ns = clock_now_ns();
-    rxstamp_ahead out[3];
+    unsigned long reads = rxbatch_thread_reads();
+    rxbatch_res out[3];
     CHECK(rxbatch_read(b, cl, 3, out) == 0);
+    CHECK_EQ_INT(rxbatch_thread_reads(), reads + 3);
     CHECK_EQ_INT(out[0].res, 2);
+    CHECK(!memcmp(out[0].buf, "aa", 2));
     CHECK_EQ_INT(out[1].res, -EAGAIN);
+    CHECK_EQ_INT(out[1].stamp_ns, 0);
     CHECK_EQ_INT(out[2].res, 3);
+    CHECK(!memcmp(out[2].buf, "bbb", 3));
     for (int i = 0; i < 3; i += 2) {
         CHECK_MSG(out[i].stamp_ns >= w0 - RXSTAMP_SYNC_SLACK_NS, "stamped %lld ns before the write", (long long)(w0 - out[i].stamp_ns));
         CHECK_MSG(out[i].stamp_ns > 0 && out[i].stamp_ns < read_ns, "stamp %lld ns after the batch began: the read time, not the arrival",
                   (long long)(out[i].stamp_ns - read_ns));
     }
-    unsigned long served = rxstamp_ahead_served();
-    rxstamp_ahead_set(out, 3);
-    CHECK(write_all(sv[0], "cc") == 0);   /* arrives after the batch read: must come after "aa" */
-    char buf[16];
-    CHECK_EQ_INT(recv(cl[0], buf, 1, 0), 1);
-    CHECK(buf[0] == 'a');
-    CHECK_EQ_INT(rxstamp_last_ns(), out[0].stamp_ns > clock_now_ns() ? clock_now_ns() : out[0].stamp_ns);
-    CHECK_EQ_INT(recv(cl[0], buf, sizeof buf, 0), 1);
-    CHECK(buf[0] == 'a');
-    CHECK_EQ_INT(recv(cl[0], buf, sizeof buf, 0), 2);   /* now the kernel's */
-    CHECK(!memcmp(buf, "cc", 2));
-    errno = 0;
-    CHECK_EQ_INT(recv(cl[1], buf, sizeof buf, 0), -1);  /* the batch found nothing: EAGAIN, once */
-    CHECK_EQ_INT(errno, EAGAIN);
-    CHECK_EQ_INT(recv(cl[2], buf, sizeof buf, MSG_PEEK), 3);   /* a peek leaves it */
-    CHECK_EQ_INT(recv(cl[2], buf, sizeof buf, 0), 3);
-    CHECK(!memcmp(buf, "bbb", 3));
-    CHECK_EQ_INT(rxstamp_ahead_served(), served + 3);
-    rxstamp_ahead_set(NULL, 0);
-
-    /* the end of a stream read ahead is handed out as recv's 0 */
+    /* the end of a stream read in a batch is its 0 */
     close(sv[2]);
     sv[2] = -1;
     clock_sleep_ns(10 * NS_PER_MS);
@@ -164,15 +138,9 @@ TEST(rxbatch_reads_sockets_in_one_call_and_recv_serves_them_in_order) {
     int two[2] = { cl[0], cl[2] };
     CHECK(rxbatch_read(b, two, 2, out) == 0);
     CHECK_EQ_INT(out[0].res, 1);
+    CHECK(out[0].buf[0] == 'd');
     CHECK_EQ_INT(out[1].res, 0);
-    rxstamp_ahead_set(out, 2);
-    CHECK_EQ_INT(recv(cl[2], buf, sizeof buf, 0), 0);
-    CHECK_EQ_INT(recv(cl[0], buf, sizeof buf, 0), 1);
-    CHECK(buf[0] == 'd');
-    rxstamp_ahead_set(NULL, 0);
-    rxbatch_free(b);
-    rxstamp_thread(false);
-    for (int i = 0; i < 3; i++) { close(cl[i]); if (sv[i] >= 0) close(sv[i]); }
+    rxbatch_free(b);    for (int i = 0; i < 3; i++) { close(cl[i]); if (sv[i] >= 0) close(sv[i]); }
 }
 
 /* ---- through the client: a stream whose second chunk is read late on purpose ---- */
@@ -291,6 +259,7 @@ static int run_held_stream(int64_t *chunk1_ns, int64_t *w1_ns, int64_t *resume_n
 }
 
 TEST(client_stamps_chunks_with_their_arrival_not_the_read) {
+    unsetenv("DSPERF_CLIENT_PATH");   /* the own path's behaviour (a run of the suite on the libcurl path sets it) */
     int cl = -1, sv = -1;   /* held open: the kernel's stamping stays on for the client's connection */
     CHECK_MSG(stamped_pair(&cl, &sv) == 0, "the kernel gave no receive stamp on a loopback TCP socket within 5 s");
     if (cl < 0) return;
@@ -305,9 +274,10 @@ TEST(client_stamps_chunks_with_their_arrival_not_the_read) {
     close(sv);
 }
 
-/* With DSPERF_CLIENT_RXSTAMP=0 the client stamps when libcurl hands the bytes over: after the
- * hold. (The comparison shows the test above tells the two apart.) */
+/* With DSPERF_CLIENT_RXSTAMP=0 the client stamps when it reads the bytes: after the hold. (The
+ * comparison shows the test above tells the two apart.) */
 TEST(client_without_kernel_stamps_stamps_the_read) {
+    unsetenv("DSPERF_CLIENT_PATH");   /* the own path's behaviour (a run of the suite on the libcurl path sets it) */
     setenv("DSPERF_CLIENT_RXSTAMP", "0", 1);
     int64_t c1, w1, resume, end;
     CHECK(run_held_stream(&c1, &w1, &resume, &end) == 0);
@@ -319,12 +289,13 @@ TEST(client_without_kernel_stamps_stamps_the_read) {
  * one batch (rxbatch.h) and each chunk keeps its own arrival stamp; with DSPERF_CLIENT_RXBATCH=0
  * libcurl reads them itself (the control that shows the count tells the two apart). */
 TEST(client_batch_reads_keep_each_chunks_arrival) {
+    unsetenv("DSPERF_CLIENT_PATH");   /* the own path's behaviour (a run of the suite on the libcurl path sets it) */
     int cl = -1, sv = -1;
     CHECK_MSG(stamped_pair(&cl, &sv) == 0, "the kernel gave no receive stamp on a loopback TCP socket within 5 s");
     if (cl < 0) return;
     for (int batch = 1; batch >= 0; batch--) {
         setenv("DSPERF_CLIENT_RXBATCH", batch ? "1" : "0", 1);
-        unsigned long served = rxstamp_ahead_served();
+        unsigned long served = h1_thread_counts().batched;
         int64_t c1[2], w1[2], resume, end[2];
         CHECK(run_held_streams(2, c1, w1, &resume, end) == 0);
         int64_t wmin = w1[0] < w1[1] ? w1[0] : w1[1];
@@ -333,10 +304,69 @@ TEST(client_batch_reads_keep_each_chunks_arrival) {
             CHECK_MSG(c1[k] < resume, "chunk stamped %lld ns after the client was let read", (long long)(c1[k] - resume));
             CHECK(end[k] >= resume - RXSTAMP_SYNC_SLACK_NS);
         }
-        if (batch) CHECK_MSG(rxstamp_ahead_served() >= served + 2, "the two held chunks were not read in one batch (%lu reads ahead)", rxstamp_ahead_served() - served);
-        else CHECK_EQ_INT(rxstamp_ahead_served(), served);
+        unsigned long got = h1_thread_counts().batched - served;
+        if (batch) CHECK_MSG(got >= 2, "the two held chunks were not read in one batch (%lu batched reads)", got);
+        else CHECK_EQ_INT(got, 0);
     }
     unsetenv("DSPERF_CLIENT_RXBATCH");
     close(cl);
     close(sv);
+}
+
+/* The libcurl path (TLS, proxies, DSPERF_CLIENT_PATH=curl) has no kernel stamps: it stamps when
+ * libcurl hands the bytes over, after the hold, and says which path it is. The same held stream
+ * is a full, correct transfer on it. */
+TEST(client_libcurl_path_stamps_at_the_handover) {
+    setenv("DSPERF_CLIENT_PATH", "curl", 1);
+    int64_t c1, w1, resume, end;
+    CHECK(run_held_stream(&c1, &w1, &resume, &end) == 0);
+    CHECK_MSG(c1 >= resume, "chunk stamped %lld ns before libcurl handed it over", (long long)(resume - c1));
+    unsetenv("DSPERF_CLIENT_PATH");
+}
+
+/* Which path a URL gets. */
+TEST(client_read_path_by_url) {
+    unsetenv("DSPERF_CLIENT_PATH");   /* the own path's behaviour (a run of the suite on the libcurl path sets it) */
+    recset rs;
+    recset_init(&rs);
+    char err[256];
+    static const struct { const char *url, *path; } cases[] = {
+        { "http://127.0.0.1:9", "own" },
+        { "https://127.0.0.1:9", "libcurl" },
+        { "http://user:pw@127.0.0.1:9", "libcurl" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        client_opts o = { .base_url = cases[i].url, .api = OPENAI_COMPLETIONS, .model = "m" };
+        client *c = client_new(&o, &rs, NULL, NULL, err, sizeof err);
+        CHECK_MSG(c != NULL, "%s: %s", cases[i].url, err);
+        if (!c) continue;
+        CHECK_MSG(!strcmp(client_read_path(c), cases[i].path), "%s: %s", cases[i].url, client_read_path(c));
+        client_free(c);
+    }
+    setenv("http_proxy", "http://127.0.0.1:9", 1);
+    client_opts o = { .base_url = "http://127.0.0.1:9", .api = OPENAI_COMPLETIONS, .model = "m" };
+    client *c = client_new(&o, &rs, NULL, NULL, err, sizeof err);
+    CHECK(c && !strcmp(client_read_path(c), "libcurl") && strstr(client_read_path_why(c), "proxy"));
+    client_free(c);
+    unsetenv("http_proxy");
+    recset_free(&rs);
+}
+
+/* No libc function is replaced by this program: each name resolves (in the global lookup every
+ * library's calls go through) to a definition outside the program's own code. The program used to
+ * define recv() and poll() for the whole process (libevent, Open MPI, SQLite included). */
+static int local_marker(void) { return 0; }
+TEST(client_replaces_no_libc_function) {
+    Dl_info self;
+    CHECK(dladdr((void *)(uintptr_t)&local_marker, &self) != 0);
+    static const char *const names[] = { "recv", "recvfrom", "recvmsg", "read", "poll", "ppoll", "select",
+                                         "send", "sendmsg", "write", "epoll_wait", "connect", "socket" };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        void *p = dlsym(RTLD_DEFAULT, names[i]);
+        Dl_info in;
+        CHECK_MSG(p && dladdr(p, &in) != 0, "%s: not found", names[i]);
+        if (!p || !dladdr(p, &in)) continue;
+        CHECK_MSG(in.dli_fbase != self.dli_fbase, "%s() is defined by this program (%s), for every library in the process", names[i], in.dli_fname);
+    }
+    (void)local_marker();
 }

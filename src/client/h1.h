@@ -1,0 +1,41 @@
+/* h1 — the client's own read path: streamed completions over plain HTTP/1.1 (and HTTP/1.0
+ * servers) on its own sockets, without libcurl.
+ *
+ * Why its own: the stamps a measurement rests on (the kernel's receive time of every chunk, the
+ * moment the request bytes leave) and the reads it batches must come from the reads themselves.
+ * Over libcurl they could only be had by replacing recv() and poll() for the whole process (the
+ * executable's definitions come first in the dynamic lookup: libevent in `serve`, Open MPI and
+ * SQLite saw them too) and by relying on libcurl 7.88's read loop, which an upgrade could change
+ * silently. Here every read is the client's own recvmsg (one at a time, or a wake-up's sockets in
+ * one io_uring call, rxbatch.h) with its SO_TIMESTAMPNS stamp, and no libc symbol is replaced.
+ *
+ * What it speaks: a POST with Content-Length; a status line and headers (1xx skipped); a body
+ * chunked, with Content-Length, or up to the close (HTTP/1.0); keep-alive reuse of idle
+ * connections (a reused connection the server closed meanwhile is retried once on a new one, as
+ * libcurl does). The outcome of every transfer is classified exactly as the libcurl path does,
+ * with libcurl's own words for the transport errors (curl_easy_strerror of the matching code), so
+ * records and error classes are the same whichever path ran.
+ *
+ * What it does not: TLS, proxies, URLs with credentials: client.c gives those to libcurl
+ * (client_read_path says which path a URL gets). */
+#ifndef DSP_H1_H
+#define DSP_H1_H
+#include "client/client.h"
+
+typedef struct h1 h1;
+
+/* NULL when this URL is not for the own path (why_not says why: "https", "proxy", ...). */
+const char *h1_why_not(const char *url);
+/* NULL with err on failure (the host does not resolve, out of memory). */
+h1 *h1_new(const client_opts *o, const char *url, recset *recs, client_done_fn done, void *ctx, char *err, size_t errlen);
+void h1_free(h1 *c);
+int h1_submit(h1 *c, size_t rec_index, const dataset_item *item);
+int h1_poll(h1 *c, int64_t wake_at_ns);
+size_t h1_in_flight(const h1 *c);
+void h1_abort_all(h1 *c, rec_outcome outcome);
+
+/* Counters of this thread's reads (for tests and profiling): reads made, reads with a kernel
+ * stamp, reads that came from a batch (rxbatch). */
+typedef struct { unsigned long reads, stamped, batched; } h1_counts;
+h1_counts h1_thread_counts(void);
+#endif
