@@ -615,8 +615,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     cost_factors f = c->factors;
     double before = agg_step_s(&cm, &f, batch, ctx);
     int moe = model_is_moe(&cm.arch) && cm.s.prof.moe_kernel != MOE_GEMV;
-    double *moe_f = cm.s.prof.moe_kernel == MOE_TRITON ? (cm.weight_dtype == DT_FP8 ? &f.moe_triton_fp8_eff : &f.moe_triton_eff)
-                                                      : &f.moe_eff;
+    double *moe_f = cost_moe_eff_of(&cm, &f);
     double *ov = cost_step_overhead_of(&f, &cm.s.prof);
     int ok = agg_solve(&cm, &f, &f.bw_eff, 0.05, 1.0, 1, batch, ctx, itl);
     const char *moved = "bw_eff";

@@ -677,19 +677,30 @@ static void solve(double *A, double *b, double *x, int n) {
 
 /* The refit on the (row, target) pairs with train[row]: one ridge-regularized Gauss-Newton step
  * from f0 in log parameters, each clamped to its physical range. */
-static void gn_refit(const cost_factors *f0, const double *J, const double *e0, const rc_key *keys, int n,
+static void gn_refit(const val_table *t, const cost_factors *f0, const double *J, const double *e0, const rc_key *keys, int n,
                      const unsigned char *train, cost_factors *out) {
     enum { P = N_PARAMS };
     double A[P * P], b[P], x[P];
     memset(A, 0, sizeof A);
     memset(b, 0, sizeof b);
+    /* Each group weighs as one observation: its rows share the source's conditions and the engine
+     * version's constants, so 20 loads of one deployment are not 20 independent facts (without this
+     * one large group sets the global parameters for everyone). TTFT is predicted, not fitted: the
+     * published TTFTs carry time the engine model does not have (the client's and server's HTTP,
+     * tokenization), which the step parameters must not absorb. */
+    int *in_group = calloc((size_t)t->n_rows + 1, sizeof *in_group);
+    for (int r = 0; in_group && r < t->n_rows; r++)
+        if (train[r])
+            for (int q = 0; q < t->n_rows; q++) in_group[r] += train[q] && !strcmp(t->rows[q].group, t->rows[r].group);
     for (int i = 0; i < n; i++) {
-        if (!train[keys[i].row]) continue;
+        if (!train[keys[i].row] || keys[i].cat == VAL_TTFT) continue;
+        double w = in_group && in_group[keys[i].row] > 0 ? 1.0 / in_group[keys[i].row] : 1;
         for (int a = 0; a < P; a++) {
-            b[a] -= J[i * P + a] * e0[i];
-            for (int c = 0; c < P; c++) A[a * P + c] += J[i * P + a] * J[i * P + c];
+            b[a] -= w * J[i * P + a] * e0[i];
+            for (int c = 0; c < P; c++) A[a * P + c] += w * J[i * P + a] * J[i * P + c];
         }
     }
+    free(in_group);
     for (int a = 0; a < P; a++) {
         double v0 = *(const double *)((const char *)f0 + params[a].off);
         A[a * P + a] += GN_RIDGE;
@@ -797,7 +808,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         if (seen) continue;   /* the group was done with its first row */
         for (int q = 0; q < t->n_rows; q++) { want[q] = use[q] && !strcmp(t->rows[q].group, t->rows[r].group); train[q] = use[q] && !want[q]; }
         cost_factors f;
-        gn_refit(&f0, J, e0, keys, n, train, &f);
+        gn_refit(t, &f0, J, e0, keys, n, train, &f);
         if (run_rows(t, &f, want, err, errlen) < 0) goto out;
         for (int q = 0; q < t->n_rows; q++) {
             if (!want[q]) continue;
@@ -831,7 +842,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         }
         if (nl && ne) {
             cost_factors f;
-            gn_refit(&f0, J, e0, keys, n, train, &f);
+            gn_refit(t, &f0, J, e0, keys, n, train, &f);
             if (run_rows(t, &f, want, err, errlen) < 0) { free(late); goto out; }
             char title[160];
             snprintf(title, sizeof title, "\ntime split: fit on the %d rows of engine generations <= %d, predict the %d later rows", ne, split_year, nl);
@@ -859,7 +870,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         /* rows come in load order in the table: r is the lowest */
         for (int q = 0; q < t->n_rows; q++) { train[q] = q == r; want[q] = use[q] && q != r && !strcmp(t->rows[q].deployment, t->rows[r].deployment); }
         cost_factors f;
-        gn_refit(&f0, J, e0, keys, n, train, &f);
+        gn_refit(t, &f0, J, e0, keys, n, train, &f);
         for (int q = 0; q < t->n_rows; q++)
             if (want[q])
                 for (int ci = t->rows[q].first_case; ci < t->rows[q].first_case + t->rows[q].n_cases; ci++) keep[ci] = t->cases[ci];
