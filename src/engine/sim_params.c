@@ -367,6 +367,7 @@ int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t e
         snprintf(err, errlen, "profile %s: factors out of range", path);
         return -1;
     }
+    p->calibrated = 1;
     return 0;
 }
 

@@ -1,6 +1,7 @@
 /* sim_validate — loads the published-rows table, simulates every case, scores the errors, fits the
  * mechanism parameters and runs the leave-one-out check (see sim_validate.h). */
 #include "engine/sim_validate.h"
+#include "engine/sim_interval.h"
 #include "engine/sim.h"
 #include "engine/sim_run.h"
 #include "load/arrival.h"
@@ -720,20 +721,18 @@ static int run_rows(val_table *t, const cost_factors *f, const unsigned char *wa
     return run_cases(t, f, 1, err, errlen);
 }
 
-/* The 80th percentile of |log error| over the rows in use for target k (NAN with fewer than 3). */
+/* The 80th percentile of |log error| over the metrics of target k of the rows in use (NAN with
+ * fewer than 3): per metric, since an interval is put on each predicted metric. */
 static double q80(const val_table *t, const int *use, int k) {
-    double v[1024];
+    double v[2048];
     int m = 0;
-    for (int r = 0; r < t->n_rows && m < 1024; r++) {
+    for (int r = 0; r < t->n_rows && m < 2048; r++) {
         if (!use[r]) continue;
-        double s = 0;
-        int c = 0;
         for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
-            for (int j = 0; j < t->cases[ci].n_m; j++) {
+            for (int j = 0; j < t->cases[ci].n_m && m < 2048; j++) {
                 double x = lerr(&t->cases[ci].m[j]);
-                if (t->cases[ci].m[j].cat == k && isfinite(x)) { s += fabs(x); c++; }
+                if (t->cases[ci].m[j].cat == k && isfinite(x)) v[m++] = fabs(x);
             }
-        if (c) v[m++] = s / c;
     }
     if (m < 3) return NAN;
     qsort(v, (size_t)m, sizeof *v, cmp_d);
@@ -772,6 +771,16 @@ static void coverage(FILE *out, const val_table *t, const int *use, const char *
     }
     if (ta) fprintf(out, "  %-28s %3d of %3d (%.0f%%)\n", "all targets", ti, ta, 100.0 * ti / ta);
     free(oth);
+}
+
+/* The half-widths that sim, plan, serve --engine sim and tune put on their numbers (sim_interval.c),
+ * beside the ones this table gives now: the constants must follow the table. */
+static void print_halfwidths(FILE *out, const val_table *t, const int *use, int calibrated) {
+    static const int cat[SIM_IV_N] = {VAL_TPOT, VAL_TPUT, VAL_TTFT};
+    fprintf(out, "interval half-widths for predictions (%s):", calibrated ? "calibrated" : "uncalibrated");
+    for (int k = 0; k < SIM_IV_N; k++)
+        fprintf(out, " %s +-%.0f%% (in use +-%.0f%%)%s", sim_interval_name((sim_iv_target)k), (exp(q80(t, use, cat[k])) - 1) * 100,
+                expm1(sim_interval_q((sim_iv_target)k, calibrated)) * 100, k + 1 < SIM_IV_N ? ";" : "\n");
 }
 
 int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) {
@@ -828,6 +837,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
             for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++) t->cases[ci] = keep[ci];
     print_summary(out, t, use, VAL_OTHER, "\nleave-one-group-out summary (one value per row, predicted without its group)");
     coverage(out, t, use, "80% intervals, leave-one-group-out (each from the other groups' out-of-group errors):");
+    print_halfwidths(out, t, use, 0);
     /* the time split: fit on the older engine generations, predict the newer */
     if (split_year > 0) {
         int *late = calloc((size_t)t->n_rows + 1, sizeof *late);
@@ -889,7 +899,10 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
                 }
         }
     }
-    if (cal_use_n) print_summary(out, t, cal_use, VAL_OTHER, "calibrate-then-predict summary (one value per predicted row; uncal. = the defaults)");
+    if (cal_use_n) {
+        print_summary(out, t, cal_use, VAL_OTHER, "calibrate-then-predict summary (one value per predicted row; uncal. = the defaults)");
+        print_halfwidths(out, t, cal_use, 1);
+    }
     free(cal_use);
     rc = val_run(t, &f0, err, errlen);
 out:

@@ -81,6 +81,17 @@ TEST(sim_validate_cli_prints_every_row) {
     CHECK(all && sscanf(all, "all targets %d of %d (%d%%)", &inside, &total, &pct) == 3);
     CHECK(total > 0 && inside >= 0 && inside <= total);
     CHECK(total > 0 && abs(pct - (int)(100.0 * inside / total + 0.5)) <= 1);
+    /* the half-widths that sim, plan and tune put on their numbers (sim_interval.c) follow what this
+     * table gives out of group, TPOT and throughput within 5 points (TTFT's are too wide to matter) */
+    static const char *const hw[] = {"(uncalibrated):", "(calibrated):"};
+    for (int h = 0; h < 2; h++) {
+        const char *l = out ? strstr(out, hw[h]) : NULL;
+        int t1 = -1, t2 = -1, x1 = -1, x2 = -1;
+        CHECK_MSG(l && sscanf(l + strlen(hw[h]), " TPOT +-%d%% (in use +-%d%%); per-GPU throughput +-%d%% (in use +-%d%%)", &t1, &t2, &x1, &x2) == 4,
+                  "no half-widths %s", hw[h]);
+        CHECK_MSG(abs(t1 - t2) <= 5 && abs(x1 - x2) <= 5, "%s TPOT +-%d%% vs +-%d%% in use, throughput +-%d%% vs +-%d%%: update sim_interval.c",
+                  hw[h], t1, t2, x1, x2);
+    }
     free(out);
     CHECK_EQ_INT(test_run("sim --fit", NULL, NULL), 2);                          /* --fit needs --validate */
     CHECK_EQ_INT(test_run("sim --validate /nonexistent/table.json", NULL, NULL), 2);
