@@ -220,6 +220,11 @@ static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_n
 static int run_validate(const char *path, const sim_params *p, int fit, int loo, int quiet) {
     char err[512];
     val_table *t;
+    if (val_is_sweep(path)) {   /* a measured sweep: calibrate on its lowest load, predict the rest */
+        if (val_sweep(path, p, stdout, err, sizeof err) == 0) return EXIT_OK;
+        log_error("sim: --validate: %s", err);
+        return EXIT_USAGE;
+    }
     if (val_load(path, &t, err, sizeof err) < 0) {
         log_error("sim: --validate: %s", err);
         return EXIT_USAGE;

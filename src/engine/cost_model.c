@@ -41,6 +41,9 @@ void cost_default_factors(cost_factors *f) {
     f->moe_triton_fp8_eff = 0.107;
     f->attn_triton_eff = 0.303;
     f->ggml_compute_eff = 0.27;   /* fitted on A5 ub128, A6 ub512, A7 PP4096 (README-sim.md) */
+    /* the c = 1 level of tests/fixtures/real-gpu/gpu_overhead.json (V2-Lite f16, one H200), by
+     * dsperf sim --calibrate (README-sim.md, "Calibrate, then predict") */
+    f->ggml_expert_s = 25e-6;
     f->mtp_accept = 0.68;        /* chain acceptance that gives SGLang's published 2.18 (2 drafts) and 2.44 (3) */
     f->expert_skew = 0;
 }
@@ -253,6 +256,8 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
     double peak = hw_matmul_flops(&c->gpu, c->weight_dtype) * gemm_eff(c);
     double bytes = x_loc * w * c->wb + pairs * imb * a->hidden * ACT_BYTES * 2;
     add_comp(o, COST_MOE, layers * bytes, layers * x_loc * padded * 2 * w, hbm, peak);
+    /* gate, up and down: three mul_mat_id, each looping over the touched experts on the host */
+    if (c->s.prof.expert_loop) o->t_kernels += layers * 3 * x_loc * c->f.ggml_expert_s;
     o->weight_bytes += layers * x_loc * w * c->wb;
     o->experts_touched = X;
 }

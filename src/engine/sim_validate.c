@@ -2,6 +2,7 @@
  * mechanism parameters and runs the leave-one-out check (see sim_validate.h). */
 #include "engine/sim_validate.h"
 #include "engine/sim_interval.h"
+#include "engine/sim_calibrate.h"
 #include "engine/sim.h"
 #include "engine/sim_run.h"
 #include "load/arrival.h"
@@ -908,4 +909,78 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
 out:
     free(train); free(want); free(use); free(keep); free(keys); free(e0); free(ek); free(J);
     return rc;
+}
+
+/* Calibrate, then predict, on a measured sweep: the lowest load calibrates the setup's own
+ * factors (sim --calibrate on it), then every level is simulated as it was run (its concurrency,
+ * the sweep's dataset, the requests it completed after the sweep's warm-ups) and compared with what
+ * was measured: median TPOT and output throughput, each with its calibrated 80% interval. */
+int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, size_t errlen) {
+    json_error_t je;
+    json_t *doc = json_load_file(path, 0, &je);
+    if (!doc) { snprintf(err, errlen, "cannot read %s: %s", path, je.text); return -1; }
+    json_t *levels = json_object_get(doc, "levels"), *cfg = json_object_get(doc, "config");
+    const char *axis = json_string_value(json_object_get(doc, "axis")), *ds = json_string_value(json_object_get(cfg, "dataset"));
+    if (!json_array_size(levels) || !axis || strcmp(axis, "concurrency") || !ds) {
+        snprintf(err, errlen, "%s: calibrate-then-predict needs a concurrency sweep with a dataset (dsperf sweep --concurrency)", path);
+        json_decref(doc);
+        return -1;
+    }
+    sim_calibration cal;
+    if (sim_calibrate_from_files(setup, path, NULL, &cal, err, errlen) < 0) { json_decref(doc); return -1; }
+    double base = json_number_value(json_object_get(json_array_get(levels, 0), "load"));
+    long warm = (long)json_integer_value(json_object_get(cfg, "warmup"));
+    fprintf(out, "calibrate on the lowest load (c = %g) of %s, predict the others (80%% intervals: calibrated)\n", base, path);
+    for (int i = 0; i < cal.n_notes; i++) fprintf(out, "  %s\n", cal.notes[i]);
+    fprintf(out, "%-6s %-7s %-20s %12s %12s %8s %s\n", "load", "x base", "metric", "measured", "predicted", "error", "inside");
+    static const char *const names[] = {"median_tpot_ms", "output_throughput"};
+    const sim_iv_target tg[] = {SIM_IV_TPOT, SIM_IV_TPUT};
+    int n = 0, inside = 0, n_in = 0, n15 = 0;
+    size_t li;
+    json_t *lv;
+    int rc = 0;
+    json_array_foreach(levels, li, lv) {
+        json_t *res = json_object_get(lv, "results");
+        double load = json_number_value(json_object_get(lv, "load"));
+        long done = (long)json_integer_value(json_object_get(res, "completed"));
+        if (!json_is_object(res) || done <= 0 || !(load >= 1)) continue;
+        val_case c;
+        memset(&c, 0, sizeof c);
+        c.p = *setup;
+        c.p.factors = cal.factors;
+        snprintf(c.dataset, sizeof c.dataset, "%s", ds);
+        c.concurrency = (int)load;
+        c.prompts = done;
+        c.warmup = warm > 0 ? warm : 0;
+        c.n_m = 2;
+        for (int k = 0; k < 2; k++) {
+            snprintf(c.m[k].name, sizeof c.m[k].name, "%s", names[k]);
+            c.m[k].published = json_number_value(json_object_get(res, names[k]));
+            c.m[k].predicted = NAN;
+        }
+        if (run_serve(&c, err, errlen) < 0) { rc = -1; break; }
+        for (int k = 0; k < 2; k++) {
+            double e = c.m[k].predicted / c.m[k].published - 1, q = sim_interval_q(tg[k], 1);
+            int in = fabs(log(c.m[k].predicted / c.m[k].published)) <= q;
+            int predicted = li > 0;
+            fprintf(out, "%-6g %-7.3g %-20s %12.5g %12.5g %+7.1f%% %s\n", load, load / base, names[k], c.m[k].published,
+                    c.m[k].predicted, e * 100, !predicted ? "(calibration point)" : in ? "yes" : "no");
+            if (predicted && load / base >= 2 && load / base <= 8) { n++; n15 += fabs(e) <= 0.15; }
+            if (predicted) { n_in++; inside += in; }
+        }
+    }
+    if (!rc) {
+        fprintf(out, "at 2-8x the calibration load: %d of %d metrics within 15%%\n", n15, n);
+        fprintf(out, "80%% intervals (calibrated): %d of %d predicted metrics inside\n", inside, n_in);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+int val_is_sweep(const char *path) {
+    json_t *doc = json_load_file(path, 0, NULL);
+    const char *schema = json_string_value(json_object_get(doc, "schema"));
+    int yes = schema && !strncmp(schema, "dsperf.sweep/", 13);
+    json_decref(doc);
+    return yes;
 }
