@@ -15,6 +15,7 @@
 #include "engine/sim_calibrate.h"
 #include "engine/sim_run.h"
 #include "engine/sim_validate.h"
+#include "engine/sim_interval.h"
 #include "load/arrival.h"
 #include "results/results.h"
 #include "results/validity.h"
@@ -88,7 +89,10 @@ static void usage(FILE *f) {
         "Validation against published deployments:\n"
         "  --validate TABLE           simulate every row of a published-measurements table (data/published.json)\n"
         "                             and print predicted vs published, the error per metric, the median and\n"
-        "                             the worst per target (TPOT, per-GPU output throughput, low-load TTFT)\n"
+        "                             the worst per target (TPOT, per-GPU output throughput, low-load TTFT);\n"
+        "                             the headline is leave-one-group-out, with 80%% intervals' coverage\n"
+        "  --validate SWEEP.json      a measured concurrency sweep: calibrate on its lowest load (with the\n"
+        "                             setup flags), predict every level, print measured vs predicted\n"
         "  --fit                      with --validate: fit the mechanism parameters (per-kernel time, eager\n"
         "                             launch, scheduler cost, collective latency, MoE kernel efficiency) to\n"
         "                             the table first, and print them\n"
@@ -204,6 +208,9 @@ static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_n
     fprintf(f, "%-40s%.1f%%\n", "Engine busy:", span_ns > 0 ? 100 * info.busy_s / (span_ns / 1e9) : 0);
     fprintf(f, "%-40s%lld\n", "Preemptions:", (long long)st.preemptions_total);
     fprintf(f, "%-40s%s\n", "Engine profile:", p->engine_profile);
+    fprintf(f, "%-40sTPOT x/%.2f, throughput x/%.2f, TTFT x/%.1f (%s)\n", "80% interval:", exp(sim_interval_q(SIM_IV_TPOT, p->calibrated)),
+            exp(sim_interval_q(SIM_IV_TPUT, p->calibrated)), exp(sim_interval_q(SIM_IV_TTFT, p->calibrated)),
+            p->calibrated ? "calibrate-then-predict errors" : "errors on published deployments outside the fit");
     if (info.prefix_query_tokens > 0)
         fprintf(f, "%-40s%.1f%%\n", "Prefix cache hit rate (tokens):", 100.0 * info.prefix_hit_tokens / info.prefix_query_tokens);
     if (p->prefill_instances > 0)
@@ -216,6 +223,11 @@ static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_n
 static int run_validate(const char *path, const sim_params *p, int fit, int loo, int quiet) {
     char err[512];
     val_table *t;
+    if (val_is_sweep(path)) {   /* a measured sweep: calibrate on its lowest load, predict the rest */
+        if (val_sweep(path, p, stdout, err, sizeof err) == 0) return EXIT_OK;
+        log_error("sim: --validate: %s", err);
+        return EXIT_USAGE;
+    }
     if (val_load(path, &t, err, sizeof err) < 0) {
         log_error("sim: --validate: %s", err);
         return EXIT_USAGE;
@@ -546,6 +558,7 @@ int cmd_sim(int argc, char **argv) {
     if (!doc) goto oom;
     json_object_set_new(doc, "engine", fixed ? json_pack("{s:s,s:o}", "name", "fixed", "series", sim_series_json(&ser))
                                              : engine_section(e, &p, &ser));
+    if (!fixed) json_object_set_new(doc, "prediction_interval", sim_interval_json(doc, p.calibrated));
     json_t *tel = json_object_get(doc, "telemetry");
     if (!json_is_object(tel)) {
         tel = json_object();

@@ -9,6 +9,7 @@
 #include "cli/sweep_run.h"
 #include "cli/tune_run.h"
 #include "tune/tune.h"
+#include "engine/sim_interval.h"
 #include "drift/drift.h"
 #include "results/results.h"
 #include "common/clock.h"
@@ -418,8 +419,14 @@ int cmd_tune(int argc, char **argv) {
         double k = json_number_value(json_object_get(cfg, "speedup"));
         if (k > 0) speedup = k;
         if (t.sim_flags) {
-            json_object_set_new(doc, "target_note", json_string("the offline simulator (`dsperf sim`) on a virtual clock: "
-                "figures are the simulated hardware's, without network or client costs"));
+            char note[400];
+            snprintf(note, sizeof note, "the offline simulator (`dsperf sim`) on a virtual clock: figures are the simulated "
+                     "hardware's, without network or client costs; its 80%% interval is x/%.2f on throughput and x/%.2f on TPOT "
+                     "(errors on published deployments outside its fit), shared in good part by configurations of one deployment",
+                     exp(sim_interval_q(SIM_IV_TPUT, 0)), exp(sim_interval_q(SIM_IV_TPOT, 0)));
+            json_object_set_new(doc, "target_note", json_string(note));
+            json_object_set_new(doc, "sim_interval", json_pack("{s:f,s:f,s:f}", "level", 0.8, "throughput_factor",
+                                exp(sim_interval_q(SIM_IV_TPUT, 0)), "tpot_factor", exp(sim_interval_q(SIM_IV_TPOT, 0))));
         } else if (speedup != 1) {
             char note[400];
             snprintf(note, sizeof note, "the server runs `dsperf serve --speedup %g`: engine time runs %gx wall time, so "

@@ -33,10 +33,17 @@ void cost_default_factors(cost_factors *f) {
     f->seq_overhead_v1_s = 10e-6;
     f->comm_latency_s = 5.40e-6;
     f->moe_eff = 0.355;
+    /* not fitted: with native block-scaled MMA the grouped GEMM reads its experts like any weight;
+     * SGLang v0.5.12 and TensorRT-LLM 1.3 on 8 x B200 at 8-64 concurrent (N14-N24) are within
+     * +-6% of their published TPOT at 1 and 38-90% slower at 0.355 (README-sim.md) */
+    f->moe_native_eff = 1.0;
     f->moe_triton_eff = 0.470;
     f->moe_triton_fp8_eff = 0.107;
     f->attn_triton_eff = 0.303;
-    f->ggml_compute_eff = 0.35;
+    f->ggml_compute_eff = 0.27;   /* fitted on A5 ub128, A6 ub512, A7 PP4096 (README-sim.md) */
+    /* the c = 1 level of tests/fixtures/real-gpu/gpu_overhead.json (V2-Lite f16, one H200), by
+     * dsperf sim --calibrate (README-sim.md, "Calibrate, then predict") */
+    f->ggml_expert_s = 25e-6;
     f->mtp_accept = 0.68;        /* chain acceptance that gives SGLang's published 2.18 (2 drafts) and 2.44 (3) */
     f->expert_skew = 0;
 }
@@ -117,7 +124,7 @@ int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const co
         return -1;
     }
     if (f->bw_eff <= 0 || f->compute_eff <= 0 || f->link_eff <= 0 || f->bw_eff > 1 || f->compute_eff > 1 || f->link_eff > 1 ||
-        f->moe_eff <= 0 || f->moe_eff > 1 || f->moe_triton_eff <= 0 || f->moe_triton_eff > 1 ||
+        f->moe_eff <= 0 || f->moe_eff > 1 || f->moe_native_eff <= 0 || f->moe_native_eff > 1 || f->moe_triton_eff <= 0 || f->moe_triton_eff > 1 ||
         f->moe_triton_fp8_eff <= 0 || f->moe_triton_fp8_eff > 1 || f->attn_triton_eff <= 0 || f->attn_triton_eff > 1 ||
         f->ggml_compute_eff <= 0 || f->ggml_compute_eff > 1) {
         snprintf(err, errlen, "efficiency factors must be in (0, 1]");
@@ -216,6 +223,17 @@ static void add_comp(cost_step *o, int k, double bytes, double flops, double bw,
     o->bytes += bytes;
 }
 
+/* Block-scaled formats carry a scale per block of weights that the GEMM must apply. */
+static int block_scaled(model_dtype d) { return d == DT_FP8 || d == DT_FP4 || d == DT_MXFP4; }
+
+double *cost_moe_eff_of(const cost_model *c, cost_factors *f) {
+    if (c->s.prof.moe_kernel == MOE_GEMV) return NULL;
+    if (c->s.prof.moe_kernel == MOE_TRITON) return c->weight_dtype == DT_FP8 ? &f->moe_triton_fp8_eff : &f->moe_triton_eff;
+    /* the GPUs with fp4 tensor cores (Blackwell's tcgen05 and sm120 block-scaled MMA, CDNA4's MX
+     * MFMA) apply the scales in the MMA; Hopper and MI300X promote in CUDA cores (DeepGEMM) */
+    return block_scaled(c->weight_dtype) && !(c->gpu.fp4_flops > 0) ? &f->moe_eff : &f->moe_native_eff;
+}
+
 /* Routed experts of one MoE layer on the busiest GPU, for T tokens entering the MoE. */
 static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
     const model_arch *a = &c->arch;
@@ -228,15 +246,18 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
     if (x_loc < 1 && pairs > 0) x_loc = fmin(1, pairs);
     double moe_tp = (double)c->tp / c->ep;
     double m = x_loc > 0 ? pairs * imb / x_loc : 0;          /* tokens per touched local expert */
-    double padded = ceil(m / MOE_TILE_M) * MOE_TILE_M;
+    /* llama.cpp multiplies one token's selected experts with its vector kernel (MMVQ), unpadded;
+     * more tokens go through the tiled MMQ, and the grouped GEMMs pad each expert's rows to the tile */
+    double padded = c->s.prof.moe_kernel == MOE_GEMV && T <= 1 ? ceil(m) : ceil(m / MOE_TILE_M) * MOE_TILE_M;
     double w = c->expert_params / moe_tp;
-    double eff = c->s.prof.moe_kernel == MOE_GEMV ? 1.0   /* streams like any weight read */
-               : c->s.prof.moe_kernel != MOE_TRITON ? c->f.moe_eff
-               : c->weight_dtype == DT_FP8 ? c->f.moe_triton_fp8_eff : c->f.moe_triton_eff;
+    const double *effp = cost_moe_eff_of(c, (cost_factors *)&c->f);
+    double eff = effp ? *effp : 1.0;   /* GEMV: streams like any weight read */
     double hbm = c->gpu.hbm_bytes_per_s * c->f.bw_eff * eff;
     double peak = hw_matmul_flops(&c->gpu, c->weight_dtype) * gemm_eff(c);
     double bytes = x_loc * w * c->wb + pairs * imb * a->hidden * ACT_BYTES * 2;
     add_comp(o, COST_MOE, layers * bytes, layers * x_loc * padded * 2 * w, hbm, peak);
+    /* gate, up and down: three mul_mat_id, each looping over the touched experts on the host */
+    if (c->s.prof.expert_loop) o->t_kernels += layers * 3 * x_loc * c->f.ggml_expert_s;
     o->weight_bytes += layers * x_loc * w * c->wb;
     o->experts_touched = X;
 }

@@ -34,13 +34,19 @@ typedef struct {
     double comm_latency_s;    /* latency of one collective inside the NVLink domain */
     double kernel_s;          /* GPU time per kernel boundary (launch latency, tail) with CUDA graphs */
     double launch_s;          /* CPU time to launch one kernel eagerly (PyTorch dispatch) */
-    double moe_eff;           /* tuned grouped GEMM bandwidth relative to a streaming kernel's */
+    double moe_eff;           /* tuned grouped GEMM bandwidth relative to a streaming kernel's, for
+                               * block-scaled weights (fp8, NVFP4, MXFP4) on GPUs whose tensor cores
+                               * do not take block scales (Hopper, MI300X: scales applied in software) */
+    double moe_native_eff;    /* ... where the tensor cores take block scales natively (Blackwell,
+                               * MI355X: the GPUs with fp4 MMA), or the weights carry none (bf16) */
     double moe_triton_eff;    /* the 2024 Triton fused-MoE kernel's, relative (bf16 weights) */
     double moe_triton_fp8_eff;/* ... with block-scaled fp8 weights (SGLang v0.4.1's V3 path) */
     double attn_triton_eff;   /* the Triton MLA decode kernel's fraction of the bf16 peak */
     double attn_compute_eff;  /* attention kernels' fraction of the bf16 peak (FlashMLA: 660 of 989 TFLOPS) */
     double ggml_compute_eff;  /* llama.cpp's MMQ GEMMs and FlashAttention relative to the tuned kernels
                                * (compute_eff, attn_compute_eff): fitted on the llama-bench prompt rows */
+    double ggml_expert_s;     /* llama.cpp b4747's host-side expert loop: time per touched expert per
+                               * mul_mat_id (profile llamacpp-b4747; fitted by sim --calibrate) */
     double mtp_accept;        /* probability that a draft token is accepted, given the previous one was */
     double expert_skew;       /* Zipf exponent of expert popularity: 0 uniform routing */
     int no_flash_attention;   /* 1: attention materializes its score matrix in HBM (eager attention) */
@@ -130,6 +136,9 @@ typedef struct {
 int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const cost_setup *s, model_dtype weight_dtype,
               model_dtype kv_dtype, const cost_factors *f, char *err, size_t errlen);
 void cost_free(cost_model *c);
+/* The routed experts' kernel efficiency this setup uses (moe_eff, moe_native_eff or a Triton one),
+ * where it lives in f (for calibration); NULL when the experts stream like any weight (llama.cpp). */
+double *cost_moe_eff_of(const cost_model *c, cost_factors *f);
 /* A plain setup: tp GPUs, ep, no dp, no MTP, the default engine profile (vllm-v1). */
 void cost_default_setup(cost_setup *s, int tp, int ep);
 /* Expected distinct routed experts touched per MoE layer by T tokens (E (1 - (1 - k/E)^T) when

@@ -12,28 +12,31 @@
 static const struct { const char *descr; engine_profile p; } profiles[] = {
     {"vLLM 0.5-0.6 (V0 engine, 2024): CUDA graphs to batch 256, no MLA (K/V expanded per head, padded to 192), "
      "prefill-first steps, Triton fused MoE",
-     {"vllm-v0", 1, 256, 0, 192, 17, 9, 0, PREFILL_SEPARATE, 0, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, 0, 0}},
+     {"vllm-v0", 1, 256, 0, 192, 17, 9, 0, PREFILL_SEPARATE, 0, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, 0, 0, 0}},
     {"vLLM 0.8-0.13 (V1 engine): CUDA graphs to batch 512, MLA (FlashMLA), chunked prefill mixed into decode steps, "
      "its engine core's scheduler cost, not overlapped (--overlap-schedule on: --async-scheduling, default from 0.14)",
-     {"vllm-v1", 1, 512, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, SCHED_V1, 0}},
+     {"vllm-v1", 1, 512, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, SCHED_V1, 0, 0}},
     {"SGLang 2024 (v0.2-0.3): CUDA graphs to batch 160, MLA only with --enable-mla (else K/V padded to 256 for "
      "FlashInfer), prefill batches apart, no overlap scheduler, Triton fused MoE",
-     {"sglang-2024", 1, 160, 1, 256, 17, 9, 0, PREFILL_SEPARATE, 0.1, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 0, ATTN_TRITON, 0, 0}},
+     {"sglang-2024", 1, 160, 1, 256, 17, 9, 0, PREFILL_SEPARATE, 0.1, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 0, ATTN_TRITON, 0, 0, 0}},
     {"SGLang v0.4.0-0.4.1 (Dec 2024, first DeepSeek-V3 support): overlap scheduler, CUDA graphs, Triton MLA decode "
      "and Triton fused MoE (block-scaled fp8 for V3)",
-     {"sglang-v0.4", 1, 160, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0.1, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 0, ATTN_TRITON, 0, 0}},
+     {"sglang-v0.4", 1, 160, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0.1, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 0, ATTN_TRITON, 0, 0, 0}},
     {"SGLang >= 0.4: overlap scheduler, CUDA graphs to batch 512, MLA, prefill batches apart, DP attention / "
      "DeepEP / two-batch overlap when asked",
-     {"sglang", 1, 512, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0.1, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 0, ATTN_FLASH, 0, 0}},
+     {"sglang", 1, 512, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0.1, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 0, ATTN_FLASH, 0, 0, 0}},
     {"TensorRT-LLM PyTorch flow (2025): CUDA graphs, MLA, in-flight batching with chunked context, overlap "
      "scheduler, guaranteed-no-evict admission",
-     {"trtllm", 1, 0, 1, 0, 17, 9, 1, PREFILL_MIXED, 1.0, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 0, ATTN_FLASH, SCHED_TRT, 0}},
+     {"trtllm", 1, 0, 1, 0, 17, 9, 1, PREFILL_MIXED, 1.0, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 0, ATTN_FLASH, SCHED_TRT, 0, 0}},
     {"LMDeploy PyTorch engine (2024): eager (no CUDA graphs before v0.6), MLA latent cache in Triton kernels, prefill-first steps",
-     {"lmdeploy", 0, 0, 1, 0, 17, 9, 0, PREFILL_SEPARATE, 0, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 256, ATTN_TRITON, 0, 0}},
+     {"lmdeploy", 0, 0, 1, 0, 17, 9, 0, PREFILL_SEPARATE, 0, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 256, ATTN_TRITON, 0, 0, 0}},
     {"llama.cpp / ik_llama.cpp (CUDA): C++ graph of one sequence, CUDA graphs, MLA, no Python scheduler",
-     {"llamacpp", 1, 0, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_GEMV, A2A_ALLREDUCE, 0, 0, 1, ATTN_FLASH, 0, 1}},
+     {"llamacpp", 1, 0, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_GEMV, A2A_ALLREDUCE, 0, 0, 1, ATTN_FLASH, 0, 1, 0}},
+    {"llama.cpp b4747 (2025-02, the tests' c392e50): as llamacpp, but the MoE's mul_mat_id syncs to the host and "
+     "loops over the touched experts (ggml-cuda.cu), which also keeps CUDA graphs off for those ops",
+     {"llamacpp-b4747", 1, 0, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_GEMV, A2A_ALLREDUCE, 0, 0, 1, ATTN_FLASH, 0, 1, 1}},
     {"DeepSeek's own system (V3 report, Day 6 note): FP8 GEMMs, DeepEP, DP attention, overlapped micro-batches",
-     {"deepseek", 1, 0, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0, MOE_TUNED, A2A_DEEPEP, 1, 1, 0, ATTN_FLASH, 0, 0}},
+     {"deepseek", 1, 0, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0, MOE_TUNED, A2A_DEEPEP, 1, 1, 0, ATTN_FLASH, 0, 0, 0}},
 };
 #define N_PROFILES (sizeof profiles / sizeof profiles[0])
 

@@ -52,6 +52,7 @@ typedef struct sim_params {
      * step's batch rank_sample times in the cost model; KV blocks and limits scale down alike.
      * Used by --validate to keep wide-DP rows fast; results scale back by the caller. */
     int rank_sample;
+    int calibrated;                  /* factors from a calibrated profile (--profile): intervals of calibrate-then-predict */
 } sim_params;
 
 /* DeepSeek-V2-Lite on one H200, vLLM defaults (max_num_seqs 256, max_num_batched_tokens 8192,

@@ -79,7 +79,10 @@ static const char help_head[] =
     "  --comm-latency DUR         per collective inside the NVLink domain\n"
     "  --moe-eff F, --moe-triton-eff F, --moe-triton-fp8-eff F, --attn-compute-eff F, --attn-triton-eff F,\n"
     "  --ggml-compute-eff F       (llama.cpp's kernels relative to the tuned ones)\n"
-    "                             kernel efficiencies (fitted defaults)\n"
+    "                             kernel efficiencies (fitted defaults); --moe-eff is for block-scaled\n"
+    "                             weights on GPUs without fp4 tensor cores (Hopper, MI300X)\n"
+    "  --ggml-expert-time DUR     llama.cpp b4747's host loop per touched expert per mul_mat_id (25us)\n"
+    "  --moe-native-eff F         the tuned MoE kernel where the MMA takes block scales (B200, MI355X) (1)\n"
     "  --expert-skew S            Zipf exponent of expert popularity (0 = uniform routing)\n"
     "  --flash-attention on|off   off: attention scores go through HBM (eager attention) (on)\n"
     "  --profile FILE             fitted factors from `dsperf sim --calibrate`\n";
@@ -100,8 +103,8 @@ static const char *const keys[] = {
     "engine-profile", "dp", "data-parallel-size", "enable-dp-attention", "a2a", "two-batch-overlap", "eplb",
     "redundant-experts", "mtp", "mtp-accept-len", "mtp-accept", "cuda-graphs", "graph-max-batch", "overlap-schedule",
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
-    "moe-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
-    "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", "ggml-compute-eff", NULL,
+    "moe-eff", "moe-native-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
+    "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", "ggml-compute-eff", "ggml-expert-time", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -275,6 +278,8 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         want = "a duration (e.g. 10us)";
     } else if (!strcmp(key, "kernel-time")) { rc = parse_seconds(v, &p->factors.kernel_s); want = "a duration (e.g. 3us)";
     } else if (!strcmp(key, "launch-time")) { rc = parse_seconds(v, &p->factors.launch_s); want = "a duration (e.g. 15us)";
+    } else if (!strcmp(key, "ggml-expert-time")) { rc = parse_seconds(v, &p->factors.ggml_expert_s); want = "a duration (e.g. 25us)";
+    } else if (!strcmp(key, "moe-native-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_native_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-triton-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_triton_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-kernel")) {
@@ -317,7 +322,8 @@ static const struct { const char *key; size_t off; } factor_keys[] = {
     {"mtp_accept", offsetof(cost_factors, mtp_accept)}, {"moe_triton_fp8_eff", offsetof(cost_factors, moe_triton_fp8_eff)},
     {"attn_triton_eff", offsetof(cost_factors, attn_triton_eff)}, {"seq_overhead_trt_s", offsetof(cost_factors, seq_overhead_trt_s)},
     {"step_overhead_v1_s", offsetof(cost_factors, step_overhead_v1_s)}, {"seq_overhead_v1_s", offsetof(cost_factors, seq_overhead_v1_s)},
-    {"ggml_compute_eff", offsetof(cost_factors, ggml_compute_eff)},
+    {"ggml_compute_eff", offsetof(cost_factors, ggml_compute_eff)}, {"moe_native_eff", offsetof(cost_factors, moe_native_eff)},
+    {"ggml_expert_s", offsetof(cost_factors, ggml_expert_s)},
 };
 
 json_t *sim_params_factors_json(const cost_factors *f) {
@@ -336,7 +342,7 @@ int sim_params_apply_factors(sim_params *p, const json_t *factors, const char *p
     }
     if (nf.bw_eff <= 0 || nf.bw_eff > 1 || nf.compute_eff <= 0 || nf.compute_eff > 1 || nf.step_overhead_s < 0 ||
         nf.step_overhead_v1_s < 0 || nf.seq_overhead_v1_s < 0 ||
-        nf.moe_eff <= 0 || nf.moe_eff > 1)
+        nf.moe_eff <= 0 || nf.moe_eff > 1 || nf.moe_native_eff <= 0 || nf.moe_native_eff > 1)
         return -1;
     engine_profile pr;
     if (profile_name && profile_find(profile_name, &pr) == 0) snprintf(p->engine_profile, sizeof p->engine_profile, "%s", pr.name);
@@ -364,6 +370,7 @@ int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t e
         snprintf(err, errlen, "profile %s: factors out of range", path);
         return -1;
     }
+    p->calibrated = 1;
     return 0;
 }
 

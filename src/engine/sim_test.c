@@ -181,9 +181,12 @@ TEST(sim_decode_batch1_bandwidth_bound) {
     CHECK_NEAR(s.weight_bytes, w_moe + w_rest, (w_moe + w_rest) * 0.001);
     CHECK_NEAR(s.kv_bytes, 1001 * 31104.0, 1);
     double hbm = 4.8e12 * p.factors.bw_eff;
-    CHECK_NEAR(s.mem_s[COST_MOE] * hbm * p.factors.moe_eff, w_moe, w_moe * 0.002);   /* + activations */
+    /* bf16 weights carry no block scales: the tuned grouped GEMM streams at moe_native_eff */
+    double me = p.factors.moe_native_eff;
+    CHECK(cost_moe_eff_of(&c, &p.factors) == &p.factors.moe_native_eff);
+    CHECK_NEAR(s.mem_s[COST_MOE] * hbm * me, w_moe, w_moe * 0.002);   /* + activations */
     CHECK_NEAR(s.t_math, s.t_mem, 1e-12);                                               /* no component compute-bound */
-    CHECK_NEAR(s.t_math, (s.bytes - (w_moe + 0)) / hbm + w_moe / (hbm * p.factors.moe_eff), s.t_math * 0.002);
+    CHECK_NEAR(s.t_math, (s.bytes - (w_moe + 0)) / hbm + w_moe / (hbm * me), s.t_math * 0.002);
     double kernels = 27 * 17 + 26 * 9 + 4;
     /* the default profile (vLLM V1): its engine core's costs per step and per sequence */
     CHECK_NEAR(s.t - s.t_math, kernels * p.factors.kernel_s + p.factors.step_overhead_v1_s + p.factors.seq_overhead_v1_s, 1e-9);
@@ -656,5 +659,44 @@ TEST(sim_transit_burst_small_bodies_first) {
         for (int i = 0; i < N; i++) CHECK(rs.v[i].send_ns == rs.v[0].send_ns);
         recset_free(&rs);
         engine_destroy(e);
+    }
+}
+
+/* Block-scaled weights (fp8) on a GPU whose tensor cores do not take block scales (H200) read the
+ * experts at moe_eff; on B200 and MI355X (fp4 tensor cores: native block-scaled MMA) and for bf16
+ * weights at moe_native_eff; the Triton and llama.cpp kernels keep their own. */
+TEST(sim_moe_eff_follows_native_block_scaling) {
+    static const struct { const char *gpu, *dtype, *prof; int want; } cases[] = {
+        {"h200", "fp8", "sglang", 0}, {"mi300x", "fp8", "sglang", 0}, {"b200", "fp8", "sglang", 1},
+        {"mi355x", "mxfp4", "vllm-v1", 1}, {"h200", "bf16", "sglang", 1}, {"h200", "fp4", "trtllm", 0},
+        {"h200", "fp8", "sglang-v0.4", 2}, {"rtx4090", "q4", "llamacpp", 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sim_params p;
+        sim_default_params(&p);
+        char err[256];
+        CHECK(sim_params_set(&p, "model", "deepseek-v2-lite", err, sizeof err) == 0);
+        CHECK(sim_params_set(&p, "gpu", cases[i].gpu, err, sizeof err) == 0);
+        CHECK(sim_params_set(&p, "weight-dtype", cases[i].dtype, err, sizeof err) == 0);
+        CHECK(sim_params_set(&p, "engine-profile", cases[i].prof, err, sizeof err) == 0);
+        cost_model c;
+        CHECK_MSG(sim_params_cost(&p, &c, err, sizeof err) == 0, "%s", err);
+        double *e = cost_moe_eff_of(&c, &p.factors);
+        const double *want = cases[i].want == 0 ? &p.factors.moe_eff : cases[i].want == 1 ? &p.factors.moe_native_eff
+                           : cases[i].want == 2 ? &p.factors.moe_triton_fp8_eff : NULL;
+        CHECK_MSG(e == want, "%s %s %s: wrong MoE efficiency", cases[i].gpu, cases[i].dtype, cases[i].prof);
+        /* the step reads the experts at that efficiency: a decode step on it moves with it */
+        cost_batch b;
+        cost_step s1, s2;
+        cost_decode_batch(64, 1000, &b);
+        cost_step_time(&c, &b, &s1);
+        if (e) {
+            cost_free(&c);
+            *e *= 0.5;
+            CHECK(sim_params_cost(&p, &c, err, sizeof err) == 0);
+            cost_step_time(&c, &b, &s2);
+            CHECK_MSG(s2.mem_s[COST_MOE] > 1.9 * s1.mem_s[COST_MOE], "%s: experts' reads did not follow the efficiency", cases[i].gpu);
+        }
+        cost_free(&c);
     }
 }

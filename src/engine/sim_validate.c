@@ -1,6 +1,8 @@
 /* sim_validate — loads the published-rows table, simulates every case, scores the errors, fits the
  * mechanism parameters and runs the leave-one-out check (see sim_validate.h). */
 #include "engine/sim_validate.h"
+#include "engine/sim_interval.h"
+#include "engine/sim_calibrate.h"
 #include "engine/sim.h"
 #include "engine/sim_run.h"
 #include "load/arrival.h"
@@ -678,19 +680,30 @@ static void solve(double *A, double *b, double *x, int n) {
 
 /* The refit on the (row, target) pairs with train[row]: one ridge-regularized Gauss-Newton step
  * from f0 in log parameters, each clamped to its physical range. */
-static void gn_refit(const cost_factors *f0, const double *J, const double *e0, const rc_key *keys, int n,
+static void gn_refit(const val_table *t, const cost_factors *f0, const double *J, const double *e0, const rc_key *keys, int n,
                      const unsigned char *train, cost_factors *out) {
     enum { P = N_PARAMS };
     double A[P * P], b[P], x[P];
     memset(A, 0, sizeof A);
     memset(b, 0, sizeof b);
+    /* Each group weighs as one observation: its rows share the source's conditions and the engine
+     * version's constants, so 20 loads of one deployment are not 20 independent facts (without this
+     * one large group sets the global parameters for everyone). TTFT is predicted, not fitted: the
+     * published TTFTs carry time the engine model does not have (the client's and server's HTTP,
+     * tokenization), which the step parameters must not absorb. */
+    int *in_group = calloc((size_t)t->n_rows + 1, sizeof *in_group);
+    for (int r = 0; in_group && r < t->n_rows; r++)
+        if (train[r])
+            for (int q = 0; q < t->n_rows; q++) in_group[r] += train[q] && !strcmp(t->rows[q].group, t->rows[r].group);
     for (int i = 0; i < n; i++) {
-        if (!train[keys[i].row]) continue;
+        if (!train[keys[i].row] || keys[i].cat == VAL_TTFT) continue;
+        double w = in_group && in_group[keys[i].row] > 0 ? 1.0 / in_group[keys[i].row] : 1;
         for (int a = 0; a < P; a++) {
-            b[a] -= J[i * P + a] * e0[i];
-            for (int c = 0; c < P; c++) A[a * P + c] += J[i * P + a] * J[i * P + c];
+            b[a] -= w * J[i * P + a] * e0[i];
+            for (int c = 0; c < P; c++) A[a * P + c] += w * J[i * P + a] * J[i * P + c];
         }
     }
+    free(in_group);
     for (int a = 0; a < P; a++) {
         double v0 = *(const double *)((const char *)f0 + params[a].off);
         A[a * P + a] += GN_RIDGE;
@@ -710,20 +723,18 @@ static int run_rows(val_table *t, const cost_factors *f, const unsigned char *wa
     return run_cases(t, f, 1, err, errlen);
 }
 
-/* The 80th percentile of |log error| over the rows in use for target k (NAN with fewer than 3). */
+/* The 80th percentile of |log error| over the metrics of target k of the rows in use (NAN with
+ * fewer than 3): per metric, since an interval is put on each predicted metric. */
 static double q80(const val_table *t, const int *use, int k) {
-    double v[1024];
+    double v[2048];
     int m = 0;
-    for (int r = 0; r < t->n_rows && m < 1024; r++) {
+    for (int r = 0; r < t->n_rows && m < 2048; r++) {
         if (!use[r]) continue;
-        double s = 0;
-        int c = 0;
         for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
-            for (int j = 0; j < t->cases[ci].n_m; j++) {
+            for (int j = 0; j < t->cases[ci].n_m && m < 2048; j++) {
                 double x = lerr(&t->cases[ci].m[j]);
-                if (t->cases[ci].m[j].cat == k && isfinite(x)) { s += fabs(x); c++; }
+                if (t->cases[ci].m[j].cat == k && isfinite(x)) v[m++] = fabs(x);
             }
-        if (c) v[m++] = s / c;
     }
     if (m < 3) return NAN;
     qsort(v, (size_t)m, sizeof *v, cmp_d);
@@ -762,6 +773,16 @@ static void coverage(FILE *out, const val_table *t, const int *use, const char *
     free(oth);
 }
 
+/* The half-widths that sim, plan, serve --engine sim and tune put on their numbers (sim_interval.c),
+ * beside the ones this table gives now: the constants must follow the table. */
+static void print_halfwidths(FILE *out, const val_table *t, const int *use, int calibrated) {
+    static const int cat[SIM_IV_N] = {VAL_TPOT, VAL_TPUT, VAL_TTFT};
+    fprintf(out, "interval half-widths for predictions (%s):", calibrated ? "calibrated" : "uncalibrated");
+    for (int k = 0; k < SIM_IV_N; k++)
+        fprintf(out, " %s +-%.0f%% (in use +-%.0f%%)%s", sim_interval_name((sim_iv_target)k), (exp(q80(t, use, cat[k])) - 1) * 100,
+                expm1(sim_interval_q((sim_iv_target)k, calibrated)) * 100, k + 1 < SIM_IV_N ? ";" : "\n");
+}
+
 int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) {
     enum { P = N_PARAMS };
     cost_factors f0;
@@ -796,7 +817,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         if (seen) continue;   /* the group was done with its first row */
         for (int q = 0; q < t->n_rows; q++) { want[q] = use[q] && !strcmp(t->rows[q].group, t->rows[r].group); train[q] = use[q] && !want[q]; }
         cost_factors f;
-        gn_refit(&f0, J, e0, keys, n, train, &f);
+        gn_refit(t, &f0, J, e0, keys, n, train, &f);
         if (run_rows(t, &f, want, err, errlen) < 0) goto out;
         for (int q = 0; q < t->n_rows; q++) {
             if (!want[q]) continue;
@@ -816,6 +837,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
             for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++) t->cases[ci] = keep[ci];
     print_summary(out, t, use, VAL_OTHER, "\nleave-one-group-out summary (one value per row, predicted without its group)");
     coverage(out, t, use, "80% intervals, leave-one-group-out (each from the other groups' out-of-group errors):");
+    print_halfwidths(out, t, use, 0);
     /* the time split: fit on the older engine generations, predict the newer */
     if (split_year > 0) {
         int *late = calloc((size_t)t->n_rows + 1, sizeof *late);
@@ -830,7 +852,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         }
         if (nl && ne) {
             cost_factors f;
-            gn_refit(&f0, J, e0, keys, n, train, &f);
+            gn_refit(t, &f0, J, e0, keys, n, train, &f);
             if (run_rows(t, &f, want, err, errlen) < 0) { free(late); goto out; }
             char title[160];
             snprintf(title, sizeof title, "\ntime split: fit on the %d rows of engine generations <= %d, predict the %d later rows", ne, split_year, nl);
@@ -858,7 +880,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         /* rows come in load order in the table: r is the lowest */
         for (int q = 0; q < t->n_rows; q++) { train[q] = q == r; want[q] = use[q] && q != r && !strcmp(t->rows[q].deployment, t->rows[r].deployment); }
         cost_factors f;
-        gn_refit(&f0, J, e0, keys, n, train, &f);
+        gn_refit(t, &f0, J, e0, keys, n, train, &f);
         for (int q = 0; q < t->n_rows; q++)
             if (want[q])
                 for (int ci = t->rows[q].first_case; ci < t->rows[q].first_case + t->rows[q].n_cases; ci++) keep[ci] = t->cases[ci];
@@ -877,10 +899,87 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
                 }
         }
     }
-    if (cal_use_n) print_summary(out, t, cal_use, VAL_OTHER, "calibrate-then-predict summary (one value per predicted row; uncal. = the defaults)");
+    if (cal_use_n) {
+        print_summary(out, t, cal_use, VAL_OTHER, "calibrate-then-predict summary (one value per predicted row; uncal. = the defaults)");
+        print_halfwidths(out, t, cal_use, 1);
+    }
     free(cal_use);
     rc = val_run(t, &f0, err, errlen);
 out:
     free(train); free(want); free(use); free(keep); free(keys); free(e0); free(ek); free(J);
     return rc;
+}
+
+/* Calibrate, then predict, on a measured sweep: the lowest load calibrates the setup's own
+ * factors (sim --calibrate on it), then every level is simulated as it was run (its concurrency,
+ * the sweep's dataset, the requests it completed after the sweep's warm-ups) and compared with what
+ * was measured: median TPOT and output throughput, each with its calibrated 80% interval. */
+int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, size_t errlen) {
+    json_error_t je;
+    json_t *doc = json_load_file(path, 0, &je);
+    if (!doc) { snprintf(err, errlen, "cannot read %s: %s", path, je.text); return -1; }
+    json_t *levels = json_object_get(doc, "levels"), *cfg = json_object_get(doc, "config");
+    const char *axis = json_string_value(json_object_get(doc, "axis")), *ds = json_string_value(json_object_get(cfg, "dataset"));
+    if (!json_array_size(levels) || !axis || strcmp(axis, "concurrency") || !ds) {
+        snprintf(err, errlen, "%s: calibrate-then-predict needs a concurrency sweep with a dataset (dsperf sweep --concurrency)", path);
+        json_decref(doc);
+        return -1;
+    }
+    sim_calibration cal;
+    if (sim_calibrate_from_files(setup, path, NULL, &cal, err, errlen) < 0) { json_decref(doc); return -1; }
+    double base = json_number_value(json_object_get(json_array_get(levels, 0), "load"));
+    long warm = (long)json_integer_value(json_object_get(cfg, "warmup"));
+    fprintf(out, "calibrate on the lowest load (c = %g) of %s, predict the others (80%% intervals: calibrated)\n", base, path);
+    for (int i = 0; i < cal.n_notes; i++) fprintf(out, "  %s\n", cal.notes[i]);
+    fprintf(out, "%-6s %-7s %-20s %12s %12s %8s %s\n", "load", "x base", "metric", "measured", "predicted", "error", "inside");
+    static const char *const names[] = {"median_tpot_ms", "output_throughput"};
+    const sim_iv_target tg[] = {SIM_IV_TPOT, SIM_IV_TPUT};
+    int n = 0, inside = 0, n_in = 0, n15 = 0;
+    size_t li;
+    json_t *lv;
+    int rc = 0;
+    json_array_foreach(levels, li, lv) {
+        json_t *res = json_object_get(lv, "results");
+        double load = json_number_value(json_object_get(lv, "load"));
+        long done = (long)json_integer_value(json_object_get(res, "completed"));
+        if (!json_is_object(res) || done <= 0 || !(load >= 1)) continue;
+        val_case c;
+        memset(&c, 0, sizeof c);
+        c.p = *setup;
+        c.p.factors = cal.factors;
+        snprintf(c.dataset, sizeof c.dataset, "%s", ds);
+        c.concurrency = (int)load;
+        c.prompts = done;
+        c.warmup = warm > 0 ? warm : 0;
+        c.n_m = 2;
+        for (int k = 0; k < 2; k++) {
+            snprintf(c.m[k].name, sizeof c.m[k].name, "%s", names[k]);
+            c.m[k].published = json_number_value(json_object_get(res, names[k]));
+            c.m[k].predicted = NAN;
+        }
+        if (run_serve(&c, err, errlen) < 0) { rc = -1; break; }
+        for (int k = 0; k < 2; k++) {
+            double e = c.m[k].predicted / c.m[k].published - 1, q = sim_interval_q(tg[k], 1);
+            int in = fabs(log(c.m[k].predicted / c.m[k].published)) <= q;
+            int predicted = li > 0;
+            fprintf(out, "%-6g %-7.3g %-20s %12.5g %12.5g %+7.1f%% %s\n", load, load / base, names[k], c.m[k].published,
+                    c.m[k].predicted, e * 100, !predicted ? "(calibration point)" : in ? "yes" : "no");
+            if (predicted && load / base >= 2 && load / base <= 8) { n++; n15 += fabs(e) <= 0.15; }
+            if (predicted) { n_in++; inside += in; }
+        }
+    }
+    if (!rc) {
+        fprintf(out, "at 2-8x the calibration load: %d of %d metrics within 15%%\n", n15, n);
+        fprintf(out, "80%% intervals (calibrated): %d of %d predicted metrics inside\n", inside, n_in);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+int val_is_sweep(const char *path) {
+    json_t *doc = json_load_file(path, 0, NULL);
+    const char *schema = json_string_value(json_object_get(doc, "schema"));
+    int yes = schema && !strncmp(schema, "dsperf.sweep/", 13);
+    json_decref(doc);
+    return yes;
 }

@@ -14,6 +14,7 @@
 #ifndef DSP_SIM_VALIDATE_H
 #define DSP_SIM_VALIDATE_H
 #include "engine/cost_model.h"
+#include "engine/sim.h"
 #include <stdio.h>
 
 typedef struct val_table val_table;
@@ -44,4 +45,9 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen);
 void val_print_factors(FILE *out, const cost_factors *f);
 /* The starting point of every fit (physically plausible values, not fitted). */
 void val_prior_factors(cost_factors *f);
+/* Calibrate on the lowest load of a concurrency sweep (dsperf sweep's JSON), predict every level:
+ * a table of measured vs predicted median TPOT and output throughput, with interval coverage. */
+int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, size_t errlen);
+/* 1 when path is a sweep document (dsperf.sweep/...), 0 otherwise. */
+int val_is_sweep(const char *path);
 #endif

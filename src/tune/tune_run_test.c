@@ -3,6 +3,8 @@
  * configuration, the ordering the simulator's physics predicts, the recommendation, failures
  * recorded, usage errors, and Ctrl-C stopping the running server. */
 #include "harness.h"
+#include "engine/sim_interval.h"
+#include <math.h>
 #include "testutil.h"
 #include "tune/tune.h"
 #include <arpa/inet.h>
@@ -258,6 +260,10 @@ TEST(tune_sim_flags_match_offline_sim) {
     CHECK(d != NULL);
     if (!d) return;
     CHECK_STR(json_string_value(json_object_get(d, "mode")), "sim");
+    /* the simulator's figures carry its interval (sim_interval.h) */
+    json_t *iv = json_object_get(d, "sim_interval");
+    CHECK_NEAR(test_num(iv, "throughput_factor"), exp(sim_interval_q(SIM_IV_TPUT, 0)), 1e-9);
+    CHECK(strstr(json_string_value(json_object_get(d, "target_note")), "80% interval") != NULL);
     CHECK_STR(json_string_value(json_object_get(json_object_get(cfg_at(d, 1), "summary"), "latency_field")), "p90_tpot_ms");
     /* max-num-seqs 0 is refused by the simulator: failed, with its message, and tune goes on */
     const json_t *c0 = cfg_at(d, 0);

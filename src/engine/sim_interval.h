@@ -1,0 +1,20 @@
+/* sim_interval — the 80% prediction intervals of the simulator's numbers: a prediction x exp(+-q),
+ * q per target (TPOT and inter-token latency, throughput, TTFT) the 80th percentile of the
+ * simulator's |log error| on published deployments it was not fitted to (the leave-one-group-out
+ * errors of `dsperf sim --validate data/published.json`, which prints the same q; a test holds the
+ * two together). With a calibrated profile (`--profile`) q is that of calibrate-then-predict. */
+#ifndef DSP_SIM_INTERVAL_H
+#define DSP_SIM_INTERVAL_H
+#include <jansson.h>
+
+typedef enum { SIM_IV_TPOT, SIM_IV_TPUT, SIM_IV_TTFT, SIM_IV_N } sim_iv_target;
+
+/* The log half-width of the 80% interval for target k; calibrated: the profile was fitted to the
+ * deployment's own measured run. */
+double sim_interval_q(sim_iv_target k, int calibrated);
+const char *sim_interval_name(sim_iv_target k);
+
+/* {"level":0.8,"basis":..,"metrics":{"median_tpot_ms":{"value":v,"lo":..,"hi":..},..}} for the
+ * TPOT, ITL, TTFT and throughput numbers present in a results object (new reference). */
+json_t *sim_interval_json(const json_t *results, int calibrated);
+#endif

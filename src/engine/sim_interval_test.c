@@ -1,0 +1,71 @@
+/* sim_interval tests — a simulated run's results carry an 80% interval on each of its TPOT,
+ * throughput and TTFT numbers, prediction x exp(+-q) with the q of sim_interval.c (wider for TTFT
+ * than for TPOT, as measured out of group), and a calibrated profile switches to the
+ * calibrate-then-predict q. */
+#include "harness.h"
+#include "testutil.h"
+#include "engine/sim_interval.h"
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static void check_metric(json_t *iv, const char *key, json_t *res, sim_iv_target k, int calibrated) {
+    json_t *m = json_object_get(json_object_get(iv, "metrics"), key);
+    CHECK_MSG(m != NULL, "no interval on %s", key);
+    if (!m) return;
+    double v = json_number_value(json_object_get(m, "value")), lo = json_number_value(json_object_get(m, "lo")),
+           hi = json_number_value(json_object_get(m, "hi")), x = json_number_value(json_object_get(res, key));
+    double q = sim_interval_q(k, calibrated);
+    CHECK_NEAR(v, x, x * 1e-9);
+    CHECK_NEAR(lo, x * exp(-q), x * 1e-6);
+    CHECK_NEAR(hi, x * exp(q), x * 1e-6);
+    CHECK(lo < v && v < hi);
+}
+
+TEST(sim_interval_on_every_predicted_number) {
+    char out[512], prof[512], cmd[2048];
+    snprintf(out, sizeof out, "%s/r.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sim --model deepseek-v2-lite --gpu h200 --concurrency 8 --requests 40 --out %s", out);
+    char *so = NULL;
+    CHECK_EQ_INT(test_run(cmd, &so, NULL), 0);
+    CHECK_MSG(so && strstr(so, "80% interval:"), "the summary prints the interval");
+    free(so);
+    json_t *res = json_load_file(out, 0, NULL);
+    CHECK(res != NULL);
+    if (!res) return;
+    json_t *iv = json_object_get(res, "prediction_interval");
+    CHECK(iv != NULL);
+    CHECK_NEAR(json_number_value(json_object_get(iv, "level")), 0.8, 1e-12);
+    check_metric(iv, "median_tpot_ms", res, SIM_IV_TPOT, 0);
+    check_metric(iv, "output_throughput", res, SIM_IV_TPUT, 0);
+    check_metric(iv, "mean_ttft_ms", res, SIM_IV_TTFT, 0);
+    CHECK(sim_interval_q(SIM_IV_TTFT, 0) > sim_interval_q(SIM_IV_TPOT, 0));
+    json_decref(res);
+    /* an open loop below capacity serves its offered rate: no interval on the throughput */
+    snprintf(cmd, sizeof cmd, "sim --model deepseek-v2-lite --gpu h200 --rate 2/s --requests 20 --out %s --quiet", out);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    res = json_load_file(out, 0, NULL);
+    CHECK(res != NULL);
+    if (!res) return;
+    iv = json_object_get(res, "prediction_interval");
+    CHECK(json_object_get(json_object_get(iv, "metrics"), "output_throughput") == NULL);
+    check_metric(iv, "median_tpot_ms", res, SIM_IV_TPOT, 0);
+    json_decref(res);
+    /* a profile is a calibrated deployment: its intervals are calibrate-then-predict's */
+    snprintf(prof, sizeof prof, "%s/p.json", harness_tmpdir());
+    FILE *f = fopen(prof, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("{\"schema\":\"dsperf.sim-profile/1\",\"setup\":{\"engine_profile\":\"vllm-v1\"},\"factors\":{\"bw_eff\":0.8}}", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "sim --model deepseek-v2-lite --gpu h200 --rate 5/s --requests 40 --profile %s --out %s --quiet", prof, out);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    res = json_load_file(out, 0, NULL);
+    CHECK(res != NULL);
+    if (!res) return;
+    iv = json_object_get(res, "prediction_interval");
+    check_metric(iv, "median_tpot_ms", res, SIM_IV_TPOT, 1);
+    CHECK(strstr(json_string_value(json_object_get(iv, "basis")), "calibrate") != NULL);
+    json_decref(res);
+}
