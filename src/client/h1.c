@@ -4,6 +4,7 @@
  * Response bytes go through the framing (chunked / length / close) into the SSE parser and the
  * OpenAI chunk interpreter, stamped with the kernel's receive time of the read. */
 #include "client/h1.h"
+#include "common/http.h"
 #include "client/sse.h"
 #include "client/rxstamp.h"
 #include "client/rxbatch.h"
@@ -823,26 +824,30 @@ h1 *h1_new(const client_opts *o, const char *url, recset *recs, client_done_fn d
     freeaddrinfo(res);
     if (!c->n_addrs) { snprintf(err, errlen, "cannot resolve '%s': no address", host); free(c); return NULL; }
 
-    /* the head every request shares: what client.c gives libcurl (no User-Agent: it sets none) */
-    size_t cap = 1024 + strlen(path) + strlen(host) + (o->api_key ? strlen(o->api_key) : 0);
-    for (const char *const *h = o->headers; h && *h; h++) cap += strlen(*h) + 2;
+    /* the head every request shares: what client.c gives libcurl (no User-Agent: it sets none);
+     * the credentials and extra headers come from the one place that builds them (common/http.h) */
+    http_opts ho = { .api_key = o->api_key, .headers = o->headers };
+    struct curl_slist *hl = NULL;
+    if (http_headers_append(&hl, &ho) != 0) { snprintf(err, errlen, "out of memory"); free(c); return NULL; }
+    size_t cap = 1024 + strlen(path) + strlen(host);
+    for (const struct curl_slist *h = hl; h; h = h->next) cap += strlen(h->data) + 2;
     c->head = malloc(cap);
-    if (!c->head) { snprintf(err, errlen, "out of memory"); free(c); return NULL; }
+    if (!c->head) { snprintf(err, errlen, "out of memory"); curl_slist_free_all(hl); free(c); return NULL; }
     bool own_host = false;
-    for (const char *const *h = o->headers; h && *h; h++) if (!strncasecmp(*h, "host:", 5)) own_host = true;
+    for (const struct curl_slist *h = hl; h; h = h->next) if (!strncasecmp(h->data, "host:", 5)) own_host = true;
     char hostport[300];
     if (strchr(host, ':')) snprintf(hostport, sizeof hostport, "[%s]%s%s", host, pc ? ":" : "", pc ? port : "");
     else snprintf(hostport, sizeof hostport, "%s%s%s", host, pc ? ":" : "", pc ? port : "");
     int k = snprintf(c->head, cap, "POST %s HTTP/1.1\r\n", path);
     if (!own_host) k += snprintf(c->head + k, cap - (size_t)k, "Host: %s\r\n", hostport);
     k += snprintf(c->head + k, cap - (size_t)k, "Content-Type: application/json\r\nAccept: text/event-stream\r\n");
-    if (o->api_key && *o->api_key) k += snprintf(c->head + k, cap - (size_t)k, "Authorization: Bearer %s\r\n", o->api_key);
-    for (const char *const *h = o->headers; h && *h; h++) {
-        const char *colon = strchr(*h, ':');
+    for (const struct curl_slist *h = hl; h; h = h->next) {
+        const char *colon = strchr(h->data, ':');
         /* "Name:" with nothing after removes a header in libcurl's list: nothing is sent */
         if (colon) { const char *v = colon + 1; while (*v == ' ') v++; if (!*v) continue; }
-        k += snprintf(c->head + k, cap - (size_t)k, "%s\r\n", *h);
+        k += snprintf(c->head + k, cap - (size_t)k, "%s\r\n", h->data);
     }
+    curl_slist_free_all(hl);
     c->head_len = (size_t)k;
 
     c->epfd = epoll_create1(EPOLL_CLOEXEC);
