@@ -57,7 +57,7 @@ static void trend_chart(rbuf *b, const json_t *t, size_t index) {
     ch.x.label = "run";
     svg_axis_fit(&ch.y, ylo - (yhi - ylo) * 0.05, yhi + (yhi - ylo) * 0.05, false, false);
     ch.y.label = metric;
-    svg_begin(&ch, b, 720, 320, title);
+    svg_begin(&ch, b, SVG_WIDE_W, SVG_CHART_H, title);   /* one run per point: the page's width */
     const char *cls = metric_class(metric);
     svg_area(&ch, x, lo, hi, n, cls);
     /* segment levels */
