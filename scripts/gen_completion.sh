@@ -1,6 +1,10 @@
 #!/bin/sh
-# gen_completion.sh — bash completion for dsperf, generated from the binary's own --help (the
-# command list and each command's options), so it cannot drift from what the binary takes:
+# gen_completion.sh — bash completion for dsperf, generated from the binary itself: the command
+# list from --help, each command's options from the option table its parser uses (the binary
+# prints it with DSPERF_OPTION_TABLE=<command>, cli_option_table), so completion cannot drift from
+# what the binary takes. Commands that split their arguments by hand (sweep, tune, serve's engine
+# keys, history) have no table: their options come from their --help (tests/first_hour_test.c
+# checks every one offered is accepted).
 #   sh scripts/gen_completion.sh build/dsperf > dsperf.bash && . ./dsperf.bash
 set -eu
 BIN=${1:-build/dsperf}
@@ -14,7 +18,27 @@ echo '        return'
 echo '    fi'
 echo '    case ${COMP_WORDS[1]} in'
 for c in $cmds; do
-  opts=$("$BIN" "$c" --help 2>/dev/null | grep -o -- '--[a-z][a-z0-9-]*' | sort -u | tr '\n' ' ' | sed 's/ $//')
+  # with --help: a command without a table prints its help (indented), never runs
+  out=$(DSPERF_OPTION_TABLE=$c "$BIN" "$c" --help 2>/dev/null </dev/null || true)
+  table=""
+  if [ "$(printf '%s\n' "$out" | head -n 1)" = "# option table of dsperf $c" ]; then table=$(printf '%s\n' "$out" | grep -- '^--'); fi
+  if [ -n "$table" ]; then
+    opts=$(printf '%s\n--help\n' "$table" | sort -u | tr '\n' ' ' | sed 's/ $//')
+  else
+    # no table: the words --help names, each kept only when the command takes it (its parser,
+    # given the word and a bogus option after it, does not call the word unknown; serve's keys
+    # under either engine)
+    opts=""
+    for o in $("$BIN" "$c" --help 2>/dev/null | grep -o -- '--[a-z][a-z0-9-]*' | sort -u); do
+      for pre in "--engine sim" ""; do
+        [ "$c" = serve ] || [ -z "$pre" ] || continue   # the engine flag is serve's alone
+        # shellcheck disable=SC2086
+        e=$(timeout 10 "$BIN" "$c" $pre "$o" --zz-not-an-option 2>&1 >/dev/null </dev/null | head -n 3 || true)
+        if ! printf '%s' "$e" | grep -q -e "unknown option '$o'" -e "unknown option $o "; then opts="$opts $o"; break; fi
+      done
+    done
+    opts=$(echo $opts)
+  fi
   echo "    $c) opts=\"$opts\" ;;"
 done
 echo '    esac'

@@ -286,7 +286,7 @@ TEST(first_hour_sample_trace_runs_as_written) {
 /* Shell completion and the man page are generated from the binary's --help: completion offers
  * every command and, for each, the options its --help lists; the page has a section per command. */
 TEST(first_hour_completion_and_man_page_generated) {
-    char comp[600], man[600], cmd[2000];
+    char comp[600], man[600], cmd[2400];
     snprintf(comp, sizeof comp, "%s/dsperf.bash", harness_tmpdir());
     snprintf(man, sizeof man, "%s/dsperf.1", harness_tmpdir());
     snprintf(cmd, sizeof cmd, "sh scripts/gen_completion.sh %s > %s && sh scripts/gen_man.sh %s > %s", harness_bin(), comp,
@@ -319,6 +319,66 @@ TEST(first_hour_completion_and_man_page_generated) {
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) CHECK_MSG(page && strstr(page, sections[i]), "%s", sections[i]);
     CHECK(page && strstr(page, "--save-requests"));
     free(page);
+    /* completion cannot drift from the parsers: a command with an option table (the one getopt
+     * reads, printed by DSPERF_OPTION_TABLE) completes exactly that table and --help; a command
+     * that splits its words by hand completes only words it takes (none it calls unknown) */
+    FILE *cf = fopen(comp, "r");
+    CHECK(cf != NULL);
+    char line[16384];
+    int tables = 0, by_hand = 0;
+    while (cf && fgets(line, sizeof line, cf)) {
+        char c[32], opts[16000];
+        if (sscanf(line, "    %31[a-z]) opts=\"%15999[^\"]\"", c, opts) != 2) continue;
+        snprintf(cmd, sizeof cmd, "DSPERF_OPTION_TABLE=%s %s %s --help 2>/dev/null", c, harness_bin(), c);
+        FILE *p = popen(cmd, "r");
+        char table[16000] = " --help ", w[128], marker[80];
+        bool have = false;
+        snprintf(marker, sizeof marker, "# option table of dsperf %s\n", c);
+        if (p && fgets(w, sizeof w, p) && !strcmp(w, marker))
+            while (fgets(w, sizeof w, p)) {
+                if (strncmp(w, "--", 2)) continue;
+                w[strcspn(w, "\n")] = 0;
+                have = true;
+                if (strcmp(w, "--help")) { strncat(table, w, sizeof table - strlen(table) - 2); strcat(table, " "); }
+            }
+        if (p) pclose(p);
+        char padded[16010];
+        snprintf(padded, sizeof padded, " %s ", opts);
+        if (have) {
+            tables++;
+            /* the same set both ways */
+            char *save = NULL, *copy = strdup(opts);
+            for (char *o = strtok_r(copy, " ", &save); o; o = strtok_r(NULL, " ", &save)) {
+                char key[140];
+                snprintf(key, sizeof key, " %s ", o);
+                CHECK_MSG(strstr(table, key), "%s: completion offers %s, which its option table lacks", c, o);
+            }
+            free(copy);
+            copy = strdup(table);
+            for (char *o = strtok_r(copy, " ", &save); o; o = strtok_r(NULL, " ", &save)) {
+                char key[140];
+                snprintf(key, sizeof key, " %s ", o);
+                CHECK_MSG(strstr(padded, key), "%s: its option table has %s, which completion lacks", c, o);
+            }
+            free(copy);
+        } else if (strcmp(c, "serve")) {
+            by_hand++;
+            char *save = NULL, *copy = strdup(opts);
+            for (char *o = strtok_r(copy, " ", &save); o; o = strtok_r(NULL, " ", &save)) {
+                snprintf(cmd, sizeof cmd, "%s %s --zz-not-an-option", c, o);
+                char *err = NULL;
+                test_run(cmd, NULL, &err);
+                char unknown[200];
+                snprintf(unknown, sizeof unknown, "unknown option '%s'", o);
+                CHECK_MSG(!err || !strstr(err, unknown), "%s: completion offers %s, which it does not take: %s", c, o, err);
+                free(err);
+            }
+            free(copy);
+        }
+    }
+    if (cf) fclose(cf);
+    CHECK_MSG(tables >= 12, "%d commands completed from their option tables", tables);
+    CHECK(by_hand >= 3);   /* sweep, tune, history */
 }
 
 /* ---- the README's tour, run as written ---- */
