@@ -666,6 +666,9 @@ TEST(report_first_hour_presentation) {
         }
         CHECK(n_src > 0);
         CHECK(strstr(h, "<summary class=\"note\">where the numbers come from</summary>") != NULL);
+        /* Markdown the same: folded, never "(`source`)" after a sentence */
+        CHECK(strstr(m, "<details><summary>where the numbers come from</summary>") != NULL);
+        CHECK(!strstr(m, " (`"));
     }
     /* one size: every chart in a grid cell has the same viewBox and is never drawn larger */
     size_t charts = 0;

@@ -92,9 +92,19 @@ static void md_finding_list(rbuf *b, const rep_model *m, const json_t *list) {
                 if (str(e, "unit")) { rb_puts(b, " "); rb_md_cell(b, str(e, "unit")); }
                 rb_puts(b, "**");
             }
-            if (str(e, "source")) { rb_puts(b, " (`"); rb_md_cell(b, str(e, "source")); rb_puts(b, "`)"); }
             rb_puts(b, "\n");
         }
+        /* where each number came from: folded, as on the page, not in the sentences */
+        bool any_src = false;
+        json_array_foreach(json_object_get(f, "evidence"), j, e) {
+            if (!str(e, "source")) continue;
+            if (!any_src) rb_puts(b, "\n   <details><summary>where the numbers come from</summary>\n\n");
+            any_src = true;
+            rb_printf(b, "   %zu. `", j + 1);
+            rb_md_cell(b, str(e, "source"));
+            rb_puts(b, "`\n");
+        }
+        if (any_src) rb_puts(b, "\n   </details>\n\n");
         json_array_foreach(json_object_get(f, "knobs"), j, e) {
             rb_puts(b, "   - knob **");
             rb_md_cell(b, str(e, "knob"));
