@@ -219,6 +219,15 @@ TEST(first_hour_thin_percentiles_are_marked) {
     test_run(cmd, &out, NULL);
     CHECK_MSG(out && !strstr(out, "this percentile needs"), "%s", out ? out : "");
     free(out);
+    /* the history's report page agrees with `history trend`: two runs are too few to call "no change" */
+    char tpage[600];
+    snprintf(tpage, sizeof tpage, "%s/seven_trend.html", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "report --db %s -o %s --md -", db, tpage);
+    out = NULL;
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    CHECK_MSG(out && strstr(out, "Too few runs to tell a change from noise: 2 comparable runs") && !strstr(out, "No change beyond noise"),
+              "%s", out ? out : "");
+    free(out);
     /* a sweep's table: the levels with fewer requests than a p99 needs */
     out = NULL;
     CHECK_EQ_INT(test_run("sim --concurrency 2,4 --requests 12", &out, NULL), 0);
