@@ -308,6 +308,7 @@ int bench_opts_parse(bench_opts *b, int argc, char **argv) {
     bool gpu_all;
     optind = 1;
     opterr = 0;
+    cli_option_table("bench", long_opts);   /* DSPERF_OPTION_TABLE: the table, for completion */
     for (;;) {
         int li = -1;
         int c = getopt_long(argc, argv, "", long_opts, &li);

@@ -118,6 +118,15 @@ const char *cli_nearest_option(const struct option *opts, const char *name, size
     return best && best_d <= limit ? best : NULL;
 }
 
+void cli_option_table(const char *cmd, const struct option *opts) {
+    const char *want = getenv("DSPERF_OPTION_TABLE");
+    if (!want || strcmp(want, cmd)) return;
+    printf("# option table of dsperf %s\n", cmd);   /* tells the table from a help text */
+    for (const struct option *o = opts; o && o->name; o++) printf("--%s\n", o->name);
+    fflush(stdout);
+    exit(0);
+}
+
 int cli_bad_option(const char *cmd, const struct option *opts, int argc, char **argv, int ind, int opt) {
     const char *word = ind > 0 && ind <= argc ? argv[ind - 1] : "?";
     if (strncmp(word, "--", 2) != 0) {

@@ -51,6 +51,10 @@ const char *cli_default_output(const char *flag, const char *stem, const char *e
  * option '--concurency'; did you mean --concurrency? (see dsperf CMD --help)", or "option --out needs
  * a value". ind and opt are getopt's optind and optopt after the call. Returns EXIT_USAGE. */
 int cli_bad_option(const char *cmd, const struct option *opts, int argc, char **argv, int ind, int opt);
+/* With DSPERF_OPTION_TABLE=cmd in the environment: prints "# option table of dsperf cmd", then
+ * the command's option table (one "--name" a line), and exits 0, so that shell completion is generated from the table the parser
+ * uses (scripts/gen_completion.sh) and cannot drift from it. Otherwise does nothing. */
+void cli_option_table(const char *cmd, const struct option *opts);
 /* The option of opts nearest to name[0..len) by edit distance, when near enough to be a typo; NULL. */
 const char *cli_nearest_option(const struct option *opts, const char *name, size_t len);
 

@@ -117,6 +117,7 @@ int cmd_compare(int argc, char **argv) {
     int c;
     optind = 1;
     opterr = 0;
+    cli_option_table("compare", long_opts);   /* DSPERF_OPTION_TABLE: the table, for completion */
     while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
         const char *v = optarg;
         switch (c) {

@@ -65,6 +65,7 @@ int cmd_diagnose(int argc, char **argv) {
     int c;
     optind = 1;
     opterr = 0;
+    cli_option_table("diagnose", opts);   /* DSPERF_OPTION_TABLE: the table, for completion */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'm':

@@ -128,6 +128,7 @@ int cmd_drift(int argc, char **argv) {
     int c;
     optind = 1;
     opterr = 0;
+    cli_option_table("drift", opts);   /* DSPERF_OPTION_TABLE: the table, for completion */
     while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
         const char *a = optarg;
         switch (c) {

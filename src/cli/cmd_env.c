@@ -1,6 +1,7 @@
 /* cmd_env — `dsperf env`: checks the machine for what skews a benchmark (GPU driver state,
  * MIG, persistence, clocks and power limit, NUMA, CPU governor, fd limit, transparent huge
  * pages, background load), each with OK / WARN / INFO and why it matters. Works without a GPU. */
+#include "cli/cli.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "telemetry/host.h"
@@ -208,6 +209,7 @@ int cmd_env(int argc, char **argv) {
     bool as_json = false, strict = false;
     int ch;
     optind = 1;
+    cli_option_table("env", opts);   /* DSPERF_OPTION_TABLE: the table, for completion */
     while ((ch = getopt_long(argc, argv, "jsh", opts, NULL)) != -1) {
         if (ch == 'j') as_json = true;
         else if (ch == 's') strict = true;

@@ -222,6 +222,7 @@ int cmd_gpu(int argc, char **argv) {
     int c;
     optind = 1;
     opterr = 0;     /* cli_bad_option says it, in one line */
+    cli_option_table("gpu", opts);   /* DSPERF_OPTION_TABLE: the table, for completion */
     while ((c = getopt_long(argc, argv, "g:i:d:n:cjp:h", opts, NULL)) != -1) {
         switch (c) {
         case 'g': gpus = optarg; break;

@@ -192,6 +192,7 @@ int cmd_monitor(int argc, char **argv) {
     int rc = EXIT_USAGE;
     optind = 1;
     opterr = 0;
+    cli_option_table("monitor", long_opts);   /* DSPERF_OPTION_TABLE: the table, for completion */
     for (;;) {
         int li = -1;
         int c = getopt_long(argc, argv, "", long_opts, &li);

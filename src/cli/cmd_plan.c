@@ -75,6 +75,7 @@ int cmd_plan(int argc, char **argv) {
     int64_t ns;
     optind = 1;
     opterr = 0;
+    cli_option_table("plan", opts);   /* DSPERF_OPTION_TABLE: the table, for completion */
     while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
         const char *name = c >= OPT_SIM ? keys[c - OPT_SIM] : NULL;
         int bad = 0;

@@ -177,6 +177,7 @@ int cmd_report(int argc, char **argv) {
     int c, idx;
     optind = 1;
     opterr = 0;
+    cli_option_table("report", opts);   /* DSPERF_OPTION_TABLE: the table, for completion */
     while ((c = getopt_long(argc, argv, "o:h", opts, &idx)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;

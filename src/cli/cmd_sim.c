@@ -330,6 +330,7 @@ int cmd_sim(int argc, char **argv) {
     char err[512];
     optind = 1;
     opterr = 0;
+    cli_option_table("sim", opts);   /* DSPERF_OPTION_TABLE: the table, for completion */
     while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
         int bad = 0;
         switch (c) {

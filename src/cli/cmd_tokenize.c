@@ -196,6 +196,7 @@ int cmd_tokenize(int argc, char **argv) {
     int c;
     optind = 1;
     opterr = 0;     /* cli_bad_option says it, in one line */
+    cli_option_table("tokenize", opts);   /* DSPERF_OPTION_TABLE: the table, for completion */
     while ((c = getopt_long(argc, argv, "t:h", opts, NULL)) != -1) {
         switch (c) {
         case 't': path = optarg; break;

@@ -79,6 +79,7 @@ int cmd_trace(int argc, char **argv) {
     long long v;
     optind = 1;
     opterr = 0;
+    cli_option_table("trace", opts);   /* DSPERF_OPTION_TABLE: the table, for completion */
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         const char *a = optarg;
         switch (c) {

@@ -84,7 +84,7 @@ bool redact_name_is_secret(const char *name, size_t len) {
     while (len && (*name == '-' || *name == '.')) { name++; len--; }
     if (!len) return false;
     if (len == 8 && !strncasecmp(name, "gpus-key", 8)) return false;   /* tune's grid key naming the GPU count */
-    bool secret = false, last_about = false;
+    bool secret = false, last_about = false, after_per = false;
     char w[64];
     size_t wn = 0;
     for (size_t i = 0; i <= len; i++) {
@@ -93,8 +93,10 @@ bool redact_name_is_secret(const char *name, size_t len) {
         /* a word ends at a non-alphanumeric and at a camelCase step (apiKey → api, key) */
         bool step = alnum && wn && isupper((unsigned char)c) && i > 0 && islower((unsigned char)name[i - 1]);
         if ((!alnum || step) && wn) {
-            if (word_is_secret(w, wn)) secret = true;
+            /* "per token" is a unit (--prefill-per-token), not a credential */
+            if (word_is_secret(w, wn) && !(after_per && wn == 5 && !memcmp(w, "token", 5))) secret = true;
             last_about = word_is_about(w, wn);
+            after_per = wn == 3 && !memcmp(w, "per", 3);
             wn = 0;
         }
         if (alnum && wn < sizeof w) w[wn++] = (char)tolower((unsigned char)c);

@@ -60,6 +60,10 @@ TEST(redact_headers) {
         /* mid-line, a header value of one token (or a scheme and a token) is still masked */
         {"sent header Authorization: Bearer sk-mid123", "sent header Authorization: Bearer [redacted #F]"},
         {"got X-Api-Key: xk-789secret", "got X-Api-Key: [redacted #F]"},
+        /* a unit, not a credential: serve's own error reads whole (it once read
+         * "unknown option --prefill-per-token [redacted #1552af] --engine sim") */
+        {"unknown option --prefill-per-token for --engine sim (see dsperf serve --help)",
+         "unknown option --prefill-per-token for --engine sim (see dsperf serve --help)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) TEXT(cases[i][0], cases[i][1]);
 }
@@ -101,7 +105,7 @@ TEST(redact_names) {
                                       "HUGGING_FACE_HUB_TOKEN", "OPENAI_API_KEY", "credentials", "--ssl-keyfile-password", NULL};
     static const char *const no[] = {"max_tokens", "--max-num-batched-tokens", "--tokenizer", "--ssl-keyfile", "--auth-type",
                                      "--gpus-key", "author", "authority", "Content-Type", "monkeys", "--api-key-file",
-                                     "token_url", "keyboard", "--header", "", "---", NULL};
+                                     "token_url", "keyboard", "--header", "--prefill-per-token", "", "---", NULL};
     for (const char *const *p = yes; *p; p++) CHECK_MSG(redact_name_is_secret(*p, strlen(*p)), "%s should name a credential", *p);
     for (const char *const *p = no; *p; p++) CHECK_MSG(!redact_name_is_secret(*p, strlen(*p)), "%s should not name a credential", *p);
 }

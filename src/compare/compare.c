@@ -12,6 +12,7 @@
 #include "common/redact.h"
 #include <ctype.h>
 #include "common/units.h"
+#include "metrics/summary.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +313,37 @@ static const metric_cmp *compared(const char *name, metric_cmp *done, int *n_don
     return &done[(*n_done)++];
 }
 
+/* "p99_ttft_ms" -> 99 and the samples behind it in doc (pooled gaps for ITL, else completed
+ * requests); false for a name that is no percentile. */
+static bool pct_samples(const json_t *doc, const char *name, double *p, long *n) {
+    if (name[0] != 'p' || !isdigit((unsigned char)name[1])) return false;
+    char *end;
+    *p = strtod(name + 1, &end);
+    if (*end != '_') return false;
+    bool itl = !strncmp(end + 1, "itl", 3);
+    const json_t *v = json_object_get(doc, itl ? "itl_samples" : "completed");
+    if (!json_is_integer(v)) return false;
+    *n = (long)json_integer_value(v);
+    return true;
+}
+
+/* A percentile from fewer samples than it needs is the largest samples relabelled: each such
+ * metric says so ("thin": both sides' counts and the count it needs), and the table marks it. */
+static void mark_thin(json_t *list, const json_t *base, const json_t *cand) {
+    size_t i;
+    json_t *m;
+    json_array_foreach(list, i, m) {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        double p;
+        long nb = -1, nc = -1;
+        if (!name || !pct_samples(base, name, &p, &nb) || !pct_samples(cand, name, &p, &nc)) continue;
+        long need = summary_percentile_samples_needed(p);
+        if (nb >= need && nc >= need) continue;
+        json_object_set_new(m, "thin", json_pack("{s:I,s:I,s:I}", "baseline_samples", (json_int_t)nb, "candidate_samples",
+                                                 (json_int_t)nc, "samples_needed", (json_int_t)need));
+    }
+}
+
 json_t *compare_runs(const json_t *base, const json_t *cand, const compare_opts *o, char *err, size_t errlen) {
     for (int i = 0; i < o->n_rules; i++) {
         bool pb, pc;
@@ -348,6 +380,7 @@ json_t *compare_runs(const json_t *base, const json_t *cand, const compare_opts 
         all = all && ok;
     }
     free(done);
+    mark_thin(list, base, cand);
     json_object_set_new(doc, "metrics", list);
     attach_gate(doc, cand, rules, all);
     return doc;
@@ -535,6 +568,14 @@ static void fmt_ci(char *buf, size_t len, const json_t *m) {
     else snprintf(buf, len, "-");
 }
 
+/* "p99_ttft_ms" -> "99" (a static buffer: one row at a time). */
+static const char *pct_label(const char *name) {
+    static char buf[16];
+    size_t n = strcspn(name + 1, "_");
+    snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), name + 1);
+    return buf;
+}
+
 static void print_metric_rows(FILE *f, const json_t *metrics, int conf, bool md) {
     if (md) fprintf(f, "| metric | baseline | candidate | change | %d%% interval | p (MWU) | verdict |\n|---|---:|---:|---:|---:|---:|---|\n", conf);
     else fprintf(f, "%-28s %12s %12s %9s %20s %8s  %s\n", "metric", "baseline", "candidate", "change",
@@ -550,8 +591,16 @@ static void print_metric_rows(FILE *f, const json_t *metrics, int conf, bool md)
         const json_t *pv = json_object_get(m, "p_mann_whitney");
         if (json_is_number(pv)) snprintf(p, sizeof p, json_number_value(pv) < 0.001 ? "<0.001" : "%.3f", json_number_value(pv));
         const char *name = json_string_value(json_object_get(m, "name")), *v = json_string_value(json_object_get(m, "verdict"));
-        if (md) fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s |\n", name, bv, cv, ch, ci, p, v);
-        else fprintf(f, "%-28s %12s %12s %9s %20s %8s  %s\n", name, bv, cv, ch, ci, p, v);
+        const json_t *thin = json_object_get(m, "thin");
+        char vt[160];
+        if (thin)
+            snprintf(vt, sizeof vt, "%s (from %lld / %lld samples; P%s needs %lld)", v,
+                     (long long)json_integer_value(json_object_get(thin, "baseline_samples")),
+                     (long long)json_integer_value(json_object_get(thin, "candidate_samples")), pct_label(name),
+                     (long long)json_integer_value(json_object_get(thin, "samples_needed")));
+        else snprintf(vt, sizeof vt, "%s", v ? v : "");
+        if (md) fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s |\n", name, bv, cv, ch, ci, p, vt);
+        else fprintf(f, "%-28s %12s %12s %9s %20s %8s  %s\n", name, bv, cv, ch, ci, p, vt);
     }
 }
 

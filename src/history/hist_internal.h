@@ -118,4 +118,7 @@ json_t *hist_pool(json_t *const *views, size_t n, const char *label);
 /* The interval of one run's metric from its own samples (the noise band). false when the run
  * has no samples for it. */
 bool hist_band(const json_t *doc, const char *metric, double *lo, double *hi);
+/* Marks each trend run whose percentile metric comes from fewer requests than it needs
+ * ("thin": {samples, samples_needed}); list.c. */
+void hist_mark_thin_runs(history *h, const char *metric, json_t *runs);
 #endif

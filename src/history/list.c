@@ -2,6 +2,7 @@
  * document or compare view (inflated from its zlib blob). */
 #include "history/hist_internal.h"
 #include "metrics/metric_table.h"
+#include "metrics/summary.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +229,41 @@ json_t *hist_load_view(history *h, int64_t id, char *err, size_t errlen) {
     return load_json(h, "SELECT view, view_bytes FROM run_view WHERE run_id = ?", id, err, errlen);
 }
 
+/* ---- percentiles from too few samples ---- */
+
+/* "p99_ttft_ms" -> 99 when the name is a request-level percentile (one sample per completed
+ * request; pooled ITL has its own count, not recorded here); NaN otherwise. */
+static double request_pct_of(const char *name) {
+    if (!name || name[0] != 'p' || !(name[1] >= '0' && name[1] <= '9') || strstr(name, "_itl")) return NAN;
+    char *end;
+    double p = strtod(name + 1, &end);
+    return *end == '_' ? p : NAN;
+}
+
+static double run_completed(history *h, int64_t id) {
+    sqlite3_stmt *st;
+    double n = NAN;
+    if (sqlite3_prepare_v2(h->db, "SELECT value FROM run_metric WHERE run_id = ? AND name = 'completed'", -1, &st, NULL) != SQLITE_OK)
+        return NAN;
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) == SQLITE_ROW) n = col_num(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+void hist_mark_thin_runs(history *h, const char *metric, json_t *runs) {
+    double p = request_pct_of(metric);
+    if (isnan(p)) return;
+    long need = summary_percentile_samples_needed(p);
+    size_t i;
+    json_t *r;
+    json_array_foreach(runs, i, r) {
+        double n = run_completed(h, (int64_t)json_integer_value(json_object_get(r, "id")));
+        if (n >= 0 && n < need)
+            json_object_set_new(r, "thin", json_pack("{s:I,s:I}", "samples", (json_int_t)n, "samples_needed", (json_int_t)need));
+    }
+}
+
 /* ---- show ---- */
 
 /* The run's headline metrics from run_metric, in the headline columns' order, then the kind's own. */
@@ -255,6 +291,11 @@ static void show_metrics(history *h, int64_t id, FILE *f) {
                 fmt_num(json_number_value(json_object_get(r, "hi")), u, sizeof u);
                 fprintf(f, "   [%s, %s]", l, u);
             }
+            /* a percentile from fewer requests than it needs is the largest ones relabelled */
+            double p = request_pct_of(name), done = run_completed(h, id);
+            if (!isnan(p) && done >= 0 && done < summary_percentile_samples_needed(p))
+                fprintf(f, "   (from %.0f samples; P%.*s needs %ld)", done, (int)strcspn(name + 1, "_"), name + 1,
+                        summary_percentile_samples_needed(p));
             fputc('\n', f);
         }
     }

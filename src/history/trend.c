@@ -398,6 +398,7 @@ json_t *history_trend(history *h, const char *metric, const history_trend_opts *
     json_t *runs = json_array();
     size_t from = o->show_last > 0 && s.n > (size_t)o->show_last ? s.n - (size_t)o->show_last : 0;
     for (size_t i = from; i < s.n; i++) json_array_append_new(runs, run_row(&s, i));
+    hist_mark_thin_runs(h, metric, runs);
     json_object_set_new(doc, "runs", runs);
     json_object_set_new(doc, "n_runs", json_integer((json_int_t)s.n));
     free(pre);
@@ -445,8 +446,14 @@ void history_trend_print(FILE *f, const json_t *t) {
                 mark = json_is_true(json_object_get(cp, "confirmed")) ? "  <- change"
                      : json_is_true(json_object_get(cp, "tested")) ? "  <- shift within noise" : "  <- shift (not tested)";
         const char *labels = json_string_value(json_object_get(r, "labels"));
-        fprintf(f, "%6lld  %-20s %12s  %-24s  %s%s\n", (long long)id, json_string_value(json_object_get(r, "date")), v, band,
-                labels ? labels : "", mark);
+        const json_t *thin = json_object_get(r, "thin");
+        char tm[96] = "";
+        if (thin)
+            snprintf(tm, sizeof tm, "  (from %lld requests; this percentile needs %lld)",
+                     (long long)json_integer_value(json_object_get(thin, "samples")),
+                     (long long)json_integer_value(json_object_get(thin, "samples_needed")));
+        fprintf(f, "%6lld  %-20s %12s  %-24s  %s%s%s\n", (long long)id, json_string_value(json_object_get(r, "date")), v, band,
+                labels ? labels : "", mark, tm);
     }
     size_t k, confirmed = 0;
     json_t *cp;

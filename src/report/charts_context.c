@@ -85,7 +85,7 @@ static void ttft_chart(rbuf *b, const json_t *ctx, const ctx_view *v) {
     chart_axis_label_log(&c.x, xl, sizeof xl, "prompt length (tokens)");
     svg_axis_fit(&c.y, lo > 0 ? lo : hi / 1000, hi, true, false);
     chart_axis_label_log(&c.y, yl, sizeof yl, "TTFT (ms)");
-    svg_begin(&c, b, 640, 320, "Time to first token against prompt length, measured and predicted");
+    svg_begin(&c, b, SVG_CHART_W, SVG_CHART_H, "Time to first token against prompt length, measured and predicted");
     if (isfinite(a) && isfinite(bb) && isfinite(cc)) {
         double x[CURVE_POINTS], y[CURVE_POINTS];
         for (int i = 0; i < CURVE_POINTS; i++) {
@@ -137,7 +137,7 @@ static void tpot_chart(rbuf *b, const json_t *ctx, const ctx_view *v) {
     svg_axis_fit(&c.y, 0, hi, false, true);
     snprintf(yl, sizeof yl, "TPOT (ms)");
     c.y.label = yl;
-    svg_begin(&c, b, 640, 320, "Time per output token against context, measured and predicted");
+    svg_begin(&c, b, SVG_CHART_W, SVG_CHART_H, "Time per output token against context, measured and predicted");
     if (v->any_pred) { svg_line(&c, v->ctx, v->tpot_pred, v->n, "pred"); svg_points(&c, v->ctx, v->tpot_pred, v->n, "m-host", 2); }
     svg_line(&c, v->ctx, v->tpot99, v->n, "m-tpot dash");
     svg_line(&c, v->ctx, v->tpot50, v->n, "m-tpot");
@@ -163,7 +163,7 @@ static void memory_chart(rbuf *b, const json_t *ctx, const ctx_view *v) {
     chart_axis_label_log(&c.x, xl, sizeof xl, "mean decode context (tokens)");
     svg_axis_fit(&c.y, 0, 100, false, true);
     c.y.label = "% of capacity";
-    svg_begin(&c, b, 640, 280, "DRAM bandwidth and KV cache usage against context");
+    svg_begin(&c, b, SVG_CHART_W, SVG_CHART_H, "DRAM bandwidth and KV cache usage against context");
     if (v->any_dram) {
         svg_line(&c, v->ctx, v->dram, v->n, "m-dram");
         svg_points(&c, v->ctx, v->dram_max, v->n, "m-dram", 2.5);
@@ -180,6 +180,12 @@ static void memory_chart(rbuf *b, const json_t *ctx, const ctx_view *v) {
 static void td(rbuf *b, double v, bool bad) {
     char s[32];
     fmt_num(v, s, sizeof s);
+    rb_printf(b, "<td class=\"n%s\">%s</td>", bad ? " bad" : "", s);
+}
+
+static void td_pct(rbuf *b, double v, bool bad) {
+    char s[32];
+    fmt_pct_cell(v, s, sizeof s);
     rb_printf(b, "<td class=\"n%s\">%s</td>", bad ? " bad" : "", s);
 }
 
@@ -205,8 +211,8 @@ static void context_table(rbuf *b, const json_t *ctx) {
         td(b, rep_num(p, "tpot_ms"), false);
         td(b, rep_num(lv, "decode_tok_s_per_seq"), false);
         td(b, rep_num(lv, "kv_read_bytes_per_token") / 1e6, false);
-        td(b, rep_num(lv, "kv_usage_pct_max"), rep_num(lv, "kv_usage_pct_max") >= 98);
-        td(b, rep_num(lv, "dram_bw_util_pct_mean"), rep_num(lv, "dram_bw_util_pct_mean") >= 92);
+        td_pct(b, rep_num(lv, "kv_usage_pct_max"), rep_num(lv, "kv_usage_pct_max") >= 98);
+        td_pct(b, rep_num(lv, "dram_bw_util_pct_mean"), rep_num(lv, "dram_bw_util_pct_mean") >= 92);
         td(b, rep_num(lv, "preemptions"), rep_num(lv, "preemptions") > 0);
         td(b, rep_num(lv, "rejected"), rep_num(lv, "rejected") > 0);
         rb_puts(b, "<td>");
@@ -287,16 +293,26 @@ void charts_stability(rbuf *b, const rep_model *m) {
         double xlo = NAN, xhi = NAN, ylo = NAN, yhi = NAN;
         chart_range_of(x, n, &xlo, &xhi);
         chart_range_of(y, n, &ylo, &yhi);
-        chart_fig_open(b, "fig-stability", "Stability score against batch size", "higher is better",
-                       "Points: each level's score. Line: the fitted S₀·e^(−λb), b = batch / 64; dotted: the ends of λ's interval.");
+        /* the axis says what the batch is: the sweep's offered concurrency (what a closed loop
+         * holds the client to, not what the server ran) or requests in the system by Little's law */
+        const char *src = json_string_value(get(s, "batch_source"));
+        bool offered = !src || strstr(src, "concurrency") != NULL;
+        const char *xname = offered ? "batch: offered concurrency (users)" : "batch: requests in the system (Little's law)";
+        char cap[400];
+        snprintf(cap, sizeof cap, "Points: each level's score against %s. %s", offered ? "the level's offered concurrency"
+                 : "request_throughput × mean E2EL, the mean requests in the system (client side, so it counts the server's queue)",
+                 json_is_true(get(s, "fitted")) ? "Line: the fitted S₀·e^(−λb), b = batch / 64; dotted: the ends of λ's interval."
+                                                : "No line: the sweep could not fit the decay (see above).");
+        rb_puts(b, "<div class=\"grid2\">");   /* one grid cell, the size of every other chart */
+        chart_fig_open(b, "fig-stability", "Stability score against batch size", "higher is better", cap);
         svg_chart c = { 0 };
-        char xl[64], yl[64];
+        char xl[80], yl[64];
         svg_axis_fit(&c.x, xlo, xhi, true, false);
-        chart_axis_label_log(&c.x, xl, sizeof xl, "batch (requests in service)");
+        chart_axis_label_log(&c.x, xl, sizeof xl, xname);
         svg_axis_fit(&c.y, 0, 1, false, true);
         snprintf(yl, sizeof yl, "stability score S (%s)", score ? score : "?");
         c.y.label = yl;
-        svg_begin(&c, b, 640, 300, "Stability score against batch size with the fitted exponential decay");
+        svg_begin(&c, b, SVG_CHART_W, SVG_CHART_H, "Stability score against batch size with the fitted exponential decay");
         if (json_is_true(get(s, "fitted"))) {
             const char *which[] = { "lambda", "lambda_lo", "lambda_hi" }, *cls[] = { "m-tok", "fit", "fit" };
             for (int k = 0; k < 3; k++) {
@@ -313,6 +329,7 @@ void charts_stability(rbuf *b, const rep_model *m) {
         svg_legend(&c, lc, lt, json_is_true(get(s, "fitted")) ? 2 : 1);
         svg_end(&c);
         chart_fig_close(b);
+        rb_puts(b, "</div>");
     }
     rb_puts(b, "</section>");
 }

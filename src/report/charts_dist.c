@@ -90,7 +90,7 @@ static void nines_from_samples(rbuf *b, const rep_model *m, const report_request
     svg_axis_fit(&c.y, ylo, v[n - 1], true, true);
     snprintf(base, sizeof base, "%s (ms)", name);
     chart_axis_label_log(&c.y, yl, sizeof yl, base);
-    svg_begin(&c, b, 640, 300, title);
+    svg_begin(&c, b, SVG_CHART_W, SVG_CHART_H, title);
     double tail = log10((double)total / 10);
     if (tail < max_n) svg_xband(&c, tail, max_n, "tail", "< 10 samples");
     const char *cls = !strcmp(metric, "ttft") ? "m-ttft" : !strcmp(metric, "tpot") ? "m-tpot"
@@ -176,7 +176,7 @@ static void nines_from_percentiles(rbuf *b, const rep_model *m, const char *metr
     svg_axis_fit(&c.y, ylo, yhi, true, true);
     snprintf(base, sizeof base, "%s (ms)", name);
     chart_axis_label_log(&c.y, yl, sizeof yl, base);
-    svg_begin(&c, b, 640, 300, title);
+    svg_begin(&c, b, SVG_CHART_W, SVG_CHART_H, title);
     const char *cls = !strcmp(metric, "ttft") ? "m-ttft" : !strcmp(metric, "tpot") ? "m-tpot"
                       : !strcmp(metric, "itl") ? "m-itl" : "m-e2el";
     static const char *const shade[] = { "", " faint", " dash" };

@@ -124,7 +124,7 @@ void charts_saturation(rbuf *b, const rep_model *m) {
     svg_axis_fit(&c.y, 0, yhi, false, true);
     snprintf(yl, sizeof yl, "output tokens/s");
     c.y.label = yl;
-    svg_begin(&c, b, 640, 320, "Output tokens per second against offered load, with the knee marked");
+    svg_begin(&c, b, SVG_CHART_W, SVG_CHART_H, "Output tokens per second against offered load, with the knee marked");
     /* over-saturated region: from the first saturated level to the right edge */
     for (size_t i = 0; i < n; i++)
         if (pt[i].sat) {
@@ -206,7 +206,7 @@ void charts_latency_vs_throughput(rbuf *b, const rep_model *m, const char *metri
     svg_axis_fit(&c.y, ylo, yhi, true, true);
     snprintf(base, sizeof base, "%s (ms)", name);
     chart_axis_label_log(&c.y, yl, sizeof yl, base);
-    svg_begin(&c, b, 640, 320, title);
+    svg_begin(&c, b, SVG_CHART_W, SVG_CHART_H, title);
     const char *cl50 = ttft ? "m-ttft" : "m-tpot", *cl99 = ttft ? "m-ttft dash" : "m-tpot dash";
     svg_line(&c, x, p50, n, cl50);
     svg_points(&c, x, p50, n, cl50, 3);
@@ -260,7 +260,7 @@ void charts_breakdown(rbuf *b, const rep_model *m) {
     c.x.label = m->axis && !strcmp(m->axis, "rate") ? "offered load (requests/s)" : "offered load (concurrent users)";
     svg_axis_linear(&c.y, 0, hi, 6);
     c.y.label = "mean latency (ms)";
-    svg_begin(&c, b, 640, 320, "Mean latency per load level split into client queue, time to first token and decode");
+    svg_begin(&c, b, SVG_CHART_W, SVG_CHART_H, "Mean latency per load level split into client queue, time to first token and decode");
     double w = (c.w - c.ml - c.mr) / (double)n * 0.6;
     for (size_t i = 0; i < n; i++) {
         char tq[64], tt[64], td[64], v[24];
@@ -334,7 +334,7 @@ void charts_errors(rbuf *b, const rep_model *m) {
     c.x.label = m->axis && !strcmp(m->axis, "rate") ? "offered load (requests/s)" : "offered load (concurrent users)";
     svg_axis_linear(&c.y, 0, hi > 0 ? hi : 1, 6);
     c.y.label = "failed (% of requests)";
-    svg_begin(&c, b, 640, 300, "Failed requests per level, stacked by class");
+    svg_begin(&c, b, SVG_CHART_W, SVG_CHART_H, "Failed requests per level, stacked by class");
     double w = (c.w - c.ml - c.mr) / (double)m->n * 0.6;
     char css[ERR_CLASSES][24], txt[ERR_CLASSES][40];
     const char *lc[ERR_CLASSES], *lt[ERR_CLASSES];

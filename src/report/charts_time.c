@@ -88,7 +88,7 @@ static void tl_row(rbuf *b, double t_end, const char *title, const char *ylabel,
     if (zero_to_100) { c.y.kind = AXIS_LINEAR; svg_axis_linear(&c.y, 0, 100, 5); }
     else svg_axis_linear(&c.y, 0, hi > 0 ? hi : 1, 5);
     c.y.label = ylabel;
-    svg_begin(&c, b, 1200, 170, aria);
+    svg_begin(&c, b, SVG_WIDE_W, 170, aria);
     draw_windows(&c, w);
     const char *cls[8], *txt[8];
     size_t k = 0;
@@ -200,7 +200,7 @@ void charts_timeline(rbuf *b, const rep_model *m, const report_requests *rq, con
         char yl[48];
         svg_axis_fit(&c.y, lo, hi, true, true);
         chart_axis_label_log(&c.y, yl, sizeof yl, "TTFT (ms)");
-        svg_begin(&c, b, 1200, 170, "TTFT of each request against its send time");
+        svg_begin(&c, b, SVG_WIDE_W, 170, "TTFT of each request against its send time");
         draw_windows(&c, &win);
         if (stride == 1) {
             svg_points(&c, rq->send_s, rq->ttft_ms, rq->n_ttft, "m-ttft", 1.6);
@@ -289,7 +289,7 @@ void charts_gantt(rbuf *b, const rep_model *m, const report_requests *rq) {
     svg_axis_linear(&c.y, 0, (double)k, 6);
     c.y.label = "requests (send order, first on top)";
     double row_px = 340.0 / (double)k;
-    svg_begin(&c, b, 1200, 340 + c.mt + c.mb, "Timeline of individual requests around the worst time to first token");
+    svg_begin(&c, b, SVG_WIDE_W, 340 + c.mt + c.mb, "Timeline of individual requests around the worst time to first token");
     static const char *const seg_cls[] = { "m-ttft", "m-e2el", "m-queued" };
     for (int seg = 0; seg < 3; seg++) {
         rb_printf(b, "<path class=\"gantt %s\" stroke-width=\"%.2f\" d=\"", seg_cls[seg], row_px > 6 ? 5 : row_px * 0.8);

@@ -88,7 +88,7 @@ static void by_context_chart(rbuf *b, const json_t *doc, const char *id, const c
     if (isfinite(y_ceil) && yhi > y_ceil) yhi = y_ceil;
     svg_axis_fit(&ch.y, ylo, yhi, false, false);
     ch.y.label = ylabel;
-    svg_begin(&ch, b, 560, 300, title);
+    svg_begin(&ch, b, SVG_CHART_W, SVG_CHART_H, title);
     if (zero_rule) svg_hrule(&ch, 0, "dash", NULL);
     for (size_t i = 0; i < n; i++) {
         double l = ci_of(bk[i], key, 0) * scale, h = ci_of(bk[i], key, 1) * scale;

@@ -4,6 +4,7 @@
  * SVG, no script and no external reference, every document string escaped. */
 #include "report/report_internal.h"
 #include "metrics/metric_table.h"
+#include "metrics/summary.h"
 #include "results/validity.h"
 #include "common/redact.h"
 #include "sweep/context.h"
@@ -74,7 +75,7 @@ static int n_gpus(const json_t *r) {
 }
 
 static void tiles(rbuf *b, const rep_model *m, const json_t *diagnosis) {
-    char v[64], s[96], t[48];
+    char v[64], s[160], t[48];
     rb_puts(b, "<div class=\"tiles\">");
     const json_t *ctx = m->sweep ? json_object_get(m->doc, "context") : NULL;
     if (json_is_object(ctx)) {
@@ -129,20 +130,27 @@ static void tiles(rbuf *b, const rep_model *m, const json_t *diagnosis) {
             tile(b, "output tok/s", v, s);
             double g = rep_goodput_tok_s(r);
             if (!isnan(g)) {
-                fmt_num(g, v, sizeof v);
-                snprintf(s, sizeof s, "%.0f%% of requests within SLO",
-                         100.0 * rep_num(r, "good_requests") / rep_num(r, "completed"));
-                tile(b, "goodput tok/s", v, s);
+                /* req/s as in a sweep's tile, the verdict and the terminal */
+                fmt_num(rep_num(r, "request_goodput"), t, sizeof t);
+                snprintf(v, sizeof v, "%s req/s", t);
+                fmt_num(g, t, sizeof t);
+                snprintf(s, sizeof s, "%.0f%% of requests within SLO (%s out tok/s)",
+                         100.0 * rep_num(r, "good_requests") / rep_num(r, "completed"), t);
+                tile(b, "goodput", v, s);
             }
         }
-        fmt_ms(rep_pct(r, "ttft", 99), v, sizeof v);
-        fmt_ms(rep_pct(r, "ttft", 50), t, sizeof t);
-        snprintf(s, sizeof s, "p50 %s%s%s", t, where ? ", " : "", where ? where : "");
-        tile(b, "p99 TTFT", v, s);
-        fmt_ms(rep_pct(r, "tpot", 99), v, sizeof v);
-        fmt_ms(rep_pct(r, "tpot", 50), t, sizeof t);
-        snprintf(s, sizeof s, "p50 %s%s%s", t, where ? ", " : "", where ? where : "");
-        tile(b, "p99 TPOT", v, s);
+        const char *mets[] = { "ttft", "tpot" }, *names[] = { "p99 TTFT", "p99 TPOT" };
+        for (int k = 0; k < 2; k++) {
+            fmt_ms(rep_pct(r, mets[k], 99), v, sizeof v);
+            fmt_ms(rep_pct(r, mets[k], 50), t, sizeof t);
+            if (rep_pct_thin(r, mets[k], 99))
+                /* the largest of a few samples, not a tail: the tile says so where it is read */
+                snprintf(s, sizeof s, "p50 %s%s%s; from %ld requests (a p99 needs %ld)", t, where ? ", " : "",
+                         where ? where : "", rep_pct_samples(r, mets[k]), summary_percentile_samples_needed(99));
+            else
+                snprintf(s, sizeof s, "p50 %s%s%s", t, where ? ", " : "", where ? where : "");
+            tile(b, names[k], v, s);
+        }
         int g = n_gpus(r);
         if (g > 0) {
             fmt_num(rep_num(r, METRIC(output_throughput)) / g, v, sizeof v);
@@ -316,6 +324,36 @@ static void evidence_value(rbuf *b, const json_t *e) {
     rb_puts(b, "</b>");
 }
 
+/* Where each number came from (a results field, an endpoint, the cost model): for whoever checks
+ * the claim, so folded away from the sentences people read first. */
+static void evidence_sources(rbuf *b, const json_t *ev) {
+    size_t i, n = 0;
+    json_t *e;
+    json_array_foreach(ev, i, e) n += str(e, "source") != NULL;
+    if (!n) return;
+    rb_puts(b, "<details class=\"sources\"><summary class=\"note\">where the numbers come from</summary><ul class=\"note\">");
+    json_array_foreach(ev, i, e) {
+        if (!str(e, "source")) continue;
+        /* the evidence's first words name it; the whole sentence is just above */
+        const char *t = str(e, "text") ? str(e, "text") : "";
+        size_t len = strlen(t), cut = len;
+        if (len > 48) {
+            cut = 48;
+            while (cut > 20 && t[cut] != ' ') cut--;
+            if (t[cut] != ' ') cut = len;   /* no word break: the whole text, never half a character */
+        }
+        char head[64];
+        snprintf(head, sizeof head, "%.*s", (int)cut, t);
+        rb_puts(b, "<li>");
+        rb_esc(b, cut < len ? head : t);
+        if (cut < len) rb_puts(b, "\xe2\x80\xa6");
+        rb_puts(b, ": <code>");
+        rb_esc(b, str(e, "source"));
+        rb_puts(b, "</code></li>");
+    }
+    rb_puts(b, "</ul></details>");
+}
+
 static void finding(rbuf *b, const rep_model *m, const json_t *f, size_t rank) {
     const char *cls = str(f, "class");
     rb_printf(b, "<article class=\"finding%s\" id=\"finding-%zu\"><div class=\"fhead\"><span class=\"rank\">%zu</span>",
@@ -336,10 +374,10 @@ static void finding(rbuf *b, const rep_model *m, const json_t *f, size_t rank) {
             rb_puts(b, "<li>");
             rb_esc(b, str(e, "text"));
             evidence_value(b, e);
-            if (str(e, "source")) { rb_puts(b, " <code>"); rb_esc(b, str(e, "source")); rb_puts(b, "</code>"); }
             rb_puts(b, "</li>");
         }
         rb_puts(b, "</ul>");
+        evidence_sources(b, ev);
     }
     const json_t *knobs = json_object_get(f, "knobs");
     if (json_array_size(knobs)) {
@@ -394,8 +432,12 @@ static void roofline(rbuf *b, const json_t *rf) {
     double bt = rep_num(rf, "batch"), ctx = rep_num(rf, "context");
     if (!isnan(bt)) { fmt_num(bt, a, sizeof a); rb_printf(b, ", batch %s", a); }
     if (!isnan(ctx)) { fmt_num(ctx, a, sizeof a); rb_printf(b, ", context %s", a); }
-    if (str(rf, "source")) { rb_puts(b, " <span class=\"src\">("); rb_esc(b, str(rf, "source")); rb_puts(b, ")</span>"); }
     rb_puts(b, ".</p>");
+    if (str(rf, "source")) {
+        rb_puts(b, "<details class=\"sources\"><summary class=\"note\">where the roofline comes from</summary><p class=\"note\"><code>");
+        rb_esc(b, str(rf, "source"));
+        rb_puts(b, "</code></p></details>");
+    }
 }
 
 /* Where the time went (diagnose's accounting): a request's mean time and one decode step, each part
@@ -503,20 +545,65 @@ static void cell_num(rbuf *b, double v, bool bad, const char *title) {
     rb_puts(b, "</td>");
 }
 
-static void cell_pair(rbuf *b, double a, double c, double slo) {
+static void cell_num_thin(rbuf *b, double v, bool bad, long thin_n) {
+    char t[48], title[160];
+    fmt_num(v, t, sizeof t);
+    rb_printf(b, "<td%s", bad ? " class=\"bad\"" : "");
+    if (thin_n >= 0) {
+        snprintf(title, sizeof title, "p99 from %ld sample%s: a p99 needs %ld", thin_n, thin_n == 1 ? "" : "s",
+                 summary_percentile_samples_needed(99));
+        rb_puts(b, " title=\"");
+        rb_esc(b, title);
+        rb_puts(b, "\"");
+    }
+    rb_puts(b, ">");
+    rb_esc(b, t);
+    rb_puts(b, thin_n >= 0 ? "*</td>" : "</td>");
+}
+
+/* p50 / p99; a p99 from fewer samples than it needs carries a "*" and says why on hover. */
+static void cell_pair(rbuf *b, double a, double c, double slo, long thin_n) {
     char x[32], y[32];
     fmt_num(a, x, sizeof x);
     fmt_num(c, y, sizeof y);
-    rb_printf(b, "<td%s>%s / %s</td>", !isnan(slo) && c > slo ? " class=\"bad\"" : "", x, y);
+    rb_printf(b, "<td%s", !isnan(slo) && c > slo ? " class=\"bad\"" : "");
+    if (thin_n >= 0)
+        rb_printf(b, " title=\"p99 from %ld request%s: a p99 needs %ld; this is the largest sample, not a tail estimate\"",
+                  thin_n, thin_n == 1 ? "" : "s", summary_percentile_samples_needed(99));
+    rb_printf(b, ">%s / %s%s</td>", x, y, thin_n >= 0 ? "*" : "");
+}
+
+/* The sample count when metric's p99 is thin in r, else -1 (cell_pair's argument). */
+static long thin99(const json_t *r, const char *metric) {
+    return rep_pct_thin(r, metric, 99) ? rep_pct_samples(r, metric) : -1;
+}
+
+/* A percentage cell: the precision a percentage carries (fmt_pct_cell), red when bad. */
+static void cell_pct(rbuf *b, double v, bool bad, const char *title) {
+    char t[32];
+    fmt_pct_cell(v, t, sizeof t);
+    rb_printf(b, "<td%s", bad ? " class=\"bad\"" : "");
+    if (title) { rb_puts(b, " title=\""); rb_esc(b, title); rb_puts(b, "\""); }
+    rb_puts(b, ">");
+    rb_esc(b, t);
+    rb_puts(b, "</td>");
 }
 
 static void levels_table(rbuf *b, const rep_model *m) {
+    /* telemetry columns only where some level sampled them: a column of "n/a" says nothing */
+    bool gpu, dram, kv;
+    rep_telemetry_columns(m, &gpu, &dram, &kv);
+    int cols = 10 + gpu + dram + kv;
+    bool any_thin = false;
     rb_puts(b, "<section id=\"levels\"><h2>");
     rb_puts(b, m->sweep ? "Per-load results" : "Run summary");
     rb_puts(b, "</h2><div class=\"tablewrap\"><table><thead><tr><th>load</th><th>req/s</th>"
-               "<th>out tok/s</th><th>goodput tok/s</th><th>TTFT p50 / p99 (ms)</th><th>TPOT p50 / p99 (ms)</th>"
-               "<th>ITL p99 (ms)</th><th>E2EL p99 (ms)</th><th>client queue p99 (ms)</th><th>err %</th>"
-               "<th>GPU util %</th><th>DRAM BW %</th><th>KV peak %</th></tr></thead><tbody>");
+               "<th>out tok/s</th><th>goodput req/s</th><th>TTFT p50 / p99 (ms)</th><th>TPOT p50 / p99 (ms)</th>"
+               "<th>ITL p99 (ms)</th><th>E2EL p99 (ms)</th><th>client queue p99 (ms)</th><th>err %</th>");
+    if (gpu) rb_puts(b, "<th>GPU util %</th>");
+    if (dram) rb_puts(b, "<th>DRAM BW %</th>");
+    if (kv) rb_puts(b, "<th>KV peak %</th>");
+    rb_puts(b, "</tr></thead><tbody>");
     for (size_t i = 0; i < m->n; i++) {
         const rep_level *l = &m->lv[i];
         const json_t *r = l->r;
@@ -541,7 +628,7 @@ static void levels_table(rbuf *b, const rep_model *m) {
         if (!l->measured) {
             /* no numbers: what little completed is a biased sample */
             const char *why = json_string_value(json_object_get(l->level, "not_measured_reason"));
-            rb_puts(b, "</td><td colspan=\"12\" class=\"note\">");
+            rb_printf(b, "</td><td colspan=\"%d\" class=\"note\">", cols - 1);
             rb_esc(b, why ? why : "not measured: requests outlast the level");
             rb_puts(b, "</td></tr>");
             continue;
@@ -557,22 +644,36 @@ static void levels_table(rbuf *b, const rep_model *m) {
             snprintf(ci, sizeof ci, "%s", n);
         cell_num(b, rep_num(r, METRIC(request_throughput)), false, n);
         cell_num(b, rep_num(r, METRIC(output_throughput)), false, ci);
-        cell_num(b, rep_goodput_tok_s(r), false, NULL);
-        cell_pair(b, rep_pct(r, "ttft", 50), rep_pct(r, "ttft", 99), rep_slo_ms(r, "ttft"));
-        cell_pair(b, rep_pct(r, "tpot", 50), rep_pct(r, "tpot", 99), rep_slo_ms(r, "tpot"));
-        cell_num(b, rep_pct(r, "itl", 99), false, NULL);
+        char gt[96], gn[32];
+        fmt_num(rep_goodput_tok_s(r), gn, sizeof gn);
+        snprintf(gt, sizeof gt, "%s out tok/s from the requests within the SLO", gn);
+        cell_num(b, rep_num(r, METRIC(request_goodput)), false, gt);
+        cell_pair(b, rep_pct(r, "ttft", 50), rep_pct(r, "ttft", 99), rep_slo_ms(r, "ttft"), thin99(r, "ttft"));
+        cell_pair(b, rep_pct(r, "tpot", 50), rep_pct(r, "tpot", 99), rep_slo_ms(r, "tpot"), thin99(r, "tpot"));
+        cell_num_thin(b, rep_pct(r, "itl", 99), false, thin99(r, "itl"));
         double e2 = rep_pct(r, "e2el", 99), es = rep_slo_ms(r, "e2el");
-        cell_num(b, e2, !isnan(es) && e2 > es, NULL);
-        cell_num(b, rep_pct(r, "queue", 99), false, NULL);
+        cell_num_thin(b, e2, !isnan(es) && e2 > es, thin99(r, "e2el"));
+        cell_num_thin(b, rep_pct(r, "queue", 99), false, thin99(r, "queue"));
+        any_thin |= thin99(r, "ttft") >= 0 || thin99(r, "itl") >= 0;
         double e = rep_error_pct(r);
-        cell_num(b, e, e > 1, NULL);
-        cell_num(b, rep_gpu_mean(r, "util_gpu_pct"), false, "mean over the run and GPUs");
-        cell_num(b, rep_gpu_mean(r, "dram_bw_util_pct"), false, "mean over the run and GPUs");
-        cell_num(b, rep_kv_max_pct(r), false, NULL);
+        cell_pct(b, e, e > 1, NULL);
+        if (gpu) cell_pct(b, rep_gpu_mean(r, "util_gpu_pct"), false, "mean over the run and GPUs");
+        if (dram) cell_pct(b, rep_gpu_mean(r, "dram_bw_util_pct"), false, "mean over the run and GPUs");
+        if (kv) cell_pct(b, rep_kv_max_pct(r), false, NULL);
         rb_puts(b, "</tr>");
     }
     rb_puts(b, "</tbody></table></div><p class=\"note\">Red: over the SLO, or more than 1% errors. Hover a "
-               "throughput cell for the request counts.");
+               "throughput cell for the request counts, a goodput cell for its tokens.");
+    if (any_thin)
+        rb_printf(b, " * p99 from fewer than %ld samples: the largest sample, not a tail estimate.",
+                  summary_percentile_samples_needed(99));
+    if (!gpu || !kv) {
+        rb_puts(b, " Not sampled, so not shown:");
+        if (!gpu) rb_puts(b, dram ? " GPU utilization" : " GPU utilization and DRAM bandwidth (no GPU telemetry)");
+        if (!gpu && !kv) rb_puts(b, ";");
+        if (!kv) rb_puts(b, " KV-cache usage (no server /metrics or engine series)");
+        rb_puts(b, ".");
+    }
     if (m->sweep) rb_puts(b, " \xe2\x96\xb6 marks the knee.");
     rb_puts(b, "</p></section>");
 }
@@ -746,9 +847,9 @@ static void classes_section(rbuf *b, const rep_model *m) {
             cell_num(b, rep_num(c, "completed"), false, NULL);
             double failed = rep_num(c, "failed");
             cell_num(b, failed, failed > 0, NULL);
-            cell_pair(b, rep_num(c, METRIC(median_ttft_ms)), rep_num(c, METRIC(p99_ttft_ms)), NAN);
-            cell_pair(b, rep_num(c, METRIC(median_tpot_ms)), rep_num(c, METRIC(p99_tpot_ms)), NAN);
-            cell_num(b, rep_num(c, METRIC(p99_e2el_ms)), false, NULL);
+            cell_pair(b, rep_num(c, METRIC(median_ttft_ms)), rep_num(c, METRIC(p99_ttft_ms)), NAN, thin99(c, "ttft"));
+            cell_pair(b, rep_num(c, METRIC(median_tpot_ms)), rep_num(c, METRIC(p99_tpot_ms)), NAN, thin99(c, "tpot"));
+            cell_num_thin(b, rep_num(c, METRIC(p99_e2el_ms)), false, thin99(c, "e2el"));
             cell_num(b, rep_num(c, METRIC(output_throughput)), false, NULL);
             cell_num(b, rep_num(c, METRIC(request_goodput)), false, NULL);
             rb_puts(b, "</tr>");

@@ -3,6 +3,7 @@
  * so a section can tell "absent" from zero and leave itself out. */
 #include "report/report_internal.h"
 #include "metrics/metric_table.h"
+#include "metrics/summary.h"
 #include "sweep/context.h"
 #include "results/validity.h"
 #include "sweep/sweep.h"
@@ -212,6 +213,26 @@ double rep_kv_max_pct(const json_t *r) {
     return isnan(v) ? NAN : 100.0 * v;
 }
 
+void rep_telemetry_columns(const rep_model *m, bool *gpu_util, bool *dram_bw, bool *kv_peak) {
+    *gpu_util = *dram_bw = *kv_peak = false;
+    for (size_t i = 0; i < m->n; i++) {
+        if (!m->lv[i].measured) continue;
+        *gpu_util |= !isnan(rep_gpu_mean(m->lv[i].r, "util_gpu_pct"));
+        *dram_bw |= !isnan(rep_gpu_mean(m->lv[i].r, "dram_bw_util_pct"));
+        *kv_peak |= !isnan(rep_kv_max_pct(m->lv[i].r));
+    }
+}
+
+long rep_pct_samples(const json_t *r, const char *metric) {
+    double n = rep_num(r, !strcmp(metric, "itl") ? "itl_samples" : "completed");
+    return n >= 0 ? (long)n : -1;
+}
+
+bool rep_pct_thin(const json_t *r, const char *metric, double p) {
+    long n = rep_pct_samples(r, metric);
+    return n >= 0 && n < summary_percentile_samples_needed(p);
+}
+
 double rep_slo_ms(const json_t *r, const char *metric) {
     char key[32];
     snprintf(key, sizeof key, "%s_ms", metric);
@@ -268,11 +289,13 @@ void rep_verdict(const rep_model *m, const json_t *diagnosis, rbuf *out) {
         if (m->max_goodput) {
             const json_t *r = NULL;
             for (size_t i = 0; i < m->n; i++) if (m->lv[i].is_max_goodput) r = m->lv[i].r;
-            /* in tokens/s: the level's good requests x its mean output length */
+            /* in the unit the tile and the terminal use (requests within the SLO per second),
+             * the tokens those requests carried beside it */
             double g = r ? rep_goodput_tok_s(r) : NAN;
             rep_load_label(m, rep_num(m->max_goodput, "load"), a, sizeof a);
-            fmt_num(g, b, sizeof b);
-            rb_printf(out, "; max goodput %s tok/s at %s", b, a);
+            fmt_num(rep_num(m->max_goodput, "request_goodput"), b, sizeof b);
+            fmt_num(g, c, sizeof c);
+            rb_printf(out, "; max goodput %s req/s (%s out tok/s) at %s", b, c, a);
             if (r) slo_clause(out, r);
         }
     } else {
@@ -286,6 +309,8 @@ void rep_verdict(const rep_model *m, const json_t *diagnosis, rbuf *out) {
         fmt_ms(rep_pct(r, "ttft", 99), b, sizeof b);
         fmt_ms(rep_pct(r, "tpot", 99), c, sizeof c);
         rb_printf(out, ", p99 TTFT %s, p99 TPOT %s", b, c);
+        if (rep_pct_thin(r, "ttft", 99))
+            rb_printf(out, " (p99 from %ld requests: the largest, not a tail)", rep_pct_samples(r, "ttft"));
         double e = rep_error_pct(r);
         if (!isnan(e)) {
             fmt_pct(e, b, sizeof b);
@@ -293,8 +318,9 @@ void rep_verdict(const rep_model *m, const json_t *diagnosis, rbuf *out) {
         }
         double g = rep_goodput_tok_s(r);
         if (!isnan(g)) {
-            fmt_num(g, b, sizeof b);
-            rb_printf(out, "; goodput %s tok/s", b);
+            fmt_num(rep_num(r, "request_goodput"), b, sizeof b);
+            fmt_num(g, c, sizeof c);
+            rb_printf(out, "; goodput %s req/s (%s out tok/s)", b, c);
             slo_clause(out, r);
         }
     }

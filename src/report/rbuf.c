@@ -186,6 +186,15 @@ void fmt_pct(double pct, char *buf, size_t len) {
     else snprintf(buf, len, "%.2g%%", pct);
 }
 
+void fmt_pct_cell(double pct, char *buf, size_t len) {
+    if (!isfinite(pct)) { snprintf(buf, len, "n/a"); return; }
+    double a = fabs(pct);
+    if (pct == 0) snprintf(buf, len, "0");
+    else if (a < 0.05) snprintf(buf, len, "%s0.1", pct < 0 ? ">-" : "<");
+    else if (a >= 10) snprintf(buf, len, "%.0f", pct);
+    else snprintf(buf, len, "%.1f", pct);
+}
+
 int rb_write(rbuf *b, FILE *f, char *err, size_t errlen) {
     int rc = 0;
     if (b->oom) { snprintf(err, errlen, "out of memory building the report"); rc = -1; }

@@ -38,6 +38,10 @@ void fmt_num(double v, char *buf, size_t len);
 void fmt_tick(double v, char *buf, size_t len);
 /* A percentage: 100 -> "100%", 3.4 -> "3.4%", 0.25 -> "0.25%". */
 void fmt_pct(double pct, char *buf, size_t len);
+/* A percentage for a column whose header says "%": 0.1 points of precision below 10 ("3.4",
+ * "0.3"), whole points above; a share too small to read at that precision is "<0.1", not
+ * "0.0195" (a number of significant digits the measurement does not carry); NaN -> "n/a". */
+void fmt_pct_cell(double pct, char *buf, size_t len);
 /* A duration in ms as a person reads it: 0.42 -> "0.42 ms", 262 -> "262 ms", 1517 -> "1.52 s". */
 void fmt_ms(double ms, char *buf, size_t len);
 
@@ -69,13 +73,29 @@ double svg_axis_frac(const svg_axis *a, double v);
 /* Tick text ("1.5k", "99.9%"). */
 void svg_tick_label(const svg_axis *a, double v, char *buf, size_t len);
 
+/* What a label must not cover: the curves and points drawn so far (px), the labels placed. */
+#define SVG_MAX_SEGS 1024
+#define SVG_MAX_LABELS 64
+typedef struct { float x0, y0, x1, y1; } svg_seg;
+typedef struct { double x0, y0, x1, y1; } svg_box;
+
 typedef struct {
     rbuf *out;
     double w, h;                 /* px */
     double ml, mr, mt, mb;       /* plot-area margins */
     svg_axis x, y;
     size_t clip_id;              /* id of the plot-area clipPath (set by svg_begin) */
+    svg_seg seg[SVG_MAX_SEGS];   /* lines and points drawn (a point is a segment of length 0) */
+    size_t n_seg;
+    svg_box lab[SVG_MAX_LABELS]; /* labels placed */
+    size_t n_lab;
 } svg_chart;
+
+/* Every chart in a grid cell has this size, so that text and marks read at one scale; a chart
+ * across the page (timelines) is SVG_WIDE_W wide. */
+#define SVG_CHART_W 580
+#define SVG_CHART_H 320
+#define SVG_WIDE_W 1200
 
 /* Opens <svg> with a title for screen readers, draws grid, ticks and axis labels. */
 void svg_begin(svg_chart *c, rbuf *out, double w, double h, const char *aria_label);
@@ -190,6 +210,14 @@ double rep_series_max(const json_t *arr);
 double rep_gpu_mean(const json_t *r, const char *column);
 /* Peak KV usage in percent from server telemetry or the simulated engine; NaN when absent. */
 double rep_kv_max_pct(const json_t *r);
+/* The samples behind a percentile of metric ("ttft", "itl", ...): pooled gaps for ITL, else one per
+ * completed request; -1 when the document does not say. */
+long rep_pct_samples(const json_t *r, const char *metric);
+/* A percentile p from fewer samples than it needs (summary_percentile_samples_needed): the largest
+ * samples relabelled, marked wherever the report shows it. */
+bool rep_pct_thin(const json_t *r, const char *metric, double p);
+/* Which telemetry columns a per-level table shows: those some measured level has a value for. */
+void rep_telemetry_columns(const rep_model *m, bool *gpu_util, bool *dram_bw, bool *kv_peak);
 /* The SLO in ms for "ttft", "tpot", "e2el" from goodput_slo; NaN when none. */
 double rep_slo_ms(const json_t *r, const char *metric);
 /* Verdict sentence (plain text). */

@@ -179,6 +179,75 @@ TEST(report_escape_and_format) {
     fmt_pct(3.42, t, sizeof t); CHECK_STR(t, "3.4%");
     fmt_pct(0.25, t, sizeof t); CHECK_STR(t, "0.25%");
     fmt_pct(0, t, sizeof t); CHECK_STR(t, "0%");
+    /* a "%" column: the precision a percentage carries, never "0.0195" */
+    fmt_pct_cell(0.0195, t, sizeof t); CHECK_STR(t, "<0.1");
+    fmt_pct_cell(0.26, t, sizeof t); CHECK_STR(t, "0.3");
+    fmt_pct_cell(3.42, t, sizeof t); CHECK_STR(t, "3.4");
+    fmt_pct_cell(45.6, t, sizeof t); CHECK_STR(t, "46");
+    fmt_pct_cell(0, t, sizeof t); CHECK_STR(t, "0");
+    fmt_pct_cell(NAN, t, sizeof t); CHECK_STR(t, "n/a");
+}
+
+/* Whether segment (x0,y0)-(x1,y1) passes through box b: sampled every 0.25 px (independent of
+ * svg.c's clipping test). */
+static bool seg_in_box(double x0, double y0, double x1, double y1, const double b[4]) {
+    double len = hypot(x1 - x0, y1 - y0);
+    int steps = (int)(len / 0.25) + 1;
+    for (int i = 0; i <= steps; i++) {
+        double t = (double)i / steps, x = x0 + t * (x1 - x0), y = y0 + t * (y1 - y0);
+        if (x > b[0] && x < b[2] && y > b[1] && y < b[3]) return true;
+    }
+    return false;
+}
+
+/* No label over a curve: a rising line crosses where a knee label and point labels would go
+ * first (right of the rule at the top, right of each point); every label drawn is off the line. */
+TEST(report_svg_labels_stay_off_curves) {
+    rbuf b;
+    rb_init(&b);
+    svg_chart c = { 0 };
+    svg_axis_linear(&c.x, 0, 100, 6);
+    svg_axis_linear(&c.y, 0, 100, 6);
+    svg_begin(&c, &b, SVG_CHART_W, SVG_CHART_H, "labels off curves");
+    /* the line runs just right of x=50 up to the top, and through the points' label spots */
+    double lx[] = { 0, 20, 52, 56, 100 }, ly[] = { 0, 24, 96, 100, 100 };
+    svg_line(&c, lx, ly, 5, "m-tok");
+    double px[] = { 20, 40, 60 }, py[] = { 20, 46, 100 };
+    svg_points(&c, px, py, 3, "m-tok", 3);
+    const char *labels[] = { "c=16", "c=32", "c=64" };
+    svg_point_labels(&c, px, py, labels, 3);
+    svg_vrule(&c, 50, "knee", "knee c=48 (fit 47.5)", 0);
+    svg_hrule(&c, 25, "slo", "SLO 25 ms");
+    svg_end(&c);
+    /* the line's segments as drawn */
+    double sx[8], sy[8];
+    int ns = 0;
+    const char *d = strstr(b.p, "<path class=\"s m-tok\" d=\"");
+    CHECK(d != NULL);
+    for (const char *p = d ? strchr(d + 20, 'M') : NULL; p && (*p == 'M' || *p == 'L') && ns < 8;) {
+        if (sscanf(p + 1, "%lf %lf", &sx[ns], &sy[ns]) != 2) break;
+        ns++;
+        p++;
+        while (*p && *p != 'L' && *p != '"') p++;
+    }
+    CHECK_EQ_INT(ns, 5);
+    int texts = 0;
+    for (const char *p = strstr(b.p, "<g class=\"plabel\">"); p && (p = strstr(p, "<text x=\"")); p++) {
+        double tx, ty;
+        if (sscanf(p, "<text x=\"%lf\" y=\"%lf\"", &tx, &ty) != 2) break;
+        const char *gt = strchr(p, '>');
+        bool end = strstr(p, "text-anchor=\"end\"") && strstr(p, "text-anchor=\"end\"") < gt;
+        const char *t = gt + 1;
+        double w = (strstr(t, "knee") == t || strstr(t, "SLO") == t ? 6.2 : 5.6) * (double)(strchr(t, '<') - t);
+        double box[4] = { end ? tx - w : tx, ty - 9, end ? tx : tx + w, ty + 1 };
+        for (int k = 1; k < ns; k++)
+            CHECK_MSG(!seg_in_box(sx[k - 1], sy[k - 1], sx[k], sy[k], box), "label '%.*s' at %.0f,%.0f covers the line",
+                      (int)(strchr(t, '<') - t), t, tx, ty);
+        texts++;
+    }
+    CHECK_MSG(texts >= 4, "%d labels drawn", texts);   /* the rule's and the SLO's always, and the points' */
+    CHECK(strstr(b.p, ">knee c=48 (fit 47.5)<") != NULL);
+    rb_free(&b);
 }
 
 /* ---- end to end ---- */
@@ -530,6 +599,130 @@ TEST(report_real_sweep) {
     }
     free(h); free(c);
     json_decref(doc);
+}
+
+/* What a newcomer reads first says one thing one way: max goodput in the same unit in the verdict,
+ * the tile and the table; no all-"n/a" column when no GPU was sampled; evidence sources folded
+ * into <details>, not in the sentences; every grid chart one size; the stability axis names what
+ * it plots and its caption describes only what is drawn. */
+TEST(report_first_hour_presentation) {
+    const char *sw = tmp("fh_sweep.json"), *html = tmp("fh_sweep.html"), *md = tmp("fh_sweep.md");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "sim --quiet --concurrency 2..64x2 --requests 96 --max-num-seqs 16 --slo-ttft 300ms "
+                              "--slo-tpot 30ms --out %s", sw);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "report %s -o %s --md %s", sw, html, md);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "diagnose %s --json", sw);
+    char *dout = NULL;
+    int drc = test_run(cmd, &dout, NULL);
+    json_t *doc = test_load_json(sw), *diag = drc == 0 && dout ? json_loads(dout, 0, NULL) : NULL;
+    free(dout);
+    CHECK(diag != NULL);
+    char *h = slurp(html), *m = slurp(md);
+    CHECK(doc && h && m);
+    if (!doc || !h || !m) { free(h); free(m); json_decref(doc); json_decref(diag); return; }
+    /* one unit for max goodput: the tile's req/s number is the verdict's */
+    const json_t *mg = json_object_get(doc, "max_goodput");
+    CHECK(json_is_object(mg));
+    char g[32], want[96];
+    fmt_num(json_number_value(json_object_get(mg, "request_goodput")), g, sizeof g);
+    snprintf(want, sizeof want, "<div class=\"k\">max goodput</div><div class=\"v\">%s req/s</div>", g);
+    CHECK_MSG(strstr(h, want) != NULL, "tile: %s", want);
+    snprintf(want, sizeof want, "max goodput %s req/s (", g);
+    CHECK_MSG(strstr(h, want) && strstr(m, want), "verdict: %s", want);
+    CHECK(strstr(h, "<th>goodput req/s</th>") && strstr(m, "| goodput req/s |"));
+    CHECK(!strstr(h, "goodput tok/s</th>"));
+    /* the simulator samples no GPU: no GPU columns, no "n/a" cell in the table; KV from the engine */
+    const char *tab = strstr(h, "<section id=\"levels\">"), *tend = tab ? strstr(tab, "</section>") : NULL;
+    CHECK(tab && tend);
+    if (tab && tend) {
+        char *t = strndup(tab, (size_t)(tend - tab));
+        CHECK(!strstr(t, "GPU util %") && !strstr(t, "DRAM BW %"));
+        CHECK(strstr(t, "<th>KV peak %</th>") != NULL);
+        CHECK_EQ_INT(count(t, ">n/a<"), 0);
+        CHECK(strstr(t, "Not sampled, so not shown: GPU utilization and DRAM bandwidth") != NULL);
+        free(t);
+    }
+    CHECK(!strstr(m, "GPU util %"));
+    /* evidence sources: each in a <details>, none in the findings' sentences */
+    if (diag) {
+        size_t i, k, n_src = 0;
+        json_t *f, *e;
+        json_array_foreach(json_object_get(diag, "findings"), i, f) json_array_foreach(json_object_get(f, "evidence"), k, e) {
+            const char *src = json_string_value(json_object_get(e, "source"));
+            if (!src || strchr(src, '&') || strchr(src, '<') || strchr(src, '>') || strchr(src, '\'')) continue;
+            n_src++;
+            char tag[600];
+            snprintf(tag, sizeof tag, "<code>%s</code>", src);
+            /* every occurrence sits inside a details element */
+            for (const char *p = strstr(h, tag); p; p = strstr(p + 1, tag)) {
+                const char *open = NULL;
+                for (const char *q = strstr(h, "<details"); q && q < p; q = strstr(q + 1, "<details")) open = q;
+                const char *close = open ? strstr(open, "</details>") : NULL;
+                CHECK_MSG(open && close && close > p, "source outside a details element: %s", src);
+            }
+            CHECK_MSG(strstr(h, tag) != NULL, "source not shown at all: %s", src);
+        }
+        CHECK(n_src > 0);
+        CHECK(strstr(h, "<summary class=\"note\">where the numbers come from</summary>") != NULL);
+        /* Markdown the same: folded, never "(`source`)" after a sentence */
+        CHECK(strstr(m, "<details><summary>where the numbers come from</summary>") != NULL);
+        CHECK(!strstr(m, " (`"));
+    }
+    /* one size: every chart in a grid cell has the same viewBox and is never drawn larger */
+    size_t charts = 0;
+    for (const char *p = strstr(h, "<svg class=\"chart\" viewBox=\""); p; p = strstr(p + 1, "<svg class=\"chart\" viewBox=\"")) {
+        double w, hh, mw;
+        CHECK(sscanf(p, "<svg class=\"chart\" viewBox=\"0 0 %lf %lf\" style=\"max-width:%lfpx\"", &w, &hh, &mw) == 3);
+        CHECK_MSG((w == SVG_CHART_W && hh == SVG_CHART_H) || w == SVG_WIDE_W, "a chart of %.0f x %.0f", w, hh);
+        CHECK(mw == w);
+        charts++;
+    }
+    CHECK(charts >= 6);
+    /* the stability figure: in a grid cell; its axis is the offered concurrency; the caption
+     * describes the fitted line only when it is drawn */
+    const json_t *st = json_object_get(doc, "stability");
+    const char *fig = strstr(h, "id=\"fig-stability\"");
+    if (json_is_object(st) && fig) {
+        const char *before = fig;
+        while (before > h && strncmp(before, "<div class=\"grid2\">", 19)) before--;
+        CHECK_MSG(fig - before < 40, "the stability figure is not in a grid cell");
+        CHECK(strstr(fig, "batch: offered concurrency (users") != NULL);
+        CHECK(!strstr(h, "batch (requests in service)"));
+        bool fitted = json_is_true(json_object_get(st, "fitted"));
+        const char *fend = strstr(fig, "</figure>");
+        char *f = fend ? strndup(fig, (size_t)(fend - fig)) : NULL;
+        CHECK(f != NULL);
+        if (f) {
+            CHECK_EQ_INT(strstr(f, "Line: the fitted") != NULL, fitted);
+            CHECK_EQ_INT(strstr(f, "No line: the sweep could not fit") != NULL, !fitted);
+            CHECK_EQ_INT(strstr(f, "<path class=\"s m-tok\"") != NULL, fitted);
+        }
+        free(f);
+        /* the same figure from a document whose fit failed: no line, and the caption says so */
+        if (fitted) json_object_set_new((json_t *)st, "fitted", json_false());
+        json_object_set_new((json_t *)st, "why", json_string("the fit failed (test)"));
+        const char *sw2 = tmp("fh_sweep_nofit.json"), *html2 = tmp("fh_sweep_nofit.html");
+        json_dump_file(doc, sw2, 0);
+        snprintf(cmd, sizeof cmd, "report %s -o %s", sw2, html2);
+        CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+        char *h2 = slurp(html2);
+        const char *f2 = h2 ? strstr(h2, "id=\"fig-stability\"") : NULL;
+        const char *f2e = f2 ? strstr(f2, "</figure>") : NULL;
+        CHECK(f2 && f2e);
+        if (f2 && f2e) {
+            char *x = strndup(f2, (size_t)(f2e - f2));
+            CHECK(!strstr(x, "Line: the fitted") && strstr(x, "No line") && !strstr(x, "<path class=\"s m-tok\""));
+            free(x);
+        }
+        free(h2);
+    } else {
+        CHECK_MSG(0, "the sim ladder has no stability figure");
+    }
+    free(h); free(m);
+    json_decref(doc);
+    json_decref(diag);
 }
 
 /* A sweep whose levels failed in two ways: the errors chart stacks the classes per level. */

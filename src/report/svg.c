@@ -139,7 +139,10 @@ void svg_begin(svg_chart *c, rbuf *out, double w, double h, const char *aria_lab
     /* the buffer offset is unique within the document: a clip id that cannot collide */
     size_t id = out->len;
     c->clip_id = id;
-    rb_printf(out, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" aria-label=\"", w, h);
+    /* never drawn larger than its own size: text reads at one size in every chart (a grid cell
+     * of the page holds SVG_CHART_W, a full-width figure SVG_WIDE_W) */
+    rb_printf(out, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" style=\"max-width:%.0fpx\" role=\"img\" aria-label=\"",
+              w, h, w);
     rb_esc(out, aria_label);
     rb_puts(out, "\"><title>");
     rb_esc(out, aria_label);
@@ -203,12 +206,22 @@ static void path_open(svg_chart *c, const char *cls) {
     rb_puts(c->out, "\" d=\"");
 }
 
+/* Remembers a drawn segment for the label placement (svg_point_labels, rules); a chart with more
+ * segments than it keeps (dense timelines) keeps the first ones. */
+static void note_seg(svg_chart *c, double x0, double y0, double x1, double y1) {
+    if (c->n_seg < SVG_MAX_SEGS) c->seg[c->n_seg++] = (svg_seg){ (float)x0, (float)y0, (float)x1, (float)y1 };
+}
+
 void svg_line(svg_chart *c, const double *x, const double *y, size_t n, const char *cls) {
     path_open(c, cls);
     bool pen = false;
+    double lx = 0, ly = 0;
     for (size_t i = 0; i < n; i++) {
         if (!finite_pt(c, x[i], y[i])) { pen = false; continue; }
-        rb_printf(c->out, "%c%.1f %.1f", pen ? 'L' : 'M', svg_px(c, x[i]), svg_py(c, y[i]));
+        double px = svg_px(c, x[i]), py = svg_py(c, y[i]);
+        rb_printf(c->out, "%c%.1f %.1f", pen ? 'L' : 'M', px, py);
+        if (pen) note_seg(c, lx, ly, px, py);
+        lx = px, ly = py;
         pen = true;
     }
     rb_puts(c->out, "\"/>");
@@ -261,15 +274,43 @@ void svg_points(svg_chart *c, const double *x, const double *y, size_t n, const 
     for (size_t i = 0; i < n; i++) {
         if (!finite_pt(c, x[i], y[i])) continue;
         rb_printf(c->out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\"/>", svg_px(c, x[i]), svg_py(c, y[i]), r);
+        note_seg(c, svg_px(c, x[i]), svg_py(c, y[i]), svg_px(c, x[i]), svg_py(c, y[i]));
     }
     rb_puts(c->out, "</g>");
 }
 
 /* Labels at 10 px: about 5.6 px per character, 11 px from baseline to cap. */
-typedef struct { double x0, y0, x1, y1; } label_box;
+typedef svg_box label_box;
 
 static bool boxes_overlap(const label_box *a, const label_box *b) {
     return a->x0 < b->x1 && b->x0 < a->x1 && a->y0 < b->y1 && b->y0 < a->y1;
+}
+
+/* Whether segment s crosses box b (Liang-Barsky clipping of the segment to the box). */
+static bool seg_hits_box(const svg_seg *s, const label_box *b) {
+    double t0 = 0, t1 = 1, dx = s->x1 - s->x0, dy = s->y1 - s->y0;
+    const double p[4] = { -dx, dx, -dy, dy }, q[4] = { s->x0 - b->x0, b->x1 - s->x0, s->y0 - b->y0, b->y1 - s->y0 };
+    for (int i = 0; i < 4; i++) {
+        if (p[i] == 0) {
+            if (q[i] < 0) return false;
+            continue;
+        }
+        double t = q[i] / p[i];
+        if (p[i] < 0) { if (t > t1) return false; if (t > t0) t0 = t; }
+        else { if (t < t0) return false; if (t < t1) t1 = t; }
+    }
+    return t0 <= t1;
+}
+
+/* A label box is free when it covers no drawn curve or point and no label placed before it. */
+static bool box_free(const svg_chart *c, const label_box *b) {
+    for (size_t i = 0; i < c->n_lab; i++) if (boxes_overlap(b, &c->lab[i])) return false;
+    for (size_t i = 0; i < c->n_seg; i++) if (seg_hits_box(&c->seg[i], b)) return false;
+    return true;
+}
+
+static void note_label(svg_chart *c, const label_box *b) {
+    if (c->n_lab < SVG_MAX_LABELS) c->lab[c->n_lab++] = *b;
 }
 
 /* Each label goes to the first of a few places around its point (right, left, above, below, then
@@ -278,8 +319,6 @@ static bool boxes_overlap(const label_box *a, const label_box *b) {
  * than drawn over another (the tables below a chart carry every name). */
 void svg_point_labels(svg_chart *c, const double *x, const double *y, const char *const *labels, size_t n) {
     rb_puts(c->out, "<g class=\"plabel\">");
-    label_box placed[64];
-    size_t n_placed = 0;
     static const struct { double dx, dy; bool left; } spots[] = {
         { 5, -5, false }, { -5, -5, true }, { 5, 13, false }, { -5, 13, true },
         { 5, -18, false }, { -5, -18, true }, { 5, 26, false }, { -5, 26, true },
@@ -295,12 +334,10 @@ void svg_point_labels(svg_chart *c, const double *x, const double *y, const char
             double tx = px + spots[k].dx, ty = py + spots[k].dy;
             box = (label_box){ spots[k].left ? tx - w : tx, ty - 10, spots[k].left ? tx : tx + w, ty + 2 };
             if (box.x0 < c->ml || box.x1 > c->w - c->mr + 2 || box.y0 < c->mt - 2 || box.y1 > c->h - c->mb) continue;
-            bool clash = false;
-            for (size_t j = 0; j < n_placed && !clash; j++) clash = boxes_overlap(&box, &placed[j]);
-            if (!clash) chosen = (int)k;
+            if (box_free(c, &box)) chosen = (int)k;
         }
-        if (chosen < 0 || n_placed == sizeof placed / sizeof placed[0]) continue;
-        placed[n_placed++] = box;
+        if (chosen < 0 || c->n_lab == SVG_MAX_LABELS) continue;
+        note_label(c, &box);
         double tx = px + spots[chosen].dx, ty = py + spots[chosen].dy;
         if (chosen >= 4)
             rb_printf(c->out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", px, py, tx, ty - 4);
@@ -318,10 +355,22 @@ void svg_vrule(svg_chart *c, double x, const char *cls, const char *label, doubl
     rb_esc(c->out, cls);
     rb_printf(c->out, "\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", px, c->mt, px, c->h - c->mb);
     if (label) {
-        /* label on the side with more room */
+        /* on the side with more room at the height asked for; where that covers a curve or a
+         * label, the first free height on either side */
         bool left = px > c->ml + (c->w - c->ml - c->mr) * 0.7;
-        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">", left ? px - 4 : px + 4,
-                  c->mt + 12 + label_at * (c->h - c->mb - 8 - c->mt - 12), left ? "end" : "start");
+        double w = 6.2 * (double)strlen(label) + 2, span = c->h - c->mb - 8 - c->mt - 12, y = 0;
+        static const double at[] = { -1, 0, 1, 0.15, 0.85, 0.3, 0.7, 0.45, 0.55 };
+        bool found = false;
+        for (size_t k = 0; k < 2 * (sizeof at / sizeof at[0]) && !found; k++) {
+            bool l = (k % 2) ? !left : left;
+            double f = at[k / 2] < 0 ? label_at : at[k / 2];
+            double ty = c->mt + 12 + f * span, tx = l ? px - 4 : px + 4;
+            label_box box = { l ? tx - w : tx, ty - 11, l ? tx : tx + w, ty + 2 };
+            if (box.x0 < c->ml || box.x1 > c->w - c->mr + 2) continue;
+            if (box_free(c, &box)) { found = true; left = l; y = ty; note_label(c, &box); }
+        }
+        if (!found) y = c->mt + 12 + label_at * span;
+        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">", left ? px - 4 : px + 4, y, left ? "end" : "start");
         rb_esc(c->out, label);
         rb_puts(c->out, "</text>");
     }
@@ -336,8 +385,20 @@ void svg_hrule(svg_chart *c, double y, const char *cls, const char *label) {
     rb_esc(c->out, cls);
     rb_printf(c->out, "\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", c->ml, py, c->w - c->mr, py);
     if (label) {
-        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", c->w - c->mr - 4,
-                  py - 14 < c->mt ? py + 13 : py - 4);   /* below the rule when it runs along the top */
+        /* at the right end above the rule (below it when it runs along the top); where that
+         * covers a curve or a label, below it, then at the left end */
+        double w = 6.2 * (double)strlen(label) + 2, tx = c->w - c->mr - 4, ty = py - 14 < c->mt ? py + 13 : py - 4;
+        bool end = true;
+        const double ys[] = { ty, py - 14 < c->mt ? py - 4 : py + 13 };
+        for (int k = 0; k < 4; k++) {
+            double x = k < 2 ? c->w - c->mr - 4 : c->ml + 4, y = ys[k % 2];
+            label_box box = { k < 2 ? x - w : x, y - 11, k < 2 ? x : x + w, y + 2 };
+            if (box.y0 < c->mt - 2 || box.y1 > c->h - c->mb + 2 || !box_free(c, &box)) continue;
+            tx = x, ty = y, end = k < 2;
+            note_label(c, &box);
+            break;
+        }
+        rb_printf(c->out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">", tx, ty, end ? "end" : "start");
         rb_esc(c->out, label);
         rb_puts(c->out, "</text>");
     }

@@ -20,6 +20,12 @@ static void md_num(rbuf *b, double v) {
     rb_printf(b, " %s |", t);
 }
 
+static void md_pct(rbuf *b, double v) {
+    char t[32];
+    fmt_pct_cell(v, t, sizeof t);
+    rb_printf(b, " %s |", t);
+}
+
 static void md_pair(rbuf *b, double x, double y, double slo) {
     char a[48], c[48];
     fmt_num(x, a, sizeof a);
@@ -87,9 +93,19 @@ static void md_finding_list(rbuf *b, const rep_model *m, const json_t *list) {
                 if (str(e, "unit")) { rb_puts(b, " "); rb_md_cell(b, str(e, "unit")); }
                 rb_puts(b, "**");
             }
-            if (str(e, "source")) { rb_puts(b, " (`"); rb_md_cell(b, str(e, "source")); rb_puts(b, "`)"); }
             rb_puts(b, "\n");
         }
+        /* where each number came from: folded, as on the page, not in the sentences */
+        bool any_src = false;
+        json_array_foreach(json_object_get(f, "evidence"), j, e) {
+            if (!str(e, "source")) continue;
+            if (!any_src) rb_puts(b, "\n   <details><summary>where the numbers come from</summary>\n\n");
+            any_src = true;
+            rb_printf(b, "   %zu. `", j + 1);
+            rb_md_cell(b, str(e, "source"));
+            rb_puts(b, "`\n");
+        }
+        if (any_src) rb_puts(b, "\n   </details>\n\n");
         json_array_foreach(json_object_get(f, "knobs"), j, e) {
             rb_puts(b, "   - knob **");
             rb_md_cell(b, str(e, "knob"));
@@ -103,9 +119,17 @@ static void md_finding_list(rbuf *b, const rep_model *m, const json_t *list) {
 
 static void md_table(rbuf *b, const rep_model *m) {
     rb_printf(b, "\n## %s\n\n", m->sweep ? "Per-load results" : "Run summary");
-    rb_puts(b, "| load | req/s | out tok/s | goodput tok/s | TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) |"
-               " ITL p99 (ms) | E2EL p99 (ms) | queue p99 (ms) | err % | GPU util % | KV peak % |\n");
-    rb_puts(b, "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    /* telemetry columns only where some level sampled them (as on the page) */
+    bool gpu, dram, kv;
+    rep_telemetry_columns(m, &gpu, &dram, &kv);
+    rb_puts(b, "| load | req/s | out tok/s | goodput req/s | TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) |"
+               " ITL p99 (ms) | E2EL p99 (ms) | queue p99 (ms) | err % |");
+    if (gpu) rb_puts(b, " GPU util % |");
+    if (kv) rb_puts(b, " KV peak % |");
+    rb_puts(b, "\n|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    if (gpu) rb_puts(b, "--:|");
+    if (kv) rb_puts(b, "--:|");
+    rb_puts(b, "\n");
     for (size_t i = 0; i < m->n; i++) {
         const rep_level *l = &m->lv[i];
         const json_t *r = l->r;
@@ -115,15 +139,15 @@ static void md_table(rbuf *b, const rep_model *m) {
                   l->saturated ? " saturated" : "");
         md_num(b, rep_num(r, METRIC(request_throughput)));
         md_num(b, rep_num(r, METRIC(output_throughput)));
-        md_num(b, rep_goodput_tok_s(r));
+        md_num(b, rep_num(r, METRIC(request_goodput)));
         md_pair(b, rep_pct(r, "ttft", 50), rep_pct(r, "ttft", 99), rep_slo_ms(r, "ttft"));
         md_pair(b, rep_pct(r, "tpot", 50), rep_pct(r, "tpot", 99), rep_slo_ms(r, "tpot"));
         md_num(b, rep_pct(r, "itl", 99));
         md_num(b, rep_pct(r, "e2el", 99));
         md_num(b, rep_pct(r, "queue", 99));
-        md_num(b, rep_error_pct(r));
-        md_num(b, rep_gpu_mean(r, "util_gpu_pct"));
-        md_num(b, rep_kv_max_pct(r));
+        md_pct(b, rep_error_pct(r));
+        if (gpu) md_pct(b, rep_gpu_mean(r, "util_gpu_pct"));
+        if (kv) md_pct(b, rep_kv_max_pct(r));
         rb_puts(b, "\n");
     }
     /* a p99 from fewer requests than it needs is the largest sample relabelled: marked here */

@@ -24,6 +24,21 @@ static const char *metric_class(const char *m) {
     return "m-tok";
 }
 
+/* The history's own verdict when some metric has too few runs for a change point (its
+ * enough_runs is false), as `dsperf history trend` says it; false when every metric has enough. */
+static bool too_few_runs(const json_t *trends, char *buf, size_t len) {
+    size_t i;
+    json_t *t;
+    json_array_foreach(trends, i, t) {
+        if (!json_is_false(json_object_get(t, "enough_runs"))) continue;
+        snprintf(buf, len, "Too few runs to tell a change from noise: %lld comparable runs, and a change point needs %lld "
+                 "on each side (dsperf history compare tests two runs).", (long long)json_integer_value(json_object_get(t, "n_runs")),
+                 (long long)json_integer_value(json_object_get(t, "min_runs")));
+        return true;
+    }
+    return false;
+}
+
 static void trend_chart(rbuf *b, const json_t *t, size_t index) {
     const char *metric = str(t, "metric");
     const json_t *runs = obj(t, "runs");
@@ -57,7 +72,7 @@ static void trend_chart(rbuf *b, const json_t *t, size_t index) {
     ch.x.label = "run";
     svg_axis_fit(&ch.y, ylo - (yhi - ylo) * 0.05, yhi + (yhi - ylo) * 0.05, false, false);
     ch.y.label = metric;
-    svg_begin(&ch, b, 720, 320, title);
+    svg_begin(&ch, b, SVG_WIDE_W, SVG_CHART_H, title);   /* one run per point: the page's width */
     const char *cls = metric_class(metric);
     svg_area(&ch, x, lo, hi, n, cls);
     /* segment levels */
@@ -107,7 +122,12 @@ static void page(rbuf *b, const json_t *trends, const report_opts *o) {
     rb_puts(b, "<section id=\"changes\" class=\"verdict\">");
     size_t total = 0;
     json_array_foreach(trends, i, t) total += confirmed_changes(t);
-    if (!total) rb_puts(b, "<p class=\"sentence\">No change beyond noise.</p>");
+    if (!total) {
+        /* with too few runs for a change point, "no change" would be a claim nothing tested */
+        char few[300];
+        if (too_few_runs(trends, few, sizeof few)) { rb_puts(b, "<p class=\"sentence\">"); rb_esc(b, few); rb_puts(b, "</p>"); }
+        else rb_puts(b, "<p class=\"sentence\">No change beyond noise.</p>");
+    }
     json_array_foreach(trends, i, t) json_array_foreach(obj(t, "change_points"), k, cp) {
         if (!json_is_true(obj(cp, "confirmed"))) continue;
         rb_puts(b, "<p class=\"sentence\">");
@@ -191,7 +211,8 @@ int report_trend_markdown(FILE *f, const json_t *trends, char *err, size_t errle
         rb_printf(&b, "- **%s** (%s)\n", str(cp, "sentence"), str(cp, "verdict") ? str(cp, "verdict") : "?");
         total++;
     }
-    if (!total) rb_puts(&b, "No change beyond noise.\n");
+    char few[300];
+    if (!total) rb_printf(&b, "%s\n", too_few_runs(trends, few, sizeof few) ? few : "No change beyond noise.");
     json_array_foreach(trends, i, t) {
         size_t nr = json_array_size(obj(t, "runs"));
         rb_printf(&b, "\n## %s\n\n%s| run | date (UTC) | value | 95%% band | labels |\n|---:|---|---:|---|---|\n", str(t, "metric"),

@@ -69,7 +69,7 @@ static void pareto_chart(rbuf *b, const json_t *doc) {
     svg_axis_fit(&ch.y, ylo, yhi, true, false);
     snprintf(base, sizeof base, "%s (ms)", on);
     chart_axis_label_log(&ch.y, yl, sizeof yl, base);
-    svg_begin(&ch, b, 640, 340, "Pareto front of the tuned configurations");
+    svg_begin(&ch, b, SVG_CHART_W, SVG_CHART_H, "Pareto front of the tuned configurations");
     svg_points(&ch, xs, ys, n, "m-tok", 3);
     svg_points(&ch, xm, ym, nm, "m-tok hollow", 3);
     if (nf) {

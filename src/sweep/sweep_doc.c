@@ -321,11 +321,18 @@ void sweep_print_level(FILE *f, const json_t *lv, const char *axis, bool with_he
     if (k > 0 && strlen(with_rep) <= 8) memcpy(label, with_rep, strlen(with_rep) + 1);   /* the column is 8 wide */
     if (with_header) header(f);
     bool m = sweep_level_measured(lv);
+    char state[96];
+    snprintf(state, sizeof state, "%s",
+             state_of(json_is_true(json_object_get(lv, "saturated")), json_is_true(json_object_get(lv, "early_stopped")), m));
+    /* a p99 from fewer requests than it needs is the slowest one or two: the row says so */
+    double done = num(r, "completed");
+    if (m && done >= 0 && done < summary_percentile_samples_needed(99))
+        snprintf(state + strlen(state), sizeof state - strlen(state), ", p99 of %.0f req (needs %ld)", done,
+                 summary_percentile_samples_needed(99));
     /* a level not measured shows no numbers: what little completed is a biased sample */
     row(f, "  ", label, m ? num(r, METRIC(request_throughput)) : NAN, m ? num(r, METRIC(output_throughput)) : NAN,
         m ? num(r, METRIC(median_ttft_ms)) : NAN, m ? num(r, METRIC(p99_ttft_ms)) : NAN, m ? num(r, METRIC(p99_tpot_ms)) : NAN,
-        m ? num(r, METRIC(p99_e2el_ms)) : NAN, m ? num(r, METRIC(request_goodput)) : NAN, level_metric(r, "error_rate"),
-        state_of(json_is_true(json_object_get(lv, "saturated")), json_is_true(json_object_get(lv, "early_stopped")), m));
+        m ? num(r, METRIC(p99_e2el_ms)) : NAN, m ? num(r, METRIC(request_goodput)) : NAN, level_metric(r, "error_rate"), state);
 }
 
 void sweep_print_table(FILE *f, const json_t *doc, bool utf8, bool rows) {
