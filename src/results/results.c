@@ -494,6 +494,28 @@ static void server_section(FILE *f, const json_t *r) {
         row_int(f, "CAUSALITY VIOLATIONS (prefill > TTFT):", get(st, "causality_violations"));
 }
 
+/* Intervals that respect time (metrics/timeint.h): each figure ± its batch-means half-width, with
+ * the effective sample size beside the units it came from and what independent units would claim. */
+static void intervals_section(FILE *f, const json_t *r) {
+    const json_t *ti = get(r, "time_intervals");
+    if (!json_is_object(ti)) return;
+    char title[96];
+    snprintf(title, sizeof title, "Intervals over time (%d batches of %.3g s, %.0f%%)",
+             (int)json_integer_value(get(ti, "batches")), json_number_value(get(ti, "batch_s")),
+             100 * json_number_value(get(ti, "confidence")));
+    rule(f, title, '-');
+    const char *keys[] = { "output_throughput", "request_throughput", "mean_itl_ms" };
+    const char *labels[] = { "Output token throughput (tok/s):", "Request throughput (req/s):", "Mean ITL (ms):" };
+    for (int i = 0; i < 3; i++) {
+        const json_t *x = get(ti, keys[i]);
+        if (!json_is_object(x)) continue;
+        fprintf(f, "%-40s %.4g ± %.3g (ESS %.0f of %lld; as if independent ± %.3g)\n", labels[i],
+                json_number_value(get(x, "estimate")), json_number_value(get(x, "half_width")),
+                json_number_value(get(x, "ess")), (long long)json_integer_value(get(x, "n")),
+                json_number_value(get(x, "iid_half_width")));
+    }
+}
+
 /* A self-check that failed says so (metrics/phases.h). */
 static void self_check_lines(FILE *f, const json_t *r) {
     const json_t *sc = get(r, "self_check");
@@ -545,6 +567,7 @@ void results_print_summary(FILE *f, const json_t *r) {
         p_row(f, r, kp, "ttft_from_schedule", "TTFT from schedule", 0);
         p_row(f, r, kp, "e2el_from_schedule", "E2EL from schedule", 0);
     }
+    intervals_section(f, r);
     reasoning_section(f, r);
     server_section(f, r);
     workload_section(f, r);
