@@ -17,6 +17,7 @@
 #include "metrics/workload.h"
 #include "metrics/phases.h"
 #include "metrics/timeint.h"
+#include "metrics/accept.h"
 #include "common/units.h"
 #include "metrics/stats.h"
 #include "metrics/hdr.h"
@@ -699,6 +700,7 @@ json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const s
     json_object_set_new(obj, "samples", samples_json(&a));
     /* reasoning vs answer, the server's own timing, and the run's self-checks (metrics/phases.h) */
     phases_add(obj, recs, o);
+    accept_add(obj, recs, o);   /* tokens per decode step: MTP, speculative decoding (metrics/accept.h) */
 done:
     json_decref(tl.json);
     acc_free(&a);

@@ -482,16 +482,43 @@ static void server_section(FILE *f, const json_t *r) {
     const json_t *st = get(r, "server_timing");
     if (!json_is_object(st)) return;
     double kp = key_percentile(r);
-    rule(f, "Server's side (llama.cpp timings)", '-');
+    const char *src = json_string_value(get(st, "source"));
+    char title[80];
+    snprintf(title, sizeof title, "Server's side (%s)", src && !strcmp(src, "vllm_metrics") ? "vLLM per-request metrics" :
+             src && !strcmp(src, "sglang_meta_info") ? "SGLang meta_info" : src && !strcmp(src, "mixed") ? "several servers" :
+             "llama.cpp timings");
+    rule(f, title, '-');
     row_int(f, "Requests joined:", get(st, "requests_joined"));
+    stat_row(f, st, "mean", "Mean", "server_queue", "server queue");
     stat_row(f, st, "mean", "Mean", "server_prefill", "server prefill");
     stat_row(f, st, "mean", "Mean", "ttft_outside_server", "TTFT outside server");
     if (!isnan(kp)) p_row(f, st, kp, "ttft_outside_server", "TTFT outside server", 0);
     const json_t *sh = get(st, "ttft_outside_server_share");
     if (json_is_number(sh)) fprintf(f, "%-40s %-10.1f\n", "TTFT outside server (% of TTFT):", 100 * json_number_value(sh));
     stat_row(f, st, "mean", "Mean", "server_tpot", "server TPOT");
+    stat_row(f, st, "mean", "Mean", "e2el_outside_server", "E2EL outside server");
     if (json_integer_value(get(st, "causality_violations")) > 0)
         row_int(f, "CAUSALITY VIOLATIONS (prefill > TTFT):", get(st, "causality_violations"));
+}
+
+/* Tokens per decode step (MTP, speculative decoding; metrics/accept.h). */
+static void spec_section(FILE *f, const json_t *r) {
+    const json_t *sd = get(r, "spec_decode");
+    if (!json_is_object(sd)) return;
+    rule(f, "Tokens per decode step (MTP / spec. decoding)", '-');
+    row_real(f, "Acceptance length, from chunks:", get(sd, "mean_acceptance_length"));
+    row_real(f, "  median per request:", get(sd, "median_request_acceptance_length"));
+    const json_t *srv = get(sd, "server");
+    if (json_is_object(srv)) row_real(f, "Acceptance length, server's count:", get(srv, "acceptance_length"));
+    const json_t *bp = get(sd, "by_position");
+    size_t n = json_array_size(bp);
+    if (n > 1) {
+        const json_t *a = json_array_get(bp, 0), *b = json_array_get(bp, n - 1);
+        fprintf(f, "%-40s %.3g (tokens %lld-%lld) -> %.3g (tokens %lld-%lld)\n", "By output position:",
+                json_number_value(get(a, "acceptance_length")), (long long)json_integer_value(get(a, "from")),
+                (long long)json_integer_value(get(a, "to")) - 1, json_number_value(get(b, "acceptance_length")),
+                (long long)json_integer_value(get(b, "from")), (long long)json_integer_value(get(b, "to")) - 1);
+    }
 }
 
 /* Intervals that respect time (metrics/timeint.h): each figure ± its batch-means half-width, with
@@ -568,6 +595,7 @@ void results_print_summary(FILE *f, const json_t *r) {
         p_row(f, r, kp, "e2el_from_schedule", "E2EL from schedule", 0);
     }
     intervals_section(f, r);
+    spec_section(f, r);
     reasoning_section(f, r);
     server_section(f, r);
     workload_section(f, r);

@@ -1,0 +1,109 @@
+/* MTP / speculative decoding and the server's per-request figures against `dsperf serve` with
+ * known truth:
+ * - `--engine sim --mtp 2 --mtp-accept-len 2.5`: every decode step gives floor(a + 2.5) − floor(a)
+ *   tokens of its running sum a, so 100 decode tokens (out = 101: the first token is the
+ *   prefill's) come in exactly 40 chunks, 2.5 tokens per step on every request, and the server's
+ *   own count (`--per-request-metrics`, vLLM's metrics.speculative_decoding) says 40 steps too;
+ * - `--engine fixed --ttft 50ms --tokens-per-chunk 3 --capacity 2 --per-request-metrics`: the
+ *   server's time to first token from scheduling is 50 ms exactly (engine time, no jitter), its
+ *   queue is what the capacity makes wait, and the client's TTFT can only be later than the
+ *   server's queue + TTFT (the server writes no earlier than its deadline): no causality
+ *   violation. No wall-clock timing is asserted. */
+#include "harness.h"
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *bench(const test_server *s, const char *args, char **out) {
+    char path[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/sd%d.json", harness_tmpdir(), rand());
+    snprintf(cmd, sizeof cmd, "bench --url %s --out %s %s", s->url, path, args);
+    int rc = test_run(cmd, out, NULL);
+    if (rc != 0) fprintf(stderr, "    bench exited %d\n", rc);
+    return rc == 0 ? test_load_json(path) : NULL;
+}
+
+TEST(serve_sim_mtp_acceptance_known_truth) {
+    test_server s;
+    if (test_serve_start(&s, "--engine sim --mtp 2 --mtp-accept-len 2.5 --per-request-metrics") != 0) {
+        CHECK_MSG(0, "serve did not start");
+        return;
+    }
+    char *out = NULL;
+    json_t *r = bench(&s, "--concurrency 4 --requests 16 --dataset random:in=64,out=101", &out);
+    test_serve_stop(&s);
+    CHECK(r != NULL);
+    if (!r) { free(out); return; }
+    CHECK_EQ_INT(test_num(r, "completed"), 16);
+    json_t *sd = json_object_get(r, "spec_decode");
+    CHECK(json_is_object(sd));
+    CHECK_EQ_INT(test_num(sd, "requests"), 16);
+    CHECK_EQ_INT(test_num(sd, "decode_chunks"), 16 * 40);
+    CHECK_EQ_INT(test_num(sd, "decode_tokens"), 16 * 100);
+    CHECK_NEAR(test_num(sd, "mean_acceptance_length"), 2.5, 1e-12);
+    CHECK_NEAR(test_num(sd, "min_request_acceptance_length"), 2.5, 1e-12);
+    CHECK_NEAR(test_num(sd, "max_request_acceptance_length"), 2.5, 1e-12);
+    /* every position bin holds steps of 2 or 3 tokens */
+    json_t *bp = json_object_get(sd, "by_position"), *e;
+    size_t i;
+    CHECK(json_array_size(bp) == 4);   /* [1,16) [16,32) [32,64) [64,128) */
+    json_array_foreach(bp, i, e) {
+        double a = test_num(e, "acceptance_length");
+        CHECK(a >= 2 && a <= 3);
+    }
+    json_t *srv = json_object_get(sd, "server");
+    CHECK(json_is_object(srv));
+    CHECK_EQ_INT(test_num(srv, "requests"), 16);
+    CHECK_EQ_INT(test_num(srv, "steps"), 16 * 40);
+    CHECK_NEAR(test_num(srv, "acceptance_length"), 2.5, 1e-12);
+    CHECK(out && strstr(out, "Acceptance length, from chunks:") && strstr(out, "Acceptance length, server's count:"));
+    json_decref(r);
+    free(out);
+}
+
+/* A plain stream (one token a chunk, no server figures) has no spec_decode section at all. */
+TEST(serve_plain_stream_has_no_acceptance) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 5ms --itl 1ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    json_t *r = bench(&s, "--quiet --concurrency 2 --requests 4 --dataset random:in=16,out=10", NULL);
+    test_serve_stop(&s);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK(json_object_get(r, "spec_decode") == NULL);
+    CHECK(json_object_get(r, "server_timing") == NULL);
+    json_decref(r);
+}
+
+TEST(serve_per_request_metrics_joined) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 50ms --itl 10ms --tokens-per-chunk 3 --capacity 2 --per-request-metrics") != 0) {
+        CHECK_MSG(0, "serve did not start");
+        return;
+    }
+    char *out = NULL;
+    json_t *r = bench(&s, "--concurrency 4 --requests 12 --dataset random:in=16,out=31", &out);
+    test_serve_stop(&s);
+    CHECK(r != NULL);
+    if (!r) { free(out); return; }
+    json_t *st = json_object_get(r, "server_timing");
+    CHECK(json_is_object(st));
+    CHECK_STR(json_string_value(json_object_get(st, "source")), "vllm_metrics");
+    CHECK_EQ_INT(test_num(st, "requests_joined"), 12);
+    /* the engine's TTFT from scheduling is the configured 50 ms on every request */
+    CHECK_NEAR(test_num(st, "min_server_prefill_ms"), 50, 1e-6);
+    CHECK_NEAR(test_num(st, "max_server_prefill_ms"), 50, 1e-6);
+    /* 4 users on 2 places: some request waited in the server's queue */
+    CHECK(test_num(st, "max_server_queue_ms") > 0);
+    CHECK_EQ_INT(test_num(st, "causality_violations"), 0);
+    CHECK(test_num(st, "min_ttft_outside_server_ms") >= 0);
+    /* the server's TPOT: 30 tokens after the first in 10 steps of 10 ms: 100/30 ms */
+    CHECK_NEAR(test_num(st, "mean_server_tpot_ms"), 100.0 / 30, 1e-6);
+    /* the steps carried 3 tokens each: the server's own count says so too */
+    json_t *srv = json_object_get(json_object_get(r, "spec_decode"), "server");
+    CHECK_NEAR(test_num(srv, "acceptance_length"), 3, 1e-12);
+    CHECK(out && strstr(out, "Server's side (vLLM per-request metrics)"));
+    json_decref(r);
+    free(out);
+}
