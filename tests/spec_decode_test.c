@@ -11,6 +11,7 @@
  *   violation. No wall-clock timing is asserted. */
 #include "harness.h"
 #include "testutil.h"
+#include "diagnose/diagnose.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,26 @@ TEST(serve_per_request_metrics_joined) {
     json_t *srv = json_object_get(json_object_get(r, "spec_decode"), "server");
     CHECK_NEAR(test_num(srv, "acceptance_length"), 3, 1e-12);
     CHECK(out && strstr(out, "Server's side (vLLM per-request metrics)"));
+    /* diagnose's time accounting takes the server's split: its queue and prefill, and the client's
+     * and network's part, adding up to the mean TTFT */
+    diagnose_opts o;
+    diagnose_default_opts(&o);
+    char err[256];
+    json_t *dg = diagnose_run(r, &o, err, sizeof err);
+    json_t *tm = json_object_get(dg, "time");
+    CHECK_STR(json_string_value(json_object_get(tm, "split")), "vllm_metrics");
+    double sum = 0, pre = NAN;
+    size_t k;
+    json_t *p;
+    json_array_foreach(json_object_get(tm, "request"), k, p) {
+        const char *name = json_string_value(json_object_get(p, "part"));
+        double ms = test_num(p, "ms");
+        if (strcmp(name, "client queue") && strcmp(name, "decode")) sum += ms;
+        if (!strcmp(name, "prefill (the server's own figure)")) pre = ms;
+    }
+    CHECK_NEAR(pre, 50, 1e-3);
+    CHECK_NEAR(sum, test_num(r, "mean_ttft_ms"), 3e-3);   /* three parts, each rounded to 1 µs */
+    json_decref(dg);
     json_decref(r);
     free(out);
 }
