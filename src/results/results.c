@@ -1,6 +1,7 @@
 /* results — the results document (schema dsperf.results/1), its atomic writers and loader, the
  * per-request JSONL, and the terminal summary in vLLM's "Serving Benchmark Result" layout. */
 #include "results/results.h"
+#include "metrics/accept.h"
 #include "results/validity.h"
 #include "metrics/request_metrics.h"
 #include "common/version.h"
@@ -225,6 +226,18 @@ static void write_request_line(FILE *f, const record *r, int64_t t0) {
         put_int(f, "server_predicted_n", r->server_predicted_n, r->server_predicted_n >= 0);
         put_int(f, "server_prompt_n", r->prompt_eval_server, r->prompt_eval_server >= 0);
     }
+    /* vLLM's per-request metrics, SGLang's meta_info (metrics/phases.h) */
+    if (r->server_queue_ms >= 0) put_msv(f, "server_queue_ms", r->server_queue_ms);
+    if (r->server_ttft_ms >= 0) put_msv(f, "server_ttft_ms", r->server_ttft_ms);
+    if (r->server_decode_ms >= 0) put_msv(f, "server_decode_ms", r->server_decode_ms);
+    if (r->server_e2e_ms >= 0) put_msv(f, "server_e2e_ms", r->server_e2e_ms);
+    /* tokens per decode step (metrics/accept.h): the stream's, and the server's where it counted */
+    double acc = accept_len_of(r);
+    if (isfinite(acc)) fprintf(f, ",\"acceptance_length\":%.17g", acc);
+    put_int(f, "spec_steps_server", r->spec_steps_server, r->spec_steps_server >= 0);
+    put_int(f, "spec_accepted_server", r->spec_accepted_server, r->spec_accepted_server >= 0);
+    put_int(f, "spec_drafted_server", r->spec_drafted_server, r->spec_drafted_server >= 0);
+    if (r->spec_accept_len_server >= 0) fprintf(f, ",\"spec_accept_len_server\":%.17g", r->spec_accept_len_server);
     if (r->session) fprintf(f, ",\"session\":%u,\"turn\":%u", r->session - 1, (unsigned)r->turn);
     fprintf(f, ",\"n_chunks\":%u,\"chunk_ns\":[", r->n_chunks);
     for (uint32_t k = 0; k < r->n_chunks; k++)
