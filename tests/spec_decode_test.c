@@ -34,6 +34,14 @@ TEST(serve_sim_mtp_acceptance_known_truth) {
     }
     char *out = NULL;
     json_t *r = bench(&s, "--concurrency 4 --requests 16 --dataset random:in=64,out=101", &out);
+    /* /metrics counts the steps as vLLM does: 640 drafts (decode steps), 1.5 accepted tokens each */
+    char url[300];
+    snprintf(url, sizeof url, "%s/metrics", s.url);
+    char *prom = test_http_get(url);
+    CHECK(prom != NULL);
+    CHECK_NEAR(test_prom_value(prom, "vllm:spec_decode_num_drafts_total"), 16 * 40, 0);
+    CHECK_NEAR(test_prom_value(prom, "vllm:spec_decode_num_accepted_tokens_total"), 16 * 60, 0);
+    free(prom);
     test_serve_stop(&s);
     CHECK(r != NULL);
     if (!r) { free(out); return; }
@@ -60,6 +68,7 @@ TEST(serve_sim_mtp_acceptance_known_truth) {
     CHECK_EQ_INT(test_num(srv, "steps"), 16 * 40);
     CHECK_NEAR(test_num(srv, "acceptance_length"), 2.5, 1e-12);
     CHECK(out && strstr(out, "Acceptance length, from chunks:") && strstr(out, "Acceptance length, server's count:"));
+
     json_decref(r);
     free(out);
 }

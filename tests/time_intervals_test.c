@@ -50,7 +50,7 @@ TEST(timeint_serve_matches_definition) {
         json_array_append_new(all, q);
     }
     fclose(f);
-    double unit_ns = (double)(t1 - t0) / 100, sum[10] = { 0 }, cnt[10] = { 0 }, gs = 0, gn = 0;
+    double sum[10] = { 0 }, cnt[10] = { 0 }, gs = 0, gn = 0;
     size_t i;
     json_t *q;
     json_array_foreach(all, i, q) {
@@ -60,7 +60,7 @@ TEST(timeint_serve_matches_definition) {
             double gap = (b - a) / 1e6;
             gs += gap;
             gn++;
-            long u = (long)((b - t0) / unit_ns);
+            long u = (long)((b - t0) * 100 / (t1 - t0));   /* units of span/100, in whole numbers */
             if (u >= 0 && u < 100) { sum[u / 10] += gap; cnt[u / 10] += 1; }
         }
     }

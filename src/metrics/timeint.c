@@ -91,7 +91,9 @@ json_t *timeint_run(const recset *recs, double confidence, double output_through
     int b = (int)(n_units / m);
     if (b < 4) return NULL;
     long used = (long)b * m;
-    double unit_ns = unit_s * NS_PER_S;
+    /* a unit index in whole numbers, so that a chunk on a boundary (the last one, at the span's
+     * end) falls on the same side whoever computes it */
+    int64_t span_ns = t1 - t0;
     double *tok = calloc((size_t)used, sizeof *tok), *done = calloc((size_t)used, sizeof *done);
     double *gsum = calloc((size_t)b, sizeof *gsum), *gcnt = calloc((size_t)b, sizeof *gcnt);
     double *bs = calloc((size_t)b, sizeof *bs), *bc = calloc((size_t)b, sizeof *bc);
@@ -99,7 +101,7 @@ json_t *timeint_run(const recset *recs, double confidence, double output_through
     if (!tok || !done || !gsum || !gcnt || !bs || !bc) goto fail;
     welford gaps = { 0 };
     double chunk_tokens = 0, out_tokens = 0;
-#define UNIT(t) ((t) >= t0 ? (long)(((t) - t0) / unit_ns) : -1)
+#define UNIT(t) ((t) >= t0 ? (span_s >= 100 ? (long)(((t) - t0) / NS_PER_S) : (long)(((t) - t0) * 100 / span_ns)) : -1)
     for (size_t i = 0; i < recs->n; i++) {
         const record *r = &recs->v[i];
         if (r->warmup || r->outcome != REC_OK || r->send_ns <= 0) continue;

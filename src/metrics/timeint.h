@@ -43,7 +43,8 @@ int timeint_batch_size(long n_units);
  * "output_throughput", "request_throughput" and "mean_itl_ms" each {"estimate", "lo", "hi",
  * "half_width", "iid_half_width", "ess", "n"}}. The time axis is [first send, last end) cut into
  * units of unit_s = 1 s (span/100 when the span is under 100 s, so every run long enough has
- * ≥ 100 units); a chunk or completion counts in the unit it arrived in, a gap in the unit its
+ * ≥ 100 units: unit ⌊(t − t0)·100 / span⌋ in whole nanoseconds); a chunk or completion counts in
+ * the unit it arrived in, a gap in the unit its
  * later chunk arrived in. Each interval is centred on the reported figure (the throughputs given,
  * the exact mean of every gap) with the batch means' half-width; output throughput's batches
  * count the chunks' tokens (the client's count), scaled by Σ Nout / Σ chunk tokens onto the

@@ -388,6 +388,8 @@ static void on_event(void *ctx, const engine_event *ev) {
     } else {
         srv_hist_observe(&s->m.itl_s, secs(s, ev->t_ns - st->last_ns));
         st->steps++;
+        s->m.spec_steps++;
+        s->m.spec_accepted += (uint64_t)(ev->n_tokens - 1);
     }
     st->last_ns = ev->t_ns;
     srv_hist_observe(&s->m.lateness_s, (double)(s->advance_now - ev->t_ns) / 1e9 / s->p.speedup);
