@@ -17,9 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+static char last_path[512];   /* the results file the last bench wrote */
+
 static json_t *bench(const test_server *s, const char *args, char **out) {
-    char path[512], cmd[2048];
-    snprintf(path, sizeof path, "%s/sd%d.json", harness_tmpdir(), rand());
+    char *path = last_path, cmd[2048];
+    snprintf(path, sizeof last_path, "%s/sd%d.json", harness_tmpdir(), rand());
     snprintf(cmd, sizeof cmd, "bench --url %s --out %s %s", s->url, path, args);
     int rc = test_run(cmd, out, NULL);
     if (rc != 0) fprintf(stderr, "    bench exited %d\n", rc);
@@ -114,6 +116,15 @@ TEST(serve_per_request_metrics_joined) {
     json_t *srv = json_object_get(json_object_get(r, "spec_decode"), "server");
     CHECK_NEAR(test_num(srv, "acceptance_length"), 3, 1e-12);
     CHECK(out && strstr(out, "Server's side (vLLM per-request metrics)"));
+    /* the simulator takes the measured acceptance: the server's 3 tokens a step, from the file */
+    char cmd[1400], simout[600];
+    snprintf(simout, sizeof simout, "%s/sim_measured.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sim --quiet --out %s --concurrency 4 --requests 20 --dataset random:in=64,out=91 "
+             "--mtp 2 --mtp-accept-len %s", simout, last_path);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    json_t *sim = test_load_json(simout);
+    CHECK_NEAR(test_num(json_object_get(sim, "spec_decode"), "mean_acceptance_length"), 3, 1e-9);   /* 90 tokens, 30 steps */
+    json_decref(sim);
     /* diagnose's time accounting takes the server's split: its queue and prefill, and the client's
      * and network's part, adding up to the mean TTFT */
     diagnose_opts o;
