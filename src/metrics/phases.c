@@ -140,6 +140,8 @@ static void server_timing(json_t *obj, const recset *recs, const summary_opts *o
         if (n > 0) {
             summary_emit_exact(st, "server_prefill", &prefill, o);
             summary_emit_exact(st, "ttft_outside_server", &outside, o);
+            /* the samples behind its percentiles (the terminal says when they are too few) */
+            json_object_set_new(st, "ttft_outside_server_samples", json_integer(n));
             json_object_set_new(st, "ttft_outside_server_share", jreal(ttft_sum > 0 ? outside_sum / ttft_sum : NAN));
         }
         if (queue.n) summary_emit_exact(st, "server_queue", &queue, o);
