@@ -70,6 +70,17 @@ TEST(serve_sim_mtp_acceptance_known_truth) {
     CHECK_EQ_INT(test_num(srv, "steps"), 16 * 40);
     CHECK_NEAR(test_num(srv, "acceptance_length"), 2.5, 1e-12);
     CHECK(out && strstr(out, "Acceptance length, from chunks:") && strstr(out, "Acceptance length, server's count:"));
+    /* the history keeps it as a headline metric (higher is better) */
+    char cmd[1400], *hout = NULL;
+    snprintf(cmd, sizeof cmd, "history --db %s/h.db import %s", harness_tmpdir(), last_path);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "history --db %s/h.db best spec_acceptance_length --json", harness_tmpdir());
+    CHECK_EQ_INT(test_run(cmd, &hout, NULL), 0);
+    json_t *best = hout ? json_loads(hout, 0, NULL) : NULL;
+    CHECK_NEAR(test_num(json_array_get(json_object_get(best, "best"), 0), "value"), 2.5, 1e-9);
+    CHECK_STR(json_string_value(json_object_get(best, "direction")), "higher_is_better");
+    json_decref(best);
+    free(hout);
 
     json_decref(r);
     free(out);

@@ -36,6 +36,11 @@ static const history_metric_def results_metrics[] = {
     {"mean_itl_ms", NULL, 0}, {"median_itl_ms", NULL, 0}, {"p90_itl_ms", NULL, 0}, {"p99_itl_ms", NULL, 0},
     {"mean_e2el_ms", NULL, 0}, {"median_e2el_ms", NULL, 0}, {"p90_e2el_ms", NULL, 0}, {"p99_e2el_ms", NULL, 0},
     {"p99_ttft_from_schedule_ms", NULL, 0}, {"p99_e2el_from_schedule_ms", NULL, 0},
+    /* reasoning models, the server's side, speculative decoding (metrics/phases.h, accept.h):
+     * absent from a run without them, so not recorded for it */
+    {"mean_ttfa_ms", NULL, 0}, {"median_ttfa_ms", NULL, 0}, {"p99_ttfa_ms", NULL, 0},
+    {"ttft_outside_server_share", "server_timing.ttft_outside_server_share", -1},
+    {"spec_acceptance_length", "spec_decode.mean_acceptance_length", +1},
     {NULL, NULL, 0},
 };
 
