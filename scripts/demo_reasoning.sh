@@ -1,8 +1,11 @@
 #!/bin/sh
 # make demo-reasoning — what a reasoning model's users wait for, and the server's side of every
 # request. Part 1: `dsperf serve --engine sim` as DeepSeek-R1 on 8 simulated H200s whose chat
-# answers begin with 100..300 reasoning tokens; a closed-loop bench prints TTFT beside TTFA (time to
-# the first answer token), the tokens and TPOT of each phase, and goodput under a TTFA SLO.
+# answers begin with 100..300 reasoning tokens, decoding with one MTP module (the engine's default
+# acceptance), and reporting vLLM's per-request metrics; a closed-loop bench prints TTFT beside TTFA
+# (time to the first answer token), the tokens and TPOT of each phase, goodput under a TTFA SLO,
+# tokens per decode step (stream and server), and the server's split of every TTFT (its queue, its
+# prefill, and what it never saw).
 # Part 2 (when `make real-engine` built llama.cpp: build-engine/, or $DSPERF_ENGINE_DIR): a bench of
 # the real llama-server whose per-request `timings` are joined to the client's records: how much of
 # every TTFT the server never saw.
@@ -12,13 +15,13 @@ OUT=${DEMO_OUT:-out}
 ENGINE=${DSPERF_ENGINE_DIR:-build-engine}
 mkdir -p "$OUT"
 "$BIN" serve --port 0 --engine sim --model deepseek-ai/DeepSeek-R1 --gpu h200 --tp 8 --reasoning-tokens 100..300 \
-    --duration 10m >"$OUT/serve-r1.out" 2>"$OUT/serve-r1.log" &
+    --mtp 1 --per-request-metrics --duration 10m >"$OUT/serve-r1.out" 2>"$OUT/serve-r1.log" &
 SERVE_PID=$!
 LLAMA_PID=
 trap 'kill $SERVE_PID 2>/dev/null || true; [ -n "$LLAMA_PID" ] && kill $LLAMA_PID 2>/dev/null || true' EXIT INT TERM
 . "$(dirname "$0")/serve_url.sh"
 wait_serve_url "$OUT/serve-r1.out" demo-reasoning "$OUT/serve-r1.log"
-echo "demo-reasoning: simulated DeepSeek-R1 (TP 8, H200) at $URL; answers begin with 100..300 reasoning tokens"
+echo "demo-reasoning: simulated DeepSeek-R1 (TP 8, H200, MTP 1) at $URL; answers begin with 100..300 reasoning tokens"
 "$BIN" bench --url "$URL" --api chat --concurrency 16 --requests 96 --dataset random:in=512,out=500 \
     --slo ttft=500ms,ttfa=8s --out "$OUT/reasoning.json" --save-requests "$OUT/reasoning.jsonl"
 kill $SERVE_PID 2>/dev/null || true

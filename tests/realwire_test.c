@@ -385,3 +385,47 @@ TEST(realwire_llamacpp_timings_joined) {
     CHECK_NEAR(test_num(st, "mean_ttft_outside_server_ms"), test_num(r, "mean_ttft_ms") - 7.071, 1e-6);
     json_decref(r);
 }
+
+/* vLLM with MTP, --enable-per-request-metrics and --per-request-spec-decode-metrics summary
+ * (tests/fixtures/vllm/README.md): the final usage chunk's metrics object is joined to the
+ * request — queue 12.3 ms + TTFT from scheduling 85.2 ms is the server's part of TTFT, and its
+ * speculative_decoding counts 3 steps; the stream's own chunks carry 2, 3 and 2 tokens after the
+ * first: 7/3 tokens a step, the same as the server's 1 + 4/3. */
+TEST(realwire_vllm_per_request_metrics_joined) {
+    json_t *r = run_case("vllm", "chat_stream_spec_metrics", "chat");
+    if (!r) return;
+    json_t *st = json_object_get(r, "server_timing");
+    CHECK(json_is_object(st));
+    CHECK_STR(json_string_value(json_object_get(st, "source")), "vllm_metrics");
+    CHECK_EQ_INT(test_num(st, "requests_joined"), 3);
+    CHECK_NEAR(test_num(st, "mean_server_queue_ms"), 12.3, 1e-9);
+    CHECK_NEAR(test_num(st, "mean_server_prefill_ms"), 85.2, 1e-9);
+    CHECK_NEAR(test_num(st, "mean_server_tpot_ms"), 40.5 / 7, 1e-9);
+    CHECK_NEAR(test_num(st, "mean_ttft_outside_server_ms"), test_num(r, "mean_ttft_ms") - 97.5, 1e-6);
+    json_t *sd = json_object_get(r, "spec_decode");
+    CHECK(json_is_object(sd));
+    CHECK_NEAR(test_num(sd, "mean_acceptance_length"), 7.0 / 3, 1e-8);
+    json_t *srv = json_object_get(sd, "server");
+    CHECK_EQ_INT(test_num(srv, "steps"), 9);
+    CHECK_NEAR(test_num(srv, "acceptance_length"), 1 + 4.0 / 3, 1e-8);
+    CHECK_NEAR(test_num(srv, "draft_acceptance_rate"), 4.0 / 9, 1e-8);
+    json_decref(r);
+}
+
+/* SGLang's meta_info on the last choice (tests/fixtures/sglang/README.md): its e2e_latency joins
+ * as the E2EL the server did not see, its spec_verify_ct and spec_accept_length as its own count
+ * (SGLang's completion_tokens / spec_verify_ct: 8/3, the prefill's token included). */
+TEST(realwire_sglang_meta_info_joined) {
+    json_t *r = run_case("sglang", "chat_stream_meta_info", "chat");
+    if (!r) return;
+    json_t *st = json_object_get(r, "server_timing");
+    CHECK(json_is_object(st));
+    CHECK_STR(json_string_value(json_object_get(st, "source")), "sglang_meta_info");
+    CHECK_EQ_INT(test_num(st, "requests_joined"), 3);
+    CHECK_NEAR(test_num(st, "mean_e2el_outside_server_ms"), test_num(r, "mean_e2el_ms") - 142.3, 1e-6);
+    json_t *srv = json_object_get(json_object_get(r, "spec_decode"), "server");
+    CHECK_EQ_INT(test_num(srv, "steps"), 9);
+    CHECK_NEAR(test_num(srv, "acceptance_length"), 8.0 / 3, 1e-8);
+    CHECK_NEAR(test_num(json_object_get(r, "spec_decode"), "mean_acceptance_length"), 7.0 / 3, 1e-8);
+    json_decref(r);
+}

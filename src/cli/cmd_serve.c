@@ -121,7 +121,7 @@ static const struct {
 enum {
     O_HOST = 1000, O_PORT, O_MODEL, O_ENGINE, O_SPEEDUP, O_DURATION, O_SEED, O_FAIL, O_429, O_DROP,
     O_STALL_RATE, O_STALL, O_ERR_RATE, O_ERR_STYLE, O_DEFAULT_MAX, O_THREADS, O_EXIT_AFTER, O_HELP, O_MAX_BODY,
-    O_LP_SEED, O_LP_NOISE, O_LP_JITTER, O_LP_STYLE, O_LOG_PROMPTS, O_REASONING,
+    O_LP_SEED, O_LP_NOISE, O_LP_JITTER, O_LP_STYLE, O_LOG_PROMPTS, O_REASONING, O_PER_REQ_METRICS,
 };
 
 static const struct option long_opts[] = {
@@ -150,6 +150,7 @@ static const struct option long_opts[] = {
     {"logprob-jitter", required_argument, 0, O_LP_JITTER},
     {"logprobs-style", required_argument, 0, O_LP_STYLE},
     {"reasoning-tokens", required_argument, 0, O_REASONING},
+    {"per-request-metrics", no_argument, 0, O_PER_REQ_METRICS},
     {0, 0, 0, 0},
 };
 
@@ -182,6 +183,10 @@ static void usage(FILE *f) {
         "                           delta.reasoning_content, the rest as delta.content (R = N, or uniform in\n"
         "                           A..B from --seed; at most max_tokens); usage gives\n"
         "                           completion_tokens_details.reasoning_tokens (default: no reasoning)\n"
+        "  --per-request-metrics    as vLLM's --enable-per-request-metrics: the final usage chunk carries\n"
+        "                           metrics {queue_time_ms, time_to_first_token_ms (from scheduling),\n"
+        "                           generation_time_ms, and speculative_decoding {num_spec_steps, ...} when\n"
+        "                           a decode step gave more than one token} in the engine's own times\n"
         "fault injection (decided per request in arrival order from one rng seeded by --seed;\n"
         "with --threads, one rng per loop seeded by --seed + loop):\n"
         "  --seed N                 (default 1)\n"
@@ -321,6 +326,7 @@ int cmd_serve(int argc, char **argv) {
             if (fixed_lm_set(&sp.lm, key, v, e, sizeof e) != 0) { log_error("%s", e); goto out; }
             break;
         }
+        case O_PER_REQ_METRICS: sp.per_request_metrics = true; break;
         case O_REASONING: {
             long long lo, hi;
             const char *dots = strstr(v, "..");

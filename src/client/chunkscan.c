@@ -257,6 +257,7 @@ static int choice_member(cur *c, const char *k, size_t kl, chunk_fields *f, int 
         f->finished = true;
         return skip_value(c, depth + 1);
     }
+    if (KEY("meta_info") && !is_null(c)) return -1;   /* SGLang's, per choice: the full parser reads it */
     return skip_value(c, depth + 1);
 }
 
@@ -318,6 +319,8 @@ static int top_member(cur *c, const char *k, size_t kl, chunk_fields *f, int dep
         return skip_value(c, depth + 1);
     }
     if (KEY("timings") && !is_null(c)) { ONCE(8); return object(c, timings_member, f, depth + 1); }
+    /* vLLM's per-request metrics and SGLang's meta_info: rare (the last chunk), read by the full parser */
+    if ((KEY("metrics") || KEY("meta_info")) && !is_null(c)) return -1;
     return skip_value(c, depth + 1);
 }
 

@@ -189,6 +189,43 @@ static int add_content(openai_stream *st, record *r, const chunk_fields *f, int6
                        f->reasoning_len > 0);
 }
 
+/* A JSON number >= 0 as a double, else -1. */
+static double nonneg(const json_t *v) { return json_is_number(v) && json_number_value(v) >= 0 ? json_number_value(v) : -1; }
+
+/* The server's own account of the request, where it gives one:
+ * - vLLM (--enable-per-request-metrics; docs/features/per_request_metrics.md): a top-level
+ *   "metrics" object on the final usage chunk, time_to_first_token_ms (from scheduling),
+ *   generation_time_ms (first to last output token), queue_time_ms; with
+ *   --per-request-spec-decode-metrics, metrics.speculative_decoding: num_spec_steps,
+ *   num_accepted_draft_tokens, num_draft_tokens, mean_acceptance_length
+ *   (docs/features/speculative_decoding/acceptance_metrics.md);
+ * - SGLang: "meta_info" (top level on its native stream, per choice on its OpenAI endpoints with
+ *   return_meta_info): e2e_latency (s), spec_verify_ct, spec_accept_length. */
+static void server_report(record *r, const json_t *o, const json_t *c0) {
+    const json_t *met = json_object_get(o, "metrics");
+    if (json_is_object(met)) {
+        double v;
+        if ((v = nonneg(json_object_get(met, "queue_time_ms"))) >= 0) r->server_queue_ms = v;
+        if ((v = nonneg(json_object_get(met, "time_to_first_token_ms"))) >= 0) r->server_ttft_ms = v;
+        if ((v = nonneg(json_object_get(met, "generation_time_ms"))) >= 0) r->server_decode_ms = v;
+        const json_t *sd = json_object_get(met, "speculative_decoding");
+        if (json_is_object(sd)) {
+            if ((v = nonneg(json_object_get(sd, "num_spec_steps"))) >= 0) r->spec_steps_server = (int32_t)v;
+            if ((v = nonneg(json_object_get(sd, "num_accepted_draft_tokens"))) >= 0) r->spec_accepted_server = (int32_t)v;
+            if ((v = nonneg(json_object_get(sd, "num_draft_tokens"))) >= 0) r->spec_drafted_server = (int32_t)v;
+            if ((v = nonneg(json_object_get(sd, "mean_acceptance_length"))) >= 0) r->spec_accept_len_server = v;
+        }
+    }
+    const json_t *mi = json_object_get(o, "meta_info");
+    if (!json_is_object(mi) && c0) mi = json_object_get(c0, "meta_info");
+    if (json_is_object(mi)) {
+        double v;
+        if ((v = nonneg(json_object_get(mi, "e2e_latency"))) >= 0) r->server_e2e_ms = v * 1000;
+        if ((v = nonneg(json_object_get(mi, "spec_verify_ct"))) >= 0) r->spec_steps_server = (int32_t)v;
+        if ((v = nonneg(json_object_get(mi, "spec_accept_length"))) >= 0) r->spec_accept_len_server = v;
+    }
+}
+
 int openai_stream_event(openai_stream *st, record *r, const char *data, size_t data_len,
                         const char *error_field, int64_t t_ns, const token_counter *tc) {
     if (error_field) {
@@ -275,6 +312,7 @@ int openai_stream_event(openai_stream *st, record *r, const char *data, size_t d
         json_t *rt = json_object_get(json_object_get(usage, "completion_tokens_details"), "reasoning_tokens");
         if (json_is_integer(rt)) r->reasoning_tokens_server = (int32_t)json_integer_value(rt);
     }
+    server_report(r, o, c0);
     json_t *timings = json_object_get(o, "timings");
     json_t *pn = json_object_get(timings, "prompt_n"), *dn = json_object_get(timings, "predicted_n");
     json_t *pms = json_object_get(timings, "prompt_ms"), *dms = json_object_get(timings, "predicted_ms");

@@ -329,7 +329,7 @@ static json_t *roofline_json(const diag_in *in) {
 
 static const char *const problems[] = { "errors", "client_bound", "queueing", "kv_capacity", "prefill_interference",
     "host_pcie", "communication", "throttling", "cross_numa", "prefill_compute", "prefill", "deployment", "tenants", "prefix_cache", "kv_share",
-    "layer_split", "uneven_split", "row_split", NULL };
+    "layer_split", "uneven_split", "row_split", "spec_acceptance", NULL };
 
 static void add_healthy(diag_in *in, json_t *list) {
     size_t i;

@@ -138,16 +138,36 @@ json_t *diag_time(const diag_in *in) {
     }
     if (wait > ttft) wait = ttft;
     json_t *req = json_array();
-    part(req, "client queue", q, total, NULL, "results.mean_queue_ms");
-    part(req, "waiting for admission", wait, total, NULL, wsrc);
-    double pf = diag_prefill_ms(in);
-    if (!(pf <= ttft - wait)) pf = ttft - wait;
-    part(req, "prefill", pf, total, NULL, "the fastest TTFT's rate per prompt token x the mean prompt (at most TTFT less the wait)");
-    if (ttft - wait - pf > 0.005 * total)
-        part(req, "waiting for the first token behind other requests' steps", ttft - wait - pf, total, NULL,
-             "results.mean_ttft_ms less the admission wait and the prefill");
-    part(req, "decode", e2el - ttft, total, NULL, "results.mean_e2el_ms - mean_ttft_ms");
+    /* the server's own split of TTFT, joined request by request (metrics/phases.h: vLLM's queue and
+     * TTFT from scheduling) replaces the inference when every completed request carried it: the
+     * means then add up exactly. Not llama.cpp's timings: they give no queue, so its wait for a
+     * slot would hide in "outside the server" — there the inferred admission wait stays */
+    const json_t *svt = get(d, "server_timing");
+    double s_pre = diag_num(svt, "mean_server_prefill_ms"), s_out = diag_num(svt, "mean_ttft_outside_server_ms");
+    double s_q = diag_num(svt, "mean_server_queue_ms");
+    bool server_split = isfinite(s_pre) && isfinite(s_out) && isfinite(s_q) &&
+                        diag_num(svt, "requests_joined") == diag_num(d, "completed");
+    if (server_split) {
+        part(req, "client queue", q, total, NULL, "results.mean_queue_ms");
+        part(req, "client and network (TTFT the server did not see)", s_out, total, NULL,
+             "results.server_timing.mean_ttft_outside_server_ms");
+        part(req, "waiting in the server's queue", s_q, total, NULL, "results.server_timing.mean_server_queue_ms");
+        part(req, "prefill (the server's own figure)", s_pre, total, NULL, "results.server_timing.mean_server_prefill_ms");
+        part(req, "decode", e2el - ttft, total, NULL, "results.mean_e2el_ms - mean_ttft_ms");
+    } else {
+        part(req, "client queue", q, total, NULL, "results.mean_queue_ms");
+        part(req, "waiting for admission", wait, total, NULL, wsrc);
+        double pf = diag_prefill_ms(in);
+        if (!(pf <= ttft - wait)) pf = ttft - wait;
+        part(req, "prefill", pf, total, NULL, "the fastest TTFT's rate per prompt token x the mean prompt (at most TTFT less the wait)");
+        if (ttft - wait - pf > 0.005 * total)
+            part(req, "waiting for the first token behind other requests' steps", ttft - wait - pf, total, NULL,
+                 "results.mean_ttft_ms less the admission wait and the prefill");
+        part(req, "decode", e2el - ttft, total, NULL, "results.mean_e2el_ms - mean_ttft_ms");
+    }
     json_t *out = json_pack("{s:o,s:o}", "request_ms", jnum(total), "request", req);
+    const char *split = json_string_value(get(svt, "source"));
+    json_object_set_new(out, "split", json_string(server_split && split ? split : "inferred"));
     if (!in->have_roof) return out;
     /* one decode step: what the hardware needs for it, and what is left */
     double step = in->roof_step_ms, mem = in->roof_weight_ms + in->roof_kv_ms;

@@ -17,6 +17,8 @@ typedef struct {
     double load, tput, eff, achieved, bound, step_ms, floor_ms, batch, context, ttft50, prompt, decode_share;
     bool roof, overhead, pipes;
     double dram, tensor, sm, util, cpu;
+    double accept, accept_chunks;   /* tokens per decode step (metrics/accept.h) and the decode chunks behind it */
+    const char *accept_src;
 } level_facts;
 
 static double gpu_mean(const json_t *res, const char *col) {
@@ -64,6 +66,54 @@ static void facts_of(level_facts *x, double load, const json_t *res, const json_
     x->cpu = diag_mean(json_object_get(json_object_get(json_object_get(json_object_get(res, "telemetry"), "host"), "series"),
                                        "server_cpu_pct"));
     x->pipes = isfinite(x->dram) && x->dram < DIAG_PIPES_IDLE && (!isfinite(x->tensor) || x->tensor < DIAG_PIPES_IDLE);
+    /* acceptance: the server's own count where it gave one, else the stream's */
+    const json_t *sd = json_object_get(res, "spec_decode");
+    x->accept = diag_num(json_object_get(sd, "server"), "acceptance_length");
+    x->accept_chunks = diag_num(json_object_get(sd, "server"), "steps");
+    x->accept_src = "levels[].results.spec_decode.server.acceptance_length";
+    if (!isfinite(x->accept)) {
+        x->accept = diag_num(sd, "mean_acceptance_length");
+        x->accept_chunks = diag_num(sd, "decode_chunks");
+        x->accept_src = "levels[].results.spec_decode.mean_acceptance_length";
+    }
+}
+
+/* Speculative decoding (MTP) whose acceptance falls as load grows: each step verifies fewer of its
+ * drafts, so the drafts' cost (the MTP module's passes, the verify tokens) buys less while the
+ * batch grows. Named when the highest load's tokens per step are at least DIAG_ACCEPT_DROP below
+ * the lowest load's, both from at least 20 decode steps. The cost: the share of tokens per step
+ * lost, which TPOT pays at the same step time. */
+#define DIAG_ACCEPT_DROP 0.10
+static json_t *acceptance_collapse(const level_facts *F, size_t n, json_t *loads_out) {
+    const level_facts *lo = NULL, *hi = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!(F[i].accept >= 1) || !(F[i].accept_chunks >= 20)) continue;
+        if (!lo || F[i].load < lo->load) lo = &F[i];
+        if (!hi || F[i].load > hi->load) hi = &F[i];
+    }
+    if (!lo || !hi || lo == hi || !(lo->accept > 1) || hi->accept > lo->accept * (1 - DIAG_ACCEPT_DROP)) return NULL;
+    json_t *list = json_array();
+    double drop = 1 - hi->accept / lo->accept;
+    json_t *f = diag_finding(list, "spec_acceptance", drop >= 0.25 ? 0.8 : 0.6,
+                             "speculative decoding's acceptance collapses with load: %.2f tokens a step at load %g, "
+                             "%.2f at load %g", lo->accept, lo->load, hi->accept, hi->load);
+    char line[512] = "", part[48];
+    for (size_t i = 0; i < n; i++) {
+        if (!(F[i].accept >= 1)) continue;
+        snprintf(part, sizeof part, "%s%.2f at %g", line[0] ? ", " : "", F[i].accept, F[i].load);
+        strncat(line, part, sizeof line - strlen(line) - 1);
+        json_array_append_new(loads_out, json_real(F[i].load));
+    }
+    diag_ev(f, hi->accept, "tokens/step", hi->accept_src, "tokens per decode step by load: %s (%.0f%% fewer at the "
+            "highest load)", line, 100 * drop);
+    diag_cost(f, drop, "of the tokens per decode step at the lowest load, lost at the highest: TPOT pays it");
+    diag_knob(f, "num_speculative_tokens", "lower at high load",
+              "fewer drafts a step: less verify and draft work where most are rejected");
+    diag_knob(f, "speculative decoding", "off above the load where it stops paying",
+              "vLLM/SGLang can disable drafting past a batch size (vLLM speculative_config disable_by_batch_size)");
+    json_incref(f);
+    json_decref(list);
+    return f;
 }
 
 static void range(const level_facts *F, size_t n, size_t off, double *lo, double *hi) {
@@ -400,6 +450,14 @@ json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t 
         json_object_set_new(where, "engine_overhead", json_deep_copy(json_object_get(scaling, "loads")));
     }
     if (length) context_prefill_evidence(best, F, n);
+    json_t *acc_loads = json_array(), *acc = !length && n >= 2 ? acceptance_collapse(F, n, acc_loads) : NULL;
+    if (acc) {
+        json_object_set_new(acc, "level", json_real(F[n - 1].load));
+        json_object_set_new(best, "spec_acceptance", acc);
+        json_object_set_new(where, "spec_acceptance", acc_loads);
+    } else {
+        json_decref(acc_loads);
+    }
     /* "healthy" only when no level found a problem */
     if (json_object_size(best) > 1) json_object_del(best, "healthy");
     json_t *ranked = at_the_story_first(diag_rank(collect(best, where)), story_load, json_is_object(knee), length);

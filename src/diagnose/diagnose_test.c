@@ -251,6 +251,38 @@ TEST(diagnose_sweep_document) {
     json_decref(doc);
 }
 
+/* Speculative decoding whose acceptance falls with load (known truth: `dsperf sim --mtp 2` at the
+ * configured acceptance lengths, 2.5 tokens a step at load 4 and 1.5 at load 32: 90 decode tokens
+ * are 36 and 60 steps exactly) is named with the
+ * tokens per step at each load; the same sweep at 2.5 on both levels is not. */
+TEST(diagnose_sweep_acceptance_collapse) {
+    const char *la[2] = { "2.5", "2.5" }, *lb[2] = { "1.5", "2.5" };
+    for (int k = 0; k < 2; k++) {
+        char a_args[256], b_args[256], an[16], bn[16];
+        snprintf(a_args, sizeof a_args, "--concurrency 4 --requests 40 --dataset random:in=64,out=91 --mtp 2 --mtp-accept-len %s", la[k]);
+        snprintf(b_args, sizeof b_args, "--concurrency 32 --requests 64 --dataset random:in=64,out=91 --mtp 2 --mtp-accept-len %s", lb[k]);
+        snprintf(an, sizeof an, "acc%da", k);
+        snprintf(bn, sizeof bn, "acc%db", k);
+        json_t *a = sim_doc(a_args, an), *b = sim_doc(b_args, bn);
+        CHECK(a && b);
+        if (!a || !b) { json_decref(a); json_decref(b); return; }
+        CHECK_NEAR(test_num(json_object_get(a, "spec_decode"), "mean_acceptance_length"), 2.5, 1e-9);
+        json_t *doc = json_pack("{s:s,s:s,s:[{s:f,s:o},{s:f,s:o}],s:n}", "schema", "dsperf.sweep/1", "axis", "concurrency",
+                                "levels", "load", 4.0, "results", a, "load", 32.0, "results", b, "knee");
+        json_t *g = diag(doc);
+        const json_t *f = finding(g, "spec_acceptance", NULL);
+        if (k == 0) {
+            CHECK(f != NULL);
+            CHECK(f && strstr(json_string_value(json_object_get(f, "title")), "2.50 tokens a step at load 4, 1.50 at load 32"));
+            CHECK_NEAR(test_num(json_object_get(f, "cost"), "lost_frac"), 1 - 1.5 / 2.5, 1e-9);
+        } else {
+            CHECK(f == NULL);
+        }
+        json_decref(g);
+        json_decref(doc);
+    }
+}
+
 TEST(diagnose_cli) {
     json_t *d = sim_doc("--concurrency 8 --requests 40 --dataset random:in=128,out=64", "cli");
     CHECK(d != NULL);

@@ -63,6 +63,9 @@ typedef struct {
     int32_t reasoning_tokens_client, reasoning_tokens_server, server_predicted_n;
     int64_t answer_ns;
     double server_prompt_ms, server_predicted_ms;                   /* the server's timing (llama.cpp) */
+    double server_queue_ms, server_ttft_ms, server_decode_ms, server_e2e_ms;   /* vLLM metrics, SGLang meta_info */
+    double spec_accept_len_server;                                  /* speculative decoding (metrics/accept.h) */
+    int32_t spec_steps_server, spec_accepted_server, spec_drafted_server, pad3;
     uint16_t turn, pad2;
     uint32_t n_chunks;
     uint8_t has_error, has_chunks, has_chunk_tokens, pad;
@@ -87,6 +90,10 @@ void dist_pack_records(dist_buf *b, const recset *recs, bool chunks) {
         w.reasoning_tokens_client = r->reasoning_tokens_client; w.reasoning_tokens_server = r->reasoning_tokens_server;
         w.server_prompt_ms = r->server_prompt_ms; w.server_predicted_ms = r->server_predicted_ms;
         w.server_predicted_n = r->server_predicted_n;
+        w.server_queue_ms = r->server_queue_ms; w.server_ttft_ms = r->server_ttft_ms;
+        w.server_decode_ms = r->server_decode_ms; w.server_e2e_ms = r->server_e2e_ms;
+        w.spec_accept_len_server = r->spec_accept_len_server; w.spec_steps_server = r->spec_steps_server;
+        w.spec_accepted_server = r->spec_accepted_server; w.spec_drafted_server = r->spec_drafted_server;
         w.has_error = r->error != NULL;
         w.has_chunks = chunks && r->n_chunks && r->chunk_ns;
         w.has_chunk_tokens = w.has_chunks && r->chunk_tokens;
@@ -124,6 +131,10 @@ int dist_unpack_records(dist_rd *rd, recset *out) {
         r->reasoning_tokens_client = w.reasoning_tokens_client; r->reasoning_tokens_server = w.reasoning_tokens_server;
         r->server_prompt_ms = w.server_prompt_ms; r->server_predicted_ms = w.server_predicted_ms;
         r->server_predicted_n = w.server_predicted_n;
+        r->server_queue_ms = w.server_queue_ms; r->server_ttft_ms = w.server_ttft_ms;
+        r->server_decode_ms = w.server_decode_ms; r->server_e2e_ms = w.server_e2e_ms;
+        r->spec_accept_len_server = w.spec_accept_len_server; r->spec_steps_server = w.spec_steps_server;
+        r->spec_accepted_server = w.spec_accepted_server; r->spec_drafted_server = w.spec_drafted_server;
         /* without its chunk arrays a record keeps its chunk count (summary_compute_parts) */
         r->n_chunks = w.n_chunks;
         if (w.has_error) r->error = drd_str(rd);

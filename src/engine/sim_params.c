@@ -47,8 +47,9 @@ static const char help_head[] =
     "  --two-batch-overlap on|off communication hidden behind a second micro-batch (DeepSeek, SGLang TBO)\n"
     "  --eplb on|off, --redundant-experts N   expert placement by load; extra expert copies\n"
     "  --mtp N                    MTP / speculative draft tokens per step (0 off)\n"
-    "  --mtp-accept-len L         tokens accepted per step incl. the verified one (default from\n"
-    "                             --mtp-accept P: 1 + P + ... + P^N, P = 0.68)\n"
+    "  --mtp-accept-len L|FILE    tokens accepted per step incl. the verified one (default from\n"
+    "                             --mtp-accept P: 1 + P + ... + P^N, P = 0.68); FILE: a results file of\n"
+    "                             a run that measured it (its spec_decode: the server's count, else the stream's)\n"
     "  --weight-dtype D           auto (as released: fp8 for V3), bf16, fp16, fp8, int8, int4, fp4 (NVFP4), mxfp4, q4 (GGUF)\n"
     "  --kv-dtype D               auto (bf16), bf16, fp16, fp8, int8, fp8-flashmla (656 B per token-layer)\n"
     "  --cuda-graphs on|off, --graph-max-batch N, --overlap-schedule on|off, --mla on|off,\n"
@@ -151,6 +152,18 @@ static int parse_bool(const char *v, bool *out) {
     else if (!strcasecmp(v, "off") || !strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no")) *out = false;
     else return -1;
     return 0;
+}
+
+/* A measured acceptance length: a dsperf results file's spec_decode, the server's own count when it
+ * gave one, else the stream's tokens per decode step (metrics/accept.h). 0 ok, -1 none. */
+static int measured_accept_len(const char *path, double *out) {
+    json_t *doc = json_load_file(path, 0, NULL);
+    const json_t *sd = json_object_get(doc, "spec_decode");
+    const json_t *v = json_object_get(json_object_get(sd, "server"), "acceptance_length");
+    if (!json_is_number(v)) v = json_object_get(sd, "mean_acceptance_length");
+    int rc = json_is_number(v) ? (*out = json_number_value(v), 0) : -1;
+    json_decref(doc);
+    return rc;
 }
 
 static int parse_flag(const char *v, int *out) {
@@ -260,7 +273,9 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         long long x; rc = units_parse_int(v, 0, 16, &x); want = "draft tokens 0..16";
         if (!rc) p->mtp_draft = (int)x;
     } else if (!strcmp(key, "mtp-accept-len")) {
-        rc = units_parse_double(v, &p->mtp_accept_len); want = "tokens per step >= 1";
+        rc = units_parse_double(v, &p->mtp_accept_len);
+        want = "tokens per step >= 1, or a results file whose run measured them (spec_decode)";
+        if (rc) rc = measured_accept_len(v, &p->mtp_accept_len);
         if (!rc && p->mtp_accept_len < 1) rc = -1;
     } else if (!strcmp(key, "mtp-accept")) { rc = parse_fraction(v, 0, 1, &p->factors.mtp_accept); want = "a probability in (0, 1]";
     } else if (!strcmp(key, "prefix-caching") || !strcmp(key, "enable-prefix-caching")) {

@@ -37,6 +37,11 @@ static const history_metric_def results_metrics[] = {
     {METRIC(mean_itl_ms), NULL, 0}, {METRIC(median_itl_ms), NULL, 0}, {METRIC(p90_itl_ms), NULL, 0}, {METRIC(p99_itl_ms), NULL, 0},
     {METRIC(mean_e2el_ms), NULL, 0}, {METRIC(median_e2el_ms), NULL, 0}, {METRIC(p90_e2el_ms), NULL, 0}, {METRIC(p99_e2el_ms), NULL, 0},
     {METRIC(p99_ttft_from_schedule_ms), NULL, 0}, {METRIC(p99_e2el_from_schedule_ms), NULL, 0},
+    /* reasoning models, the server's side, speculative decoding (metrics/phases.h, accept.h):
+     * absent from a run without them, so not recorded for it */
+    {METRIC(mean_ttfa_ms), NULL, 0}, {METRIC(median_ttfa_ms), NULL, 0}, {METRIC(p99_ttfa_ms), NULL, 0},
+    {METRIC(ttft_outside_server_share), "server_timing.ttft_outside_server_share", -1},
+    {METRIC(spec_acceptance_length), "spec_decode.mean_acceptance_length", +1},
     {NULL, NULL, 0},
 };
 

@@ -54,6 +54,8 @@ typedef enum { METRIC_NO_DIRECTION = 0, METRIC_HIGHER_BETTER = 1, METRIC_LOWER_B
     X(p99_ttfa_ms, "ms", METRIC_LOWER_BETTER, "%.2f", "p99 TTFA") \
     X(mean_answer_tpot_ms, "ms", METRIC_LOWER_BETTER, "%.2f", "mean answer TPOT") \
     X(mean_reasoning_tpot_ms, "ms", METRIC_LOWER_BETTER, "%.2f", "mean reasoning TPOT") \
+    X(ttft_outside_server_share, "", METRIC_LOWER_BETTER, "%.3f", "TTFT share outside the server") \
+    X(spec_acceptance_length, "tok/step", METRIC_HIGHER_BETTER, "%.2f", "tokens per decode step") \
     X(knee_load, "", METRIC_NO_DIRECTION, "%.3g", "knee load") \
     X(knee_output_throughput, "tok/s", METRIC_HIGHER_BETTER, "%.1f", "knee output throughput") \
     X(peak_output_throughput, "tok/s", METRIC_HIGHER_BETTER, "%.1f", "peak output throughput") \

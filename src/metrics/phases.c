@@ -70,31 +70,58 @@ static void reasoning(json_t *obj, const recset *recs, const summary_opts *o) {
  * tokenization, llama.cpp's wait for a free slot. predicted_ms covers the predicted_n - 1
  * tokens after the first: the server's TPOT is predicted_ms / (predicted_n - 1). */
 static void server_timing(json_t *obj, const recset *recs, const summary_opts *o) {
-    stats_samples prefill, outside, stpot, tpot_gap;
+    stats_samples prefill, outside, stpot, tpot_gap, queue, e2el_out;
     stats_init(&prefill); stats_init(&outside); stats_init(&stpot); stats_init(&tpot_gap);
-    long n = 0, violations = 0, n_pred = 0, pred_equal = 0;
+    stats_init(&queue); stats_init(&e2el_out);
+    long n = 0, violations = 0, n_pred = 0, pred_equal = 0, n_llama = 0, n_vllm = 0, n_sglang = 0;
     double ttft_sum = 0, outside_sum = 0;
     json_t *viol = json_array();
     int rc = 0;
     for (size_t i = 0; i < recs->n; i++) {
         const record *r = &recs->v[i];
-        if (r->warmup || r->outcome != REC_OK || r->server_prompt_ms < 0) continue;
+        if (r->warmup || r->outcome != REC_OK) continue;
         req_metrics m;
         req_metrics_of(r, &m);
         if (!m.has_ttft) continue;
+        /* the server's share of TTFT: llama.cpp's prompt_ms (its prefill; it reports no queue), or
+         * vLLM's queue_time_ms + time_to_first_token_ms (its queue, then scheduling to first token) */
+        double srv_ttft = -1, srv_prefill = -1;
+        if (r->server_ttft_ms >= 0) {
+            srv_prefill = r->server_ttft_ms;
+            srv_ttft = r->server_ttft_ms + (r->server_queue_ms >= 0 ? r->server_queue_ms : 0);
+            n_vllm++;
+            if (r->server_queue_ms >= 0) rc |= stats_add(&queue, r->server_queue_ms);
+            if (r->server_decode_ms >= 0 && isfinite(m.e2el_ms))
+                rc |= stats_add(&e2el_out, m.e2el_ms - srv_ttft - r->server_decode_ms);
+            if (r->server_decode_ms >= 0 && m.out_tokens > 1) {
+                double s = r->server_decode_ms / (double)(m.out_tokens - 1);
+                rc |= stats_add(&stpot, s);
+                if (isfinite(m.tpot_ms)) rc |= stats_add(&tpot_gap, m.tpot_ms - s);
+            }
+        } else if (r->server_prompt_ms >= 0) {
+            srv_prefill = srv_ttft = r->server_prompt_ms;
+            n_llama++;
+        } else if (r->server_e2e_ms >= 0) {
+            /* SGLang's meta_info gives its whole handling only: the E2EL it did not see */
+            n_sglang++;
+            if (isfinite(m.e2el_ms)) rc |= stats_add(&e2el_out, m.e2el_ms - r->server_e2e_ms);
+            continue;
+        } else {
+            continue;
+        }
         n++;
-        double out = m.ttft_ms - r->server_prompt_ms;
-        rc |= stats_add(&prefill, r->server_prompt_ms) | stats_add(&outside, out);
+        double out = m.ttft_ms - srv_ttft;
+        rc |= stats_add(&prefill, srv_prefill) | stats_add(&outside, out);
         ttft_sum += m.ttft_ms;
         outside_sum += out;
-        /* causality: the server's prefill happened inside the client's TTFT */
+        /* causality: the server's part happened inside the client's TTFT */
         if (out < 0) {
             violations++;
             if (json_array_size(viol) < 5)
                 json_array_append_new(viol, json_pack("{s:i,s:f,s:f}", "index", (json_int_t)r->index, "ttft_ms", m.ttft_ms,
-                                                      "server_prompt_ms", r->server_prompt_ms));
+                                                      "server_ttft_ms", srv_ttft));
         }
-        if (r->server_predicted_n >= 0) {
+        if (r->server_ttft_ms < 0 && r->server_predicted_n >= 0) {
             n_pred++;
             if (r->server_predicted_n == m.out_tokens) pred_equal++;
             if (r->server_predicted_n > 1 && r->server_predicted_ms >= 0) {
@@ -104,17 +131,29 @@ static void server_timing(json_t *obj, const recset *recs, const summary_opts *o
             }
         }
     }
-    if (n > 0 && rc == 0) {
+    if ((n > 0 || n_sglang > 0) && rc == 0) {
         json_t *st = json_object();
-        json_object_set_new(st, "source", json_string("llamacpp_timings"));
-        json_object_set_new(st, "requests_joined", json_integer(n));
-        summary_emit_exact(st, "server_prefill", &prefill, o);
-        summary_emit_exact(st, "ttft_outside_server", &outside, o);
-        json_object_set_new(st, "ttft_outside_server_share", jreal(ttft_sum > 0 ? outside_sum / ttft_sum : NAN));
-        summary_emit_exact(st, "server_tpot", &stpot, o);
-        summary_emit_exact(st, "tpot_outside_server", &tpot_gap, o);
-        json_object_set_new(st, "predicted_n_compared", json_integer(n_pred));
-        json_object_set_new(st, "predicted_n_equal_output_tokens", json_integer(pred_equal));
+        int kinds = (n_llama > 0) + (n_vllm > 0) + (n_sglang > 0);
+        json_object_set_new(st, "source", json_string(kinds > 1 ? "mixed" : n_vllm ? "vllm_metrics" :
+                                                      n_llama ? "llamacpp_timings" : "sglang_meta_info"));
+        json_object_set_new(st, "requests_joined", json_integer(n + n_sglang));
+        if (n > 0) {
+            summary_emit_exact(st, "server_prefill", &prefill, o);
+            summary_emit_exact(st, "ttft_outside_server", &outside, o);
+            /* the samples behind its percentiles (the terminal says when they are too few) */
+            json_object_set_new(st, "ttft_outside_server_samples", json_integer(n));
+            json_object_set_new(st, "ttft_outside_server_share", jreal(ttft_sum > 0 ? outside_sum / ttft_sum : NAN));
+        }
+        if (queue.n) summary_emit_exact(st, "server_queue", &queue, o);
+        if (e2el_out.n) summary_emit_exact(st, "e2el_outside_server", &e2el_out, o);
+        if (stpot.n) {
+            summary_emit_exact(st, "server_tpot", &stpot, o);
+            summary_emit_exact(st, "tpot_outside_server", &tpot_gap, o);
+        }
+        if (n_llama) {
+            json_object_set_new(st, "predicted_n_compared", json_integer(n_pred));
+            json_object_set_new(st, "predicted_n_equal_output_tokens", json_integer(pred_equal));
+        }
         json_object_set_new(st, "causality_violations", json_integer(violations));
         json_object_set_new(st, "causality_examples", viol);
         viol = NULL;
@@ -122,6 +161,7 @@ static void server_timing(json_t *obj, const recset *recs, const summary_opts *o
     }
     json_decref(viol);
     stats_free(&prefill); stats_free(&outside); stats_free(&stpot); stats_free(&tpot_gap);
+    stats_free(&queue); stats_free(&e2el_out);
 }
 
 /* ---- Little's law ----

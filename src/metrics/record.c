@@ -26,6 +26,9 @@ static void record_blank(record *r) {
     r->cached_tokens = r->prompt_eval_server = r->cacheable_tokens = -1;
     r->reasoning_tokens_client = r->reasoning_tokens_server = r->server_predicted_n = -1;
     r->server_prompt_ms = r->server_predicted_ms = -1;
+    r->server_queue_ms = r->server_ttft_ms = r->server_decode_ms = r->server_e2e_ms = -1;
+    r->spec_steps_server = r->spec_accepted_server = r->spec_drafted_server = -1;
+    r->spec_accept_len_server = -1;
 }
 
 void recset_init(recset *s) { memset(s, 0, sizeof *s); }

@@ -75,6 +75,19 @@ typedef struct {
     double server_prompt_ms;   /* timings.prompt_ms: prompt evaluation (prefill) */
     double server_predicted_ms;/* timings.predicted_ms: generation after the first token */
     int32_t server_predicted_n;/* timings.predicted_n: tokens generated */
+    /* vLLM's per-request `metrics` object (--enable-per-request-metrics) and SGLang's meta_info,
+     * where the server gives them (-1 not given) */
+    double server_queue_ms;    /* vLLM metrics.queue_time_ms: waiting in its scheduler queue */
+    double server_ttft_ms;     /* vLLM metrics.time_to_first_token_ms: from scheduling to the first token */
+    double server_decode_ms;   /* vLLM metrics.generation_time_ms: first to last output token */
+    double server_e2e_ms;      /* SGLang meta_info.e2e_latency (s, here ms): its whole handling of the request */
+    /* speculative decoding / MTP as the server counted it (vLLM metrics.speculative_decoding with
+     * --per-request-spec-decode-metrics; SGLang meta_info; -1 not given) */
+    int32_t spec_steps_server;     /* verification steps: vLLM num_spec_steps, SGLang spec_verify_ct */
+    int32_t spec_accepted_server;  /* accepted draft tokens: vLLM num_accepted_draft_tokens */
+    int32_t spec_drafted_server;   /* proposed draft tokens: vLLM num_draft_tokens */
+    double spec_accept_len_server; /* tokens per step incl. the bonus token: vLLM mean_acceptance_length,
+                                    * SGLang spec_accept_length */
     uint32_t session;          /* multi-turn: the conversation's id + 1 (0: not part of one) */
     uint16_t turn;             /* ... and its turn, from 0 */
     uint32_t n_chunks;         /* content-carrying SSE messages */

@@ -17,6 +17,8 @@
 #include "metrics/metric_table.h"
 #include "metrics/workload.h"
 #include "metrics/phases.h"
+#include "metrics/timeint.h"
+#include "metrics/accept.h"
 #include "common/units.h"
 #include "metrics/stats.h"
 #include "metrics/hdr.h"
@@ -639,6 +641,9 @@ json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const s
     }
     set_real(obj, METRIC(output_throughput), (double)a.out_tokens / d_s);
     set_real(obj, METRIC(total_token_throughput), (double)(a.in_tokens + a.out_tokens) / d_s);
+    /* intervals that respect time (metrics/timeint.h); merged runs keep their chunks elsewhere */
+    json_t *ti = parts ? NULL : timeint_run(recs, 0.95, (double)a.out_tokens / d_s, a.completed / d_s);
+    if (ti) json_object_set_new(obj, "time_intervals", ti);
     /* vLLM: "max_concurrency" is the configured cap; the observed peak is max_concurrent_requests */
     json_object_set_new(obj, "max_concurrency", o->max_concurrency > 0 ? json_integer(o->max_concurrency) : json_null());
     /* vLLM writes the configured rate as request_rate, "inf" when unpaced (closed loop) */
@@ -696,6 +701,7 @@ json_t *summary_compute_parts(const recset *recs, const summary_opts *o, const s
     json_object_set_new(obj, "samples", samples_json(&a));
     /* reasoning vs answer, the server's own timing, and the run's self-checks (metrics/phases.h) */
     phases_add(obj, recs, o);
+    accept_add(obj, recs, o);   /* tokens per decode step: MTP, speculative decoding (metrics/accept.h) */
 done:
     json_decref(tl.json);
     acc_free(&a);

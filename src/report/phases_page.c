@@ -1,7 +1,7 @@
 /* phases_page — the report's "Reasoning and the server's side" section: per level the time to the
  * first answer token and the tokens and TPOT of each phase (reasoning models), the part of TTFT
- * the server never saw (its own per-request timing joined to the client's), and any self-check
- * the run failed. Shown only when the results carry them (metrics/phases.h). */
+ * the server never saw (its own per-request timing joined to the client's), tokens per decode
+ * step (MTP), and any self-check the run failed. Shown only when the results carry them (metrics/phases.h). */
 #include "report/report_internal.h"
 #include "metrics/metric_table.h"
 #include <math.h>
@@ -25,15 +25,16 @@ static void level_cell(rbuf *b, const rep_model *m, const rep_level *l) {
 }
 
 void report_phases_section(rbuf *b, const rep_model *m) {
-    bool reasoning = false, server = false, check = false;
+    bool reasoning = false, server = false, check = false, spec = false;
     for (size_t i = 0; i < m->n; i++) {
         const json_t *r = m->lv[i].r;
         reasoning |= json_object_get(r, "reasoning_requests") != NULL;
         server |= json_object_get(r, "server_timing") != NULL;
+        spec |= json_object_get(r, "spec_decode") != NULL;
         const json_t *ll = json_object_get(json_object_get(r, "self_check"), "littles_law");
         check |= json_is_string(json_object_get(ll, "reason"));
     }
-    if (!reasoning && !server && !check) return;
+    if (!reasoning && !server && !check && !spec) return;
     rb_puts(b, "<section id=\"phases\"><h2>Reasoning and the server's side</h2>");
     if (reasoning) {
         rb_puts(b, "<p class=\"note\">TTFA: time to the first answer token, after the reasoning phase (what a user waits "
@@ -60,10 +61,13 @@ void report_phases_section(rbuf *b, const rep_model *m) {
         rb_puts(b, "</tbody></table></div>");
     }
     if (server) {
-        rb_puts(b, "<p class=\"note\">The server's own timing of each request (llama.cpp's <code>timings</code>), joined "
-                   "request by request: TTFT outside the server = the client's TTFT − the server's prompt evaluation — the "
-                   "client, the network, HTTP and tokenization, and the wait for a free slot.</p>"
-                   "<div class=\"tablewrap\"><table><thead><tr><th>load</th><th>joined</th><th>server prefill p50 (ms)</th>"
+        rb_puts(b, "<p class=\"note\">The server's own timing of each request (llama.cpp's <code>timings</code>, vLLM's "
+                   "per-request <code>metrics</code>, SGLang's <code>meta_info</code>), joined request by request: TTFT "
+                   "outside the server = the client's TTFT − the server's part (llama.cpp: its prompt evaluation; vLLM: its "
+                   "queue + its TTFT from scheduling) — the client, the network, HTTP and tokenization (and llama.cpp's "
+                   "wait for a free slot).</p>"
+                   "<div class=\"tablewrap\"><table><thead><tr><th>load</th><th>source</th><th>joined</th>"
+                   "<th>server queue p50 (ms)</th><th>server prefill p50 (ms)</th>"
                    "<th>outside p50 (ms)</th><th>outside p99 (ms)</th><th>outside share of TTFT</th><th>server TPOT (ms)</th>"
                    "<th>causality violations</th></tr></thead><tbody>");
         for (size_t i = 0; i < m->n; i++) {
@@ -71,13 +75,40 @@ void report_phases_section(rbuf *b, const rep_model *m) {
             if (!st) continue;
             rb_puts(b, "<tr>");
             level_cell(b, m, &m->lv[i]);
+            const char *src = json_string_value(json_object_get(st, "source"));
+            rb_puts(b, "<td>");
+            rb_esc(b, src ? src : "");
+            rb_puts(b, "</td>");
             cell(b, rep_num(st, "requests_joined"), "%.0f");
+            cell(b, rep_num(st, "median_server_queue_ms"), "%.2f");
             cell(b, rep_num(st, "median_server_prefill_ms"), "%.2f");
             cell(b, rep_num(st, "median_ttft_outside_server_ms"), "%.2f");
             cell(b, rep_num(st, "p99_ttft_outside_server_ms"), "%.2f");
             cell(b, 100 * rep_num(st, "ttft_outside_server_share"), "%.1f%%");
             cell(b, rep_num(st, "mean_server_tpot_ms"), "%.2f");
             cell(b, rep_num(st, "causality_violations"), "%.0f");
+            rb_puts(b, "</tr>");
+        }
+        rb_puts(b, "</tbody></table></div>");
+    }
+    if (spec) {
+        rb_puts(b, "<p class=\"note\">Tokens per decode step (MTP, speculative decoding): from the stream, a chunk of k "
+                   "tokens is one step of k (the first chunk, the prefill's, left out); the server's own count where it "
+                   "gives one. Acceptance against load is the column down the levels; against position in the output, "
+                   "the first and the last span of output positions.</p>"
+                   "<div class=\"tablewrap\"><table><thead><tr><th>load</th><th>tokens/step (stream)</th>"
+                   "<th>tokens/step (server)</th><th>first positions</th><th>last positions</th></tr></thead><tbody>");
+        for (size_t i = 0; i < m->n; i++) {
+            const json_t *sd = json_object_get(m->lv[i].r, "spec_decode");
+            if (!sd) continue;
+            rb_puts(b, "<tr>");
+            level_cell(b, m, &m->lv[i]);
+            cell(b, rep_num(sd, "mean_acceptance_length"), "%.3f");
+            cell(b, rep_num(json_object_get(sd, "server"), "acceptance_length"), "%.3f");
+            const json_t *bp = json_object_get(sd, "by_position");
+            size_t nb = json_array_size(bp);
+            cell(b, nb ? rep_num(json_array_get(bp, 0), "acceptance_length") : NAN, "%.3f");
+            cell(b, nb ? rep_num(json_array_get(bp, nb - 1), "acceptance_length") : NAN, "%.3f");
             rb_puts(b, "</tr>");
         }
         rb_puts(b, "</tbody></table></div>");

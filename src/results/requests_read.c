@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 
 /* Shift applied to the file's relative times: far beyond any schedule before the first send. */
 #define T0_NS (INT64_C(1) << 50)
@@ -63,6 +64,17 @@ static int fill(record *r, const json_t *o) {
     if (json_is_number(sdm)) r->server_predicted_ms = json_number_value(sdm);
     if (json_is_integer(json_object_get(o, "server_predicted_n"))) r->server_predicted_n = i_of(o, "server_predicted_n");
     if (json_is_integer(json_object_get(o, "server_prompt_n"))) r->prompt_eval_server = i_of(o, "server_prompt_n");
+    static const struct { const char *k; size_t off; } ms[] = {
+        {"server_queue_ms", offsetof(record, server_queue_ms)}, {"server_ttft_ms", offsetof(record, server_ttft_ms)},
+        {"server_decode_ms", offsetof(record, server_decode_ms)}, {"server_e2e_ms", offsetof(record, server_e2e_ms)},
+        {"spec_accept_len_server", offsetof(record, spec_accept_len_server)} };
+    for (size_t k = 0; k < sizeof ms / sizeof ms[0]; k++) {
+        const json_t *v = json_object_get(o, ms[k].k);
+        if (json_is_number(v)) *(double *)((char *)r + ms[k].off) = json_number_value(v);
+    }
+    if (json_is_integer(json_object_get(o, "spec_steps_server"))) r->spec_steps_server = i_of(o, "spec_steps_server");
+    if (json_is_integer(json_object_get(o, "spec_accepted_server"))) r->spec_accepted_server = i_of(o, "spec_accepted_server");
+    if (json_is_integer(json_object_get(o, "spec_drafted_server"))) r->spec_drafted_server = i_of(o, "spec_drafted_server");
     const json_t *ch = json_object_get(o, "chunk_ns"), *tok = json_object_get(o, "chunk_tokens");
     for (size_t k = 0; k < json_array_size(ch); k++) {
         json_int_t m = json_integer_value(json_array_get(tok, k));

@@ -2,6 +2,7 @@
  * per-request JSONL, and the terminal summary in vLLM's "Serving Benchmark Result" layout. */
 #include "results/results.h"
 #include "metrics/metric_table.h"
+#include "metrics/accept.h"
 #include "results/validity.h"
 #include "metrics/request_metrics.h"
 #include "common/version.h"
@@ -226,6 +227,18 @@ static void write_request_line(FILE *f, const record *r, int64_t t0) {
         put_int(f, "server_predicted_n", r->server_predicted_n, r->server_predicted_n >= 0);
         put_int(f, "server_prompt_n", r->prompt_eval_server, r->prompt_eval_server >= 0);
     }
+    /* vLLM's per-request metrics, SGLang's meta_info (metrics/phases.h) */
+    if (r->server_queue_ms >= 0) put_msv(f, "server_queue_ms", r->server_queue_ms);
+    if (r->server_ttft_ms >= 0) put_msv(f, "server_ttft_ms", r->server_ttft_ms);
+    if (r->server_decode_ms >= 0) put_msv(f, "server_decode_ms", r->server_decode_ms);
+    if (r->server_e2e_ms >= 0) put_msv(f, "server_e2e_ms", r->server_e2e_ms);
+    /* tokens per decode step (metrics/accept.h): the stream's, and the server's where it counted */
+    double acc = accept_len_of(r);
+    if (isfinite(acc)) fprintf(f, ",\"acceptance_length\":%.17g", acc);
+    put_int(f, "spec_steps_server", r->spec_steps_server, r->spec_steps_server >= 0);
+    put_int(f, "spec_accepted_server", r->spec_accepted_server, r->spec_accepted_server >= 0);
+    put_int(f, "spec_drafted_server", r->spec_drafted_server, r->spec_drafted_server >= 0);
+    if (r->spec_accept_len_server >= 0) fprintf(f, ",\"spec_accept_len_server\":%.17g", r->spec_accept_len_server);
     if (r->session) fprintf(f, ",\"session\":%u,\"turn\":%u", r->session - 1, (unsigned)r->turn);
     fprintf(f, ",\"n_chunks\":%u,\"chunk_ns\":[", r->n_chunks);
     for (uint32_t k = 0; k < r->n_chunks; k++)
@@ -483,16 +496,65 @@ static void server_section(FILE *f, const json_t *r) {
     const json_t *st = get(r, "server_timing");
     if (!json_is_object(st)) return;
     double kp = key_percentile(r);
-    rule(f, "Server's side (llama.cpp timings)", '-');
+    const char *src = json_string_value(get(st, "source"));
+    char title[80];
+    snprintf(title, sizeof title, "Server's side (%s)", src && !strcmp(src, "vllm_metrics") ? "vLLM per-request metrics" :
+             src && !strcmp(src, "sglang_meta_info") ? "SGLang meta_info" : src && !strcmp(src, "mixed") ? "several servers" :
+             "llama.cpp timings");
+    rule(f, title, '-');
     row_int(f, "Requests joined:", get(st, "requests_joined"));
+    stat_row(f, st, "mean", "Mean", "server_queue", "server queue");
     stat_row(f, st, "mean", "Mean", "server_prefill", "server prefill");
     stat_row(f, st, "mean", "Mean", "ttft_outside_server", "TTFT outside server");
     if (!isnan(kp)) p_row(f, st, kp, "ttft_outside_server", "TTFT outside server", 0);
     const json_t *sh = get(st, "ttft_outside_server_share");
     if (json_is_number(sh)) fprintf(f, "%-40s %-10.1f\n", "TTFT outside server (% of TTFT):", 100 * json_number_value(sh));
     stat_row(f, st, "mean", "Mean", "server_tpot", "server TPOT");
+    stat_row(f, st, "mean", "Mean", "e2el_outside_server", "E2EL outside server");
     if (json_integer_value(get(st, "causality_violations")) > 0)
         row_int(f, "CAUSALITY VIOLATIONS (prefill > TTFT):", get(st, "causality_violations"));
+}
+
+/* Tokens per decode step (MTP, speculative decoding; metrics/accept.h). */
+static void spec_section(FILE *f, const json_t *r) {
+    const json_t *sd = get(r, "spec_decode");
+    if (!json_is_object(sd)) return;
+    rule(f, "Tokens per decode step (MTP / spec. decoding)", '-');
+    row_real(f, "Acceptance length, from chunks:", get(sd, "mean_acceptance_length"));
+    row_real(f, "  median per request:", get(sd, "median_request_acceptance_length"));
+    const json_t *srv = get(sd, "server");
+    if (json_is_object(srv)) row_real(f, "Acceptance length, server's count:", get(srv, "acceptance_length"));
+    const json_t *bp = get(sd, "by_position");
+    size_t n = json_array_size(bp);
+    if (n > 1) {
+        const json_t *a = json_array_get(bp, 0), *b = json_array_get(bp, n - 1);
+        fprintf(f, "%-40s %.3g (tokens %lld-%lld) -> %.3g (tokens %lld-%lld)\n", "By output position:",
+                json_number_value(get(a, "acceptance_length")), (long long)json_integer_value(get(a, "from")),
+                (long long)json_integer_value(get(a, "to")) - 1, json_number_value(get(b, "acceptance_length")),
+                (long long)json_integer_value(get(b, "from")), (long long)json_integer_value(get(b, "to")) - 1);
+    }
+}
+
+/* Intervals that respect time (metrics/timeint.h): each figure ± its batch-means half-width, with
+ * the effective sample size beside the units it came from and what independent units would claim. */
+static void intervals_section(FILE *f, const json_t *r) {
+    const json_t *ti = get(r, "time_intervals");
+    if (!json_is_object(ti)) return;
+    char title[96];
+    snprintf(title, sizeof title, "Intervals over time (%d batches of %.3g s, %.0f%%)",
+             (int)json_integer_value(get(ti, "batches")), json_number_value(get(ti, "batch_s")),
+             100 * json_number_value(get(ti, "confidence")));
+    rule(f, title, '-');
+    const char *keys[] = { "output_throughput", "request_throughput", "mean_itl_ms" };
+    const char *labels[] = { "Output token throughput (tok/s):", "Request throughput (req/s):", "Mean ITL (ms):" };
+    for (int i = 0; i < 3; i++) {
+        const json_t *x = get(ti, keys[i]);
+        if (!json_is_object(x)) continue;
+        fprintf(f, "%-40s %.4g ± %.3g (ESS %.0f of %lld; as if independent ± %.3g)\n", labels[i],
+                json_number_value(get(x, "estimate")), json_number_value(get(x, "half_width")),
+                json_number_value(get(x, "ess")), (long long)json_integer_value(get(x, "n")),
+                json_number_value(get(x, "iid_half_width")));
+    }
 }
 
 /* A self-check that failed says so (metrics/phases.h). */
@@ -546,6 +608,8 @@ void results_print_summary(FILE *f, const json_t *r) {
         p_row(f, r, kp, "ttft_from_schedule", "TTFT from schedule", 0);
         p_row(f, r, kp, "e2el_from_schedule", "E2EL from schedule", 0);
     }
+    intervals_section(f, r);
+    spec_section(f, r);
     reasoning_section(f, r);
     server_section(f, r);
     workload_section(f, r);

@@ -251,3 +251,53 @@ TEST(results_print_summary_client_lag_warning) {
     json_decref(doc);
     recset_free(&s);
 }
+
+/* The server's own figures (vLLM's per-request metrics, SGLang's meta_info, speculative decoding)
+ * survive the per-request file: written, read back, the same record; the stream's acceptance
+ * length is written beside them (chunks of 1, then 3 and 2 tokens: 5/2). */
+TEST(results_requests_server_fields_round_trip) {
+    recset s;
+    recset_init(&s);
+    record *r = recset_add(&s);
+    r->send_ns = r->sched_ns = 1000000000;
+    record_add_chunk(r, 1050000000, 1);
+    record_add_chunk(r, 1060000000, 3);
+    record_add_chunk(r, 1070000000, 2);
+    r->first_ns = 1050000000;
+    r->last_ns = r->end_ns = 1070000000;
+    r->server_queue_ms = 12.25;
+    r->server_ttft_ms = 30.5;
+    r->server_decode_ms = 20.125;
+    r->server_e2e_ms = 64.5;
+    r->spec_steps_server = 2;
+    r->spec_accepted_server = 3;
+    r->spec_drafted_server = 6;
+    r->spec_accept_len_server = 2.5;
+    char path[512], err[256] = "";
+    snprintf(path, sizeof path, "%s/srv.jsonl", harness_tmpdir());
+    CHECK(results_write_requests_jsonl(path, &s, err, sizeof err) == 0);
+    recset back;
+    recset_init(&back);
+    int64_t t0;
+    CHECK(results_read_requests_jsonl(path, &back, &t0, err, sizeof err) == 0);
+    CHECK_EQ_INT(back.n, 1);
+    if (back.n == 1) {
+        const record *b = &back.v[0];
+        CHECK_NEAR(b->server_queue_ms, 12.25, 1e-9);
+        CHECK_NEAR(b->server_ttft_ms, 30.5, 1e-9);
+        CHECK_NEAR(b->server_decode_ms, 20.125, 1e-9);
+        CHECK_NEAR(b->server_e2e_ms, 64.5, 1e-9);
+        CHECK_EQ_INT(b->spec_steps_server, 2);
+        CHECK_EQ_INT(b->spec_accepted_server, 3);
+        CHECK_EQ_INT(b->spec_drafted_server, 6);
+        CHECK_NEAR(b->spec_accept_len_server, 2.5, 1e-12);
+    }
+    FILE *f = fopen(path, "r");
+    char line[4096] = "";
+    if (f) { if (!fgets(line, sizeof line, f)) line[0] = 0; fclose(f); }
+    json_t *j = json_loads(line, 0, NULL);
+    CHECK_NEAR(json_number_value(json_object_get(j, "acceptance_length")), 2.5, 1e-12);
+    json_decref(j);
+    recset_free(&back);
+    recset_free(&s);
+}

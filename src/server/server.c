@@ -56,6 +56,7 @@ typedef struct stream {
     int32_t fault_at;               /* tokens sent before the drop / error event / stall */
     bool stall_counted;
     int32_t sent;                   /* tokens emitted so far */
+    int32_t steps;                  /* token events after the first (decode steps) */
     int64_t arrival_ns, sched_ns, first_ns, last_ns;   /* engine time */
     int64_t last_write_wall_ns;     /* when something was last written to the client */
     struct stream *prev, *next;     /* all streams, for shutdown */
@@ -333,8 +334,18 @@ static void finish(stream *st, const engine_event *ev) {
     srv_hist_observe(&s->m.decode_s, secs(s, ev->t_ns - st->first_ns));
     s->m.success[strcmp(reason, "stop") ? SRV_FINISH_LENGTH : SRV_FINISH_STOP]++;
     if (st->rq.stream) {
-        if (st->rq.include_usage) oai_sse_usage(s->buf, &st->ident, st->rq.prompt_tokens, st->sent, st->rq.cached_tokens,
-                                               st->rq.reasoning_tokens);
+        if (st->rq.include_usage && s->p.per_request_metrics) {
+            /* vLLM's per-request metrics in the engine's own times, as wall ms */
+            double ms = 1e-6 / (s->p.speedup > 0 ? s->p.speedup : 1);
+            int64_t sched = st->sched_ns ? st->sched_ns : st->arrival_ns;
+            oai_metrics m = { (double)(sched - st->arrival_ns) * ms, (double)(st->first_ns - sched) * ms,
+                              (double)(ev->t_ns - st->first_ns) * ms, st->steps };
+            oai_sse_usage_metrics(s->buf, &st->ident, st->rq.prompt_tokens, st->sent, st->rq.cached_tokens,
+                                  st->rq.reasoning_tokens, &m);
+        } else if (st->rq.include_usage) {
+            oai_sse_usage(s->buf, &st->ident, st->rq.prompt_tokens, st->sent, st->rq.cached_tokens,
+                          st->rq.reasoning_tokens);
+        }
         oai_sse_done(s->buf);
         send_chunk(st, NULL);
         evhttp_send_reply_end(st->req);
@@ -376,6 +387,9 @@ static void on_event(void *ctx, const engine_event *ev) {
         if (st->rq.stream && st->rq.api == OAI_CHAT) oai_sse_role(s->buf, &st->ident);
     } else {
         srv_hist_observe(&s->m.itl_s, secs(s, ev->t_ns - st->last_ns));
+        st->steps++;
+        s->m.spec_steps++;
+        s->m.spec_accepted += (uint64_t)(ev->n_tokens - 1);
     }
     st->last_ns = ev->t_ns;
     srv_hist_observe(&s->m.lateness_s, (double)(s->advance_now - ev->t_ns) / 1e9 / s->p.speedup);

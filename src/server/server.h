@@ -47,6 +47,9 @@ typedef struct {
     int logprobs_style;          /* SERVER_LOGPROBS_* */
     int32_t reasoning_min_tokens, reasoning_max_tokens; /* > 0: a chat answer's first R words (R uniform
                                   * in [min, max], at most max_tokens) stream as reasoning_content */
+    bool per_request_metrics;    /* vLLM's --enable-per-request-metrics: a "metrics" object on the
+                                  * final usage chunk (queue, TTFT from scheduling, generation time, and
+                                  * speculative_decoding when a step gave more than one token) */
 } server_params;
 
 typedef struct server server;

@@ -59,6 +59,8 @@ void srv_metrics_add(srv_metrics *a, const srv_metrics *b) {
     hist_add(&a->lateness_s, &b->lateness_s);
     a->prompt_tokens += b->prompt_tokens;
     a->generation_tokens += b->generation_tokens;
+    a->spec_steps += b->spec_steps;
+    a->spec_accepted += b->spec_accepted;
     for (int i = 0; i < SRV_N_FINISH; i++) a->success[i] += b->success[i];
     for (int i = 0; i < 600; i++) a->http_status[i] += b->http_status[i];
     for (int i = 0; i < SRV_N_FAULTS; i++) a->faults[i] += b->faults[i];
@@ -123,6 +125,14 @@ void srv_metrics_render(const srv_metrics *m, const engine_stats *st, const char
     head(o, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.");
     evbuffer_add_printf(o, "vllm:generation_tokens_total{model_name=\"%s\"} %llu\n", ml,
                         (unsigned long long)m->generation_tokens);
+    if (m->spec_accepted > 0) {
+        head(o, "vllm:spec_decode_num_drafts_total", "counter", "Number of spec decoding drafts.");
+        evbuffer_add_printf(o, "vllm:spec_decode_num_drafts_total{model_name=\"%s\"} %llu\n", ml,
+                            (unsigned long long)m->spec_steps);
+        head(o, "vllm:spec_decode_num_accepted_tokens_total", "counter", "Number of accepted tokens.");
+        evbuffer_add_printf(o, "vllm:spec_decode_num_accepted_tokens_total{model_name=\"%s\"} %llu\n", ml,
+                            (unsigned long long)m->spec_accepted);
+    }
     head(o, "vllm:request_success_total", "counter", "Count of successfully processed requests.");
     static const char *reasons[SRV_N_FINISH] = {"stop", "length", "abort"};
     for (int i = 0; i < SRV_N_FINISH; i++)

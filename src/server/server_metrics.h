@@ -22,6 +22,9 @@ typedef struct {
     srv_hist ttft_s, itl_s, e2e_s, queue_s, prefill_s, decode_s, iteration_tokens;
     srv_hist lateness_s;                  /* wall time between an emission's due time and its write */
     uint64_t prompt_tokens, generation_tokens;
+    /* speculative decoding as vLLM counts it (docs/features/speculative_decoding/acceptance_metrics.md):
+     * decode steps and the tokens they gave beyond one each; exposed once a step gave more than one */
+    uint64_t spec_steps, spec_accepted;
     uint64_t success[SRV_N_FINISH];       /* by finished_reason */
     uint64_t http_status[600];            /* responses started, by status code */
     uint64_t faults[SRV_N_FAULTS];        /* injected faults by kind */

@@ -221,14 +221,30 @@ static void add_reasoning(struct evbuffer *o, int32_t reasoning_tokens, int32_t 
                             reasoning_tokens < completion_tokens ? reasoning_tokens : completion_tokens);
 }
 
-void oai_sse_usage(struct evbuffer *o, const oai_ident *id, int32_t prompt_tokens, int32_t completion_tokens,
-                   int32_t cached_tokens, int32_t reasoning_tokens) {
+void oai_sse_usage_metrics(struct evbuffer *o, const oai_ident *id, int32_t prompt_tokens, int32_t completion_tokens,
+                           int32_t cached_tokens, int32_t reasoning_tokens, const oai_metrics *m) {
     chunk_head(o, id);
     evbuffer_add_printf(o, "[],\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d",
                         prompt_tokens, prompt_tokens + completion_tokens, completion_tokens);
     add_cached(o, cached_tokens);
     add_reasoning(o, reasoning_tokens, completion_tokens);
-    evbuffer_add_printf(o, "}}\n\n");
+    evbuffer_add_printf(o, "}");
+    if (m) {
+        evbuffer_add_printf(o, ",\"metrics\":{\"time_to_first_token_ms\":%.6f,\"generation_time_ms\":%.6f,"
+                            "\"queue_time_ms\":%.6f", m->ttft_ms, m->generation_ms, m->queue_ms);
+        int32_t decoded = completion_tokens - 1;
+        if (m->decode_steps > 0 && decoded > m->decode_steps)
+            evbuffer_add_printf(o, ",\"speculative_decoding\":{\"mean_acceptance_length\":%.17g,"
+                                "\"num_spec_steps\":%d,\"num_accepted_draft_tokens\":%d}",
+                                (double)decoded / m->decode_steps, m->decode_steps, decoded - m->decode_steps);
+        evbuffer_add_printf(o, "}");
+    }
+    evbuffer_add_printf(o, "}\n\n");
+}
+
+void oai_sse_usage(struct evbuffer *o, const oai_ident *id, int32_t prompt_tokens, int32_t completion_tokens,
+                   int32_t cached_tokens, int32_t reasoning_tokens) {
+    oai_sse_usage_metrics(o, id, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, NULL);
 }
 
 void oai_sse_done(struct evbuffer *o) {

@@ -82,6 +82,15 @@ void oai_sse_tokens(struct evbuffer *out, const oai_ident *id, oai_request *rq, 
  * reasoning_tokens > 0 */
 void oai_sse_usage(struct evbuffer *out, const oai_ident *id, int32_t prompt_tokens, int32_t completion_tokens,
                    int32_t cached_tokens, int32_t reasoning_tokens);
+/* The same, with vLLM's per-request "metrics" object beside usage (docs/features/per_request_metrics.md):
+ * times in ms; decode_steps > 0 adds speculative_decoding (num_spec_steps, num_accepted_draft_tokens,
+ * mean_acceptance_length) when the steps gave more tokens than their number. */
+typedef struct {
+    double queue_ms, ttft_ms, generation_ms;
+    int32_t decode_steps;       /* token events after the first */
+} oai_metrics;
+void oai_sse_usage_metrics(struct evbuffer *out, const oai_ident *id, int32_t prompt_tokens, int32_t completion_tokens,
+                           int32_t cached_tokens, int32_t reasoning_tokens, const oai_metrics *m);
 void oai_sse_done(struct evbuffer *out);
 /* A mid-stream error event: llama.cpp style "error: {...}" or OpenAI/vLLM style "data: {"error":...}"
  * followed by "data: [DONE]". */

@@ -13,7 +13,8 @@
 const char *const em_col_names[EM_COL_COUNT] = {
     "running", "waiting", "kv_usage_pct", "preemptions", "prefix_cache_hits", "prefix_cache_queries",
     "prefix_cache_hit_rate_pct", "prompt_tokens_per_s", "generation_tokens_per_s", "tokens_per_step",
-    "queue_time_ms", "prefill_time_ms", "decode_time_ms", "prompt_tokens", "kv_capacity_tokens"};
+    "queue_time_ms", "prefill_time_ms", "decode_time_ms", "prompt_tokens", "kv_capacity_tokens",
+    "spec_acceptance_length"};
 
 typedef enum { A_VALUE, A_HIST } alias_kind;   /* A_VALUE: gauge or counter (prom_sum); A_HIST: _sum/_count */
 typedef struct {
@@ -45,6 +46,9 @@ static const alias aliases[] = {
     {EM_ENGINE_VLLM, EM_RAW_QUEUE_S, A_HIST, "vllm:request_queue_time_seconds", 1, 0, 0},
     {EM_ENGINE_VLLM, EM_RAW_PREFILL_S, A_HIST, "vllm:request_prefill_time_seconds", 1, 0, 0},
     {EM_ENGINE_VLLM, EM_RAW_DECODE_S, A_HIST, "vllm:request_decode_time_seconds", 1, 0, 0},
+    /* speculative decoding (docs/features/speculative_decoding/acceptance_metrics.md) */
+    {EM_ENGINE_VLLM, EM_RAW_SPEC_DRAFTS, A_VALUE, "vllm:spec_decode_num_drafts_total", 1, 0, 0},
+    {EM_ENGINE_VLLM, EM_RAW_SPEC_ACCEPTED, A_VALUE, "vllm:spec_decode_num_accepted_tokens_total", 1, 0, 0},
     /* SGLang (--enable-metrics). Prefix cache: cached prompt tokens over prompt tokens. */
     {EM_ENGINE_SGLANG, EM_RAW_RUNNING, A_VALUE, "sglang:num_running_reqs", 1, 0, 0},
     {EM_ENGINE_SGLANG, EM_RAW_WAITING, A_VALUE, "sglang:num_queue_reqs", 1, 0, 0},
@@ -56,6 +60,7 @@ static const alias aliases[] = {
     {EM_ENGINE_SGLANG, EM_RAW_PROMPT_TOKENS, A_VALUE, "sglang:prompt_tokens_total", 1, 0, 0},
     {EM_ENGINE_SGLANG, EM_RAW_GEN_TOKENS, A_VALUE, "sglang:generation_tokens_total", 1, 0, 0},
     {EM_ENGINE_SGLANG, EM_RAW_QUEUE_S, A_HIST, "sglang:queue_time_seconds", 1, 0, 0},
+    {EM_ENGINE_SGLANG, EM_RAW_SPEC_LEN, A_VALUE, "sglang:spec_accept_length", 1, 0, 0},
     /* TGI: batch size = running; per-batch forward times split by method label; token counts
      * come from the per-request histograms' _sum. */
     {EM_ENGINE_TGI, EM_RAW_RUNNING, A_VALUE, "tgi_batch_current_size", 1, 0, 0},
@@ -163,6 +168,8 @@ void em_derive(const em_reading *prev, const em_reading *cur, double out[EM_COL_
     out[EM_DECODE_TIME_MS] = hist_mean(prev, cur, EM_RAW_DECODE_S, 1e3);
     out[EM_PROMPT_TOKENS] = delta(prev, cur, EM_RAW_PROMPT_TOKENS);
     out[EM_KV_CAPACITY_TOKENS] = cur->value[EM_RAW_KV_CAPACITY];
+    double drafts = delta(prev, cur, EM_RAW_SPEC_DRAFTS), acc = delta(prev, cur, EM_RAW_SPEC_ACCEPTED);
+    out[EM_SPEC_ACCEPT_LEN] = drafts > 0 && acc >= 0 ? 1 + acc / drafts : cur->value[EM_RAW_SPEC_LEN];
 }
 
 /* ---- scraper ---- */

@@ -30,6 +30,9 @@ typedef enum {
                                  * evaluated ones only, so a prefix-cache hit does not count) */
     EM_KV_CAPACITY_TOKENS,      /* KV cache size in tokens (vLLM's cache_config_info: num_gpu_blocks x
                                  * block_size), what a prefix cache can hold at most */
+    EM_SPEC_ACCEPT_LEN,         /* speculative decoding: tokens per decode step over the interval, 1 +
+                                 * accepted / drafts (vLLM's spec_decode counters; SGLang's
+                                 * spec_accept_length gauge) */
     EM_COL_COUNT
 } em_col;
 extern const char *const em_col_names[EM_COL_COUNT];
@@ -37,7 +40,8 @@ extern const char *const em_col_names[EM_COL_COUNT];
 /* Raw quantities of one scrape: gauges and cumulative counters / histogram sums and counts. */
 enum { EM_RAW_RUNNING, EM_RAW_WAITING, EM_RAW_KV_PCT, EM_RAW_PREFIX_RATE_PCT, EM_RAW_PREEMPTIONS,
        EM_RAW_PREFIX_HITS, EM_RAW_PREFIX_QUERIES, EM_RAW_PROMPT_TOKENS, EM_RAW_GEN_TOKENS,
-       EM_RAW_STEP_TOKENS, EM_RAW_QUEUE_S, EM_RAW_PREFILL_S, EM_RAW_DECODE_S, EM_RAW_KV_CAPACITY, EM_RAW_COUNT };
+       EM_RAW_STEP_TOKENS, EM_RAW_QUEUE_S, EM_RAW_PREFILL_S, EM_RAW_DECODE_S, EM_RAW_KV_CAPACITY,
+       EM_RAW_SPEC_DRAFTS, EM_RAW_SPEC_ACCEPTED, EM_RAW_SPEC_LEN, EM_RAW_COUNT };
 typedef struct {
     int64_t t_ns;
     double value[EM_RAW_COUNT];   /* gauge / counter value; NaN when absent */

@@ -342,3 +342,21 @@ TEST(telemetry_prom_missing_is_unknown) {
     prom_doc_free(&a);
     prom_doc_free(&b);
 }
+
+/* Speculative decoding on /metrics: vLLM's counters (docs/features/speculative_decoding/
+ * acceptance_metrics.md: num_drafts = steps, num_accepted_tokens = accepted drafts) give the
+ * interval's tokens per step, 1 + Δaccepted / Δdrafts; SGLang's spec_accept_length gauge is read
+ * as it stands; a server without either leaves the series unknown. */
+TEST(telemetry_prom_spec_decode_acceptance) {
+    const char *a = "vllm:spec_decode_num_drafts_total{model_name=\"m\"} 100\n"
+                    "vllm:spec_decode_num_accepted_tokens_total{model_name=\"m\"} 120\n";
+    const char *b = "vllm:spec_decode_num_drafts_total{model_name=\"m\"} 300\n"
+                    "vllm:spec_decode_num_accepted_tokens_total{model_name=\"m\"} 420\n";
+    double o[EM_COL_COUNT];
+    derive_pair(a, b, EM_ENGINE_VLLM, o);
+    CHECK_NEAR(o[EM_SPEC_ACCEPT_LEN], 1 + 300.0 / 200.0, 1e-12);
+    derive_pair("sglang:spec_accept_length 2.3\n", "sglang:spec_accept_length 2.1\n", EM_ENGINE_SGLANG, o);
+    CHECK_NEAR(o[EM_SPEC_ACCEPT_LEN], 2.1, 1e-12);
+    derive_pair("vllm:num_requests_running 1\n", "vllm:num_requests_running 1\n", EM_ENGINE_VLLM, o);
+    CHECK(isnan(o[EM_SPEC_ACCEPT_LEN]));
+}
