@@ -1,5 +1,6 @@
 /* bench_run — shared orchestration of one load run for bench and sweep. */
 #include "cli/bench_run.h"
+#include "common/stop.h"
 #include "deploy/deploy.h"
 #include "telemetry/engine_metrics.h"
 #include "common/clock.h"
@@ -251,14 +252,14 @@ int bench_prepare_dataset(bench_opts *b, size_t n_hint, dataset **ds) {
     return EXIT_OK;
 }
 
-int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, bool progress,
+int bench_run_once(bench_opts *b, const dataset *ds, ds_stop_flag *stop, bool progress,
                    recset *recs, bench_result *out, char *err, size_t errlen) {
     int rc = bench_run_once_hook(b, ds, stop, progress ? show_progress : NULL, NULL, recs, out, err, errlen);
     if (progress) fprintf(stderr, "\r\033[K");
     return rc;
 }
 
-int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, load_progress_fn progress,
+int bench_run_once_hook(bench_opts *b, const dataset *ds, ds_stop_flag *stop, load_progress_fn progress,
                         void *ctx, recset *recs, bench_result *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     dist *d = b->dist;           /* a multi-host job: src/dist; NULL otherwise */
@@ -349,7 +350,7 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
 }
 
 /* A follower's signals end its run (and the job's next ones): mpirun forwards Ctrl-C as SIGTERM. */
-static volatile sig_atomic_t follow_signalled, follow_run_stop;
+static ds_stop_flag follow_signalled, follow_run_stop;
 static void follow_signal(int sig) { (void)sig; follow_signalled = 1; follow_run_stop = 1; }
 
 int bench_follow(bench_opts *b, const dataset *ds) {

@@ -4,6 +4,7 @@
 #ifndef DSP_BENCH_RUN_H
 #define DSP_BENCH_RUN_H
 #include "cli/bench_opts.h"
+#include "common/stop.h"
 #include <signal.h>
 
 /* Pre-flight GET /v1/models (fills b->client.model when not given) and the dataset.
@@ -22,11 +23,11 @@ typedef struct {
 
 /* Runs b's plan once against ds; records go to recs (caller-owned, recset_init'ed).
  * Returns 0, or -1 with err when the client could not be set up. */
-int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, bool progress,
+int bench_run_once(bench_opts *b, const dataset *ds, ds_stop_flag *stop, bool progress,
                    recset *recs, bench_result *out, char *err, size_t errlen);
 /* Same, with the caller's progress callback (called every plan.progress_interval_ns with the
  * runner's counters; it may raise *stop to end the run early) instead of the live line. */
-int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, load_progress_fn progress,
+int bench_run_once_hook(bench_opts *b, const dataset *ds, ds_stop_flag *stop, load_progress_fn progress,
                         void *ctx, recset *recs, bench_result *out, char *err, size_t errlen);
 /* A follower of a multi-host job (rank > 0, after dist_join): runs every run rank 0 announces,
  * with this rank's slice of the plan, until rank 0 ends the job; returns the job's exit code. */

@@ -2,6 +2,7 @@
  * dataset, a GET /v1/models pre-flight), then runs the plan, prints the summary and writes the
  * results atomically — also when interrupted, marked partial. */
 #include "cli/cli.h"
+#include "common/stop.h"
 #include "common/fileio.h"
 #include "common/fdlimit.h"
 #include "cli/bench_run.h"
@@ -13,7 +14,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t g_stop;
+static ds_stop_flag g_stop;
 static void on_signal(int sig) { (void)sig; g_stop = 1; }
 
 /* Under an MPI launcher: starts the job (NULL and exit code in *rc when it cannot). */

@@ -3,6 +3,7 @@
  * any measurement, runs the buckets, prints the table, writes dsperf.drift/1 atomically (partial
  * on Ctrl-C) and returns 1 when a gate rule fails. */
 #include "cli/cli.h"
+#include "common/stop.h"
 #include "cli/history_opts.h"
 #include "client/client.h"
 #include "common/redact.h"
@@ -73,7 +74,7 @@ static const char usage_text[] =
 "  dsperf report drift.json -o drift.html\n"
 "  dsperf diagnose sweep.json --drift drift.json     # the KV-dtype advice with its accuracy cost\n";
 
-static volatile sig_atomic_t g_stop;
+static ds_stop_flag g_stop;
 static void on_signal(int sig) { (void)sig; g_stop = 1; }
 
 enum {

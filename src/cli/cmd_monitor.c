@@ -3,6 +3,7 @@
  * URL is a usage error, exit 2); an endpoint that does not answer at start is not: a monitor must
  * outlive restarts of what it watches, so it keeps probing and counts the failures. */
 #include "cli/cli.h"
+#include "common/stop.h"
 #include "common/fdlimit.h"
 #include "cli/bench_opts.h"
 #include "cli/bench_run.h"
@@ -102,7 +103,7 @@ static const struct option long_opts[] = {
     {"db", 1, 0, O_DB}, {"label", 1, 0, O_LABEL}, {"db-interval", 1, 0, O_DB_INTERVAL}, {0, 0, 0, 0},
 };
 
-static volatile sig_atomic_t g_stop;
+static ds_stop_flag g_stop;
 static void on_signal(int sig) { (void)sig; g_stop = 1; }
 
 static int bad(const char *flag, const char *val, const char *want) {

@@ -3,6 +3,7 @@
  * after every level, so Ctrl-C or a crash loses at most the level in progress. Used by
  * `dsperf sweep` and, once per server configuration, by `dsperf tune`. */
 #include "cli/sweep_run.h"
+#include "common/stop.h"
 #include "common/fileio.h"
 #include "cli/cli.h"
 #include "cli/bench_run.h"
@@ -23,7 +24,7 @@
 
 /* g_stop: the whole sweep stops (a signal); g_level_stop: the level in progress stops (a signal
  * or the over-saturation detector). */
-static volatile sig_atomic_t g_stop, g_level_stop;
+static ds_stop_flag g_stop, g_level_stop;
 void sweep_run_request_stop(void) { g_stop = 1; g_level_stop = LOAD_STOP_INTERRUPT; }
 bool sweep_run_stop_requested(void) { return g_stop != 0; }
 

@@ -4,6 +4,7 @@
  * summary, and the tune document they fill. Used by cmd_tune, which parses the options and
  * drives the loop over the grid, as sweep_run is by cmd_sweep. */
 #include "cli/tune_run.h"
+#include "common/stop.h"
 #include "cli/cli.h"
 #include "cli/bench_run.h"
 #include "results/results.h"
@@ -25,7 +26,7 @@
 #include <wordexp.h>
 
 /* set by a signal: the running server or simulator is stopped and no configuration starts */
-static volatile sig_atomic_t g_stop;
+static ds_stop_flag g_stop;
 void tune_run_request_stop(void) { g_stop = 1; sweep_run_request_stop(); }
 bool tune_run_stopped(void) { return g_stop != 0; }
 
