@@ -28,6 +28,10 @@ int cmd_drift(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 
 struct option;
+struct run_sim_opts;
+/* `dsperf sim`'s parser (cmd_sim.c) for the simulator's settings alone (tune's --sim-flags, argv[0]
+ * "sim"): -1 with *o filled (run_sim_defaults, then the words), or EXIT_USAGE with one line in err. */
+int cli_sim_parse_flags(int argc, char **argv, struct run_sim_opts *o, char *err, size_t errlen);
 /* A getopt_long table: the command's own options followed by one required-argument option per
  * key (e.g. the simulator's keys from sim_params_keys()), key i getting the value first_val + i.
  * NULL-terminated; free() it. NULL on out-of-memory. */
@@ -51,6 +55,9 @@ const char *cli_default_output(const char *flag, const char *stem, const char *e
  * option '--concurency'; did you mean --concurrency? (see dsperf CMD --help)", or "option --out needs
  * a value". ind and opt are getopt's optind and optopt after the call. Returns EXIT_USAGE. */
 int cli_bad_option(const char *cmd, const struct option *opts, int argc, char **argv, int ind, int opt);
+/* The same line into err instead of the log (for parsers whose caller reports it). EXIT_USAGE. */
+int cli_bad_option_text(const char *cmd, const struct option *opts, int argc, char **argv, int ind, int opt, char *err,
+                        size_t errlen);
 /* The option of opts nearest to name[0..len) by edit distance, when near enough to be a typo; NULL. */
 const char *cli_nearest_option(const struct option *opts, const char *name, size_t len);
 

@@ -5,7 +5,8 @@
 #include "common/stop.h"
 #include "common/fileio.h"
 #include "common/fdlimit.h"
-#include "cli/bench_run.h"
+#include "cli/bench_opts.h"
+#include "run/bench.h"
 #include "results/results.h"
 #include "common/log.h"
 #include <stdio.h>

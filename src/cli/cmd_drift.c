@@ -4,8 +4,8 @@
  * on Ctrl-C) and returns 1 when a gate rule fails. */
 #include "cli/cli.h"
 #include "common/stop.h"
-#include "cli/history_opts.h"
-#include "client/client.h"
+#include "run/history_opts.h"
+#include "run/preflight.h"
 #include "common/redact.h"
 #include "results/results.h"
 #include "common/log.h"
@@ -96,7 +96,7 @@ static int resolve(const char *what, const char *url, const char *const *headers
     client_opts co = { .base_url = url, .headers = headers, .api_key = key, .insecure = insecure };
     char err[1024];
     char *first = NULL;
-    if (client_preflight(&co, &first, NULL, err, sizeof err) < 0) {
+    if (run_preflight(&co, &first, err, sizeof err) != DS_OK) {
         log_error("drift: the %s: %s", what, err);
         return EXIT_USAGE;
     }

@@ -6,7 +6,8 @@
 #include "common/stop.h"
 #include "common/fdlimit.h"
 #include "cli/bench_opts.h"
-#include "cli/bench_run.h"
+#include "run/bench.h"
+#include "run/preflight.h"
 #include "monitor/monitor.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -282,10 +283,10 @@ int cmd_monitor(int argc, char **argv) {
      * answer at all means the endpoint is down right now, which is what a monitor is for. */
     char err[1024];
     char *model = NULL;
-    int pf = client_preflight(&b.client, &model, NULL, err, sizeof err);
-    if (pf == 0) {
+    ds_result pf = run_preflight(&b.client, &model, err, sizeof err);
+    if (pf == DS_OK) {
         if (!b.client.model) b.client.model = model;
-    } else if (pf == CLIENT_UNREACHABLE) {
+    } else if (pf == DS_ECONNECT) {
         log_warn("%s; probing anyway (failures count as outcome=\"connect\")", err);
     } else {
         log_error("%s", err);

@@ -5,9 +5,9 @@
  * after every configuration, and Ctrl-C stops the running server before exiting. */
 #include "cli/cli.h"
 #include "common/fdlimit.h"
-#include "cli/bench_run.h"
-#include "cli/sweep_run.h"
-#include "cli/tune_run.h"
+#include "run/bench.h"
+#include "cli/sweep_opts.h"
+#include "run/tune.h"
 #include "tune/tune.h"
 #include "drift/drift.h"
 #include "results/results.h"
@@ -129,8 +129,16 @@ static bool looks_like_grid(const char *a) {
 
 /* Takes tune's own options out of argv; the rest is kept for the sweep. -1 to go on, else an
  * exit code. */
+/* The parsers the run layer applies to each configuration's words (run/tune.h). */
+static int parse_config_sweep(sweep_opts *so, bench_opts *b, int argc, char **argv) {
+    return sweep_opts_parse(so, b, argc, argv, "tune", NULL);
+}
+
 static int parse_own(int argc, char **argv, tune_opts *t) {
     memset(t, 0, sizeof *t);
+    t->parse_sweep = parse_config_sweep;
+    t->free_sweep = sweep_opts_free;
+    t->parse_sim = cli_sim_parse_flags;
     t->url = "http://127.0.0.1:{port}";
     t->out_path = NULL;     /* a new tune-<date>-<time>.json (cmd_tune) */
     t->objective = "e2el";
@@ -368,7 +376,10 @@ int cmd_tune(int argc, char **argv) {
         free(stem);
         stem = tune_out_stem(t.out_path);
     }
-    json_t *doc = tune_new_doc(&t, argc, argv, &b, so.slo_pct);
+    char *line = cli_command_line(argc, argv), *sweep_line = cli_join_argv(t.nrest - 1, t.rest + 1);
+    json_t *doc = tune_new_doc(&t, line, sweep_line ? sweep_line : "", &b, so.slo_pct);
+    free(line);
+    free(sweep_line);
     if (doc && g_drift) json_object_set(doc, "drift", g_drift);   /* tune_analyse shows its accuracy cost */
     bool quiet = b.quiet;
     sweep_opts_free(&so, &b);

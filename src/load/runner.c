@@ -227,7 +227,7 @@ static int64_t next_gap(run_state *s) {
         size_t n = s->ds->n, g = s->scheduled * (size_t)s->n_shards + (size_t)s->shard, prev = g - (size_t)s->n_shards;
         int64_t b = s->ds->items[g % n].timestamp_ns, a = s->ds->items[prev % n].timestamp_ns;
         if (g / n != prev / n) a = s->ds->items[0].timestamp_ns;
-        return b > a ? b - a : 0;
+        return arrival_trace_gap_ns(a, b);
     }
     return arrival_next_gap_ns(&s->p->arr, &s->r);
 }

@@ -1,5 +1,5 @@
-/* bench_run — shared orchestration of one load run for bench and sweep. */
-#include "cli/bench_run.h"
+/* run/bench — one load run for bench, sweep, tune and monitor (see bench.h). */
+#include "run/bench.h"
 #include "common/stop.h"
 #include "deploy/deploy.h"
 #include "telemetry/engine_metrics.h"

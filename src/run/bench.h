@@ -1,9 +1,9 @@
-/* bench_run — one load setting from options to results: pre-flight and dataset (bench_prepare),
+/* run/bench — one load setting from options to results: pre-flight and dataset (bench_prepare),
  * then plan → records → results JSON (bench_run_once). `bench` runs it once; `sweep` once per
  * load level. */
 #ifndef DSP_BENCH_RUN_H
 #define DSP_BENCH_RUN_H
-#include "cli/bench_opts.h"
+#include "run/bench_opts.h"
 #include "common/stop.h"
 #include <signal.h>
 
