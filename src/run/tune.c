@@ -268,13 +268,15 @@ static char *sim_level_line(const char *flags, const run_sim_opts *o) {
     return line;
 }
 
-/* A configuration's failure in its log, as the simulator would have written it there. */
-static void log_line(const char *path, const char *text) {
+/* A line of the configuration's log (what each level ran, and why one failed), as a server's log is
+ * kept beside its sweep. */
+static void log_note(const char *path, const char *prefix, const char *text) {
     FILE *f = fopen(path, "a");
     if (!f) return;
-    fprintf(f, "dsperf: error: sim: %s\n", text);
+    fprintf(f, "%s%s\n", prefix, text);
     fclose(f);
 }
+static void log_line(const char *path, const char *text) { log_note(path, "dsperf: error: sim: ", text); }
 
 /* Runs configuration idx on the offline simulator, in this process; fills cfg. True when it
  * measured anything. */
@@ -326,11 +328,10 @@ bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const cha
             for (int k = 0; k < so.repeats && !g_stop; k++) {
                 run_sim_opts lo = base;
                 sim_level(&lo, &b, &so, requests_given, so.ladder[i], b.plan.seed + (uint64_t)k);
-                if (i == 0 && k == 0) {
-                    char *line = sim_level_line(flags, &lo);
-                    json_object_set_new(cfg, "command", json_string(line ? line : ""));
-                    free(line);
-                }
+                char *line = sim_level_line(flags, &lo);
+                if (i == 0 && k == 0) json_object_set_new(cfg, "command", json_string(line ? line : ""));
+                if (line) log_note(log_path, "level: ", line);
+                free(line);
                 run_sim_result r;
                 char why[512];
                 ds_result sr = run_sim(&lo, &r, why, sizeof why);
