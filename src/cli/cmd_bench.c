@@ -52,7 +52,7 @@ int cmd_bench(int argc, char **argv) {
     fd_limit_prepare();     /* thousands of streams: before any thread starts */
     dataset *ds = NULL;
     char *model = NULL;
-    if (rc == EXIT_OK) rc = bench_prepare(&b, &ds, &model);
+    if (rc == EXIT_OK) rc = ds_exit_code(bench_prepare(&b, &ds, &model));
     if (b.dist) {
         /* every rank prepared (pre-flight from its host, dataset); a job goes on only if all did */
         rc = dist_join(b.dist, rc, NULL);
@@ -84,7 +84,7 @@ int cmd_bench(int argc, char **argv) {
     char err[1024];
     bool tty = isatty(STDERR_FILENO) && !b.quiet && !b.no_progress;
     int exit_code = EXIT_OK;
-    if (bench_run_once(&b, ds, &g_stop, tty, &recs, &br, err, sizeof err) < 0) {
+    if (bench_run_once(&b, ds, &g_stop, tty, &recs, &br, err, sizeof err) != DS_OK) {
         log_error("%s", err);
         exit_code = EXIT_RUN_FAILED;
     } else {

@@ -294,7 +294,7 @@ int cmd_monitor(int argc, char **argv) {
     }
     dataset *ds = NULL;
     size_t n_hint = mo.requests && mo.requests < 1000 ? mo.requests : 1000;   /* cycled when the run is longer */
-    if ((rc = bench_prepare_dataset(&b, n_hint, &ds)) != EXIT_OK) { dataset_free(ds); free(model); goto out; }
+    if ((rc = ds_exit_code(bench_prepare_dataset(&b, n_hint, &ds))) != EXIT_OK) { dataset_free(ds); free(model); goto out; }
     mo.client = b.client;
     mo.ds = ds;
 

@@ -82,7 +82,7 @@ static void on_signal(int sig) { (void)sig; sweep_run_request_stop(); }
 static int follow(bench_opts *b) {
     dataset *ds = NULL;
     char *model = NULL;
-    int rc = dist_join(b->dist, bench_prepare(b, &ds, &model), NULL);
+    int rc = dist_join(b->dist, ds_exit_code(bench_prepare(b, &ds, &model)), NULL);
     if (rc == EXIT_OK) rc = bench_follow(b, ds);
     dataset_free(ds);
     free(model);

@@ -189,9 +189,9 @@ static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, co
     w.recs = &recs;
     g_level_stop = g_stop;
     bench_result br;
-    int rc = bench_run_once_hook(b, c->ds, &g_level_stop, on_tick, &w, &recs, &br, err, errlen);
+    ds_result rc = bench_run_once_hook(b, c->ds, &g_level_stop, on_tick, &w, &recs, &br, err, errlen);
     if (c->tty) fprintf(stderr, "\r\033[K");
-    if (rc < 0) { recset_free(&recs); sweep_osd_free(&w.osd); return -1; }
+    if (rc != DS_OK) { recset_free(&recs); sweep_osd_free(&w.osd); return -1; }
     bool interrupted = g_stop != 0;
     bool early = w.fired && !interrupted;
     sweep_osd_verdict v = w.verdict;
@@ -325,7 +325,7 @@ static int length_dataset(sweep_ctx *c, double len, char *err, size_t errlen) {
     b->dataset_spec = c->spec;
     dataset_free(c->ds);
     c->ds = NULL;
-    if (bench_prepare_dataset(b, want, &c->ds) != EXIT_OK) {
+    if (bench_prepare_dataset(b, want, &c->ds) != DS_OK) {
         snprintf(err, errlen, "could not build the prompts of %s", c->spec);
         return -1;
     }
@@ -362,7 +362,7 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     /* a sweep along length builds each level's prompts itself: the pre-flight gets a one-word set */
     const char *base_spec = b->dataset_spec;
     if (so->length_axis) b->dataset_spec = "random:in=1,out=1";
-    int rc = bench_prepare(b, &ds, &model);
+    int rc = ds_exit_code(bench_prepare(b, &ds, &model));
     b->dataset_spec = base_spec;
     if (b->dist) rc = dist_join(b->dist, rc, NULL);   /* a multi-host job goes on only if every rank prepared */
     if (rc != EXIT_OK) {

@@ -405,6 +405,72 @@ bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const cha
     return measured;
 }
 
+/* A configuration's sweep into the history, labelled with its grid values (tune.seqs=64), so
+ * `dsperf history best` ranks the settings of every tune run of this workload. */
+static int record_config_sweep(const tune_opts *t, const json_t *cfg) {
+    const char *path = json_string_value(json_object_get(cfg, "sweep_file"));
+    json_t *sdoc = path ? json_load_file(path, 0, NULL) : NULL;
+    if (!sdoc || !json_array_size(json_object_get(sdoc, "levels"))) { json_decref(sdoc); return EXIT_OK; }
+    char buf[HISTORY_MAX_LABELS][256];
+    const char *extra[HISTORY_MAX_LABELS];
+    int n = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(cfg, "settings"), k, v) {
+        if (n == HISTORY_MAX_LABELS) break;
+        snprintf(buf[n], sizeof buf[n], "tune.%s=%s", k, json_string_value(v) ? json_string_value(v) : "");
+        char err[256];
+        if (history_check_label(buf[n], err, sizeof err) == 0) { extra[n] = buf[n]; n++; }
+    }
+    int rc = history_opts_record(&t->hist, sdoc, extra, n);
+    json_decref(sdoc);
+    return rc;
+}
+
+void run_tune(const tune_opts *t, json_t *doc, const char *stem, size_t *measured, bool *history_failed) {
+    json_t *configs = json_object_get(doc, "configs");
+    size_t total = tune_grid_size(&t->grid), choice[TUNE_MAX_KEYS];
+    double speedup = 1;
+    *measured = 0;
+    *history_failed = false;
+    log_info("tune: %zu configuration%s, results in %s", total, total == 1 ? "" : "s", t->out_path);
+    for (size_t i = 0; i < total && !tune_run_stopped(); i++) {
+        tune_grid_point(&t->grid, i, choice);
+        json_t *cfg = json_object();
+        char *label = tune_grid_label(&t->grid, choice);
+        json_t *settings = json_object();
+        for (size_t k = 0; k < t->grid.n; k++)
+            json_object_set_new(settings, t->grid.axes[k].key, json_string(t->grid.axes[k].values[choice[k]]));
+        double g = tune_config_gpus(t, choice);
+        json_object_set_new(cfg, "index", json_integer((json_int_t)i));
+        json_object_set_new(cfg, "label", json_string(label ? label : ""));
+        json_object_set_new(cfg, "settings", settings);
+        json_object_set_new(cfg, "gpus", g > 0 ? json_real(g) : json_null());
+        json_object_set_new(cfg, "status", json_string("running"));
+        json_object_set_new(cfg, "error", json_null());
+        json_array_append_new(configs, cfg);
+        tune_save(doc, t->out_path);
+        if (t->sim_flags ? tune_run_config_sim(t, i, total, stem, cfg) : tune_run_config(t, i, total, stem, cfg)) (*measured)++;
+        double k = json_number_value(json_object_get(cfg, "speedup"));
+        if (k > 0) speedup = k;
+        if (t->sim_flags) {
+            json_object_set_new(doc, "target_note", json_string("the offline simulator (`dsperf sim`) on a virtual clock: "
+                "figures are the simulated hardware's, without network or client costs"));
+        } else if (speedup != 1) {
+            char note[400];
+            snprintf(note, sizeof note, "the server runs `dsperf serve --speedup %g`: engine time runs %gx wall time, so "
+                     "throughputs are %gx and latencies 1/%g of what the simulated hardware would give; the ranking holds",
+                     speedup, speedup, speedup, speedup);
+            json_object_set_new(doc, "target_note", json_string(note));
+        }
+        if (!tune_run_stopped()) log_info("config %zu/%zu [%s]: %s", i + 1, total, label && *label ? label : "no grid",
+                              json_string_value(json_object_get(cfg, "status")));
+        if (t->hist.db && record_config_sweep(t, cfg) != EXIT_OK) *history_failed = true;
+        free(label);
+        tune_save(doc, t->out_path);
+    }
+}
+
 json_t *tune_new_doc(const tune_opts *t, const char *line, const char *sweep_line, const bench_opts *b, double slo_pct) {
     char date[32];
     time_t now = time(NULL);

@@ -39,6 +39,11 @@ bool tune_run_stopped(void);
 bool tune_run_config(const tune_opts *t, size_t idx, size_t total, const char *stem, json_t *cfg);
 bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const char *stem, json_t *cfg);
 
+/* Runs every configuration of the grid in order (until a stop is requested): each is added to
+ * doc's "configs" as it starts, run (a server or the simulator), recorded in the history when --db
+ * was given (its sweep, with its settings as labels; *history_failed when that failed), and doc is
+ * saved to t->out_path before and after it. *measured counts the configurations that measured. */
+void run_tune(const tune_opts *t, json_t *doc, const char *stem, size_t *measured, bool *history_failed);
 /* The tune document before any configuration has run (schema, command line, grid, settings);
  * command_line is tune's, sweep_line the sweep options as typed. */
 json_t *tune_new_doc(const tune_opts *t, const char *command_line, const char *sweep_line, const bench_opts *b, double slo_pct);
