@@ -90,8 +90,8 @@ static void declared_functions(const char *header, names *ns) {
 }
 
 /* src/DIR's .c and .h files (tests left out), each as "src/DIR/NAME". */
-static size_t sources(const char *dir, char out[][256], size_t cap) {
-    char path[256];
+static size_t sources(const char *dir, char out[][600], size_t cap) {
+    char path[300];
     snprintf(path, sizeof path, "src/%s", dir);
     DIR *dp = opendir(path);
     CHECK_MSG(dp != NULL, "no folder %s (run the tests from the repository root)", path);
@@ -102,13 +102,13 @@ static size_t sources(const char *dir, char out[][256], size_t cap) {
         size_t len = strlen(de->d_name);
         if (len < 3 || (strcmp(de->d_name + len - 2, ".c") && strcmp(de->d_name + len - 2, ".h"))) continue;
         if (len > 7 && !strcmp(de->d_name + len - 7, "_test.c")) continue;
-        snprintf(out[n++], 256, "src/%s/%s", dir, de->d_name);
+        snprintf(out[n++], 600, "src/%s/%s", dir, de->d_name);
     }
     closedir(dp);
     return n;
 }
 
-static char files[128][256];
+static char files[128][600];
 
 TEST(cli_calls_no_client_runner_or_engine) {
     names ns = { 0 };
