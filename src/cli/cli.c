@@ -127,23 +127,31 @@ void cli_option_table(const char *cmd, const struct option *opts) {
     exit(0);
 }
 
-int cli_bad_option(const char *cmd, const struct option *opts, int argc, char **argv, int ind, int opt) {
+int cli_bad_option_text(const char *cmd, const struct option *opts, int argc, char **argv, int ind, int opt, char *err,
+                        size_t errlen) {
     const char *word = ind > 0 && ind <= argc ? argv[ind - 1] : "?";
     if (strncmp(word, "--", 2) != 0) {
-        if (opt > 0 && opt < 256) log_error("unknown option '-%c', or it needs a value (see dsperf %s --help)", opt, cmd);
-        else log_error("unknown option '%s' (see dsperf %s --help)", word, cmd);
+        if (opt > 0 && opt < 256) snprintf(err, errlen, "unknown option '-%c', or it needs a value (see dsperf %s --help)", opt, cmd);
+        else snprintf(err, errlen, "unknown option '%s' (see dsperf %s --help)", word, cmd);
         return EXIT_USAGE;
     }
     const char *name = word + 2, *eq = strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
     for (const struct option *o = opts; o && o->name; o++)
         if (strlen(o->name) == len && !strncmp(o->name, name, len)) {
-            if (o->has_arg == required_argument) log_error("option --%s needs a value (see dsperf %s --help)", o->name, cmd);
-            else log_error("option --%s takes no value (see dsperf %s --help)", o->name, cmd);
+            if (o->has_arg == required_argument) snprintf(err, errlen, "option --%s needs a value (see dsperf %s --help)", o->name, cmd);
+            else snprintf(err, errlen, "option --%s takes no value (see dsperf %s --help)", o->name, cmd);
             return EXIT_USAGE;
         }
     const char *near = cli_nearest_option(opts, name, len);
-    if (near) log_error("unknown option '--%.*s'; did you mean --%s? (see dsperf %s --help)", (int)len, name, near, cmd);
-    else log_error("unknown option '--%.*s' (see dsperf %s --help)", (int)len, name, cmd);
+    if (near) snprintf(err, errlen, "unknown option '--%.*s'; did you mean --%s? (see dsperf %s --help)", (int)len, name, near, cmd);
+    else snprintf(err, errlen, "unknown option '--%.*s' (see dsperf %s --help)", (int)len, name, cmd);
     return EXIT_USAGE;
+}
+
+int cli_bad_option(const char *cmd, const struct option *opts, int argc, char **argv, int ind, int opt) {
+    char err[512];
+    int rc = cli_bad_option_text(cmd, opts, argc, argv, ind, opt, err, sizeof err);
+    log_error("%s", err);
+    return rc;
 }

@@ -28,6 +28,10 @@ int cmd_drift(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 
 struct option;
+struct run_sim_opts;
+/* `dsperf sim`'s parser (cmd_sim.c) for the simulator's settings alone (tune's --sim-flags, argv[0]
+ * "sim"): -1 with *o filled (run_sim_defaults, then the words), or EXIT_USAGE with one line in err. */
+int cli_sim_parse_flags(int argc, char **argv, struct run_sim_opts *o, char *err, size_t errlen);
 /* A getopt_long table: the command's own options followed by one required-argument option per
  * key (e.g. the simulator's keys from sim_params_keys()), key i getting the value first_val + i.
  * NULL-terminated; free() it. NULL on out-of-memory. */
@@ -55,6 +59,9 @@ int cli_bad_option(const char *cmd, const struct option *opts, int argc, char **
  * the command's option table (one "--name" a line), and exits 0, so that shell completion is generated from the table the parser
  * uses (scripts/gen_completion.sh) and cannot drift from it. Otherwise does nothing. */
 void cli_option_table(const char *cmd, const struct option *opts);
+/* The same line into err instead of the log (for parsers whose caller reports it). EXIT_USAGE. */
+int cli_bad_option_text(const char *cmd, const struct option *opts, int argc, char **argv, int ind, int opt, char *err,
+                        size_t errlen);
 /* The option of opts nearest to name[0..len) by edit distance, when near enough to be a typo; NULL. */
 const char *cli_nearest_option(const struct option *opts, const char *name, size_t len);
 

@@ -2,9 +2,11 @@
  * dataset, a GET /v1/models pre-flight), then runs the plan, prints the summary and writes the
  * results atomically — also when interrupted, marked partial. */
 #include "cli/cli.h"
+#include "common/stop.h"
 #include "common/fileio.h"
 #include "common/fdlimit.h"
-#include "cli/bench_run.h"
+#include "cli/bench_opts.h"
+#include "run/bench.h"
 #include "results/results.h"
 #include "common/log.h"
 #include <stdio.h>
@@ -13,7 +15,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t g_stop;
+static ds_stop_flag g_stop;
 static void on_signal(int sig) { (void)sig; g_stop = 1; }
 
 /* Under an MPI launcher: starts the job (NULL and exit code in *rc when it cannot). */
@@ -50,7 +52,7 @@ int cmd_bench(int argc, char **argv) {
     fd_limit_prepare();     /* thousands of streams: before any thread starts */
     dataset *ds = NULL;
     char *model = NULL;
-    if (rc == EXIT_OK) rc = bench_prepare(&b, &ds, &model);
+    if (rc == EXIT_OK) rc = ds_exit_code(bench_prepare(&b, &ds, &model));
     if (b.dist) {
         /* every rank prepared (pre-flight from its host, dataset); a job goes on only if all did */
         rc = dist_join(b.dist, rc, NULL);
@@ -82,7 +84,7 @@ int cmd_bench(int argc, char **argv) {
     char err[1024];
     bool tty = isatty(STDERR_FILENO) && !b.quiet && !b.no_progress;
     int exit_code = EXIT_OK;
-    if (bench_run_once(&b, ds, &g_stop, tty, &recs, &br, err, sizeof err) < 0) {
+    if (bench_run_once(&b, ds, &g_stop, tty, &recs, &br, err, sizeof err) != DS_OK) {
         log_error("%s", err);
         exit_code = EXIT_RUN_FAILED;
     } else {

@@ -3,8 +3,9 @@
  * any measurement, runs the buckets, prints the table, writes dsperf.drift/1 atomically (partial
  * on Ctrl-C) and returns 1 when a gate rule fails. */
 #include "cli/cli.h"
-#include "cli/history_opts.h"
-#include "client/client.h"
+#include "common/stop.h"
+#include "run/history_opts.h"
+#include "run/preflight.h"
 #include "common/redact.h"
 #include "results/results.h"
 #include "common/log.h"
@@ -73,7 +74,7 @@ static const char usage_text[] =
 "  dsperf report drift.json -o drift.html\n"
 "  dsperf diagnose sweep.json --drift drift.json     # the KV-dtype advice with its accuracy cost\n";
 
-static volatile sig_atomic_t g_stop;
+static ds_stop_flag g_stop;
 static void on_signal(int sig) { (void)sig; g_stop = 1; }
 
 enum {
@@ -95,7 +96,7 @@ static int resolve(const char *what, const char *url, const char *const *headers
     client_opts co = { .base_url = url, .headers = headers, .api_key = key, .insecure = insecure };
     char err[1024];
     char *first = NULL;
-    if (client_preflight(&co, &first, NULL, err, sizeof err) < 0) {
+    if (run_preflight(&co, &first, err, sizeof err) != DS_OK) {
         log_error("drift: the %s: %s", what, err);
         return EXIT_USAGE;
     }

@@ -1,6 +1,7 @@
 /* cmd_gpu — `dsperf gpu`: NVML + GPM readings of every GPU at an interval, as a dmon-like
  * table, CSV or JSON lines, and optionally a Prometheus exporter on loopback. */
 #include "common/clock.h"
+#include "common/stop.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "common/fileio.h"
@@ -158,7 +159,7 @@ static void on_signal(evutil_socket_t fd, short ev, void *arg) {
     event_base_loopbreak(arg);
 }
 
-static volatile sig_atomic_t record_stop;
+static ds_stop_flag record_stop;
 static void on_record_signal(int sig) { (void)sig; record_stop = 1; }
 
 /* --record: the bench sampler on its own, for a fixed time; writes {"telemetry":..,"summary":..}. */

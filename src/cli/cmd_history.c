@@ -6,7 +6,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "history/history.h"
-#include "cli/history_opts.h"
+#include "run/history_opts.h"
 #include "results/results.h"
 #include <errno.h>
 #include <stdio.h>

@@ -3,9 +3,11 @@
  * URL is a usage error, exit 2); an endpoint that does not answer at start is not: a monitor must
  * outlive restarts of what it watches, so it keeps probing and counts the failures. */
 #include "cli/cli.h"
+#include "common/stop.h"
 #include "common/fdlimit.h"
 #include "cli/bench_opts.h"
-#include "cli/bench_run.h"
+#include "run/bench.h"
+#include "run/preflight.h"
 #include "monitor/monitor.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -102,7 +104,7 @@ static const struct option long_opts[] = {
     {"db", 1, 0, O_DB}, {"label", 1, 0, O_LABEL}, {"db-interval", 1, 0, O_DB_INTERVAL}, {0, 0, 0, 0},
 };
 
-static volatile sig_atomic_t g_stop;
+static ds_stop_flag g_stop;
 static void on_signal(int sig) { (void)sig; g_stop = 1; }
 
 static int bad(const char *flag, const char *val, const char *want) {
@@ -282,10 +284,10 @@ int cmd_monitor(int argc, char **argv) {
      * answer at all means the endpoint is down right now, which is what a monitor is for. */
     char err[1024];
     char *model = NULL;
-    int pf = client_preflight(&b.client, &model, NULL, err, sizeof err);
-    if (pf == 0) {
+    ds_result pf = run_preflight(&b.client, &model, err, sizeof err);
+    if (pf == DS_OK) {
         if (!b.client.model) b.client.model = model;
-    } else if (pf == CLIENT_UNREACHABLE) {
+    } else if (pf == DS_ECONNECT) {
         log_warn("%s; probing anyway (failures count as outcome=\"connect\")", err);
     } else {
         log_error("%s", err);
@@ -293,7 +295,7 @@ int cmd_monitor(int argc, char **argv) {
     }
     dataset *ds = NULL;
     size_t n_hint = mo.requests && mo.requests < 1000 ? mo.requests : 1000;   /* cycled when the run is longer */
-    if ((rc = bench_prepare_dataset(&b, n_hint, &ds)) != EXIT_OK) { dataset_free(ds); free(model); goto out; }
+    if ((rc = ds_exit_code(bench_prepare_dataset(&b, n_hint, &ds))) != EXIT_OK) { dataset_free(ds); free(model); goto out; }
     mo.client = b.client;
     mo.ds = ds;
 

@@ -1,7 +1,7 @@
 /* cmd_plan — `dsperf plan`: capacity calculators for a model on a GPU type (memory, KV capacity,
  * roofline step times, batch recommendations, MoE all-to-all), as a table or JSON. */
 #include "cli/cli.h"
-#include "cli/plan_trace.h"
+#include "plan/plan_trace.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "model/model.h"

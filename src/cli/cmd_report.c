@@ -10,7 +10,7 @@
 #include "common/units.h"
 #include "report/report.h"
 #include "history/history.h"
-#include "cli/history_opts.h"
+#include "run/history_opts.h"
 #include "common/redact.h"
 #include <errno.h>
 #include <getopt.h>

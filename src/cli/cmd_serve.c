@@ -1,10 +1,9 @@
 /* cmd_serve — `dsperf serve`: an OpenAI-compatible streaming server with known timing and
  * seeded faults. The server's own options are parsed here; every other `--key value` is handed
- * to the selected engine's option setter, so adding an engine is one entry in `engines[]`. */
+ * to the selected engine's option setter by the run layer (run/serve.h), which builds the engines
+ * and runs the server. */
 #include "cli/cli.h"
-#include "server/server.h"
-#include "engine/fixed.h"
-#include "engine/sim.h"
+#include "run/serve.h"
 #include "common/units.h"
 #include "common/log.h"
 #include "common/bindaddr.h"
@@ -12,111 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct { const char *key, *value; } serve_kv;
-
-/* Builds an engine from the options the server did not recognise. Returns NULL with err set;
- * every failure here is a usage error (unknown key or bad value). */
-typedef engine *(*serve_engine_factory)(const serve_kv *opts, int n_opts, uint64_t seed, const char *served_model,
-                                        server_params *sp, char *err, size_t errlen);
-
-static engine *fixed_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, server_params *sp,
-                                  char *err, size_t errlen) {
-    (void)served_model;
-    (void)sp;
-    fixed_params p;
-    fixed_default_params(&p);
-    p.seed = seed;
-    for (int i = 0; i < n; i++) {
-        int rc = fixed_params_set(&p, opts[i].key, opts[i].value, err, errlen);
-        if (rc == 1) snprintf(err, errlen, "unknown option --%s for --engine fixed (see dsperf serve --help)", opts[i].key);
-        if (rc) return NULL;
-    }
-    return engine_fixed_create(&p, err, errlen);
-}
-
-/* The simulated deployment as clients may read it: GET /v1/models meta.sim (the simulator's settings,
- * which deploy_from_server reads: a sweep's roofline then knows the GPU), and for vLLM's
- * cache_config_info on /metrics what set the KV cache's size. meta is set once (the first loop's
- * engine); the caller frees it. */
-static void sim_facts(const sim_params *p, engine *e, server_params *sp) {
-    sim_info info;
-    cost_model c;
-    char err[256];
-    int mml = p->max_model_len;
-    if (mml <= 0 && sim_params_cost(p, &c, err, sizeof err) == 0) { mml = c.arch.max_position; cost_free(&c); }
-    long long blocks = sim_get_info(e, &info) == 0 ? info.total_blocks : 0;
-    json_t *sim = json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b,s:i,s:I}", "model",
-        p->model_config[0] ? p->model_config : p->model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep, "weight_dtype",
-        p->weight_dtype, "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens",
-        p->max_num_batched_tokens, "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
-        "chunked_prefill", p->chunked_prefill, "max_model_len", mml, "kv_tokens", (json_int_t)(blocks * p->block_size));
-    json_object_set_new(sim, "num_gpu_blocks", json_integer(p->num_gpu_blocks));   /* an override; 0 none */
-    json_t *meta = json_pack("{s:s,s:o}", "engine", "dsperf sim", "sim", sim);
-    if (!sp->models_meta_json) sp->models_meta_json = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
-    json_decref(meta);
-    sp->gpu_memory_utilization = p->gpu_memory_utilization;
-    sp->num_gpu_blocks_override = p->num_gpu_blocks;
-}
-
-/* The simulated DeepSeek engine: the served --model picks the catalog model (HF ids work) unless
- * the simulator's own --sim-model is given; every other unknown option is a simulator option. */
-static engine *sim_from_options(const serve_kv *opts, int n, uint64_t seed, const char *served_model, server_params *sp,
-                                char *err, size_t errlen) {
-    (void)seed;
-    sim_params p;
-    sim_default_params(&p);
-    bool model_given = false;
-    for (int i = 0; i < n; i++) {
-        const char *key = opts[i].key;
-        if (!strcmp(key, "sim-model")) { key = "model"; model_given = true; }
-        int rc = sim_params_set(&p, key, opts[i].value, err, errlen);
-        if (rc == 1) snprintf(err, errlen, "unknown option --%s for --engine sim (see dsperf serve --help)", opts[i].key);
-        if (rc) return NULL;
-    }
-    if (!model_given && served_model) {
-        char e2[256];
-        if (sim_params_set(&p, "model", served_model, e2, sizeof e2) != 0) {
-            snprintf(err, errlen, "--engine sim does not know the model '%s' (dsperf plan --list shows the catalog; "
-                     "or give --sim-model NAME and keep --model as the served name)", served_model);
-            return NULL;
-        }
-    }
-    /* with prefix caching the engine needs each prompt's identity: its KV blocks' hashes */
-    if (p.prefix_caching) sp->prefix_block_tokens = p.block_size;
-    sp->kv_block_tokens = p.block_size;
-    engine *e = engine_sim_create(&p, err, errlen);
-    if (e) sim_facts(&p, e, sp);
-    return e;
-}
-
-static const char *fixed_help(void) { return fixed_params_help; }
-/* The simulator's own option list, less its --model entry (and that entry's continuation lines):
- * in serve, --model is the served name and --sim-model names the catalog model. */
-static const char *sim_help(void) {
-    static char buf[8192];
-    size_t n = (size_t)snprintf(buf, sizeof buf, "  --sim-model NAME           catalog model to simulate (default: the served --model;\n                             dsperf plan --list names them)\n");
-    bool skipping = false;
-    for (const char *l = sim_params_help(); *l && n < sizeof buf - 1;) {
-        const char *nl = strchr(l, '\n');
-        size_t len = nl ? (size_t)(nl - l) + 1 : strlen(l);
-        bool option_line = !strncmp(l, "  --", 4);
-        if (option_line) skipping = !strncmp(l, "  --model ", 10);
-        if (!skipping) n += (size_t)snprintf(buf + n, sizeof buf - n, "%.*s", (int)len, l);
-        l += len;
-    }
-    return buf;
-}
-
-static const struct {
-    const char *name;
-    serve_engine_factory create;
-    const char *(*help)(void);
-} engines[] = {
-    {"fixed", fixed_from_options, fixed_help},
-    {"sim", sim_from_options, sim_help},
-};
-#define N_ENGINES (int)(sizeof engines / sizeof engines[0])
 
 enum {
     O_HOST = 1000, O_PORT, O_MODEL, O_ENGINE, O_SPEEDUP, O_DURATION, O_SEED, O_FAIL, O_429, O_DROP,
@@ -203,7 +97,8 @@ static void usage(FILE *f) {
         "                           vLLM's prompt_logprobs honoured; llamacpp: chat-style logprobs.content on\n"
         "                           /v1/completions too, echo refused (HTTP 500), prompt_logprobs ignored, as\n"
         "                           llama.cpp's server does (default openai)\n\n", fixed_lm_help);
-    for (int i = 0; i < N_ENGINES; i++) fprintf(f, "engine options (--engine %s):\n%s\n", engines[i].name, engines[i].help());
+    for (size_t i = 0; i < run_serve_engine_count(); i++)
+        fprintf(f, "engine options (--engine %s):\n%s\n", run_serve_engine_name(i), run_serve_engine_help(i));
     fprintf(f,
         "examples:\n"
         "  dsperf serve --port 8000 --ttft 50ms --itl 10ms\n"
@@ -226,16 +121,22 @@ static int parse_rate(const char *opt, const char *v, double *out) {
     return 0;
 }
 
+static void print_listening(void *ctx, const char *host, int port) {
+    (void)ctx;
+    bool v6 = strchr(host, ':') != NULL;
+    printf("dsperf serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", host, v6 ? "]" : "", port);
+    fflush(stdout);
+}
+
 int cmd_serve(int argc, char **argv) {
-    server_params sp;
-    server_default_params(&sp);
+    run_serve_opts so;
+    run_serve_defaults(&so);
+    server_params sp = so.server;
     const char *engine_name = "fixed";
     /* split argv: server options go to getopt_long, the rest become engine key/value pairs */
     char **sargv = calloc((size_t)argc + 1, sizeof *sargv);
-    serve_kv *kv = calloc((size_t)argc + 1, sizeof *kv);
+    run_serve_kv *kv = calloc((size_t)argc + 1, sizeof *kv);
     int sargc = 0, n_kv = 0, rc = EXIT_USAGE;
-    engine **engs = NULL;
-    server *srv = NULL;
     if (!sargv || !kv) { log_error("out of memory"); goto out; }
     sargv[sargc++] = argv[0];
     for (int i = 1; i < argc; i++) {
@@ -255,7 +156,7 @@ int cmd_serve(int argc, char **argv) {
         }
         char *key = strndup(name, len);
         const char *val = eq ? eq + 1 : (i + 1 < argc && strncmp(argv[i + 1], "--", 2) ? argv[++i] : NULL);
-        kv[n_kv++] = (serve_kv){ key, val };
+        kv[n_kv++] = (run_serve_kv){ key, val };
     }
     optind = 1;
     opterr = 0;
@@ -360,9 +261,9 @@ int cmd_serve(int argc, char **argv) {
             goto out;
         }
     }
-    int ei = -1;
-    for (int i = 0; i < N_ENGINES; i++) if (!strcmp(engines[i].name, engine_name)) ei = i;
-    if (ei < 0) { log_error("unknown --engine '%s' (known: fixed, sim)", engine_name); goto out; }
+    bool known = false;
+    for (size_t i = 0; i < run_serve_engine_count(); i++) known |= !strcmp(run_serve_engine_name(i), engine_name);
+    if (!known) { log_error("unknown --engine '%s' (known: fixed, sim)", engine_name); goto out; }
     if (sp.threads > 1) {
         /* each loop has its own engine: only an engine with no shared state splits unchanged */
         bool capacity = false;
@@ -374,37 +275,17 @@ int cmd_serve(int argc, char **argv) {
             goto out;
         }
     }
+    so.server = sp;
+    so.engine = engine_name;
+    so.engine_opts = kv;
+    so.n_engine_opts = n_kv;
+    so.on_listening = print_listening;
     char err[256];
-    engs = calloc((size_t)sp.threads, sizeof *engs);
-    if (!engs) { log_error("out of memory"); goto out; }
-    for (int i = 0; i < sp.threads; i++) {
-        engs[i] = engines[ei].create(kv, n_kv, sp.seed + (uint64_t)i, sp.model, &sp, err, sizeof err);
-        if (!engs[i]) { log_error("%s", err); goto out; }
-    }
-    if (sp.models_meta_json && sp.speedup != 1) {
-        /* engine time runs `speedup` times faster than the client's clock: say so, so that what the
-         * client measures is compared with the engine's predictions on one clock */
-        json_t *m = json_loads(sp.models_meta_json, 0, NULL);
-        if (m) {
-            json_object_set_new(m, "speedup", json_real(sp.speedup));
-            free((char *)sp.models_meta_json);
-            sp.models_meta_json = json_dumps(m, JSON_COMPACT);
-            json_decref(m);
-        }
-    }
-    sp.handle_signals = true;
-    bindaddr_warn_exposed("dsperf serve", sp.host);
-    sp.lm.nonce_salt = sp.seed;   /* servers started with different --seed draw different --logprob-jitter */
-    if (server_start(&srv, &sp, engs, err, sizeof err) < 0) { log_error("%s", err); rc = EXIT_RUN_FAILED; goto out; }
-    bool v6 = strchr(sp.host, ':') != NULL;
-    printf("dsperf serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", sp.host, v6 ? "]" : "", server_port(srv));
-    fflush(stdout);
-    server_run(srv);
-    rc = EXIT_OK;
+    ds_result r = run_serve(&so, err, sizeof err);
+    sp.models_meta_json = NULL;   /* run_serve freed it */
+    if (r != DS_OK) log_error("%s", err);
+    rc = ds_exit_code(r);
 out:
-    server_free(srv);
-    for (int i = 0; engs && i < sp.threads; i++) engine_destroy(engs[i]);
-    free(engs);
     for (int i = 0; i < n_kv; i++) free((char *)kv[i].key);
     free(kv);
     free(sargv);

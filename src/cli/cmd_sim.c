@@ -1,24 +1,21 @@
-/* cmd_sim — `dsperf sim`: the simulated DeepSeek engine offline. Builds the load plan (open-loop
- * arrivals or a closed loop of users, request lengths from the dataset spec), runs the engine on
- * a virtual clock as fast as the CPU allows, and writes the same summary and results JSON as
- * `bench`, plus the engine's own series under "engine". Also `--calibrate`: fits the cost model's
- * efficiency factors to a measured run and saves them as a profile. */
+/* cmd_sim — `dsperf sim`: the simulated DeepSeek engine offline. Parses the options into the run
+ * layer's run_sim_opts (run/sim.h) or, for a ladder of lengths or loads, run_sim_ladder_opts
+ * (run/sim_ladder.h), calls it, and prints the same summary as `bench` plus the engine's own
+ * account. Also `--calibrate` and `--validate` (run/sim.h). cli_sim_parse_flags is the same parser
+ * for tune's --sim-flags. */
 #include "cli/cli.h"
 #include "cli/bench_opts.h"
-#include "cli/history_opts.h"
+#include "run/history_opts.h"
 #include "common/log.h"
-#include "common/rng.h"
 #include "common/units.h"
-#include "engine/fixed.h"
-#include "engine/sim.h"
-#include "cli/sim_sweep.h"
-#include "engine/sim_calibrate.h"
-#include "engine/sim_run.h"
-#include "engine/sim_validate.h"
+#include "run/sim.h"
+#include "run/sim_ladder.h"
 #include "engine/sim_interval.h"
-#include "load/arrival.h"
 #include "results/results.h"
 #include "results/validity.h"
+#include "sweep/context.h"
+#include "sweep/stability.h"
+#include "common/fileio.h"
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -107,163 +104,33 @@ static void usage(FILE *f) {
         sim_params_help());
 }
 
-static json_t *engine_section(engine *e, const sim_params *p, const sim_series *ser) {
-    sim_info info;
-    engine_stats st;
-    sim_get_info(e, &info);
-    engine_get_stats(e, &st);
-    json_t *o = json_pack("{s:s,s:I,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:f}", "name", "sim",
-        "kv_blocks", (json_int_t)info.total_blocks, "weight_bytes_per_gpu", info.weight_bytes_per_gpu,
-        "kv_bytes_per_token", info.kv_bytes_per_token, "preemptions_total", (json_int_t)st.preemptions_total,
-        "steps_total", (json_int_t)st.steps_total, "prompt_tokens_total", (json_int_t)st.prompt_tokens_total,
-        "generation_tokens_total", (json_int_t)st.generation_tokens_total,
-        "prefill_tokens_total", (json_int_t)info.prefill_tokens_total, "busy_s", info.busy_s);
-    json_object_set_new(o, "kv_tokens", json_integer((json_int_t)info.total_blocks * p->block_size));
-    json_object_set_new(o, "engine_profile", json_string(p->engine_profile));
-    /* prefix cache: prompt tokens found cached over prompt tokens looked up (vLLM's hit rate) */
-    json_object_set_new(o, "prefix_cache_queries_tokens", json_integer(info.prefix_query_tokens));
-    json_object_set_new(o, "prefix_cache_hit_tokens", json_integer(info.prefix_hit_tokens));
-    json_object_set_new(o, "prefix_cache_hit_rate", info.prefix_query_tokens > 0
-                        ? json_real((double)info.prefix_hit_tokens / info.prefix_query_tokens) : json_null());
-    if (p->prefill_instances > 0) {
-        json_object_set_new(o, "kv_transfers", json_integer(info.kv_transfers));
-        json_object_set_new(o, "kv_transfer_ms_mean", info.kv_transfers ? json_real(info.kv_transfer_s / info.kv_transfers * 1e3) : json_null());
-        json_object_set_new(o, "prefill_busy_s", json_real(info.prefill_busy_s));
-    }
-    json_object_set_new(o, "factors", sim_params_factors_json(&p->factors));
-    /* the scheduler's CPU cost per step and per sequence that this engine profile pays */
-    engine_profile prof;
-    if (sim_params_profile(p, &prof) == 0) {
-        cost_factors f = p->factors;
-        json_object_set_new(o, "step_overhead_s", json_real(prof.python ? *cost_step_overhead_of(&f, &prof) : 0));
-        json_object_set_new(o, "seq_overhead_s", json_real(prof.python ? *cost_seq_overhead_of(&f, &prof) : 0));
-    }
-    /* sampled gauges in a few numbers, for diagnosis at a glance */
-    double kv_max = 0, run_sum = 0;
-    long long wait_max = 0, run_max = 0;
-    for (size_t i = 0; i < ser->n; i++) {
-        if (ser->kv_usage[i] > kv_max) kv_max = ser->kv_usage[i];
-        if (ser->waiting[i] > wait_max) wait_max = ser->waiting[i];
-        if (ser->running[i] > run_max) run_max = ser->running[i];
-        run_sum += ser->running[i];
-    }
-    json_object_set_new(o, "kv_usage_max", json_real(kv_max));
-    json_object_set_new(o, "waiting_max", json_integer(wait_max));
-    json_object_set_new(o, "running_max", json_integer(run_max));
-    json_object_set_new(o, "running_mean", json_real(ser->n ? run_sum / ser->n : 0));
-    json_object_set_new(o, "max_num_seqs", json_integer(p->max_num_seqs));
-    json_object_set_new(o, "series", sim_series_json(ser));
-    return o;
-}
-
-/* The same flat keys as bench's config (so compare and report read both), plus "sim": the engine
- * settings. */
-typedef struct {
-    const char *dataset, *arrival;
-    double rate;
-    int concurrency, max_concurrency;
-    size_t requests, warmup;
-    int64_t think_ns;
-    uint64_t seed;
-} load_desc;
-
-static json_t *config_section(const sim_params *p, const load_desc *l) {
-    json_t *c = json_object();
-    const char *model = p->model_config[0] ? p->model_config : p->model;
-    json_object_set_new(c, "url", json_string("sim"));
-    json_object_set_new(c, "model", json_string(model));
-    json_object_set_new(c, "load", json_string(l->concurrency ? "closed" : "open"));
-    if (l->concurrency) json_object_set_new(c, "concurrency", json_integer(l->concurrency));
-    else {
-        json_object_set_new(c, "rate_per_s", isinf(l->rate) || l->rate <= 0 ? json_null() : json_real(l->rate));
-        json_object_set_new(c, "arrival", json_string(isinf(l->rate) ? "all-at-once" : l->arrival));
-        json_object_set_new(c, "max_concurrency", l->max_concurrency ? json_integer(l->max_concurrency) : json_null());
-    }
-    json_object_set_new(c, "requests", json_integer((json_int_t)(l->requests - l->warmup)));
-    json_object_set_new(c, "warmup", json_integer((json_int_t)l->warmup));
-    json_object_set_new(c, "think_s", json_real(l->think_ns / 1e9));
-    json_object_set_new(c, "seed", json_integer((json_int_t)l->seed));
-    json_object_set_new(c, "dataset", json_string(l->dataset));
-    json_object_set_new(c, "ignore_eos", json_true());
-    json_object_set_new(c, "sim", json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b,s:s}",
-        "model", model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep, "weight_dtype", p->weight_dtype,
-        "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens", p->max_num_batched_tokens,
-        "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
-        "chunked_prefill", p->chunked_prefill, "scheduling_policy", p->priority_scheduling ? "priority" : "fcfs"));
-    return c;
-}
-
-static void print_engine(FILE *f, engine *e, const sim_params *p, int64_t span_ns) {
-    sim_info info;
-    engine_stats st;
-    sim_get_info(e, &info);
-    engine_get_stats(e, &st);
+static void print_engine(FILE *f, const run_sim_result *r, const sim_params *p) {
+    const sim_info *info = &r->info;
+    const engine_stats *st = &r->stats;
     fprintf(f, "%s\n", "============ Simulated engine ============");
     fprintf(f, "%-40s%-10s\n", "Model / GPU:", p->model_config[0] ? p->model_config : p->model);
     fprintf(f, "%-40s%d x %s%s\n", "GPUs (TP):", p->tp, p->gpu, p->prefill_instances > 0 ? " (decode instance)" : "");
-    fprintf(f, "%-40s%lld (%lld tokens)\n", "KV blocks:", info.total_blocks, info.total_blocks * p->block_size);
-    fprintf(f, "%-40s%lld\n", "Engine steps:", (long long)st.steps_total);
+    fprintf(f, "%-40s%lld (%lld tokens)\n", "KV blocks:", info->total_blocks, info->total_blocks * p->block_size);
+    fprintf(f, "%-40s%lld\n", "Engine steps:", (long long)st->steps_total);
     fprintf(f, "%-40s%.2f\n", "Mean tokens per step:",
-            st.steps_total ? (double)(info.prefill_tokens_total + st.generation_tokens_total) / st.steps_total : 0);
-    fprintf(f, "%-40s%.1f%%\n", "Engine busy:", span_ns > 0 ? 100 * info.busy_s / (span_ns / 1e9) : 0);
-    fprintf(f, "%-40s%lld\n", "Preemptions:", (long long)st.preemptions_total);
+            st->steps_total ? (double)(info->prefill_tokens_total + st->generation_tokens_total) / st->steps_total : 0);
+    fprintf(f, "%-40s%.1f%%\n", "Engine busy:", r->span_ns > 0 ? 100 * info->busy_s / (r->span_ns / 1e9) : 0);
+    fprintf(f, "%-40s%lld\n", "Preemptions:", (long long)st->preemptions_total);
     fprintf(f, "%-40s%s\n", "Engine profile:", p->engine_profile);
     fprintf(f, "%-40sTPOT x/%.2f, throughput x/%.2f, TTFT x/%.1f (%s)\n", "80% interval:", exp(sim_interval_q(SIM_IV_TPOT, p->calibrated)),
             exp(sim_interval_q(SIM_IV_TPUT, p->calibrated)), exp(sim_interval_q(SIM_IV_TTFT, p->calibrated)),
             p->calibrated ? "calibrate-then-predict errors" : "errors on published deployments outside the fit");
-    if (info.prefix_query_tokens > 0)
-        fprintf(f, "%-40s%.1f%%\n", "Prefix cache hit rate (tokens):", 100.0 * info.prefix_hit_tokens / info.prefix_query_tokens);
+    if (info->prefix_query_tokens > 0)
+        fprintf(f, "%-40s%.1f%%\n", "Prefix cache hit rate (tokens):", 100.0 * info->prefix_hit_tokens / info->prefix_query_tokens);
     if (p->prefill_instances > 0)
-        fprintf(f, "%-40s%lld, %.2f ms mean\n", "KV transfers (PD):", (long long)info.kv_transfers,
-                info.kv_transfers ? info.kv_transfer_s / info.kv_transfers * 1e3 : 0);
+        fprintf(f, "%-40s%lld, %.2f ms mean\n", "KV transfers (PD):", (long long)info->kv_transfers,
+                info->kv_transfers ? info->kv_transfer_s / info->kv_transfers * 1e3 : 0);
     fprintf(f, "%s\n", "==================================================");
-}
-
-/* --validate: the published table, simulated with the current factors (or fitted ones). */
-static int run_validate(const char *path, const sim_params *p, int fit, int loo, int quiet) {
-    char err[512];
-    val_table *t;
-    if (val_is_sweep(path)) {   /* a measured sweep: calibrate on its lowest load, predict the rest */
-        if (val_sweep(path, p, stdout, err, sizeof err) == 0) return EXIT_OK;
-        log_error("sim: --validate: %s", err);
-        return EXIT_USAGE;
-    }
-    if (val_load(path, &t, err, sizeof err) < 0) {
-        log_error("sim: --validate: %s", err);
-        return EXIT_USAGE;
-    }
-    cost_factors f = p->factors;
-    int rc = EXIT_OK;
-    if (loo) {
-        if (val_loo(t, stdout, err, sizeof err) < 0) { log_error("sim: --loo: %s", err); rc = EXIT_RUN_FAILED; }
-        val_free(t);
-        return rc;
-    }
-    if (fit) {
-        val_prior_factors(&f);
-        if (val_fit(t, &f, -1, quiet ? NULL : stderr, err, sizeof err) < 0) { log_error("sim: --fit: %s", err); val_free(t); return EXIT_RUN_FAILED; }
-    } else if (val_run(t, &f, err, sizeof err) < 0) {
-        log_error("sim: --validate: %s", err);
-        val_free(t);
-        return EXIT_RUN_FAILED;
-    }
-    printf("IN-SAMPLE: every row at the %s (their errors measure the fit, not prediction; the headline is below)\n",
-           fit ? "parameters just fitted on all rows" : "default parameters, fitted on the rows of engine generations <= 2025");
-    val_print(stdout, t);
-    if (fit) {
-        printf("\nfitted mechanism parameters:\n");
-        val_print_factors(stdout, &f);
-    } else {
-        printf("\n");
-        if (val_logo(t, stdout, 2025, err, sizeof err) < 0) { log_error("sim: --validate: %s", err); rc = EXIT_RUN_FAILED; }
-    }
-    val_free(t);
-    return rc;
 }
 
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
        O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP, O_MAXERR,
-       O_DB, O_LABEL,
+       O_DB, O_LABEL, O_INPUT_LEN, O_REPEATS, O_STAB,
        O_VALIDATE, O_FIT, O_LOO, O_TRANSIT, O_TBLOCK, O_TSCALE, O_TWINDOW, O_ENGINE, O_SIM = 2000, O_FIXED = 3000 };
 
 /* The simulator's keys and the fixed engine's in one getopt table: key i of sim_params_keys() is
@@ -281,9 +148,40 @@ static struct option *sim_options(const struct option *own, size_t n_own) {
     return o;
 }
 
-int cmd_sim(int argc, char **argv) {
-    /* a ladder of prompt lengths, output lengths or loads: one run of this command per level */
-    if (sim_sweep_wanted(argc, argv)) return sim_sweep_main(argc, argv);
+/* Everything `dsperf sim` takes: the run's options, the load as typed (one value, or a ladder),
+ * the outputs, and the modes beside a run (calibrate, validate). */
+typedef struct {
+    run_sim_opts o;
+    const char *conc, *rate, *out_len, *in_len, *score;   /* as typed: one value or a ladder */
+    const char *out_path, *req_out, *calibrate, *req_jsonl, *profile_out, *validate;
+    bool fit, loo, quiet, help, repeats_given;
+    long long repeats;
+    const char *sim_opt, *fixed_opt;   /* an option of the one engine, the other's */
+    history_opts hist;
+    char joined[4][256];               /* ladders typed as several words */
+    int n_joined;
+} sim_cli;
+
+/* A value that names more than one level. */
+static bool is_ladder(const char *v) { return v && (strchr(v, ',') || strstr(v, "..")); }
+
+/* "1k..64k x2" or "1..40/s step 4" typed without quotes: the rest of the ladder follows the value
+ * as one or two more words, taken here. */
+static const char *join_ladder(sim_cli *c, const char *v, int argc, char **argv) {
+    if (optind >= argc || c->n_joined >= 4) return v;
+    const char *nx = argv[optind];
+    int more = nx[0] == 'x' && nx[1] && strspn(nx + 1, "0123456789.") == strlen(nx + 1) ? 1
+             : !strcmp(nx, "step") && optind + 1 < argc ? 2 : 0;
+    if (!more) return v;
+    char *j = c->joined[c->n_joined++];
+    snprintf(j, 256, "%s %s%s%s", v, nx, more == 2 ? " " : "", more == 2 ? argv[optind + 1] : "");
+    optind += more;
+    return j;
+}
+
+/* Parses argv (argv[0] the command name) into c. Returns -1 to go on, or an exit code with the
+ * one-line reason in err (EXIT_OK after --help, with c->help set). */
+static int sim_parse(int argc, char **argv, sim_cli *c, char *err, size_t errlen) {
     static const struct option own[] = {
         {"dataset", required_argument, 0, O_DATASET}, {"rate", required_argument, 0, O_RATE},
         {"request-rate", required_argument, 0, O_RATE}, {"arrival", required_argument, 0, O_ARRIVAL},
@@ -303,308 +201,319 @@ int cmd_sim(int argc, char **argv) {
         {"trace-block-size", required_argument, 0, O_TBLOCK}, {"time-scale", required_argument, 0, O_TSCALE},
         {"trace-window", required_argument, 0, O_TWINDOW}, {"transit", required_argument, 0, O_TRANSIT},
         {"db", required_argument, 0, O_DB}, {"label", required_argument, 0, O_LABEL},
+        {"input-len", required_argument, 0, O_INPUT_LEN}, {"repeats", required_argument, 0, O_REPEATS},
+        {"stability-score", required_argument, 0, O_STAB},
     };
     const char *const *keys = sim_params_keys(), *const *fkeys = fixed_params_keys();
     struct option *opts = sim_options(own, sizeof own / sizeof own[0]);
-    if (!opts) return EXIT_RUN_FAILED;
-
-    sim_params p;
-    sim_default_params(&p);
-    fixed_params fp;
-    fixed_default_params(&fp);
-    const char *engine_name = "sim", *sim_opt = NULL, *fixed_opt = NULL;
-    summary_opts so;
-    summary_default_opts(&so);
-    history_opts hist;
-    history_opts_init(&hist);
-    const char *dataset = "random:in=1024,out=128", *arrival_spec = "poisson", *out_path = NULL, *req_out = NULL;
-    const char *calibrate = NULL, *req_jsonl = NULL, *profile_out = "profile.json", *validate = NULL;
-    int fit = 0, loo = 0;
-    double rate = 0, max_error_rate = VALIDITY_DEFAULT_MAX_ERROR_RATE;
-    long long concurrency = 0, n_req = 1000, warmup = 0, seed = 1, output_len = 128, max_conc = 0;
-    int64_t think_ns = 0;
-    int64_t duration_ns = 0, ns;
-    dataset_opts dso = {.tolerance = 0.05};
-    long long trace_block = 0;
-    int quiet = 0, c, idx = 0, n_req_given = 0, rc = EXIT_USAGE, transit = 1;
-    char err[512];
+    if (!opts) { snprintf(err, errlen, "out of memory"); return EXIT_RUN_FAILED; }
+    memset(c, 0, sizeof *c);
+    run_sim_defaults(&c->o);
+    history_opts_init(&c->hist);
+    c->profile_out = "profile.json";
+    c->repeats = 1;
+    run_sim_opts *o = &c->o;
+    const char *engine_name = "sim";
+    long long ll;
+    int64_t ns;
+    int ch, idx = 0;
     optind = 1;
     opterr = 0;
     cli_option_table("sim", opts);   /* DSPERF_OPTION_TABLE: the table, for completion */
-    while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
+    while ((ch = getopt_long(argc, argv, "", opts, &idx)) != -1) {
         int bad = 0;
-        switch (c) {
-        case O_HELP: usage(stdout); free(opts); return EXIT_OK;
-        case O_DATASET: dataset = optarg; break;
-        case O_RATE:
-            if (!strcmp(optarg, "inf")) rate = INFINITY;
-            else bad = units_parse_rate_per_s(optarg, &rate) || rate <= 0;
-            break;
-        case O_ARRIVAL: arrival_spec = optarg; break;
-        case O_CONC: bad = units_parse_int(optarg, 1, 1 << 20, &concurrency); break;
-        case O_REQUESTS: bad = units_parse_int(optarg, 1, 100000000, &n_req); n_req_given = 1; break;
-        case O_DURATION: bad = units_parse_duration_ns(optarg, &duration_ns) || duration_ns <= 0; break;
-        case O_WARMUP: bad = units_parse_int(optarg, 0, 100000000, &warmup); break;
-        case O_SEED: bad = units_parse_int(optarg, 0, INT64_MAX, &seed); break;
+        switch (ch) {
+        case O_HELP: c->help = true; free(opts); return EXIT_OK;
+        case O_DATASET: o->dataset = optarg; break;
+        case O_RATE: c->rate = join_ladder(c, optarg, argc, argv); break;
+        case O_CONC: c->conc = join_ladder(c, optarg, argc, argv); break;
+        case O_OUTPUT_LEN: c->out_len = join_ladder(c, optarg, argc, argv); break;
+        case O_INPUT_LEN: c->in_len = join_ladder(c, optarg, argc, argv); break;
+        case O_ARRIVAL: o->arrival = optarg; break;
+        case O_REQUESTS: bad = units_parse_int(optarg, 1, 100000000, &o->requests); o->requests_given = true; break;
+        case O_DURATION: bad = units_parse_duration_ns(optarg, &o->duration_ns) || o->duration_ns <= 0; break;
+        case O_WARMUP: bad = units_parse_int(optarg, 0, 100000000, &o->warmup); break;
+        case O_SEED: bad = units_parse_int(optarg, 0, INT64_MAX, &ll); o->seed = (uint64_t)ll; break;
+        case O_REPEATS: bad = units_parse_int(optarg, 1, 1000, &c->repeats); c->repeats_given = true; break;
+        case O_STAB: c->score = optarg; break;
         case O_TRANSIT:
-            if (!strcmp(optarg, "on")) transit = 1;
-            else if (!strcmp(optarg, "off")) transit = 0;
+            if (!strcmp(optarg, "on")) o->transit = true;
+            else if (!strcmp(optarg, "off")) o->transit = false;
             else bad = 1;
             break;
-        case O_OUT: out_path = optarg; break;
-        case O_REQ_OUT: req_out = optarg; break;
-        case O_PCT: bad = summary_parse_percentiles(&so, optarg); break;
-        case O_OUTPUT_LEN: bad = units_parse_int(optarg, 1, 1 << 24, &output_len); break;
-        case O_MAXCONC: bad = units_parse_int(optarg, 1, 1 << 24, &max_conc); break;
-        case O_THINK: bad = units_parse_duration_ns(optarg, &think_ns); break;
-        case O_SLO: bad = summary_parse_slo(&so, optarg); break;
-        case O_SLO_TTFT: bad = units_parse_duration_ns(optarg, &ns); so.slo_ttft_ms = ns / 1e6; break;
-        case O_SLO_TPOT: bad = units_parse_duration_ns(optarg, &ns); so.slo_tpot_ms = ns / 1e6; break;
-        case O_SLO_E2EL: bad = units_parse_duration_ns(optarg, &ns); so.slo_e2el_ms = ns / 1e6; break;
-        case O_QUIET: quiet = 1; break;
-        case O_MAXERR: bad = validity_parse_rate(optarg, &max_error_rate); break;
-        case O_CALIBRATE: calibrate = optarg; break;
-        case O_REQ_JSONL: req_jsonl = optarg; break;
-        case O_PROFILE_OUT: profile_out = optarg; break;
+        case O_OUT: c->out_path = optarg; break;
+        case O_REQ_OUT: c->req_out = optarg; break;
+        case O_PCT: bad = summary_parse_percentiles(&o->summary, optarg); break;
+        case O_MAXCONC: bad = units_parse_int(optarg, 1, 1 << 24, &ll); o->max_concurrency = (int)ll; break;
+        case O_THINK: bad = units_parse_duration_ns(optarg, &o->think_ns); break;
+        case O_SLO: bad = summary_parse_slo(&o->summary, optarg); break;
+        case O_SLO_TTFT: bad = units_parse_duration_ns(optarg, &ns); o->summary.slo_ttft_ms = ns / 1e6; break;
+        case O_SLO_TPOT: bad = units_parse_duration_ns(optarg, &ns); o->summary.slo_tpot_ms = ns / 1e6; break;
+        case O_SLO_E2EL: bad = units_parse_duration_ns(optarg, &ns); o->summary.slo_e2el_ms = ns / 1e6; break;
+        case O_QUIET: c->quiet = true; break;
+        case O_MAXERR: bad = validity_parse_rate(optarg, &o->max_error_rate); break;
+        case O_CALIBRATE: c->calibrate = optarg; break;
+        case O_REQ_JSONL: c->req_jsonl = optarg; break;
+        case O_PROFILE_OUT: c->profile_out = optarg; break;
         case O_DB: case O_LABEL:
-            if (history_opts_apply(&hist, c == O_DB ? "db" : "label", optarg) != 0) { free(opts); return EXIT_USAGE; }
+            if (history_opts_apply(&c->hist, ch == O_DB ? "db" : "label", optarg) != 0) {
+                err[0] = 0;   /* history_opts_apply said what is wrong */
+                free(opts);
+                return EXIT_USAGE;
+            }
             break;
         case O_ENGINE:
             engine_name = optarg;
             bad = strcmp(optarg, "sim") && strcmp(optarg, "fixed");
             break;
-        case O_VALIDATE: validate = optarg; break;
-        case O_FIT: fit = 1; break;
-        case O_LOO: loo = 1; break;
-        case O_TBLOCK: bad = units_parse_int(optarg, 1, 1 << 20, &trace_block); dso.block_tokens = (int32_t)trace_block; break;
-        case O_TSCALE: bad = units_parse_double(optarg, &dso.time_scale) || !(dso.time_scale > 0) || dso.time_scale > 1e6; break;
-        case O_TWINDOW: bad = bench_opts_parse_window(optarg, &dso.window_start_ns, &dso.window_end_ns) < 0; break;
-        case '?':
-            cli_bad_option("sim", opts, argc, argv, optind, optopt);
+        case O_VALIDATE: c->validate = optarg; break;
+        case O_FIT: c->fit = true; break;
+        case O_LOO: c->loo = true; break;
+        case O_TBLOCK: bad = units_parse_int(optarg, 1, 1 << 20, &ll); o->dso.block_tokens = (int32_t)ll; break;
+        case O_TSCALE: bad = units_parse_double(optarg, &o->dso.time_scale) || !(o->dso.time_scale > 0) || o->dso.time_scale > 1e6; break;
+        case O_TWINDOW: bad = bench_opts_parse_window(optarg, &o->dso.window_start_ns, &o->dso.window_end_ns) < 0; break;
+        case '?': {
+            int rc = cli_bad_option_text("sim", opts, argc, argv, optind, optopt, err, errlen);
             free(opts);
-            return EXIT_USAGE;
+            return rc;
+        }
         default: {
-            bool fixed_key = c >= O_FIXED;
-            const char *key = fixed_key ? fkeys[c - O_FIXED] : keys[c - O_SIM];
-            int r = fixed_key ? fixed_params_set(&fp, key, optarg, err, sizeof err) : sim_params_set(&p, key, optarg, err, sizeof err);
-            if (r != 0) { log_error("sim: %s", err); free(opts); return EXIT_USAGE; }
-            if (fixed_key) fixed_opt = key;
-            else sim_opt = key;
+            bool fixed_key = ch >= O_FIXED;
+            const char *key = fixed_key ? fkeys[ch - O_FIXED] : keys[ch - O_SIM];
+            int r = fixed_key ? fixed_params_set(&o->fixed_p, key, optarg, err, errlen) : sim_params_set(&o->sim, key, optarg, err, errlen);
+            if (r != 0) { free(opts); return EXIT_USAGE; }
+            if (fixed_key) c->fixed_opt = key;
+            else c->sim_opt = key;
         }
         }
         if (bad) {
-            log_error("sim: bad value '%s' for --%s; see dsperf sim --help", optarg, opts[idx].name);
+            snprintf(err, errlen, "bad value '%s' for --%s; see dsperf sim --help", optarg, opts[idx].name);
             free(opts);
             return EXIT_USAGE;
         }
     }
     free(opts);
-    if (optind < argc) {
-        log_error("sim: unexpected argument '%s'", argv[optind]);
+    if (optind < argc) { snprintf(err, errlen, "unexpected argument '%s'", argv[optind]); return EXIT_USAGE; }
+    o->fixed = !strcmp(engine_name, "fixed");
+    if ((o->fixed && c->sim_opt) || (!o->fixed && c->fixed_opt)) {
+        snprintf(err, errlen, "--%s is an option of --engine %s; give --engine %s or drop it", o->fixed ? c->sim_opt : c->fixed_opt,
+                 o->fixed ? "sim" : "fixed", o->fixed ? "sim" : "fixed");
         return EXIT_USAGE;
     }
-    bool fixed = !strcmp(engine_name, "fixed");
-    if ((fixed && sim_opt) || (!fixed && fixed_opt)) {
-        log_error("sim: --%s is an option of --engine %s; give --engine %s or drop it", fixed ? sim_opt : fixed_opt,
-                  fixed ? "sim" : "fixed", fixed ? "sim" : "fixed");
-        return EXIT_USAGE;
+    return -1;
+}
+
+/* The load of one run from its typed values (--concurrency N, --rate R/s | inf, --output-len N). */
+static int single_load(sim_cli *c, char *err, size_t errlen) {
+    run_sim_opts *o = &c->o;
+    long long ll;
+    if (c->conc) {
+        if (units_parse_int(c->conc, 1, 1 << 20, &ll)) { snprintf(err, errlen, "bad value '%s' for --concurrency; see dsperf sim --help", c->conc); return EXIT_USAGE; }
+        o->concurrency = (int)ll;
     }
-    if (fixed && calibrate) { log_error("sim: --calibrate fits the simulated engine; drop --engine fixed"); return EXIT_USAGE; }
-    if ((fit || loo) && !validate) {
-        log_error("sim: --fit and --loo go with --validate TABLE");
-        return EXIT_USAGE;
-    }
-    if (validate) return run_validate(validate, &p, fit, loo, quiet);
-    if (cli_check_output("--out", out_path) || cli_check_output("--save-requests", req_out) ||
-        cli_check_output("--profile-out", profile_out))
-        return EXIT_USAGE;
-    if (!calibrate && history_opts_check(&hist) != EXIT_OK) return EXIT_USAGE;
-    if (calibrate) {
-        sim_calibration cal;
-        if (sim_calibrate_from_files(&p, calibrate, req_jsonl, &cal, err, sizeof err) < 0) {
-            log_error("sim: calibrate: %s", err);
-            return EXIT_RUN_FAILED;
+    if (c->rate) {
+        if (!strcmp(c->rate, "inf")) o->rate_per_s = INFINITY;
+        else if (units_parse_rate_per_s(c->rate, &o->rate_per_s) || o->rate_per_s <= 0) {
+            snprintf(err, errlen, "bad value '%s' for --rate; see dsperf sim --help", c->rate);
+            return EXIT_USAGE;
         }
-        if (sim_calibration_write(&cal, &p, profile_out, err, sizeof err) < 0) {
-            log_error("sim: %s", err);
-            return EXIT_RUN_FAILED;
+    }
+    if (c->out_len) {
+        if (units_parse_int(c->out_len, 1, 1 << 24, &ll)) { snprintf(err, errlen, "bad value '%s' for --output-len; see dsperf sim --help", c->out_len); return EXIT_USAGE; }
+        o->output_len = (int32_t)ll;
+    }
+    return -1;
+}
+
+/* The checks on the load that need no dataset (the rest are run_sim's). */
+static int check_load(const run_sim_opts *o, char *err, size_t errlen) {
+    bool replay = !strcmp(o->arrival, "trace");
+    if (o->concurrency > 0 && (o->rate_per_s > 0 || replay)) {
+        snprintf(err, errlen, "give --rate/--arrival trace (open loop) or --concurrency (closed loop), not both");
+        return EXIT_USAGE;
+    }
+    if (o->concurrency == 0 && o->rate_per_s == 0 && !replay) {
+        snprintf(err, errlen, "give --rate R/s (open loop), --concurrency N (closed loop) or --arrival trace");
+        return EXIT_USAGE;
+    }
+    if (o->duration_ns > 0 && (o->concurrency > 0 || replay || isinf(o->rate_per_s))) {
+        snprintf(err, errlen, "--duration needs a finite --rate");
+        return EXIT_USAGE;
+    }
+    if (o->max_concurrency > 0 && o->concurrency > 0) {
+        snprintf(err, errlen, "--max-concurrency caps an open loop; with --concurrency the users are the cap");
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+int cli_sim_parse_flags(int argc, char **argv, run_sim_opts *o, char *err, size_t errlen) {
+    sim_cli c;
+    int rc = sim_parse(argc, argv, &c, err, errlen);
+    if (rc < 0) rc = single_load(&c, err, errlen);
+    if (rc >= 0) {
+        if (c.help) snprintf(err, errlen, "--help is not a simulator setting");
+        return EXIT_USAGE;
+    }
+    *o = c.o;
+    return -1;
+}
+
+/* The ladder: which axis, its levels, the load held fixed. -1 to go on, or EXIT_USAGE with err. */
+static int ladder_of(sim_cli *c, run_sim_ladder_opts *l, char *err, size_t errlen) {
+    char why[256];
+    if (c->score && stability_parse_score(c->score, &l->score) < 0) {
+        snprintf(err, errlen, "bad value '%s' for --stability-score: itl-cv, tpot-tail or throughput-cv", c->score);
+        return EXIT_USAGE;
+    }
+    l->repeats = (int)c->repeats;
+    bool out_ladder = is_ladder(c->out_len);
+    if (c->in_len || out_ladder) {
+        if (c->in_len && out_ladder) { snprintf(err, errlen, "sweep one length at a time: --input-len or an --output-len ladder"); return EXIT_USAGE; }
+        if (!!c->conc + !!c->rate != 1 || is_ladder(c->conc) || is_ladder(c->rate)) {
+            snprintf(err, errlen, "a sweep along context length holds the load fixed: give one --concurrency N or --rate R/s");
+            return EXIT_USAGE;
         }
-        if (!quiet) sim_calibration_print(stdout, &cal, profile_out);
+        l->axis = c->in_len ? "input_len" : "output_len";
+        l->ladder_text = c->in_len ? c->in_len : c->out_len;
+        if (sweep_parse_length_ladder(l->ladder_text, l->levels, SWEEP_MAX_LEVELS, &l->n_levels, why, sizeof why) < 0) {
+            snprintf(err, errlen, "bad ladder for --%s: %s (e.g. 1k..128k x2)", c->in_len ? "input-len" : "output-len", why);
+            return EXIT_USAGE;
+        }
+        double other[SWEEP_MAX_LEVELS];
+        size_t no = 0;
+        if (c->in_len && c->out_len && (sweep_parse_length_ladder(c->out_len, other, SWEEP_MAX_LEVELS, &no, why, sizeof why) < 0 || no != 1)) {
+            snprintf(err, errlen, "bad value '%s' for --output-len: one length", c->out_len);
+            return EXIT_USAGE;
+        }
+        l->other_len = no ? (long)other[0] : 0;
+        l->base_dataset = c->o.dataset;
+        char spec[256];
+        if (sweep_length_dataset(l->base_dataset, c->in_len != NULL, (long)l->levels[0], l->other_len, spec, sizeof spec, why, sizeof why) < 0) {
+            snprintf(err, errlen, "%s", why);
+            return EXIT_USAGE;
+        }
+        if (!l->other_len) {
+            const char *k = strstr(spec, c->in_len ? "out=" : "in=");
+            l->other_len = k ? strtol(k + (c->in_len ? 4 : 3), NULL, 10) : 0;
+        }
+        c->out_len = NULL;   /* the lengths are the dataset's */
+        return single_load(c, err, errlen);
+    }
+    if (is_ladder(c->conc) && is_ladder(c->rate)) { snprintf(err, errlen, "give one ladder: --concurrency or --rate"); return EXIT_USAGE; }
+    bool rate = !is_ladder(c->conc);
+    l->axis = rate ? "rate" : "concurrency";
+    l->ladder_text = rate ? c->rate : c->conc;
+    if (sweep_parse_ladder(l->ladder_text, rate, l->levels, SWEEP_MAX_LEVELS, &l->n_levels, why, sizeof why) < 0) {
+        snprintf(err, errlen, "bad ladder for --%s: %s", l->axis, why);
+        return EXIT_USAGE;
+    }
+    if (rate) c->rate = NULL;
+    else c->conc = NULL;
+    int rc = single_load(c, err, errlen);
+    if (rc >= 0) return rc;
+    /* the checks of one run, at the first level's load */
+    run_sim_opts first = c->o;
+    if (rate) first.rate_per_s = l->levels[0];
+    else first.concurrency = (int)l->levels[0];
+    return check_load(&first, err, errlen);
+}
+
+static int run_ladder(sim_cli *c, int argc, char **argv) {
+    char err[512];
+    run_sim_ladder_opts l;
+    run_sim_ladder_defaults(&l);
+    int rc = ladder_of(c, &l, err, sizeof err);
+    if (rc >= 0) { log_error("sim: %s", err); return rc; }
+    if (cli_check_output("--out", c->out_path) || history_opts_check(&c->hist) != EXIT_OK) return EXIT_USAGE;
+    char *cmdline = cli_command_line(argc, argv);
+    l.level = c->o;
+    l.level.command_line = cmdline;
+    l.out_path = c->out_path;
+    l.save_prefix = c->req_out;
+    l.progress = c->quiet ? NULL : cli_summary_stream();
+    run_sim_ladder_result res;
+    ds_result r = run_sim_ladder(&l, &res, err, sizeof err);
+    rc = ds_exit_code(r);
+    if (r != DS_OK) log_error("sim: %s", err);
+    if (r == DS_OK && res.level_failed) {
+        log_error("sim: a level failed: server-side failures over --max-error-rate (see each level's run_failed_reason)");
+        rc = EXIT_RUN_FAILED;
+    }
+    if (res.doc && history_opts_record(&c->hist, res.doc, NULL, 0) != EXIT_OK && rc == EXIT_OK) rc = EXIT_RUN_FAILED;
+    if (!c->quiet && res.doc) {
+        FILE *sum = cli_summary_stream();
+        fputc('\n', sum);
+        sweep_print_table(sum, res.doc, false, l.repeats > 1);
+        sweep_context_print(sum, res.doc);
+        sweep_stability_print(sum, res.doc);
+        if (c->out_path && !fileio_is_stdout(c->out_path)) log_info("sweep written to %s", c->out_path);
+    }
+    json_decref(res.doc);
+    free(cmdline);
+    return rc;
+}
+
+int cmd_sim(int argc, char **argv) {
+    sim_cli c;
+    char err[512];
+    int rc = sim_parse(argc, argv, &c, err, sizeof err);
+    if (c.help) { usage(stdout); return EXIT_OK; }
+    if (rc >= 0) { if (err[0]) log_error("sim: %s", err); return rc; }
+    /* a ladder of prompt lengths, output lengths or loads: one run per level, one sweep document */
+    if (c.in_len || is_ladder(c.out_len) || is_ladder(c.conc) || is_ladder(c.rate)) return run_ladder(&c, argc, argv);
+    if (c.repeats_given || c.score) {
+        log_error("sim: --%s goes with a ladder (--input-len, or a ladder for --output-len, --concurrency or --rate)",
+                  c.repeats_given ? "repeats" : "stability-score");
+        return EXIT_USAGE;
+    }
+    if ((rc = single_load(&c, err, sizeof err)) >= 0) { log_error("sim: %s", err); return rc; }
+    const run_sim_opts *o = &c.o;
+    if (o->fixed && c.calibrate) { log_error("sim: --calibrate fits the simulated engine; drop --engine fixed"); return EXIT_USAGE; }
+    if ((c.fit || c.loo) && !c.validate) { log_error("sim: --fit and --loo go with --validate TABLE"); return EXIT_USAGE; }
+    if (c.validate) {
+        ds_result r = run_sim_validate(c.validate, &o->sim, c.fit, c.loo, stdout, c.quiet ? NULL : stderr, err, sizeof err);
+        if (r != DS_OK) log_error("sim: %s", err);
+        return ds_exit_code(r);
+    }
+    if (cli_check_output("--out", c.out_path) || cli_check_output("--save-requests", c.req_out) ||
+        cli_check_output("--profile-out", c.profile_out))
+        return EXIT_USAGE;
+    if (!c.calibrate && history_opts_check(&c.hist) != EXIT_OK) return EXIT_USAGE;
+    if (c.calibrate) {
+        ds_result r = run_sim_calibrate(&o->sim, c.calibrate, c.req_jsonl, c.profile_out, c.quiet ? NULL : stdout, err, sizeof err);
+        if (r != DS_OK) { log_error("sim: %s", err); return EXIT_RUN_FAILED; }
         return EXIT_OK;
     }
-    int replay = !strcmp(arrival_spec, "trace");
-    if (concurrency > 0 && (rate > 0 || replay)) {
-        log_error("sim: give --rate/--arrival trace (open loop) or --concurrency (closed loop), not both");
-        return EXIT_USAGE;
-    }
-    if (concurrency == 0 && rate == 0 && !replay) {
-        log_error("sim: give --rate R/s (open loop), --concurrency N (closed loop) or --arrival trace");
-        return EXIT_USAGE;
-    }
-    if (duration_ns > 0) {
-        if (concurrency > 0 || replay || isinf(rate)) { log_error("sim: --duration needs a finite --rate"); return EXIT_USAGE; }
-        if (!n_req_given) n_req = (long long)ceil(rate * duration_ns / 1e9);
-    }
-    arrival arr;
-    if (!replay && concurrency == 0 && !isinf(rate) && arrival_parse(arrival_spec, rate, &arr) < 0) {
-        log_error("sim: --arrival '%s': expected poisson, gamma:K, constant or trace", arrival_spec);
-        return EXIT_USAGE;
-    }
-    /* as bench: warm-up requests come first and add to --requests */
-    size_t n = (size_t)(n_req + warmup);
-    if (!n_req_given && strncmp(dataset, "random", 6)) n = 0;   /* a file: every line once */
-    int64_t *times = NULL;
-    sim_load ld;
-    if (sim_load_open(dataset, n, (uint64_t)seed, (int32_t)output_len, &dso, &ld, err, sizeof err) < 0) {
-        log_error("sim: --dataset: %s", err);
-        return EXIT_USAGE;
-    }
-    n = ld.n;
-    const sim_sessions *sess = ld.sess.n ? &ld.sess : NULL;
-    if (sess && (n_req_given || replay || duration_ns > 0)) {
-        log_error("sim: a sessions dataset runs its n= conversations: --requests, --duration and --arrival trace do not apply");
-        sim_load_free(&ld);
-        return EXIT_USAGE;
-    }
-    if (sess && (size_t)warmup >= n) {
-        log_error("sim: --warmup counts conversations with a sessions dataset: %lld of %zu leaves none measured", warmup, n);
-        sim_load_free(&ld);
-        return EXIT_USAGE;
-    }
-    if (replay && !ld.stamps_ns) {
-        log_error("sim: --arrival trace needs a dataset with a timestamp on every line (jsonl:FILE or mooncake:FILE)");
-        sim_load_free(&ld);
-        return EXIT_USAGE;
-    }
-    if (replay) {
-        /* bench's trace pacing: the gap between consecutive items, 0 when time goes back (or the
-         * file wraps around) */
-        times = ld.stamps_ns;
-        ld.stamps_ns = NULL;
-        int64_t t = 0, prev = times[0];
-        times[0] = 0;
-        for (size_t i = 1; i < n; i++) {
-            int64_t cur = times[i];
-            t += cur > prev ? cur - prev : 0;
-            prev = cur;
-            times[i] = t;
-        }
-    }
-    fp.seed = (uint64_t)seed;
-    engine *e = fixed ? engine_fixed_create(&fp, err, sizeof err) : engine_sim_create(&p, err, sizeof err);
-    if (!e) {
-        log_error("sim: %s", err);
-        sim_load_free(&ld);
-        free(times);
-        return EXIT_USAGE;
-    }
-    recset recs;
-    recset_init(&recs);
-    sim_series ser;
-    memset(&ser, 0, sizeof ser);
-    json_t *doc = NULL, *cfg = NULL;
-    char *cmdline = NULL;
-    rng g;
-    rng_seed(&g, (uint64_t)seed);
-    if (concurrency == 0 && !replay) {
-        if (!(times = calloc(n, sizeof *times))) goto oom;
-        if (!isinf(rate)) arrival_schedule(&arr, &g, 0, times, n);
-    }
-    if (max_conc > 0 && concurrency > 0) {
-        log_error("sim: --max-concurrency caps an open loop; with --concurrency the users are the cap");
-        rc = EXIT_USAGE;
-        goto done;
-    }
-    sim_workload w = {.n = n, .arrival_ns = times, .concurrency = (int)concurrency, .think_ns = think_ns,
-                      .prefix_group = ld.groups, .prefix_len = ld.prefix_len, .ds = ld.ds, .sessions = sess,
-                      .block_tokens = p.block_size, .max_concurrency = (int)max_conc, .in_tokens = ld.ins,
-                      .max_tokens = ld.outs, .warmup = (size_t)warmup,
-                      .turnaround_ns = transit ? SIM_TURNAROUND_NS : 0, .ingest_ns_per_token = transit ? SIM_INGEST_NS_PER_TOKEN : 0,
-                      .transit_seed = (uint64_t)seed + 1};
-    so.max_concurrency = (int)max_conc;
-    if (sess) so.session_turns = sess->turns;
-    if (sim_run(e, &w, &recs, &ser, err, sizeof err) < 0) {
-        log_error("sim: %s", err);
-        rc = EXIT_RUN_FAILED;
-        goto done;
-    }
-    if (concurrency == 0 && !isinf(rate) && !replay) so.intended_rate_per_s = rate;
-    if (times && n) so.planned_duration_ns = times[n - 1];
-    cmdline = cli_command_line(argc, argv);   /* argv[0] is "sim" */
-    load_desc desc = {.dataset = dataset, .arrival = replay ? "trace" : arrival_spec, .rate = rate,
-                      .concurrency = (int)concurrency, .max_concurrency = (int)max_conc, .requests = n,
-                      .warmup = (size_t)warmup, .think_ns = think_ns, .seed = (uint64_t)seed};
-    if (sess) {   /* conversations: the requests are their turns */
-        desc.requests = recs.n;
-        desc.warmup = 0;
-        for (size_t i = 0; i < recs.n; i++) desc.warmup += recs.v[i].warmup;
-    }
-    cfg = config_section(&p, &desc);
-    if (!fixed) {
-        /* what a prediction needs to redo this deployment: the context limit and the memory overrides */
-        json_t *sc = json_object_get(cfg, "sim");
-        json_object_set_new(sc, "max_model_len", json_integer(p.max_model_len));
-        json_object_set_new(sc, "num_gpu_blocks", json_integer(p.num_gpu_blocks));
-        json_object_set_new(sc, "reserved_bytes", json_real(p.reserved_bytes));
-    }
-    if (fixed) {
-        /* no simulated DeepSeek deployment here: the fixed engine's timing instead */
-        json_object_del(cfg, "sim");
-        json_object_set_new(cfg, "fixed", json_pack("{s:f,s:f,s:f,s:i,s:i,s:f,s:f}", "ttft_ms", fp.ttft_ns / 1e6,
-            "itl_ms", fp.itl_ns / 1e6, "prefill_per_token_ms", fp.prefill_per_token_ns / 1e6, "capacity", fp.capacity,
-            "tokens_per_chunk", fp.tokens_per_chunk, "jitter", fp.jitter, "jitter_per_stream", fp.jitter_per_stream));
-    }
-    results_meta meta = {.producer = "sim", .command_line = cmdline, .config = cfg};
-    doc = results_build(&recs, &so, &meta);
-    if (!doc) goto oom;
-    json_object_set_new(doc, "engine", fixed ? json_pack("{s:s,s:o}", "name", "fixed", "series", sim_series_json(&ser))
-                                             : engine_section(e, &p, &ser));
-    if (!fixed) json_object_set_new(doc, "prediction_interval", sim_interval_json(doc, p.calibrated));
-    json_t *tel = json_object_get(doc, "telemetry");
-    if (!json_is_object(tel)) {
-        tel = json_object();
-        json_object_set_new(tel, "interval_s", json_real(ser.interval_ns / 1e9));
-        json_object_set_new(doc, "telemetry", tel);
-    }
-    json_object_set_new(tel, "server", sim_series_server_json(&ser));
-    if (sim_sweep_capture) *sim_sweep_capture = json_incref(doc);   /* a level of sim_sweep */
-    rc = EXIT_OK;
-    json_object_set_new(doc, "interrupted", json_false());
-    double bound = json_number_value(json_object_get(json_object_get(doc, "prefix_cache"), "hit_rate_bound"));
-    if (!fixed && !p.prefix_caching && bound > 0)
-        log_info("sim: this workload allows a %.1f%% prefix-cache hit rate; --prefix-caching on models it (vLLM V1 "
-                 "caches by default)", 100 * bound);
-    /* the same warnings and exit code as bench (results/validity.h) */
-    char why[400];
-    rc = validity_judge(doc, max_error_rate, why, sizeof why) ? EXIT_RUN_FAILED : EXIT_OK;
-    if (out_path && results_write_json(out_path, doc, err, sizeof err) < 0) {
-        log_error("sim: %s", err);
-        rc = EXIT_RUN_FAILED;
-    }
-    if (req_out && results_write_requests_jsonl(req_out, &recs, err, sizeof err) < 0) {
-        log_error("sim: %s", err);
-        rc = EXIT_RUN_FAILED;
-    }
-    if (history_opts_record(&hist, doc, NULL, 0) != EXIT_OK) rc = EXIT_RUN_FAILED;
-    if (!quiet) {
-        results_print_summary(cli_summary_stream(), doc);
-        int64_t first = recs.n ? recs.v[0].send_ns : 0, last = first;
-        for (size_t i = 0; i < recs.n; i++) if (recs.v[i].end_ns > last) last = recs.v[i].end_ns;
-        if (!fixed) print_engine(cli_summary_stream(), e, &p, last - first);
-    }
-    if (rc == EXIT_RUN_FAILED && why[0]) log_error("sim: %s", why);
-    goto done;
-oom:
-    log_error("sim: out of memory");
-    rc = EXIT_RUN_FAILED;
-done:
-    json_decref(doc);
-    json_decref(cfg);
+    if ((rc = check_load(o, err, sizeof err)) >= 0) { log_error("sim: %s", err); return rc; }
+    char *cmdline = cli_command_line(argc, argv);   /* argv[0] is "sim" */
+    c.o.command_line = cmdline;
+    run_sim_result res;
+    ds_result r = run_sim(o, &res, err, sizeof err);
     free(cmdline);
-    sim_series_free(&ser);
-    recset_free(&recs);
-    free(times);
-    sim_load_free(&ld);
-    engine_destroy(e);
+    if (r != DS_OK) {
+        log_error("sim: %s", err);
+        run_sim_result_free(&res);
+        return ds_exit_code(r);
+    }
+    if (res.prefix_hit_bound > 0)
+        log_info("sim: this workload allows a %.1f%% prefix-cache hit rate; --prefix-caching on models it (vLLM V1 "
+                 "caches by default)", 100 * res.prefix_hit_bound);
+    rc = res.judged_failed ? EXIT_RUN_FAILED : EXIT_OK;
+    if (c.out_path && results_write_json(c.out_path, res.doc, err, sizeof err) < 0) {
+        log_error("sim: %s", err);
+        rc = EXIT_RUN_FAILED;
+    }
+    if (c.req_out && results_write_requests_jsonl(c.req_out, &res.recs, err, sizeof err) < 0) {
+        log_error("sim: %s", err);
+        rc = EXIT_RUN_FAILED;
+    }
+    if (history_opts_record(&c.hist, res.doc, NULL, 0) != EXIT_OK) rc = EXIT_RUN_FAILED;
+    if (!c.quiet) {
+        results_print_summary(cli_summary_stream(), res.doc);
+        if (!o->fixed) print_engine(cli_summary_stream(), &res, &o->sim);
+    }
+    if (res.judged_failed && res.why[0]) log_error("sim: %s", res.why);
+    run_sim_result_free(&res);
     return rc;
 }

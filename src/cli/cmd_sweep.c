@@ -2,12 +2,12 @@
  * automatic synchronous → throughput → rates ladder), each level watched by the over-saturation
  * detector, with repeats; after every level the sweep file is rewritten atomically with the knee,
  * the max goodput and the confidence intervals, so Ctrl-C or a crash loses at most the level in
- * progress. The running is sweep_run (cli/sweep_run.h), shared with `dsperf tune`. */
+ * progress. The running is sweep_run (run/sweep.h), shared with `dsperf tune`. */
 #include "cli/cli.h"
 #include "common/fileio.h"
 #include "common/fdlimit.h"
-#include "cli/bench_run.h"
-#include "cli/sweep_run.h"
+#include "run/bench.h"
+#include "cli/sweep_opts.h"
 #include "common/log.h"
 #include <stdlib.h>
 #include <signal.h>
@@ -82,7 +82,7 @@ static void on_signal(int sig) { (void)sig; sweep_run_request_stop(); }
 static int follow(bench_opts *b) {
     dataset *ds = NULL;
     char *model = NULL;
-    int rc = dist_join(b->dist, bench_prepare(b, &ds, &model), NULL);
+    int rc = dist_join(b->dist, ds_exit_code(bench_prepare(b, &ds, &model)), NULL);
     if (rc == EXIT_OK) rc = bench_follow(b, ds);
     dataset_free(ds);
     free(model);

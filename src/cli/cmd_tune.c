@@ -5,11 +5,10 @@
  * after every configuration, and Ctrl-C stops the running server before exiting. */
 #include "cli/cli.h"
 #include "common/fdlimit.h"
-#include "cli/bench_run.h"
-#include "cli/sweep_run.h"
-#include "cli/tune_run.h"
+#include "run/bench.h"
+#include "cli/sweep_opts.h"
+#include "run/tune.h"
 #include "tune/tune.h"
-#include "engine/sim_interval.h"
 #include "drift/drift.h"
 #include "results/results.h"
 #include "common/clock.h"
@@ -93,27 +92,6 @@ static const char usage_text[] =
 
 static void on_signal(int sig) { (void)sig; tune_run_request_stop(); }
 
-/* A configuration's sweep into the history, labelled with its grid values (tune.seqs=64), so
- * `dsperf history best` ranks the settings of every tune run of this workload. */
-static int record_config_sweep(const tune_opts *t, const json_t *cfg) {
-    const char *path = json_string_value(json_object_get(cfg, "sweep_file"));
-    json_t *sdoc = path ? json_load_file(path, 0, NULL) : NULL;
-    if (!sdoc || !json_array_size(json_object_get(sdoc, "levels"))) { json_decref(sdoc); return EXIT_OK; }
-    char buf[HISTORY_MAX_LABELS][256];
-    const char *extra[HISTORY_MAX_LABELS];
-    int n = 0;
-    const char *k;
-    json_t *v;
-    json_object_foreach(json_object_get(cfg, "settings"), k, v) {
-        if (n == HISTORY_MAX_LABELS) break;
-        snprintf(buf[n], sizeof buf[n], "tune.%s=%s", k, json_string_value(v) ? json_string_value(v) : "");
-        char err[256];
-        if (history_check_label(buf[n], err, sizeof err) == 0) { extra[n] = buf[n]; n++; }
-    }
-    int rc = history_opts_record(&t->hist, sdoc, extra, n);
-    json_decref(sdoc);
-    return rc;
-}
 
 
 /* Is a the start of another grid spec written after one --grid ("--grid a=1,2 b=x,y")? */
@@ -130,8 +108,16 @@ static bool looks_like_grid(const char *a) {
 
 /* Takes tune's own options out of argv; the rest is kept for the sweep. -1 to go on, else an
  * exit code. */
+/* The parsers the run layer applies to each configuration's words (run/tune.h). */
+static int parse_config_sweep(sweep_opts *so, bench_opts *b, int argc, char **argv) {
+    return sweep_opts_parse(so, b, argc, argv, "tune", NULL);
+}
+
 static int parse_own(int argc, char **argv, tune_opts *t) {
     memset(t, 0, sizeof *t);
+    t->parse_sweep = parse_config_sweep;
+    t->free_sweep = sweep_opts_free;
+    t->parse_sim = cli_sim_parse_flags;
     t->url = "http://127.0.0.1:{port}";
     t->out_path = NULL;     /* a new tune-<date>-<time>.json (cmd_tune) */
     t->objective = "e2el";
@@ -369,7 +355,10 @@ int cmd_tune(int argc, char **argv) {
         free(stem);
         stem = tune_out_stem(t.out_path);
     }
-    json_t *doc = tune_new_doc(&t, argc, argv, &b, so.slo_pct);
+    char *line = cli_command_line(argc, argv), *sweep_line = cli_join_argv(t.nrest - 1, t.rest + 1);
+    json_t *doc = tune_new_doc(&t, line, sweep_line ? sweep_line : "", &b, so.slo_pct);
+    free(line);
+    free(sweep_line);
     if (doc && g_drift) json_object_set(doc, "drift", g_drift);   /* tune_analyse shows its accuracy cost */
     bool quiet = b.quiet;
     sweep_opts_free(&so, &b);
@@ -387,10 +376,6 @@ int cmd_tune(int argc, char **argv) {
     struct sigaction sa = { .sa_handler = on_signal };
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    json_t *configs = json_object_get(doc, "configs");
-    size_t measured = 0;
-    int exit_history = EXIT_OK;
-    double speedup = 1;
     /* a file that cannot be written would lose every measurement: say so before starting servers */
     if (history_opts_check(&t.hist) != EXIT_OK || tune_save(doc, t.out_path) < 0) {
         json_decref(doc);
@@ -398,48 +383,10 @@ int cmd_tune(int argc, char **argv) {
         free_opts(&t);
         return EXIT_USAGE;
     }
-    log_info("tune: %zu configuration%s, results in %s", total, total == 1 ? "" : "s", t.out_path);
-    for (size_t i = 0; i < total && !tune_run_stopped(); i++) {
-        tune_grid_point(&t.grid, i, choice);
-        json_t *cfg = json_object();
-        char *label = tune_grid_label(&t.grid, choice);
-        json_t *settings = json_object();
-        for (size_t k = 0; k < t.grid.n; k++)
-            json_object_set_new(settings, t.grid.axes[k].key, json_string(t.grid.axes[k].values[choice[k]]));
-        double g = tune_config_gpus(&t, choice);
-        json_object_set_new(cfg, "index", json_integer((json_int_t)i));
-        json_object_set_new(cfg, "label", json_string(label ? label : ""));
-        json_object_set_new(cfg, "settings", settings);
-        json_object_set_new(cfg, "gpus", g > 0 ? json_real(g) : json_null());
-        json_object_set_new(cfg, "status", json_string("running"));
-        json_object_set_new(cfg, "error", json_null());
-        json_array_append_new(configs, cfg);
-        tune_save(doc, t.out_path);
-        if (t.sim_flags ? tune_run_config_sim(&t, i, total, stem, cfg) : tune_run_config(&t, i, total, stem, cfg)) measured++;
-        double k = json_number_value(json_object_get(cfg, "speedup"));
-        if (k > 0) speedup = k;
-        if (t.sim_flags) {
-            char note[400];
-            snprintf(note, sizeof note, "the offline simulator (`dsperf sim`) on a virtual clock: figures are the simulated "
-                     "hardware's, without network or client costs; its 80%% interval is x/%.2f on throughput and x/%.2f on TPOT "
-                     "(errors on published deployments outside its fit), shared in good part by configurations of one deployment",
-                     exp(sim_interval_q(SIM_IV_TPUT, 0)), exp(sim_interval_q(SIM_IV_TPOT, 0)));
-            json_object_set_new(doc, "target_note", json_string(note));
-            json_object_set_new(doc, "sim_interval", json_pack("{s:f,s:f,s:f}", "level", 0.8, "throughput_factor",
-                                exp(sim_interval_q(SIM_IV_TPUT, 0)), "tpot_factor", exp(sim_interval_q(SIM_IV_TPOT, 0))));
-        } else if (speedup != 1) {
-            char note[400];
-            snprintf(note, sizeof note, "the server runs `dsperf serve --speedup %g`: engine time runs %gx wall time, so "
-                     "throughputs are %gx and latencies 1/%g of what the simulated hardware would give; the ranking holds",
-                     speedup, speedup, speedup, speedup);
-            json_object_set_new(doc, "target_note", json_string(note));
-        }
-        if (!tune_run_stopped()) log_info("config %zu/%zu [%s]: %s", i + 1, total, label && *label ? label : "no grid",
-                              json_string_value(json_object_get(cfg, "status")));
-        if (t.hist.db && record_config_sweep(&t, cfg) != EXIT_OK) exit_history = EXIT_RUN_FAILED;
-        free(label);
-        tune_save(doc, t.out_path);
-    }
+    size_t measured = 0;
+    bool history_failed = false;
+    run_tune(&t, doc, stem, &measured, &history_failed);
+    int exit_history = history_failed ? EXIT_RUN_FAILED : EXIT_OK;
     int exit_code = measured ? EXIT_OK : EXIT_RUN_FAILED;
     if (tune_run_stopped()) {
         json_object_set_new(doc, "partial", json_true());

@@ -4,6 +4,8 @@
 #include "common/rng.h"
 #include "common/fileio.h"
 #include "common/fdlimit.h"
+#include "common/result.h"
+#include "common/log.h"
 #include <sys/resource.h>
 #include <string.h>
 #include <stdlib.h>
@@ -94,4 +96,21 @@ TEST(fdlimit_table_grown_up_front) {
     fclose(f);
     long want = limit < 65536 ? limit : 65536;
     CHECK_MSG(fdsize >= want, "FDSize %ld, wanted >= %ld", fdsize, want);
+}
+
+/* every result code has its own text and the exit status the brief gives its kind */
+TEST(result_codes_have_texts_and_exit_codes) {
+    const ds_result all[] = { DS_OK, DS_EINVAL, DS_EIO, DS_ENOMEM, DS_ECONNECT, DS_ERUN, DS_EINTR, DS_EJUDGED };
+    const size_t n = sizeof all / sizeof all[0];
+    for (size_t i = 0; i < n; i++) {
+        CHECK(strcmp(ds_strerror(all[i]), "unknown result code") != 0);
+        for (size_t j = 0; j < i; j++) CHECK_MSG(strcmp(ds_strerror(all[i]), ds_strerror(all[j])) != 0, "codes %d and %d share a text", all[i], all[j]);
+    }
+    CHECK(strcmp(ds_strerror((ds_result)-99), "unknown result code") == 0);
+    CHECK_EQ_INT(ds_exit_code(DS_OK), EXIT_OK);
+    CHECK_EQ_INT(ds_exit_code(DS_EINVAL), EXIT_USAGE);
+    CHECK_EQ_INT(ds_exit_code(DS_ECONNECT), EXIT_USAGE);
+    CHECK_EQ_INT(ds_exit_code(DS_EIO), EXIT_RUN_FAILED);
+    CHECK_EQ_INT(ds_exit_code(DS_EJUDGED), EXIT_RUN_FAILED);
+    CHECK_EQ_INT(ds_exit_code(DS_EINTR), EXIT_RUN_FAILED);
 }

@@ -21,6 +21,7 @@
 #ifndef DSP_DIST_H
 #define DSP_DIST_H
 #include "load/runner.h"
+#include "common/stop.h"
 #include "metrics/summary.h"
 #include "telemetry/telemetry.h"
 #include <jansson.h>
@@ -78,7 +79,7 @@ int dist_run_wait(dist *d, load_plan *p, int *exit_code);
  * and take rank 0's stop; rank 0 sums the job's counters for `user` (the live line, the sweep's
  * detector) and passes a stop to every rank. *stop is the run's stop flag. */
 typedef struct dist_progress dist_progress;
-dist_progress *dist_progress_new(dist *d, load_progress_fn user, void *user_ctx, volatile sig_atomic_t *stop);
+dist_progress *dist_progress_new(dist *d, load_progress_fn user, void *user_ctx, ds_stop_flag *stop);
 void dist_progress_tick(void *ctx, const load_progress *p);   /* a load_progress_fn over ctx */
 void dist_progress_free(dist_progress *pr);
 /* The run of a rank without shards (telemetry only, or no user of this run's plan falls to it):
@@ -112,7 +113,7 @@ typedef struct {
  * dist_merged_free). lo: this rank's outcome. -1 with err: out of memory on rank 0, or a
  * follower that lost rank 0. */
 int dist_gather(dist *d, recset *recs, int n_classes, const load_outcome *lo, const dist_local *local,
-                volatile sig_atomic_t *stop, dist_merged *m, char *err, size_t errlen);
+                ds_stop_flag *stop, dist_merged *m, char *err, size_t errlen);
 void dist_merged_free(dist_merged *m);
 
 /* Rank 0: the job is over (followers' dist_run_wait returns 0 with exit_code). */

@@ -8,6 +8,7 @@
  * Every wait is bounded: a rank silent for the rank timeout is lost; after a stop (Ctrl-C, and
  * mpirun's SIGTERM, which it follows with SIGKILL a second later) rank 0 waits 0.7 s at most. */
 #include "dist/dist_int.h"
+#include "common/stop.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "telemetry/telemetry.h"
@@ -175,7 +176,7 @@ static int gather_follower(dist *d, recset *recs, int n_classes, const load_outc
 typedef struct {
     dist *d;
     dist_merged *m;
-    volatile sig_atomic_t *stop;
+    ds_stop_flag *stop;
     int64_t stop_deadline;          /* after a stop, the last moment to wait for part A (0: none) */
     int64_t b_deadline;             /* after a stop, the last moment to wait for part B (0: none) */
     bool axes_sent;
@@ -366,7 +367,7 @@ static int by_index(const void *a, const void *b) {
 
 
 static int gather_root(dist *d, recset *recs, int n_classes, const load_outcome *lo, const dist_local *loc,
-                       volatile sig_atomic_t *stop, dist_merged *m, char *err, size_t errlen) {
+                       ds_stop_flag *stop, dist_merged *m, char *err, size_t errlen) {
     m->n_classes = n_classes;
     m->lo = *lo;
     m->lo.start_ns = d->plan.start_ns;
@@ -414,7 +415,7 @@ static int gather_root(dist *d, recset *recs, int n_classes, const load_outcome 
 }
 
 int dist_gather(dist *d, recset *recs, int n_classes, const load_outcome *lo, const dist_local *local,
-                volatile sig_atomic_t *stop, dist_merged *m, char *err, size_t errlen) {
+                ds_stop_flag *stop, dist_merged *m, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     if (n_classes > DIST_MAX_CLASSES) n_classes = DIST_MAX_CLASSES;
     if (d->rank > 0) return gather_follower(d, recs, n_classes, lo, local, err, errlen);

@@ -4,6 +4,7 @@
  * ranks, and passes a stop (Ctrl-C, an early stop) on to every rank. Ranks that only sample
  * telemetry idle here until rank 0 ends their run. */
 #include "dist/dist_int.h"
+#include "common/stop.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include <stdlib.h>
@@ -14,10 +15,10 @@ struct dist_progress {
     dist *d;
     load_progress_fn user;
     void *user_ctx;
-    volatile sig_atomic_t *stop;
+    ds_stop_flag *stop;
 };
 
-dist_progress *dist_progress_new(dist *d, load_progress_fn user, void *user_ctx, volatile sig_atomic_t *stop) {
+dist_progress *dist_progress_new(dist *d, load_progress_fn user, void *user_ctx, ds_stop_flag *stop) {
     dist_progress *pr = calloc(1, sizeof *pr);
     if (pr) *pr = (dist_progress){ d, user, user_ctx, stop };
     return pr;

@@ -15,6 +15,7 @@
 #ifndef DSP_DRIFT_H
 #define DSP_DRIFT_H
 #include "tokenizer/tokenizer.h"
+#include "common/stop.h"
 #include <jansson.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -72,7 +73,7 @@ typedef struct drift_run drift_run;
 /* Runs the comparison (requests to both URLs, per context bucket). Returns 0 with *out; 1 when
  * interrupted by *stop (*out holds the finished buckets: the document is then partial); -1 with a
  * one-line err when it cannot start (a side has no logprobs, no way to score, a bad dataset). */
-int drift_run_all(const drift_opts *o, drift_run **out, volatile sig_atomic_t *stop, char *err, size_t errlen);
+int drift_run_all(const drift_opts *o, drift_run **out, ds_stop_flag *stop, char *err, size_t errlen);
 void drift_run_free(drift_run *r);
 
 /* The dsperf.drift/1 document of a run (the history database records it as it is). */

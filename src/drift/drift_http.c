@@ -3,6 +3,7 @@
  * requests are few and long (a 64k-token prompt scored in one), so this is plain multi_perform
  * with curl_multi_poll, not the streaming client's socket-action loop. */
 #include "drift/drift_int.h"
+#include "common/stop.h"
 #include "common/curl_init.h"
 #include "common/http.h"
 #include <curl/curl.h>
@@ -56,7 +57,7 @@ static CURL *start(drift_http_req *r, xfer *x, struct curl_slist *hdrs, const dr
     return e;
 }
 
-int drift_http_run(drift_http_req *reqs, size_t n, const drift_http_opts *o, volatile sig_atomic_t *stop) {
+int drift_http_run(drift_http_req *reqs, size_t n, const drift_http_opts *o, ds_stop_flag *stop) {
     curl_init_once();
     struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     http_opts ho = { .api_key = o->api_key, .headers = o->headers };

@@ -5,6 +5,7 @@
 #ifndef DSP_DRIFT_INT_H
 #define DSP_DRIFT_INT_H
 #include "drift/drift.h"
+#include "common/stop.h"
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -177,6 +178,6 @@ typedef struct {
 
 /* Runs the requests, at most concurrency at once. Returns 0, or -1 when *stop was set (the
  * unfinished ones have status 0 and err "interrupted"). */
-int drift_http_run(drift_http_req *reqs, size_t n, const drift_http_opts *o, volatile sig_atomic_t *stop);
+int drift_http_run(drift_http_req *reqs, size_t n, const drift_http_opts *o, ds_stop_flag *stop);
 void drift_http_req_free(drift_http_req *r);
 #endif

@@ -10,6 +10,7 @@
  * tokens; prompt_logprobs: the decoded tokens; stepwise: the prompt grows one token a step), so a
  * server that re-tokenizes the text differently is counted as misaligned, never compared wrong. */
 #include "drift/drift_int.h"
+#include "common/stop.h"
 #include "client/client.h"
 #include "common/clock.h"
 #include "common/fileio.h"
@@ -38,7 +39,7 @@ typedef struct {
 typedef struct {
     const drift_opts *o;
     drift_http_opts h;
-    volatile sig_atomic_t *stop;
+    ds_stop_flag *stop;
     drift_run *run;
     side b, c;
     FILE *pos_out;                /* --save-positions, or NULL */
@@ -688,7 +689,7 @@ static int side_init(side *s, const char *name, const char *base, const char *mo
     return s->url ? 0 : -1;
 }
 
-int drift_run_all(const drift_opts *o, drift_run **out, volatile sig_atomic_t *stop, char *err, size_t errlen) {
+int drift_run_all(const drift_opts *o, drift_run **out, ds_stop_flag *stop, char *err, size_t errlen) {
     *out = NULL;
     ctx x = { .o = o, .stop = stop };
     x.h = (drift_http_opts){ .concurrency = o->concurrency, .timeout_ns = o->timeout_ns, .headers = o->headers,

@@ -50,6 +50,22 @@ void arrival_schedule(const arrival *a, rng *r, int64_t start_ns, int64_t *times
     }
 }
 
+int64_t arrival_trace_gap_ns(int64_t prev_stamp_ns, int64_t stamp_ns) {
+    return stamp_ns > prev_stamp_ns ? stamp_ns - prev_stamp_ns : 0;
+}
+
+void arrival_trace_schedule(int64_t *stamps_ns, size_t n) {
+    if (!n) return;
+    int64_t t = 0, prev = stamps_ns[0];
+    stamps_ns[0] = 0;
+    for (size_t i = 1; i < n; i++) {
+        int64_t cur = stamps_ns[i];
+        t += arrival_trace_gap_ns(prev, cur);
+        prev = cur;
+        stamps_ns[i] = t;
+    }
+}
+
 int arrival_parse_ramp(const char *spec, arrival *a) {
     const char *arrow = strstr(spec, "->");
     const char *over = strstr(spec, " over ");

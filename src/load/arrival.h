@@ -31,4 +31,10 @@ int arrival_parse_ramp(const char *spec, arrival *a);
 int64_t arrival_next_ramp_ns(const arrival *a, rng *r, double *lambda);
 /* Fills times_ns[0..n) with a schedule starting at start_ns (first arrival at start_ns). */
 void arrival_schedule(const arrival *a, rng *r, int64_t start_ns, int64_t *times_ns, size_t n);
+/* Trace replay's pacing, one rule for bench (load/runner.c) and sim (run/sim.c): the wait before
+ * an item is the gap between its timestamp and the previous item's, 0 when time goes back (an
+ * unsorted trace, or one that starts over from its beginning). */
+int64_t arrival_trace_gap_ns(int64_t prev_stamp_ns, int64_t stamp_ns);
+/* In place: timestamps[0..n) become send offsets from the first item (0), paced as above. */
+void arrival_trace_schedule(int64_t *stamps_ns, size_t n);
 #endif

@@ -1,6 +1,7 @@
 /* runner — the scheduling loop between a load plan and the client, sharded over client threads
  * when one event loop would not keep up (see runner.h). */
 #include "load/runner.h"
+#include "common/stop.h"
 #include "dataset/sessions.h"
 #include "common/clock.h"
 #include "metrics/request_metrics.h"
@@ -227,7 +228,7 @@ static int64_t next_gap(run_state *s) {
         size_t n = s->ds->n, g = s->scheduled * (size_t)s->n_shards + (size_t)s->shard, prev = g - (size_t)s->n_shards;
         int64_t b = s->ds->items[g % n].timestamp_ns, a = s->ds->items[prev % n].timestamp_ns;
         if (g / n != prev / n) a = s->ds->items[0].timestamp_ns;
-        return b > a ? b - a : 0;
+        return arrival_trace_gap_ns(a, b);
     }
     return arrival_next_gap_ns(&s->p->arr, &s->r);
 }
@@ -250,7 +251,7 @@ static size_t sum_counter(const run_state *s, size_t off) {
 }
 
 /* One shard's scheduling loop. Shard 0 also reports progress (summed over all shards). */
-static int run_shard(run_state *sp, const client_opts *co, volatile sig_atomic_t *stop,
+static int run_shard(run_state *sp, const client_opts *co, ds_stop_flag *stop,
                      load_progress_fn progress, void *ctx, const load_plan *whole,
                      load_outcome *out, char *err, size_t errlen) {
     run_state s = *sp;
@@ -382,7 +383,7 @@ static size_t share(size_t n, int k, int w) { return n / (size_t)w + ((size_t)k 
 typedef struct {
     run_state s;
     const client_opts *co;
-    volatile sig_atomic_t *stop;
+    ds_stop_flag *stop;
     const load_plan *whole;
     load_outcome out;
     bool started;      /* its thread was created (set and read by the calling thread only) */
@@ -402,7 +403,7 @@ static int by_index(const void *a, const void *b) {
 }
 
 int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recset *recs,
-             volatile sig_atomic_t *stop, load_progress_fn progress, void *ctx,
+             ds_stop_flag *stop, load_progress_fn progress, void *ctx,
              load_outcome *out, char *err, size_t errlen) {
     /* a slice of a job's shards has its thread count set by the job (src/dist) */
     int w = p->shard_total > 0 ? p->client_threads : load_client_threads(p, p->client_threads);

@@ -27,6 +27,7 @@
 #ifndef DSP_RUNNER_H
 #define DSP_RUNNER_H
 #include "client/client.h"
+#include "common/stop.h"
 #include "load/arrival.h"
 #include "dataset/dataset.h"
 #include "metrics/record.h"
@@ -91,6 +92,6 @@ typedef struct {
 /* Runs the plan; records go into recs (one per scheduled request). Returns 0, or -1 with err
  * when the client could not be set up. */
 int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recset *recs,
-             volatile sig_atomic_t *stop, load_progress_fn progress, void *ctx,
+             ds_stop_flag *stop, load_progress_fn progress, void *ctx,
              load_outcome *out, char *err, size_t errlen);
 #endif

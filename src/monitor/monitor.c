@@ -6,6 +6,7 @@
  * probe's measured gaps. On its own thread the exporter only shares the aggregate, under a mutex
  * held for a fold (microseconds) or a format (tens of microseconds). */
 #include "monitor/monitor.h"
+#include "common/stop.h"
 #include "metrics/request_metrics.h"
 #include "common/clock.h"
 #include "common/rng.h"
@@ -336,7 +337,7 @@ static bool resolve_model(monitor *m, size_t idx, size_t index, int64_t sched_ns
     return false;
 }
 
-int monitor_run(monitor *m, volatile sig_atomic_t *stop, monitor_totals *out, char *err, size_t errlen) {
+int monitor_run(monitor *m, ds_stop_flag *stop, monitor_totals *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     const monitor_opts *o = &m->o;
     rng r;

@@ -13,6 +13,7 @@
 #ifndef DSP_MONITOR_H
 #define DSP_MONITOR_H
 #include "client/client.h"
+#include "common/stop.h"
 #include "dataset/dataset.h"
 #include "load/arrival.h"
 #include "metrics/record.h"
@@ -169,7 +170,7 @@ typedef struct {
 /* Probes until the request count or the duration is reached (then waits for the probes in
  * flight), or until *stop (then cancels them). The exporter keeps serving after it returns,
  * until monitor_free. 0, or -1 with err when the client cannot be set up. */
-int monitor_run(monitor *m, volatile sig_atomic_t *stop, monitor_totals *out, char *err, size_t errlen);
+int monitor_run(monitor *m, ds_stop_flag *stop, monitor_totals *out, char *err, size_t errlen);
 /* Stops the exporter thread and frees everything. */
 void monitor_free(monitor *m);
 #endif

@@ -2,6 +2,7 @@
  * sequences, record recycling, the per-probe verdict, and the real binary against `dsperf serve`
  * with known timing and injected faults (loopback only). */
 #include "harness.h"
+#include "common/stop.h"
 #include "testutil.h"
 #include "monitor/monitor.h"
 #include "telemetry/prom.h"
@@ -619,7 +620,7 @@ TEST(monitor_memory_bounded_in_process) {
     CHECK_MSG(m != NULL, "%s", err);
     if (!m) { dataset_free(ds); test_serve_stop(&s); return; }
     CHECK(monitor_port(m) > 0);
-    volatile sig_atomic_t stop = 0;
+    ds_stop_flag stop = 0;
     monitor_totals t;
     CHECK(monitor_run(m, &stop, &t, err, sizeof err) == 0);
     CHECK_EQ_INT(t.probes, 200);

@@ -6,6 +6,7 @@
 #ifndef DSP_TUNE_H
 #define DSP_TUNE_H
 #include <jansson.h>
+#include "common/stop.h"
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -81,13 +82,13 @@ int tune_proc_start(tune_proc *p, const char *cmd, const char *log_path, char *e
 int tune_proc_spawn(tune_proc *p, char *const argv[], const char *log_path, char *err, size_t errlen);
 /* Waits for the process to exit; when *stop is raised first, stops it (tune_proc_stop with
  * grace_ns) and returns -1. 0 when it exited (p->status). */
-int tune_proc_wait(tune_proc *p, volatile sig_atomic_t *stop, int64_t grace_ns);
+int tune_proc_wait(tune_proc *p, ds_stop_flag *stop, int64_t grace_ns);
 /* True while the process has not exited (reaps it when it has). */
 bool tune_proc_alive(tune_proc *p);
 /* Polls GET <base>/health, then <base>/v1/models, every 200 ms until one answers 200.
  * 0 healthy (*path_out = the path that answered), -1 the process exited first, -2 timeout,
  * -3 *stop was raised; err says which. */
-int tune_wait_healthy(tune_proc *p, const char *base_url, int64_t timeout_ns, volatile sig_atomic_t *stop,
+int tune_wait_healthy(tune_proc *p, const char *base_url, int64_t timeout_ns, ds_stop_flag *stop,
                       const char **path_out, char *err, size_t errlen);
 /* SIGTERM to the group, SIGKILL to it after grace_ns if anything is left, and reaps the leader.
  * Returns 0 when SIGTERM sufficed, 1 when SIGKILL was needed. */

@@ -4,6 +4,8 @@
  * SIGKILL after a grace period) and the tail of its log for the failure report. */
 #include "tune/tune.h"
 #include "common/http.h"
+#include "common/stop.h"
+#include "common/curl_init.h"
 #include "common/clock.h"
 #include "common/redact.h"
 #include <errno.h>
@@ -75,7 +77,7 @@ int tune_proc_spawn(tune_proc *p, char *const argv[], const char *log_path, char
     return spawn(p, argv[0], argv, log_path, true, err, errlen);
 }
 
-int tune_proc_wait(tune_proc *p, volatile sig_atomic_t *stop, int64_t grace_ns) {
+int tune_proc_wait(tune_proc *p, ds_stop_flag *stop, int64_t grace_ns) {
     while (tune_proc_alive(p)) {
         if (stop && *stop) { tune_proc_stop(p, grace_ns); return -1; }
         sleep_ms(5);
@@ -114,7 +116,7 @@ static void sleep_ms(int ms) {
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
 }
 
-int tune_wait_healthy(tune_proc *p, const char *base_url, int64_t timeout_ns, volatile sig_atomic_t *stop,
+int tune_wait_healthy(tune_proc *p, const char *base_url, int64_t timeout_ns, ds_stop_flag *stop,
                       const char **path_out, char *err, size_t errlen) {
     /* the server root: the base without a trailing '/' or "/v1"; a query (?api_key=...) kept */
     char root[1024];

@@ -1,11 +1,12 @@
-/* sweep_run — running a sweep: options, the levels (each one bench run watched by the
- * over-saturation detector), repeats, the auto ladder, and the atomic rewrite of the sweep file
- * after every level, so Ctrl-C or a crash loses at most the level in progress. Used by
+/* run/sweep — running a sweep: the levels (each one bench run watched by the over-saturation
+ * detector and its early-stop rule), repeats, the auto ladder, and the atomic rewrite of the sweep
+ * file after every level, so Ctrl-C or a crash loses at most the level in progress. Used by
  * `dsperf sweep` and, once per server configuration, by `dsperf tune`. */
-#include "cli/sweep_run.h"
+#include "run/sweep.h"
+#include "run/sweep_doc.h"
+#include "common/stop.h"
 #include "common/fileio.h"
-#include "cli/cli.h"
-#include "cli/bench_run.h"
+#include "run/bench.h"
 #include "results/results.h"
 #include "sweep/context.h"
 #include "sweep/stability.h"
@@ -23,7 +24,7 @@
 
 /* g_stop: the whole sweep stops (a signal); g_level_stop: the level in progress stops (a signal
  * or the over-saturation detector). */
-static volatile sig_atomic_t g_stop, g_level_stop;
+static ds_stop_flag g_stop, g_level_stop;
 void sweep_run_request_stop(void) { g_stop = 1; g_level_stop = LOAD_STOP_INTERRUPT; }
 bool sweep_run_stop_requested(void) { return g_stop != 0; }
 
@@ -188,9 +189,9 @@ static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, co
     w.recs = &recs;
     g_level_stop = g_stop;
     bench_result br;
-    int rc = bench_run_once_hook(b, c->ds, &g_level_stop, on_tick, &w, &recs, &br, err, errlen);
+    ds_result rc = bench_run_once_hook(b, c->ds, &g_level_stop, on_tick, &w, &recs, &br, err, errlen);
     if (c->tty) fprintf(stderr, "\r\033[K");
-    if (rc < 0) { recset_free(&recs); sweep_osd_free(&w.osd); return -1; }
+    if (rc != DS_OK) { recset_free(&recs); sweep_osd_free(&w.osd); return -1; }
     bool interrupted = g_stop != 0;
     bool early = w.fired && !interrupted;
     sweep_osd_verdict v = w.verdict;
@@ -232,9 +233,9 @@ static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, co
     recset_free(&recs);
     sweep_osd_free(&w.osd);
     if (!b->quiet) {
-        sweep_print_level(cli_summary_stream(), lv, length ? kind : c->rate_axis ? "rate" : "concurrency",
+        sweep_print_level(c->so->summary, lv, length ? kind : c->rate_axis ? "rate" : "concurrency",
                           json_array_size(json_object_get(c->doc, "levels")) == 1);
-        fflush(cli_summary_stream());
+        fflush(c->so->summary);
     }
     *res_out = br.results;
     if (!measured && !interrupted) log_warn("%s: %s; no higher level runs", w.label, json_string_value(json_object_get(lv, "not_measured_reason")));
@@ -262,7 +263,7 @@ static int save(sweep_ctx *c, bool final, char *err, size_t errlen) {
     sweep_context_analyse(c->doc, NULL);
     sweep_stability_analyse(c->doc, so->stab);
     if (!so->out_path) {
-        if (!(so->out_path = cli_default_output("--out", "sweep", "json", so->default_out, sizeof so->default_out))) {
+        if (!(so->out_path = so->name_default_out("--out", "sweep", "json", so->default_out, sizeof so->default_out))) {
             snprintf(err, errlen, "the sweep is not saved");
             return -1;
         }
@@ -270,173 +271,7 @@ static int save(sweep_ctx *c, bool final, char *err, size_t errlen) {
     return results_write_json(so->out_path, c->doc, err, errlen);
 }
 
-/* --input-len / --output-len: which length is swept, the other one's value, and the one fixed
- * load. Returns -1 to go on, or EXIT_USAGE after its one line. */
-static int length_mode(sweep_opts *so, int modes, const char *cmd) {
-    double lv[SWEEP_MAX_LEVELS];
-    size_t n_in = 0, n_out = 0;
-    char err[256];
-    if (so->in_ladder && sweep_parse_length_ladder(so->in_ladder, lv, SWEEP_MAX_LEVELS, &n_in, err, sizeof err) < 0) {
-        log_error("bad ladder for --input-len: %s (e.g. 1k..128k x2)", err);
-        return EXIT_USAGE;
-    }
-    double in1 = n_in ? lv[0] : 0;
-    if (so->outlen_ladder && sweep_parse_length_ladder(so->outlen_ladder, lv, SWEEP_MAX_LEVELS, &n_out, err, sizeof err) < 0) {
-        log_error("bad ladder for --output-len: %s (e.g. 128..4k x2)", err);
-        return EXIT_USAGE;
-    }
-    double out1 = n_out ? lv[0] : 0;
-    if (n_in > 1 && n_out > 1) {
-        log_error("sweep one length at a time: a ladder for --input-len or for --output-len, the other one value");
-        return EXIT_USAGE;
-    }
-    if (so->outlen_ladder && !so->in_ladder && n_out == 1) {
-        log_error("--output-len with one value goes with an --input-len ladder; for a load sweep set out= in "
-                  "--dataset random:in=N,out=M");
-        return EXIT_USAGE;
-    }
-    if (so->autom || modes != 1) {
-        log_error("a sweep along %s holds the load fixed: give one --concurrency N or --rate R/s (not --auto); see dsperf "
-                  "%s --help", so->in_ladder && n_in >= n_out ? "prompt length" : "output length", cmd);
-        return EXIT_USAGE;
-    }
-    size_t nl;
-    if (sweep_parse_ladder(so->conc_ladder ? so->conc_ladder : so->rate_ladder, so->rate_ladder != NULL, lv,
-                           SWEEP_MAX_LEVELS, &nl, err, sizeof err) < 0 || nl != 1) {
-        log_error("a sweep along context length takes one load: --%s %s is %s", so->conc_ladder ? "concurrency" : "rate",
-                  so->conc_ladder ? so->conc_ladder : so->rate_ladder, nl > 1 ? "a ladder" : err);
-        return EXIT_USAGE;
-    }
-    bool input = so->in_ladder && (n_in > 1 || !so->outlen_ladder || n_out == 1);
-    so->length_axis = input ? "input_len" : "output_len";
-    so->other_len = (long)(input ? out1 : in1);
-    if (sweep_parse_length_ladder(input ? so->in_ladder : so->outlen_ladder, so->ladder, SWEEP_MAX_LEVELS, &so->n_levels,
-                                  err, sizeof err) < 0)
-        return EXIT_USAGE;
-    return -1;
-}
 
-/* Splits argv into sweep's own options and the rest, which go to bench_opts_parse with a
- * placeholder load. Returns -1 to go on, or an exit code. */
-static int parse_own(int argc, char **argv, sweep_opts *so, const char *cmd, const char *help_text) {
-    memset(so, 0, sizeof *so);
-    so->out_path = NULL;    /* a new sweep-<date>-<time>.json at the first save (save()) */
-    so->early_stop = true;
-    so->auto_levels = 6;
-    so->auto_max_conc = 128;
-    so->repeats = 1;
-    so->slo_pct = 99;
-    so->osd_window_ns = 5 * NS_PER_S;
-    so->print_table = true;
-    char **v = calloc((size_t)argc + 4, sizeof *v);
-    int n = 0;
-    v[n++] = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        cli_word w;
-        cli_word_init(&w, a);
-        size_t nlen = w.name_len;
-#define IS(name) cli_word_is(&w, name)
-#define VAL() cli_word_value(&w, argc, argv, &i)
-        const char *val;
-        long long ll;
-        if ((IS("--help") || IS("-h")) && help_text) { fputs(help_text, stdout); free(v); return EXIT_OK; }
-        else if (IS("--concurrency") || IS("--rate")) {
-            bool is_rate = IS("--rate");
-            if (!(val = VAL())) goto missing;
-            /* "--rate 1..40/s step 4" typed without quotes: the step comes as two more words */
-            if (i + 2 < argc && !strcmp(argv[i + 1], "step")) {
-                snprintf(so->ladder_buf, sizeof so->ladder_buf, "%s step %s", val, argv[i + 2]);
-                val = so->ladder_buf;
-                i += 2;
-            }
-            if (is_rate) so->rate_ladder = val;
-            else so->conc_ladder = val;
-        }
-        else if (IS("--input-len") || IS("--output-len")) {
-            bool in = IS("--input-len");
-            if (!(val = VAL())) goto missing;
-            /* "1k..64k x2" typed without quotes: the factor comes as the next word */
-            const char *nx = i + 1 < argc ? argv[i + 1] : "";
-            if (nx[0] == 'x' && nx[1] && strspn(nx + 1, "0123456789.") == strlen(nx + 1)) {
-                char *buf = in ? so->in_buf : so->out_buf;
-                snprintf(buf, sizeof so->in_buf, "%s %s", val, nx);
-                val = buf;
-                i++;
-            }
-            if (in) so->in_ladder = val;
-            else so->outlen_ladder = val;
-        }
-        else if (IS("--stability-score")) {
-            if (!(val = VAL())) goto missing;
-            if (stability_parse_score(val, &so->stab) < 0) {
-                log_error("bad value '%s' for --stability-score: itl-cv, tpot-tail or throughput-cv", val);
-                free(v);
-                return EXIT_USAGE;
-            }
-        }
-        else if (IS("--auto")) so->autom = true;
-        else if (IS("--no-early-stop")) so->early_stop = false;
-        else if (IS("--out")) { if (!(so->out_path = VAL())) goto missing; }
-        else if (IS("--save-requests")) { if (!(so->save_prefix = VAL())) goto missing; }
-        else if (IS("--auto-levels") || IS("--auto-max-concurrency") || IS("--repeats")) {
-            const char *name = a;
-            if (!(val = VAL())) goto missing;
-            if (units_parse_int(val, 1, IS("--auto-levels") ? 64 : 100000, &ll) < 0) {
-                log_error("bad value '%s' for %.*s: an integer >= 1", val, (int)nlen, name);
-                free(v);
-                return EXIT_USAGE;
-            }
-            if (IS("--auto-levels")) so->auto_levels = (int)ll;
-            else if (IS("--repeats")) so->repeats = (int)ll;
-            else so->auto_max_conc = (int)ll;
-        } else if (IS("--slo-percentile")) {
-            if (!(val = VAL())) goto missing;
-            if (units_parse_double(val, &so->slo_pct) < 0 || !(so->slo_pct > 0 && so->slo_pct <= 100)) {
-                log_error("bad value '%s' for --slo-percentile: a percentile in (0, 100]", val);
-                free(v);
-                return EXIT_USAGE;
-            }
-        } else if (IS("--osd-window")) {
-            if (!(val = VAL())) goto missing;
-            if (units_parse_duration_ns(val, &so->osd_window_ns) < 0 || so->osd_window_ns < 100 * NS_PER_MS) {
-                log_error("bad value '%s' for --osd-window: a duration >= 100ms such as 5s", val);
-                free(v);
-                return EXIT_USAGE;
-            }
-        } else v[n++] = argv[i];
-        continue;
-    missing:
-        log_error("%.*s needs a value; see dsperf %s --help", (int)nlen, a, cmd);
-        free(v);
-        return EXIT_USAGE;
-#undef IS
-#undef VAL
-    }
-    int modes = !!so->conc_ladder + !!so->rate_ladder + so->autom;
-    if (so->in_ladder || so->outlen_ladder) {
-        int rc = length_mode(so, modes, cmd);
-        if (rc >= 0) { free(v); return rc; }
-        /* the load is fixed: bench takes it as given */
-        v[n++] = so->rate_ladder ? "--rate" : "--concurrency";
-        v[n++] = (char *)(so->rate_ladder ? so->rate_ladder : so->conc_ladder);
-        so->bargv = v;
-        so->bargc = n;
-        return -1;
-    }
-    if (modes != 1) {
-        if (modes) log_error("give one ladder: --concurrency, --rate or --auto");
-        else log_error("give a ladder: --concurrency 1..64x2, --rate 1..20/s step 2 or --auto; see dsperf %s --help", cmd);
-        free(v);
-        return EXIT_USAGE;
-    }
-    /* a placeholder load so bench's checks (open vs closed loop options) apply */
-    v[n++] = so->rate_ladder ? "--rate" : "--concurrency";
-    v[n++] = so->rate_ladder ? "1/s" : "1";
-    so->bargv = v;
-    so->bargc = n;
-    return -1;
-}
 
 static json_t *sweep_config(const sweep_opts *so, const bench_opts *b, const dataset *ds, const char *axis) {
     json_t *c = bench_opts_config_json(b, ds);
@@ -468,31 +303,6 @@ static json_t *sweep_config(const sweep_opts *so, const bench_opts *b, const dat
     return c;
 }
 
-static json_t *new_doc(const bench_opts *b, json_t *config, const char *axis) {
-    char date[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    json_t *d = json_object();
-    json_object_set_new(d, "schema", json_string(SWEEP_SCHEMA));
-    json_object_set_new(d, "tool", json_string("dsperf"));
-    json_object_set_new(d, "version", json_string(DSPERF_VERSION));
-    json_object_set_new(d, "command_line", json_string(b->command_line ? b->command_line : ""));
-    json_object_set_new(d, "date", json_string(date));
-    json_object_set_new(d, "environment", json_null());
-    json_object_set_new(d, "config", config);
-    /* what the server said about itself at preflight; each level's results add what they saw */
-    if (b->deployment) json_object_set(d, "deployment", b->deployment);
-    json_object_set_new(d, "axis", json_string(axis));
-    json_object_set_new(d, "partial", json_false());
-    json_object_set_new(d, "partial_reason", json_null());
-    json_object_set_new(d, "levels", json_array());
-    json_object_set_new(d, "knee", json_null());
-    json_object_set_new(d, "max_goodput", json_null());
-    json_object_set_new(d, "ci", json_null());
-    return d;
-}
 
 /* The prompts a level of a length sweep sends: the dataset spec with this length, as many distinct
  * prompts as the level sends (a prefix cache would skip repeated ones) within a budget of text
@@ -515,7 +325,7 @@ static int length_dataset(sweep_ctx *c, double len, char *err, size_t errlen) {
     b->dataset_spec = c->spec;
     dataset_free(c->ds);
     c->ds = NULL;
-    if (bench_prepare_dataset(b, want, &c->ds) != EXIT_OK) {
+    if (bench_prepare_dataset(b, want, &c->ds) != DS_OK) {
         snprintf(err, errlen, "could not build the prompts of %s", c->spec);
         return -1;
     }
@@ -542,54 +352,7 @@ static int run_repeats(sweep_ctx *c, const char *kind, double load, double *rps,
     return 0;
 }
 
-int sweep_opts_parse(sweep_opts *so, bench_opts *b, int argc, char **argv, const char *cmd, const char *help_text) {
-    memset(b, 0, sizeof *b);
-    int rc = parse_own(argc, argv, so, cmd, help_text);
-    if (rc >= 0) return rc;
-    char err[1024];
-    if (!so->autom && !so->length_axis && sweep_parse_ladder(so->conc_ladder ? so->conc_ladder : so->rate_ladder, so->rate_ladder != NULL,
-                                         so->ladder, SWEEP_MAX_LEVELS, &so->n_levels, err, sizeof err) < 0) {
-        log_error("bad ladder for --%s: %s", so->conc_ladder ? "concurrency" : "rate", err);
-        free(so->bargv);
-        so->bargv = NULL;
-        return EXIT_USAGE;
-    }
-    rc = bench_opts_parse(b, so->bargc, so->bargv);
-    if (rc >= 0) {
-        bench_opts_free(b);
-        free(so->bargv);
-        so->bargv = NULL;
-        return rc;
-    }
-    if (so->length_axis) {
-        /* the first level's dataset, so a non-random --dataset fails before anything runs; the other
-         * length comes from the dataset when no flag gave it */
-        char spec[256];
-        bool input = !strcmp(so->length_axis, "input_len");
-        if (sweep_length_dataset(b->dataset_spec, input, (long)so->ladder[0], so->other_len, spec, sizeof spec, err,
-                                 sizeof err) < 0 || (b->n_classes && snprintf(err, sizeof err, "--class does not go with a "
-                                 "length ladder (every level has its own prompts)") > 0)) {
-            log_error("%s", err);
-            sweep_opts_free(so, b);
-            return EXIT_USAGE;
-        }
-        if (!so->other_len) {
-            const char *k = strstr(spec, input ? "out=" : "in=");
-            so->other_len = k ? strtol(k + (input ? 4 : 3), NULL, 10) : 0;
-        }
-    }
-    free(b->command_line);
-    b->command_line = cli_command_line(argc, argv);   /* the command's own line, not the rewritten one */
-    b->out_path = NULL;
-    b->requests_path = NULL;
-    return -1;
-}
 
-void sweep_opts_free(sweep_opts *so, bench_opts *b) {
-    bench_opts_free(b);
-    free(so->bargv);
-    so->bargv = NULL;
-}
 
 int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     *doc_out = NULL;
@@ -599,7 +362,7 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     /* a sweep along length builds each level's prompts itself: the pre-flight gets a one-word set */
     const char *base_spec = b->dataset_spec;
     if (so->length_axis) b->dataset_spec = "random:in=1,out=1";
-    int rc = bench_prepare(b, &ds, &model);
+    int rc = ds_exit_code(bench_prepare(b, &ds, &model));
     b->dataset_spec = base_spec;
     if (b->dist) rc = dist_join(b->dist, rc, NULL);   /* a multi-host job goes on only if every rank prepared */
     if (rc != EXIT_OK) {
@@ -610,7 +373,7 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     const char *axis = so->length_axis ? so->length_axis : so->conc_ladder ? "concurrency" : "rate";
     sweep_ctx c = { .b = b, .ds = ds, .so = so, .rate_axis = !so->conc_ladder, .seed0 = b->plan.seed, .prev_e2e_s = NAN,
                     .tty = isatty(STDERR_FILENO) && !b->quiet && !b->no_progress, .base_spec = base_spec };
-    c.doc = new_doc(b, sweep_config(so, b, ds, axis), axis);
+    c.doc = run_sweep_doc_new(b->command_line, axis, sweep_config(so, b, ds, axis), b->deployment);
     if (!b->quiet) log_info("sweep %s model %s: %s, %s per level%s", b->client.base_url, b->client.model,
                             so->autom ? "auto (synchronous, throughput, then rates)" : axis,
                             b->plan.duration_ns ? "duration" : "request count", so->repeats > 1 ? ", repeated" : "");
@@ -668,7 +431,7 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     }
     if (save(&c, true, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
     if (!b->quiet && so->print_table) {
-        FILE *sum = cli_summary_stream();
+        FILE *sum = so->summary;
         fputc('\n', sum);
         /* each level's row was printed as it finished; the table comes again only when repeats
          * are grouped into means */

@@ -1,6 +1,6 @@
 /* history_opts — --db / --label for the commands that write results (see history_opts.h), and the
  * history kinds of other modules' documents (dsperf.drift/1). */
-#include "cli/history_opts.h"
+#include "run/history_opts.h"
 #include "common/log.h"
 #include "drift/drift.h"
 #include <math.h>

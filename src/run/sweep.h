@@ -1,14 +1,16 @@
-/* sweep_run — a whole sweep from options to document, shared by `dsperf sweep` (one target) and
- * `dsperf tune` (one sweep per server configuration): option parsing (sweep's own options, the
- * rest handed to bench's parser), the ladder (or the auto ladder), each level watched by the
- * over-saturation detector, repeats, and the sweep file rewritten atomically after every level. */
-#ifndef DSP_SWEEP_RUN_H
-#define DSP_SWEEP_RUN_H
-#include "cli/bench_opts.h"
+/* run/sweep — a whole sweep from options to document, shared by `dsperf sweep` (one target) and
+ * `dsperf tune` (one sweep per server configuration): the ladder (or the auto ladder), each level
+ * one bench run (run/bench.h) watched by the over-saturation detector and its early-stop rule,
+ * repeats, and the sweep file rewritten atomically after every level. The options come from the
+ * CLI's parser (cli/sweep_opts.h). */
+#ifndef DSP_RUN_SWEEP_H
+#define DSP_RUN_SWEEP_H
+#include "run/bench_opts.h"
 #include "sweep/sweep.h"
 #include "sweep/stability.h"
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct {
     const char *conc_ladder, *rate_ladder, *out_path, *save_prefix;
@@ -27,15 +29,11 @@ typedef struct {
     char default_out[1024];     /* the new file used when --out is not given */
     char **bargv;               /* bench's argv: b's strings point into it and the caller's argv */
     int bargc;
+    FILE *summary;              /* where each level's row and the final table go (unless b->quiet) */
+    /* names the new file used when --out is not given, at the first save (NULL after its one error
+     * line): the CLI's cli_default_output */
+    const char *(*name_default_out)(const char *flag, const char *stem, const char *ext, char *buf, size_t cap);
 } sweep_opts;
-
-/* Parses argv (argv[0] the command name) as `dsperf sweep` takes it: sweep's own options into so,
- * the rest (with a placeholder load) through bench_opts_parse into b. cmd names the command in
- * error lines ("see dsperf <cmd> --help"); help_text is printed for --help. Returns -1 when the run
- * should go ahead (free with sweep_opts_free), otherwise the exit code (0 after --help, 2 after a
- * usage error reported in one line); then nothing needs freeing. */
-int sweep_opts_parse(sweep_opts *so, bench_opts *b, int argc, char **argv, const char *cmd, const char *help_text);
-void sweep_opts_free(sweep_opts *so, bench_opts *b);
 
 /* Runs the sweep against b->client.base_url: pre-flight and dataset (bench_prepare), every level,
  * so->out_path rewritten after each. Progress rows go to stdout unless b->quiet. *doc_out gets

@@ -1,5 +1,5 @@
 /* plan_trace — the KV a prefix-cache hit rate needs on a trace, for `dsperf plan` (plan_trace.h). */
-#include "cli/plan_trace.h"
+#include "plan/plan_trace.h"
 #include "dataset/dataset.h"
 #include "dataset/trace.h"
 #include <stdio.h>

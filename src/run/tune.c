@@ -1,11 +1,14 @@
-/* tune_run — running `dsperf tune`'s configurations: one server per grid point from the launch
- * template (started in its own process group, health-checked, swept with sweep_run, stopped), or
- * one offline `dsperf sim` run per level with --sim-flags; each configuration's sweep file and
- * summary, and the tune document they fill. Used by cmd_tune, which parses the options and
- * drives the loop over the grid, as sweep_run is by cmd_sweep. */
-#include "cli/tune_run.h"
-#include "cli/cli.h"
-#include "cli/bench_run.h"
+/* run/tune — running `dsperf tune`'s configurations: one server per grid point from the launch
+ * template (started in its own process group, health-checked, swept with run/sweep.h, stopped), or
+ * one simulated run per level in this process (run/sim.h) with --sim-flags; each configuration's
+ * sweep file and summary, and the tune document they fill. Used by cmd_tune, which parses the
+ * options and drives the loop over the grid, as run/sweep.h is by cmd_sweep. */
+#include "run/tune.h"
+#include "run/sweep_doc.h"
+#include "common/version.h"
+#include "common/stop.h"
+#include "run/bench.h"
+#include "engine/sim_interval.h"
 #include "results/results.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -25,7 +28,7 @@
 #include <wordexp.h>
 
 /* set by a signal: the running server or simulator is stopped and no configuration starts */
-static volatile sig_atomic_t g_stop;
+static ds_stop_flag g_stop;
 void tune_run_request_stop(void) { g_stop = 1; sweep_run_request_stop(); }
 bool tune_run_stopped(void) { return g_stop != 0; }
 
@@ -135,14 +138,14 @@ bool tune_run_config(const tune_opts *t, size_t idx, size_t total, const char *s
     char **sargv = tune_config_argv(t, choice, port, url, sweep_path, &sargc);
     sweep_opts so;
     bench_opts b;
-    int rc = sweep_opts_parse(&so, &b, sargc, sargv, "tune", NULL);
+    int rc = t->parse_sweep(&so, &b, sargc, sargv);
     json_t *sdoc = NULL;
     char *save_prefix = NULL;
     if (rc < 0) {
         so.print_table = false;
         if (so.save_prefix && asprintf(&save_prefix, "%s.%zu", so.save_prefix, idx) > 0) so.save_prefix = save_prefix;
         rc = sweep_run(&so, &b, &sdoc);
-        sweep_opts_free(&so, &b);
+        t->free_sweep(&so, &b);
     }
     /* Still alive is not still serving: a server on its way out (a sanitizer's exit checks, a crash
      * handler) or hung answers nothing. One that does not answer its health check gets a few
@@ -205,105 +208,88 @@ bool tune_arg_given(const tune_opts *t, const char *name) {
     return false;
 }
 
-typedef struct { char **v; int n, cap; } argvec;
-static void av_add(argvec *a, const char *s) {
-    if (a->n + 2 > a->cap) { a->cap = a->cap ? 2 * a->cap : 32; a->v = realloc(a->v, (size_t)a->cap * sizeof *a->v); }
-    a->v[a->n++] = strdup(s);
-    a->v[a->n] = NULL;
-}
-static void av_addf(argvec *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void av_addf(argvec *a, const char *fmt, ...) {
-    char buf[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    av_add(a, buf);
-}
-static void av_free(argvec *a) { for (int i = 0; i < a->n; i++) free(a->v[i]); free(a->v); }
-
-/* `dsperf sim` for one level: the configuration's flags, then the load from the sweep options. */
-static void sim_level_args(argvec *a, const char *exe, const wordexp_t *we, const bench_opts *b, const sweep_opts *so,
-                           bool requests_given, double load, uint64_t seed, const char *out) {
-    av_add(a, exe);
-    av_add(a, "sim");
-    for (size_t i = 0; i < we->we_wordc; i++) av_add(a, we->we_wordv[i]);
-    av_add(a, "--dataset");
-    av_add(a, b->dataset_spec);
-    av_add(a, "--seed");
-    av_addf(a, "%llu", (unsigned long long)seed);
-    av_add(a, "--quiet");
-    av_add(a, "--out");
-    av_add(a, out);
-    if (so->rate_ladder) {
-        av_add(a, "--rate");
-        av_addf(a, "%.9g/s", load);
-        av_add(a, "--arrival");
-        av_add(a, b->arrival_spec);
-        if (b->plan.max_concurrency) { av_add(a, "--max-concurrency"); av_addf(a, "%d", b->plan.max_concurrency); }
-    } else {
-        av_add(a, "--concurrency");
-        av_addf(a, "%.0f", load);
-        if (b->plan.think_ns) { av_add(a, "--think"); av_addf(a, "%lldns", (long long)b->plan.think_ns); }
-    }
-    if (requests_given) { av_add(a, "--requests"); av_addf(a, "%zu", b->plan.requests); }
-    else if (so->rate_ladder && b->plan.duration_ns) { av_add(a, "--duration"); av_addf(a, "%lldns", (long long)b->plan.duration_ns); }
-    else { av_add(a, "--requests"); av_addf(a, "%zu", sim_default_requests(load)); }
-    if (b->plan.warmup) { av_add(a, "--warmup"); av_addf(a, "%zu", b->plan.warmup); }
-    av_add(a, "--max-error-rate");
-    av_addf(a, "%.9g", b->max_error_rate);
-    char slo[160] = "";
-    size_t n = 0;
-    if (b->summary.slo_ttft_ms > 0) n += (size_t)snprintf(slo + n, sizeof slo - n, "ttft=%.9gms,", b->summary.slo_ttft_ms);
-    if (b->summary.slo_tpot_ms > 0 && n < sizeof slo) n += (size_t)snprintf(slo + n, sizeof slo - n, "tpot=%.9gms,", b->summary.slo_tpot_ms);
-    if (b->summary.slo_e2el_ms > 0 && n < sizeof slo) n += (size_t)snprintf(slo + n, sizeof slo - n, "e2el=%.9gms,", b->summary.slo_e2el_ms);
-    if (b->summary.slo_ttfa_ms > 0 && n < sizeof slo) n += (size_t)snprintf(slo + n, sizeof slo - n, "ttfa=%.9gms,", b->summary.slo_ttfa_ms);
-    if (n && n < sizeof slo) { slo[n - 1] = 0; av_add(a, "--slo"); av_add(a, slo); }
-    char pct[256] = "";
-    n = 0;
-    for (int i = 0; i < b->summary.n_percentiles && n < sizeof pct; i++)
-        n += (size_t)snprintf(pct + n, sizeof pct - n, "%s%.9g", i ? "," : "", b->summary.percentiles[i]);
-    if (n) { av_add(a, "--percentiles"); av_add(a, pct); }
-}
-
-/* The sweep document of a simulated configuration, as sweep_run would start it. */
-static json_t *sim_sweep_doc(const tune_opts *t, const sweep_opts *so, const bench_opts *b, const char *flags) {
+/* The sweep config of a simulated configuration. */
+static json_t *sim_sweep_config(const sweep_opts *so, const bench_opts *b, const char *flags) {
     json_t *slo = json_object();
     if (b->summary.slo_ttft_ms > 0) json_object_set_new(slo, "ttft_ms", json_real(b->summary.slo_ttft_ms));
     if (b->summary.slo_tpot_ms > 0) json_object_set_new(slo, "tpot_ms", json_real(b->summary.slo_tpot_ms));
     if (b->summary.slo_e2el_ms > 0) json_object_set_new(slo, "e2el_ms", json_real(b->summary.slo_e2el_ms));
     if (b->summary.slo_ttfa_ms > 0) json_object_set_new(slo, "ttfa_ms", json_real(b->summary.slo_ttfa_ms));
     const char *axis = so->rate_ladder ? "rate" : "concurrency";
-    json_t *cfg = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:f,s:o}", "url", "sim", "sim_flags", flags, "mode", axis, "ladder",
-                            so->rate_ladder ? so->rate_ladder : so->conc_ladder, "dataset", b->dataset_spec, "repeats",
-                            so->repeats, "slo_percentile", so->slo_pct, "slo", slo);
-    (void)t;
-    return json_pack("{s:s,s:s,s:s,s:s,s:n,s:o,s:s,s:b,s:n,s:[],s:n,s:n,s:n}", "schema", SWEEP_SCHEMA, "tool", "dsperf",
-                     "version", DSPERF_VERSION, "command_line", b->command_line ? b->command_line : "", "environment",
-                     "config", cfg, "axis", axis, "partial", 0, "partial_reason", "levels", "knee", "max_goodput", "ci");
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:f,s:o}", "url", "sim", "sim_flags", flags, "mode", axis, "ladder",
+                     so->rate_ladder ? so->rate_ladder : so->conc_ladder, "dataset", b->dataset_spec, "repeats",
+                     so->repeats, "slo_percentile", so->slo_pct, "slo", slo);
 }
 
-static const char *self_exe(void) {
-    static char path[4096];
-    if (!path[0]) {
-        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-        if (n <= 0) snprintf(path, sizeof path, "dsperf");
-        else path[n] = 0;
+/* One level's run: the configuration's simulator settings, then the load from the sweep options. */
+static void sim_level(run_sim_opts *o, const bench_opts *b, const sweep_opts *so, bool requests_given, double load,
+                      uint64_t seed) {
+    o->dataset = b->dataset_spec;
+    o->seed = seed;
+    if (so->rate_ladder) {
+        o->rate_per_s = load;
+        o->concurrency = 0;
+        o->arrival = b->arrival_spec;
+        o->max_concurrency = b->plan.max_concurrency;
+    } else {
+        o->concurrency = (int)load;
+        o->rate_per_s = 0;
+        o->think_ns = b->plan.think_ns;
     }
-    return path;
+    o->requests_given = true;
+    o->duration_ns = 0;
+    if (requests_given) o->requests = (long long)b->plan.requests;
+    else if (so->rate_ladder && b->plan.duration_ns) { o->requests_given = false; o->duration_ns = b->plan.duration_ns; }
+    else o->requests = (long long)sim_default_requests(load);
+    o->warmup = (long long)b->plan.warmup;
+    o->max_error_rate = b->max_error_rate;
+    /* the sweep's SLOs and percentiles */
+    o->summary.slo_ttft_ms = b->summary.slo_ttft_ms;
+    o->summary.slo_tpot_ms = b->summary.slo_tpot_ms;
+    o->summary.slo_e2el_ms = b->summary.slo_e2el_ms;
+    o->summary.slo_ttfa_ms = b->summary.slo_ttfa_ms;
+    if (b->summary.n_percentiles) {
+        o->summary.n_percentiles = b->summary.n_percentiles;
+        memcpy(o->summary.percentiles, b->summary.percentiles, sizeof o->summary.percentiles);
+    }
 }
 
-/* Runs configuration idx on the offline simulator; fills cfg. True when it measured anything. */
+/* What the first level ran, as the `dsperf sim` line that gives the same numbers (a record for the
+ * reader; nothing runs it). */
+static char *sim_level_line(const char *flags, const run_sim_opts *o) {
+    char load[96], count[64];
+    if (o->concurrency) snprintf(load, sizeof load, "--concurrency %d", o->concurrency);
+    else snprintf(load, sizeof load, "--rate %.9g/s --arrival %s", o->rate_per_s, o->arrival);
+    if (o->requests_given) snprintf(count, sizeof count, "--requests %lld", o->requests);
+    else snprintf(count, sizeof count, "--duration %lldns", (long long)o->duration_ns);
+    char *line = NULL;
+    if (asprintf(&line, "dsperf sim %s --dataset '%s' --seed %llu %s %s --max-error-rate %.9g", flags, o->dataset,
+                 (unsigned long long)o->seed, load, count, o->max_error_rate) < 0)
+        return NULL;
+    return line;
+}
+
+/* A line of the configuration's log (what each level ran, and why one failed), as a server's log is
+ * kept beside its sweep. */
+static void log_note(const char *path, const char *prefix, const char *text) {
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    fprintf(f, "%s%s\n", prefix, text);
+    fclose(f);
+}
+static void log_line(const char *path, const char *text) { log_note(path, "dsperf: error: sim: ", text); }
+
+/* Runs configuration idx on the offline simulator, in this process; fills cfg. True when it
+ * measured anything. */
 bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const char *stem, json_t *cfg) {
     size_t choice[TUNE_MAX_KEYS];
     tune_grid_point(&t->grid, idx, choice);
     char err[1024];
     const char *label = json_string_value(json_object_get(cfg, "label"));
     char *flags = tune_template_render(t->sim_flags, &t->grid, choice, -1, true, err, sizeof err);
-    char log_path[1024], sweep_path[1024], level_path[1100];
+    char log_path[1024], sweep_path[1024];
     snprintf(log_path, sizeof log_path, "%s.%zu.log", stem, idx);
     snprintf(sweep_path, sizeof sweep_path, "%s.%zu.sweep.json", stem, idx);
-    snprintf(level_path, sizeof level_path, "%s.%zu.level.json", stem, idx);
     remove(log_path);
     json_object_set_new(cfg, "sim_flags", json_string(flags ? flags : ""));
     json_object_set_new(cfg, "log", json_string(log_path));
@@ -318,52 +304,54 @@ bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const cha
         free(flags);
         return false;
     }
+    /* the configuration's simulator settings, parsed once as `dsperf sim` parses its own */
+    char **words = calloc(we.we_wordc + 2, sizeof *words);
+    words[0] = "sim";
+    for (size_t i = 0; i < we.we_wordc; i++) words[i + 1] = we.we_wordv[i];
+    run_sim_opts base;
+    int prc = t->parse_sim((int)we.we_wordc + 1, words, &base, err, sizeof err);
+    free(words);
     int sargc;
     char **sargv = tune_config_argv(t, choice, 1, "http://127.0.0.1:1", sweep_path, &sargc);
     sweep_opts so;
     bench_opts b;
-    int rc = sweep_opts_parse(&so, &b, sargc, sargv, "tune", NULL);
+    int rc = prc < 0 ? t->parse_sweep(&so, &b, sargc, sargv) : EXIT_USAGE;
     bool measured = false;
     json_t *sdoc = NULL;
-    if (rc < 0) {
+    if (prc >= 0) {
+        log_line(log_path, err);
+    } else if (rc < 0) {
         bool requests_given = tune_arg_given(t, "--requests");
-        sdoc = sim_sweep_doc(t, &so, &b, flags);
-        json_t *levels = json_object_get(sdoc, "levels");
         const char *kind = so.rate_ladder ? "rate" : "concurrency";
+        sdoc = run_sweep_doc_new(b.command_line, kind, sim_sweep_config(&so, &b, flags), NULL);
+        json_t *levels = json_object_get(sdoc, "levels");
         for (size_t i = 0; i < so.n_levels && !g_stop && rc < 0; i++) {
             for (int k = 0; k < so.repeats && !g_stop; k++) {
-                argvec a = { 0 };
-                sim_level_args(&a, self_exe(), &we, &b, &so, requests_given, so.ladder[i], b.plan.seed + (uint64_t)k, level_path);
-                if (i == 0 && k == 0) {
-                    char *line = cli_join_argv(a.n, a.v);
-                    json_object_set_new(cfg, "command", json_string(line));
-                    free(line);
-                }
-                tune_proc p;
-                int r = tune_proc_spawn(&p, a.v, log_path, err, sizeof err);
-                av_free(&a);
-                if (r < 0) { rc = EXIT_RUN_FAILED; break; }
-                if (tune_proc_wait(&p, &g_stop, t->stop_grace_ns) < 0) break;
-                /* exit 1 with results written: a level measured and judged failed by the run policy
-                 * (results/validity.h), kept as a sweep keeps such a level */
-                bool judged = WIFEXITED(p.status) && WEXITSTATUS(p.status) == 1 && access(level_path, R_OK) == 0;
-                if (!judged && (!WIFEXITED(p.status) || WEXITSTATUS(p.status) != 0)) {
-                    char st[64];
-                    tune_describe_status(p.status, st, sizeof st);
-                    snprintf(err, sizeof err, "dsperf sim %s at %s %.6g", st, kind, so.ladder[i]);
+                run_sim_opts lo = base;
+                sim_level(&lo, &b, &so, requests_given, so.ladder[i], b.plan.seed + (uint64_t)k);
+                char *line = sim_level_line(flags, &lo);
+                if (i == 0 && k == 0) json_object_set_new(cfg, "command", json_string(line ? line : ""));
+                if (line) log_note(log_path, "level: ", line);
+                free(line);
+                run_sim_result r;
+                char why[512];
+                ds_result sr = run_sim(&lo, &r, why, sizeof why);
+                /* a level measured and judged failed by the run policy (results/validity.h) is kept,
+                 * as a sweep keeps such a level */
+                if (sr != DS_OK) {
+                    log_line(log_path, why);
+                    snprintf(err, sizeof err, "dsperf sim failed at %s %.6g: %s", kind, so.ladder[i], why);
+                    run_sim_result_free(&r);
                     rc = EXIT_RUN_FAILED;
                     break;
                 }
-                json_error_t je;
-                json_t *res = json_load_file(level_path, 0, &je);
-                remove(level_path);
-                if (!res) { snprintf(err, sizeof err, "dsperf sim wrote no results: %s", je.text); rc = EXIT_RUN_FAILED; break; }
-                json_t *lv = json_pack("{s:f,s:i,s:s,s:I,s:b,s:b,s:b,s:n,s:o}", "load", so.ladder[i], "repeat", k, "kind", kind,
-                                       "seed", (json_int_t)(b.plan.seed + (uint64_t)k), "saturated", 0, "early_stopped", 0,
-                                       "interrupted", 0, "over_saturation", "results", res);
+                if (r.judged_failed) log_line(log_path, r.why);
+                json_t *res = r.doc;
+                r.doc = NULL;
+                run_sim_result_free(&r);
+                json_t *lv = run_sweep_sim_level(res, kind, so.ladder[i], k, b.plan.seed + (uint64_t)k, 0);
                 json_array_append_new(levels, lv);
-                if (json_is_null(json_object_get(sdoc, "environment")))
-                    json_object_set(sdoc, "environment", json_object_get(res, "environment"));
+                run_sweep_doc_environment(sdoc, res);
                 if (!b.quiet) {
                     sweep_print_level(stdout, lv, kind, json_array_size(levels) == 1);
                     fflush(stdout);
@@ -380,10 +368,11 @@ bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const cha
         sweep_analyse(sdoc, so.slo_pct);
         char e2[512];
         if (results_write_json(sweep_path, sdoc, e2, sizeof e2) < 0) log_warn("%s", e2);
-        sweep_opts_free(&so, &b);
+        t->free_sweep(&so, &b);
     } else {
         snprintf(err, sizeof err, "the sweep options do not apply to this configuration (see the error line above)");
     }
+    if (prc >= 0) rc = EXIT_USAGE;
     wordfree(&we);
     /* GPUs: --gpus or --gpus-key, else the simulator's own (its config's gpus or tp) */
     double g = tune_config_gpus(t, choice);
@@ -417,13 +406,84 @@ bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const cha
     return measured;
 }
 
-json_t *tune_new_doc(const tune_opts *t, int argc, char **argv, const bench_opts *b, double slo_pct) {
+/* A configuration's sweep into the history, labelled with its grid values (tune.seqs=64), so
+ * `dsperf history best` ranks the settings of every tune run of this workload. */
+static int record_config_sweep(const tune_opts *t, const json_t *cfg) {
+    const char *path = json_string_value(json_object_get(cfg, "sweep_file"));
+    json_t *sdoc = path ? json_load_file(path, 0, NULL) : NULL;
+    if (!sdoc || !json_array_size(json_object_get(sdoc, "levels"))) { json_decref(sdoc); return EXIT_OK; }
+    char buf[HISTORY_MAX_LABELS][256];
+    const char *extra[HISTORY_MAX_LABELS];
+    int n = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(cfg, "settings"), k, v) {
+        if (n == HISTORY_MAX_LABELS) break;
+        snprintf(buf[n], sizeof buf[n], "tune.%s=%s", k, json_string_value(v) ? json_string_value(v) : "");
+        char err[256];
+        if (history_check_label(buf[n], err, sizeof err) == 0) { extra[n] = buf[n]; n++; }
+    }
+    int rc = history_opts_record(&t->hist, sdoc, extra, n);
+    json_decref(sdoc);
+    return rc;
+}
+
+void run_tune(const tune_opts *t, json_t *doc, const char *stem, size_t *measured, bool *history_failed) {
+    json_t *configs = json_object_get(doc, "configs");
+    size_t total = tune_grid_size(&t->grid), choice[TUNE_MAX_KEYS];
+    double speedup = 1;
+    *measured = 0;
+    *history_failed = false;
+    log_info("tune: %zu configuration%s, results in %s", total, total == 1 ? "" : "s", t->out_path);
+    for (size_t i = 0; i < total && !tune_run_stopped(); i++) {
+        tune_grid_point(&t->grid, i, choice);
+        json_t *cfg = json_object();
+        char *label = tune_grid_label(&t->grid, choice);
+        json_t *settings = json_object();
+        for (size_t k = 0; k < t->grid.n; k++)
+            json_object_set_new(settings, t->grid.axes[k].key, json_string(t->grid.axes[k].values[choice[k]]));
+        double g = tune_config_gpus(t, choice);
+        json_object_set_new(cfg, "index", json_integer((json_int_t)i));
+        json_object_set_new(cfg, "label", json_string(label ? label : ""));
+        json_object_set_new(cfg, "settings", settings);
+        json_object_set_new(cfg, "gpus", g > 0 ? json_real(g) : json_null());
+        json_object_set_new(cfg, "status", json_string("running"));
+        json_object_set_new(cfg, "error", json_null());
+        json_array_append_new(configs, cfg);
+        tune_save(doc, t->out_path);
+        if (t->sim_flags ? tune_run_config_sim(t, i, total, stem, cfg) : tune_run_config(t, i, total, stem, cfg)) (*measured)++;
+        double k = json_number_value(json_object_get(cfg, "speedup"));
+        if (k > 0) speedup = k;
+        if (t->sim_flags) {
+            char note[400];
+            snprintf(note, sizeof note, "the offline simulator (`dsperf sim`) on a virtual clock: figures are the simulated "
+                     "hardware's, without network or client costs; its 80%% interval is x/%.2f on throughput and x/%.2f on TPOT "
+                     "(errors on published deployments outside its fit), shared in good part by configurations of one deployment",
+                     exp(sim_interval_q(SIM_IV_TPUT, 0)), exp(sim_interval_q(SIM_IV_TPOT, 0)));
+            json_object_set_new(doc, "target_note", json_string(note));
+            json_object_set_new(doc, "sim_interval", json_pack("{s:f,s:f,s:f}", "level", 0.8, "throughput_factor",
+                                exp(sim_interval_q(SIM_IV_TPUT, 0)), "tpot_factor", exp(sim_interval_q(SIM_IV_TPOT, 0))));
+        } else if (speedup != 1) {
+            char note[400];
+            snprintf(note, sizeof note, "the server runs `dsperf serve --speedup %g`: engine time runs %gx wall time, so "
+                     "throughputs are %gx and latencies 1/%g of what the simulated hardware would give; the ranking holds",
+                     speedup, speedup, speedup, speedup);
+            json_object_set_new(doc, "target_note", json_string(note));
+        }
+        if (!tune_run_stopped()) log_info("config %zu/%zu [%s]: %s", i + 1, total, label && *label ? label : "no grid",
+                              json_string_value(json_object_get(cfg, "status")));
+        if (t->hist.db && record_config_sweep(t, cfg) != EXIT_OK) *history_failed = true;
+        free(label);
+        tune_save(doc, t->out_path);
+    }
+}
+
+json_t *tune_new_doc(const tune_opts *t, const char *line, const char *sweep_line, const bench_opts *b, double slo_pct) {
     char date[32];
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    char *line = cli_command_line(argc, argv);
     json_t *grid = json_object();
     for (size_t i = 0; i < t->grid.n; i++) {
         json_t *vals = json_array();
@@ -435,7 +495,6 @@ json_t *tune_new_doc(const tune_opts *t, int argc, char **argv, const bench_opts
     if (b->summary.slo_tpot_ms > 0) json_object_set_new(slo, "tpot_ms", json_real(b->summary.slo_tpot_ms));
     if (b->summary.slo_e2el_ms > 0) json_object_set_new(slo, "e2el_ms", json_real(b->summary.slo_e2el_ms));
     if (b->summary.slo_ttfa_ms > 0) json_object_set_new(slo, "ttfa_ms", json_real(b->summary.slo_ttfa_ms));
-    char *sweep_line = cli_join_argv(t->nrest - 1, t->rest + 1);
     json_t *d = json_object();
     json_object_set_new(d, "schema", json_string(TUNE_SCHEMA));
     json_object_set_new(d, "tool", json_string("dsperf"));
@@ -462,8 +521,6 @@ json_t *tune_new_doc(const tune_opts *t, int argc, char **argv, const bench_opts
     json_object_set_new(d, "pareto", json_null());
     json_object_set_new(d, "recommendation", json_null());
     json_object_set_new(d, "recommendation_note", json_null());
-    free(line);
-    free(sweep_line);
     return d;
 }
 

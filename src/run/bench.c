@@ -1,5 +1,6 @@
-/* bench_run — shared orchestration of one load run for bench and sweep. */
-#include "cli/bench_run.h"
+/* run/bench — one load run for bench, sweep, tune and monitor (see bench.h). */
+#include "run/bench.h"
+#include "common/stop.h"
 #include "deploy/deploy.h"
 #include "telemetry/engine_metrics.h"
 #include "common/clock.h"
@@ -156,13 +157,14 @@ static void add_deployment(json_t *res, const bench_opts *b) {
     if (deploy_resolve(res, NULL, &d, err, sizeof err) == 0) json_object_set_new(res, "deployment", deploy_to_json(&d));
 }
 
-int bench_prepare(bench_opts *b, dataset **ds, char **model) {
+ds_result bench_prepare(bench_opts *b, dataset **ds, char **model) {
     char err[1024];
     *model = NULL;
     *ds = NULL;
-    if (client_preflight(&b->client, model, NULL, err, sizeof err) < 0) {
+    int pf = client_preflight(&b->client, model, NULL, err, sizeof err);
+    if (pf < 0) {
         log_error("%s", err);
-        return EXIT_USAGE;
+        return pf == CLIENT_UNREACHABLE ? DS_ECONNECT : DS_EINVAL;
     }
     if (!b->client.model) b->client.model = *model;
     probe_deployment(b);
@@ -171,42 +173,42 @@ int bench_prepare(bench_opts *b, dataset **ds, char **model) {
 }
 
 /* What a trace or a sessions dataset changes in the plan, and the flags that only they take. */
-static int bench_prepare_workload(bench_opts *b, const dataset *ds) {
+static ds_result bench_prepare_workload(bench_opts *b, const dataset *ds) {
     if ((b->block_tokens || b->window_start_ns || b->window_end_ns) && !ds->blocks) {
         log_error("--block-size and --trace-window apply to a mooncake:FILE trace, not to --dataset %s", b->dataset_spec);
-        return EXIT_USAGE;
+        return DS_EINVAL;
     }
     if (b->time_scale > 0 && !b->plan.trace) {
         log_error("--time-scale scales a trace's timestamps: add --arrival trace");
-        return EXIT_USAGE;
+        return DS_EINVAL;
     }
     /* a trace replay sends the trace (its window), unless told to send less or more */
     if (ds->blocks && !b->requests_given && !b->plan.duration_ns) b->plan.requests = ds->n;
-    if (!ds->sessions) return EXIT_OK;
+    if (!ds->sessions) return DS_OK;
     size_t n = sessions_count(ds->sessions);
     int turns = sessions_turns(ds->sessions);
     if (b->requests_given || b->n_classes || b->plan.trace || b->plan.arr.ramp_ns > 0) {
         log_error("a sessions dataset sets the run's size and shape itself (sessions:n=N conversations of turns=T): "
                   "drop %s", b->requests_given ? "--requests" : b->n_classes ? "--class" : b->plan.trace ? "--arrival trace" : "--ramp");
-        return EXIT_USAGE;
+        return DS_EINVAL;
     }
     if (b->plan.warmup >= n) {
         log_error("--warmup counts conversations with a sessions dataset: %zu would leave none of the %zu measured", b->plan.warmup, n);
-        return EXIT_USAGE;
+        return DS_EINVAL;
     }
     b->plan.requests = n * (size_t)turns;   /* at most: a failed turn ends its conversation */
     b->client.keep_text = true;             /* each turn sends the answers back */
     b->summary.session_turns = turns;
-    return EXIT_OK;
+    return DS_OK;
 }
 
-int bench_prepare_dataset(bench_opts *b, size_t n_hint, dataset **ds) {
+ds_result bench_prepare_dataset(bench_opts *b, size_t n_hint, dataset **ds) {
     char err[1024];
     *ds = NULL;
     if (b->tokenizer_path && !b->tok) {
         if (tokenizer_load(b->tokenizer_path, &b->tok, err, sizeof err) < 0) {
             log_error("--tokenizer %s: %s", b->tokenizer_path, err);
-            return EXIT_USAGE;
+            return DS_EINVAL;
         }
         b->client.counter = (token_counter){ count_tokens, b->tok, "tokenizer" };
     }
@@ -215,15 +217,15 @@ int bench_prepare_dataset(bench_opts *b, size_t n_hint, dataset **ds) {
                          .block_tokens = b->block_tokens };
     if (dataset_open(b->dataset_spec, n_hint, b->plan.seed, &dop, ds, err, sizeof err) < 0) {
         log_error("%s", err);
-        return EXIT_USAGE;
+        return DS_EINVAL;
     }
     dataset_count_for_api(*ds, b->tok, b->client.api == OPENAI_CHAT);
     if ((*ds)->length_error[0]) {
         log_error("%s", (*ds)->length_error);
-        return EXIT_USAGE;
+        return DS_EINVAL;
     }
-    int rc = bench_prepare_workload(b, *ds);
-    if (rc != EXIT_OK) return rc;
+    ds_result rc = bench_prepare_workload(b, *ds);
+    if (rc != DS_OK) return rc;
     if (b->tok) log_info("dataset %s: %zu prompts of %d..%d tokens (mean %.1f) as the server will count them%s",
                          b->dataset_spec, (*ds)->n, (*ds)->len_min, (*ds)->len_max, (*ds)->len_mean,
                          (*ds)->rebuilt ? " (some random prompts rebuilt to hit their length)" : "");
@@ -234,7 +236,7 @@ int bench_prepare_dataset(bench_opts *b, size_t n_hint, dataset **ds) {
         bench_class *c = &b->classes[i];
         if (dataset_open(c->dataset_spec, n_hint, b->plan.seed + (uint64_t)i + 1, &dop, &c->ds, err, sizeof err) < 0) {
             log_error("--class %s: %s", c->name, err);
-            return EXIT_USAGE;
+            return DS_EINVAL;
         }
         dataset_count_for_api(c->ds, b->tok, b->client.api == OPENAI_CHAT);
         b->client.ignore_eos = b->client.ignore_eos || c->ds->ignore_eos;
@@ -246,19 +248,19 @@ int bench_prepare_dataset(bench_opts *b, size_t n_hint, dataset **ds) {
     b->plan.class_weight = b->class_weight;
     if (b->plan.trace && (*ds)->items[0].timestamp_ns < 0) {
         log_error("--arrival trace needs a dataset with a \"timestamp\" on every line (jsonl:FILE or mooncake:FILE)");
-        return EXIT_USAGE;
+        return DS_EINVAL;
     }
-    return EXIT_OK;
+    return DS_OK;
 }
 
-int bench_run_once(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, bool progress,
+ds_result bench_run_once(bench_opts *b, const dataset *ds, ds_stop_flag *stop, bool progress,
                    recset *recs, bench_result *out, char *err, size_t errlen) {
-    int rc = bench_run_once_hook(b, ds, stop, progress ? show_progress : NULL, NULL, recs, out, err, errlen);
+    ds_result rc = bench_run_once_hook(b, ds, stop, progress ? show_progress : NULL, NULL, recs, out, err, errlen);
     if (progress) fprintf(stderr, "\r\033[K");
     return rc;
 }
 
-int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t *stop, load_progress_fn progress,
+ds_result bench_run_once_hook(bench_opts *b, const dataset *ds, ds_stop_flag *stop, load_progress_fn progress,
                         void *ctx, recset *recs, bench_result *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     dist *d = b->dist;           /* a multi-host job: src/dist; NULL otherwise */
@@ -269,15 +271,15 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
     if (d) {
         if (!plan.progress_interval_ns || plan.progress_interval_ns > 100 * NS_PER_MS)
             plan.progress_interval_ns = 100 * NS_PER_MS;   /* the ranks' heartbeat and stop latency */
-        if (dist_is_root(d) && dist_run_begin(d, &plan, b->requests_path || b->keep_request_chunks, err, errlen) < 0) return -1;
+        if (dist_is_root(d) && dist_run_begin(d, &plan, b->requests_path || b->keep_request_chunks, err, errlen) < 0) return DS_ERUN;
         tel_on = tel_on && dist_telemetry_opts(d, &topts);
-        if (!(dp = dist_progress_new(d, progress, ctx, stop))) { snprintf(err, errlen, "out of memory"); return -1; }
+        if (!(dp = dist_progress_new(d, progress, ctx, stop))) { snprintf(err, errlen, "out of memory"); return DS_ERUN; }
     }
     telemetry *tel = NULL;
     if (tel_on) {
         /* bad telemetry options are usage errors: they were validated before the run */
         tel = telemetry_start(&topts, err, errlen);
-        if (!tel) { dist_progress_free(dp); return -1; }
+        if (!tel) { dist_progress_free(dp); return DS_ERUN; }
     }
     load_outcome lo;
     struct rusage ru_before;
@@ -287,7 +289,7 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
                       err, errlen) < 0) {
         telemetry_free(tel);
         dist_progress_free(dp);
-        return -1;
+        return DS_ERUN;
     }
     dist_progress_free(dp);
     json_t *client = json_object();
@@ -308,7 +310,7 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
         int rc = dist_gather(d, recs, b->n_classes, &lo, &loc, stop, &m, err, errlen);
         telemetry_free(tel);
         tel = NULL;
-        if (rc < 0 || !dist_is_root(d)) { json_decref(cost); dist_merged_free(&m); return rc < 0 ? -1 : 0; }
+        if (rc < 0 || !dist_is_root(d)) { json_decref(cost); dist_merged_free(&m); return rc < 0 ? DS_ERUN : DS_OK; }
         /* rank 0 goes on with the job's records, on its clock, as if it had measured them all */
         recset_free(recs);
         *recs = m.recs;
@@ -329,7 +331,7 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
     out->results = results_build(recs, &b->summary, &meta);
     json_decref(meta.config);
     out->interrupted = interrupted;
-    if (!out->results) { json_decref(cost); dist_merged_free(&m); telemetry_free(tel); snprintf(err, errlen, "out of memory while computing the summary"); return -1; }
+    if (!out->results) { json_decref(cost); dist_merged_free(&m); telemetry_free(tel); snprintf(err, errlen, "out of memory while computing the summary"); return DS_ERUN; }
     json_object_set_new(out->results, "interrupted", json_boolean(interrupted));
     json_object_set_new(out->results, "client", cost);
     if (b->server_identity) json_object_set(out->results, "server", b->server_identity);
@@ -350,11 +352,11 @@ int bench_run_once_hook(bench_opts *b, const dataset *ds, volatile sig_atomic_t 
     }
     add_deployment(out->results, b);
     validity_judge(out->results, b->max_error_rate, NULL, 0);
-    return 0;
+    return DS_OK;
 }
 
 /* A follower's signals end its run (and the job's next ones): mpirun forwards Ctrl-C as SIGTERM. */
-static volatile sig_atomic_t follow_signalled, follow_run_stop;
+static ds_stop_flag follow_signalled, follow_run_stop;
 static void follow_signal(int sig) { (void)sig; follow_signalled = 1; follow_run_stop = 1; }
 
 int bench_follow(bench_opts *b, const dataset *ds) {
@@ -372,11 +374,11 @@ int bench_follow(bench_opts *b, const dataset *ds) {
         recset_init(&recs);
         bench_result br;
         char err[1024];
-        int rc = bench_run_once_hook(b, ds, &follow_run_stop, NULL, NULL, &recs, &br, err, sizeof err);
+        ds_result rc = bench_run_once_hook(b, ds, &follow_run_stop, NULL, NULL, &recs, &br, err, sizeof err);
         recset_free(&recs);
         json_decref(br.results);
         b->plan = whole;
-        if (rc < 0) { log_error("%s", err); code = EXIT_RUN_FAILED; break; }
+        if (rc != DS_OK) { log_error("%s", err); code = EXIT_RUN_FAILED; break; }
     }
     return code;
 }

@@ -1,0 +1,316 @@
+/* run/sim — one offline simulated run (see sim.h): the load plan, the engine on its virtual clock,
+ * the results document; calibration and validation. */
+#include "run/sim.h"
+#include "engine/sim_interval.h"
+#include "common/rng.h"
+#include "engine/sim_calibrate.h"
+#include "engine/sim_run.h"
+#include "engine/sim_validate.h"
+#include "load/arrival.h"
+#include "results/results.h"
+#include "results/validity.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void run_sim_defaults(run_sim_opts *o) {
+    memset(o, 0, sizeof *o);
+    sim_default_params(&o->sim);
+    fixed_default_params(&o->fixed_p);
+    summary_default_opts(&o->summary);
+    o->dataset = "random:in=1024,out=128";
+    o->dso.tolerance = 0.05;
+    o->arrival = "poisson";
+    o->requests = 1000;
+    o->output_len = 128;
+    o->seed = 1;
+    o->transit = true;
+    o->max_error_rate = VALIDITY_DEFAULT_MAX_ERROR_RATE;
+}
+
+void run_sim_result_free(run_sim_result *r) {
+    json_decref(r->doc);
+    r->doc = NULL;
+    recset_free(&r->recs);
+}
+
+static json_t *engine_section(engine *e, const sim_params *p, const sim_series *ser) {
+    sim_info info;
+    engine_stats st;
+    sim_get_info(e, &info);
+    engine_get_stats(e, &st);
+    json_t *o = json_pack("{s:s,s:I,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:f}", "name", "sim",
+        "kv_blocks", (json_int_t)info.total_blocks, "weight_bytes_per_gpu", info.weight_bytes_per_gpu,
+        "kv_bytes_per_token", info.kv_bytes_per_token, "preemptions_total", (json_int_t)st.preemptions_total,
+        "steps_total", (json_int_t)st.steps_total, "prompt_tokens_total", (json_int_t)st.prompt_tokens_total,
+        "generation_tokens_total", (json_int_t)st.generation_tokens_total,
+        "prefill_tokens_total", (json_int_t)info.prefill_tokens_total, "busy_s", info.busy_s);
+    json_object_set_new(o, "kv_tokens", json_integer((json_int_t)info.total_blocks * p->block_size));
+    json_object_set_new(o, "engine_profile", json_string(p->engine_profile));
+    /* prefix cache: prompt tokens found cached over prompt tokens looked up (vLLM's hit rate) */
+    json_object_set_new(o, "prefix_cache_queries_tokens", json_integer(info.prefix_query_tokens));
+    json_object_set_new(o, "prefix_cache_hit_tokens", json_integer(info.prefix_hit_tokens));
+    json_object_set_new(o, "prefix_cache_hit_rate", info.prefix_query_tokens > 0
+                        ? json_real((double)info.prefix_hit_tokens / info.prefix_query_tokens) : json_null());
+    if (p->prefill_instances > 0) {
+        json_object_set_new(o, "kv_transfers", json_integer(info.kv_transfers));
+        json_object_set_new(o, "kv_transfer_ms_mean", info.kv_transfers ? json_real(info.kv_transfer_s / info.kv_transfers * 1e3) : json_null());
+        json_object_set_new(o, "prefill_busy_s", json_real(info.prefill_busy_s));
+    }
+    json_object_set_new(o, "factors", sim_params_factors_json(&p->factors));
+    /* the scheduler's CPU cost per step and per sequence that this engine profile pays */
+    engine_profile prof;
+    if (sim_params_profile(p, &prof) == 0) {
+        cost_factors f = p->factors;
+        json_object_set_new(o, "step_overhead_s", json_real(prof.python ? *cost_step_overhead_of(&f, &prof) : 0));
+        json_object_set_new(o, "seq_overhead_s", json_real(prof.python ? *cost_seq_overhead_of(&f, &prof) : 0));
+    }
+    /* sampled gauges in a few numbers, for diagnosis at a glance */
+    double kv_max = 0, run_sum = 0;
+    long long wait_max = 0, run_max = 0;
+    for (size_t i = 0; i < ser->n; i++) {
+        if (ser->kv_usage[i] > kv_max) kv_max = ser->kv_usage[i];
+        if (ser->waiting[i] > wait_max) wait_max = ser->waiting[i];
+        if (ser->running[i] > run_max) run_max = ser->running[i];
+        run_sum += ser->running[i];
+    }
+    json_object_set_new(o, "kv_usage_max", json_real(kv_max));
+    json_object_set_new(o, "waiting_max", json_integer(wait_max));
+    json_object_set_new(o, "running_max", json_integer(run_max));
+    json_object_set_new(o, "running_mean", json_real(ser->n ? run_sum / ser->n : 0));
+    json_object_set_new(o, "max_num_seqs", json_integer(p->max_num_seqs));
+    json_object_set_new(o, "series", sim_series_json(ser));
+    return o;
+}
+
+/* The same flat keys as bench's config (so compare and report read both), plus "sim": the engine
+ * settings. */
+typedef struct {
+    const char *dataset, *arrival;
+    double rate;
+    int concurrency, max_concurrency;
+    size_t requests, warmup;
+    int64_t think_ns;
+    uint64_t seed;
+} load_desc;
+
+static json_t *config_section(const sim_params *p, const load_desc *l) {
+    json_t *c = json_object();
+    const char *model = p->model_config[0] ? p->model_config : p->model;
+    json_object_set_new(c, "url", json_string("sim"));
+    json_object_set_new(c, "model", json_string(model));
+    json_object_set_new(c, "load", json_string(l->concurrency ? "closed" : "open"));
+    if (l->concurrency) json_object_set_new(c, "concurrency", json_integer(l->concurrency));
+    else {
+        json_object_set_new(c, "rate_per_s", isinf(l->rate) || l->rate <= 0 ? json_null() : json_real(l->rate));
+        json_object_set_new(c, "arrival", json_string(isinf(l->rate) ? "all-at-once" : l->arrival));
+        json_object_set_new(c, "max_concurrency", l->max_concurrency ? json_integer(l->max_concurrency) : json_null());
+    }
+    json_object_set_new(c, "requests", json_integer((json_int_t)(l->requests - l->warmup)));
+    json_object_set_new(c, "warmup", json_integer((json_int_t)l->warmup));
+    json_object_set_new(c, "think_s", json_real(l->think_ns / 1e9));
+    json_object_set_new(c, "seed", json_integer((json_int_t)l->seed));
+    json_object_set_new(c, "dataset", json_string(l->dataset));
+    json_object_set_new(c, "ignore_eos", json_true());
+    json_object_set_new(c, "sim", json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b,s:s}",
+        "model", model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep, "weight_dtype", p->weight_dtype,
+        "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens", p->max_num_batched_tokens,
+        "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
+        "chunked_prefill", p->chunked_prefill, "scheduling_policy", p->priority_scheduling ? "priority" : "fcfs"));
+    return c;
+}
+
+ds_result run_sim(const run_sim_opts *o, run_sim_result *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    recset_init(&out->recs);
+    bool replay = !strcmp(o->arrival, "trace");
+    double rate = o->rate_per_s;
+    long long n_req = o->requests;
+    if (o->duration_ns > 0 && !o->requests_given) n_req = (long long)ceil(rate * o->duration_ns / 1e9);
+    arrival arr;
+    if (!replay && o->concurrency == 0 && !isinf(rate) && arrival_parse(o->arrival, rate, &arr) < 0) {
+        snprintf(err, errlen, "--arrival '%s': expected poisson, gamma:K, constant or trace", o->arrival);
+        return DS_EINVAL;
+    }
+    /* as bench: warm-up requests come first and add to --requests */
+    size_t n = (size_t)(n_req + o->warmup);
+    if (!o->requests_given && strncmp(o->dataset, "random", 6)) n = 0;   /* a file: every line once */
+    sim_load ld;
+    char why[512];
+    if (sim_load_open(o->dataset, n, o->seed, o->output_len, &o->dso, &ld, why, sizeof why) < 0) {
+        snprintf(err, errlen, "--dataset: %s", why);
+        return DS_EINVAL;
+    }
+    n = ld.n;
+    const sim_sessions *sess = ld.sess.n ? &ld.sess : NULL;
+    if (sess && (o->requests_given || replay || o->duration_ns > 0)) {
+        snprintf(err, errlen, "a sessions dataset runs its n= conversations: --requests, --duration and --arrival trace do not apply");
+        sim_load_free(&ld);
+        return DS_EINVAL;
+    }
+    if (sess && (size_t)o->warmup >= n) {
+        snprintf(err, errlen, "--warmup counts conversations with a sessions dataset: %lld of %zu leaves none measured", o->warmup, n);
+        sim_load_free(&ld);
+        return DS_EINVAL;
+    }
+    if (replay && !ld.stamps_ns) {
+        snprintf(err, errlen, "--arrival trace needs a dataset with a timestamp on every line (jsonl:FILE or mooncake:FILE)");
+        sim_load_free(&ld);
+        return DS_EINVAL;
+    }
+    int64_t *times = NULL;
+    if (replay) {
+        /* bench's trace pacing (load/arrival.h) */
+        times = ld.stamps_ns;
+        ld.stamps_ns = NULL;
+        arrival_trace_schedule(times, n);
+    }
+    sim_params p = o->sim;
+    fixed_params fp = o->fixed_p;
+    fp.seed = o->seed;
+    engine *e = o->fixed ? engine_fixed_create(&fp, err, errlen) : engine_sim_create(&p, err, errlen);
+    if (!e) {
+        sim_load_free(&ld);
+        free(times);
+        return DS_EINVAL;
+    }
+    ds_result rc = DS_OK;
+    sim_series ser;
+    memset(&ser, 0, sizeof ser);
+    json_t *doc = NULL, *cfg = NULL;
+    summary_opts so = o->summary;
+    rng g;
+    rng_seed(&g, o->seed);
+    if (o->concurrency == 0 && !replay) {
+        if (!(times = calloc(n ? n : 1, sizeof *times))) goto oom;
+        if (!isinf(rate)) arrival_schedule(&arr, &g, 0, times, n);
+    }
+    sim_workload w = {.n = n, .arrival_ns = times, .concurrency = o->concurrency, .think_ns = o->think_ns,
+                      .prefix_group = ld.groups, .prefix_len = ld.prefix_len, .ds = ld.ds, .sessions = sess,
+                      .block_tokens = p.block_size, .max_concurrency = o->max_concurrency, .in_tokens = ld.ins,
+                      .max_tokens = ld.outs, .warmup = (size_t)o->warmup,
+                      .turnaround_ns = o->transit ? SIM_TURNAROUND_NS : 0,
+                      .ingest_ns_per_token = o->transit ? SIM_INGEST_NS_PER_TOKEN : 0, .transit_seed = o->seed + 1};
+    so.max_concurrency = o->max_concurrency;
+    if (sess) so.session_turns = sess->turns;
+    if (sim_run(e, &w, &out->recs, &ser, err, errlen) < 0) {
+        rc = DS_ERUN;
+        goto done;
+    }
+    if (o->concurrency == 0 && !isinf(rate) && !replay) so.intended_rate_per_s = rate;
+    if (times && n) so.planned_duration_ns = times[n - 1];
+    load_desc desc = {.dataset = o->dataset, .arrival = replay ? "trace" : o->arrival, .rate = rate,
+                      .concurrency = o->concurrency, .max_concurrency = o->max_concurrency, .requests = n,
+                      .warmup = (size_t)o->warmup, .think_ns = o->think_ns, .seed = o->seed};
+    if (sess) {   /* conversations: the requests are their turns */
+        desc.requests = out->recs.n;
+        desc.warmup = 0;
+        for (size_t i = 0; i < out->recs.n; i++) desc.warmup += out->recs.v[i].warmup;
+    }
+    cfg = config_section(&p, &desc);
+    if (!o->fixed) {
+        /* what a prediction needs to redo this deployment: the context limit and the memory overrides */
+        json_t *sc = json_object_get(cfg, "sim");
+        json_object_set_new(sc, "max_model_len", json_integer(p.max_model_len));
+        json_object_set_new(sc, "num_gpu_blocks", json_integer(p.num_gpu_blocks));
+        json_object_set_new(sc, "reserved_bytes", json_real(p.reserved_bytes));
+    } else {
+        /* no simulated DeepSeek deployment here: the fixed engine's timing instead */
+        json_object_del(cfg, "sim");
+        json_object_set_new(cfg, "fixed", json_pack("{s:f,s:f,s:f,s:i,s:i,s:f,s:f}", "ttft_ms", fp.ttft_ns / 1e6,
+            "itl_ms", fp.itl_ns / 1e6, "prefill_per_token_ms", fp.prefill_per_token_ns / 1e6, "capacity", fp.capacity,
+            "tokens_per_chunk", fp.tokens_per_chunk, "jitter", fp.jitter, "jitter_per_stream", fp.jitter_per_stream));
+    }
+    results_meta meta = {.producer = "sim", .command_line = o->command_line ? o->command_line : "", .config = cfg};
+    doc = results_build(&out->recs, &so, &meta);
+    if (!doc) goto oom;
+    json_object_set_new(doc, "engine", o->fixed ? json_pack("{s:s,s:o}", "name", "fixed", "series", sim_series_json(&ser))
+                                                : engine_section(e, &p, &ser));
+    if (!o->fixed) json_object_set_new(doc, "prediction_interval", sim_interval_json(doc, p.calibrated));
+    json_t *tel = json_object_get(doc, "telemetry");
+    if (!json_is_object(tel)) {
+        tel = json_object();
+        json_object_set_new(tel, "interval_s", json_real(ser.interval_ns / 1e9));
+        json_object_set_new(doc, "telemetry", tel);
+    }
+    json_object_set_new(tel, "server", sim_series_server_json(&ser));
+    json_object_set_new(doc, "interrupted", json_false());
+    if (!o->fixed && !p.prefix_caching)
+        out->prefix_hit_bound = json_number_value(json_object_get(json_object_get(doc, "prefix_cache"), "hit_rate_bound"));
+    /* the same run policy as bench (results/validity.h) */
+    out->judged_failed = validity_judge(doc, o->max_error_rate, out->why, sizeof out->why) != 0;
+    if (!o->fixed) sim_get_info(e, &out->info);
+    engine_get_stats(e, &out->stats);
+    int64_t first = out->recs.n ? out->recs.v[0].send_ns : 0, last = first;
+    for (size_t i = 0; i < out->recs.n; i++) if (out->recs.v[i].end_ns > last) last = out->recs.v[i].end_ns;
+    out->span_ns = last - first;
+    out->doc = doc;
+    doc = NULL;
+    goto done;
+oom:
+    snprintf(err, errlen, "out of memory");
+    rc = DS_ENOMEM;
+done:
+    json_decref(doc);
+    json_decref(cfg);
+    sim_series_free(&ser);
+    free(times);
+    sim_load_free(&ld);
+    engine_destroy(e);
+    return rc;
+}
+
+ds_result run_sim_calibrate(const sim_params *p, const char *file, const char *requests_jsonl, const char *profile_out,
+                            FILE *summary, char *err, size_t errlen) {
+    sim_calibration cal;
+    char why[512];
+    if (sim_calibrate_from_files(p, file, requests_jsonl, &cal, why, sizeof why) < 0) {
+        snprintf(err, errlen, "calibrate: %s", why);
+        return DS_ERUN;
+    }
+    if (sim_calibration_write(&cal, p, profile_out, err, errlen) < 0) return DS_ERUN;
+    if (summary) sim_calibration_print(summary, &cal, profile_out);
+    return DS_OK;
+}
+
+ds_result run_sim_validate(const char *path, const sim_params *p, bool fit, bool loo, FILE *out, FILE *progress,
+                           char *err, size_t errlen) {
+    char why[512];
+    val_table *t;
+    if (val_is_sweep(path)) {   /* a measured sweep: calibrate on its lowest load, predict the rest */
+        if (val_sweep(path, p, out, why, sizeof why) == 0) return DS_OK;
+        snprintf(err, errlen, "--validate: %s", why);
+        return DS_EINVAL;
+    }
+    if (val_load(path, &t, why, sizeof why) < 0) {
+        snprintf(err, errlen, "--validate: %s", why);
+        return DS_EINVAL;
+    }
+    cost_factors f = p->factors;
+    ds_result rc = DS_OK;
+    if (loo) {
+        if (val_loo(t, out, why, sizeof why) < 0) { snprintf(err, errlen, "--loo: %s", why); rc = DS_ERUN; }
+        val_free(t);
+        return rc;
+    }
+    if (fit) {
+        val_prior_factors(&f);
+        if (val_fit(t, &f, -1, progress, why, sizeof why) < 0) { snprintf(err, errlen, "--fit: %s", why); val_free(t); return DS_ERUN; }
+    } else if (val_run(t, &f, why, sizeof why) < 0) {
+        snprintf(err, errlen, "--validate: %s", why);
+        val_free(t);
+        return DS_ERUN;
+    }
+    fprintf(out, "IN-SAMPLE: every row at the %s (their errors measure the fit, not prediction; the headline is below)\n",
+            fit ? "parameters just fitted on all rows" : "default parameters, fitted on the rows of engine generations <= 2025");
+    val_print(out, t);
+    if (fit) {
+        fprintf(out, "\nfitted mechanism parameters:\n");
+        val_print_factors(out, &f);
+    } else {
+        fprintf(out, "\n");
+        if (val_logo(t, out, 2025, why, sizeof why) < 0) { snprintf(err, errlen, "--validate: %s", why); rc = DS_ERUN; }
+    }
+    val_free(t);
+    return rc;
+}
