@@ -117,6 +117,7 @@ int cmd_sweep(int argc, char **argv) {
         sweep_opts_free(&so, &b);
         return rc;
     }
+    so.summary = cli_summary_stream();   /* now that --out is known: stderr when it is standard output */
     fd_limit_prepare();     /* thousands of streams: before any thread starts */
     dist *job = b.dist;
     if (job && !dist_is_root(job)) {

@@ -1,5 +1,6 @@
 /* sim_interval — the simulator's 80% prediction intervals (see sim_interval.h). */
 #include "engine/sim_interval.h"
+#include "metrics/metric_table.h"
 #include <math.h>
 #include <string.h>
 
@@ -22,9 +23,9 @@ const char *sim_interval_name(sim_iv_target k) {
 
 json_t *sim_interval_json(const json_t *results, int calibrated) {
     static const struct { const char *key; sim_iv_target k; } keys[] = {
-        {"mean_tpot_ms", SIM_IV_TPOT}, {"median_tpot_ms", SIM_IV_TPOT}, {"mean_itl_ms", SIM_IV_TPOT},
-        {"median_itl_ms", SIM_IV_TPOT}, {"output_throughput", SIM_IV_TPUT}, {"total_token_throughput", SIM_IV_TPUT},
-        {"request_throughput", SIM_IV_TPUT}, {"mean_ttft_ms", SIM_IV_TTFT}, {"median_ttft_ms", SIM_IV_TTFT},
+        {METRIC(mean_tpot_ms), SIM_IV_TPOT}, {METRIC(median_tpot_ms), SIM_IV_TPOT}, {METRIC(mean_itl_ms), SIM_IV_TPOT},
+        {METRIC(median_itl_ms), SIM_IV_TPOT}, {METRIC(output_throughput), SIM_IV_TPUT}, {METRIC(total_token_throughput), SIM_IV_TPUT},
+        {METRIC(request_throughput), SIM_IV_TPUT}, {METRIC(mean_ttft_ms), SIM_IV_TTFT}, {METRIC(median_ttft_ms), SIM_IV_TTFT},
     };
     json_t *m = json_object();
     /* below capacity an open loop's throughput is its offered rate, not a prediction */

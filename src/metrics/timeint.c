@@ -1,5 +1,6 @@
 /* timeint — batch-means intervals over a run's time axis (timeint.h says why). */
 #include "metrics/timeint.h"
+#include "metrics/metric_table.h"
 #include "metrics/infer.h"
 #include <math.h>
 #include <stdlib.h>
@@ -128,7 +129,7 @@ json_t *timeint_run(const recset *recs, double confidence, double output_through
     json_object_set_new(out, "batches", json_integer(b));
     /* throughputs: each unit's rate is one observation, a batch is m units of unit_s seconds */
     const double *series[2] = { tok, done };
-    const char *names[2] = { "output_throughput", "request_throughput" };
+    const char *names[2] = { METRIC(output_throughput), METRIC(request_throughput) };
     double reported[2] = { output_throughput, request_throughput };
     double scale[2] = { chunk_tokens > 0 ? out_tokens / chunk_tokens : 1, 1 };
     for (int s = 0; s < 2; s++) {
@@ -148,7 +149,7 @@ json_t *timeint_run(const recset *recs, double confidence, double output_through
     }
     timeint_result r;
     if (gaps.n > 1 && timeint_batch_means(gsum, gcnt, b, wf_var(&gaps), gaps.n, confidence, &r) == 0)
-        json_object_set_new(out, "mean_itl_ms", result_json(&r, gaps.mean, 1));
+        json_object_set_new(out, METRIC(mean_itl_ms), result_json(&r, gaps.mean, 1));
 fail:
     free(tok); free(done); free(gsum); free(gcnt); free(bs); free(bc);
     return out;

@@ -131,7 +131,7 @@ static void tiles(rbuf *b, const rep_model *m, const json_t *diagnosis) {
             double g = rep_goodput_tok_s(r);
             if (!isnan(g)) {
                 /* req/s as in a sweep's tile, the verdict and the terminal */
-                fmt_num(rep_num(r, "request_goodput"), t, sizeof t);
+                fmt_num(rep_num(r, METRIC(request_goodput)), t, sizeof t);
                 snprintf(v, sizeof v, "%s req/s", t);
                 fmt_num(g, t, sizeof t);
                 snprintf(s, sizeof s, "%.0f%% of requests within SLO (%s out tok/s)",

@@ -293,7 +293,7 @@ void rep_verdict(const rep_model *m, const json_t *diagnosis, rbuf *out) {
              * the tokens those requests carried beside it */
             double g = r ? rep_goodput_tok_s(r) : NAN;
             rep_load_label(m, rep_num(m->max_goodput, "load"), a, sizeof a);
-            fmt_num(rep_num(m->max_goodput, "request_goodput"), b, sizeof b);
+            fmt_num(rep_num(m->max_goodput, METRIC(request_goodput)), b, sizeof b);
             fmt_num(g, c, sizeof c);
             rb_printf(out, "; max goodput %s req/s (%s out tok/s) at %s", b, c, a);
             if (r) slo_clause(out, r);
@@ -318,7 +318,7 @@ void rep_verdict(const rep_model *m, const json_t *diagnosis, rbuf *out) {
         }
         double g = rep_goodput_tok_s(r);
         if (!isnan(g)) {
-            fmt_num(rep_num(r, "request_goodput"), b, sizeof b);
+            fmt_num(rep_num(r, METRIC(request_goodput)), b, sizeof b);
             fmt_num(g, c, sizeof c);
             rb_printf(out, "; goodput %s req/s (%s out tok/s)", b, c);
             slo_clause(out, r);

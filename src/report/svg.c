@@ -363,7 +363,8 @@ void svg_vrule(svg_chart *c, double x, const char *cls, const char *label, doubl
         bool found = false;
         for (size_t k = 0; k < 2 * (sizeof at / sizeof at[0]) && !found; k++) {
             bool l = (k % 2) ? !left : left;
-            double f = at[k / 2] < 0 ? label_at : at[k / 2];
+            size_t slot = k / 2;   /* each height is tried on both sides of the point */
+            double f = at[slot] < 0 ? label_at : at[slot];
             double ty = c->mt + 12 + f * span, tx = l ? px - 4 : px + 4;
             label_box box = { l ? tx - w : tx, ty - 11, l ? tx : tx + w, ty + 2 };
             if (box.x0 < c->ml || box.x1 > c->w - c->mr + 2) continue;

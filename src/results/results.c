@@ -545,7 +545,7 @@ static void intervals_section(FILE *f, const json_t *r) {
              (int)json_integer_value(get(ti, "batches")), json_number_value(get(ti, "batch_s")),
              100 * json_number_value(get(ti, "confidence")));
     rule(f, title, '-');
-    const char *keys[] = { "output_throughput", "request_throughput", "mean_itl_ms" };
+    const char *keys[] = { METRIC(output_throughput), METRIC(request_throughput), METRIC(mean_itl_ms) };
     const char *labels[] = { "Output token throughput (tok/s):", "Request throughput (req/s):", "Mean ITL (ms):" };
     for (int i = 0; i < 3; i++) {
         const json_t *x = get(ti, keys[i]);

@@ -1,5 +1,6 @@
 /* run/bench — one load run for bench, sweep, tune and monitor (see bench.h). */
 #include "run/bench.h"
+#include "metrics/metric_table.h"
 #include "common/stop.h"
 #include "deploy/deploy.h"
 #include "telemetry/engine_metrics.h"
@@ -114,13 +115,13 @@ void bench_print_classes(FILE *f, const json_t *res) {
     size_t i;
     json_t *c;
     json_array_foreach(arr, i, c) {
-        json_t *g = json_object_get(c, "request_goodput");
+        json_t *g = json_object_get(c, METRIC(request_goodput));
         char good[32] = "-";
         if (json_is_number(g)) snprintf(good, sizeof good, "%.2f", json_number_value(g));
         fprintf(f, "%-12.12s %6lld %6lld %9.2f %9.2f %9.2f %9.2f %8s\n", json_string_value(json_object_get(c, "class")),
                 json_integer_value(json_object_get(c, "completed")), json_integer_value(json_object_get(c, "failed")),
-                json_number_value(json_object_get(c, "median_ttft_ms")), json_number_value(json_object_get(c, "p99_ttft_ms")),
-                json_number_value(json_object_get(c, "median_tpot_ms")), json_number_value(json_object_get(c, "p99_tpot_ms")), good);
+                json_number_value(json_object_get(c, METRIC(median_ttft_ms))), json_number_value(json_object_get(c, METRIC(p99_ttft_ms))),
+                json_number_value(json_object_get(c, METRIC(median_tpot_ms))), json_number_value(json_object_get(c, METRIC(p99_tpot_ms))), good);
     }
     fprintf(f, "(latencies in ms; goodput in req/s, under each class's SLOs)\n");
 }

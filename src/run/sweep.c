@@ -3,6 +3,7 @@
  * file after every level, so Ctrl-C or a crash loses at most the level in progress. Used by
  * `dsperf sweep` and, once per server configuration, by `dsperf tune`. */
 #include "run/sweep.h"
+#include "metrics/metric_table.h"
 #include "run/sweep_doc.h"
 #include "common/stop.h"
 #include "common/fileio.h"
@@ -147,10 +148,10 @@ static bool check_level(sweep_ctx *c, json_t *lv, const recset *recs, double loa
     double completed = json_number_value(json_object_get(res, "completed"));
     double failed = json_number_value(json_object_get(res, "failed"));
     double cut = json_number_value(json_object_get(json_object_get(res, "ended"), "client_deadline"));
-    const json_t *e2e = json_object_get(res, "p99_e2el_ms");
+    const json_t *e2e = json_object_get(res, METRIC(p99_e2el_ms));
     sweep_level_check chk;
     /* Little's law: requests in flight / completions per second is the time each one takes */
-    double rt = json_number_value(json_object_get(res, "request_throughput"));
+    double rt = json_number_value(json_object_get(res, METRIC(request_throughput)));
     double little = rt > 0 ? json_number_value(json_object_get(res, "max_concurrent_requests")) / rt : NAN;
     double this_e2e = json_is_number(e2e) ? json_number_value(e2e) / 1e3 : NAN;
     if (isfinite(little) && !(this_e2e >= little)) this_e2e = little;
@@ -342,7 +343,7 @@ static int run_repeats(sweep_ctx *c, const char *kind, double load, double *rps,
         if (rc < 0) return -1;
         if (!json_object_get(c->doc, "environment") || json_is_null(json_object_get(c->doc, "environment")))
             json_object_set(c->doc, "environment", json_object_get(res, "environment"));
-        double r = json_number_value(json_object_get(res, "request_throughput"));
+        double r = json_number_value(json_object_get(res, METRIC(request_throughput)));
         if (isfinite(r)) { sum += r; n++; }
         char e2[512];
         if (save(c, false, e2, sizeof e2) < 0) log_warn("%s", e2);
@@ -391,7 +392,7 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
         size_t i;
         json_t *lv;
         json_array_foreach(lvs, i, lv) json_object_set_new(lv, "load", json_real(json_number_value(
-            json_object_get(json_object_get(lv, "results"), "request_throughput"))));
+            json_object_get(json_object_get(lv, "results"), METRIC(request_throughput)))));
         if (r == 0) {
             c.rate_axis = true;
             /* the max must be exceeded for the plateau to show: rates up to 1.25x it */

@@ -1,5 +1,6 @@
 /* run/sweep_doc — starting a sweep document and making simulated levels (see sweep_doc.h). */
 #include "run/sweep_doc.h"
+#include "metrics/metric_table.h"
 #include "common/version.h"
 #include "sweep/context.h"
 #include "sweep/sweep.h"
@@ -28,7 +29,7 @@ json_t *run_sweep_doc_new(const char *command_line, const char *axis, json_t *co
     json_object_set_new(d, "partial_reason", json_null());
     json_object_set_new(d, "levels", json_array());
     json_object_set_new(d, "knee", json_null());
-    json_object_set_new(d, "max_goodput", json_null());
+    json_object_set_new(d, METRIC(max_goodput), json_null());
     json_object_set_new(d, "ci", json_null());
     return d;
 }
