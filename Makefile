@@ -115,7 +115,10 @@ test-libcurl-path: deps
 # tests start no server, no load and no thread of their own — parsers, statistics, the simulator,
 # the tokenizer but its threads test, history's processes): a race needs two threads, and under
 # TSan these took half the pass's CPU. A new test anywhere else runs under TSan by default.
-TSAN_SKIP := src/metrics/ src/engine/ src/model/ src/plan/ src/compare/ src/common/ src/results/ src/history/ \
+# The real-engine scenario corpus and drift's K-cache run are left out too: their threads are the
+# client's and the sampler's, which the bench, telemetry and monitor tests check under TSan against
+# `dsperf serve`, and their cost is llama.cpp's compute (they run under ASan and in `make test`).
+TSAN_SKIP := tests/scenario_test tests/drift_live_test src/metrics/ src/engine/ src/model/ src/plan/ src/compare/ src/common/ src/results/ src/history/ \
   src/client/chunkscan_test src/client/sse_test src/load/arrival_test src/telemetry/prom_test src/telemetry/host_test \
   src/sweep/context_test src/sweep/stability_test src/diagnose/diagnose_account_test src/diagnose/diagnose_cache_test \
   src/report/deployment_test src/report/report_longctx_test src/cli/cmd_sim_test src/dataset/trace_test \

@@ -11,6 +11,7 @@
  *  - the run's own warnings (overload, client lag, percentiles of few samples);
  *  - one story per report: one direction per knob. */
 #include "diagnose/diagnose_int.h"
+#include "metrics/metric_table.h"
 #include "engine/cost_model.h"
 #include <math.h>
 #include <stdio.h>
@@ -24,7 +25,7 @@ static json_t *jnum(double x) { return isfinite(x) ? json_real(round(x * 1000) /
 
 void diag_admission(diag_in *in) {
     const json_t *d = in->doc;
-    in->offered = diag_num(d, "request_throughput") * diag_num(d, "mean_e2el_ms") / 1000.0;
+    in->offered = diag_num(d, METRIC(request_throughput)) * diag_num(d, METRIC(mean_e2el_ms)) / 1000.0;
     in->offered_peak = diag_num(d, "max_concurrent_requests");
     if (!isfinite(in->offered_peak)) in->offered_peak = diag_num(d, "peak_concurrent_requests");
     in->admitted = in->run_max = in->pinned_frac = NAN;
@@ -60,7 +61,7 @@ void diag_admission(diag_in *in) {
     in->cap_src = in->cap ? in->dep.max_num_seqs_s.src : NULL;
     in->cap_from_evidence = false;
     double gap = in->offered - in->admitted;
-    double ttft = diag_num(d, "mean_ttft_ms"), tmin = diag_num(d, "min_ttft_ms");
+    double ttft = diag_num(d, METRIC(mean_ttft_ms)), tmin = diag_num(d, METRIC(min_ttft_ms));
     /* admitted below offered, and the first tokens late by it: a count that lags alone is no queue */
     in->queue_by_admission = isfinite(gap) && gap >= DIAG_ADMIT_GAP_MIN && gap >= DIAG_ADMIT_GAP * in->offered &&
                              tmin > 0 && ttft >= DIAG_ADMIT_TTFT * tmin;
@@ -68,7 +69,7 @@ void diag_admission(diag_in *in) {
      * (an open loop's random arrivals), and TTFT grows by the wait */
     in->queue_bursts = false;
     if (!in->queue_by_admission && in->cap > 0 && in->offered_peak > in->cap && in->run_max >= in->cap &&
-        tmin > 0 && ttft >= DIAG_ADMIT_TTFT * tmin && diag_num(d, "median_ttft_ms") >= DIAG_ADMIT_TTFT * tmin)
+        tmin > 0 && ttft >= DIAG_ADMIT_TTFT * tmin && diag_num(d, METRIC(median_ttft_ms)) >= DIAG_ADMIT_TTFT * tmin)
         in->queue_by_admission = in->queue_bursts = true;
     /* with requests waiting all along, the most the server ever ran is what it can run: its cap */
     if (!in->cap && in->queue_by_admission && !in->queue_bursts && in->pinned_frac >= DIAG_PINNED && in->run_max >= 1 &&
@@ -91,10 +92,10 @@ static void part(json_t *arr, const char *name, double ms, double total, const c
 
 double diag_prefill_ms(const diag_in *in) {
     const json_t *d = in->doc;
-    double ttft = diag_num(d, "mean_ttft_ms"), tmin = diag_num(d, "min_ttft_ms");
+    double ttft = diag_num(d, METRIC(mean_ttft_ms)), tmin = diag_num(d, METRIC(min_ttft_ms));
     double wait = in->queue_by_admission ? ttft - tmin : 0;
     double own = ttft - (wait > 0 ? wait : 0);
-    double done = diag_num(d, "completed"), mean_in = done > 0 ? diag_num(d, "total_input_tokens") / done : NAN;
+    double done = diag_num(d, METRIC(completed)), mean_in = done > 0 ? diag_num(d, "total_input_tokens") / done : NAN;
     /* request classes (bench --class) each send one prompt shape: each class's fastest TTFT is its
      * prefill, weighted by the requests it completed */
     const json_t *cls = get(d, "classes");
@@ -102,7 +103,7 @@ double diag_prefill_ms(const diag_in *in) {
     size_t i;
     json_t *c;
     json_array_foreach(cls, i, c) {
-        double k = diag_num(c, "completed"), m = diag_num(c, "min_ttft_ms");
+        double k = diag_num(c, METRIC(completed)), m = diag_num(c, METRIC(min_ttft_ms));
         if (k > 0 && m > 0) { sum += k * m; n += k; }
     }
     if (json_array_size(cls) >= 2 && n > 0) return sum / n < own ? sum / n : own;
@@ -120,14 +121,14 @@ double diag_prefill_ms(const diag_in *in) {
 
 json_t *diag_time(const diag_in *in) {
     const json_t *d = in->doc;
-    double e2el = diag_num(d, "mean_e2el_ms"), ttft = diag_num(d, "mean_ttft_ms"), tmin = diag_num(d, "min_ttft_ms");
+    double e2el = diag_num(d, METRIC(mean_e2el_ms)), ttft = diag_num(d, METRIC(mean_ttft_ms)), tmin = diag_num(d, METRIC(min_ttft_ms));
     if (!(e2el > 0) || !isfinite(ttft)) return json_null();
-    double q = diag_num(d, "mean_queue_ms");
+    double q = diag_num(d, METRIC(mean_queue_ms));
     if (!(q > 0)) q = 0;
     double total = q + e2el;
     /* waiting for admission: Little's law on the requests offered beyond those running; without a
      * running count, a queue the waiting gauge shows, the TTFT beyond the fastest */
-    double wait = 0, rate = diag_num(d, "request_throughput");
+    double wait = 0, rate = diag_num(d, METRIC(request_throughput));
     const char *wsrc = "no wait for admission found";
     if (in->queue_by_admission && rate > 0 && in->offered > in->admitted) {
         wait = (in->offered - in->admitted) / rate * 1000;
@@ -146,7 +147,7 @@ json_t *diag_time(const diag_in *in) {
     double s_pre = diag_num(svt, "mean_server_prefill_ms"), s_out = diag_num(svt, "mean_ttft_outside_server_ms");
     double s_q = diag_num(svt, "mean_server_queue_ms");
     bool server_split = isfinite(s_pre) && isfinite(s_out) && isfinite(s_q) &&
-                        diag_num(svt, "requests_joined") == diag_num(d, "completed");
+                        diag_num(svt, "requests_joined") == diag_num(d, METRIC(completed));
     if (server_split) {
         part(req, "client queue", q, total, NULL, "results.mean_queue_ms");
         part(req, "client and network (TTFT the server did not see)", s_out, total, NULL,
@@ -284,8 +285,8 @@ json_t *diag_warnings(const json_t *doc, double level) {
             json_array_append_new(out, json_pack("{s:s,s:s,s:o}", "kind", "client", "message", "CLIENT FELL BEHIND ITS PLAN: "
                 "the client, not the server, limited this run", "level", isfinite(level) ? json_real(level) : json_null()));
     }
-    double n = diag_num(doc, "completed");
-    if (n > 0 && n < DIAG_FEW_SAMPLES && isfinite(diag_num(doc, "p99_ttft_ms"))) {
+    double n = diag_num(doc, METRIC(completed));
+    if (n > 0 && n < DIAG_FEW_SAMPLES && isfinite(diag_num(doc, METRIC(p99_ttft_ms)))) {
         char msg[256];
         snprintf(msg, sizeof msg, "p99 TTFT and E2EL from %.0f requests: with fewer than %d a p99 is the slowest "
                  "one or two, not a tail estimate (a longer run gives a p99)", n, DIAG_FEW_SAMPLES);

@@ -5,6 +5,7 @@
  * the two rules that read the roofline: decode bandwidth bound (near it) and engine overhead (far
  * below it while the GPU's pipes idle). */
 #include "diagnose/diagnose_int.h"
+#include "metrics/metric_table.h"
 #include "engine/sim.h"
 #include "engine/profile.h"
 #include <math.h>
@@ -30,8 +31,8 @@ static double decode_batch(const diag_in *in, const char **src) {
         if (isfinite(b)) *src = "telemetry.server.series.running (mean)";
     }
     if (!isfinite(b) || b < 1) {
-        double rt = diag_num(in->doc, "request_throughput");
-        b = rt * (diag_num(in->doc, "mean_e2el_ms") - diag_num(in->doc, "mean_ttft_ms")) / 1000.0;
+        double rt = diag_num(in->doc, METRIC(request_throughput));
+        b = rt * (diag_num(in->doc, METRIC(mean_e2el_ms)) - diag_num(in->doc, METRIC(mean_ttft_ms))) / 1000.0;
         *src = "Little's law: request_throughput x (mean_e2el_ms - mean_ttft_ms)";
     }
     return b >= 1 ? b : 1;
@@ -147,7 +148,7 @@ void diag_roofline(diag_in *in) {
     in->have_roof = in->roof_impossible = false;
     if (!deploy_has_model(&in->dep) || !deploy_has_gpu(&in->dep)) return;
     const json_t *d = in->doc;
-    double done = diag_num(d, "completed"), tpot = diag_num(d, "mean_tpot_ms");
+    double done = diag_num(d, METRIC(completed)), tpot = diag_num(d, METRIC(mean_tpot_ms));
     if (!(done > 0) || !(tpot > 0)) return;
     /* a server whose clock runs K times the client's (serve --engine sim --speedup K) takes K times
      * longer per token on its own clock: the roofline is on that clock */
@@ -259,7 +260,7 @@ static void rule_decode_bw(diag_in *in, json_t *L, json_t *C) {
 /* Decode's share of a request's time (the rest is the client queue, the wait and the prefill): the
  * share a slow decode step can cost the user. */
 static double decode_share(const diag_in *in) {
-    double e2el = diag_num(in->doc, "mean_e2el_ms"), ttft = diag_num(in->doc, "mean_ttft_ms"), q = diag_num(in->doc, "mean_queue_ms");
+    double e2el = diag_num(in->doc, METRIC(mean_e2el_ms)), ttft = diag_num(in->doc, METRIC(mean_ttft_ms)), q = diag_num(in->doc, METRIC(mean_queue_ms));
     if (!(e2el > 0) || !isfinite(ttft)) return 1;
     return (e2el - ttft) / (e2el + (q > 0 ? q : 0));
 }

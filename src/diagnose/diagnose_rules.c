@@ -3,6 +3,7 @@
  * says in `checked` what it used or why it could not run, and adds a finding with evidence,
  * confidence and knobs when its condition holds. Thresholds are in diagnose_int.h. */
 #include "diagnose/diagnose_int.h"
+#include "metrics/metric_table.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +18,8 @@ static const json_t *srv_series(const diag_in *in) { return get(get(in->tel, "se
 /* The share of a user's end-to-end time spent waiting for service: TTFT beyond the fastest TTFT
  * (a prefill alone), over the mean end-to-end latency. */
 static double wait_share(const json_t *d) {
-    double ttft = diag_num(d, "mean_ttft_ms"), tmin = diag_num(d, "min_ttft_ms"), e2el = diag_num(d, "mean_e2el_ms");
-    double q = diag_num(d, "mean_queue_ms");
+    double ttft = diag_num(d, METRIC(mean_ttft_ms)), tmin = diag_num(d, METRIC(min_ttft_ms)), e2el = diag_num(d, METRIC(mean_e2el_ms));
+    double q = diag_num(d, METRIC(mean_queue_ms));
     if (!(e2el > 0) || !isfinite(ttft) || !isfinite(tmin)) return NAN;
     return clamp01((ttft - tmin) / (e2el + (q > 0 ? q : 0)));
 }
@@ -31,10 +32,10 @@ static void rule_client(diag_in *in, json_t *L, json_t *C) {
     const json_t *d = in->doc;
     diag_checked(C, "client_bound", true, "results.client_fell_behind, client_queue_capped, queue and rate fields, client section");
     double share = diag_num(in->client, "cpu_core_share");
-    double q = diag_num(d, "mean_queue_ms"), ttft = diag_num(d, "mean_ttft_ms");
+    double q = diag_num(d, METRIC(mean_queue_ms)), ttft = diag_num(d, METRIC(mean_ttft_ms));
     double ach = diag_num(d, "achieved_rate_per_s"), want = diag_num(d, "intended_rate_per_s");
     json_t *f = NULL;
-    double fs99 = diag_num(d, "p99_ttft_from_schedule_ms"), sv99 = diag_num(d, "p99_ttft_ms");
+    double fs99 = diag_num(d, METRIC(p99_ttft_from_schedule_ms)), sv99 = diag_num(d, METRIC(p99_ttft_ms));
     /* how much of what users waited was the client's own lag: a lag of a few ms under a
      * 100 ms TTFT is worth a note, not the headline */
     double impact = fs99 > 0 && sv99 >= 0 ? (fs99 - sv99) / fs99 : NAN;
@@ -67,9 +68,9 @@ static void rule_client(diag_in *in, json_t *L, json_t *C) {
     if (isfinite(q) && isfinite(ttft))
         diag_ev(f, q, "ms", "results.mean_queue_ms", "mean client queue %.1f ms vs mean TTFT %.1f ms", q, ttft);
     if (isfinite(want)) diag_ev(f, ach, "req/s", "results.achieved_rate_per_s", "sent %.2f req/s of %.2f planned", ach, want);
-    double fs = diag_num(d, "p99_ttft_from_schedule_ms");
+    double fs = diag_num(d, METRIC(p99_ttft_from_schedule_ms));
     if (isfinite(fs)) diag_ev(f, fs, "ms", "results.p99_ttft_from_schedule_ms", "p99 TTFT from schedule %.1f ms "
-                              "(server view p99 %.1f ms)", fs, diag_num(d, "p99_ttft_ms"));
+                              "(server view p99 %.1f ms)", fs, diag_num(d, METRIC(p99_ttft_ms)));
     if (isfinite(share) && isfinite(diag_num(in->client, "cpu_us_per_chunk")))
         diag_ev(f, 100 * share, "%", "client.cpu_core_share", "client CPU %.0f%% of one core (%.2f us per chunk)",
                 100 * share, diag_num(in->client, "cpu_us_per_chunk"));
@@ -159,8 +160,8 @@ static void rule_queueing(diag_in *in, json_t *L, json_t *C) {
     snprintf(src_k, sizeof src_k, "%s.%s", pre, in->eng_series ? "kv_usage" : "kv_usage_pct");
     double wait_mean = s ? diag_mean(get(s, "waiting")) : NAN;
     double kv_max = in->eng_series ? diag_max(get(s, "kv_usage")) : s ? diag_max(get(s, "kv_usage_pct")) / 100 : NAN;
-    double ttft_med = diag_num(d, "median_ttft_ms"), ttft_min = diag_num(d, "min_ttft_ms");
-    double ttft = diag_num(d, "mean_ttft_ms"), e2el = diag_num(d, "mean_e2el_ms");
+    double ttft_med = diag_num(d, METRIC(median_ttft_ms)), ttft_min = diag_num(d, METRIC(min_ttft_ms));
+    double ttft = diag_num(d, METRIC(mean_ttft_ms)), e2el = diag_num(d, METRIC(mean_e2el_ms));
     diag_checked(C, "queueing", true, isfinite(in->admitted) ? "requests offered (Little's law on the client's records) vs "
                  "running (server series), waiting gauge, TTFT" : "results.median_ttft_ms vs min_ttft_ms (no server series)");
     if (kv_max >= DIAG_KV_FULL) return;             /* memory stops admission: kv_capacity's finding */
@@ -236,12 +237,11 @@ static void rule_queueing(diag_in *in, json_t *L, json_t *C) {
  * against, is named as slow, not as compute bound. */
 static void rule_prefill(diag_in *in, json_t *L, json_t *C) {
     double tensor = diag_gpu_mean(in, "tensor_util_pct");
-    double ttft = diag_num(in->doc, "mean_ttft_ms"), e2el = diag_num(in->doc, "mean_e2el_ms");
-    double tmin = diag_num(in->doc, "min_ttft_ms");
-    double done = diag_num(in->doc, "completed"), prompt = done > 0 ? diag_num(in->doc, "total_input_tokens") / done : NAN;
+    double ttft = diag_num(in->doc, METRIC(mean_ttft_ms)), e2el = diag_num(in->doc, METRIC(mean_e2el_ms));
+    double tmin = diag_num(in->doc, METRIC(min_ttft_ms));
+    double done = diag_num(in->doc, METRIC(completed)), prompt = done > 0 ? diag_num(in->doc, "total_input_tokens") / done : NAN;
     diag_checked(C, "prefill_compute", true, isfinite(tensor) ? "telemetry tensor_util_pct, results TTFT/E2EL" :
-                in->have_roof ? "roofline (cost model) prefill FLOPs at the tensor peak vs results.min_ttft_ms, mean_ttft_ms / "
-                "mean_e2el_ms" : "results.min_ttft_ms, mean_ttft_ms / mean_e2el_ms (no roofline)");
+                in->have_roof ? "roofline (cost model) prefill FLOPs at the tensor peak vs results.min_ttft_ms, mean_ttft_ms / mean_e2el_ms" : "results.min_ttft_ms, mean_ttft_ms / mean_e2el_ms (no roofline)");
     /* the prefill's own share: TTFT less the wait for admission the queueing finding owns */
     double share = e2el > 0 ? diag_prefill_ms(in) / e2el : NAN;
     if (!(share >= DIAG_PREFILL_SHARE)) return;
@@ -331,7 +331,7 @@ static void rule_prefill(diag_in *in, json_t *L, json_t *C) {
 }
 
 static void rule_interference(diag_in *in, json_t *L, json_t *C) {
-    double itl99 = diag_num(in->doc, "p99_itl_ms"), itl50 = diag_num(in->doc, "median_itl_ms");
+    double itl99 = diag_num(in->doc, METRIC(p99_itl_ms)), itl50 = diag_num(in->doc, METRIC(median_itl_ms));
     double ratio = itl50 > 0 ? itl99 / itl50 : NAN;
     double corr = NAN, step_max = NAN, step_med = NAN;
     if (in->eng_series) {
@@ -357,10 +357,10 @@ static void rule_interference(diag_in *in, json_t *L, json_t *C) {
     json_t *f = diag_finding(L, "prefill_interference", conf, "decode stalls behind prefills: p99 ITL is %.1fx the median",
                              ratio);
     /* the stalls' share of decode time: the mean gap beyond the typical one */
-    double itl_mean = diag_num(in->doc, "mean_itl_ms");
+    double itl_mean = diag_num(in->doc, METRIC(mean_itl_ms));
     double lost = itl_mean > 0 && itl50 > 0 ? clamp01((itl_mean - itl50) / itl_mean) : DIAG_COST_UNKNOWN;
     /* of the user's time: the stalls' share of decode, times decode's share of a request */
-    double e2el = diag_num(in->doc, "mean_e2el_ms"), ttft = diag_num(in->doc, "mean_ttft_ms");
+    double e2el = diag_num(in->doc, METRIC(mean_e2el_ms)), ttft = diag_num(in->doc, METRIC(mean_ttft_ms));
     if (itl_mean > 0 && itl50 > 0 && e2el > 0 && isfinite(ttft))
         diag_cost(f, lost * (e2el - ttft) / e2el, "of end-to-end time spent in decode stalls (mean ITL beyond the median: "
                   "%.0f%% of decode)", 100 * lost);
@@ -516,14 +516,14 @@ static void rule_tenants(diag_in *in, json_t *L, json_t *C) {
         const json_t *c = json_array_get(arr, i), *slo = get(c, "goodput_slo");
         class_view *x = &v[m++];
         x->name = json_string_value(get(c, "class"));
-        x->total = diag_num(c, "completed") + diag_num(c, "failed");
+        x->total = diag_num(c, METRIC(completed)) + diag_num(c, METRIC(failed));
         x->good = slo ? diag_num(c, "good_requests") : NAN;
-        x->p99_ttft = diag_num(c, "p99_ttft_ms");
-        x->med_ttft = diag_num(c, "median_ttft_ms");
-        x->p99_tpot = diag_num(c, "p99_tpot_ms");
+        x->p99_ttft = diag_num(c, METRIC(p99_ttft_ms));
+        x->med_ttft = diag_num(c, METRIC(median_ttft_ms));
+        x->p99_tpot = diag_num(c, METRIC(p99_tpot_ms));
         x->slo_ttft = diag_num(slo, "ttft_ms");
         x->slo_tpot = diag_num(slo, "tpot_ms");
-        x->in_mean = diag_num(c, "completed") > 0 ? diag_num(c, "total_input_tokens") / diag_num(c, "completed") : NAN;
+        x->in_mean = diag_num(c, METRIC(completed)) > 0 ? diag_num(c, "total_input_tokens") / diag_num(c, METRIC(completed)) : NAN;
         x->out_tokens = diag_num(c, "total_output_tokens");
         if (isfinite(x->total)) all_req += x->total;
         if (isfinite(x->out_tokens)) all_out += x->out_tokens;

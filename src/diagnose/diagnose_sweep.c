@@ -4,6 +4,7 @@
  * evidence (throughput gain against load gain, step time against the roofline's at each load).
  * Levels whose requests outlasted them are not measurements and are skipped. */
 #include "diagnose/diagnose_int.h"
+#include "metrics/metric_table.h"
 #include "sweep/sweep.h"
 #include "sweep/context.h"
 #include <math.h>
@@ -43,7 +44,7 @@ static const json_t *find_class(const json_t *list, const char *cls) {
 static void facts_of(level_facts *x, double load, const json_t *res, const json_t *dg) {
     memset(x, 0, sizeof *x);
     x->load = load;
-    x->tput = diag_num(res, "output_throughput");
+    x->tput = diag_num(res, METRIC(output_throughput));
     const json_t *r = json_object_get(dg, "roofline");
     x->roof = json_is_true(json_object_get(r, "valid"));
     x->eff = diag_num(r, "efficiency");
@@ -53,9 +54,9 @@ static void facts_of(level_facts *x, double load, const json_t *res, const json_
     x->floor_ms = diag_num(r, "decode_step_ms_floor");
     x->batch = diag_num(r, "batch");
     x->context = diag_num(r, "context");
-    x->ttft50 = diag_num(res, "median_ttft_ms");
-    x->prompt = diag_num(res, "completed") > 0 ? diag_num(res, "total_input_tokens") / diag_num(res, "completed") : NAN;
-    double e2el = diag_num(res, "mean_e2el_ms"), ttft = diag_num(res, "mean_ttft_ms"), q = diag_num(res, "mean_queue_ms");
+    x->ttft50 = diag_num(res, METRIC(median_ttft_ms));
+    x->prompt = diag_num(res, METRIC(completed)) > 0 ? diag_num(res, "total_input_tokens") / diag_num(res, METRIC(completed)) : NAN;
+    double e2el = diag_num(res, METRIC(mean_e2el_ms)), ttft = diag_num(res, METRIC(mean_ttft_ms)), q = diag_num(res, METRIC(mean_queue_ms));
     x->decode_share = e2el > 0 && isfinite(ttft) ? (e2el - ttft) / (e2el + (q > 0 ? q : 0)) : 1;
     const json_t *eo = find_class(json_object_get(dg, "findings"), "engine_overhead");
     x->overhead = eo && json_number_value(json_object_get(eo, "confidence")) >= 0.6;
@@ -337,7 +338,7 @@ static json_t *scaling_json(const level_facts *F, size_t n) {
     }
     double tg = n >= 2 && F[0].tput > 0 ? F[n - 1].tput / F[0].tput : NAN;
     double lg = n >= 2 && F[0].load > 0 ? F[n - 1].load / F[0].load : NAN;
-    return json_pack("{s:o,s:o,s:o,s:o}", "loads", loads, "output_throughput", tput,
+    return json_pack("{s:o,s:o,s:o,s:o}", "loads", loads, METRIC(output_throughput), tput,
                      "throughput_gain", isfinite(tg) ? json_real(tg) : json_null(), "load_gain", isfinite(lg) ? json_real(lg) : json_null());
 }
 
@@ -383,7 +384,7 @@ json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t 
     json_t *lv;
     if (!isfinite(ref_load))
         json_array_foreach(levels, i, lv) {
-            double t = diag_num(json_object_get(lv, "results"), "output_throughput");
+            double t = diag_num(json_object_get(lv, "results"), METRIC(output_throughput));
             if (sweep_level_measured(lv) && t > best_tput) { best_tput = t; ref_load = diag_num(lv, "load"); }
         }
     json_t *best = json_object(), *where = json_object(), *cbest = json_object(), *cwhere = json_object();
@@ -479,6 +480,6 @@ json_t *diag_sweep(const json_t *doc, const diagnose_opts *o, char *err, size_t 
     json_decref(ref);
     json_object_set_new(out, "scaling", scaling);
     json_object_set_new(out, "levels_not_measured", skipped);
-    if (json_is_object(knee)) json_object_set_new(out, "knee_load", json_real(ref_load));
+    if (json_is_object(knee)) json_object_set_new(out, METRIC(knee_load), json_real(ref_load));
     return out;
 }

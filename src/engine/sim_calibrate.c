@@ -1,6 +1,7 @@
 /* sim_calibrate — least-squares fits of the cost model's efficiency factors to a measured run
  * (grid search over the factor, closed-form intercept), and the profile file. */
 #include "engine/sim_calibrate.h"
+#include "metrics/metric_table.h"
 #include "common/fileio.h"
 #include <jansson.h>
 #include <math.h>
@@ -589,13 +590,13 @@ static int agg_solve(cost_model *cm, cost_factors *f, double *x, double lo, doub
 static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration *c, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
     c->factors = p->factors;
-    double itl = json_number_value(json_object_get(doc, "median_itl_ms")) / 1e3;
+    double itl = json_number_value(json_object_get(doc, METRIC(median_itl_ms))) / 1e3;
     const char *point = "median ITL";
-    if (!(itl > 0)) { itl = json_number_value(json_object_get(doc, "median_tpot_ms")) / 1e3; point = "median TPOT"; }
-    double dur = json_number_value(json_object_get(doc, "duration"));
-    double done = json_number_value(json_object_get(doc, "completed"));
-    double e2el = json_number_value(json_object_get(doc, "mean_e2el_ms")) / 1e3;
-    double ttft = json_number_value(json_object_get(doc, "mean_ttft_ms")) / 1e3;
+    if (!(itl > 0)) { itl = json_number_value(json_object_get(doc, METRIC(median_tpot_ms))) / 1e3; point = "median TPOT"; }
+    double dur = json_number_value(json_object_get(doc, METRIC(duration)));
+    double done = json_number_value(json_object_get(doc, METRIC(completed)));
+    double e2el = json_number_value(json_object_get(doc, METRIC(mean_e2el_ms))) / 1e3;
+    double ttft = json_number_value(json_object_get(doc, METRIC(mean_ttft_ms))) / 1e3;
     double tin = json_number_value(json_object_get(doc, "total_input_tokens"));
     double tout = json_number_value(json_object_get(doc, "total_output_tokens"));
     if (!(itl > 0 && dur > 0 && done > 0 && e2el > 0)) {
@@ -607,7 +608,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     c->sched_v1 = cm.s.prof.sched == SCHED_V1;
     /* with MTP a step emits several tokens: the gap between chunks is a step, TPOT a token */
     if (cm.s.mtp_draft > 0 && !strcmp(point, "median ITL")) {
-        double tp = json_number_value(json_object_get(doc, "median_tpot_ms")) / 1e3;
+        double tp = json_number_value(json_object_get(doc, METRIC(median_tpot_ms))) / 1e3;
         if (tp > 0) { itl = tp; point = "median TPOT"; }
     }
     double batch = fmax(1, round(done * (e2el - ttft) / dur));

@@ -1,6 +1,7 @@
 /* sim_validate — loads the published-rows table, simulates every case, scores the errors, fits the
  * mechanism parameters and runs the leave-one-out check (see sim_validate.h). */
 #include "engine/sim_validate.h"
+#include "metrics/metric_table.h"
 #include "engine/sim_interval.h"
 #include "engine/sim_calibrate.h"
 #include "engine/sim.h"
@@ -286,14 +287,14 @@ static int run_serve(val_case *c, char *err, size_t errlen) {
     summary_default_opts(&so);
     json_t *s = summary_compute(&recs, &so);
     if (!s) { snprintf(err, errlen, "out of memory"); goto out; }
-    static const char *const keys[] = {"median_ttft_ms", "mean_ttft_ms", "median_tpot_ms", "mean_tpot_ms",
-                                       "median_itl_ms", "mean_e2el_ms", "median_e2el_ms"};
+    static const char *const keys[] = {METRIC(median_ttft_ms), METRIC(mean_ttft_ms), METRIC(median_tpot_ms), METRIC(mean_tpot_ms),
+                                       METRIC(median_itl_ms), METRIC(mean_e2el_ms), METRIC(median_e2el_ms)};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) set_metric(c, keys[i], json_number_value(json_object_get(s, keys[i])));
-    double out_tps = json_number_value(json_object_get(s, "output_throughput")) * k;
-    set_metric(c, "output_throughput", out_tps);
-    set_metric(c, "request_throughput", json_number_value(json_object_get(s, "request_throughput")) * k);
+    double out_tps = json_number_value(json_object_get(s, METRIC(output_throughput))) * k;
+    set_metric(c, METRIC(output_throughput), out_tps);
+    set_metric(c, METRIC(request_throughput), json_number_value(json_object_get(s, METRIC(request_throughput))) * k);
     set_metric(c, "output_throughput_per_gpu", out_tps / gpus_of(&c->p));
-    set_metric(c, "total_throughput_per_gpu", json_number_value(json_object_get(s, "total_token_throughput")) * k / gpus_of(&c->p));
+    set_metric(c, "total_throughput_per_gpu", json_number_value(json_object_get(s, METRIC(total_token_throughput))) * k / gpus_of(&c->p));
     json_decref(s);
     double user = 0;
     long done = 0;
@@ -932,7 +933,7 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
     fprintf(out, "calibrate on the lowest load (c = %g) of %s, predict the others (80%% intervals: calibrated)\n", base, path);
     for (int i = 0; i < cal.n_notes; i++) fprintf(out, "  %s\n", cal.notes[i]);
     fprintf(out, "%-6s %-7s %-20s %12s %12s %8s %s\n", "load", "x base", "metric", "measured", "predicted", "error", "inside");
-    static const char *const names[] = {"median_tpot_ms", "output_throughput"};
+    static const char *const names[] = {METRIC(median_tpot_ms), METRIC(output_throughput)};
     const sim_iv_target tg[] = {SIM_IV_TPOT, SIM_IV_TPUT};
     int n = 0, inside = 0, n_in = 0, n15 = 0;
     size_t li;
@@ -941,7 +942,7 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
     json_array_foreach(levels, li, lv) {
         json_t *res = json_object_get(lv, "results");
         double load = json_number_value(json_object_get(lv, "load"));
-        long done = (long)json_integer_value(json_object_get(res, "completed"));
+        long done = (long)json_integer_value(json_object_get(res, METRIC(completed)));
         if (!json_is_object(res) || done <= 0 || !(load >= 1)) continue;
         val_case c;
         memset(&c, 0, sizeof c);
