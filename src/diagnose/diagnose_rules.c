@@ -46,8 +46,9 @@ static void rule_client(diag_in *in, json_t *L, json_t *C) {
         if (conf >= 0.6)
             f = diag_finding(L, "client_bound", conf, "the client fell behind its plan: it, not the server, limited the run");
         else if (isfinite(impact))
-            f = diag_finding(L, "client_bound", conf, "the client lagged its plan slightly (%.0f%% of p99 TTFT from schedule)",
-                             100 * impact);
+            /* a slight lag is a caveat on the run, not its bottleneck: the run's own warning says
+             * so, and a health verdict beside it is held at low confidence (warnings_as_evidence) */
+            return;
         else
             f = diag_finding(L, "client_bound", conf, "the client lagged its plan (no completed request to weigh the lag against)");
         diag_ev(f, NAN, NULL, "results.client_lag_reason", "%s", json_string_value(get(d, "client_lag_reason")));
