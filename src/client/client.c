@@ -13,6 +13,7 @@
 #include "common/http.h"
 #include "client/sse.h"
 #include "client/h1.h"
+#include "client/outcome.h"
 #include "common/clock.h"
 #include "common/redact.h"
 #include "common/log.h"
@@ -168,59 +169,13 @@ static size_t on_write(char *buf, size_t size, size_t n, void *ud) {
     return len;
 }
 
-static void set_err(record *r, const char *msg) {
-    if (!r->error && msg) r->error = redact_text(msg);   /* a server may echo the key it refused */
-}
-
+/* The outcome (outcome.h): the status is libcurl's when no body came, else the one on_header kept. */
 static rec_outcome classify(transfer *t, CURLcode res) {
-    record *r = &t->c->recs->v[t->rec];
-    char msg[600];
-    if (res == CURLE_OPERATION_TIMEDOUT) {
-        set_err(r, "timed out");
-        return REC_ERR_TIMEOUT;
-    }
-    long code = 0;
-    if (res != CURLE_OK && !t->got_body) curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
-    if (res != CURLE_OK && !t->got_body && code == 0) {
-        snprintf(msg, sizeof msg, "%s", curl_easy_strerror(res));
-        set_err(r, msg);
-        return REC_ERR_CONNECT;
-    }
-    /* The server answered (its status line came) and the connection ended before a byte of body: a
-     * stream cut short, not a failure to connect; else "connect" errors of a server that died
-     * mid-run show "Transferred a partial file" as their example. */
-    if (res != CURLE_OK && !t->got_body && code >= 200 && code < 300) {
-        r->http_status = (int32_t)code;
-        snprintf(msg, sizeof msg, "stream ended before its first event: %s", curl_easy_strerror(res));
-        set_err(r, msg);
-        return REC_ERR_TRUNCATED;
-    }
     long status = t->status;
     if (!t->got_body) curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
-    r->http_status = (int32_t)status;
-    if (status < 200 || status >= 300) {
-        char em[400];
-        openai_error_message(t->errbody, t->errlen, em, sizeof em);
-        snprintf(msg, sizeof msg, "HTTP %ld%s%s", status, em[0] ? ": " : "", em);
-        set_err(r, msg);
-        return REC_ERR_HTTP;
-    }
-    if (t->st.stream_error) return REC_ERR_STREAM;
-    if (t->st.bad_json) return REC_ERR_JSON;
-    if (!t->is_sse && t->sse.n_events == 0) {
-        char em[300];
-        openai_error_message(t->errbody, t->errlen, em, sizeof em);
-        snprintf(msg, sizeof msg, "not an SSE stream (Content-Type is not text/event-stream): %.200s", em);
-        set_err(r, msg);
-        return REC_ERR_JSON;
-    }
-    if (res != CURLE_OK || !(t->st.done || t->st.finished)) {
-        snprintf(msg, sizeof msg, "stream ended before [DONE]%s%s", res != CURLE_OK ? ": " : "",
-                 res != CURLE_OK ? curl_easy_strerror(res) : "");
-        set_err(r, msg);
-        return REC_ERR_TRUNCATED;
-    }
-    return REC_OK;
+    client_end e = { .res = res, .status = status, .got_body = t->got_body, .is_sse = t->is_sse,
+                     .n_events = t->sse.n_events, .st = &t->st, .errbody = t->errbody, .errlen = t->errlen };
+    return client_outcome(&t->c->recs->v[t->rec], &e);
 }
 
 /* A finished transfer's easy handle keeps its options and buffers for the next request
@@ -259,7 +214,7 @@ static void finish(client *c, transfer *t, CURLcode res, int forced_outcome) {
     if (forced_outcome < 0) sse_finish(&t->sse, on_sse_event, t);
     r->end_ns = clock_now_ns();
     r->outcome = forced_outcome >= 0 ? (uint8_t)forced_outcome : (uint8_t)classify(t, res);
-    if (forced_outcome >= 0) set_err(r, "cancelled: still in flight when the run stopped");
+    if (forced_outcome >= 0) client_set_err(r, "cancelled: still in flight when the run stopped");
     if (r->http_status == 0 && t->status) r->http_status = (int32_t)t->status;
     r->last_ns = t->st.last_data_ns;
     /* a new connection's setup happens between sched and send: keep it apart from client lag */
@@ -435,7 +390,7 @@ static void send_pending(client *c) {
         c->pending_head = t->pending_next;
         if (!c->pending_head) c->pending_tail = NULL;
         if (curl_multi_add_handle(c->multi, t->easy) != CURLM_OK) {
-            set_err(&c->recs->v[t->rec], "client: libcurl would not take the request");
+            client_set_err(&c->recs->v[t->rec], "client: libcurl would not take the request");
             finish(c, t, CURLE_OUT_OF_MEMORY, REC_ERR_CONNECT);
             continue;
         }

@@ -4,6 +4,7 @@
  * Response bytes go through the framing (chunked / length / close) into the SSE parser and the
  * OpenAI chunk interpreter, stamped with the kernel's receive time of the read. */
 #include "client/h1.h"
+#include "client/outcome.h"
 #include "common/http.h"
 #include "client/sse.h"
 #include "client/rxstamp.h"
@@ -236,57 +237,17 @@ static void idle_keep(h1 *c, int fd) {
 
 /* ---- per-transfer bookkeeping ---- */
 
-static void set_err(record *r, const char *msg) {
-    if (!r->error && msg) r->error = redact_text(msg);   /* a server may echo the key it refused */
-}
-
 static void set_sending(h1 *c, xfer *x, xstate st) {
     bool was = x->ph == X_CONNECTING || x->ph == X_SENDING, is = st == X_CONNECTING || st == X_SENDING;
     c->sockets_sending += (int)is - (int)was;
     x->ph = st;
 }
 
-/* The outcome, as client.c's classify gives it for the matching libcurl result. */
+/* The outcome, from the libcurl result the own path's ending maps to (outcome.h). */
 static rec_outcome classify(xfer *x, CURLcode res) {
-    record *r = &x->c->recs->v[x->rec];
-    char msg[600];
-    if (res == CURLE_OPERATION_TIMEDOUT) { set_err(r, "timed out"); return REC_ERR_TIMEOUT; }
-    long code = x->status;
-    if (res != CURLE_OK && !x->got_body && code == 0) {
-        snprintf(msg, sizeof msg, "%s", curl_easy_strerror(res));
-        set_err(r, msg);
-        return REC_ERR_CONNECT;
-    }
-    if (res != CURLE_OK && !x->got_body && code >= 200 && code < 300) {
-        r->http_status = (int32_t)code;
-        snprintf(msg, sizeof msg, "stream ended before its first event: %s", curl_easy_strerror(res));
-        set_err(r, msg);
-        return REC_ERR_TRUNCATED;
-    }
-    r->http_status = (int32_t)code;
-    if (code < 200 || code >= 300) {
-        char em[400];
-        openai_error_message(x->errbody, x->errlen, em, sizeof em);
-        snprintf(msg, sizeof msg, "HTTP %ld%s%s", code, em[0] ? ": " : "", em);
-        set_err(r, msg);
-        return REC_ERR_HTTP;
-    }
-    if (x->st.stream_error) return REC_ERR_STREAM;
-    if (x->st.bad_json) return REC_ERR_JSON;
-    if (!x->is_sse && x->sse.n_events == 0) {
-        char em[300];
-        openai_error_message(x->errbody, x->errlen, em, sizeof em);
-        snprintf(msg, sizeof msg, "not an SSE stream (Content-Type is not text/event-stream): %.200s", em);
-        set_err(r, msg);
-        return REC_ERR_JSON;
-    }
-    if (res != CURLE_OK || !(x->st.done || x->st.finished)) {
-        snprintf(msg, sizeof msg, "stream ended before [DONE]%s%s", res != CURLE_OK ? ": " : "",
-                 res != CURLE_OK ? curl_easy_strerror(res) : "");
-        set_err(r, msg);
-        return REC_ERR_TRUNCATED;
-    }
-    return REC_OK;
+    client_end e = { .res = res, .status = x->status, .got_body = x->got_body, .is_sse = x->is_sse,
+                     .n_events = x->sse.n_events, .st = &x->st, .errbody = x->errbody, .errlen = x->errlen };
+    return client_outcome(&x->c->recs->v[x->rec], &e);
 }
 
 static int on_sse_event(void *ctx, const sse_event *ev) {
@@ -314,7 +275,7 @@ static void finish(h1 *c, xfer *x, CURLcode res, int forced, bool keep, int64_t 
     r->end_ns = end_stamp_ns ? end_stamp_ns : clock_now_ns();
     if (r->send_ns) hist_add(c->dur_hist, r->end_ns - r->send_ns);
     r->outcome = forced >= 0 ? (uint8_t)forced : (uint8_t)classify(x, res);
-    if (forced >= 0) set_err(r, "cancelled: still in flight when the run stopped");
+    if (forced >= 0) client_set_err(r, "cancelled: still in flight when the run stopped");
     if (r->http_status == 0 && x->got_body && x->status) r->http_status = (int32_t)x->status;
     r->last_ns = x->st.last_data_ns;
     if (x->fresh && x->connect_ns > 0) r->connect_ns = x->connect_ns;
