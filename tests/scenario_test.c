@@ -274,7 +274,9 @@ TEST(scenario_admission_open) { run_scenario("admission_open"); }
 TEST(scenario_ctx_overflow) { run_scenario("ctx_overflow"); }
 TEST(scenario_ctx_ladder) { run_scenario("ctx_ladder"); }
 TEST(scenario_faults) { run_scenario("faults"); }
-TEST(scenario_healthy) { run_scenario("healthy"); }
+/* its verdict needs the client to keep a single user's closed loop: beside three other tests of a
+ * sanitized suite on two cores, the client itself fell behind that plan and diagnose said so */
+TEST_ALONE(scenario_healthy) { run_scenario("healthy"); }
 /* its cause is a 1200-token prefill sharing steps with chats on one thread: run alone, so the
  * suite's other tests do not stretch those prefills past what the level measures */
 TEST_ALONE(scenario_interference) { run_scenario("interference"); }
