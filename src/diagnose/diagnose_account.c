@@ -65,6 +65,12 @@ void diag_admission(diag_in *in) {
     /* admitted below offered, and the first tokens late by it: a count that lags alone is no queue */
     in->queue_by_admission = isfinite(gap) && gap >= DIAG_ADMIT_GAP_MIN && gap >= DIAG_ADMIT_GAP * in->offered &&
                              tmin > 0 && ttft >= DIAG_ADMIT_TTFT * tmin;
+    /* ...and no request waits for a slot that never had more requests in flight than slots: with
+     * a known cap (the server's own, not read off this run) and the client's peak at or below it,
+     * the gap between offered and running is time in the server outside a slot (HTTP, tokenizing,
+     * a starved host thread handing the request over), not admission */
+    if (in->queue_by_admission && in->cap > 0 && isfinite(in->offered_peak) && in->offered_peak <= in->cap)
+        in->queue_by_admission = false;
     /* bursts: on average fewer are offered than run, but at times more arrive than the cap admits
      * (an open loop's random arrivals), and TTFT grows by the wait */
     in->queue_bursts = false;

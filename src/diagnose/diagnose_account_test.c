@@ -466,3 +466,32 @@ TEST(diagnose_prefill_is_not_the_wait_behind_others) {
     json_decref(g);
     json_decref(doc);
 }
+
+/* The same run as a starved host shows it (two CPU hogs beside llama-server: the scenario corpus
+ * under load): the server's running count lags the four requests in flight, each busy sample one
+ * lower, so about one request of four is "offered but not running" while TTFT is long. With four
+ * users against four slots no request can wait for a slot: the gap is time outside a slot, and
+ * the finding stays prefill interference. The same gap with the client's peak above the slots
+ * (eight in flight at once) is a queue for admission. */
+TEST(diagnose_no_admission_queue_with_no_more_in_flight_than_slots) {
+    json_t *doc = test_load_json("tests/fixtures/llamacpp-cpu/interference_sweep.json");
+    CHECK(doc != NULL);
+    if (!doc) return;
+    json_t *r = json_object_get(json_array_get(json_object_get(doc, "levels"), 0), "results");
+    json_t *run = json_object_get(json_object_get(json_object_get(json_object_get(r, "telemetry"), "server"), "series"), "running");
+    CHECK(json_array_size(run) > 0);
+    for (size_t i = 0; i < json_array_size(run); i++) {
+        double x = json_number_value(json_array_get(run, i));
+        if (x >= 2) json_array_set_new(run, i, json_real(x - 1));
+    }
+    CHECK_NEAR(test_num(r, "max_concurrent_requests"), 4, 0);
+    json_t *g = diag_o(doc, NULL);
+    CHECK(g && !finding(g, "queueing"));
+    CHECK_STR(cls(first(g)), "prefill_interference");
+    json_decref(g);
+    json_object_set_new(r, "max_concurrent_requests", json_integer(8));
+    g = diag_o(doc, NULL);
+    CHECK(g && finding(g, "queueing"));
+    json_decref(g);
+    json_decref(doc);
+}
