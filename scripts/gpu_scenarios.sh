@@ -13,7 +13,8 @@
 # DIR of --shared holds engines/, tools/ and testdata/ (as ../shared does); --work is scratch space
 # (the build and ~33 GB of models); BIN is a dsperf binary that runs there (LD_LIBRARY_PATH may be set
 # for it alone with --dsperf-libs DIR). Scenarios: slots overhead cpu_only partial_offload context
-# (default: all, in that order), and on a machine with two or more GPUs the four split runs (`multigpu`
+# (default: all, in that order); overhead_q8 and overhead_long (the simulator's held-out sweeps, run
+# when named; overhead_q8 also builds llama-quantize); and on a machine with two or more GPUs the four split runs (`multigpu`
 # names them all): layer_split (-sm layer, c = 1..32), row_split (-sm row, same load), uneven_split
 # (-sm layer -ts 3,1), two_servers (one llama-server per GPU, -sm none, two URLs benched as one job:
 # two ranks under mpirun, one per server). Asked for on fewer than two GPUs, they are refused (exit 2)
@@ -66,6 +67,15 @@ if [ ! -x "$SRV" ]; then
   cp "$WORK/src/build/bin/llama-server" "$SRV"
   log "built"
 fi
+QUANT="$WORK/llama-quantize"   # llama.cpp's own quantizer, for the quantized-weight runs
+need_quant=0
+for s in $SCENARIOS; do case $s in overhead_q8) need_quant=1 ;; esac; done
+if [ $need_quant = 1 ] && [ ! -x "$QUANT" ]; then
+  log "building llama-quantize"
+  (cd "$WORK/src" && cmake --build build -j"$JOBS" --target llama-quantize >>"$OUT/build.log" 2>&1) \
+    || { log "the llama-quantize build failed (build.log)"; tail -n 30 "$OUT/build.log" >&2; exit 1; }
+  cp "$WORK/src/build/bin/llama-quantize" "$QUANT"
+fi
 
 # 2. the models (same seed and shape give the same bytes)
 gguf() {   # gguf NAME ARGS...
@@ -80,6 +90,12 @@ need_v2lite=0; need_medium=0
 for s in $SCENARIOS; do case $s in cpu_only) need_medium=1 ;; *) need_v2lite=1 ;; esac; done
 [ $need_medium = 1 ] && gguf medium --size medium
 [ $need_v2lite = 1 ] && gguf v2lite --size v2lite --tile 1048573
+if [ $need_quant = 1 ] && [ ! -s "$WORK/v2lite-q8_0.gguf" ]; then
+  log "quantizing v2lite to Q8_0"
+  "$QUANT" "$WORK/v2lite.gguf" "$WORK/v2lite-q8_0.gguf.tmp" Q8_0 >"$WORK/quantize.log" 2>&1 \
+    || { log "quantizing failed"; tail -n 10 "$WORK/quantize.log" >&2; exit 1; }
+  mv "$WORK/v2lite-q8_0.gguf.tmp" "$WORK/v2lite-q8_0.gguf"
+fi
 
 # 3. the scenarios
 PORT=18080
@@ -147,6 +163,12 @@ for s in $SCENARIOS; do
     slots) run slots v2lite "-ngl 99 -np 4 -c 16384" --concurrency 2,4,8,16 --duration 12s --dataset random:in=512,out=128 ;;
     # 32 slots, 1..32 users, short prompts: llama.cpp's fixed per-step cost, not HBM, sets the step
     overhead) run overhead v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
+    # held-out runs for the simulator's calibrate-then-predict (issue 30): the overhead construction
+    # with Q8_0 weights (half the bytes, the same expert loop), and with 4x longer prompts and 2x
+    # longer answers (more attention and KV per token); neither is fitted, each is predicted from its
+    # own lowest level
+    overhead_q8) run overhead_q8 v2lite-q8_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
+    overhead_long) run overhead_long v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 15s --dataset random:in=1024,out=256 ;;
     # a GPU box serving with -ngl 0: the weights stay in host memory, the CPU does the work, the GPU idles
     cpu_only) run cpu_only medium "-ngl 0 -np 4 -c 8192" --concurrency 1,4 --duration 15s --dataset random:in=256,out=64 ;;
     # 8 of V2-Lite's 27 layers on the GPU: the 19 on the CPU set the step
