@@ -80,7 +80,10 @@ TEST_TIMEOUT ?= 300
 TEST_JOBS ?= 4
 # SAN_LOGS (sanitizer builds): every process writes its reports there, so a report from a dsperf
 # the tests ran as a child fails the target even when that test ignored the exit code.
-run-tests: $(BUILD)/dsperf $(BUILD)/dsperf_test $(BUILD)/harness_selftest testdata-npm real-engine
+# ENGINE_DEP= (empty) runs the tests without building the engine first: CI builds it beside a
+# pass, and a real-engine test that starts during the build waits for it (tests/llamacpp_util.c).
+ENGINE_DEP ?= real-engine
+run-tests: $(BUILD)/dsperf $(BUILD)/dsperf_test $(BUILD)/harness_selftest testdata-npm $(ENGINE_DEP)
 	@$(if $(SAN_LOGS),rm -rf $(SAN_LOGS); mkdir -p $(SAN_LOGS);) \
 	  ulimit -n 65536 2>/dev/null || true; DSPERF_TEST_TIMEOUT=$${DSPERF_TEST_TIMEOUT:-$(TEST_TIMEOUT)} \
 	  DSPERF_TEST_JOBS=$${DSPERF_TEST_JOBS:-$(TEST_JOBS)} \
@@ -115,10 +118,11 @@ test-libcurl-path: deps
 # tests start no server, no load and no thread of their own — parsers, statistics, the simulator,
 # the tokenizer but its threads test, history's processes): a race needs two threads, and under
 # TSan these took half the pass's CPU. A new test anywhere else runs under TSan by default.
-# The real-engine scenario corpus and drift's K-cache run are left out too: their threads are the
-# client's and the sampler's, which the bench, telemetry and monitor tests check under TSan against
+# The real-engine tests (the scenario corpus, drift's K-cache run, llama.cpp's live wire and
+# timings) are left out too, so the TSan pass needs no engine and CI builds it beside that pass:
+# their threads are the client's and the sampler's, which the bench, telemetry and monitor tests check under TSan against
 # `dsperf serve`, and their cost is llama.cpp's compute (they run under ASan and in `make test`).
-TSAN_SKIP := tests/scenario_test tests/drift_live_test src/metrics/ src/engine/ src/model/ src/plan/ src/compare/ src/common/ src/results/ src/history/ \
+TSAN_SKIP := tests/scenario_test tests/drift_live_test tests/llamacpp_live_test tests/llamacpp_timings_test src/metrics/ src/engine/ src/model/ src/plan/ src/compare/ src/common/ src/results/ src/history/ \
   src/client/chunkscan_test src/client/sse_test src/load/arrival_test src/telemetry/prom_test src/telemetry/host_test \
   src/sweep/context_test src/sweep/stability_test src/diagnose/diagnose_account_test src/diagnose/diagnose_cache_test \
   src/report/deployment_test src/report/report_longctx_test src/cli/cmd_sim_test src/dataset/trace_test \

@@ -29,6 +29,11 @@ static json_t *bench(const test_llama *s, const char *args, const char *name, in
     *rc = test_run(cmd, NULL, &err);
     json_t *r = test_load_json(path);
     if (!r) CHECK_MSG(0, "bench %s wrote no results (exit %d): %s", name, *rc, err ? err : "");
+    else if (test_num(r, "failed") > 0) {   /* what failed, for the verdict line's reader */
+        char *e = json_dumps(json_object_get(r, "errors"), JSON_COMPACT);
+        fprintf(stderr, "    bench %s: %g failed: %s; stderr: %.600s\n", name, test_num(r, "failed"), e ? e : "?", err ? err : "");
+        free(e);
+    }
     free(err);
     return r;
 }
