@@ -144,6 +144,9 @@ void cost_default_setup(cost_setup *s, int tp, int ep);
 /* Expected distinct routed experts touched per MoE layer by T tokens (E (1 - (1 - k/E)^T) when
  * routing is uniform). */
 double cost_experts_touched(cost_model *c, int64_t tokens);
+/* Expected routed experts per MoE layer that get exactly one of T tokens (T q (1 - q)^(T - 1)
+ * summed over the experts, q each expert's chance per token). */
+double cost_experts_one_row(cost_model *c, int64_t tokens);
 void cost_step_time(cost_model *c, const cost_batch *b, cost_step *out);
 /* The step time for other global efficiencies, from a step computed at the model's (for
  * calibration: the components scale, the rest stays). */
