@@ -10,7 +10,8 @@
 #define MOE_TILE_M 64           /* grouped GEMM tile rows: an expert's tokens are padded to it */
 /* host calls per touched expert per mul_mat_id in llama.cpp b4747's loop over experts (ggml-cuda.cu,
  * ggml_cuda_mul_mat_id for a ubatch of several tokens): memset, gather copy, matmul, scatter copy;
- * the matmul of one row is the vector kernel (1 call), of more the cuBLAS path (4 calls) */
+ * the matmul of one row is the vector kernel (1 call), of more the cuBLAS path (4 calls). A ubatch
+ * of one token takes none of this: its k experts go to the vector kernel in one call per op. */
 #define EXPERT_VEC_CALLS 4.0
 #define EXPERT_GEMM_CALLS 7.0
 
@@ -46,9 +47,13 @@ void cost_default_factors(cost_factors *f) {
     f->moe_triton_fp8_eff = 0.107;
     f->attn_triton_eff = 0.303;
     f->ggml_compute_eff = 0.27;   /* fitted on A5 ub128, A6 ub512, A7 PP4096 (README-sim.md) */
-    /* the c = 1 level of tests/fixtures/real-gpu/gpu_overhead.json (V2-Lite f16, one H200), by
-     * dsperf sim --calibrate (README-sim.md, "Calibrate, then predict") */
-    f->ggml_expert_s = 25e-6;
+    /* the step's growth from c = 1 to c = 2 on tests/fixtures/real-gpu/gpu_overhead.json (V2-Lite
+     * f16, one H200: 16.16 -> 33.50 ms, the loop's ~3,700 calls at batch 2), README-sim.md */
+    f->ggml_call_s = 4.5e-6;
+    /* the cuBLAS path's extra host time per multi-row expert (src1 to f16, cublasGemmEx, dst to
+     * f32): the step's growth to c = 32 on the same sweep (212.7 ms, ~85 % of its 62 touched
+     * experts multi-row), README-sim.md */
+    f->ggml_gemm_s = 27e-6;
     f->mtp_accept = 0.68;        /* chain acceptance that gives SGLang's published 2.18 (2 drafts) and 2.44 (3) */
     f->expert_skew = 0;
 }
@@ -279,12 +284,11 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
      * kernel; a ubatch of several tokens gathers each touched expert's rows (memset, copy), runs
      * its matmul and scatters the result (copy): the vector kernel when the expert got one row, 4
      * host calls; the cuBLAS path when it got more (src1 to f16, cublasSetStream, cublasGemmEx,
-     * dst to f32), 7. A one-row expert costs ggml_expert_s (the time the calibration solves at
-     * batch 1), a multi-row one 7/4 of it: the calls counted, not fitted. */
-    if (c->s.prof.expert_loop) {
-        double multi = 0;
-        if (T > 1) multi = fmax(0, x_loc - cost_experts_one_row(c, (int64_t)ceil(T)) / c->ep);
-        o->t_kernels += layers * 3 * (x_loc + (EXPERT_GEMM_CALLS / EXPERT_VEC_CALLS - 1) * multi) * c->f.ggml_expert_s;
+     * dst to f32), 7: each call ggml_call_s of host time the GPU waits on (the ids' copy to the
+     * host has drained it). A ubatch of one token runs none of it. */
+    if (c->s.prof.expert_loop && T >= 2) {
+        double one = fmin(x_loc, cost_experts_one_row(c, (int64_t)ceil(T)) / c->ep), multi = fmax(0, x_loc - one);
+        o->t_kernels += layers * 3 * (EXPERT_VEC_CALLS * (one + multi) * c->f.ggml_call_s + multi * c->f.ggml_gemm_s);
     }
     o->weight_bytes += layers * x_loc * w * c->wb;
     o->experts_touched = X;

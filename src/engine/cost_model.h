@@ -45,8 +45,9 @@ typedef struct {
     double attn_compute_eff;  /* attention kernels' fraction of the bf16 peak (FlashMLA: 660 of 989 TFLOPS) */
     double ggml_compute_eff;  /* llama.cpp's MMQ GEMMs and FlashAttention relative to the tuned kernels
                                * (compute_eff, attn_compute_eff): fitted on the llama-bench prompt rows */
-    double ggml_expert_s;     /* llama.cpp b4747's host-side expert loop: time per touched expert per
-                               * mul_mat_id (profile llamacpp-b4747; fitted by sim --calibrate) */
+    double ggml_call_s;       /* llama.cpp b4747's host-side expert loop (a ubatch of 2+ tokens): host time
+                               * per CUDA call of the loop (4 per touched expert) */
+    double ggml_gemm_s;       /* ... and the extra host time of an expert with several rows (its cuBLAS path) */
     double mtp_accept;        /* probability that a draft token is accepted, given the previous one was */
     double expert_skew;       /* Zipf exponent of expert popularity: 0 uniform routing */
     int no_flash_attention;   /* 1: attention materializes its score matrix in HBM (eager attention) */

@@ -117,7 +117,8 @@ TEST(sim_validate_refuses_a_fitted_parameter_in_a_row) {
 
 /* Calibrate, then predict, on real GPU sweeps of llama.cpp c392e50 on one H200 (256 in / 128 out,
  * c = 1..32): tests/fixtures/real-gpu/gpu_overhead.json (V2-Lite f16) and the hold-out
- * medium_sweep.json (the 906M preset, 32 experts top 6), each calibrated on its c = 1 level alone.
+ * medium_sweep.json (the 906M preset, 32 experts top 6), and gpu_overhead_long.json (V2-Lite, longer
+ * requests), each calibrated on its c = 1 level alone.
  * Profile llamacpp-b4747 prices the MoE's host loop over touched experts, a multi-row expert (the
  * cuBLAS path) at the host calls it makes; the profile without the loop (llamacpp) can only slow
  * the bandwidth and misses the growth with the batch. */
@@ -180,5 +181,20 @@ TEST(sim_validate_sweep_calibrate_then_predict) {
     int nh = sweep_run("medium_sweep.json", "llamacpp-b4747", "--model-config tests/fixtures/real-gpu/medium_config.json", ph, mh, eh, &inh, &toth);
     CHECK_EQ_INT(nh, 6);
     CHECK_MSG(toth == 10 && inh >= coverage_floor(toth), "medium_sweep: %d of %d inside the 80%% intervals", inh, toth);
+    for (int i = 1; i <= 3; i++)
+        for (int k = 0; k < 2; k++) CHECK_MSG(fabs(eh[k][i]) <= 15, "medium c = %d: %s off by %+.1f%%", 1 << i, k ? "throughput" : "TPOT", eh[k][i]);
+    /* a second hold-out, recorded after the model was set (gpu_overhead_long: V2-Lite, 1024 in /
+     * 256 out, c = 1..8; the device session ended before c = 16): closer than the loop-less
+     * profile at every level, and its intervals cover as an 80% interval should */
+    double pl[8], ml[8], el[2][8], pl0[8], ml0[8], el0[2][8];
+    int inl, totl, inl0, totl0;
+    int nl = sweep_run("gpu_overhead_long.json", "llamacpp-b4747", "--model deepseek-v2-lite", pl, ml, el, &inl, &totl);
+    int nl0 = sweep_run("gpu_overhead_long.json", "llamacpp", "--model deepseek-v2-lite", pl0, ml0, el0, &inl0, &totl0);
+    CHECK_EQ_INT(nl, 4);
+    CHECK_EQ_INT(nl0, 4);
+    for (int i = 1; i < nl && i < nl0; i++)
+        CHECK_MSG(fabs(log(pl[i] / ml[i])) < fabs(log(pl0[i] / ml0[i])), "long level %d: %.1f ms with the expert loop, %.1f without, %.1f measured",
+                  i, pl[i], pl0[i], ml[i]);
+    CHECK_MSG(totl == 6 && inl >= coverage_floor(totl), "gpu_overhead_long: %d of %d inside the 80%% intervals", inl, totl);
     CHECK_EQ_INT(test_run("sim --validate tests/fixtures/real-gpu/medium_config.json", NULL, NULL), 2);
 }
