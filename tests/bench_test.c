@@ -55,6 +55,8 @@ static void timing_at(int concurrency, int requests, int out_tokens) {
     CHECK_EQ_INT(test_num(r, "failed"), 0);
     CHECK_EQ_INT(test_num(r, "total_output_tokens"), (long long)requests * out_tokens);
     CHECK_EQ_INT(test_num(r, "total_input_tokens"), (long long)requests * 16);
+    /* a server that is no simulator makes no prediction: the results carry no interval */
+    CHECK(json_object_get(r, "prediction_interval") == NULL);
     /* a user holds at most one connection and reuses it; on a busy machine some users start after
      * others have finished and take a pooled connection, so this is a ceiling */
     CHECK(test_num(r, "new_connections") >= 1 && test_num(r, "new_connections") <= concurrency);

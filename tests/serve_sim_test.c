@@ -9,6 +9,8 @@
  * how much later on an idle machine is `make bench`'s business, not a test's. */
 #include "harness.h"
 #include "testutil.h"
+#include "engine/sim_interval.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,20 @@ TEST(serve_sim_matches_offline_sim) {
         CHECK_MSG(test_num(b, "mean_ttft_ms") * 0.5 >= served_ttft_ms - 1e-3, "client TTFT %.3f ms (engine time) below the engine's %.3f",
                   test_num(b, "mean_ttft_ms") * 0.5, served_ttft_ms);
         CHECK(test_num(b, "mean_e2el_ms") * 0.5 >= served_e2el_ms - 1e-3);
+        /* the served figures are predictions: the results carry the simulator's 80% interval around
+         * what the client measured, on the simulated clock (x 0.5 here), in a section of its own
+         * (the measurement itself untouched) */
+        const json_t *pi = json_object_get(b, "prediction_interval");
+        const json_t *tp = json_object_get(json_object_get(pi, "metrics"), "median_tpot_ms");
+        double v = 0.5 * test_num(b, "median_tpot_ms"), q = sim_interval_q(SIM_IV_TPOT, 0);
+        CHECK_NEAR(test_num(pi, "speedup"), 0.5, 1e-12);
+        CHECK_NEAR(test_num(pi, "level"), 0.8, 1e-12);
+        CHECK_NEAR(test_num(tp, "value"), v, v * 1e-9);
+        CHECK_NEAR(test_num(tp, "lo"), v * exp(-q), v * 1e-9);
+        CHECK_NEAR(test_num(tp, "hi"), v * exp(q), v * 1e-9);
+        /* a closed loop's throughput is predicted too */
+        CHECK(json_object_get(json_object_get(pi, "metrics"), "output_throughput") != NULL);
+        CHECK(strstr(json_string_value(json_object_get(pi, "of")), "serve --engine sim") != NULL);
     }
     free(m);
     json_decref(b);

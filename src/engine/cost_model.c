@@ -8,6 +8,12 @@
 #define ACT_BYTES 2.0           /* activations travel in bf16 */
 #define TOUCHED_CACHE_N 65536
 #define MOE_TILE_M 64           /* grouped GEMM tile rows: an expert's tokens are padded to it */
+/* host calls per touched expert per mul_mat_id in llama.cpp b4747's loop over experts (ggml-cuda.cu,
+ * ggml_cuda_mul_mat_id for a ubatch of several tokens): memset, gather copy, matmul, scatter copy;
+ * the matmul of one row is the vector kernel (1 call), of more the cuBLAS path (4 calls). A ubatch
+ * of one token takes none of this: its k experts go to the vector kernel in one call per op. */
+#define EXPERT_VEC_CALLS 4.0
+#define EXPERT_GEMM_CALLS 7.0
 
 void cost_default_factors(cost_factors *f) {
     memset(f, 0, sizeof *f);
@@ -41,9 +47,13 @@ void cost_default_factors(cost_factors *f) {
     f->moe_triton_fp8_eff = 0.107;
     f->attn_triton_eff = 0.303;
     f->ggml_compute_eff = 0.27;   /* fitted on A5 ub128, A6 ub512, A7 PP4096 (README-sim.md) */
-    /* the c = 1 level of tests/fixtures/real-gpu/gpu_overhead.json (V2-Lite f16, one H200), by
-     * dsperf sim --calibrate (README-sim.md, "Calibrate, then predict") */
-    f->ggml_expert_s = 25e-6;
+    /* the step's growth from c = 1 to c = 2 on tests/fixtures/real-gpu/gpu_overhead.json (V2-Lite
+     * f16, one H200: 16.16 -> 33.50 ms, the loop's ~3,700 calls at batch 2), README-sim.md */
+    f->ggml_call_s = 4.5e-6;
+    /* the cuBLAS path's extra host time per multi-row expert (src1 to f16, cublasGemmEx, dst to
+     * f32): the step's growth to c = 32 on the same sweep (212.7 ms, ~85 % of its 62 touched
+     * experts multi-row), README-sim.md */
+    f->ggml_gemm_s = 27e-6;
     f->mtp_accept = 0.68;        /* chain acceptance that gives SGLang's published 2.18 (2 drafts) and 2.44 (3) */
     f->expert_skew = 0;
 }
@@ -203,6 +213,19 @@ double cost_experts_touched(cost_model *c, int64_t tokens) {
     return s;
 }
 
+double cost_experts_one_row(cost_model *c, int64_t tokens) {
+    int E = c->arch.n_routed_experts, k = c->arch.top_k;
+    if (!model_is_moe(&c->arch) || tokens <= 0) return 0;
+    double T = (double)tokens;
+    if (!c->p_expert) {
+        double q = (double)k / E;
+        return E * T * q * pow(1 - q, T - 1);
+    }
+    double s = 0;
+    for (int j = 0; j < E; j++) s += T * c->p_expert[j] * pow(1 - c->p_expert[j], T - 1);
+    return s;
+}
+
 double cost_a2a_bytes_per_layer(const cost_model *c, int64_t tokens) {
     return (double)tokens * c->arch.top_k * c->arch.hidden * ACT_BYTES;
 }
@@ -256,8 +279,17 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
     double peak = hw_matmul_flops(&c->gpu, c->weight_dtype) * gemm_eff(c);
     double bytes = x_loc * w * c->wb + pairs * imb * a->hidden * ACT_BYTES * 2;
     add_comp(o, COST_MOE, layers * bytes, layers * x_loc * padded * 2 * w, hbm, peak);
-    /* gate, up and down: three mul_mat_id, each looping over the touched experts on the host */
-    if (c->s.prof.expert_loop) o->t_kernels += layers * 3 * x_loc * c->f.ggml_expert_s;
+    /* gate, up and down: three mul_mat_id, each looping over the touched experts on the host
+     * (ggml_cuda_mul_mat_id, b4747). A one-token ubatch multiplies its k experts with the vector
+     * kernel; a ubatch of several tokens gathers each touched expert's rows (memset, copy), runs
+     * its matmul and scatters the result (copy): the vector kernel when the expert got one row, 4
+     * host calls; the cuBLAS path when it got more (src1 to f16, cublasSetStream, cublasGemmEx,
+     * dst to f32), 7: each call ggml_call_s of host time the GPU waits on (the ids' copy to the
+     * host has drained it). A ubatch of one token runs none of it. */
+    if (c->s.prof.expert_loop && T >= 2) {
+        double one = fmin(x_loc, cost_experts_one_row(c, (int64_t)ceil(T)) / c->ep), multi = fmax(0, x_loc - one);
+        o->t_kernels += layers * 3 * (EXPERT_VEC_CALLS * (one + multi) * c->f.ggml_call_s + multi * c->f.ggml_gemm_s);
+    }
     o->weight_bytes += layers * x_loc * w * c->wb;
     o->experts_touched = X;
 }

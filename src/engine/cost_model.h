@@ -45,8 +45,9 @@ typedef struct {
     double attn_compute_eff;  /* attention kernels' fraction of the bf16 peak (FlashMLA: 660 of 989 TFLOPS) */
     double ggml_compute_eff;  /* llama.cpp's MMQ GEMMs and FlashAttention relative to the tuned kernels
                                * (compute_eff, attn_compute_eff): fitted on the llama-bench prompt rows */
-    double ggml_expert_s;     /* llama.cpp b4747's host-side expert loop: time per touched expert per
-                               * mul_mat_id (profile llamacpp-b4747; fitted by sim --calibrate) */
+    double ggml_call_s;       /* llama.cpp b4747's host-side expert loop (a ubatch of 2+ tokens): host time
+                               * per CUDA call of the loop (4 per touched expert) */
+    double ggml_gemm_s;       /* ... and the extra host time of an expert with several rows (its cuBLAS path) */
     double mtp_accept;        /* probability that a draft token is accepted, given the previous one was */
     double expert_skew;       /* Zipf exponent of expert popularity: 0 uniform routing */
     int no_flash_attention;   /* 1: attention materializes its score matrix in HBM (eager attention) */
@@ -144,6 +145,9 @@ void cost_default_setup(cost_setup *s, int tp, int ep);
 /* Expected distinct routed experts touched per MoE layer by T tokens (E (1 - (1 - k/E)^T) when
  * routing is uniform). */
 double cost_experts_touched(cost_model *c, int64_t tokens);
+/* Expected routed experts per MoE layer that get exactly one of T tokens (T q (1 - q)^(T - 1)
+ * summed over the experts, q each expert's chance per token). */
+double cost_experts_one_row(cost_model *c, int64_t tokens);
 void cost_step_time(cost_model *c, const cost_batch *b, cost_step *out);
 /* The step time for other global efficiencies, from a step computed at the model's (for
  * calibration: the components scale, the rest stays). */

@@ -32,9 +32,11 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
      {"lmdeploy", 0, 0, 1, 0, 17, 9, 0, PREFILL_SEPARATE, 0, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 256, ATTN_TRITON, 0, 0, 0}},
     {"llama.cpp / ik_llama.cpp (CUDA): C++ graph of one sequence, CUDA graphs, MLA, no Python scheduler",
      {"llamacpp", 1, 0, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_GEMV, A2A_ALLREDUCE, 0, 0, 1, ATTN_FLASH, 0, 1, 0}},
+    /* b4747's deepseek2 graph caches decompressed K (192 per head) and V (128) per token, not the
+     * latent (llama.cpp's MLA cache came later): kv_head_dim 160 gives their bytes */
     {"llama.cpp b4747 (2025-02, the tests' c392e50): as llamacpp, but the MoE's mul_mat_id syncs to the host and "
-     "loops over the touched experts (ggml-cuda.cu), which also keeps CUDA graphs off for those ops",
-     {"llamacpp-b4747", 1, 0, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_GEMV, A2A_ALLREDUCE, 0, 0, 1, ATTN_FLASH, 0, 1, 1}},
+     "loops over the touched experts (ggml-cuda.cu), which also keeps CUDA graphs off for those ops; K/V decompressed per head",
+     {"llamacpp-b4747", 1, 0, 0, 160, 17, 9, 0, PREFILL_MIXED, 0, MOE_GEMV, A2A_ALLREDUCE, 0, 0, 1, ATTN_FLASH, 0, 1, 1}},
     {"DeepSeek's own system (V3 report, Day 6 note): FP8 GEMMs, DeepEP, DP attention, overlapped micro-batches",
      {"deepseek", 1, 0, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0, MOE_TUNED, A2A_DEEPEP, 1, 1, 0, ATTN_FLASH, 0, 0, 0}},
 };

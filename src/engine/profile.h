@@ -49,8 +49,8 @@ typedef struct {
                                 * compute runs at ggml_compute_eff of the tuned kernels' */
     int expert_loop;           /* llama.cpp before MMQ took expert ids (b4747, 2025-02): each of an MoE
                                 * layer's 3 mul_mat_id copies the ids to the host (a sync) and loops
-                                * over the touched experts, a GEMM and two copies each: ggml_expert_s
-                                * per touched expert per op */
+                                * over the touched experts, a GEMM and two copies each: ggml_call_s
+                                * per host call (a ubatch of one token skips the loop) */
 } engine_profile;
 
 /* Fills p with the named profile. 0 ok, -1 unknown name. */

@@ -621,10 +621,12 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     int ok = 0;
     const char *moved = "bw_eff";
     if (cm.s.prof.expert_loop) {
-        /* llama.cpp b4747: the host's expert loop, not HBM, sets the step (16 ms at batch 1 where the
-         * bytes take ~1 ms on an H200): fit it, bandwidth held */
-        ok = agg_solve(&cm, &f, &f.ggml_expert_s, 1e-7, 2e-3, 0, batch, ctx, itl);
-        moved = "the expert loop's time per expert (ggml_expert_s)";
+        /* llama.cpp b4747 launches eagerly (MUL_MAT_ID turns CUDA graphs off): the host, not HBM,
+         * sets the step (12-16 ms at batch 1 where the bytes take ~1 ms on an H200). The expert
+         * loop does not run at batch 1, so its calls keep their prior; fit the time per kernel of
+         * the rest, bandwidth held */
+        ok = agg_solve(&cm, &f, &f.kernel_s, 1e-7, 1e-3, 0, batch, ctx, itl);
+        moved = "the time per kernel (kernel_s; the expert loop's calls at their prior)";
     }
     if (!ok) { ok = agg_solve(&cm, &f, &f.bw_eff, 0.05, 1.0, 1, batch, ctx, itl); moved = "bw_eff"; }
     if (!ok && f.bw_eff >= 1.0 && moe) { ok = agg_solve(&cm, &f, moe_f, *moe_f, 1.0, 1, batch, ctx, itl); moved = "bw_eff at its bound 1, then the MoE kernel efficiency"; }
@@ -650,8 +652,8 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     c->fitted_bw = 1;
     c->n_requests = (long)done;
     note(c, "aggregate fit: %s %.2f ms at mean decoding concurrency %.0f (context %.0f): the model's step %.2f ms -> %.2f ms, "
-         "solved with %s (bw_eff %.3f, ggml_expert_s %.2f us)", point, itl * 1e3, batch, ctx, before * 1e3, after * 1e3, moved,
-         f.bw_eff, f.ggml_expert_s * 1e6);
+         "solved with %s (bw_eff %.3f, kernel_s %.2f us, ggml_call_s %.2f us)", point, itl * 1e3, batch, ctx, before * 1e3, after * 1e3, moved,
+         f.bw_eff, f.kernel_s * 1e6, f.ggml_call_s * 1e6);
     if (f.bw_eff >= 0.999)
         note(c, "warning: bw_eff reached its physical bound 1.0; the point is faster than HBM streaming at the default kernel "
                 "efficiencies, so the rest went to %s", moe ? "the MoE kernel and the fixed step cost" : "the fixed step cost");

@@ -82,7 +82,8 @@ static const char help_head[] =
     "  --ggml-compute-eff F       (llama.cpp's kernels relative to the tuned ones)\n"
     "                             kernel efficiencies (fitted defaults); --moe-eff is for block-scaled\n"
     "                             weights on GPUs without fp4 tensor cores (Hopper, MI300X)\n"
-    "  --ggml-expert-time DUR     llama.cpp b4747's host loop per touched expert per mul_mat_id (25us)\n"
+    "  --ggml-call-time DUR       llama.cpp b4747's expert loop: host time per CUDA call (4.5us)\n"
+    "  --ggml-gemm-time DUR       ... and the extra of a multi-row expert's cuBLAS path (27us)\n"
     "  --moe-native-eff F         the tuned MoE kernel where the MMA takes block scales (B200, MI355X) (1)\n"
     "  --expert-skew S            Zipf exponent of expert popularity (0 = uniform routing)\n"
     "  --flash-attention on|off   off: attention scores go through HBM (eager attention) (on)\n"
@@ -105,7 +106,7 @@ static const char *const keys[] = {
     "redundant-experts", "mtp", "mtp-accept-len", "mtp-accept", "cuda-graphs", "graph-max-batch", "overlap-schedule",
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
     "moe-eff", "moe-native-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
-    "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", "ggml-compute-eff", "ggml-expert-time", NULL,
+    "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", "ggml-compute-eff", "ggml-call-time", "ggml-gemm-time", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -293,7 +294,8 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         want = "a duration (e.g. 10us)";
     } else if (!strcmp(key, "kernel-time")) { rc = parse_seconds(v, &p->factors.kernel_s); want = "a duration (e.g. 3us)";
     } else if (!strcmp(key, "launch-time")) { rc = parse_seconds(v, &p->factors.launch_s); want = "a duration (e.g. 15us)";
-    } else if (!strcmp(key, "ggml-expert-time")) { rc = parse_seconds(v, &p->factors.ggml_expert_s); want = "a duration (e.g. 25us)";
+    } else if (!strcmp(key, "ggml-call-time")) { rc = parse_seconds(v, &p->factors.ggml_call_s); want = "a duration (e.g. 4.5us)";
+    } else if (!strcmp(key, "ggml-gemm-time")) { rc = parse_seconds(v, &p->factors.ggml_gemm_s); want = "a duration (e.g. 27us)";
     } else if (!strcmp(key, "moe-native-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_native_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-triton-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_triton_eff); want = "a fraction in (0, 1]";
@@ -338,7 +340,8 @@ static const struct { const char *key; size_t off; } factor_keys[] = {
     {"attn_triton_eff", offsetof(cost_factors, attn_triton_eff)}, {"seq_overhead_trt_s", offsetof(cost_factors, seq_overhead_trt_s)},
     {"step_overhead_v1_s", offsetof(cost_factors, step_overhead_v1_s)}, {"seq_overhead_v1_s", offsetof(cost_factors, seq_overhead_v1_s)},
     {"ggml_compute_eff", offsetof(cost_factors, ggml_compute_eff)}, {"moe_native_eff", offsetof(cost_factors, moe_native_eff)},
-    {"ggml_expert_s", offsetof(cost_factors, ggml_expert_s)},
+    {"ggml_call_s", offsetof(cost_factors, ggml_call_s)},
+    {"ggml_gemm_s", offsetof(cost_factors, ggml_gemm_s)},
 };
 
 json_t *sim_params_factors_json(const cost_factors *f) {

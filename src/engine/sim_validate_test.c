@@ -115,29 +115,55 @@ TEST(sim_validate_refuses_a_fitted_parameter_in_a_row) {
     val_free(t);
 }
 
-/* Calibrate, then predict, on a real GPU sweep (llama.cpp c392e50 on one H200, V2-Lite f16,
- * tests/fixtures/real-gpu/gpu_overhead.json): the fit reproduces its calibration point (c = 1), and
- * with the expert loop of that llama.cpp build (profile llamacpp-b4747) every other level's TPOT is
- * predicted closer to the measurement than by the profile without it, whose calibration can only
- * slow the bandwidth and so misses the growth with the batch. */
-static int sweep_tpot(const char *profile, double pred[8], double meas[8]) {
-    char cmd[512], *out = NULL;
-    snprintf(cmd, sizeof cmd, "sim --validate tests/fixtures/real-gpu/gpu_overhead.json --engine-profile %s --model deepseek-v2-lite "
-             "--gpu h200 --weight-dtype fp16 --max-num-seqs 32", profile);
-    int rc = test_run(cmd, &out, NULL), n = 0;
+/* Calibrate, then predict, on real GPU sweeps of llama.cpp c392e50 on one H200 (256 in / 128 out,
+ * c = 1..32): tests/fixtures/real-gpu/gpu_overhead.json (V2-Lite f16) and the hold-out
+ * medium_sweep.json (the 906M preset, 32 experts top 6), and gpu_overhead_long.json (V2-Lite, longer
+ * requests), each calibrated on its c = 1 level alone.
+ * Profile llamacpp-b4747 prices the MoE's host loop over touched experts, a multi-row expert (the
+ * cuBLAS path) at the host calls it makes; the profile without the loop (llamacpp) can only slow
+ * the bandwidth and misses the growth with the batch. */
+static int sweep_run(const char *sweep, const char *profile, const char *model, double pred[8], double meas[8], double err_pct[2][8],
+                     int *inside, int *total) {
+    char cmd[640], *out = NULL;
+    snprintf(cmd, sizeof cmd, "sim --validate tests/fixtures/real-gpu/%s --engine-profile %s %s --gpu h200 --weight-dtype fp16 --max-num-seqs 32",
+             sweep, profile, model);
+    int rc = test_run(cmd, &out, NULL), n = 0, nt = 0;
     CHECK_EQ_INT(rc, 0);
-    for (const char *l = out; l && (l = strstr(l, "median_tpot_ms")) && n < 8; l++) {
-        double m, p;
-        if (sscanf(l, "median_tpot_ms %lf %lf", &m, &p) == 2) { meas[n] = m; pred[n] = p; n++; }
+    for (const char *l = out; l && (l = strchr(l, '\n')) && n < 8; ) {
+        l++;
+        double load, x, m, p, e;
+        char name[32];
+        if (sscanf(l, "%lf %lf %31s %lf %lf %lf%%", &load, &x, name, &m, &p, &e) != 6) continue;
+        if (!strcmp(name, "median_tpot_ms")) { meas[n] = m; pred[n] = p; err_pct[0][n] = e; n++; }
+        else if (!strcmp(name, "output_throughput") && nt < 8) err_pct[1][nt++] = e;
     }
+    const char *cov = out ? strstr(out, "80% intervals (calibrated): ") : NULL;
+    *inside = *total = -1;
+    CHECK(cov && sscanf(cov, "80%% intervals (calibrated): %d of %d", inside, total) == 2);
     CHECK(out && strstr(out, "(calibration point)") && strstr(out, "at 2-8x the calibration load:"));
+    CHECK_EQ_INT(nt, n);
     free(out);
     return n;
 }
 
+/* Inside-count of a claimed 80% interval over n predictions that a correct interval reaches with
+ * probability >= 95% (binomial(n, 0.8)): below it the intervals claim more than they deliver. */
+static int coverage_floor(int n) {
+    double cum = 0;
+    for (int k = 0; k <= n; k++) {
+        double c = 1;
+        for (int i = 0; i < k; i++) c = c * (n - i) / (i + 1);
+        cum += c * pow(0.8, k) * pow(0.2, n - k);
+        if (cum > 0.05) return k;
+    }
+    return n;
+}
+
 TEST(sim_validate_sweep_calibrate_then_predict) {
-    double p1[8], m1[8], p0[8], m0[8];
-    int n1 = sweep_tpot("llamacpp-b4747", p1, m1), n0 = sweep_tpot("llamacpp", p0, m0);
+    double p1[8], m1[8], p0[8], m0[8], e1[2][8], e0[2][8];
+    int in1, tot1, in0, tot0;
+    int n1 = sweep_run("gpu_overhead.json", "llamacpp-b4747", "--model deepseek-v2-lite", p1, m1, e1, &in1, &tot1);
+    int n0 = sweep_run("gpu_overhead.json", "llamacpp", "--model deepseek-v2-lite", p0, m0, e0, &in0, &tot0);
     CHECK_EQ_INT(n1, 6);   /* c = 1, 2, 4, 8, 16, 32 */
     CHECK_EQ_INT(n0, 6);
     if (n1 != 6 || n0 != 6) return;
@@ -145,5 +171,30 @@ TEST(sim_validate_sweep_calibrate_then_predict) {
     for (int i = 1; i < 6; i++)
         CHECK_MSG(fabs(log(p1[i] / m1[i])) < fabs(log(p0[i] / m0[i])), "level %d: %.1f ms with the expert loop, %.1f without, %.1f measured",
                   i, p1[i], p0[i], m1[i]);
+    /* the criterion: at 2-8x the calibration load (c = 2, 4, 8) TPOT and throughput within 15% */
+    for (int i = 1; i <= 3; i++)
+        for (int k = 0; k < 2; k++) CHECK_MSG(fabs(e1[k][i]) <= 15, "c = %d: %s off by %+.1f%%", 1 << i, k ? "throughput" : "TPOT", e1[k][i]);
+    CHECK_MSG(tot1 == 10 && in1 >= coverage_floor(tot1), "gpu_overhead: %d of %d inside the 80%% intervals", in1, tot1);
+    /* the hold-out: nothing above was set from it; calibrated on its own c = 1 only */
+    double ph[8], mh[8], eh[2][8];
+    int inh, toth;
+    int nh = sweep_run("medium_sweep.json", "llamacpp-b4747", "--model-config tests/fixtures/real-gpu/medium_config.json", ph, mh, eh, &inh, &toth);
+    CHECK_EQ_INT(nh, 6);
+    CHECK_MSG(toth == 10 && inh >= coverage_floor(toth), "medium_sweep: %d of %d inside the 80%% intervals", inh, toth);
+    for (int i = 1; i <= 3; i++)
+        for (int k = 0; k < 2; k++) CHECK_MSG(fabs(eh[k][i]) <= 15, "medium c = %d: %s off by %+.1f%%", 1 << i, k ? "throughput" : "TPOT", eh[k][i]);
+    /* a second hold-out, recorded after the model was set (gpu_overhead_long: V2-Lite, 1024 in /
+     * 256 out, c = 1..8; the device session ended before c = 16): closer than the loop-less
+     * profile at every level, and its intervals cover as an 80% interval should */
+    double pl[8], ml[8], el[2][8], pl0[8], ml0[8], el0[2][8];
+    int inl, totl, inl0, totl0;
+    int nl = sweep_run("gpu_overhead_long.json", "llamacpp-b4747", "--model deepseek-v2-lite", pl, ml, el, &inl, &totl);
+    int nl0 = sweep_run("gpu_overhead_long.json", "llamacpp", "--model deepseek-v2-lite", pl0, ml0, el0, &inl0, &totl0);
+    CHECK_EQ_INT(nl, 4);
+    CHECK_EQ_INT(nl0, 4);
+    for (int i = 1; i < nl && i < nl0; i++)
+        CHECK_MSG(fabs(log(pl[i] / ml[i])) < fabs(log(pl0[i] / ml0[i])), "long level %d: %.1f ms with the expert loop, %.1f without, %.1f measured",
+                  i, pl[i], pl0[i], ml[i]);
+    CHECK_MSG(totl == 6 && inl >= coverage_floor(totl), "gpu_overhead_long: %d of %d inside the 80%% intervals", inl, totl);
     CHECK_EQ_INT(test_run("sim --validate tests/fixtures/real-gpu/medium_config.json", NULL, NULL), 2);
 }

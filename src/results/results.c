@@ -557,6 +557,21 @@ static void intervals_section(FILE *f, const json_t *r) {
     }
 }
 
+/* A run against `dsperf serve --engine sim`: what it measured are the simulator's predictions, and
+ * where the simulated deployment would fall (its 80% interval) is said apart from them. */
+static void prediction_section(FILE *f, const json_t *r) {
+    const json_t *pi = get(r, "prediction_interval"), *m = get(pi, "metrics");
+    if (!json_is_object(m) || !json_is_string(get(pi, "of"))) return;
+    rule(f, "Simulated server: 80% prediction interval", '-');
+    const char *keys[] = { METRIC(median_ttft_ms), METRIC(median_tpot_ms), METRIC(output_throughput) };
+    const char *labels[] = { "Median TTFT (ms):", "Median TPOT (ms):", "Output token throughput (tok/s):" };
+    for (int i = 0; i < 3; i++) {
+        const json_t *x = get(m, keys[i]);
+        if (json_is_object(x))
+            fprintf(f, "%-40s %.4g to %.4g\n", labels[i], json_number_value(get(x, "lo")), json_number_value(get(x, "hi")));
+    }
+}
+
 /* A self-check that failed says so (metrics/phases.h). */
 static void self_check_lines(FILE *f, const json_t *r) {
     const json_t *sc = get(r, "self_check");
@@ -609,6 +624,7 @@ void results_print_summary(FILE *f, const json_t *r) {
         p_row(f, r, kp, "e2el_from_schedule", "E2EL from schedule", 0);
     }
     intervals_section(f, r);
+    prediction_section(f, r);
     spec_section(f, r);
     reasoning_section(f, r);
     server_section(f, r);

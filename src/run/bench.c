@@ -1,5 +1,6 @@
 /* run/bench — one load run for bench, sweep, tune and monitor (see bench.h). */
 #include "run/bench.h"
+#include "engine/sim_interval.h"
 #include "metrics/metric_table.h"
 #include "common/stop.h"
 #include "deploy/deploy.h"
@@ -146,8 +147,50 @@ static void probe_deployment(bench_opts *b) {
     }
     json_decref(b->deployment);
     b->deployment = deploy_to_json(&d);
+    /* a simulated server says so, with how good its figures are (serve --engine sim) */
+    size_t i;
+    json_t *e;
+    b->sim_served = b->sim_calibrated = 0;
+    json_array_foreach(json_object_get(models, "data"), i, e) {
+        const char *id = json_string_value(json_object_get(e, "id"));
+        if (b->client.model && id && strcmp(id, b->client.model)) continue;
+        const json_t *pi = json_object_get(json_object_get(json_object_get(e, "meta"), "sim"), "prediction_interval");
+        if (json_is_object(pi)) {
+            b->sim_served = 1;
+            b->sim_calibrated = json_is_true(json_object_get(pi, "calibrated"));
+            double sp = json_number_value(json_object_get(json_object_get(e, "meta"), "speedup"));
+            b->sim_speedup = sp > 0 ? sp : 1;
+        }
+        break;
+    }
     json_decref(models);
     json_decref(props);
+}
+
+/* The simulator's 80% interval for a run against `serve --engine sim`: around what the client
+ * measured, on the simulated deployment's clock (a server run at --speedup k serves latencies 1/k
+ * and throughputs k times the simulated ones). */
+static json_t *sim_served_interval(const json_t *results, int calibrated, double speedup) {
+    static const char *const lat[] = {METRIC(mean_tpot_ms), METRIC(median_tpot_ms), METRIC(mean_itl_ms), METRIC(median_itl_ms),
+                                      METRIC(mean_ttft_ms), METRIC(median_ttft_ms)};
+    static const char *const tput[] = {METRIC(output_throughput), METRIC(total_token_throughput), METRIC(request_throughput)};
+    json_t *r = json_copy((json_t *)results);   /* shallow: only the scaled numbers are replaced */
+    for (size_t i = 0; speedup != 1 && i < sizeof lat / sizeof lat[0]; i++) {
+        double v = json_number_value(json_object_get(r, lat[i]));
+        if (v > 0) json_object_set_new(r, lat[i], json_real(v * speedup));
+    }
+    for (size_t i = 0; speedup != 1 && i < sizeof tput / sizeof tput[0]; i++) {
+        double v = json_number_value(json_object_get(r, tput[i]));
+        if (v > 0) json_object_set_new(r, tput[i], json_real(v / speedup));
+    }
+    json_t *pi = sim_interval_json(r, calibrated);
+    json_decref(r);
+    char of[320];
+    snprintf(of, sizeof of, "dsperf serve --engine sim: the values are this run's measurements of the simulated server%s; lo-hi "
+             "is where the simulated deployment would fall", speedup != 1 ? ", on the simulated clock (served at --speedup)" : "");
+    json_object_set_new(pi, "of", json_string(of));
+    json_object_set_new(pi, "speedup", json_real(speedup));
+    return pi;
 }
 
 /* The run's deployment: what the server said, with what the results add (NVML's GPUs). */
@@ -352,6 +395,12 @@ ds_result bench_run_once_hook(bench_opts *b, const dataset *ds, ds_stop_flag *st
         dist_merged_free(&m);
     }
     add_deployment(out->results, b);
+    if (b->sim_served) {
+        /* against the simulator the measured figures are its predictions (plus loopback transit):
+         * the interval of the deployment it simulates, in a section of its own, beside them */
+        json_t *pi = sim_served_interval(out->results, b->sim_calibrated, b->sim_speedup);
+        json_object_set_new(out->results, "prediction_interval", pi);
+    }
     validity_judge(out->results, b->max_error_rate, NULL, 0);
     return DS_OK;
 }

@@ -55,6 +55,9 @@ typedef struct {
     const dataset *class_ds[BENCH_MAX_CLASSES];
     double class_weight[BENCH_MAX_CLASSES];
     json_t *deployment;          /* what the server said about itself at preflight (deploy.h's section) */
+    int sim_served;              /* the server is `dsperf serve --engine sim` (its /v1/models meta.sim.prediction_interval) */
+    int sim_calibrated;          /* ... with a calibrated profile: the intervals of calibrate-then-predict */
+    double sim_speedup;          /* ... served at --speedup (engine seconds per client second) */
     /* one job over many hosts (mpirun/srun): NULL when not started by an MPI launcher */
     dist *dist;
     dist_opts dist_o;            /* --rank-timeout, --gpu-nodes */

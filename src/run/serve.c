@@ -4,6 +4,8 @@
 #include "common/bindaddr.h"
 #include "engine/fixed.h"
 #include "engine/sim.h"
+#include "engine/sim_interval.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,14 @@ static void sim_facts(const sim_params *p, engine *e, server_params *sp) {
         p->max_num_batched_tokens, "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
         "chunked_prefill", p->chunked_prefill, "max_model_len", mml, "kv_tokens", (json_int_t)(blocks * p->block_size));
     json_object_set_new(sim, "num_gpu_blocks", json_integer(p->num_gpu_blocks));   /* an override; 0 none */
+    /* what the served figures are: the simulator's predictions, each good to its 80% interval
+     * (sim_interval.h); a client that measures this server records the interval beside its
+     * measurements (bench's prediction_interval), never in them */
+    json_object_set_new(sim, "prediction_interval", json_pack("{s:f,s:b,s:f,s:f,s:f,s:s}", "level", 0.8, "calibrated", p->calibrated,
+        "tpot_factor", exp(sim_interval_q(SIM_IV_TPOT, p->calibrated)), "throughput_factor", exp(sim_interval_q(SIM_IV_TPUT, p->calibrated)),
+        "ttft_factor", exp(sim_interval_q(SIM_IV_TTFT, p->calibrated)),
+        "basis", p->calibrated ? "calibrate-then-predict errors on published deployments (dsperf sim --validate data/published.json)"
+                               : "leave-one-group-out errors on published deployments (dsperf sim --validate data/published.json)"));
     json_t *meta = json_pack("{s:s,s:o}", "engine", "dsperf sim", "sim", sim);
     if (!sp->models_meta_json) sp->models_meta_json = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
     json_decref(meta);

@@ -581,6 +581,11 @@ int tune_analyse(json_t *doc) {
     json_object_set_new(r, "compared_with", ref >= 0 ? json_integer(ref) : json_null());
     json_object_set_new(r, "buys", json_string(buys));
     json_object_set_new(r, "runner_up", ru);
+    /* a simulated tune (--sim-flags): the score is the simulator's, so it carries the simulator's
+     * 80% interval (its throughput factor: the score is a goodput or throughput per GPU) */
+    double fx = json_number_value(json_object_get(json_object_get(doc, "sim_interval"), "throughput_factor"));
+    if (fx > 1 && isfinite(bv.score))
+        json_object_set_new(r, "score_interval_80", json_pack("[f,f]", bv.score / fx, bv.score * fx));
     json_object_set_new(doc, "recommendation", r);
     json_object_set_new(doc, "recommendation_note", json_null());
     drift_annotate_tune(doc, json_object_get(doc, "drift"));   /* a KV-dtype change: its accuracy cost, or "untested" */
@@ -658,6 +663,14 @@ void tune_print(FILE *f, const json_t *doc) {
     }
     if (json_is_object(rec)) {
         fprintf(f, "Recommendation: %s\n", json_string_value(json_object_get(rec, "buys")));
+        const json_t *iv = json_object_get(rec, "score_interval_80"), *si = json_object_get(doc, "sim_interval");
+        if (json_array_size(iv) == 2) {
+            char sc[32], lo[32], hi[32];
+            fprintf(f, "  simulated: its score %s is %s-%s at 80%% (the simulator's interval: throughput x/%.2f, TPOT x/%.2f)\n",
+                    human(sc, sizeof sc, num(rec, "score")), human(lo, sizeof lo, json_number_value(json_array_get(iv, 0))),
+                    human(hi, sizeof hi, json_number_value(json_array_get(iv, 1))), num(si, "throughput_factor"),
+                    num(si, "tpot_factor"));
+        }
         const json_t *ru = json_object_get(rec, "runner_up");
         if (json_is_object(ru))
             fprintf(f, "Runner-up: %s, %.2fx behind%s; %s\n", json_string_value(json_object_get(ru, "label")),
