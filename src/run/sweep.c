@@ -8,6 +8,7 @@
 #include "common/stop.h"
 #include "common/fileio.h"
 #include "run/bench.h"
+#include "run/job.h"
 #include "results/results.h"
 #include "sweep/context.h"
 #include "sweep/stability.h"
@@ -355,7 +356,7 @@ static int run_repeats(sweep_ctx *c, const char *kind, double load, double *rps,
 
 
 
-int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
+ds_result sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     *doc_out = NULL;
     char err[1024];
     dataset *ds = NULL;
@@ -363,10 +364,10 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     /* a sweep along length builds each level's prompts itself: the pre-flight gets a one-word set */
     const char *base_spec = b->dataset_spec;
     if (so->length_axis) b->dataset_spec = "random:in=1,out=1";
-    int rc = ds_exit_code(bench_prepare(b, &ds, &model));
+    ds_result rc = bench_prepare(b, &ds, &model);
     b->dataset_spec = base_spec;
-    if (b->dist) rc = dist_join(b->dist, rc, NULL);   /* a multi-host job goes on only if every rank prepared */
-    if (rc != EXIT_OK) {
+    rc = run_job_join(b, rc);   /* a multi-host job goes on only if every rank prepared */
+    if (rc != DS_OK) {
         dataset_free(ds);
         free(model);
         return rc;
@@ -378,7 +379,8 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     if (!b->quiet) log_info("sweep %s model %s: %s, %s per level%s", b->client.base_url, b->client.model,
                             so->autom ? "auto (synchronous, throughput, then rates)" : axis,
                             b->plan.duration_ns ? "duration" : "request count", so->repeats > 1 ? ", repeated" : "");
-    int exit_code = EXIT_OK, r = 0;
+    ds_result result = DS_OK;
+    int r = 0;
     if (so->autom) {
         double r_sync = NAN, r_max = NAN;
         r = run_repeats(&c, "synchronous", 1, &r_sync, err, sizeof err);
@@ -412,25 +414,25 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     }
     if (r < 0) {
         log_error("%s", err);
-        exit_code = EXIT_RUN_FAILED;
+        result = DS_ERUN;
         json_object_set_new(c.doc, "partial", json_true());
         json_object_set_new(c.doc, "partial_reason", json_string(err));
     } else if (g_stop) {
         json_object_set_new(c.doc, "partial", json_true());
         json_object_set_new(c.doc, "partial_reason", json_string("interrupted (SIGINT/SIGTERM): the levels measured so far are kept"));
-        exit_code = EXIT_RUN_FAILED;
+        result = DS_EINTR;
     } else if (c.not_measured) {
         /* the run policy (results/validity.h): a level asked for and not measured fails the sweep */
         json_object_set_new(c.doc, "partial", json_true());
         json_object_set_new(c.doc, "partial_reason", json_string("a level could not be measured (requests outlast it): "
                                                                  "the sweep stopped there; see the level's not_measured_reason"));
-        exit_code = EXIT_RUN_FAILED;
+        result = DS_EJUDGED;
     } else if (c.level_failed) {
         log_error("a level failed: server-side failures over --max-error-rate %g%% (see each level's run_failed_reason)",
                   100 * b->max_error_rate);
-        exit_code = EXIT_RUN_FAILED;
+        result = DS_EJUDGED;
     }
-    if (save(&c, true, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
+    if (save(&c, true, err, sizeof err) < 0) { log_error("%s", err); result = DS_EIO; }
     if (!b->quiet && so->print_table) {
         FILE *sum = so->summary;
         fputc('\n', sum);
@@ -447,5 +449,27 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     /* b->client.model may point at model: keep the name for the caller in the document only */
     if (b->client.model == model) b->client.model = NULL;
     free(model);
-    return exit_code;
+    return result;
+}
+
+static void on_signal(int sig) { (void)sig; sweep_run_request_stop(); }
+
+/* The leader of `dsperf sweep`: the whole sweep (its pre-flight joins a job's ranks), then the
+ * document recorded in the history. */
+static ds_result sweep_lead(void *ctx, bench_opts *b) {
+    sweep_opts *so = ctx;
+    struct sigaction sa = { .sa_handler = on_signal };
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    json_t *doc = NULL;
+    ds_result rc = sweep_run(so, b, &doc);
+    if (doc && history_opts_record(&b->hist, doc, NULL, 0) != EXIT_OK && rc == DS_OK) rc = DS_EIO;
+    json_decref(doc);
+    return rc;
+}
+
+ds_result sweep_run_job(sweep_opts *so, bench_opts *b, ds_result (*check)(void *ctx), void *ctx) {
+    b->keep_request_chunks = so->save_prefix != NULL;   /* a job's ranks send their chunks for it */
+    run_job_parts parts = { .check = check, .check_ctx = ctx, .lead = sweep_lead, .lead_ctx = so };
+    return run_job(b, &parts);
 }

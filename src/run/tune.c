@@ -138,10 +138,12 @@ bool tune_run_config(const tune_opts *t, size_t idx, size_t total, const char *s
     char **sargv = tune_config_argv(t, choice, port, url, sweep_path, &sargc);
     sweep_opts so;
     bench_opts b;
-    int rc = t->parse_sweep(&so, &b, sargc, sargv);
+    /* the CLI's parser: -1 to go on, else the exit status it stopped with (its line said why) */
+    int prc = t->parse_sweep(&so, &b, sargc, sargv);
+    ds_result rc = prc < 0 || prc == EXIT_OK ? DS_OK : prc == EXIT_USAGE ? DS_EINVAL : DS_ERUN;
     json_t *sdoc = NULL;
     char *save_prefix = NULL;
-    if (rc < 0) {
+    if (prc < 0) {
         so.print_table = false;
         if (so.save_prefix && asprintf(&save_prefix, "%s.%zu", so.save_prefix, idx) > 0) so.save_prefix = save_prefix;
         rc = sweep_run(&so, &b, &sdoc);
@@ -164,10 +166,11 @@ bool tune_run_config(const tune_opts *t, size_t idx, size_t total, const char *s
     int how = tune_proc_stop(&p, t->stop_grace_ns);
     redact_file(log_path);
     json_object_set_new(cfg, "stopped_by", alive ? json_string(how ? "SIGKILL" : "SIGTERM") : json_null());
-    json_object_set_new(cfg, "sweep_exit_code", json_integer(rc));
+    /* the document's field is what `dsperf sweep` would have exited with */
+    json_object_set_new(cfg, "sweep_exit_code", json_integer(prc >= 0 ? prc : ds_exit_code(rc)));
     json_t *sum = sdoc ? tune_config_summary(sdoc, tune_config_gpus(t, choice), t->objective) : NULL;
     measured = sum != NULL;
-    const char *status = g_stop ? "interrupted" : !measured ? "failed" : rc == EXIT_OK && alive && !unresponsive ? "ok" : "partial";
+    const char *status = g_stop ? "interrupted" : !measured ? "failed" : rc == DS_OK && alive && !unresponsive ? "ok" : "partial";
     json_object_set_new(cfg, "status", json_string(status));
     if (unresponsive) {
         json_object_set_new(cfg, "error", json_string("the server stopped answering its health check during the sweep"));
@@ -178,7 +181,7 @@ bool tune_run_config(const tune_opts *t, size_t idx, size_t total, const char *s
         free(tail);
         json_object_set_new(cfg, "error", json_string(err));
     } else if (!measured) {
-        json_object_set_new(cfg, "error", json_string(rc == EXIT_USAGE ? "the sweep could not start (pre-flight or dataset; "
+        json_object_set_new(cfg, "error", json_string(rc == DS_EINVAL || rc == DS_ECONNECT ? "the sweep could not start (pre-flight or dataset; "
                                                       "see the error line above)" : "the sweep measured no level"));
     } else if (json_is_true(json_object_get(sdoc, "partial"))) {
         json_object_set_new(cfg, "error", json_deep_copy(json_object_get(sdoc, "partial_reason")));
