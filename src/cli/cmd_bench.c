@@ -19,7 +19,7 @@ static ds_result check_outputs(void *ctx) {
     if (rc == EXIT_OK) rc = cli_check_output("--save-requests", b->requests_path);
     if (rc == EXIT_OK && !b->out_path) rc = cli_check_default_output("--out", "bench", "json");
     if (rc != EXIT_OK) return DS_EINVAL;
-    return history_opts_check(&b->hist) == EXIT_OK ? DS_OK : DS_EINVAL;
+    return history_opts_check(&b->hist);
 }
 
 /* The run's summary printed, its files written, and the run policy's verdict. */
@@ -37,7 +37,7 @@ static ds_result report(void *ctx, const bench_opts *b, const bench_result *br, 
     else if (results_write_json(out, res, err, sizeof err) < 0) { log_error("%s", err); rc = DS_EIO; }
     else if (!fileio_is_stdout(out)) log_info("results written to %s", out);
     if (b->requests_path && results_write_requests_jsonl(b->requests_path, recs, err, sizeof err) < 0) { log_error("%s", err); rc = DS_EIO; }
-    if (history_opts_record(&b->hist, res, NULL, 0) != EXIT_OK) rc = DS_EIO;
+    if (history_opts_record(&b->hist, res, NULL, 0) != DS_OK) rc = DS_EIO;
     /* one policy (results/validity.h): interrupted, nothing completed, or server-side
      * failures over --max-error-rate fail the run, after everything measured is written */
     const char *why = json_string_value(json_object_get(res, "run_failed_reason"));

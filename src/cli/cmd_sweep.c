@@ -88,8 +88,8 @@ static ds_result check_outputs(void *ctx) {
         rc = EXIT_USAGE;
     }
     if (rc == EXIT_OK) rc = cli_check_output("--save-requests", so->save_prefix);
-    if (rc == EXIT_OK) rc = history_opts_check(&c->b->hist);
     if (rc != EXIT_OK) return DS_EINVAL;
+    if (history_opts_check(&c->b->hist) != DS_OK) return DS_EINVAL;
     so->summary = cli_summary_stream();
     return DS_OK;
 }

@@ -463,7 +463,7 @@ static ds_result sweep_lead(void *ctx, bench_opts *b) {
     sigaction(SIGTERM, &sa, NULL);
     json_t *doc = NULL;
     ds_result rc = sweep_run(so, b, &doc);
-    if (doc && history_opts_record(&b->hist, doc, NULL, 0) != EXIT_OK && rc == DS_OK) rc = DS_EIO;
+    if (doc && history_opts_record(&b->hist, doc, NULL, 0) != DS_OK && rc == DS_OK) rc = DS_EIO;
     json_decref(doc);
     return rc;
 }
