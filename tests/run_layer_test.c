@@ -1,8 +1,8 @@
 /* run_layer_test — the layering the code keeps (issue 29): the CLI parses, calls the run layer
- * (src/run) and prints; it does not call the client, the load runner or the engine itself, no
- * command calls another through an argv or a process of dsperf, no result comes back through a
- * global pointer, and includes point down: only the CLI (and main.c) includes cli/, only the CLI
- * and main.c include run/. Reads the sources, so it runs from the repository root as every test. */
+ * (src/run) and prints; it does not call the client, the load runner, the engine or a multi-host
+ * job's lifecycle (src/dist) itself, no command calls another through an argv or a process of
+ * dsperf, no result comes back through a global pointer, and includes point down: only the CLI
+ * (and main.c) includes cli/, only the CLI and main.c include run/. Reads the sources, so it runs from the repository root as every test. */
 #include "harness.h"
 #include <ctype.h>
 #include <dirent.h>
@@ -115,19 +115,26 @@ TEST(cli_calls_no_client_runner_or_engine) {
     static const char *const headers[] = {
         "src/client/client.h", "src/load/runner.h", "src/engine/engine.h", "src/engine/sim_run.h",
         "src/engine/sim_calibrate.h", "src/engine/sim_validate.h", "src/server/server.h",
+        /* a multi-host job's lifecycle is the run layer's too (run/job.h), queries included: the
+         * CLI needs none of them (rank 0's quiet followers, the job's size are run/job.h's) */
+        "src/dist/dist.h", "src/dist/mpi_load.h",
     };
     for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) declared_functions(headers[i], &ns);
     /* the engines' constructors live beside their option setters, which the CLI's parsers use */
     add_name(&ns, "engine_sim_create", strlen("engine_sim_create"));
     add_name(&ns, "engine_fixed_create", strlen("engine_fixed_create"));
     /* the check itself would pass on nothing: these are in the list */
-    bool seen_preflight = false, seen_run = false, seen_sim = false;
+    bool seen_preflight = false, seen_run = false, seen_sim = false, seen_join = false, seen_launched = false, seen_mpi = false;
     for (size_t i = 0; i < ns.n; i++) {
         seen_preflight |= !strcmp(ns.v[i], "client_preflight");
         seen_run |= !strcmp(ns.v[i], "load_run");
         seen_sim |= !strcmp(ns.v[i], "sim_run");
+        seen_join |= !strcmp(ns.v[i], "dist_join");
+        seen_launched |= !strcmp(ns.v[i], "dist_launched");
+        seen_mpi |= !strcmp(ns.v[i], "mpi_api_load");
     }
     CHECK(seen_preflight && seen_run && seen_sim);
+    CHECK(seen_join && seen_launched && seen_mpi);
     CHECK(ns.n > 20);
     size_t n = sources("cli", files, 128);
     CHECK(n > 20);

@@ -275,7 +275,11 @@ int bench_opts_shared(bench_opts *b, const char *name, const char *a) {
     } else if (!strcmp(name, "max-error-rate")) {
         if (validity_parse_rate(a, &b->max_error_rate) < 0) return bad("max-error-rate", a, "a share such as 1% or 0.01, within [0, 1]");
     } else if (!strcmp(name, "quiet")) { b->quiet = true; log_set_quiet(1); }
-    else return history_opts_apply(&b->hist, name, a);
+    else {
+        bool taken;
+        if (history_opts_apply(&b->hist, name, a, &taken) != DS_OK) return EXIT_USAGE;
+        if (!taken) return 1;
+    }
     return 0;
 }
 

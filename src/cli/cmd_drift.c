@@ -178,7 +178,7 @@ int cmd_drift(int argc, char **argv) {
             break;
         case O_INSECURE: o.insecure = true; break;
         case O_DB: case O_LABEL:
-            if (history_opts_apply(&hist, c == O_DB ? "db" : "label", a) != 0) return EXIT_USAGE;
+            if (history_opts_apply(&hist, c == O_DB ? "db" : "label", a, NULL) != DS_OK) return EXIT_USAGE;
             break;
         case O_SEED:
             if (units_parse_int(a, 0, INT64_MAX, &v) < 0) { log_error("drift: --seed wants a non-negative integer, got '%s'", a); return EXIT_USAGE; }
@@ -208,7 +208,7 @@ int cmd_drift(int argc, char **argv) {
     drift_run *run = NULL;
     /* a path that cannot be written would lose the measurements: refuse before measuring */
     if (cli_check_output("--out", out_path) || cli_check_output("--save-positions", o.positions_path) ||
-        history_opts_check(&hist) != EXIT_OK) return EXIT_USAGE;
+        history_opts_check(&hist) != DS_OK) return EXIT_USAGE;
     if (tok_path && tokenizer_load(tok_path, &tok, err, sizeof err) < 0) {
         log_error("drift: --tokenizer %s: %s", tok_path, err);
         goto out;
@@ -244,7 +244,7 @@ int cmd_drift(int argc, char **argv) {
             log_info("drift: %s written%s", out_path, r > 0 ? " (partial: interrupted)" : "");
         }
     }
-    if (history_opts_record(&hist, doc, NULL, 0) != EXIT_OK && rc == EXIT_OK) rc = EXIT_RUN_FAILED;
+    if (history_opts_record(&hist, doc, NULL, 0) != DS_OK && rc == EXIT_OK) rc = EXIT_RUN_FAILED;
 out:
     json_decref(doc);
     drift_run_free(run);

@@ -264,7 +264,7 @@ int cmd_monitor(int argc, char **argv) {
     mo.slo.e2el_s = b.summary.slo_e2el_ms / 1e3;
     mo.slo.ttfa_s = b.summary.slo_ttfa_ms / 1e3;
     b.client.headers = b.headers;
-    if ((rc = history_opts_check(&b.hist)) != EXIT_OK) goto out;
+    if (history_opts_check(&b.hist) != DS_OK) { rc = EXIT_USAGE; goto out; }
     rc = EXIT_USAGE;
     period_ctx pctx = { .b = &b, .rate_per_s = rate, .period_s = db_interval_ns / 1e9 };
     if (b.hist.db) {

@@ -256,7 +256,7 @@ static int sim_parse(int argc, char **argv, sim_cli *c, char *err, size_t errlen
         case O_REQ_JSONL: c->req_jsonl = optarg; break;
         case O_PROFILE_OUT: c->profile_out = optarg; break;
         case O_DB: case O_LABEL:
-            if (history_opts_apply(&c->hist, ch == O_DB ? "db" : "label", optarg) != 0) {
+            if (history_opts_apply(&c->hist, ch == O_DB ? "db" : "label", optarg, NULL) != DS_OK) {
                 err[0] = 0;   /* history_opts_apply said what is wrong */
                 free(opts);
                 return EXIT_USAGE;
@@ -425,7 +425,7 @@ static int run_ladder(sim_cli *c, int argc, char **argv) {
     run_sim_ladder_defaults(&l);
     int rc = ladder_of(c, &l, err, sizeof err);
     if (rc >= 0) { log_error("sim: %s", err); return rc; }
-    if (cli_check_output("--out", c->out_path) || history_opts_check(&c->hist) != EXIT_OK) return EXIT_USAGE;
+    if (cli_check_output("--out", c->out_path) || history_opts_check(&c->hist) != DS_OK) return EXIT_USAGE;
     char *cmdline = cli_command_line(argc, argv);
     l.level = c->o;
     l.level.command_line = cmdline;
@@ -440,7 +440,7 @@ static int run_ladder(sim_cli *c, int argc, char **argv) {
         log_error("sim: a level failed: server-side failures over --max-error-rate (see each level's run_failed_reason)");
         rc = EXIT_RUN_FAILED;
     }
-    if (res.doc && history_opts_record(&c->hist, res.doc, NULL, 0) != EXIT_OK && rc == EXIT_OK) rc = EXIT_RUN_FAILED;
+    if (res.doc && history_opts_record(&c->hist, res.doc, NULL, 0) != DS_OK && rc == EXIT_OK) rc = EXIT_RUN_FAILED;
     if (!c->quiet && res.doc) {
         FILE *sum = cli_summary_stream();
         fputc('\n', sum);
@@ -479,7 +479,7 @@ int cmd_sim(int argc, char **argv) {
     if (cli_check_output("--out", c.out_path) || cli_check_output("--save-requests", c.req_out) ||
         cli_check_output("--profile-out", c.profile_out))
         return EXIT_USAGE;
-    if (!c.calibrate && history_opts_check(&c.hist) != EXIT_OK) return EXIT_USAGE;
+    if (!c.calibrate && history_opts_check(&c.hist) != DS_OK) return EXIT_USAGE;
     if (c.calibrate) {
         ds_result r = run_sim_calibrate(&o->sim, c.calibrate, c.req_jsonl, c.profile_out, c.quiet ? NULL : stdout, err, sizeof err);
         if (r != DS_OK) { log_error("sim: %s", err); return EXIT_RUN_FAILED; }
@@ -508,7 +508,7 @@ int cmd_sim(int argc, char **argv) {
         log_error("sim: %s", err);
         rc = EXIT_RUN_FAILED;
     }
-    if (history_opts_record(&c.hist, res.doc, NULL, 0) != EXIT_OK) rc = EXIT_RUN_FAILED;
+    if (history_opts_record(&c.hist, res.doc, NULL, 0) != DS_OK) rc = EXIT_RUN_FAILED;
     if (!c.quiet) {
         results_print_summary(cli_summary_stream(), res.doc);
         if (!o->fixed) print_engine(cli_summary_stream(), &res, &o->sim);

@@ -2,15 +2,14 @@
  * automatic synchronous → throughput → rates ladder), each level watched by the over-saturation
  * detector, with repeats; after every level the sweep file is rewritten atomically with the knee,
  * the max goodput and the confidence intervals, so Ctrl-C or a crash loses at most the level in
- * progress. The running is sweep_run (run/sweep.h), shared with `dsperf tune`. */
+ * progress. The running is sweep_run_job (run/sweep.h; sweep_run, shared with `dsperf tune`). */
 #include "cli/cli.h"
 #include "common/fileio.h"
-#include "common/fdlimit.h"
-#include "run/bench.h"
+#include "run/sweep.h"
+#include "run/job.h"
 #include "cli/sweep_opts.h"
 #include "common/log.h"
 #include <stdlib.h>
-#include <signal.h>
 #include <stdio.h>
 
 static const char usage_text[] =
@@ -76,63 +75,33 @@ static const char usage_text[] =
 "  dsperf sweep --url http://h:8000 --input-len 1k..128k x2 --concurrency 8 --requests 32 \\\n"
 "               --tokenizer tokenizer.json --server-metrics http://h:8000/metrics --gpu-ids all\n";
 
-static void on_signal(int sig) { (void)sig; sweep_run_request_stop(); }
-
-/* A follower of a multi-host sweep: prepares from its host, joins, runs what rank 0 announces. */
-static int follow(bench_opts *b) {
-    dataset *ds = NULL;
-    char *model = NULL;
-    int rc = dist_join(b->dist, ds_exit_code(bench_prepare(b, &ds, &model)), NULL);
-    if (rc == EXIT_OK) rc = bench_follow(b, ds);
-    dataset_free(ds);
-    free(model);
-    return rc;
+/* The outputs and the history, checked before the run (on rank 0 of a job: it writes them); then
+ * the summary's stream, now that --out is known (stderr when --out is standard output). */
+typedef struct { sweep_opts *so; bench_opts *b; } sweep_cli;
+static ds_result check_outputs(void *ctx) {
+    sweep_cli *c = ctx;
+    sweep_opts *so = c->so;
+    int rc = cli_check_output("--out", so->out_path);
+    if (rc == EXIT_OK && !so->out_path) rc = cli_check_default_output("--out", "sweep", "json");
+    if (rc == EXIT_OK && so->save_prefix && fileio_is_stdout(so->save_prefix)) {
+        log_error("--save-requests takes a file prefix (PREFIX.<level>.<repeat>.jsonl), not -; give a prefix");
+        rc = EXIT_USAGE;
+    }
+    if (rc == EXIT_OK) rc = cli_check_output("--save-requests", so->save_prefix);
+    if (rc != EXIT_OK) return DS_EINVAL;
+    if (history_opts_check(&c->b->hist) != DS_OK) return DS_EINVAL;
+    so->summary = cli_summary_stream();
+    return DS_OK;
 }
 
 int cmd_sweep(int argc, char **argv) {
     sweep_opts so;
     bench_opts b;
-    if (dist_env_rank() > 0) log_set_quiet(2);   /* a job's followers: rank 0 reports bad options */
+    run_job_quiet_followers();   /* a job's followers: rank 0 reports bad options */
     int rc = sweep_opts_parse(&so, &b, argc, argv, "sweep", usage_text);
     if (rc >= 0) return rc;
-    rc = EXIT_OK;
-    if (dist_launched()) {
-        char err[512];
-        log_set_quiet(b.quiet);
-        if (!(b.dist = dist_init(&b.dist_o, err, sizeof err))) { log_error("%s", err); sweep_opts_free(&so, &b); return EXIT_RUN_FAILED; }
-        b.keep_request_chunks = so.save_prefix != NULL;
-    }
-    /* outputs and the history are checked before the run; only rank 0 of a job writes them */
-    if (!b.dist || dist_is_root(b.dist)) {
-        if ((rc = cli_check_output("--out", so.out_path)) == EXIT_OK && !so.out_path) rc = cli_check_default_output("--out", "sweep", "json");
-        if (rc == EXIT_OK && so.save_prefix && fileio_is_stdout(so.save_prefix)) {
-            log_error("--save-requests takes a file prefix (PREFIX.<level>.<repeat>.jsonl), not -; give a prefix");
-            rc = EXIT_USAGE;
-        }
-        if (rc == EXIT_OK) rc = cli_check_output("--save-requests", so.save_prefix);
-        if (rc == EXIT_OK) rc = history_opts_check(&b.hist);
-    }
-    if (rc != EXIT_OK) {
-        if (b.dist) { dist_join(b.dist, rc, NULL); dist_finalize(b.dist, rc); }   /* the followers end with it */
-        sweep_opts_free(&so, &b);
-        return rc;
-    }
-    so.summary = cli_summary_stream();   /* now that --out is known: stderr when it is standard output */
-    fd_limit_prepare();     /* thousands of streams: before any thread starts */
-    dist *job = b.dist;
-    if (job && !dist_is_root(job)) {
-        rc = follow(&b);
-    } else {
-        struct sigaction sa = { .sa_handler = on_signal };
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        json_t *doc = NULL;
-        rc = sweep_run(&so, &b, &doc);   /* under a job: rank 0 joins the others after its pre-flight */
-        if (doc && history_opts_record(&b.hist, doc, NULL, 0) != EXIT_OK && rc == EXIT_OK) rc = EXIT_RUN_FAILED;
-        json_decref(doc);
-        if (job) dist_end(job, rc);
-    }
+    sweep_cli c = { &so, &b };
+    ds_result r = sweep_run_job(&so, &b, check_outputs, &c);
     sweep_opts_free(&so, &b);
-    if (job) dist_finalize(job, rc);
-    return rc;
+    return ds_exit_code(r);
 }

@@ -147,7 +147,7 @@ static int parse_own(int argc, char **argv, tune_opts *t) {
         else if (IS("--db") || IS("--label")) {
             bool db = IS("--db");
             if (!(val = VAL())) goto missing;
-            if (history_opts_apply(&t->hist, db ? "db" : "label", val) != 0) return EXIT_USAGE;
+            if (history_opts_apply(&t->hist, db ? "db" : "label", val, NULL) != DS_OK) return EXIT_USAGE;
         }
         else if (IS("--objective")) {
             if (!(t->objective = VAL())) goto missing;
@@ -377,7 +377,7 @@ int cmd_tune(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     /* a file that cannot be written would lose every measurement: say so before starting servers */
-    if (history_opts_check(&t.hist) != EXIT_OK || tune_save(doc, t.out_path) < 0) {
+    if (history_opts_check(&t.hist) != DS_OK || tune_save(doc, t.out_path) < 0) {
         json_decref(doc);
         free(stem);
         free_opts(&t);
@@ -395,7 +395,7 @@ int cmd_tune(int argc, char **argv) {
         exit_code = EXIT_RUN_FAILED;
     }
     if (tune_save(doc, t.out_path) < 0) exit_code = EXIT_RUN_FAILED;
-    if (history_opts_record(&t.hist, doc, NULL, 0) != EXIT_OK || exit_history != EXIT_OK) exit_code = EXIT_RUN_FAILED;
+    if (history_opts_record(&t.hist, doc, NULL, 0) != DS_OK || exit_history != EXIT_OK) exit_code = EXIT_RUN_FAILED;
     if (!quiet) {
         fputc('\n', stdout);
         tune_print(stdout, doc);

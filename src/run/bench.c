@@ -1,6 +1,7 @@
 /* run/bench — one load run for bench, sweep, tune and monitor (see bench.h). */
 #include "run/bench.h"
 #include "engine/sim_interval.h"
+#include "run/job.h"
 #include "metrics/metric_table.h"
 #include "common/stop.h"
 #include "deploy/deploy.h"
@@ -18,6 +19,8 @@
 #include <string.h>
 #include <math.h>
 #include <sys/resource.h>
+#include <signal.h>
+#include <unistd.h>
 
 
 static void show_progress(void *ctx, const load_progress *p) {
@@ -405,30 +408,50 @@ ds_result bench_run_once_hook(bench_opts *b, const dataset *ds, ds_stop_flag *st
     return DS_OK;
 }
 
-/* A follower's signals end its run (and the job's next ones): mpirun forwards Ctrl-C as SIGTERM. */
-static ds_stop_flag follow_signalled, follow_run_stop;
-static void follow_signal(int sig) { (void)sig; follow_signalled = 1; follow_run_stop = 1; }
+/* bench's stop: a signal during the run ends it, and what finished is written, marked partial */
+static ds_stop_flag g_bench_stop;
+static void bench_signal(int sig) { (void)sig; g_bench_stop = 1; }
 
-int bench_follow(bench_opts *b, const dataset *ds) {
-    struct sigaction sa = { .sa_handler = follow_signal };
+/* The leader of `dsperf bench`: prepares, joins a job's ranks, runs the plan once and hands the
+ * result to the command's report. */
+static ds_result bench_lead(void *ctx, bench_opts *b) {
+    const bench_job_hooks *h = ctx;
+    dataset *ds = NULL;
+    char *model = NULL;
+    ds_result rc = run_job_join(b, bench_prepare(b, &ds, &model));
+    if (rc != DS_OK) {
+        dataset_free(ds);
+        free(model);
+        return rc;
+    }
+    struct sigaction sa = { .sa_handler = bench_signal };
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    load_plan whole = b->plan;
-    int code = EXIT_RUN_FAILED;
-    for (;;) {
-        load_plan p = whole;
-        if (dist_run_wait(b->dist, &p, &code) != 1) break;
-        b->plan = p;
-        follow_run_stop = follow_signalled;
-        recset recs;
-        recset_init(&recs);
-        bench_result br;
-        char err[1024];
-        ds_result rc = bench_run_once_hook(b, ds, &follow_run_stop, NULL, NULL, &recs, &br, err, sizeof err);
-        recset_free(&recs);
+    const char *ranks = "";
+    char job[64] = "";
+    if (b->dist) { snprintf(job, sizeof job, " over %d MPI ranks", run_job_size(b)); ranks = job; }
+    if (b->plan.concurrency) log_info("bench %s model %s: closed loop, %d users, %s%s", b->client.base_url, b->client.model, b->plan.concurrency, b->dataset_spec, ranks);
+    else log_info("bench %s model %s: open loop, %.3g req/s %s%s, %s%s", b->client.base_url, b->client.model, b->plan.arr.rate_per_s,
+                  b->arrival_spec, b->plan.max_concurrency ? " (max-concurrency capped)" : "", b->dataset_spec, ranks);
+    recset recs;
+    recset_init(&recs);
+    bench_result br;
+    char err[1024];
+    bool tty = isatty(STDERR_FILENO) && !b->quiet && !b->no_progress;
+    if ((rc = bench_run_once(b, ds, &g_bench_stop, tty, &recs, &br, err, sizeof err)) != DS_OK) {
+        log_error("%s", err);
+    } else {
+        rc = h->report(h->ctx, b, &br, &recs);
         json_decref(br.results);
-        b->plan = whole;
-        if (rc != DS_OK) { log_error("%s", err); code = EXIT_RUN_FAILED; break; }
     }
-    return code;
+    recset_free(&recs);
+    dataset_free(ds);
+    if (b->client.model == model) b->client.model = NULL;
+    free(model);
+    return rc;
+}
+
+ds_result bench_run_job(bench_opts *b, const bench_job_hooks *h) {
+    run_job_parts parts = { .check = h->check, .check_ctx = h->ctx, .lead = bench_lead, .lead_ctx = (void *)h };
+    return run_job(b, &parts);
 }

@@ -1,6 +1,6 @@
 /* run/bench — one load setting from options to results: pre-flight and dataset (bench_prepare),
  * then plan → records → results JSON (bench_run_once). `bench` runs it once; `sweep` once per
- * load level. */
+ * load level. bench_run_job: the whole command, one job or one process (run/job.h). */
 #ifndef DSP_BENCH_RUN_H
 #define DSP_BENCH_RUN_H
 #include "run/bench_opts.h"
@@ -32,9 +32,23 @@ ds_result bench_run_once(bench_opts *b, const dataset *ds, ds_stop_flag *stop, b
  * runner's counters; it may raise *stop to end the run early) instead of the live line. */
 ds_result bench_run_once_hook(bench_opts *b, const dataset *ds, ds_stop_flag *stop, load_progress_fn progress,
                         void *ctx, recset *recs, bench_result *out, char *err, size_t errlen);
-/* A follower of a multi-host job (rank > 0, after dist_join): runs every run rank 0 announces,
- * with this rank's slice of the plan, until rank 0 ends the job; returns the job's exit code. */
-int bench_follow(bench_opts *b, const dataset *ds);
+/* What `dsperf bench` adds around its run; both run on the leader only (rank 0 of a job, or the
+ * one process). */
+typedef struct {
+    /* the outputs and the history checked before any load (run_job_parts.check); NULL: none */
+    ds_result (*check)(void *ctx);
+    /* the run's results (borrowed: freed after it returns) and records, written and printed;
+     * DS_OK, or the failure the run ends with (a file not written, the run judged failed or partial) */
+    ds_result (*report)(void *ctx, const bench_opts *b, const bench_result *br, const recset *recs);
+    void *ctx;
+} bench_job_hooks;
+
+/* `dsperf bench` from parsed options to its result, as one job over the ranks an MPI launcher
+ * started (run/job.h) or in this process: check, pre-flight and dataset (bench_prepare), the plan
+ * run once with the live line (a signal ends it: the results are partial), report. Returns the
+ * first failure (bench_prepare's, DS_ERUN when the run could not be set up, report's); on a job's
+ * follower, the job's. */
+ds_result bench_run_job(bench_opts *b, const bench_job_hooks *h);
 /* Prints the per-class lines of a multi-class run (nothing for one class). */
 void bench_print_classes(FILE *f, const json_t *results);
 #endif

@@ -68,33 +68,35 @@ void history_opts_init(history_opts *o) {
     o->db = env && *env ? env : NULL;
 }
 
-int history_opts_apply(history_opts *o, const char *name, const char *value) {
+ds_result history_opts_apply(history_opts *o, const char *name, const char *value, bool *taken) {
     char err[512];
+    bool ours = !strcmp(name, "db") || !strcmp(name, "label");
+    if (taken) *taken = ours;
     if (!strcmp(name, "db")) {
-        if (!value || !*value) { log_error("--db wants the path of the history database"); return EXIT_USAGE; }
+        if (!value || !*value) { log_error("--db wants the path of the history database"); return DS_EINVAL; }
         o->db = value;
-        return 0;
+        return DS_OK;
     }
-    if (strcmp(name, "label")) return 1;
-    if (history_check_label(value, err, sizeof err) < 0) { log_error("%s", err); return EXIT_USAGE; }
-    if (o->n_labels == HISTORY_MAX_LABELS) { log_error("at most %d --label options", HISTORY_MAX_LABELS); return EXIT_USAGE; }
+    if (!ours) return DS_OK;
+    if (history_check_label(value, err, sizeof err) < 0) { log_error("%s", err); return DS_EINVAL; }
+    if (o->n_labels == HISTORY_MAX_LABELS) { log_error("at most %d --label options", HISTORY_MAX_LABELS); return DS_EINVAL; }
     o->labels[o->n_labels++] = value;
-    return 0;
+    return DS_OK;
 }
 
-int history_opts_check(const history_opts *o) {
+ds_result history_opts_check(const history_opts *o) {
     char err[1024];
     if (o->n_labels && !o->db) {
         log_error("--label names a run in the history: give --db PATH (or DSPERF_DB) too");
-        return EXIT_USAGE;
+        return DS_EINVAL;
     }
-    if (!o->db) return EXIT_OK;
-    if (history_prepare(o->db, err, sizeof err) < 0) { log_error("--db: %s", err); return EXIT_USAGE; }
-    return EXIT_OK;
+    if (!o->db) return DS_OK;
+    if (history_prepare(o->db, err, sizeof err) < 0) { log_error("--db: %s", err); return DS_EINVAL; }
+    return DS_OK;
 }
 
-int history_opts_record(const history_opts *o, const json_t *doc, const char *const *extra, int n_extra) {
-    if (!o->db) return EXIT_OK;
+ds_result history_opts_record(const history_opts *o, const json_t *doc, const char *const *extra, int n_extra) {
+    if (!o->db) return DS_OK;
     const char *labels[2 * HISTORY_MAX_LABELS];
     int n = 0;
     for (int i = 0; i < o->n_labels; i++) labels[n++] = o->labels[i];
@@ -104,8 +106,8 @@ int history_opts_record(const history_opts *o, const json_t *doc, const char *co
     int64_t id;
     if (history_record_to(o->db, doc, &ro, &id, err, sizeof err) < 0) {
         log_error("the run was not recorded in the history: %s", err);
-        return EXIT_RUN_FAILED;
+        return DS_EIO;
     }
     log_info("recorded in %s as run %lld", o->db, (long long)id);
-    return EXIT_OK;
+    return DS_OK;
 }

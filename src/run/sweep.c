@@ -8,6 +8,7 @@
 #include "common/stop.h"
 #include "common/fileio.h"
 #include "run/bench.h"
+#include "run/job.h"
 #include "results/results.h"
 #include "sweep/context.h"
 #include "sweep/stability.h"
@@ -98,22 +99,23 @@ static json_t *verdict_json(const sweep_osd_verdict *v, double window_s) {
         "TTFT (from schedule) rise >= 10% of mean; early stop when this holds for two windows in a row");
 }
 
-/* Sets the plan of b for one level (a sweep along length keeps the load bench parsed). */
-static int set_level(bench_opts *b, bool rate_axis, double load, uint64_t seed, bool length_axis) {
+/* Sets the plan of b for one level (a sweep along length keeps the load bench parsed). DS_OK, or
+ * DS_EINVAL when the arrival does not take the level's rate. */
+static ds_result set_level(bench_opts *b, bool rate_axis, double load, uint64_t seed, bool length_axis) {
     b->plan.seed = seed;
-    if (length_axis) return 0;
+    if (length_axis) return DS_OK;
     if (!rate_axis) {
         b->plan.concurrency = (int)load;
         b->plan.arr.rate_per_s = 0;
         b->summary.intended_rate_per_s = 0;
         b->summary.max_concurrency = 0;
-        return 0;
+        return DS_OK;
     }
     b->plan.concurrency = 0;
-    if (arrival_parse(b->arrival_spec, load, &b->plan.arr) < 0) return -1;
+    if (arrival_parse(b->arrival_spec, load, &b->plan.arr) < 0) return DS_EINVAL;
     b->summary.intended_rate_per_s = load;
     b->summary.max_concurrency = b->plan.max_concurrency;
-    return 0;
+    return DS_OK;
 }
 
 typedef struct {
@@ -128,6 +130,7 @@ typedef struct {
     double prev_e2e_s;          /* p99 E2E of the last measured level (NAN none) */
     bool not_measured;          /* a level could not be measured: the sweep stopped there */
     bool level_failed;          /* a level failed by the run policy (server errors over --max-error-rate) */
+    bool ladder_ended;          /* no further level runs: interrupted, saturated or not measured */
 } sweep_ctx;
 
 /* The longest any request dsperf cut at the level's deadline had been waiting or in flight. */
@@ -166,13 +169,14 @@ static bool check_level(sweep_ctx *c, json_t *lv, const recset *recs, double loa
     return chk.measured;
 }
 
-/* Runs one level (one repeat); appends it to doc. Returns 0, 1 when the sweep must stop
- * (interrupted or saturated), -1 on a run failure (err filled). *res_out borrows the results. */
-static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, const json_t **res_out, char *err,
+/* Runs one level (one repeat); appends it to doc; c->ladder_ended when the sweep must stop there
+ * (interrupted, saturated or not measured). DS_OK, or DS_ERUN on a run failure (err filled).
+ * *res_out borrows the results. */
+static ds_result run_level(sweep_ctx *c, const char *kind, double load, int repeat, const json_t **res_out, char *err,
                      size_t errlen) {
     bench_opts *b = c->b;
     bool rate = strcmp(kind, "rate") == 0, length = c->so->length_axis != NULL;
-    if (set_level(b, rate, load, c->seed0 + (uint64_t)repeat, length) < 0) { snprintf(err, errlen, "bad arrival"); return -1; }
+    if (set_level(b, rate, load, c->seed0 + (uint64_t)repeat, length) != DS_OK) { snprintf(err, errlen, "bad arrival"); return DS_ERUN; }
     int64_t tick = c->so->osd_window_ns / 10;
     if (tick < 50 * NS_PER_MS) tick = 50 * NS_PER_MS;
     if (tick > NS_PER_S) tick = NS_PER_S;
@@ -192,7 +196,7 @@ static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, co
     bench_result br;
     ds_result rc = bench_run_once_hook(b, c->ds, &g_level_stop, on_tick, &w, &recs, &br, err, errlen);
     if (c->tty) fprintf(stderr, "\r\033[K");
-    if (rc != DS_OK) { recset_free(&recs); sweep_osd_free(&w.osd); return -1; }
+    if (rc != DS_OK) { recset_free(&recs); sweep_osd_free(&w.osd); return DS_ERUN; }
     bool interrupted = g_stop != 0;
     bool early = w.fired && !interrupted;
     sweep_osd_verdict v = w.verdict;
@@ -240,7 +244,8 @@ static int run_level(sweep_ctx *c, const char *kind, double load, int repeat, co
     }
     *res_out = br.results;
     if (!measured && !interrupted) log_warn("%s: %s; no higher level runs", w.label, json_string_value(json_object_get(lv, "not_measured_reason")));
-    return interrupted || early || !measured ? 1 : 0;
+    if (interrupted || early || !measured) c->ladder_ended = true;
+    return DS_OK;
 }
 
 /* UTF-8 box and arrow characters only where the terminal's locale says UTF-8. */
@@ -257,19 +262,19 @@ static bool utf8_tty(void) {
 /* Writes the sweep so far (after each level, so an interrupted sweep keeps what it measured). To
  * standard output only once, at the end (final): one document, not one per level. Without --out
  * the first save makes a new sweep-<date>-<time>.json, never an earlier run's file. */
-static int save(sweep_ctx *c, bool final, char *err, size_t errlen) {
+static ds_result save(sweep_ctx *c, bool final, char *err, size_t errlen) {
     sweep_opts *so = c->so;
-    if (!final && fileio_is_stdout(so->out_path)) return 0;
+    if (!final && fileio_is_stdout(so->out_path)) return DS_OK;
     sweep_analyse(c->doc, so->slo_pct);
     sweep_context_analyse(c->doc, NULL);
     sweep_stability_analyse(c->doc, so->stab);
     if (!so->out_path) {
         if (!(so->out_path = so->name_default_out("--out", "sweep", "json", so->default_out, sizeof so->default_out))) {
             snprintf(err, errlen, "the sweep is not saved");
-            return -1;
+            return DS_EIO;
         }
     }
-    return results_write_json(so->out_path, c->doc, err, errlen);
+    return results_write_json(so->out_path, c->doc, err, errlen) < 0 ? DS_EIO : DS_OK;
 }
 
 
@@ -307,13 +312,13 @@ static json_t *sweep_config(const sweep_opts *so, const bench_opts *b, const dat
 
 /* The prompts a level of a length sweep sends: the dataset spec with this length, as many distinct
  * prompts as the level sends (a prefix cache would skip repeated ones) within a budget of text
- * (LENGTH_TOKEN_BUDGET tokens; beyond it they are reused). 0, or -1 with err. */
+ * (LENGTH_TOKEN_BUDGET tokens; beyond it they are reused). DS_OK, or DS_ERUN with err. */
 #define LENGTH_TOKEN_BUDGET 16000000.0
-static int length_dataset(sweep_ctx *c, double len, char *err, size_t errlen) {
+static ds_result length_dataset(sweep_ctx *c, double len, char *err, size_t errlen) {
     bench_opts *b = c->b;
     bool input = !strcmp(c->so->length_axis, "input_len");
     if (sweep_length_dataset(c->base_spec, input, (long)len, c->so->other_len, c->spec, sizeof c->spec, err, errlen) < 0)
-        return -1;
+        return DS_ERUN;
     double per = input ? len : (double)c->so->other_len;
     size_t want = b->plan.requests ? b->plan.requests + b->plan.warmup : 10000;
     size_t cap = (size_t)(LENGTH_TOKEN_BUDGET / (per > 1 ? per : 1));
@@ -328,34 +333,37 @@ static int length_dataset(sweep_ctx *c, double len, char *err, size_t errlen) {
     c->ds = NULL;
     if (bench_prepare_dataset(b, want, &c->ds) != DS_OK) {
         snprintf(err, errlen, "could not build the prompts of %s", c->spec);
-        return -1;
+        return DS_ERUN;
     }
-    return 0;
+    return DS_OK;
 }
 
-/* Runs all repeats of one level; 1 = stop the sweep, -1 = failure. *rps: their mean request rate. */
-static int run_repeats(sweep_ctx *c, const char *kind, double load, double *rps, char *err, size_t errlen) {
+/* Runs all repeats of one level (fewer when c->ladder_ended). DS_OK, or DS_ERUN with err. *rps:
+ * their mean request rate (set only when every repeat ran). */
+static ds_result run_repeats(sweep_ctx *c, const char *kind, double load, double *rps, char *err, size_t errlen) {
     double sum = 0;
     int n = 0;
     for (int k = 0; k < c->so->repeats; k++) {
         const json_t *res = NULL;
-        int rc = run_level(c, kind, load, k, &res, err, errlen);
-        if (rc < 0) return -1;
+        if (run_level(c, kind, load, k, &res, err, errlen) != DS_OK) return DS_ERUN;
         if (!json_object_get(c->doc, "environment") || json_is_null(json_object_get(c->doc, "environment")))
             json_object_set(c->doc, "environment", json_object_get(res, "environment"));
         double r = json_number_value(json_object_get(res, METRIC(request_throughput)));
         if (isfinite(r)) { sum += r; n++; }
         char e2[512];
-        if (save(c, false, e2, sizeof e2) < 0) log_warn("%s", e2);
-        if (rc == 1) return 1;
+        if (save(c, false, e2, sizeof e2) != DS_OK) log_warn("%s", e2);
+        if (c->ladder_ended) return DS_OK;
     }
     if (rps) *rps = n ? sum / n : NAN;
-    return 0;
+    return DS_OK;
 }
 
 
 
-int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
+/* Whether the ladder goes on to its next level: nothing failed and nothing ended it. */
+static bool next_level(const sweep_ctx *c, ds_result r) { return r == DS_OK && !c->ladder_ended; }
+
+ds_result sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     *doc_out = NULL;
     char err[1024];
     dataset *ds = NULL;
@@ -363,10 +371,10 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     /* a sweep along length builds each level's prompts itself: the pre-flight gets a one-word set */
     const char *base_spec = b->dataset_spec;
     if (so->length_axis) b->dataset_spec = "random:in=1,out=1";
-    int rc = ds_exit_code(bench_prepare(b, &ds, &model));
+    ds_result rc = bench_prepare(b, &ds, &model);
     b->dataset_spec = base_spec;
-    if (b->dist) rc = dist_join(b->dist, rc, NULL);   /* a multi-host job goes on only if every rank prepared */
-    if (rc != EXIT_OK) {
+    rc = run_job_join(b, rc);   /* a multi-host job goes on only if every rank prepared */
+    if (rc != DS_OK) {
         dataset_free(ds);
         free(model);
         return rc;
@@ -378,14 +386,15 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     if (!b->quiet) log_info("sweep %s model %s: %s, %s per level%s", b->client.base_url, b->client.model,
                             so->autom ? "auto (synchronous, throughput, then rates)" : axis,
                             b->plan.duration_ns ? "duration" : "request count", so->repeats > 1 ? ", repeated" : "");
-    int exit_code = EXIT_OK, r = 0;
+    ds_result result = DS_OK;
+    ds_result r = DS_OK;
     if (so->autom) {
         double r_sync = NAN, r_max = NAN;
         r = run_repeats(&c, "synchronous", 1, &r_sync, err, sizeof err);
-        if (r == 0) r = run_repeats(&c, "throughput", so->auto_max_conc, &r_max, err, sizeof err);
-        if (r == 0 && !(r_sync > 0 && r_max > 0)) {
+        if (next_level(&c, r)) r = run_repeats(&c, "throughput", so->auto_max_conc, &r_max, err, sizeof err);
+        if (next_level(&c, r) && !(r_sync > 0 && r_max > 0)) {
             snprintf(err, sizeof err, "the synchronous or saturating run completed no request; no rates to sweep");
-            r = -1;
+            r = DS_ERUN;
         }
         /* the anchors' load is their achieved request rate, so every level reads on one axis */
         json_t *lvs = json_object_get(c.doc, "levels");
@@ -393,44 +402,44 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
         json_t *lv;
         json_array_foreach(lvs, i, lv) json_object_set_new(lv, "load", json_real(json_number_value(
             json_object_get(json_object_get(lv, "results"), METRIC(request_throughput)))));
-        if (r == 0) {
+        if (next_level(&c, r)) {
             c.rate_axis = true;
             /* the max must be exceeded for the plateau to show: rates up to 1.25x it */
             double top = 1.25 * r_max;
-            for (int k = 1; k <= so->auto_levels && r == 0; k++)
+            for (int k = 1; k <= so->auto_levels && next_level(&c, r); k++)
                 r = run_repeats(&c, "rate", r_sync + (top - r_sync) * k / so->auto_levels, NULL, err, sizeof err);
         }
         json_object_set_new(c.doc, "axis", json_string("rate"));
     } else if (so->length_axis) {
-        for (size_t i = 0; i < so->n_levels && r == 0; i++) {
+        for (size_t i = 0; i < so->n_levels && next_level(&c, r); i++) {
             r = length_dataset(&c, so->ladder[i], err, sizeof err);
-            if (r == 0) r = run_repeats(&c, so->length_axis, so->ladder[i], NULL, err, sizeof err);
+            if (r == DS_OK) r = run_repeats(&c, so->length_axis, so->ladder[i], NULL, err, sizeof err);
         }
     } else {
-        for (size_t i = 0; i < so->n_levels && r == 0; i++)
+        for (size_t i = 0; i < so->n_levels && next_level(&c, r); i++)
             r = run_repeats(&c, so->conc_ladder ? "concurrency" : "rate", so->ladder[i], NULL, err, sizeof err);
     }
-    if (r < 0) {
+    if (r != DS_OK) {
         log_error("%s", err);
-        exit_code = EXIT_RUN_FAILED;
+        result = DS_ERUN;
         json_object_set_new(c.doc, "partial", json_true());
         json_object_set_new(c.doc, "partial_reason", json_string(err));
     } else if (g_stop) {
         json_object_set_new(c.doc, "partial", json_true());
         json_object_set_new(c.doc, "partial_reason", json_string("interrupted (SIGINT/SIGTERM): the levels measured so far are kept"));
-        exit_code = EXIT_RUN_FAILED;
+        result = DS_EINTR;
     } else if (c.not_measured) {
         /* the run policy (results/validity.h): a level asked for and not measured fails the sweep */
         json_object_set_new(c.doc, "partial", json_true());
         json_object_set_new(c.doc, "partial_reason", json_string("a level could not be measured (requests outlast it): "
                                                                  "the sweep stopped there; see the level's not_measured_reason"));
-        exit_code = EXIT_RUN_FAILED;
+        result = DS_EJUDGED;
     } else if (c.level_failed) {
         log_error("a level failed: server-side failures over --max-error-rate %g%% (see each level's run_failed_reason)",
                   100 * b->max_error_rate);
-        exit_code = EXIT_RUN_FAILED;
+        result = DS_EJUDGED;
     }
-    if (save(&c, true, err, sizeof err) < 0) { log_error("%s", err); exit_code = EXIT_RUN_FAILED; }
+    if (save(&c, true, err, sizeof err) != DS_OK) { log_error("%s", err); result = DS_EIO; }
     if (!b->quiet && so->print_table) {
         FILE *sum = so->summary;
         fputc('\n', sum);
@@ -447,5 +456,27 @@ int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
     /* b->client.model may point at model: keep the name for the caller in the document only */
     if (b->client.model == model) b->client.model = NULL;
     free(model);
-    return exit_code;
+    return result;
+}
+
+static void on_signal(int sig) { (void)sig; sweep_run_request_stop(); }
+
+/* The leader of `dsperf sweep`: the whole sweep (its pre-flight joins a job's ranks), then the
+ * document recorded in the history. */
+static ds_result sweep_lead(void *ctx, bench_opts *b) {
+    sweep_opts *so = ctx;
+    struct sigaction sa = { .sa_handler = on_signal };
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    json_t *doc = NULL;
+    ds_result rc = sweep_run(so, b, &doc);
+    if (doc && history_opts_record(&b->hist, doc, NULL, 0) != DS_OK && rc == DS_OK) rc = DS_EIO;
+    json_decref(doc);
+    return rc;
+}
+
+ds_result sweep_run_job(sweep_opts *so, bench_opts *b, ds_result (*check)(void *ctx), void *ctx) {
+    b->keep_request_chunks = so->save_prefix != NULL;   /* a job's ranks send their chunks for it */
+    run_job_parts parts = { .check = check, .check_ctx = ctx, .lead = sweep_lead, .lead_ctx = so };
+    return run_job(b, &parts);
 }

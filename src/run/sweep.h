@@ -6,6 +6,7 @@
 #ifndef DSP_RUN_SWEEP_H
 #define DSP_RUN_SWEEP_H
 #include "run/bench_opts.h"
+#include "common/result.h"
 #include "sweep/sweep.h"
 #include "sweep/stability.h"
 #include <stdbool.h>
@@ -35,12 +36,21 @@ typedef struct {
     const char *(*name_default_out)(const char *flag, const char *stem, const char *ext, char *buf, size_t cap);
 } sweep_opts;
 
-/* Runs the sweep against b->client.base_url: pre-flight and dataset (bench_prepare), every level,
- * so->out_path rewritten after each. Progress rows go to stdout unless b->quiet. *doc_out gets
- * the sweep document (the caller's; NULL when the pre-flight failed). Returns EXIT_OK,
- * EXIT_RUN_FAILED (a level failed or the run was interrupted: the document is marked partial)
- * or EXIT_USAGE (pre-flight or dataset failed, reported in one line). */
-int sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out);
+/* Runs the sweep against b->client.base_url: pre-flight and dataset (bench_prepare; under a job,
+ * joined with every rank's: run/job.h), every level, so->out_path rewritten after each. Progress
+ * rows go to so->summary unless b->quiet. *doc_out gets the sweep document (the caller's; NULL when
+ * the pre-flight failed). Returns DS_OK; bench_prepare's failure (DS_ECONNECT, DS_EINVAL: reported
+ * in one line) or a job's rank's; or, with the document marked partial where it applies, DS_ERUN (a
+ * level could not be run), DS_EINTR (a signal), DS_EJUDGED (a level not measured, or failed by the
+ * run policy), DS_EIO (the final file not written). */
+ds_result sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out);
+
+/* `dsperf sweep` from parsed options to its result, as one job over the ranks an MPI launcher
+ * started (run/job.h) or in this process: check(ctx) on the leader before any load (the outputs,
+ * the history; NULL: none), then sweep_run with SIGINT/SIGTERM stopping it, the document recorded
+ * in b->hist (DS_EIO when that fails). Returns sweep_run's result, or check's; on a job's
+ * follower, the job's. */
+ds_result sweep_run_job(sweep_opts *so, bench_opts *b, ds_result (*check)(void *ctx), void *ctx);
 
 /* Stops a running sweep as Ctrl-C does (the level in progress ends, no further level starts).
  * Async-signal-safe: call it from the caller's SIGINT/SIGTERM handler. Sticky for the process. */

@@ -138,10 +138,12 @@ bool tune_run_config(const tune_opts *t, size_t idx, size_t total, const char *s
     char **sargv = tune_config_argv(t, choice, port, url, sweep_path, &sargc);
     sweep_opts so;
     bench_opts b;
-    int rc = t->parse_sweep(&so, &b, sargc, sargv);
+    /* the CLI's parser: -1 to go on, else the exit status it stopped with (its line said why) */
+    int prc = t->parse_sweep(&so, &b, sargc, sargv);
+    ds_result rc = prc < 0 || prc == EXIT_OK ? DS_OK : prc == EXIT_USAGE ? DS_EINVAL : DS_ERUN;
     json_t *sdoc = NULL;
     char *save_prefix = NULL;
-    if (rc < 0) {
+    if (prc < 0) {
         so.print_table = false;
         if (so.save_prefix && asprintf(&save_prefix, "%s.%zu", so.save_prefix, idx) > 0) so.save_prefix = save_prefix;
         rc = sweep_run(&so, &b, &sdoc);
@@ -164,10 +166,11 @@ bool tune_run_config(const tune_opts *t, size_t idx, size_t total, const char *s
     int how = tune_proc_stop(&p, t->stop_grace_ns);
     redact_file(log_path);
     json_object_set_new(cfg, "stopped_by", alive ? json_string(how ? "SIGKILL" : "SIGTERM") : json_null());
-    json_object_set_new(cfg, "sweep_exit_code", json_integer(rc));
+    /* the document's field is what `dsperf sweep` would have exited with */
+    json_object_set_new(cfg, "sweep_exit_code", json_integer(prc >= 0 ? prc : ds_exit_code(rc)));
     json_t *sum = sdoc ? tune_config_summary(sdoc, tune_config_gpus(t, choice), t->objective) : NULL;
     measured = sum != NULL;
-    const char *status = g_stop ? "interrupted" : !measured ? "failed" : rc == EXIT_OK && alive && !unresponsive ? "ok" : "partial";
+    const char *status = g_stop ? "interrupted" : !measured ? "failed" : rc == DS_OK && alive && !unresponsive ? "ok" : "partial";
     json_object_set_new(cfg, "status", json_string(status));
     if (unresponsive) {
         json_object_set_new(cfg, "error", json_string("the server stopped answering its health check during the sweep"));
@@ -178,7 +181,7 @@ bool tune_run_config(const tune_opts *t, size_t idx, size_t total, const char *s
         free(tail);
         json_object_set_new(cfg, "error", json_string(err));
     } else if (!measured) {
-        json_object_set_new(cfg, "error", json_string(rc == EXIT_USAGE ? "the sweep could not start (pre-flight or dataset; "
+        json_object_set_new(cfg, "error", json_string(rc == DS_EINVAL || rc == DS_ECONNECT ? "the sweep could not start (pre-flight or dataset; "
                                                       "see the error line above)" : "the sweep measured no level"));
     } else if (json_is_true(json_object_get(sdoc, "partial"))) {
         json_object_set_new(cfg, "error", json_deep_copy(json_object_get(sdoc, "partial_reason")));
@@ -315,17 +318,20 @@ bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const cha
     char **sargv = tune_config_argv(t, choice, 1, "http://127.0.0.1:1", sweep_path, &sargc);
     sweep_opts so;
     bench_opts b;
-    int rc = prc < 0 ? t->parse_sweep(&so, &b, sargc, sargv) : EXIT_USAGE;
+    /* the CLI's parsers: -1 to go on, else the exit status they stopped with */
+    int sprc = prc < 0 ? t->parse_sweep(&so, &b, sargc, sargv) : EXIT_USAGE;
+    ds_result rc = DS_OK;        /* DS_OK: every level ran; else err says what stopped them */
     bool measured = false;
     json_t *sdoc = NULL;
     if (prc >= 0) {
         log_line(log_path, err);
-    } else if (rc < 0) {
+        rc = DS_EINVAL;
+    } else if (sprc < 0) {
         bool requests_given = tune_arg_given(t, "--requests");
         const char *kind = so.rate_ladder ? "rate" : "concurrency";
         sdoc = run_sweep_doc_new(b.command_line, kind, sim_sweep_config(&so, &b, flags), NULL);
         json_t *levels = json_object_get(sdoc, "levels");
-        for (size_t i = 0; i < so.n_levels && !g_stop && rc < 0; i++) {
+        for (size_t i = 0; i < so.n_levels && !g_stop && rc == DS_OK; i++) {
             for (int k = 0; k < so.repeats && !g_stop; k++) {
                 run_sim_opts lo = base;
                 sim_level(&lo, &b, &so, requests_given, so.ladder[i], b.plan.seed + (uint64_t)k);
@@ -342,7 +348,7 @@ bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const cha
                     log_line(log_path, why);
                     snprintf(err, sizeof err, "dsperf sim failed at %s %.6g: %s", kind, so.ladder[i], why);
                     run_sim_result_free(&r);
-                    rc = EXIT_RUN_FAILED;
+                    rc = sr;
                     break;
                 }
                 if (r.judged_failed) log_line(log_path, r.why);
@@ -361,7 +367,7 @@ bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const cha
                 if (results_write_json(sweep_path, sdoc, e2, sizeof e2) < 0) log_warn("%s", e2);
             }
         }
-        if (rc >= 0 || g_stop) {
+        if (rc != DS_OK || g_stop) {
             json_object_set_new(sdoc, "partial", json_true());
             json_object_set_new(sdoc, "partial_reason", json_string(g_stop ? "interrupted (SIGINT/SIGTERM)" : err));
         }
@@ -371,8 +377,8 @@ bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const cha
         t->free_sweep(&so, &b);
     } else {
         snprintf(err, sizeof err, "the sweep options do not apply to this configuration (see the error line above)");
+        rc = DS_EINVAL;
     }
-    if (prc >= 0) rc = EXIT_USAGE;
     wordfree(&we);
     /* GPUs: --gpus or --gpus-key, else the simulator's own (its config's gpus or tp) */
     double g = tune_config_gpus(t, choice);
@@ -389,9 +395,9 @@ bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const cha
     }
     json_t *sum = sdoc ? tune_config_summary(sdoc, g, t->objective) : NULL;
     measured = sum != NULL;
-    const char *status = g_stop ? "interrupted" : !measured ? "failed" : rc < 0 ? "ok" : "partial";
+    const char *status = g_stop ? "interrupted" : !measured ? "failed" : rc == DS_OK ? "ok" : "partial";
     json_object_set_new(cfg, "status", json_string(status));
-    if (rc >= 0) {
+    if (rc != DS_OK) {
         json_object_set_new(cfg, "error", json_string(err));
         char *tail = tune_log_tail(log_path, 20, 4096);
         json_object_set_new(cfg, "log_tail", json_string(tail));
@@ -408,10 +414,10 @@ bool tune_run_config_sim(const tune_opts *t, size_t idx, size_t total, const cha
 
 /* A configuration's sweep into the history, labelled with its grid values (tune.seqs=64), so
  * `dsperf history best` ranks the settings of every tune run of this workload. */
-static int record_config_sweep(const tune_opts *t, const json_t *cfg) {
+static ds_result record_config_sweep(const tune_opts *t, const json_t *cfg) {
     const char *path = json_string_value(json_object_get(cfg, "sweep_file"));
     json_t *sdoc = path ? json_load_file(path, 0, NULL) : NULL;
-    if (!sdoc || !json_array_size(json_object_get(sdoc, "levels"))) { json_decref(sdoc); return EXIT_OK; }
+    if (!sdoc || !json_array_size(json_object_get(sdoc, "levels"))) { json_decref(sdoc); return DS_OK; }
     char buf[HISTORY_MAX_LABELS][256];
     const char *extra[HISTORY_MAX_LABELS];
     int n = 0;
@@ -423,7 +429,7 @@ static int record_config_sweep(const tune_opts *t, const json_t *cfg) {
         char err[256];
         if (history_check_label(buf[n], err, sizeof err) == 0) { extra[n] = buf[n]; n++; }
     }
-    int rc = history_opts_record(&t->hist, sdoc, extra, n);
+    ds_result rc = history_opts_record(&t->hist, sdoc, extra, n);
     json_decref(sdoc);
     return rc;
 }
@@ -472,7 +478,7 @@ void run_tune(const tune_opts *t, json_t *doc, const char *stem, size_t *measure
         }
         if (!tune_run_stopped()) log_info("config %zu/%zu [%s]: %s", i + 1, total, label && *label ? label : "no grid",
                               json_string_value(json_object_get(cfg, "status")));
-        if (t->hist.db && record_config_sweep(t, cfg) != EXIT_OK) *history_failed = true;
+        if (t->hist.db && record_config_sweep(t, cfg) != DS_OK) *history_failed = true;
         free(label);
         tune_save(doc, t->out_path);
     }
