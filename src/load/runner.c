@@ -107,11 +107,16 @@ static const dataset_item *item_for(run_state *s, size_t idx) {
 
 /* Sends the request of record idx: a dataset item, or a conversation's turn built from its
  * history now (the previous answer is in by the time a turn is due). */
-static void submit(run_state *s, size_t idx) {
+static void submit_at(run_state *s, size_t idx, int64_t at_ns) {
     record *rec = &s->recs->v[idx];
     dataset_item turn;
     int rc;
-    if (s->sess) {
+    if (at_ns) {
+        /* prepared ahead, sent by the client at its time (never a session's turn: built at send) */
+        const dataset *ds = s->p->n_classes > 1 ? s->p->class_ds[rec->class_id] : s->ds;
+        rc = client_submit_at(s->c, idx, item_for(s, idx), at_ns);
+        if (rc == 0) s->recs->v[idx].cacheable_tokens = dataset_cacheable_tokens(ds, rec->index);
+    } else if (s->sess) {
         rc = sessions_build_turn(s->sess, rec->session - 1, rec->turn, &turn);
         if (rc == 0) { rc = client_submit(s->c, idx, &turn); sessions_item_free(&turn); }
     } else {
@@ -129,6 +134,8 @@ static void submit(run_state *s, size_t idx) {
         s->failed++;
     }
 }
+
+static void submit(run_state *s, size_t idx) { submit_at(s, idx, 0); }
 
 static void ready_push(run_state *s, int64_t t_ns) {
     size_t cap = (size_t)s->p->concurrency;
@@ -287,6 +294,11 @@ static int run_shard(run_state *sp, const client_opts *co, ds_stop_flag *stop,
     rng_seed(&s.class_rng, p->seed ^ 0xc1a55e5ULL);
     for (int c = 0; c < p->n_classes; c++) s.class_weight_sum += p->class_weight[c];
     if (!closed && p->arr.ramp_ns > 0) s.next_arrival_ns = t0 + arrival_next_ramp_ns(&p->arr, &s.r, &s.lambda);
+    /* open loop: arrivals are known ahead, so the client prepares each up to its lead before it is
+     * due and sends it at its time (a burst due at one instant leaves back to back). Not under
+     * --max-concurrency (a request waits for a slot, which is only known when it is due) nor for
+     * conversations (a turn is built from the previous answer when it is sent). */
+    int64_t lead_ns = !closed && !p->max_concurrency && !s.sess ? client_arm_lead_ns(s.c) : 0;
     int64_t tick_ns = p->progress_interval_ns > 0 ? p->progress_interval_ns : NS_PER_S;
     int64_t next_progress = t0 + tick_ns;
     int64_t grace_end = INT64_MAX;
@@ -309,9 +321,10 @@ static int run_shard(run_state *sp, const client_opts *co, ds_stop_flag *stop,
                 if (idx != SIZE_MAX) submit(&s, idx);
             }
         } else {
-            while (more_to_schedule(&s, s.next_arrival_ns) && s.next_arrival_ns <= now) {
+            while (more_to_schedule(&s, s.next_arrival_ns) && s.next_arrival_ns <= now + lead_ns) {
                 size_t idx = new_request(&s, s.next_arrival_ns);
-                if (idx == SIZE_MAX || fifo_push(&s, idx) < 0) { s.total = s.scheduled; s.sess_total = s.sess_started; break; }
+                bool queued = idx != SIZE_MAX && (lead_ns ? (submit_at(&s, idx, s.next_arrival_ns), true) : fifo_push(&s, idx) == 0);
+                if (!queued) { s.total = s.scheduled; s.sess_total = s.sess_started; break; }
                 s.next_arrival_ns = s.p->arr.ramp_ns > 0 ? s.t0_ns + arrival_next_ramp_ns(&s.p->arr, &s.r, &s.lambda)
                                                          : s.next_arrival_ns + next_gap(&s);
             }
@@ -319,7 +332,7 @@ static int run_shard(run_state *sp, const client_opts *co, ds_stop_flag *stop,
                 size_t idx = s.fifo[s.fifo_head++ % s.fifo_cap];
                 submit(&s, idx);
             }
-            if (more_to_schedule(&s, s.next_arrival_ns) && s.next_arrival_ns < wake) wake = s.next_arrival_ns;
+            if (more_to_schedule(&s, s.next_arrival_ns) && s.next_arrival_ns - lead_ns < wake) wake = s.next_arrival_ns - lead_ns;
         }
         /* closed loop: no user may start another request once the count or the duration is
          * reached; open loop: the next arrival falls outside the plan */
