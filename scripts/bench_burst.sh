@@ -21,7 +21,8 @@
 #             thread, each stamped before its send, nothing else in between; what the sends alone
 #             cost on this host (on loopback a send also runs the receiver's TCP path), beside one
 #             io_uring_enter submitting the same N sends
-# Each run replays a trace of three bursts of N requests: at the run's start ("cold": nothing known
+# The server answers after 50 ms (--ttft 50ms), longer than a burst of 1,024 takes to leave here, so
+# the sends are not interleaved with reading the answers. Each run replays a trace of three bursts of N requests: at the run's start ("cold": nothing known
 # ahead, each request opens its connection) and 1 s and 2 s later ("warm": on the connections the
 # first left open, prepared ahead). Per burst, from the per-request records (send_ns is stamped just
 # before each request's own send: what TTFT is measured from): the first send after the instant,
@@ -41,7 +42,7 @@ SERVE_THREADS=$((CORES / 4)); [ $SERVE_THREADS -lt 1 ] && SERVE_THREADS=1; [ $SE
 T=$((CORES / 2)); [ $T -lt 2 ] && T=2; [ $T -gt 8 ] && T=8
 MODES="prepared at-due threads curl"
 [ -n "$OLD_BIN" ] && [ -x "$OLD_BIN" ] && MODES="$MODES old"
-"$BIN" serve --port 0 --duration 30m --threads "$SERVE_THREADS" --ttft 10ms --itl 5ms --prefill-per-token 0 >"$OUT/serve.out" 2>"$OUT/serve.err" &
+"$BIN" serve --port 0 --duration 30m --threads "$SERVE_THREADS" --ttft 50ms --itl 5ms --prefill-per-token 0 >"$OUT/serve.out" 2>"$OUT/serve.err" &
 SERVE_PID=$!
 trap 'kill "$SERVE_PID" 2>/dev/null || true; wait "$SERVE_PID" 2>/dev/null || true' EXIT INT TERM
 wait_serve_url "$OUT/serve.out" bench_burst "$OUT/serve.err"

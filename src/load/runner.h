@@ -16,6 +16,11 @@
  * out request by request on one shared timeline. Request indices interleave (shard k sends
  * k, k+W, ...), so the dataset and the per-request records read as from one client.
  *
+ * Open loop without --max-concurrency and without conversations: each arrival is handed to the
+ * client up to its lead ahead (client_submit_at: built, its connection taken or opened) and sent
+ * at its instant, so a burst scheduled at one instant leaves back to back (client README
+ * "Bursts"); the progress line counts such a request as sent once it is handed over.
+ *
  * Multi-turn sessions (a dataset with conversations, dataset/sessions.h): a request may depend on
  * the answer to an earlier one. Users (closed loop: all start at once) or arrivals (open loop: by
  * the rate) start conversations instead of single requests; when a turn ends, the dataset says
