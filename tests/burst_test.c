@@ -186,3 +186,50 @@ TEST(burst_prepared_requests_leave_at_their_instant) {
     unsetenv("DSPERF_CLIENT_ARM_US");
     test_serve_stop(&s);
 }
+
+/* A run stopped before a prepared burst's instant: those requests were never due, so they are not
+ * in its records (without the lead they would not have been created), and what was due is all
+ * there. A lead of 30 s arms the second burst (due 20 s in) from the start; the stop comes once
+ * the server has answered the first burst's 8. */
+TEST(burst_stop_before_the_instant_leaves_no_record_of_it) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 5ms --itl 2ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char trace[512], reqs[512], out[512], cmd[2048];
+    snprintf(trace, sizeof trace, "%s/stop.trace", harness_tmpdir());
+    snprintf(reqs, sizeof reqs, "%s/stop.jsonl", harness_tmpdir());
+    snprintf(out, sizeof out, "%s/stop.json", harness_tmpdir());
+    FILE *f = fopen(trace, "w");
+    CHECK(f != NULL);
+    if (!f) { test_serve_stop(&s); return; }
+    for (int i = 0; i < 8 + 64; i++)
+        fprintf(f, "{\"timestamp\": %d, \"input_length\": 8, \"output_length\": 3, \"hash_ids\": [%d]}\n", i < 8 ? 0 : 20000, i);
+    fclose(f);
+    setenv("DSPERF_CLIENT_ARM_US", "30000000", 1);
+    snprintf(cmd, sizeof cmd, "bench --url %s --quiet --dataset mooncake:%s --arrival trace --client-threads 1 --out %s --save-requests %s",
+             s.url, trace, out, reqs);
+    int rc = test_run_interrupt_when_served(cmd, &s, 8, 0, NULL, NULL);
+    unsetenv("DSPERF_CLIENT_ARM_US");
+    long long served = served_requests(&s);
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 1);
+    CHECK_EQ_INT(served, 8);
+    json_t *r = test_load_json(out);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK_EQ_INT(test_num(r, "completed"), 8);
+        CHECK_EQ_INT(test_num(r, "failed"), 0);
+        json_decref(r);
+    }
+    f = fopen(reqs, "r");
+    CHECK(f != NULL);
+    int lines = 0;
+    char line[1 << 16];
+    while (f && fgets(line, sizeof line, f)) {
+        json_t *q = json_loads(line, 0, NULL);
+        if (q) CHECK_MSG(json_is_integer(json_object_get(q, "send_ns")), "a request of the burst not yet due was recorded: %.120s", line);
+        json_decref(q);
+        lines++;
+    }
+    if (f) fclose(f);
+    CHECK_EQ_INT(lines, 8);
+}

@@ -243,7 +243,8 @@ static int64_t next_gap(run_state *s) {
 static void publish(run_state *s) {
     shard_counters *c = &s->counters[s->slot];
     size_t q = fifo_len(s);
-    atomic_store_explicit(&c->sent, s->scheduled - q, memory_order_relaxed);
+    /* handed over ahead is not sent yet */
+    atomic_store_explicit(&c->sent, s->scheduled - q - client_armed(s->c), memory_order_relaxed);
     atomic_store_explicit(&c->finished, s->finished, memory_order_relaxed);
     atomic_store_explicit(&c->failed, s->failed, memory_order_relaxed);
     atomic_store_explicit(&c->in_flight, client_in_flight(s->c), memory_order_relaxed);
@@ -362,6 +363,14 @@ static int run_shard(run_state *sp, const client_opts *co, ds_stop_flag *stop,
     }
     /* whatever is still in flight or queued is cancelled by dsperf, and says why */
     client_abort_all(s.c, REC_ERR_CANCELLED);
+    /* requests handed over ahead whose time had not come when the run stopped were never due: they
+     * are not the run's (without the lead they would not have been created). They are this
+     * shard's newest records: open-loop arrivals are created in schedule order. */
+    int64_t stop_ns = clock_now_ns();
+    while (lead_ns && recs->n && recs->v[recs->n - 1].send_ns == 0 && recs->v[recs->n - 1].sched_ns > stop_ns) {
+        record_free(&recs->v[--recs->n]);
+        s.scheduled--;
+    }
     while (fifo_len(&s)) recs->v[s.fifo[s.fifo_head++ % s.fifo_cap]].outcome = REC_ERR_CANCELLED;
     recset_mark_cancelled(recs, 0, !out->interrupted ? REC_CANCEL_DEADLINE
                                    : out->stop_code == LOAD_STOP_EARLY ? REC_CANCEL_EARLY_STOP : REC_CANCEL_INTERRUPT);
