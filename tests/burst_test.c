@@ -10,9 +10,11 @@
 #include "client/client.h"
 #include "client/h1.h"
 #include "common/clock.h"
+#include "load/runner.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The server's count of generation requests handled (summed over its loops), from /metrics. */
 static long long served_requests(const test_server *s) {
@@ -232,4 +234,22 @@ TEST(burst_stop_before_the_instant_leaves_no_record_of_it) {
     }
     if (f) fclose(f);
     CHECK_EQ_INT(lines, 8);
+}
+
+/* Automatic client threads count a trace's largest burst as its peak (one thread per 256 of it,
+ * within half the CPUs and 8), so a burst of 1,024 is dealt over threads that each send their
+ * share at the instant; a trace without bursts keeps its mean rate's count. */
+TEST(burst_auto_threads_follow_a_traces_largest_burst) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long by_cpu = cpus > 1 ? cpus / 2 : 1;
+    load_plan p = { .trace = true, .arr = { .rate_per_s = 10 } };
+    CHECK_EQ_INT(load_client_threads(&p, 0), 1);
+    p.trace_burst = 1024;
+    long want = 1024 / 256 + 1;
+    if (want > by_cpu) want = by_cpu;
+    if (want > 8) want = 8;
+    CHECK_EQ_INT(load_client_threads(&p, 0), want);
+    CHECK_EQ_INT(load_client_threads(&p, 3), 3);   /* --client-threads N is N */
+    p.trace = false;                               /* a burst count means nothing to a rate */
+    CHECK_EQ_INT(load_client_threads(&p, 0), 1);
 }

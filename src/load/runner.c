@@ -386,6 +386,7 @@ static int run_shard(run_state *sp, const client_opts *co, ds_stop_flag *stop,
 int load_client_threads(const load_plan *p, int threads) {
     size_t peak = p->concurrency ? (size_t)p->concurrency
                 : p->max_concurrency ? (size_t)p->max_concurrency : (size_t)(p->arr.rate_per_s * 2);
+    if (p->trace && p->trace_burst > peak) peak = p->trace_burst;
     if (threads <= 0) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         long by_cpu = cpus > 1 ? cpus / 2 : 1;
@@ -397,6 +398,18 @@ int load_client_threads(const load_plan *p, int threads) {
     if (p->concurrency && threads > p->concurrency) threads = p->concurrency;
     if (p->max_concurrency && threads > p->max_concurrency) threads = p->max_concurrency;
     return threads < 1 ? 1 : threads;
+}
+
+/* The most consecutive trace items whose timestamps lie within 1 ms of the first of them. */
+static size_t trace_burst(const dataset *ds) {
+    size_t best = 0;
+    for (size_t i = 0, j = 0; i < ds->n; i++) {
+        if (j < i) j = i;
+        while (j + 1 < ds->n && ds->items[j + 1].timestamp_ns >= ds->items[i].timestamp_ns &&
+               ds->items[j + 1].timestamp_ns - ds->items[i].timestamp_ns < NS_PER_MS) j++;
+        if (j - i + 1 > best) best = j - i + 1;
+    }
+    return best;
 }
 
 /* share of n for shard k of w */
@@ -428,7 +441,9 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
              ds_stop_flag *stop, load_progress_fn progress, void *ctx,
              load_outcome *out, char *err, size_t errlen) {
     /* a slice of a job's shards has its thread count set by the job (src/dist) */
-    int w = p->shard_total > 0 ? p->client_threads : load_client_threads(p, p->client_threads);
+    load_plan pt = *p;
+    if (p->trace && p->client_threads <= 0 && p->shard_total <= 0) pt.trace_burst = trace_burst(ds);
+    int w = p->shard_total > 0 ? p->client_threads : load_client_threads(&pt, p->client_threads);
     if (w < 1) { snprintf(err, errlen, "no client thread for this slice of the plan"); return -1; }
     shard_counters *counters = calloc((size_t)w, sizeof *counters);
     load_plan *plans = calloc((size_t)w, sizeof *plans);
