@@ -26,7 +26,7 @@ TEST_O  := $(TEST_C:%.c=$(BUILD)/%.o) $(TEST_SUP:%.c=$(BUILD)/%.o)
 FUZZ_C  := $(filter-out fuzz/libfuzzer_main.c,$(wildcard fuzz/*.c))
 TEST_O  += $(FUZZ_C:%.c=$(BUILD)/%.o)
 
-.PHONY: test-libcurl-path all deps build test run-tests test-asan test-tsan testdata-npm real-engine demo demo-reasoning bench clean fuzz fuzz-build completion man
+.PHONY: test-libcurl-path all deps build test run-tests test-asan test-tsan testdata-npm real-engine demo demo-reasoning bench bench-burst clean fuzz fuzz-build completion man
 # Public targets check the Debian dependencies first, then re-enter make so that pkg-config's
 # answers are read after any install.
 all: deps
@@ -147,9 +147,13 @@ demo-reasoning: all
 	@sh scripts/demo_reasoning.sh
 
 bench: all
-	@$(MAKE) --no-print-directory $(BUILD)/dist_bench
+	@$(MAKE) --no-print-directory $(BUILD)/dist_bench $(BUILD)/send_floor
 	@sh scripts/bench.sh
 
+# the burst part of section 5 alone (scripts/bench_burst.sh): 32, 256 and 1,024 requests due at one instant
+bench-burst: all
+	@$(MAKE) --no-print-directory $(BUILD)/send_floor
+	@bash scripts/bench_burst.sh
 # Fuzzing (not part of `make test`): each target of fuzz/fuzz.h under libFuzzer (clang, with ASan and
 # UBSan) for FUZZ_SECONDS, starting from tests/fuzz-corpus/<target>; findings land in build-fuzz/.
 FUZZ_TARGETS ?= sse chunkscan prom tok_json tok_gguf results
@@ -168,6 +172,11 @@ $(BUILD)/fuzz-%: fuzz/libfuzzer_main.c $(FUZZ_C:%.c=$(BUILD)/%.o) $(LIB_O)
 
 # the merge benchmark of multi-host runs (scripts/bench_dist.sh): an MPI program over src/dist
 $(BUILD)/dist_bench: $(BUILD)/src/dist/bench/dist_bench.o $(LIB_O)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# the floor under a burst's spread on this host (scripts/bench_burst.sh): raw loopback sends back to back
+$(BUILD)/send_floor: $(BUILD)/src/client/bench/send_floor.o
 	@echo "  LD $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -12,7 +12,8 @@
 #     building, results history);
 #  5. the read paths side by side (scripts/bench_client.sh, issue 27): CPU per chunk at 32 streams
 #     with a 5 ms gap, memory per stream at 1,000 / 10,000 (and more where `ulimit -n` allows), the
-#     send-time spread of a 1,024-request burst; OLD_BIN=path adds a previous build as "old".
+#     send-time spread of bursts of 32, 256 and 1,024 requests (scripts/bench_burst.sh: prepared ahead
+#     vs built when due, beside the host's floor); OLD_BIN=path adds a previous build as "old".
 set -eu
 BIN=${DSPERF_BIN:-./dsperf}
 OUT=${BENCH_OUT:-out/bench}

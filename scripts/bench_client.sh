@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench_client — the client's read paths side by side in one run (issue 27): CPU per chunk at 32
-# streams with a 5 ms gap, memory per stream, the send-time spread of a burst, and the timing error
+# streams with a 5 ms gap, memory per stream, the send-time spread of bursts (bench_burst.sh), and the timing error
 # against the server's configured timing (which `dsperf serve` keeps to within its own lateness,
 # printed beside). Run by `make bench` (section 5); on another host, alone:
 #
@@ -122,36 +122,9 @@ for m in own curl; do
 done
 echo "RESULT memory_per_stream own=${own10k:-?} KiB (1,000 -> 10,000 streams; goal <= 10 KB); ITL err p99 at 10,000 streams ${own10k_itl99:-?} us (goal < 200 where the server keeps up)"
 
-# ---- 3. burst: 1,024 requests due at one instant ----
-# The spread of send_ns (the first request byte written) over the 1,024, from the per-request
-# records. Two bursts: "cold", a run's first 1,024 requests, each opening its connection first; and
-# "warm", 1,024 more due at one instant 3 s later (a Mooncake-format trace replayed with --arrival
-# trace), sent on the connections the first burst left open.
-echo "== burst: 1,024 requests due at one instant; spread of their send times (cold: each opens its connection; warm: on open connections)"
-python3 - "$OUT/burst.trace" <<'PY'
-import json, sys
-with open(sys.argv[1], "w") as f:
-    for t in (0, 3000):
-        for i in range(1024):
-            f.write(json.dumps({"timestamp": t, "input_length": 8, "output_length": 4, "hash_ids": [t + i]}) + "\n")
-PY
-start_serve --threads "$SERVE_THREADS" --ttft 10ms --itl 5ms --prefill-per-token 0
-for m in own curl; do
-  env=""; [ $m = curl ] && env="DSPERF_CLIENT_PATH=curl"
-  env $env "$BIN" bench --url "$URL" --dataset "mooncake:$OUT/burst.trace" --arrival trace --client-threads 1 --quiet \
-      --out "$OUT/burst-$m.json" --save-requests "$OUT/burst-$m.jsonl" >/dev/null 2>&1 || true
-  python3 - "$OUT/burst-$m.jsonl" "$m" <<'PY' || echo "$m burst: ?"
-import json, sys
-rs = [json.loads(l) for l in open(sys.argv[1])]
-rs = [r for r in rs if r.get("send_ns") is not None and r.get("sched_ns") is not None]
-rs.sort(key=lambda r: r["sched_ns"])
-for name, grp in (("cold", rs[:1024]), ("warm", rs[1024:2048])):
-    if len(grp) < 2: print("%-5s %s: too few requests sent (%d)" % (sys.argv[2], name, len(grp))); continue
-    s = sorted(r["send_ns"] for r in grp); q = sorted(r["sched_ns"] for r in grp)
-    us = lambda ns: ns / 1000
-    print("%-5s %s: %d requests due within %.0f us; first sent %.0f us after due, first-to-last %.0f us (p50 %.0f, p99 %.0f us after the first)"
-          % (sys.argv[2], name, len(s), us(q[-1] - q[0]), us(s[0] - q[0]), us(s[-1] - s[0]), us(s[len(s) // 2] - s[0]), us(s[int(len(s) * 0.99)] - s[0])))
-    print("RESULT burst_spread_us_%s_%s=%.0f (goal <= 100)" % (sys.argv[2], name, us(s[-1] - s[0])))
-PY
-done
+# ---- 3. burst: 32, 256 and 1,024 requests due at one instant (scripts/bench_burst.sh) ----
+# The ways of sending side by side: prepared ahead (the default), built and sent when due (the
+# client before), dealt over client threads, the libcurl path, OLD_BIN, and the floor (raw
+# loopback sends back to back on this host).
 stop_serve
+DSPERF_BIN="$BIN" BENCH_OUT="${BENCH_OUT:-out/bench}" OLD_BIN="$OLD_BIN" bash "$(dirname "$0")/bench_burst.sh" || echo "burst: bench_burst.sh failed"

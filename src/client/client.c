@@ -404,6 +404,14 @@ static void send_pending(client *c) {
     drain_done(c);
 }
 
+int client_submit_at(client *c, size_t rec_index, const dataset_item *item, int64_t send_at_ns) {
+    /* the libcurl path sends on submit (its lead is 0: the runner hands it only what is due) */
+    if (c->own) return h1_submit_at(c->own, rec_index, item, send_at_ns);
+    return client_submit(c, rec_index, item);
+}
+int64_t client_arm_lead_ns(const client *c) { return c->own ? h1_arm_lead_ns(c->own) : 0; }
+size_t client_armed(const client *c) { return c->own ? h1_armed(c->own) : 0; }
+
 size_t client_in_flight(const client *c) { return c->own ? h1_in_flight(c->own) : c->in_flight; }
 
 /* One socket action: libcurl reads (and writes) the socket. */

@@ -37,6 +37,17 @@ client *client_new(const client_opts *o, recset *recs, client_done_fn done, void
 void client_free(client *c);
 /* Starts the request for recs->v[rec_index] now (its sched_ns already set). 0 ok, -1 OOM. */
 int client_submit(client *c, size_t rec_index, const dataset_item *item);
+/* Hands over a request to be sent at send_at_ns (absolute, monotonic), at most
+ * client_arm_lead_ns ahead: everything but the send is done now (the request bytes built, a
+ * connection taken or opened), and at the instant the sends of every request due then go out back
+ * to back, each stamped as it is sent (send_ns), so a burst scheduled at one instant leaves within
+ * the time its sends take. A time already passed is client_submit. 0 ok, -1 OOM. */
+int client_submit_at(client *c, size_t rec_index, const dataset_item *item, int64_t send_at_ns);
+/* How far ahead client_submit_at takes requests: 0 when this client only sends what is due (the
+ * libcurl path; DSPERF_CLIENT_ARM_US=0); 100 ms by default (DSPERF_CLIENT_ARM_US sets it, in µs). */
+int64_t client_arm_lead_ns(const client *c);
+/* Requests handed over with client_submit_at whose time has not come (included in in_flight). */
+size_t client_armed(const client *c);
 /* Waits for network events until wake_at_ns (absolute, monotonic) or until at least one transfer
  * finished, whichever is first; processes them. Returns the number of transfers that finished. */
 int client_poll(client *c, int64_t wake_at_ns);

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <errno.h>
 #include <time.h>
+#include <sys/prctl.h>
 
 #define ERROR_BODY_MAX 8192
 #define SSE_EVENT_MAX (4u << 20)
@@ -44,8 +45,15 @@
 #define GATHER_DEFAULT_US 5000
 #define GATHER_EPOCH_NS (250 * NS_PER_MS)
 #define GATHER_MIN_SAMPLES 32
+/* How far ahead of its send time a request may be handed over and prepared (h1_submit_at): its
+ * bytes built and its connection taken or opened, so that at the instant only the send is left.
+ * Preparing 1,024 requests that each open a connection took ~50 ms on the loaded 2-core VM (about
+ * 5 system calls per connection at tens of µs each under that load): twice that. */
+#define ARM_DEFAULT_US 100000
+#define ARM_APPROACH_NS (1 * NS_PER_MS)
 
-typedef enum { X_PENDING, X_CONNECTING, X_SENDING, X_HEAD, X_BODY } xstate;
+/* X_ARMED: prepared for a send time still ahead (its connection, if any, up and idle) */
+typedef enum { X_PENDING, X_ARMED, X_CONNECTING, X_SENDING, X_HEAD, X_BODY } xstate;
 typedef enum { B_CLOSE, B_LENGTH, B_CHUNKED } bframe;
 typedef enum { C_SIZE, C_EXT, C_SIZE_LF, C_DATA, C_DATA_CR, C_DATA_LF, C_TRAILER, C_DONE } cstate;
 
@@ -60,6 +68,9 @@ typedef struct xfer {
     bool reused;                /* on an idle connection: an early close is retried once */
     bool retried;
     bool fresh;                 /* this transfer opened its connection */
+    bool armed;                 /* waiting for at_ns (h1_submit_at): a connection that comes up is parked */
+    bool rearmed;               /* its parked connection was closed once and opened again */
+    int64_t at_ns;              /* when it is to be sent (armed) */
     int64_t connect_start_ns, connect_ns, deadline_ns;
     /* the response */
     char *head;                 /* status line and headers as they come (freed once parsed) */
@@ -80,10 +91,12 @@ typedef struct xfer {
     int64_t read_ns;            /* when the bytes being parsed arrived */
     int64_t read_stamp_ns;      /* the current read's kernel stamp (0 none) */
     struct xfer *pending_next;
+    struct xfer *arm_next;      /* the armed list, by at_ns */
     struct xfer *prev, *next;
 } xfer;
 
-typedef struct { struct xfer *x; bool idle; int batch_i; } fdslot;
+/* ev: the events epoll watches on the socket now (a change of none is not a system call) */
+typedef struct { struct xfer *x; bool idle; int batch_i; uint32_t ev; } fdslot;
 
 struct h1 {
     client_opts o;
@@ -100,6 +113,9 @@ struct h1 {
     size_t head_len;
     size_t in_flight;
     xfer *live, *pending_head, *pending_tail;
+    xfer *arm_head, *arm_tail;  /* prepared for a send time ahead, earliest first */
+    size_t n_armed;
+    int64_t arm_lead_ns;        /* how far ahead requests are prepared (0: only what is due) */
     fdslot *slots;
     int slots_cap;
     int *idle;                  /* idle keep-alive connections (a stack: the warmest is reused first) */
@@ -201,13 +217,16 @@ static fdslot *slot_of(h1 *c, int fd) {
 }
 
 static void watch(h1 *c, int fd, uint32_t events, bool add) {
+    fdslot *s = fd < c->slots_cap ? &c->slots[fd] : NULL;
+    if (!add && s && s->ev == events) return;   /* already so: e.g. a request sent on an idle connection */
     struct epoll_event ev = { .events = events, .data.fd = fd };
     epoll_ctl(c->epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev);
+    if (s) s->ev = events;
 }
 
 static void close_fd(h1 *c, int fd) {
     if (fd < 0) return;
-    if (fd < c->slots_cap) { c->slots[fd].x = NULL; c->slots[fd].idle = false; }
+    if (fd < c->slots_cap) { c->slots[fd].x = NULL; c->slots[fd].idle = false; c->slots[fd].ev = 0; }
     epoll_ctl(c->epfd, EPOLL_CTL_DEL, fd, NULL);
     close(fd);
 }
@@ -329,6 +348,12 @@ static void send_more(h1 *c, xfer *x) {
 static void connected(h1 *c, xfer *x) {
     x->connect_ns = clock_now_ns() - x->connect_start_ns;
     c->addr_pref = x->addr_i;
+    if (x->armed) {
+        /* prepared ahead: the connection waits for the send time; a close meanwhile is seen */
+        set_sending(c, x, X_ARMED);
+        watch(c, x->fd, EPOLLIN | EPOLLRDHUP, false);
+        return;
+    }
     send_more(c, x);
 }
 
@@ -399,12 +424,36 @@ static void start(h1 *c, xfer *x) {
     if (start_connect(c, x) < 0) finish(c, x, CURLE_COULDNT_CONNECT, -1, false, 0);
 }
 
+/* A request prepared ahead takes its connection now: an idle one, or a new one opened now (it is
+ * parked when it comes up). Where none can be opened it connects at its send time, as before. */
+static void arm_connection(h1 *c, xfer *x) {
+    x->ph = X_ARMED;
+    if (c->n_idle) {
+        int fd = c->idle[--c->n_idle];
+        fdslot *s = &c->slots[fd];
+        s->idle = false;
+        s->x = x;
+        x->fd = fd;
+        x->reused = true;
+        x->fresh = false;
+        return;
+    }
+    x->addr_i = c->addr_pref;
+    if (start_connect(c, x) == 0) return;
+    x->addr_i = 0;
+    if (start_connect(c, x) == 0) return;
+    x->fd = -1;
+}
+
 /* The connection of a transfer failed before the response: the next address, or the error. */
 static void connect_failed(h1 *c, xfer *x) {
     close_fd(c, x->fd);
     x->fd = -1;
     x->addr_i++;
-    if (start_connect(c, x) < 0) finish(c, x, CURLE_COULDNT_CONNECT, -1, false, 0);
+    if (start_connect(c, x) == 0) return;
+    /* prepared ahead: the request is not failed before its send time; it connects again then */
+    if (x->armed) { x->fd = -1; set_sending(c, x, X_ARMED); return; }
+    finish(c, x, CURLE_COULDNT_CONNECT, -1, false, 0);
 }
 
 /* ---- the response ---- */
@@ -671,6 +720,14 @@ static void on_event(h1 *c, int fd, uint32_t ev) {
     }
     xfer *x = s->x;
     if (!x) return;
+    if (x->ph == X_ARMED) {
+        /* its parked connection was closed by the server (or got what nobody asked for) before
+         * the send time: another one, once; else it connects at the send time */
+        close_fd(c, fd);
+        x->fd = -1;
+        if (!x->rearmed) { x->rearmed = true; arm_connection(c, x); }
+        return;
+    }
     if (x->ph == X_CONNECTING) {
         int err = 0;
         socklen_t el = sizeof err;
@@ -749,6 +806,12 @@ h1 *h1_new(const client_opts *o, const char *url, recset *recs, client_done_fn d
     c->n_local = la && *la ? atoi(la) : 0;
     if (c->n_local > 254) c->n_local = 254;
     c->max_idle = o->max_connections ? o->max_connections : 1024;
+    const char *au = getenv("DSPERF_CLIENT_ARM_US");
+    c->arm_lead_ns = (au && *au ? atoll(au) : ARM_DEFAULT_US) * NS_PER_US;
+    if (c->arm_lead_ns < 0) c->arm_lead_ns = 0;
+    /* a send time is kept to the ns the kernel can: without the default 50 µs of timer slack the
+     * wake-up for an armed instant (and for a gathering window) is not rounded late */
+    if (c->arm_lead_ns) prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 
     /* the URL: http://host[:port][/path][?query] */
     const char *a = url + 7, *ae = a + strcspn(a, "/?#");
@@ -835,9 +898,10 @@ void h1_free(h1 *c) {
     free(c);
 }
 
-int h1_submit(h1 *c, size_t rec_index, const dataset_item *item) {
+/* A transfer with its request bytes built, on the live list (not yet pending or armed). */
+static xfer *new_xfer(h1 *c, size_t rec_index, const dataset_item *item) {
     xfer *x = calloc(1, sizeof *x);
-    if (!x) return -1;
+    if (!x) return NULL;
     x->c = c;
     x->rec = rec_index;
     x->fd = -1;
@@ -855,7 +919,7 @@ int h1_submit(h1 *c, size_t rec_index, const dataset_item *item) {
         }
         free(body);
     }
-    if (!x->req) { xfer_free(x); return -1; }
+    if (!x->req) { xfer_free(x); return NULL; }
     record *r = &c->recs->v[rec_index];
     r->max_tokens = item->max_tokens;
     r->in_tokens = item->in_tokens;
@@ -864,9 +928,67 @@ int h1_submit(h1 *c, size_t rec_index, const dataset_item *item) {
     if (c->live) c->live->prev = x;
     c->live = x;
     c->in_flight++;
+    return x;
+}
+
+static void pending_push(h1 *c, xfer *x) {
+    x->ph = X_PENDING;
+    x->pending_next = NULL;
     if (c->pending_tail) c->pending_tail->pending_next = x; else c->pending_head = x;
     c->pending_tail = x;
+}
+
+int h1_submit(h1 *c, size_t rec_index, const dataset_item *item) {
+    xfer *x = new_xfer(c, rec_index, item);
+    if (!x) return -1;
+    pending_push(c, x);
     return 0;
+}
+
+int64_t h1_arm_lead_ns(const h1 *c) { return c->arm_lead_ns; }
+size_t h1_armed(const h1 *c) { return c->n_armed; }
+
+int h1_submit_at(h1 *c, size_t rec_index, const dataset_item *item, int64_t at_ns) {
+    if (!c->arm_lead_ns || at_ns <= clock_now_ns()) return h1_submit(c, rec_index, item);
+    xfer *x = new_xfer(c, rec_index, item);
+    if (!x) return -1;
+    x->armed = true;
+    x->at_ns = at_ns;
+    /* by send time; a plan's arrivals come in order, so this is an append */
+    xfer **pp = &c->arm_head, *prev = NULL;
+    if (c->arm_tail && c->arm_tail->at_ns <= at_ns) { prev = c->arm_tail; pp = &prev->arm_next; }
+    else while (*pp && (*pp)->at_ns <= at_ns) { prev = *pp; pp = &prev->arm_next; }
+    x->arm_next = *pp;
+    *pp = x;
+    if (!x->arm_next) c->arm_tail = x;
+    c->n_armed++;
+    arm_connection(c, x);
+    return 0;
+}
+
+/* Sends every armed request whose time has come, back to back, each stamped just before its own
+ * send (send_more: the stamp TTFT is measured from), with only the list walk in between. One
+ * whose connection is still opening sends when it is up; one without a connection connects now. */
+static void release_due(h1 *c, int64_t now) {
+    int64_t deadline = c->o.timeout_ns > 0 ? now + c->o.timeout_ns : 0;
+    if (deadline && c->arm_head && deadline < c->next_deadline_ns) c->next_deadline_ns = deadline;
+    while (c->arm_head && c->arm_head->at_ns <= now) {
+        xfer *x = c->arm_head;
+        c->arm_head = x->arm_next;
+        if (!c->arm_head) c->arm_tail = NULL;
+        c->n_armed--;
+        x->armed = false;
+        if (x->ph == X_ARMED && x->fd >= 0) {
+            x->deadline_ns = deadline;
+            set_sending(c, x, X_SENDING);
+            send_more(c, x);
+            counts.sent_armed++;
+            continue;
+        }
+        counts.armed_unready++;
+        if (x->ph == X_CONNECTING) x->deadline_ns = deadline;
+        else pending_push(c, x);    /* start() connects it and sets its timeout */
+    }
 }
 
 size_t h1_in_flight(const h1 *c) { return c->in_flight; }
@@ -885,6 +1007,7 @@ int h1_poll(h1 *c, int64_t wake_at_ns) {
     c->finished_now = 0;
     struct epoll_event *evs = c->evs;
     for (;;) {
+        if (c->arm_head && c->arm_head->at_ns <= clock_now_ns()) release_due(c, clock_now_ns());
         if (c->pending_head) {
             send_pending(c);
             if (c->finished_now) return c->finished_now;
@@ -895,6 +1018,7 @@ int h1_poll(h1 *c, int64_t wake_at_ns) {
             if (c->finished_now) return c->finished_now;
         }
         int64_t until = wake_at_ns < c->next_deadline_ns ? wake_at_ns : c->next_deadline_ns;
+        if (c->arm_head && c->arm_head->at_ns < until) until = c->arm_head->at_ns;
         int64_t wait_ns = c->pending_head ? 0 : until - now;
         if (wait_ns < 0) wait_ns = 0;
         if (wait_ns > 0) {
@@ -905,6 +1029,15 @@ int h1_poll(h1 *c, int64_t wake_at_ns) {
                 wait_ns = until - now;
                 if (wait_ns < 0) wait_ns = 0;
             }
+        }
+        if (c->arm_head && c->arm_head->at_ns == until && wait_ns > 0) {
+            /* an armed instant: epoll rounds a timeout up by 0.1% of it (the kernel's
+             * select_estimate_accuracy: 100 µs late after a 100 ms wait), clock_nanosleep only by
+             * the timer slack (set to 1 ns): so the wait ends ARM_APPROACH_NS early and the rest
+             * is slept exactly (no socket is read for that last stretch; its reads keep their
+             * kernel stamps) */
+            if (wait_ns > ARM_APPROACH_NS) wait_ns -= ARM_APPROACH_NS;
+            else { clock_sleep_until_ns(until); wait_ns = 0; }
         }
         if (wait_ns > 100 * NS_PER_MS) wait_ns = 100 * NS_PER_MS;   /* stay responsive to signals */
         struct timespec ts = { .tv_sec = wait_ns / NS_PER_S, .tv_nsec = wait_ns % NS_PER_S };
@@ -928,6 +1061,8 @@ int h1_poll(h1 *c, int64_t wake_at_ns) {
 }
 
 void h1_abort_all(h1 *c, rec_outcome outcome) {
-    c->pending_head = c->pending_tail = NULL;   /* every pending transfer is also on the live list */
+    c->pending_head = c->pending_tail = NULL;   /* every pending or armed transfer is also on the live list */
+    c->arm_head = c->arm_tail = NULL;
+    c->n_armed = 0;
     while (c->live) finish(c, c->live, CURLE_OK, (int)outcome, false, 0);
 }

@@ -30,12 +30,17 @@ const char *h1_why_not(const char *url);
 h1 *h1_new(const client_opts *o, const char *url, recset *recs, client_done_fn done, void *ctx, char *err, size_t errlen);
 void h1_free(h1 *c);
 int h1_submit(h1 *c, size_t rec_index, const dataset_item *item);
+/* client_submit_at (client.h): prepared now, sent at at_ns. */
+int h1_submit_at(h1 *c, size_t rec_index, const dataset_item *item, int64_t at_ns);
+int64_t h1_arm_lead_ns(const h1 *c);
+size_t h1_armed(const h1 *c);
 int h1_poll(h1 *c, int64_t wake_at_ns);
 size_t h1_in_flight(const h1 *c);
 void h1_abort_all(h1 *c, rec_outcome outcome);
 
-/* Counters of this thread's reads (for tests and profiling): reads made, reads with a kernel
- * stamp, reads that came from a batch (rxbatch). */
-typedef struct { unsigned long reads, stamped, batched; } h1_counts;
+/* Counters of this thread's reads and sends (for tests and profiling): reads made, reads with a
+ * kernel stamp, reads that came from a batch (rxbatch); requests sent at their armed instant on a
+ * connection prepared ahead (h1_submit_at), and armed requests whose connection was not ready then. */
+typedef struct { unsigned long reads, stamped, batched, sent_armed, armed_unready; } h1_counts;
 h1_counts h1_thread_counts(void);
 #endif

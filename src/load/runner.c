@@ -107,11 +107,16 @@ static const dataset_item *item_for(run_state *s, size_t idx) {
 
 /* Sends the request of record idx: a dataset item, or a conversation's turn built from its
  * history now (the previous answer is in by the time a turn is due). */
-static void submit(run_state *s, size_t idx) {
+static void submit_at(run_state *s, size_t idx, int64_t at_ns) {
     record *rec = &s->recs->v[idx];
     dataset_item turn;
     int rc;
-    if (s->sess) {
+    if (at_ns) {
+        /* prepared ahead, sent by the client at its time (never a session's turn: built at send) */
+        const dataset *ds = s->p->n_classes > 1 ? s->p->class_ds[rec->class_id] : s->ds;
+        rc = client_submit_at(s->c, idx, item_for(s, idx), at_ns);
+        if (rc == 0) s->recs->v[idx].cacheable_tokens = dataset_cacheable_tokens(ds, rec->index);
+    } else if (s->sess) {
         rc = sessions_build_turn(s->sess, rec->session - 1, rec->turn, &turn);
         if (rc == 0) { rc = client_submit(s->c, idx, &turn); sessions_item_free(&turn); }
     } else {
@@ -129,6 +134,8 @@ static void submit(run_state *s, size_t idx) {
         s->failed++;
     }
 }
+
+static void submit(run_state *s, size_t idx) { submit_at(s, idx, 0); }
 
 static void ready_push(run_state *s, int64_t t_ns) {
     size_t cap = (size_t)s->p->concurrency;
@@ -236,7 +243,8 @@ static int64_t next_gap(run_state *s) {
 static void publish(run_state *s) {
     shard_counters *c = &s->counters[s->slot];
     size_t q = fifo_len(s);
-    atomic_store_explicit(&c->sent, s->scheduled - q, memory_order_relaxed);
+    /* handed over ahead is not sent yet */
+    atomic_store_explicit(&c->sent, s->scheduled - q - client_armed(s->c), memory_order_relaxed);
     atomic_store_explicit(&c->finished, s->finished, memory_order_relaxed);
     atomic_store_explicit(&c->failed, s->failed, memory_order_relaxed);
     atomic_store_explicit(&c->in_flight, client_in_flight(s->c), memory_order_relaxed);
@@ -287,6 +295,11 @@ static int run_shard(run_state *sp, const client_opts *co, ds_stop_flag *stop,
     rng_seed(&s.class_rng, p->seed ^ 0xc1a55e5ULL);
     for (int c = 0; c < p->n_classes; c++) s.class_weight_sum += p->class_weight[c];
     if (!closed && p->arr.ramp_ns > 0) s.next_arrival_ns = t0 + arrival_next_ramp_ns(&p->arr, &s.r, &s.lambda);
+    /* open loop: arrivals are known ahead, so the client prepares each up to its lead before it is
+     * due and sends it at its time (a burst due at one instant leaves back to back). Not under
+     * --max-concurrency (a request waits for a slot, which is only known when it is due) nor for
+     * conversations (a turn is built from the previous answer when it is sent). */
+    int64_t lead_ns = !closed && !p->max_concurrency && !s.sess ? client_arm_lead_ns(s.c) : 0;
     int64_t tick_ns = p->progress_interval_ns > 0 ? p->progress_interval_ns : NS_PER_S;
     int64_t next_progress = t0 + tick_ns;
     int64_t grace_end = INT64_MAX;
@@ -309,9 +322,10 @@ static int run_shard(run_state *sp, const client_opts *co, ds_stop_flag *stop,
                 if (idx != SIZE_MAX) submit(&s, idx);
             }
         } else {
-            while (more_to_schedule(&s, s.next_arrival_ns) && s.next_arrival_ns <= now) {
+            while (more_to_schedule(&s, s.next_arrival_ns) && s.next_arrival_ns <= now + lead_ns) {
                 size_t idx = new_request(&s, s.next_arrival_ns);
-                if (idx == SIZE_MAX || fifo_push(&s, idx) < 0) { s.total = s.scheduled; s.sess_total = s.sess_started; break; }
+                bool queued = idx != SIZE_MAX && (lead_ns ? (submit_at(&s, idx, s.next_arrival_ns), true) : fifo_push(&s, idx) == 0);
+                if (!queued) { s.total = s.scheduled; s.sess_total = s.sess_started; break; }
                 s.next_arrival_ns = s.p->arr.ramp_ns > 0 ? s.t0_ns + arrival_next_ramp_ns(&s.p->arr, &s.r, &s.lambda)
                                                          : s.next_arrival_ns + next_gap(&s);
             }
@@ -319,7 +333,7 @@ static int run_shard(run_state *sp, const client_opts *co, ds_stop_flag *stop,
                 size_t idx = s.fifo[s.fifo_head++ % s.fifo_cap];
                 submit(&s, idx);
             }
-            if (more_to_schedule(&s, s.next_arrival_ns) && s.next_arrival_ns < wake) wake = s.next_arrival_ns;
+            if (more_to_schedule(&s, s.next_arrival_ns) && s.next_arrival_ns - lead_ns < wake) wake = s.next_arrival_ns - lead_ns;
         }
         /* closed loop: no user may start another request once the count or the duration is
          * reached; open loop: the next arrival falls outside the plan */
@@ -349,6 +363,14 @@ static int run_shard(run_state *sp, const client_opts *co, ds_stop_flag *stop,
     }
     /* whatever is still in flight or queued is cancelled by dsperf, and says why */
     client_abort_all(s.c, REC_ERR_CANCELLED);
+    /* requests handed over ahead whose time had not come when the run stopped were never due: they
+     * are not the run's (without the lead they would not have been created). They are this
+     * shard's newest records: open-loop arrivals are created in schedule order. */
+    int64_t stop_ns = clock_now_ns();
+    while (lead_ns && recs->n && recs->v[recs->n - 1].send_ns == 0 && recs->v[recs->n - 1].sched_ns > stop_ns) {
+        record_free(&recs->v[--recs->n]);
+        s.scheduled--;
+    }
     while (fifo_len(&s)) recs->v[s.fifo[s.fifo_head++ % s.fifo_cap]].outcome = REC_ERR_CANCELLED;
     recset_mark_cancelled(recs, 0, !out->interrupted ? REC_CANCEL_DEADLINE
                                    : out->stop_code == LOAD_STOP_EARLY ? REC_CANCEL_EARLY_STOP : REC_CANCEL_INTERRUPT);
@@ -364,6 +386,7 @@ static int run_shard(run_state *sp, const client_opts *co, ds_stop_flag *stop,
 int load_client_threads(const load_plan *p, int threads) {
     size_t peak = p->concurrency ? (size_t)p->concurrency
                 : p->max_concurrency ? (size_t)p->max_concurrency : (size_t)(p->arr.rate_per_s * 2);
+    if (p->trace && p->trace_burst > peak) peak = p->trace_burst;
     if (threads <= 0) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         long by_cpu = cpus > 1 ? cpus / 2 : 1;
@@ -375,6 +398,18 @@ int load_client_threads(const load_plan *p, int threads) {
     if (p->concurrency && threads > p->concurrency) threads = p->concurrency;
     if (p->max_concurrency && threads > p->max_concurrency) threads = p->max_concurrency;
     return threads < 1 ? 1 : threads;
+}
+
+/* The most consecutive trace items whose timestamps lie within 1 ms of the first of them. */
+static size_t trace_burst(const dataset *ds) {
+    size_t best = 0;
+    for (size_t i = 0, j = 0; i < ds->n; i++) {
+        if (j < i) j = i;
+        while (j + 1 < ds->n && ds->items[j + 1].timestamp_ns >= ds->items[i].timestamp_ns &&
+               ds->items[j + 1].timestamp_ns - ds->items[i].timestamp_ns < NS_PER_MS) j++;
+        if (j - i + 1 > best) best = j - i + 1;
+    }
+    return best;
 }
 
 /* share of n for shard k of w */
@@ -406,7 +441,9 @@ int load_run(const load_plan *p, const client_opts *co, const dataset *ds, recse
              ds_stop_flag *stop, load_progress_fn progress, void *ctx,
              load_outcome *out, char *err, size_t errlen) {
     /* a slice of a job's shards has its thread count set by the job (src/dist) */
-    int w = p->shard_total > 0 ? p->client_threads : load_client_threads(p, p->client_threads);
+    load_plan pt = *p;
+    if (p->trace && p->client_threads <= 0 && p->shard_total <= 0) pt.trace_burst = trace_burst(ds);
+    int w = p->shard_total > 0 ? p->client_threads : load_client_threads(&pt, p->client_threads);
     if (w < 1) { snprintf(err, errlen, "no client thread for this slice of the plan"); return -1; }
     shard_counters *counters = calloc((size_t)w, sizeof *counters);
     load_plan *plans = calloc((size_t)w, sizeof *plans);

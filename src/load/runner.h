@@ -16,6 +16,11 @@
  * out request by request on one shared timeline. Request indices interleave (shard k sends
  * k, k+W, ...), so the dataset and the per-request records read as from one client.
  *
+ * Open loop without --max-concurrency and without conversations: each arrival is handed to the
+ * client up to its lead ahead (client_submit_at: built, its connection taken or opened) and sent
+ * at its instant, so a burst scheduled at one instant leaves back to back (client README
+ * "Bursts"); the progress line counts such a request as sent once it is handed over.
+ *
  * Multi-turn sessions (a dataset with conversations, dataset/sessions.h): a request may depend on
  * the answer to an earlier one. Users (closed loop: all start at once) or arrivals (open loop: by
  * the rate) start conversations instead of single requests; when a turn ends, the dataset says
@@ -59,10 +64,14 @@ typedef struct {
      * process is the whole plan */
     int shard_base, shard_total;
     int64_t start_ns;         /* the plan's time zero on this clock (0: now); may lie ahead */
+    size_t trace_burst;       /* a trace's most requests due within 1 ms (load_run sets it when it
+                               * picks the thread count; 0: none known) */
 } load_plan;
 
 /* How many client threads a plan gets: `threads` when > 0, else auto — one per 256 concurrent
- * streams, at most half the CPUs and 8, at least 1 (so 1 on a 2-core machine). */
+ * streams (a trace: its mean rate x 2, or its largest burst, trace_burst, when larger: each thread
+ * sends its share of a burst at the same instant), at most half the CPUs and 8, at least 1 (so 1
+ * on a 2-core machine). */
 int load_client_threads(const load_plan *p, int threads);
 
 typedef struct {
