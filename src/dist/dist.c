@@ -25,7 +25,7 @@ struct pending_send {
 
 /* ---- detection and start ---- */
 
-static const char *const launcher_vars[] = { "OM->comm_world_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", NULL };
+static const char *const launcher_vars[] = { "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", NULL };
 
 bool dist_launched(void) {
     for (const char *const *v = launcher_vars; *v; v++)
@@ -353,7 +353,7 @@ static int assign_roles(dist *d) {
     }
     /* Ctrl-C: mpirun sends SIGTERM, then SIGKILL after odls_base_sigkill_timeout (1 s unless set;
      * mpirun passes --mca settings to its ranks as OMPI_MCA_ variables) */
-    if (getenv("OM->comm_world_SIZE") && !getenv("OMPI_MCA_odls_base_sigkill_timeout"))
+    if (getenv("OMPI_COMM_WORLD_SIZE") && !getenv("OMPI_MCA_odls_base_sigkill_timeout"))
         log_info("mpirun kills ranks 1 s after a Ctrl-C (or a lost rank); to keep a partial result on a busy "
                  "or large job, give them time: mpirun --mca odls_base_sigkill_timeout 5 ...");
     if (d->ri[0].samples_only) {
