@@ -90,6 +90,7 @@ static void *read_thread(void *arg) { reader *r = arg; r->text = slurp_fd(r->fd)
 typedef struct {
     int delay_ms;
     const char *file;
+    const char *copy_to;   /* with file: its bytes as they were when it appeared, kept here */
     const test_server *server;
     int min_done, min_running;
 } interrupt_at;
@@ -143,7 +144,17 @@ static int run_impl(const char *args, const interrupt_at *at, char **out, char *
         /* poll while the command runs; the moment never coming is the command's failure (the
          * command's own deadline ends the wait) */
         for (;;) {
-            if (interrupt_due(at)) break;
+            if (interrupt_due(at)) {
+                if (at->file && at->copy_to) {   /* written atomically (rename): whole when it exists */
+                    int fd = open(at->file, O_RDONLY | O_CLOEXEC);
+                    char *text = fd >= 0 ? slurp_fd(fd) : NULL;
+                    if (fd >= 0) close(fd);
+                    FILE *f = text ? fopen(at->copy_to, "w") : NULL;
+                    if (f) { fputs(text, f); fclose(f); }
+                    free(text);
+                }
+                break;
+            }
             siginfo_t si = { 0 };
             if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == pid) break;   /* it ended */
             usleep(at->file ? 5000 : 20000);
@@ -173,6 +184,10 @@ int test_run_interrupt(const char *args, int delay_ms, char **out, char **err) {
 }
 int test_run_interrupt_when_file(const char *args, const char *path, char **out, char **err) {
     interrupt_at at = { .file = path };
+    return run_impl(args, &at, out, err);
+}
+int test_run_interrupt_when_file_kept(const char *args, const char *path, const char *copy_to, char **out, char **err) {
+    interrupt_at at = { .file = path, .copy_to = copy_to };
     return run_impl(args, &at, out, err);
 }
 int test_run_interrupt_when_served(const char *args, const test_server *s, int min_done, int min_running, char **out,

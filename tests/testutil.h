@@ -29,6 +29,8 @@ int test_run_interrupt(const char *args, int delay_ms, char **out, char **err);
 /* Same, but sends SIGINT as soon as `path` exists (a file the command writes part-way, such as a
  * sweep file after its first level): no guess at how long a busy machine takes to get there. */
 int test_run_interrupt_when_file(const char *args, const char *path, char **out, char **err);
+/* The same, keeping a copy of PATH as it was when it appeared (before the interrupt) in COPY_TO. */
+int test_run_interrupt_when_file_kept(const char *args, const char *path, const char *copy_to, char **out, char **err);
 /* Same, but sends SIGINT once the `dsperf serve` s has answered at least min_done requests and has
  * at least min_running in flight (its /metrics, polled): the run is interrupted in the state the
  * test needs however slowly a busy machine gets there. */

@@ -136,6 +136,34 @@ TEST(bench_interrupt_cancels_are_not_failures) {
     json_decref(r);
 }
 
+/* A sweep's file is written after each level, so a Ctrl-C (or a kill) keeps what it measured. Read
+ * while the sweep runs, it says it is partial and why (in progress); after the interrupt, the final
+ * write says the sweep was interrupted; neither says complete. */
+TEST(sweep_file_in_progress_says_partial) {
+    test_server s;
+    if (test_serve_start(&s, "--ttft 5ms --itl 5ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char path[512], copy[512], cmd[1400];
+    snprintf(path, sizeof path, "%s/sw.json", harness_tmpdir());
+    snprintf(copy, sizeof copy, "%s/sw.during.json", harness_tmpdir());
+    /* one second a level: the interrupt comes once the first level is written, five levels early */
+    snprintf(cmd, sizeof cmd, "sweep --url %s --concurrency 1,2,3,4,5,6 --duration 1s --dataset random:in=8,out=4 --quiet --out %s",
+             s.url, path);
+    int rc = test_run_interrupt_when_file_kept(cmd, path, copy, NULL, NULL);
+    test_serve_stop(&s);
+    CHECK(rc != 0);
+    json_t *during = test_load_json(copy), *after = test_load_json(path);
+    CHECK(during && after);
+    if (during && after) {
+        CHECK(json_array_size(json_object_get(during, "levels")) >= 1);
+        CHECK(json_is_true(json_object_get(during, "partial")));
+        CHECK(strstr(json_string_value(json_object_get(during, "partial_reason")), "in progress") != NULL);
+        CHECK(json_is_true(json_object_get(after, "partial")));
+        CHECK(strstr(json_string_value(json_object_get(after, "partial_reason")), "interrupted") != NULL);
+    }
+    json_decref(during);
+    json_decref(after);
+}
+
 /* The policy is written where a user looks first. */
 TEST(help_states_the_exit_code_policy) {
     char *out = NULL;

@@ -274,7 +274,17 @@ static ds_result save(sweep_ctx *c, bool final, char *err, size_t errlen) {
             return DS_EIO;
         }
     }
-    return results_write_json(so->out_path, c->doc, err, errlen) < 0 ? DS_EIO : DS_OK;
+    if (final) return results_write_json(so->out_path, c->doc, err, errlen) < 0 ? DS_EIO : DS_OK;
+    /* a file read while the sweep runs (or left by one killed outright) holds only the levels so
+     * far: it says so, and the final write says what the whole sweep came to */
+    json_t *was = json_incref(json_object_get(c->doc, "partial")), *why = json_incref(json_object_get(c->doc, "partial_reason"));
+    json_object_set_new(c->doc, "partial", json_true());
+    json_object_set_new(c->doc, "partial_reason", json_string("in progress: the levels measured so far (the sweep was still "
+                                                              "running when this was written, or ended before its last write)"));
+    ds_result rc = results_write_json(so->out_path, c->doc, err, errlen) < 0 ? DS_EIO : DS_OK;
+    json_object_set_new(c->doc, "partial", was ? was : json_false());
+    json_object_set_new(c->doc, "partial_reason", why ? why : json_null());
+    return rc;
 }
 
 
