@@ -176,7 +176,7 @@ $(BUILD)/dist_bench: $(BUILD)/src/dist/bench/dist_bench.o $(LIB_O)
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # the floor under a burst's spread on this host (scripts/bench_burst.sh): raw loopback sends back to back
-$(BUILD)/send_floor: $(BUILD)/src/client/bench/send_floor.o
+$(BUILD)/send_floor: $(BUILD)/src/client/bench/send_floor.o $(BUILD)/src/metrics/stats.o
 	@echo "  LD $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -183,7 +183,11 @@ static void only_in_flags(const src_tree *t, const char *what, const char *patte
         int k = 0;
         while (allowed[k] && strcmp(allowed[k], t->f[i].path)) k++;
         if (allowed[k]) { seen[k] = 1; continue; }
-        harness_fail(__FILE__, __LINE__, "src/%s:%d holds a second %s (\"%s\"): use the one in src/%s", t->f[i].path, line, what, m, allowed[0]);
+        if (allowed[0])
+            harness_fail(__FILE__, __LINE__, "src/%s:%d holds a second %s (\"%s\"): use the one in src/%s", t->f[i].path, line, what, m, allowed[0]);
+        else
+            harness_fail(__FILE__, __LINE__, "src/%s:%d holds a %s (\"%s\"): use stats_percentile_ranked or stats_percentile_sorted "
+                         "(src/metrics/stats.h)", t->f[i].path, line, what, m);
     }
     for (int k = 0; allowed[k]; k++) CHECK_MSG(seen[k], "src/%s no longer matches the %s pattern %s: fix the check", allowed[k], what, pattern);
     regfree(&re);

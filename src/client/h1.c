@@ -400,20 +400,26 @@ static int start_connect(h1 *c, xfer *x) {
     return -1;
 }
 
+/* Gives x the warmest idle keep-alive connection; false when there is none. */
+static bool take_idle(h1 *c, xfer *x) {
+    if (!c->n_idle) return false;
+    int fd = c->idle[--c->n_idle];
+    fdslot *s = &c->slots[fd];
+    s->idle = false;
+    s->x = x;
+    x->fd = fd;
+    x->reused = true;
+    x->fresh = false;
+    return true;
+}
+
 /* Starts a request: on an idle connection when there is one, else on a new one. */
 static void start(h1 *c, xfer *x) {
     if (c->o.timeout_ns > 0) {
         x->deadline_ns = clock_now_ns() + c->o.timeout_ns;
         if (x->deadline_ns < c->next_deadline_ns) c->next_deadline_ns = x->deadline_ns;
     }
-    while (c->n_idle) {
-        int fd = c->idle[--c->n_idle];
-        fdslot *s = &c->slots[fd];
-        s->idle = false;
-        s->x = x;
-        x->fd = fd;
-        x->reused = true;
-        x->fresh = false;
+    if (take_idle(c, x)) {
         set_sending(c, x, X_SENDING);
         send_more(c, x);
         return;
@@ -428,16 +434,7 @@ static void start(h1 *c, xfer *x) {
  * parked when it comes up). Where none can be opened it connects at its send time, as before. */
 static void arm_connection(h1 *c, xfer *x) {
     x->ph = X_ARMED;
-    if (c->n_idle) {
-        int fd = c->idle[--c->n_idle];
-        fdslot *s = &c->slots[fd];
-        s->idle = false;
-        s->x = x;
-        x->fd = fd;
-        x->reused = true;
-        x->fresh = false;
-        return;
-    }
+    if (take_idle(c, x)) return;
     x->addr_i = c->addr_pref;
     if (start_connect(c, x) == 0) return;
     x->addr_i = 0;
