@@ -78,11 +78,6 @@ TEST_TIMEOUT ?= 300
 # Tests run TEST_JOBS at a time (each owns its process group, temp dir and ports); most of a test's
 # time is a server's configured timing, not CPU. X="a b" leaves out tests matching a or b.
 TEST_JOBS ?= 4
-# The pool starts these first, longest first (wall time under ASan/TSan in CI, from the per-test
-# timings the harness prints): a long test started late leaves the other job slots idle at the end.
-TEST_FIRST ?= drift_live_kv history_cli_trend drift_measures intervals_cover_the_truth compare_cli_sweeps tune_sim_larger \
-  sweep_concurrency_knee sim_validate_published compare_cli_gate compare_cli_request scenario_admission scenario_prefix \
-  realwire_errors nvml_stub_long realwire_streams drift_reference longctx_sweep
 # SAN_LOGS (sanitizer builds): every process writes its reports there, so a report from a dsperf
 # the tests ran as a child fails the target even when that test ignored the exit code.
 # ENGINE_DEP= (empty) runs the tests without building the engine first: CI builds it beside a
@@ -91,7 +86,7 @@ ENGINE_DEP ?= real-engine
 run-tests: $(BUILD)/dsperf $(BUILD)/dsperf_test $(BUILD)/harness_selftest testdata-npm $(ENGINE_DEP)
 	@$(if $(SAN_LOGS),rm -rf $(SAN_LOGS); mkdir -p $(SAN_LOGS);) \
 	  ulimit -n 65536 2>/dev/null || true; DSPERF_TEST_TIMEOUT=$${DSPERF_TEST_TIMEOUT:-$(TEST_TIMEOUT)} \
-	  DSPERF_TEST_JOBS=$${DSPERF_TEST_JOBS:-$(TEST_JOBS)} DSPERF_TEST_FIRST="$(TEST_FIRST)" \
+	  DSPERF_TEST_JOBS=$${DSPERF_TEST_JOBS:-$(TEST_JOBS)} \
 	  DSPERF_BIN=$(BUILD)/dsperf DSPERF_SELFTEST_BIN=$(BUILD)/harness_selftest $(BUILD)/dsperf_test $(T) $(foreach x,$(X),-x $(x)); rc=$$?; \
 	  $(if $(SAN_LOGS),if [ -n "$$(ls -A $(SAN_LOGS))" ]; then echo "sanitizer reports from processes the tests ran:"; \
 	    head -n 60 $(SAN_LOGS)/*; rc=1; fi;) exit $$rc
@@ -124,8 +119,7 @@ test-libcurl-path: deps
 # the tokenizer but its threads test, history's processes): a race needs two threads, and under
 # TSan these took half the pass's CPU. A new test anywhere else runs under TSan by default.
 # The real-engine tests (the scenario corpus, drift's K-cache run, llama.cpp's live wire and
-# timings) are left out too, so the TSan pass needs no engine and CI builds it beside that pass:
-# their threads are the client's and the sampler's, which the bench, telemetry and monitor tests check under TSan against
+# timings) are left out too: their threads are the client's and the sampler's, which the bench, telemetry and monitor tests check under TSan against
 # `dsperf serve`, and their cost is llama.cpp's compute (they run under ASan and in `make test`).
 TSAN_SKIP := tests/scenario_test tests/drift_live_test tests/llamacpp_live_test tests/llamacpp_timings_test src/metrics/ src/engine/ src/model/ src/plan/ src/compare/ src/common/ src/results/ src/history/ \
   src/client/chunkscan_test src/client/sse_test src/load/arrival_test src/telemetry/prom_test src/telemetry/host_test \

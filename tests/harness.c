@@ -311,27 +311,6 @@ int main(int argc, char **argv) {
         if (cases[i].alone && jobs > 1) alone[na++] = i;
         else pool[np++] = i;
     }
-    /* DSPERF_TEST_FIRST="a b ...": the pool starts the tests matching a, then b, ... before the
-     * rest (file order otherwise). The longest tests first keep the pool's tail short: a
-     * two-minute test started last leaves every other job slot idle while it runs. */
-    const char *first = getenv("DSPERF_TEST_FIRST");
-    if (first && *first && np > 1) {
-        int *ord = malloc(sizeof(int) * (size_t)np), no = 0;
-        char *taken = calloc((size_t)np, 1), *list = strdup(first);
-        if (ord && taken && list) {
-            for (char *save = NULL, *pat = strtok_r(list, " ", &save); pat; pat = strtok_r(NULL, " ", &save))
-                for (int k = 0; k < np; k++)
-                    if (!taken[k] && (strstr(cases[pool[k]].name, pat) || strstr(cases[pool[k]].file, pat))) {
-                        ord[no++] = pool[k];
-                        taken[k] = 1;
-                    }
-            for (int k = 0; k < np; k++) if (!taken[k]) ord[no++] = pool[k];
-            memcpy(pool, ord, sizeof(int) * (size_t)np);
-        }
-        free(ord);
-        free(taken);
-        free(list);
-    }
     if (jobs > 1) printf("running %d tests, %d at a time, then %d alone\n", np, jobs, na);
     fflush(stdout);
     run_pool(pool, np, jobs, &c);
