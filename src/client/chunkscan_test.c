@@ -2,6 +2,8 @@
  * escapes, and that anything malformed or unusual is refused (so jansson decides). */
 #include "harness.h"
 #include "client/chunkscan.h"
+#include "client/openai.h"
+#include "metrics/record.h"
 #include <string.h>
 
 static int scan(const char *s, chunk_fields *f) { return chunkscan(s, strlen(s), f); }
@@ -48,7 +50,7 @@ TEST(chunkscan_leaves_what_jansson_reads_differently) {
     static const char *const left[] = {
         "{\"choices\":[{\"text\":\"\xc0\xaf\"}]}",                              /* overlong UTF-8 */
         "{\"choices\":[{\"text\":\"\xed\xa0\x80\"}]}",                          /* a surrogate in UTF-8 */
-        "{\"choices\":[{\"delta\":{\"content\":\"a\\u0000b\"}}]}",             /* jansson refuses \u0000 */
+        "{\"choices\":[{\"delta\":{\"content\":\"a\\u0000b\"}}]}",             /* jansson reads \u0000 only with JSON_ALLOW_NUL */
         "{\"choices\":[{\"delta\":{\"content\":\"\\udc00\"}}]}",               /* lone low surrogate */
         "{\"choices\":[{\"delta\":{\"content\":\"\\x\"}}]}",                   /* unknown escape */
         "{\"id\":1.2.3,\"choices\":[{\"text\":\"a\"}]}",                       /* not a number */
@@ -83,4 +85,24 @@ TEST(chunkscan_reasoning_tokens_and_timings) {
     CHECK(f.prompt_ms == 7.071 && f.predicted_ms == 19.526);
     /* a count that is not an integer goes to jansson */
     CHECK(scan("{\"timings\":{\"predicted_n\":8.5}}", &f) == -1);
+}
+
+/* A chunk whose text is U+0000 (llama.cpp sends "\u0000" when a random-weight model samples that
+ * token) is a token like any other: the scanner leaves it to jansson, which reads it with
+ * JSON_ALLOW_NUL; the stream is not failed as invalid JSON (it was, once in the suite's runs). */
+TEST(openai_stream_counts_a_nul_token) {
+    static const char *const events[] = {
+        "{\"choices\":[{\"text\":\"a\",\"index\":0,\"logprobs\":null,\"finish_reason\":null}],\"object\":\"text_completion\"}",
+        "{\"choices\":[{\"text\":\"\\u0000\",\"index\":0,\"logprobs\":null,\"finish_reason\":null}],\"object\":\"text_completion\"}",
+        "{\"choices\":[{\"text\":\"b\",\"index\":0,\"logprobs\":null,\"finish_reason\":\"length\"}],\"object\":\"text_completion\"}",
+    };
+    openai_stream st;
+    memset(&st, 0, sizeof st);
+    record r;
+    memset(&r, 0, sizeof r);
+    for (int i = 0; i < 3; i++) CHECK_EQ_INT(openai_stream_event(&st, &r, events[i], strlen(events[i]), NULL, 1000 * (i + 1), NULL), 0);
+    CHECK(!st.bad_json && !st.stream_error && st.finished);
+    CHECK_EQ_INT((int)r.n_chunks, 3);
+    CHECK_EQ_INT(st.tokens_client, 3);
+    record_free(&r);
 }

@@ -255,9 +255,11 @@ int openai_stream_event(openai_stream *st, record *r, const char *data, size_t d
         if (f.predicted_n >= 0) r->server_predicted_n = (int32_t)f.predicted_n;
         return 0;
     }
-    /* anything unusual (errors, malformed JSON, odd types) goes through the full parser */
+    /* anything unusual (errors, malformed JSON, odd types) goes through the full parser. A
+     * generated U+0000 is valid JSON ("\u0000", a token a random-weight or broken model does
+     * emit): jansson refuses it unless asked, and the stream would be counted as failed */
     json_error_t jerr;
-    json_t *o = json_loadb(data, data_len, 0, &jerr);
+    json_t *o = json_loadb(data, data_len, JSON_ALLOW_NUL, &jerr);
     if (!o || !json_is_object(o)) {
         char msg[300];
         snprintf(msg, sizeof msg, "invalid JSON in stream: %.200s", data);
