@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <unistd.h>
 
+#define STOP_CHECK_NS (50 * NS_PER_MS)   /* how soon a raised stop flag is seen */
+
 /* What each shard publishes for the progress line (read by shard 0). */
 typedef struct {
     atomic_size_t sent, finished, failed, in_flight, queued;
@@ -307,7 +309,10 @@ static int run_shard(run_state *sp, const client_opts *co, ds_stop_flag *stop,
     for (;;) {
         int64_t now = clock_now_ns();
         if (stop && *stop) { out->interrupted = true; out->stop_code = (int)*stop; break; }
-        int64_t wake = now + NS_PER_S;
+        /* the stop flag is read here, between polls: a signal that lands on another thread does
+         * not end the client's wait, so the wait is at most STOP_CHECK_NS (a Ctrl-C while every
+         * request is in the middle of a long stream must still cancel them, not wait them out) */
+        int64_t wake = now + STOP_CHECK_NS;
         if (s.sess) {
             int64_t next_turn = turns_due(&s, now, closed);
             if (next_turn < wake) wake = next_turn;
