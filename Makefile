@@ -80,10 +80,7 @@ TEST_TIMEOUT ?= 300
 TEST_JOBS ?= 4
 # SAN_LOGS (sanitizer builds): every process writes its reports there, so a report from a dsperf
 # the tests ran as a child fails the target even when that test ignored the exit code.
-# ENGINE_DEP= (empty) runs the tests without building the engine first: CI builds it beside a
-# pass, and a real-engine test that starts during the build waits for it (tests/llamacpp_util.c).
-ENGINE_DEP ?= real-engine
-run-tests: $(BUILD)/dsperf $(BUILD)/dsperf_test $(BUILD)/harness_selftest testdata-npm $(ENGINE_DEP)
+run-tests: $(BUILD)/dsperf $(BUILD)/dsperf_test $(BUILD)/harness_selftest testdata-npm real-engine
 	@$(if $(SAN_LOGS),rm -rf $(SAN_LOGS); mkdir -p $(SAN_LOGS);) \
 	  ulimit -n 65536 2>/dev/null || true; DSPERF_TEST_TIMEOUT=$${DSPERF_TEST_TIMEOUT:-$(TEST_TIMEOUT)} \
 	  DSPERF_TEST_JOBS=$${DSPERF_TEST_JOBS:-$(TEST_JOBS)} \

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,16 +33,6 @@ int test_llama_available(const char **why, int *shared_absent) {
     const char *td = harness_testdata();
     snprintf(tarball, sizeof tarball, "%s/../engines/llama.cpp-c392e50-src.tar.gz", td);
     *shared_absent = access(tarball, R_OK) != 0;
-    /* scripts/real_engine.sh holds an exclusive flock on the folder's .lock while it builds; a
-     * test that starts meanwhile (CI builds the engine beside the passes that do not need it)
-     * waits for the build to end instead of finding half of it and skipping */
-    char lock[1024];
-    snprintf(lock, sizeof lock, "%s/.lock", test_llama_dir());
-    int lfd = open(lock, O_RDONLY | O_CLOEXEC);
-    if (lfd >= 0) {
-        while (flock(lfd, LOCK_SH) != 0 && errno == EINTR) { }
-        close(lfd);
-    }
     if (access(bin, X_OK) != 0 || !test_llama_model("tiny")) {
         snprintf(msg, sizeof msg, "the real engine is not built (%s or its tiny model is missing): run `make real-engine`", bin);
         *why = msg;
