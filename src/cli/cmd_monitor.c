@@ -1,25 +1,16 @@
 /* cmd_monitor — `dsperf monitor`: probe a live endpoint at a low rate, forever or for a bound,
- * and export what users would feel as Prometheus metrics. Flags are checked first (a bad flag or
- * URL is a usage error, exit 2); an endpoint that does not answer at start is not: a monitor must
- * outlive restarts of what it watches, so it keeps probing and counts the failures. */
+ * and export what users would feel as Prometheus metrics. Flags are checked here first (a bad flag
+ * or URL is a usage error, exit 2); the run itself is run/monitor.h's, where an endpoint that does
+ * not answer at start is no error. This file parses, calls it and prints. */
 #include "cli/cli.h"
-#include "common/stop.h"
-#include "common/fdlimit.h"
 #include "cli/bench_opts.h"
-#include "run/bench.h"
-#include "run/preflight.h"
-#include "monitor/monitor.h"
+#include "run/monitor.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "results/validity.h"
 #include "common/units.h"
-#include "results/results.h"
-#include "common/redact.h"
 #include "common/bindaddr.h"
 #include <curl/curl.h>
-#include <time.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,9 +95,6 @@ static const struct option long_opts[] = {
     {"db", 1, 0, O_DB}, {"label", 1, 0, O_LABEL}, {"db-interval", 1, 0, O_DB_INTERVAL}, {0, 0, 0, 0},
 };
 
-static ds_stop_flag g_stop;
-static void on_signal(int sig) { (void)sig; g_stop = 1; }
-
 static int bad(const char *flag, const char *val, const char *want) {
     log_error("bad value '%s' for --%s: %s", val, flag, want);
     return EXIT_USAGE;
@@ -139,56 +127,33 @@ static bool url_ok(const char *url) {
     return ok;
 }
 
-/* ---- period summaries into the history ---- */
-
-typedef struct {
-    const bench_opts *b;
-    double rate_per_s, period_s;
-} period_ctx;
-
-static void iso(double unix_s, char *buf, size_t len) {
-    time_t t = (time_t)unix_s;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+/* The exporter's address on stdout, where a script waits for it. */
+static void print_listening(void *ctx, const char *host, int port) {
+    (void)ctx;
+    bool v6 = strchr(host, ':') != NULL;
+    printf("dsperf monitor: metrics on http://%s%s%s:%d/metrics\n", v6 ? "[" : "", host, v6 ? "]" : "", port);
+    fflush(stdout);
 }
 
-/* A period's probes as a results document (the same summary bench writes), recorded. */
-static void record_period(void *ctx, const recset *probes, double start_unix_s, double end_unix_s) {
-    const period_ctx *pc = ctx;
-    const bench_opts *b = pc->b;
-    json_t *cfg = json_object();
-    json_object_set_new(cfg, "url", redact_json(b->client.base_url));
-    json_object_set_new(cfg, "api", json_string(b->client.api == OPENAI_CHAT ? "chat" : "completions"));
-    json_object_set_new(cfg, "model", b->client.model ? json_string(b->client.model) : json_null());
-    json_object_set_new(cfg, "load", json_string("monitor"));
-    json_object_set_new(cfg, "rate_per_s", json_real(pc->rate_per_s));
-    json_object_set_new(cfg, "arrival", json_string(b->arrival_spec));
-    json_object_set_new(cfg, "dataset", json_string(b->dataset_spec));
-    json_object_set_new(cfg, "period_s", json_real(pc->period_s));
-    results_meta meta = { .producer = "monitor", .command_line = b->command_line, .config = cfg };
-    json_t *doc = results_build(probes, &b->summary, &meta);
-    json_decref(cfg);
-    if (!doc) { log_error("monitor: out of memory while summarising a period for the history"); return; }
-    char s[32], e[32];
-    iso(start_unix_s, s, sizeof s);
-    iso(end_unix_s, e, sizeof e);
-    json_object_set_new(doc, "monitor_period", json_pack("{s:s,s:s,s:I}", "start", s, "end", e, "probes", (json_int_t)probes->n));
-    history_opts_record(&b->hist, doc, NULL, 0);   /* a failure is reported; the monitor goes on */
-    json_decref(doc);
+/* The totals, and the run policy's verdict, before any linger. */
+static void print_done(void *ctx, const run_monitor_result *r) {
+    (void)ctx;
+    const monitor_totals *t = &r->totals;
+    printf("dsperf monitor: done: %zu probes, %zu ok%s\n", t->probes, t->ok, t->interrupted ? " (stopped by a signal)" : "");
+    fflush(stdout);
+    if (r->judged_failed) log_error("%s", r->why);
 }
 
 int cmd_monitor(int argc, char **argv) {
     bench_opts b;
     bench_opts_defaults(&b, argc, argv);   /* client, dataset and tokenizer handling as bench's */
-    b.client.timeout_ns = 60 * NS_PER_S;
-    b.dataset_spec = "random:in=256,out=64";
-    monitor_opts mo;
-    monitor_default_opts(&mo);
-    double rate = mo.arr.rate_per_s;
+    run_monitor_opts ro;
+    run_monitor_defaults(&ro, &b);
+    monitor_opts *mo = &ro.mon;
+    double rate = mo->arr.rate_per_s;
     const char *listen_spec = "127.0.0.1:9464";
     char listen_host[256];
-    int64_t linger_ns = 0, ns, db_interval_ns = 600 * NS_PER_S;
+    int64_t ns;
     long long v;
     double d;
     int rc = EXIT_USAGE;
@@ -215,29 +180,29 @@ int cmd_monitor(int argc, char **argv) {
             break;
         case O_MAXIF:
             if (units_parse_int(a, 1, 100000, &v) < 0) { rc = bad("max-in-flight", a, "an integer from 1 to 100000"); goto out; }
-            mo.max_in_flight = (int)v;
+            mo->max_in_flight = (int)v;
             break;
         case O_REQUESTS:
             if (units_parse_int(a, 1, INT64_MAX, &v) < 0) { rc = bad("requests", a, "an integer >= 1"); goto out; }
-            mo.requests = (size_t)v;
+            mo->requests = (size_t)v;
             break;
         case O_DURATION:
             if (units_parse_duration_ns(a, &ns) < 0 || ns <= 0) { rc = bad("duration", a, "a duration such as 1h"); goto out; }
-            mo.duration_ns = ns;
+            mo->duration_ns = ns;
             break;
         case O_SLO_TARGET:
             if (units_parse_double(a, &d) < 0 || !(d > 0 && d < 1)) { rc = bad("slo-target", a, "a fraction in (0,1) such as 0.99"); goto out; }
-            mo.slo.target = d;
+            mo->slo.target = d;
             break;
         case O_LISTEN: listen_spec = a; break;
-        case O_LOG: mo.log_path = a; break;
+        case O_LOG: mo->log_path = a; break;
         case O_LINGER:
             if (units_parse_duration_ns(a, &ns) < 0 || ns < 0) { rc = bad("linger", a, "a duration such as 30s"); goto out; }
-            linger_ns = ns;
+            ro.linger_ns = ns;
             break;
         case O_DB_INTERVAL:
             if (units_parse_duration_ns(a, &ns) < 0 || ns < NS_PER_S) { rc = bad("db-interval", a, "a duration of at least 1s, such as 10m"); goto out; }
-            db_interval_ns = ns;
+            ro.db_interval_ns = ns;
             break;
         case O_HELP: fputs(usage_text, stdout); rc = EXIT_OK; goto out;
         default:
@@ -251,85 +216,21 @@ int cmd_monitor(int argc, char **argv) {
         log_error("bad --url '%s': expected http://HOST[:PORT] or https://HOST[:PORT] (e.g. http://127.0.0.1:8000)", b.client.base_url);
         goto out;
     }
-    if (parse_listen(listen_spec, listen_host, sizeof listen_host, &mo.listen_port) < 0) {
+    if (parse_listen(listen_spec, listen_host, sizeof listen_host, &mo->listen_port) < 0) {
         rc = bad("listen", listen_spec, "use [HOST]:PORT, e.g. 127.0.0.1:9464 or :9464");
         goto out;
     }
-    mo.listen_host = listen_host;
+    mo->listen_host = listen_host;
     bindaddr_warn_exposed("the exporter (--listen)", listen_host);
-    if (arrival_parse(b.arrival_spec, rate, &mo.arr) < 0) { rc = bad("arrival", b.arrival_spec, "use poisson or constant"); goto out; }
-    mo.seed = b.plan.seed;
-    mo.slo.ttft_s = b.summary.slo_ttft_ms / 1e3;
-    mo.slo.tpot_s = b.summary.slo_tpot_ms / 1e3;
-    mo.slo.e2el_s = b.summary.slo_e2el_ms / 1e3;
-    mo.slo.ttfa_s = b.summary.slo_ttfa_ms / 1e3;
-    b.client.headers = b.headers;
+    if (arrival_parse(b.arrival_spec, rate, &mo->arr) < 0) { rc = bad("arrival", b.arrival_spec, "use poisson or constant"); goto out; }
     if (history_opts_check(&b.hist) != DS_OK) { rc = EXIT_USAGE; goto out; }
-    rc = EXIT_USAGE;
-    period_ctx pctx = { .b = &b, .rate_per_s = rate, .period_s = db_interval_ns / 1e9 };
-    if (b.hist.db) {
-        mo.period_ns = db_interval_ns;
-        mo.on_period = record_period;
-        mo.period_ctx = &pctx;
-    }
-
-    fd_limit_prepare();     /* before the exporter thread starts: see common/fdlimit.h */
-
-    /* from here a signal ends the command cleanly (exit 0), also during a slow pre-flight */
-    struct sigaction sa = { .sa_handler = on_signal };
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-
-    /* Pre-flight: an answer that is not an OpenAI model list means a wrong URL (usage error); no
-     * answer at all means the endpoint is down right now, which is what a monitor is for. */
+    ro.on_listening = print_listening;
+    ro.on_done = print_done;
+    run_monitor_result res;
     char err[1024];
-    char *model = NULL;
-    ds_result pf = run_preflight(&b.client, &model, err, sizeof err);
-    if (pf == DS_OK) {
-        if (!b.client.model) b.client.model = model;
-    } else if (pf == DS_ECONNECT) {
-        log_warn("%s; probing anyway (failures count as outcome=\"connect\")", err);
-    } else {
-        log_error("%s", err);
-        goto out;
-    }
-    dataset *ds = NULL;
-    size_t n_hint = mo.requests && mo.requests < 1000 ? mo.requests : 1000;   /* cycled when the run is longer */
-    if ((rc = ds_exit_code(bench_prepare_dataset(&b, n_hint, &ds))) != EXIT_OK) { dataset_free(ds); free(model); goto out; }
-    mo.client = b.client;
-    mo.ds = ds;
-
-    if (g_stop) { dataset_free(ds); free(model); rc = EXIT_OK; goto out; }
-    monitor *m = monitor_new(&mo, err, sizeof err);
-    if (!m) { log_error("%s", err); dataset_free(ds); free(model); rc = EXIT_RUN_FAILED; goto out; }
-    const char *h = mo.listen_host;
-    bool v6 = strchr(h, ':') != NULL;
-    printf("dsperf monitor: metrics on http://%s%s%s:%d/metrics\n", v6 ? "[" : "", h, v6 ? "]" : "", monitor_port(m));
-    fflush(stdout);
-    log_info("monitor %s model %s: %.3g probes/s (%s), %s", b.client.base_url, b.client.model ? b.client.model : "(not known yet)",
-             rate, b.arrival_spec, b.dataset_spec);
-    monitor_totals t;
-    rc = EXIT_OK;
-    if (monitor_run(m, &g_stop, &t, err, sizeof err) < 0) {
-        log_error("%s", err);
-        rc = EXIT_RUN_FAILED;
-    } else {
-        printf("dsperf monitor: done: %zu probes, %zu ok%s\n", t.probes, t.ok, t.interrupted ? " (stopped by a signal)" : "");
-        fflush(stdout);
-        /* the run policy (results/validity.h) for a bounded run; a signal is a monitor's normal end */
-        if (!t.interrupted && validity_error_rate_over((double)t.failed, (double)t.ok, b.max_error_rate)) {
-            log_error("%zu of %zu probes failed on the server side, over --max-error-rate %g%%", t.failed, t.failed + t.ok,
-                      100 * b.max_error_rate);
-            rc = EXIT_RUN_FAILED;
-        }
-        if (!t.interrupted && linger_ns > 0) {
-            int64_t until = clock_now_ns() + linger_ns;
-            while (!g_stop && clock_now_ns() < until) clock_sleep_ns(50 * NS_PER_MS);
-        }
-    }
-    monitor_free(m);
-    dataset_free(ds);
-    free(model);
+    ds_result r = run_monitor(&ro, &res, err, sizeof err);
+    if (r != DS_OK && err[0]) log_error("%s", err);
+    rc = r != DS_OK ? ds_exit_code(r) : res.judged_failed ? EXIT_RUN_FAILED : EXIT_OK;
 out:
     bench_opts_free(&b);
     return rc;
