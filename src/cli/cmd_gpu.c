@@ -7,7 +7,7 @@
 #include "common/fileio.h"
 #include "cli/cli.h"
 #include "telemetry/nvml.h"
-#include "telemetry/telemetry.h"
+#include "run/gpu_record.h"
 #include "common/bindaddr.h"
 #include <jansson.h>
 #include <event2/event.h>
@@ -159,37 +159,16 @@ static void on_signal(evutil_socket_t fd, short ev, void *arg) {
     event_base_loopbreak(arg);
 }
 
-static ds_stop_flag record_stop;
-static void on_record_signal(int sig) { (void)sig; record_stop = 1; }
-
-/* --record: the bench sampler on its own, for a fixed time; writes {"telemetry":..,"summary":..}. */
-static int record_main(const char *path, const char *gpus, int64_t interval_ns, int64_t duration_ns,
-                       const char *url, bool host, int pid) {
-    telemetry_opts o;
-    telemetry_default_opts(&o);
-    o.gpus = gpus;
-    o.interval_ns = interval_ns;
-    o.server_metrics_url = url;
-    o.host = host;
-    o.server_pid = pid;
+/* --record: the sampler's document (run/gpu_record.h) written to path. */
+static int record_main(const char *path, const gpu_record_opts *o) {
     char err[256];
-    int64_t t0 = clock_now_ns();
-    telemetry *t = telemetry_start(&o, err, sizeof err);
-    if (!t) {
+    json_t *doc;
+    if (gpu_record(o, &doc, err, sizeof err) != DS_OK) {
         log_error("%s", err);
         return EXIT_USAGE;
     }
-    signal(SIGINT, on_record_signal);
-    signal(SIGTERM, on_record_signal);
-    int64_t end = t0 + duration_ns;
-    while (!record_stop && clock_now_ns() < end) clock_sleep_ns(20 * NS_PER_MS);
-    int64_t t1 = clock_now_ns();
-    telemetry_stop(t);
-    json_t *doc = json_pack("{s:o,s:o}", "telemetry", telemetry_series_json(t, t0), "summary",
-                            telemetry_summary_json(t, t0, t1, 0));
     char *text = json_dumps(doc, JSON_INDENT(1));
     json_decref(doc);
-    telemetry_free(t);
     int rc = text && !fileio_write_atomic(path, text, strlen(text)) ? EXIT_OK : EXIT_RUN_FAILED;
     if (rc) log_error("cannot write %s: %s", fileio_display(path), strerror(errno));
     else if (!fileio_is_stdout(path)) log_info("telemetry written to %s", path);
@@ -273,7 +252,15 @@ int cmd_gpu(int argc, char **argv) {
         }
         if (!duration_ns) duration_ns = count * interval_ns;
         if (cli_check_output("--record", record)) return EXIT_USAGE;   /* before the sampling, not after */
-        return record_main(record, no_gpu ? NULL : gpus, interval_ns, duration_ns, url, host, (int)pid);
+        gpu_record_opts ro;
+        gpu_record_defaults(&ro);
+        ro.tel.gpus = no_gpu ? NULL : gpus;
+        ro.tel.interval_ns = interval_ns;
+        ro.tel.server_metrics_url = url;
+        ro.tel.host = host;
+        ro.tel.server_pid = (int)pid;
+        ro.duration_ns = duration_ns;
+        return record_main(record, &ro);
     }
     if (url || host || pid || no_gpu) {
         log_error("--server-metrics, --host-metrics, --server-pid and --no-gpu go with --record");
