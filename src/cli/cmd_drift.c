@@ -1,19 +1,17 @@
 /* cmd_drift — `dsperf drift`: accuracy drift between two deployments of one model (see
- * drift/drift.h). Checks both endpoints, the tokenizer, the gate rules and the output path before
- * any measurement, runs the buckets, prints the table, writes dsperf.drift/1 atomically (partial
- * on Ctrl-C) and returns 1 when a gate rule fails. */
+ * drift/drift.h). Checks the gate rules and the output paths before any measurement, runs the
+ * comparison through run/drift.h (the tokenizer, both endpoints, the buckets, the gate), prints the
+ * table, writes dsperf.drift/1 atomically (partial on Ctrl-C) and returns 1 when a gate rule fails. */
 #include "cli/cli.h"
 #include "common/stop.h"
 #include "run/history_opts.h"
-#include "run/preflight.h"
+#include "run/drift.h"
 #include "common/redact.h"
 #include "results/results.h"
 #include "common/log.h"
 #include "common/units.h"
-#include "drift/drift.h"
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,9 +72,6 @@ static const char usage_text[] =
 "  dsperf report drift.json -o drift.html\n"
 "  dsperf diagnose sweep.json --drift drift.json     # the KV-dtype advice with its accuracy cost\n";
 
-static ds_stop_flag g_stop;
-static void on_signal(int sig) { (void)sig; g_stop = 1; }
-
 enum {
     O_BASE = 1000, O_CAND, O_MODEL, O_BMODEL, O_CMODEL, O_API, O_CONTEXTS, O_PROMPTS, O_GEN, O_TOPK, O_DATASET, O_TEXT,
     O_WINDOWS, O_TOKENIZER, O_SCORE, O_NOFLOOR, O_GATE, O_OUT, O_CONC, O_TIMEOUT, O_HEADER, O_INSECURE, O_SEED, O_POS,
@@ -87,21 +82,6 @@ static int int_opt(const char *name, const char *v, long long lo, long long hi, 
     long long n;
     if (units_parse_int(v, lo, hi, &n) < 0) { log_error("drift: --%s wants an integer %lld..%lld, got '%s'", name, lo, hi, v); return -1; }
     *out = (int)n;
-    return 0;
-}
-
-/* The endpoint answers /v1/models; its first model is the default. 0, or an exit code. */
-static int resolve(const char *what, const char *url, const char *const *headers, const char *key, bool insecure,
-                   const char **model, char **owned) {
-    client_opts co = { .base_url = url, .headers = headers, .api_key = key, .insecure = insecure };
-    char err[1024];
-    char *first = NULL;
-    if (run_preflight(&co, &first, err, sizeof err) != DS_OK) {
-        log_error("drift: the %s: %s", what, err);
-        return EXIT_USAGE;
-    }
-    if (!*model) *model = *owned = first;
-    else free(first);
     return 0;
 }
 
@@ -116,11 +96,12 @@ int cmd_drift(int argc, char **argv) {
         {"db", 1, 0, O_DB}, {"label", 1, 0, O_LABEL},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
-    drift_opts o;
-    drift_default_opts(&o);
+    run_drift_opts ro;
+    run_drift_defaults(&ro);
+    drift_opts *o = &ro.drift;
     history_opts hist;
     history_opts_init(&hist);
-    const char *model = NULL, *out_path = NULL, *tok_path = NULL;
+    const char *model = NULL, *out_path = NULL;
     const char *headers[33] = { 0 };
     int n_headers = 0, n_rules = 0, rc = EXIT_USAGE;
     drift_rule rules[32];
@@ -133,41 +114,41 @@ int cmd_drift(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
         const char *a = optarg;
         switch (c) {
-        case O_BASE: o.baseline_url = a; break;
-        case O_CAND: o.candidate_url = a; break;
+        case O_BASE: o->baseline_url = a; break;
+        case O_CAND: o->candidate_url = a; break;
         case O_MODEL: model = a; break;
-        case O_BMODEL: o.baseline_model = a; break;
-        case O_CMODEL: o.candidate_model = a; break;
+        case O_BMODEL: o->baseline_model = a; break;
+        case O_CMODEL: o->candidate_model = a; break;
         case O_API:
-            if (!strcmp(a, "chat")) o.chat = true;
+            if (!strcmp(a, "chat")) o->chat = true;
             else if (strcmp(a, "completions")) { log_error("drift: --api wants completions or chat, got '%s'", a); return EXIT_USAGE; }
             break;
         case O_CONTEXTS:
-            if (drift_parse_contexts(a, &o, err, sizeof err) < 0) { log_error("drift: %s", err); return EXIT_USAGE; }
+            if (drift_parse_contexts(a, o, err, sizeof err) < 0) { log_error("drift: %s", err); return EXIT_USAGE; }
             break;
-        case O_PROMPTS: if (int_opt("prompts", a, 1, 100000, &o.prompts) < 0) return EXIT_USAGE; break;
-        case O_GEN: if (int_opt("gen-tokens", a, 1, 4096, &o.gen_tokens) < 0) return EXIT_USAGE; break;
-        case O_TOPK: if (int_opt("top-logprobs", a, 1, DRIFT_MAX_TOP_K, &o.top_k) < 0) return EXIT_USAGE; break;
-        case O_WINDOWS: if (int_opt("windows", a, 1, 100000, &o.max_windows) < 0) return EXIT_USAGE; break;
-        case O_CONC: if (int_opt("concurrency", a, 1, 1024, &o.concurrency) < 0) return EXIT_USAGE; break;
-        case O_DATASET: o.dataset = a; break;
-        case O_TEXT: o.text_path = a; break;
-        case O_TOKENIZER: tok_path = a; break;
+        case O_PROMPTS: if (int_opt("prompts", a, 1, 100000, &o->prompts) < 0) return EXIT_USAGE; break;
+        case O_GEN: if (int_opt("gen-tokens", a, 1, 4096, &o->gen_tokens) < 0) return EXIT_USAGE; break;
+        case O_TOPK: if (int_opt("top-logprobs", a, 1, DRIFT_MAX_TOP_K, &o->top_k) < 0) return EXIT_USAGE; break;
+        case O_WINDOWS: if (int_opt("windows", a, 1, 100000, &o->max_windows) < 0) return EXIT_USAGE; break;
+        case O_CONC: if (int_opt("concurrency", a, 1, 1024, &o->concurrency) < 0) return EXIT_USAGE; break;
+        case O_DATASET: o->dataset = a; break;
+        case O_TEXT: o->text_path = a; break;
+        case O_TOKENIZER: ro.tokenizer_path = a; break;
         case O_SCORE:
-            if (!strcmp(a, "auto")) o.score = DRIFT_SCORE_AUTO;
-            else if (!strcmp(a, "echo")) o.score = DRIFT_SCORE_ECHO;
-            else if (!strcmp(a, "prompt_logprobs") || !strcmp(a, "prompt-logprobs")) o.score = DRIFT_SCORE_PROMPT_LOGPROBS;
-            else if (!strcmp(a, "stepwise")) o.score = DRIFT_SCORE_STEPWISE;
+            if (!strcmp(a, "auto")) o->score = DRIFT_SCORE_AUTO;
+            else if (!strcmp(a, "echo")) o->score = DRIFT_SCORE_ECHO;
+            else if (!strcmp(a, "prompt_logprobs") || !strcmp(a, "prompt-logprobs")) o->score = DRIFT_SCORE_PROMPT_LOGPROBS;
+            else if (!strcmp(a, "stepwise")) o->score = DRIFT_SCORE_STEPWISE;
             else { log_error("drift: --score wants auto, echo, prompt_logprobs or stepwise, got '%s'", a); return EXIT_USAGE; }
             break;
-        case O_NOFLOOR: o.floor = false; break;
+        case O_NOFLOOR: o->floor = false; break;
         case O_GATE:
             if (drift_parse_rules(a, rules, 32, &n_rules, err, sizeof err) < 0) { log_error("drift: %s", err); return EXIT_USAGE; }
             break;
         case O_OUT: out_path = a; break;
-        case O_POS: o.positions_path = a; break;
+        case O_POS: o->positions_path = a; break;
         case O_TIMEOUT:
-            if (units_parse_duration_ns(a, &o.timeout_ns) < 0 || o.timeout_ns <= 0) {
+            if (units_parse_duration_ns(a, &o->timeout_ns) < 0 || o->timeout_ns <= 0) {
                 log_error("drift: --timeout wants a duration like 600s, got '%s'", a);
                 return EXIT_USAGE;
             }
@@ -176,13 +157,13 @@ int cmd_drift(int argc, char **argv) {
             if (n_headers == 32 || !strchr(a, ':')) { log_error("drift: --header wants 'Name: value' (at most 32), got '%s'", a); return EXIT_USAGE; }
             headers[n_headers++] = a;
             break;
-        case O_INSECURE: o.insecure = true; break;
+        case O_INSECURE: o->insecure = true; break;
         case O_DB: case O_LABEL:
             if (history_opts_apply(&hist, c == O_DB ? "db" : "label", a, NULL) != DS_OK) return EXIT_USAGE;
             break;
         case O_SEED:
             if (units_parse_int(a, 0, INT64_MAX, &v) < 0) { log_error("drift: --seed wants a non-negative integer, got '%s'", a); return EXIT_USAGE; }
-            o.seed = (uint64_t)v;
+            o->seed = (uint64_t)v;
             break;
         case 'q': log_set_quiet(1); break;
         case 'h': fputs(usage_text, stdout); return EXIT_OK;
@@ -191,66 +172,43 @@ int cmd_drift(int argc, char **argv) {
         }
     }
     if (optind < argc) { log_error("drift: unexpected argument '%s'; see dsperf drift --help", argv[optind]); return EXIT_USAGE; }
-    if (!o.baseline_url || !o.candidate_url) {
+    if (!o->baseline_url || !o->candidate_url) {
         log_error("drift: give both deployments: dsperf drift --baseline URL --candidate URL (the same URL twice measures the noise floor)");
         return EXIT_USAGE;
     }
-    if (!o.baseline_model) o.baseline_model = model;
-    if (!o.candidate_model) o.candidate_model = model;
-    o.headers = headers;
-    o.api_key = getenv("OPENAI_API_KEY");
+    if (!o->baseline_model) o->baseline_model = model;
+    if (!o->candidate_model) o->candidate_model = model;
+    o->headers = headers;
+    o->api_key = getenv("OPENAI_API_KEY");
     /* credentials never leave the process: every text written masks them (common/redact.h) */
-    redact_add_secret("OPENAI_API_KEY", o.api_key);
+    redact_add_secret("OPENAI_API_KEY", o->api_key);
     for (int i = 0; i < n_headers; i++) redact_add_header(headers[i]);
-    tokenizer *tok = NULL;
-    char *bm = NULL, *cm = NULL, *cmdline = NULL;
-    json_t *doc = NULL;
-    drift_run *run = NULL;
     /* a path that cannot be written would lose the measurements: refuse before measuring */
-    if (cli_check_output("--out", out_path) || cli_check_output("--save-positions", o.positions_path) ||
+    if (cli_check_output("--out", out_path) || cli_check_output("--save-positions", o->positions_path) ||
         history_opts_check(&hist) != DS_OK) return EXIT_USAGE;
-    if (tok_path && tokenizer_load(tok_path, &tok, err, sizeof err) < 0) {
-        log_error("drift: --tokenizer %s: %s", tok_path, err);
-        goto out;
-    }
-    o.tok = tok;
-    o.tokenizer_path = tok_path;
-    if ((rc = resolve("baseline", o.baseline_url, headers, o.api_key, o.insecure, &o.baseline_model, &bm)) ||
-        (rc = resolve("candidate", o.candidate_url, headers, o.api_key, o.insecure, &o.candidate_model, &cm)))
-        goto out;
-    rc = EXIT_USAGE;
-    cmdline = cli_command_line(argc, argv);
-    o.command_line = cmdline;
-    struct sigaction sa = { .sa_handler = on_signal };
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    int r = drift_run_all(&o, &run, &g_stop, err, sizeof err);
-    if (r < 0) { log_error("drift: %s", err); goto out; }
-    doc = drift_doc_build(run, &o);
-    rc = r > 0 ? EXIT_RUN_FAILED : EXIT_OK;
-    if (n_rules && drift_gate(doc, rules, n_rules, err, sizeof err) < 0) {
-        log_error("drift: %s", err);
-        rc = EXIT_USAGE;
-    } else if (n_rules && !json_is_true(json_object_get(json_object_get(doc, "gate"), "passed"))) {
-        rc = EXIT_RUN_FAILED;
-    }
-    drift_print(cli_summary_stream(), doc);
+    char *cmdline = cli_command_line(argc, argv);
+    o->command_line = cmdline;
+    ro.rules = rules;
+    ro.n_rules = n_rules;
+    run_drift_result res;
+    ds_result r = run_drift(&ro, &res, err, sizeof err);
+    if (r != DS_OK) log_error("drift: %s", err);
+    rc = ds_exit_code(r);
+    if (!res.doc) goto out;
+    if (r == DS_OK && (res.interrupted || res.gate_failed)) rc = EXIT_RUN_FAILED;
+    drift_print(cli_summary_stream(), res.doc);
     fflush(cli_summary_stream());
     if (out_path) {
-        if (results_write_json(out_path, doc, err, sizeof err) < 0) {
+        if (results_write_json(out_path, res.doc, err, sizeof err) < 0) {
             log_error("drift: %s", err);
             rc = EXIT_RUN_FAILED;
         } else {
-            log_info("drift: %s written%s", out_path, r > 0 ? " (partial: interrupted)" : "");
+            log_info("drift: %s written%s", out_path, res.interrupted ? " (partial: interrupted)" : "");
         }
     }
-    if (history_opts_record(&hist, doc, NULL, 0) != DS_OK && rc == EXIT_OK) rc = EXIT_RUN_FAILED;
+    if (history_opts_record(&hist, res.doc, NULL, 0) != DS_OK && rc == EXIT_OK) rc = EXIT_RUN_FAILED;
 out:
-    json_decref(doc);
-    drift_run_free(run);
-    tokenizer_free(tok);
-    free(bm);
-    free(cm);
+    json_decref(res.doc);
     free(cmdline);
     return rc;
 }
