@@ -15,7 +15,6 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "common/fileio.h"
-#include "common/redact.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <sys/wait.h>
@@ -283,7 +282,6 @@ int cmd_tune(int argc, char **argv) {
     bool default_out = !t.out_path;
     if (default_out) t.out_path = "tune-<date>-<time>.json";
     /* the sweep options are checked once, up front, with the first configuration's values */
-    size_t total = tune_grid_size(&t.grid);
     size_t choice[TUNE_MAX_KEYS];
     tune_grid_point(&t.grid, 0, choice);
     char *stem = tune_out_stem(t.out_path);
@@ -317,29 +315,27 @@ int cmd_tune(int argc, char **argv) {
     if (t.dry_run) {
         sweep_opts_free(&so, &b);
         tune_free_argv(pargv, pargc);
-        for (size_t i = 0; i < total; i++) {
-            tune_grid_point(&t.grid, i, choice);
-            char err[256];
-            char *label = tune_grid_label(&t.grid, choice);
-            char *cmd = t.sim_flags ? tune_template_render(t.sim_flags, &t.grid, choice, -1, true, err, sizeof err)
-                                    : tune_template_render(t.server_cmd, &t.grid, choice, -1, true, err, sizeof err);
-            char *url = tune_template_render(t.url, &t.grid, choice, -1, true, err, sizeof err);
-            char *shown = redact_text(cmd), *shown_url = redact_text(url);   /* printed: no credentials */
-            double g = tune_config_gpus(&t, choice);
-            char gpus[48] = "";
-            if (g > 0) snprintf(gpus, sizeof gpus, " %g GPU%s", g, g == 1 ? "" : "s");
-            if (t.sim_flags)
-                printf("%zu [%s]%s: dsperf sim %s\n   log %s.%zu.log, sweep %s.%zu.sweep.json\n", i,
-                       label && *label ? label : "no grid", gpus, shown ? shown : "?", stem, i, stem, i);
-            else
-                printf("%zu [%s]%s: %s\n   url %s, log %s.%zu.log, sweep %s.%zu.sweep.json\n", i,
-                       label && *label ? label : "no grid", gpus, shown ? shown : "?", shown_url ? shown_url : "?", stem, i, stem, i);
-            free(shown);
-            free(shown_url);
-            free(label);
-            free(cmd);
-            free(url);
+        tune_planned *plan;
+        size_t n;
+        if (tune_plan(&t, &plan, &n) != DS_OK) {
+            log_error("tune --dry-run: %s", ds_strerror(DS_ENOMEM));
+            free(stem);
+            free_opts(&t);
+            return EXIT_RUN_FAILED;
         }
+        for (size_t i = 0; i < n; i++) {
+            const tune_planned *p = &plan[i];
+            const char *label = p->label && *p->label ? p->label : "no grid";
+            char gpus[48] = "";
+            if (p->gpus > 0) snprintf(gpus, sizeof gpus, " %g GPU%s", p->gpus, p->gpus == 1 ? "" : "s");
+            if (t.sim_flags)
+                printf("%zu [%s]%s: dsperf sim %s\n   log %s.%zu.log, sweep %s.%zu.sweep.json\n", i, label, gpus,
+                       p->command ? p->command : "?", stem, i, stem, i);
+            else
+                printf("%zu [%s]%s: %s\n   url %s, log %s.%zu.log, sweep %s.%zu.sweep.json\n", i, label, gpus,
+                       p->command ? p->command : "?", p->url ? p->url : "?", stem, i, stem, i);
+        }
+        tune_plan_free(plan, n);
         free(stem);
         free_opts(&t);
         return EXIT_OK;

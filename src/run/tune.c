@@ -1,8 +1,9 @@
 /* run/tune — running `dsperf tune`'s configurations: one server per grid point from the launch
  * template (started in its own process group, health-checked, swept with run/sweep.h, stopped), or
  * one simulated run per level in this process (run/sim.h) with --sim-flags; each configuration's
- * sweep file and summary, and the tune document they fill. Used by cmd_tune, which parses the
- * options and drives the loop over the grid, as run/sweep.h is by cmd_sweep. */
+ * sweep file and summary, and the tune document they fill; for --dry-run, the configurations as
+ * they would run (tune_plan). Used by cmd_tune, which parses the options and prints, as
+ * run/sweep.h is by cmd_sweep. */
 #include "run/tune.h"
 #include "run/sweep_doc.h"
 #include "common/version.h"
@@ -31,6 +32,35 @@
 static ds_stop_flag g_stop;
 void tune_run_request_stop(void) { g_stop = 1; sweep_run_request_stop(); }
 bool tune_run_stopped(void) { return g_stop != 0; }
+
+ds_result tune_plan(const tune_opts *t, tune_planned **out, size_t *n) {
+    *n = tune_grid_size(&t->grid);
+    if (!(*out = calloc(*n ? *n : 1, sizeof **out))) return DS_ENOMEM;
+    size_t choice[TUNE_MAX_KEYS];
+    char err[256];   /* the templates were checked when parsed: a render that fails shows as "?" */
+    for (size_t i = 0; i < *n; i++) {
+        tune_planned *p = &(*out)[i];
+        tune_grid_point(&t->grid, i, choice);
+        char *cmd = tune_template_render(t->sim_flags ? t->sim_flags : t->server_cmd, &t->grid, choice, -1, true, err, sizeof err);
+        char *url = tune_template_render(t->url, &t->grid, choice, -1, true, err, sizeof err);
+        p->label = tune_grid_label(&t->grid, choice);
+        p->command = redact_text(cmd);   /* printed: no credentials */
+        p->url = redact_text(url);
+        p->gpus = tune_config_gpus(t, choice);
+        free(cmd);
+        free(url);
+    }
+    return DS_OK;
+}
+
+void tune_plan_free(tune_planned *p, size_t n) {
+    for (size_t i = 0; p && i < n; i++) {
+        free(p[i].label);
+        free(p[i].command);
+        free(p[i].url);
+    }
+    free(p);
+}
 
 /* The sweep's argv for one configuration: the rest with placeholders filled, then --url, --out. */
 char **tune_config_argv(const tune_opts *t, const size_t *choice, int port, const char *url, const char *sweep_path,

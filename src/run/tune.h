@@ -60,4 +60,17 @@ void tune_free_argv(char **v, int n);
 bool tune_arg_given(const tune_opts *t, const char *name);
 /* GPUs of configuration `choice`: --gpus, else the --gpus-key grid value, else 0 (unknown). */
 double tune_config_gpus(const tune_opts *t, const size_t *choice);
+
+/* One configuration as --dry-run shows it, nothing started: its placeholders filled ({port} stays
+ * as written), credentials masked. A NULL string could not be made (out of memory). */
+typedef struct {
+    char *label;                 /* the grid values, "seqs=64 kv=fp8" ("" without a grid) */
+    char *command;               /* the server's launch command, or the simulator's flags */
+    char *url;                   /* where the server would answer */
+    double gpus;                 /* per configuration (0: unknown) */
+} tune_planned;
+/* Every configuration of t's grid in the order run_tune runs them: *out (n = tune_grid_size),
+ * freed with tune_plan_free. DS_OK, or DS_ENOMEM. */
+ds_result tune_plan(const tune_opts *t, tune_planned **out, size_t *n);
+void tune_plan_free(tune_planned *p, size_t n);
 #endif
