@@ -1,8 +1,10 @@
 /* run_layer_test — the layering the code keeps (issue 29): the CLI parses, calls the run layer
- * (src/run) and prints; it does not call the client, the load runner, the engine or a multi-host
- * job's lifecycle (src/dist) itself, no command calls another through an argv or a process of
- * dsperf, no result comes back through a global pointer, and includes point down: only the CLI
- * (and main.c) includes cli/, only the CLI and main.c include run/. Reads the sources, so it runs from the repository root as every test. */
+ * (src/run) and prints; it does not call the client, the load runner, the engine, a multi-host
+ * job's lifecycle (src/dist), the monitor's probe loop, the telemetry sampler, drift's comparison
+ * or tune's rendering of its configurations itself, no command calls another through an argv or a
+ * process of dsperf, no result comes back through a global pointer, and includes point down: only
+ * the CLI (and main.c) includes cli/, only the CLI and main.c include run/. Reads the sources, so
+ * it runs from the repository root as every test. */
 #include "harness.h"
 #include <ctype.h>
 #include <dirent.h>
@@ -68,6 +70,11 @@ static void add_name(names *ns, const char *s, size_t len) {
     ns->v[ns->n++] = strndup(s, len);
 }
 
+static void drop_name(names *ns, const char *s) {
+    for (size_t i = 0; i < ns->n; i++)
+        if (!strcmp(ns->v[i], s)) { free(ns->v[i]); ns->v[i] = ns->v[--ns->n]; return; }
+}
+
 /* The functions a header declares: at the start of a line (not a typedef, not a macro), the
  * identifier just before the first '('. */
 static void declared_functions(const char *header, names *ns) {
@@ -118,13 +125,25 @@ TEST(cli_calls_no_client_runner_or_engine) {
         /* a multi-host job's lifecycle is the run layer's too (run/job.h), queries included: the
          * CLI needs none of them (rank 0's quiet followers, the job's size are run/job.h's) */
         "src/dist/dist.h", "src/dist/mpi_load.h",
+        /* monitor's probe loop and exporter (run/monitor.h), the telemetry sampler that gpu
+         * --record runs on its own (run/gpu_record.h) */
+        "src/monitor/monitor.h", "src/telemetry/telemetry.h",
     };
     for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) declared_functions(headers[i], &ns);
+    /* --gpu-ids is parsed where the other options are (bench's, gpu's): a parser, not the sampler */
+    drop_name(&ns, "telemetry_parse_gpu_list");
     /* the engines' constructors live beside their option setters, which the CLI's parsers use */
     add_name(&ns, "engine_sim_create", strlen("engine_sim_create"));
     add_name(&ns, "engine_fixed_create", strlen("engine_fixed_create"));
+    /* drift's and tune's headers also hold what the CLI rightly calls (their option parsers, the
+     * table printers, a saved document loaded): only the run is named. drift's comparison and
+     * gate are run/drift.h's; tune's configurations rendered for --dry-run are run/tune.h's. */
+    static const char *const runs[] = { "drift_run_all", "drift_run_free", "drift_doc_build", "drift_gate",
+                                        "tune_template_render", "tune_grid_label" };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) add_name(&ns, runs[i], strlen(runs[i]));
     /* the check itself would pass on nothing: these are in the list */
     bool seen_preflight = false, seen_run = false, seen_sim = false, seen_join = false, seen_launched = false, seen_mpi = false;
+    bool seen_monitor = false, seen_telemetry = false, seen_drift = false, seen_render = false, seen_gpu_list = false;
     for (size_t i = 0; i < ns.n; i++) {
         seen_preflight |= !strcmp(ns.v[i], "client_preflight");
         seen_run |= !strcmp(ns.v[i], "load_run");
@@ -132,9 +151,15 @@ TEST(cli_calls_no_client_runner_or_engine) {
         seen_join |= !strcmp(ns.v[i], "dist_join");
         seen_launched |= !strcmp(ns.v[i], "dist_launched");
         seen_mpi |= !strcmp(ns.v[i], "mpi_api_load");
+        seen_monitor |= !strcmp(ns.v[i], "monitor_run");
+        seen_telemetry |= !strcmp(ns.v[i], "telemetry_start");
+        seen_drift |= !strcmp(ns.v[i], "drift_run_all");
+        seen_render |= !strcmp(ns.v[i], "tune_template_render");
+        seen_gpu_list |= !strcmp(ns.v[i], "telemetry_parse_gpu_list");
     }
     CHECK(seen_preflight && seen_run && seen_sim);
     CHECK(seen_join && seen_launched && seen_mpi);
+    CHECK(seen_monitor && seen_telemetry && seen_drift && seen_render && !seen_gpu_list);
     CHECK(ns.n > 20);
     size_t n = sources("cli", files, 128);
     CHECK(n > 20);
