@@ -1,7 +1,7 @@
 /* cmd_gpu — `dsperf gpu`: NVML + GPM readings of every GPU at an interval, as a dmon-like
- * table, CSV or JSON lines, and optionally a Prometheus exporter on loopback. */
+ * table, CSV or JSON lines, and optionally a Prometheus exporter on loopback; --record runs the
+ * telemetry sampler through run/gpu_record.h and writes what it returns. */
 #include "common/clock.h"
-#include "common/stop.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "common/fileio.h"

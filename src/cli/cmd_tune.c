@@ -317,11 +317,12 @@ int cmd_tune(int argc, char **argv) {
         tune_free_argv(pargv, pargc);
         tune_planned *plan;
         size_t n;
-        if (tune_plan(&t, &plan, &n) != DS_OK) {
-            log_error("tune --dry-run: %s", ds_strerror(DS_ENOMEM));
+        ds_result pr = tune_plan(&t, &plan, &n);
+        if (pr != DS_OK) {
+            log_error("tune --dry-run: %s", ds_strerror(pr));
             free(stem);
             free_opts(&t);
-            return EXIT_RUN_FAILED;
+            return ds_exit_code(pr);
         }
         for (size_t i = 0; i < n; i++) {
             const tune_planned *p = &plan[i];
