@@ -48,6 +48,12 @@ typedef struct {
     double ggml_call_s;       /* llama.cpp b4747's host-side expert loop (a ubatch of 2+ tokens): host time
                                * per CUDA call of the loop (4 per touched expert) */
     double ggml_gemm_s;       /* ... and the extra host time of an expert with several rows (its cuBLAS path) */
+    /* The request's way outside the engine's steps on a Python server (profile.python): HTTP,
+     * tokenization, the hand-off to the scheduler, the first chunk's way back. The simulator adds
+     * request_s + request_token_s x prompt tokens between a request's send and its arrival in the
+     * engine's queue (sim_params_request_path); fitted on the published TTFTs (README-sim.md). */
+    double request_s;
+    double request_token_s;
     double mtp_accept;        /* probability that a draft token is accepted, given the previous one was */
     double expert_skew;       /* Zipf exponent of expert popularity: 0 uniform routing */
     int no_flash_attention;   /* 1: attention materializes its score matrix in HBM (eager attention) */
