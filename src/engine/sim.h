@@ -32,6 +32,10 @@ typedef struct sim_params {
     long long num_gpu_blocks;        /* > 0 overrides the memory computation (like vLLM's override) */
     bool chunked_prefill;
     bool priority_scheduling;        /* scheduling-policy priority: engine_request.priority, lower first */
+    /* decode steps between two looks of the scheduler at newly arrived requests (SGLang's
+     * --scheduler-recv-interval, or --num-continuous-decode-steps); a prefill step or an idle
+     * engine looks at once. 1: every step (vLLM, TensorRT-LLM, SGLang's default) */
+    int recv_interval_steps;
     cost_factors factors;            /* efficiency factors, overheads, expert skew */
     char engine_profile[32];         /* profile.h name (default vllm-v1) */
     int dp;                          /* attention data-parallel ranks (1 off; --enable-dp-attention: = tp) */

@@ -24,6 +24,7 @@ void sim_default_params(sim_params *p) {
     p->gpu_memory_utilization = 0.9;
     p->reserved_bytes = 2.0 * 1073741824.0;
     p->chunked_prefill = true;
+    p->recv_interval_steps = 1;
     cost_default_factors(&p->factors);
     snprintf(p->engine_profile, sizeof p->engine_profile, "vllm-v1");
     p->dp = 1;
@@ -69,6 +70,9 @@ static const char help_head[] =
     "  --chunked-prefill on|off   (on)\n"
     "  --scheduling-policy P      fcfs (default) or priority (request priority, lower first; the lowest\n"
     "                             is preempted first)\n"
+    "  --scheduler-recv-interval N  decode steps between the scheduler's looks at new requests\n"
+    "                             (SGLang's --scheduler-recv-interval or --num-continuous-decode-steps;\n"
+    "                             a prefill step or an idle engine looks at once) (1: every step)\n"
     "  --gpu-mem B, --hbm-bw B/s, --bf16-flops F, --fp8-flops F, --link-bw B/s\n"
     "                             override the GPU catalog (e.g. --hbm-bw 4.8TB/s --bf16-flops 989T)\n"
     "  --bw-eff F, --compute-eff F, --link-eff F   achievable fractions of peak (0.85, 0.7, 0.7)\n"
@@ -104,7 +108,7 @@ static const char *const keys[] = {
     "weight-dtype", "dtype", "kv-dtype", "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens", "block-size",
     "max-model-len", "gpu-memory-utilization", "reserved-mem", "num-gpu-blocks", "chunked-prefill",
     "enable-chunked-prefill", "gpu-mem", "hbm-bw", "bf16-flops", "fp8-flops", "link-bw", "bw-eff", "compute-eff",
-    "link-eff", "step-overhead", "comm-latency", "expert-skew", "flash-attention", "scheduling-policy", "profile",
+    "link-eff", "step-overhead", "comm-latency", "expert-skew", "flash-attention", "scheduling-policy", "scheduler-recv-interval", "profile",
     "engine-profile", "dp", "data-parallel-size", "enable-dp-attention", "a2a", "two-batch-overlap", "eplb",
     "redundant-experts", "mtp", "mtp-accept-len", "mtp-accept", "cuda-graphs", "graph-max-batch", "overlap-schedule",
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
@@ -242,6 +246,7 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "expert-skew")) {
         rc = units_parse_double(v, &p->factors.expert_skew); want = "a Zipf exponent >= 0 (0 = uniform)";
         if (!rc && (p->factors.expert_skew < 0 || p->factors.expert_skew > 10)) rc = -1;
+    } else if (!strcmp(key, "scheduler-recv-interval")) { rc = parse_posint(v, 1 << 16, &p->recv_interval_steps); want = "decode steps >= 1";
     } else if (!strcmp(key, "scheduling-policy")) {
         if (!strcmp(v, "fcfs") || !strcmp(v, "fifo")) p->priority_scheduling = false;
         else if (!strcmp(v, "priority")) p->priority_scheduling = true;
