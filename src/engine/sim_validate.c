@@ -85,8 +85,14 @@ static const fit_param params[] = {
 
 static double *fp(cost_factors *f, size_t i) { return (double *)((char *)f + params[i].off); }
 
-void val_prior_factors(cost_factors *f) {
+void val_default_factors(cost_factors *f) {
     cost_default_factors(f);
+    f->request_s = COST_REQUEST_FIT_S;
+    f->request_token_s = COST_REQUEST_TOKEN_FIT_S;
+}
+
+void val_prior_factors(cost_factors *f) {
+    val_default_factors(f);
     for (size_t i = 0; i < N_PARAMS; i++) *fp(f, i) = params[i].prior;
 }
 
@@ -860,7 +866,7 @@ static int rp_fit(const val_table *t, const double *base, const unsigned char *t
 int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) {
     enum { P = N_PARAMS };
     cost_factors f0;
-    cost_default_factors(&f0);
+    val_default_factors(&f0);
     int n = 0, rc = -1;
     unsigned char *train = calloc((size_t)t->n_rows + 1, 1), *want = calloc((size_t)t->n_rows + 1, 1);
     int *use = calloc((size_t)t->n_rows + 1, sizeof *use);

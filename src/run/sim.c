@@ -292,6 +292,11 @@ ds_result run_sim_validate(const char *path, const sim_params *p, bool fit, bool
         return DS_EINVAL;
     }
     cost_factors f = p->factors;
+    if (f.request_s == 0 && f.request_token_s == 0) {
+        /* the published TTFTs carry the server's path: the table is predicted with the fitted one */
+        f.request_s = COST_REQUEST_FIT_S;
+        f.request_token_s = COST_REQUEST_TOKEN_FIT_S;
+    }
     ds_result rc = DS_OK;
     if (loo) {
         if (val_loo(t, out, why, sizeof why) < 0) { snprintf(err, errlen, "--loo: %s", why); rc = DS_ERUN; }
