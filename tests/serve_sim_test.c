@@ -25,7 +25,7 @@ static double mean_of(const char *metrics, const char *hist) {
 /* The 5% bound is "a fraction of a step" for steps of a few ms: the simulator's fitted per-kernel
  * and per-sequence costs make V2-Lite's steps 15-20 ms, so both sides run the plain roofline with a
  * 1.5 ms step this check was sized for (the engine is the same either way). */
-#define PLAIN_COSTS "--step-overhead 1.5ms --seq-overhead 0 --kernel-time 0 --moe-eff 1"
+#define PLAIN_COSTS "--step-overhead 1.5ms --seq-overhead 0 --kernel-time 0 --moe-eff 1 --request-time 0 --request-token-time 0"
 
 TEST(serve_sim_matches_offline_sim) {
     test_server s;

@@ -54,6 +54,12 @@ void cost_default_factors(cost_factors *f) {
      * f32): the step's growth to c = 32 on the same sweep (212.7 ms, ~85 % of its 62 touched
      * experts multi-row), README-sim.md */
     f->ggml_gemm_s = 27e-6;
+    /* the request path: COST_REQUEST_FIT_S / COST_REQUEST_TOKEN_FIT_S (cost_model.h) are fitted on
+     * the published TTFTs (README-sim.md, "The request's way outside the engine") ... */
+    /* ... but only --validate uses them (the published TTFTs' server path): a simulated run is its
+     * engine's, as `serve --engine sim` serves it; --request-time / --request-token-time add them */
+    f->request_s = 0;
+    f->request_token_s = 0;
     f->mtp_accept = 0.68;        /* chain acceptance that gives SGLang's published 2.18 (2 drafts) and 2.44 (3) */
     f->expert_skew = 0;
 }

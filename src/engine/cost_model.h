@@ -22,6 +22,12 @@
 #include "engine/profile.h"
 #include <stdint.h>
 
+/* The request path fitted by `sim --validate data/published.json` on the published TTFTs of 39 rows
+ * in 5 groups (its grid fit, all rows), with the cold-start runs and SGLang's receive interval in
+ * the engine: what the validation's in-sample table and refits start from. */
+#define COST_REQUEST_FIT_S 119e-3
+#define COST_REQUEST_TOKEN_FIT_S 24.6e-6
+
 typedef struct {
     double bw_eff;            /* streaming kernels' fraction of HBM bandwidth (0.85) */
     double compute_eff;       /* dense GEMMs' fraction of the tensor peak (0.7) */
@@ -48,6 +54,13 @@ typedef struct {
     double ggml_call_s;       /* llama.cpp b4747's host-side expert loop (a ubatch of 2+ tokens): host time
                                * per CUDA call of the loop (4 per touched expert) */
     double ggml_gemm_s;       /* ... and the extra host time of an expert with several rows (its cuBLAS path) */
+    /* The request's way outside the engine's steps on a Python server (profile.python): HTTP,
+     * tokenization, the hand-off to the scheduler, the first chunk's way back. The simulator adds
+     * request_s + request_token_s x prompt tokens between a request's send and its arrival in the
+     * engine's queue (sim_params_request_path); fitted on the published TTFTs (README-sim.md). */
+    double request_s;
+    double request_token_s;
+    /* (0 by default: only `sim --validate` adds the fitted path below, and the flags) */
     double mtp_accept;        /* probability that a draft token is accepted, given the previous one was */
     double expert_skew;       /* Zipf exponent of expert popularity: 0 uniform routing */
     int no_flash_attention;   /* 1: attention materializes its score matrix in HBM (eager attention) */

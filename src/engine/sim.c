@@ -74,6 +74,12 @@ typedef struct {
     bool in_flight;
     int64_t step_start_ns, step_end_ns;
     int64_t clock_ns;           /* end of the last step (engine free from here) */
+    /* the scheduler's look at new requests (recv_interval_steps > 1): it admits only those that
+     * arrived by its last look, taken after a prefill step, when idle, or every that many decode
+     * steps (SGLang's SchedulerRecvSkipper: a decode step weighs 1, an extend step the threshold) */
+    int64_t seen_ns;
+    int32_t decodes_unseen;     /* decode steps since the last look */
+    bool last_had_prefill;
     /* stats */
     engine_stats st;
     sim_info info;
@@ -439,6 +445,7 @@ static int64_t admit(sim_engine *s, int64_t t, int64_t budget, bool whole, cost_
         if (i < 0) break;
         sim_req *r = &s->reqs[i];
         if (r->arrival_ns > t) break;  /* submitted after this step began (serve lags the clock) */
+        if (r->arrival_ns > s->seen_ns) break;  /* not yet received by the scheduler */
         int64_t q0 = s->info.prefix_query_tokens, h0 = s->info.prefix_hit_tokens;
         int32_t hit_tokens = place_known_kv(s, r);
         int64_t pending = (int64_t)r->prompt + r->generated - r->computed;
@@ -504,6 +511,15 @@ static void schedule_running(sim_engine *s, int64_t t, int64_t *budget, bool pre
     }
 }
 
+/* The scheduler's look at new requests before the step at t: every step, or (recv_interval_steps
+ * > 1) after a prefill step, when nothing runs, or once that many decode steps have passed. */
+static void look_for_requests(sim_engine *s, int64_t t) {
+    if (s->p.recv_interval_steps <= 1 || s->last_had_prefill || s->n_run <= s->n_stalled || s->decodes_unseen >= s->p.recv_interval_steps) {
+        s->seen_ns = t;
+        s->decodes_unseen = 0;
+    }
+}
+
 /* Forms the step starting at t. Returns false when nothing could be scheduled. */
 static bool form_step(sim_engine *s, int64_t t, engine_emit_fn emit, void *ctx) {
     cost_batch b;
@@ -512,12 +528,13 @@ static bool form_step(sim_engine *s, int64_t t, engine_emit_fn emit, void *ctx) 
     s->info.last_step_decode_tokens = s->info.last_step_prefill_tokens = 0;
     int64_t budget = s->p.max_num_batched_tokens;
     int64_t preempted_before = s->st.preemptions_total;
+    look_for_requests(s, t);
     if (s->prefill_first) {
         /* vLLM V0 / SGLang: while prompts wait (or one is mid-prefill), a step is all prefill */
         schedule_running(s, t, &budget, true, &b, emit, ctx);
         if (s->st.preemptions_total == preempted_before && s->n_run < s->p.max_num_seqs) {
             int32_t w = wq_front(s);
-            if (w >= 0 && s->reqs[w].arrival_ns <= t) admit(s, t, budget, !s->p.chunked_prefill, &b, emit, ctx);
+            if (w >= 0 && s->reqs[w].arrival_ns <= s->seen_ns) admit(s, t, budget, !s->p.chunked_prefill, &b, emit, ctx);
         }
         if (b.tokens == 0) {
             budget = s->p.max_num_batched_tokens;
@@ -552,6 +569,8 @@ static bool form_step(sim_engine *s, int64_t t, engine_emit_fn emit, void *ctx) 
     s->st.last_step_ns = dt;
     s->st.last_step_tokens = b.tokens;
     s->info.prefill_tokens_total += s->info.last_step_prefill_tokens;
+    s->last_had_prefill = s->info.last_step_prefill_tokens > 0;
+    if (!s->last_had_prefill) s->decodes_unseen++;
     s->info.busy_s += dt / 1e9;
     s->st.steps_total++;
     return true;

@@ -32,6 +32,10 @@ typedef struct sim_params {
     long long num_gpu_blocks;        /* > 0 overrides the memory computation (like vLLM's override) */
     bool chunked_prefill;
     bool priority_scheduling;        /* scheduling-policy priority: engine_request.priority, lower first */
+    /* decode steps between two looks of the scheduler at newly arrived requests (SGLang's
+     * --scheduler-recv-interval, or --num-continuous-decode-steps); a prefill step or an idle
+     * engine looks at once. 1: every step (vLLM, TensorRT-LLM, SGLang's default) */
+    int recv_interval_steps;
     cost_factors factors;            /* efficiency factors, overheads, expert skew */
     char engine_profile[32];         /* profile.h name (default vllm-v1) */
     int dp;                          /* attention data-parallel ranks (1 off; --enable-dp-attention: = tp) */
@@ -73,6 +77,10 @@ const char *sim_params_help(void);
 int sim_params_cost(const sim_params *p, cost_model *c, char *err, size_t errlen);
 /* The engine profile with the flag overrides applied. 0 ok, -1 unknown profile. */
 int sim_params_profile(const sim_params *p, engine_profile *out);
+/* The request's way outside the engine's steps on this profile (a Python server: the factors'
+ * request_s and request_token_s; 0 for others): the simulator's transit adds it between send and
+ * the engine's queue. */
+void sim_params_request_path(const sim_params *p, int64_t *fixed_ns, double *per_token_ns);
 /* The prefill pool's parameters under PD disaggregation (tp, dp, ep of the prefill instances; no MTP). */
 void sim_params_prefill_side(const sim_params *p, sim_params *out);
 /* KV blocks per GPU from memory: (mem x utilization - weights - reserved) / (block_size x KV bytes

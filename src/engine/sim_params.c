@@ -24,6 +24,7 @@ void sim_default_params(sim_params *p) {
     p->gpu_memory_utilization = 0.9;
     p->reserved_bytes = 2.0 * 1073741824.0;
     p->chunked_prefill = true;
+    p->recv_interval_steps = 1;
     cost_default_factors(&p->factors);
     snprintf(p->engine_profile, sizeof p->engine_profile, "vllm-v1");
     p->dp = 1;
@@ -69,6 +70,9 @@ static const char help_head[] =
     "  --chunked-prefill on|off   (on)\n"
     "  --scheduling-policy P      fcfs (default) or priority (request priority, lower first; the lowest\n"
     "                             is preempted first)\n"
+    "  --scheduler-recv-interval N  decode steps between the scheduler's looks at new requests\n"
+    "                             (SGLang's --scheduler-recv-interval or --num-continuous-decode-steps;\n"
+    "                             a prefill step or an idle engine looks at once) (1: every step)\n"
     "  --gpu-mem B, --hbm-bw B/s, --bf16-flops F, --fp8-flops F, --link-bw B/s\n"
     "                             override the GPU catalog (e.g. --hbm-bw 4.8TB/s --bf16-flops 989T)\n"
     "  --bw-eff F, --compute-eff F, --link-eff F   achievable fractions of peak (0.85, 0.7, 0.7)\n"
@@ -84,6 +88,9 @@ static const char help_head[] =
     "                             weights on GPUs without fp4 tensor cores (Hopper, MI300X)\n"
     "  --ggml-call-time DUR       llama.cpp b4747's expert loop: host time per CUDA call (4.5us)\n"
     "  --ggml-gemm-time DUR       ... and the extra of a multi-row expert's cuBLAS path (27us)\n"
+    "  --request-time DUR, --request-token-time DUR   a Python server's request path outside the\n"
+    "                             engine's steps (HTTP, tokenization, hand-off), fixed and per prompt\n"
+    "                             token: fitted on published TTFTs (see README-sim.md)\n"
     "  --moe-native-eff F         the tuned MoE kernel where the MMA takes block scales (B200, MI355X) (1)\n"
     "  --expert-skew S            Zipf exponent of expert popularity (0 = uniform routing)\n"
     "  --flash-attention on|off   off: attention scores go through HBM (eager attention) (on)\n"
@@ -101,12 +108,13 @@ static const char *const keys[] = {
     "weight-dtype", "dtype", "kv-dtype", "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens", "block-size",
     "max-model-len", "gpu-memory-utilization", "reserved-mem", "num-gpu-blocks", "chunked-prefill",
     "enable-chunked-prefill", "gpu-mem", "hbm-bw", "bf16-flops", "fp8-flops", "link-bw", "bw-eff", "compute-eff",
-    "link-eff", "step-overhead", "comm-latency", "expert-skew", "flash-attention", "scheduling-policy", "profile",
+    "link-eff", "step-overhead", "comm-latency", "expert-skew", "flash-attention", "scheduling-policy", "scheduler-recv-interval", "profile",
     "engine-profile", "dp", "data-parallel-size", "enable-dp-attention", "a2a", "two-batch-overlap", "eplb",
     "redundant-experts", "mtp", "mtp-accept-len", "mtp-accept", "cuda-graphs", "graph-max-batch", "overlap-schedule",
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
     "moe-eff", "moe-native-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
-    "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", "ggml-compute-eff", "ggml-call-time", "ggml-gemm-time", NULL,
+    "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", "ggml-compute-eff", "ggml-call-time", "ggml-gemm-time",
+    "request-time", "request-token-time", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -238,6 +246,7 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "expert-skew")) {
         rc = units_parse_double(v, &p->factors.expert_skew); want = "a Zipf exponent >= 0 (0 = uniform)";
         if (!rc && (p->factors.expert_skew < 0 || p->factors.expert_skew > 10)) rc = -1;
+    } else if (!strcmp(key, "scheduler-recv-interval")) { rc = parse_posint(v, 1 << 16, &p->recv_interval_steps); want = "decode steps >= 1";
     } else if (!strcmp(key, "scheduling-policy")) {
         if (!strcmp(v, "fcfs") || !strcmp(v, "fifo")) p->priority_scheduling = false;
         else if (!strcmp(v, "priority")) p->priority_scheduling = true;
@@ -295,6 +304,8 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "kernel-time")) { rc = parse_seconds(v, &p->factors.kernel_s); want = "a duration (e.g. 3us)";
     } else if (!strcmp(key, "launch-time")) { rc = parse_seconds(v, &p->factors.launch_s); want = "a duration (e.g. 15us)";
     } else if (!strcmp(key, "ggml-call-time")) { rc = parse_seconds(v, &p->factors.ggml_call_s); want = "a duration (e.g. 4.5us)";
+    } else if (!strcmp(key, "request-time")) { rc = parse_seconds(v, &p->factors.request_s); want = "a duration (e.g. 150ms)";
+    } else if (!strcmp(key, "request-token-time")) { rc = parse_seconds(v, &p->factors.request_token_s); want = "a duration (e.g. 20us)";
     } else if (!strcmp(key, "ggml-gemm-time")) { rc = parse_seconds(v, &p->factors.ggml_gemm_s); want = "a duration (e.g. 27us)";
     } else if (!strcmp(key, "moe-native-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_native_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_eff); want = "a fraction in (0, 1]";
@@ -342,6 +353,7 @@ static const struct { const char *key; size_t off; } factor_keys[] = {
     {"ggml_compute_eff", offsetof(cost_factors, ggml_compute_eff)}, {"moe_native_eff", offsetof(cost_factors, moe_native_eff)},
     {"ggml_call_s", offsetof(cost_factors, ggml_call_s)},
     {"ggml_gemm_s", offsetof(cost_factors, ggml_gemm_s)},
+    {"request_s", offsetof(cost_factors, request_s)}, {"request_token_s", offsetof(cost_factors, request_token_s)},
 };
 
 json_t *sim_params_factors_json(const cost_factors *f) {
@@ -390,6 +402,16 @@ int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t e
     }
     p->calibrated = 1;
     return 0;
+}
+
+void sim_params_request_path(const sim_params *p, int64_t *fixed_ns, double *per_token_ns) {
+    engine_profile prof;
+    *fixed_ns = 0;
+    *per_token_ns = 0;
+    /* a C++ server's own way (llama.cpp) is the loopback transit's, well under a millisecond */
+    if (sim_params_profile(p, &prof) < 0 || !prof.python) return;
+    *fixed_ns = (int64_t)llround(p->factors.request_s * 1e9);
+    *per_token_ns = p->factors.request_token_s * 1e9;
 }
 
 int sim_params_profile(const sim_params *p, engine_profile *out) {

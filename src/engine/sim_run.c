@@ -51,10 +51,10 @@ static tr_item tr_pop(run_ctx *c) {
     return top;
 }
 
-static int transit_on(const sim_workload *w) { return w->turnaround_ns > 0 || w->ingest_ns_per_token > 0; }
+static int transit_on(const sim_workload *w) { return w->turnaround_ns > 0 || w->ingest_ns_per_token > 0 || w->ingest_fixed_ns > 0; }
 
 /* How long request i takes from the client's send to the engine's queue. */
-static int64_t ingest_ns(run_ctx *c, size_t i) { return (int64_t)(c->w->ingest_ns_per_token * c->w->in_tokens[i]); }
+static int64_t ingest_ns(run_ctx *c, size_t i) { return c->w->ingest_fixed_ns + (int64_t)(c->w->ingest_ns_per_token * c->w->in_tokens[i]); }
 
 void simr_on_tokens(record *r, const engine_event *ev) {
     if (ev->flags & ENGINE_EV_TOKENS) {

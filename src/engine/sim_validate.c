@@ -38,6 +38,7 @@ typedef struct {
     long warmup;             /* requests of the first wave, not measured (the sources' warm-ups) */
     /* decode / prefill / bench */
     double batch, context, tokens, prompt_len, depth, n_tokens, ub;
+    double mean_in_tokens;   /* serve: the measured requests' mean prompt (the request path's per-token part) */
     val_metric m[MAX_METRICS];
     int n_m;
     int dirty;               /* must be simulated again */
@@ -51,6 +52,7 @@ typedef struct {
     char not_simulated[200];
     int first_case, n_cases;
     int scored;              /* has metrics in a target category */
+    int has_ttft;            /* a TTFT among them */
 } val_row;
 
 struct val_table {
@@ -83,8 +85,14 @@ static const fit_param params[] = {
 
 static double *fp(cost_factors *f, size_t i) { return (double *)((char *)f + params[i].off); }
 
-void val_prior_factors(cost_factors *f) {
+void val_default_factors(cost_factors *f) {
     cost_default_factors(f);
+    f->request_s = COST_REQUEST_FIT_S;
+    f->request_token_s = COST_REQUEST_TOKEN_FIT_S;
+}
+
+void val_prior_factors(cost_factors *f) {
+    val_default_factors(f);
     for (size_t i = 0; i < N_PARAMS; i++) *fp(f, i) = params[i].prior;
 }
 
@@ -183,6 +191,7 @@ static int load_case(val_table *t, int row, const char *row_flags, json_t *c, ch
         x->cat = cat_of(json_string_value(json_object_get(m, "score")));
         x->predicted = NAN;
         if (x->cat != VAL_OTHER) t->rows[row].scored = 1;
+        if (x->cat == VAL_TTFT) t->rows[row].has_ttft = 1;
     }
     /* the engine must build: a bad layout is the table's error, said now */
     cost_model cm;
@@ -282,6 +291,12 @@ static int run_serve(val_case *c, char *err, size_t errlen) {
     sim_workload w = {.n = n, .arrival_ns = times, .concurrency = c->concurrency > 0 ? (c->concurrency + k - 1) / k : 0,
                       .in_tokens = ins, .max_tokens = outs, .warmup = wu, .turnaround_ns = SIM_TURNAROUND_NS,
                       .ingest_ns_per_token = SIM_INGEST_NS_PER_TOKEN, .transit_seed = 2};
+    double per_token_ns;
+    sim_params_request_path(&c->p, &w.ingest_fixed_ns, &per_token_ns);
+    w.ingest_ns_per_token += per_token_ns;
+    double in_sum = 0;
+    for (size_t i = wu; i < n; i++) in_sum += ins[i];
+    c->mean_in_tokens = n > wu ? in_sum / (double)(n - wu) : 0;
     if (sim_run(e, &w, &recs, NULL, err, errlen) < 0) goto out;
     summary_opts so;
     summary_default_opts(&so);
@@ -363,6 +378,9 @@ static int run_step(val_case *c, char *err, size_t errlen) {
 
 static void set_factors(sim_params *p, const cost_factors *f) {
     for (size_t i = 0; i < N_PARAMS; i++) *fp(&p->factors, i) = *(const double *)((const char *)f + params[i].off);
+    /* the request path is the validation's own (fitted on TTFTs apart from the step's parameters) */
+    p->factors.request_s = f->request_s;
+    p->factors.request_token_s = f->request_token_s;
 }
 
 static int run_cases(val_table *t, const cost_factors *f, int only_dirty, char *err, size_t errlen) {
@@ -784,10 +802,71 @@ static void print_halfwidths(FILE *out, const val_table *t, const int *use, int 
                 expm1(sim_interval_q((sim_iv_target)k, calibrated)) * 100, k + 1 < SIM_IV_N ? ";" : "\n");
 }
 
+/* The request path (request_s + request_token_s x prompt tokens, a Python server's time outside
+ * the engine's steps) fitted on the TTFTs of the rows in train[]: each TTFT is taken as the one
+ * simulated without a request path (base[], per case and metric) plus the path, which is what the
+ * transit does to a request (it reaches the queue later; the closed loop's cycle grows by the same
+ * few hundred ms in tens of seconds). Least squares of the log error, each group weighing once as
+ * in gn_refit; a grid over the physical ranges (0-1 s, 0-100 us a token), then a finer one around
+ * the best. Returns the TTFT metrics used (0: f's values kept). */
+#define RP_FIXED_MAX_S 1.0
+#define RP_TOKEN_MAX_S 100e-6
+static double rp_objective(const val_table *t, const double *base, const unsigned char *train, const int *in_group, double a,
+                           double b) {
+    double sum = 0;
+    for (int r = 0; r < t->n_rows; r++) {
+        if (!train[r] || in_group[r] <= 0) continue;
+        for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
+            for (int j = 0; j < t->cases[ci].n_m; j++) {
+                const val_metric *m = &t->cases[ci].m[j];
+                double x = base[ci * MAX_METRICS + j];
+                if (m->cat != VAL_TTFT || !(x > 0) || !(m->published > 0)) continue;
+                double e = log((x + 1e3 * (a + b * t->cases[ci].mean_in_tokens)) / m->published);
+                sum += e * e / in_group[r];
+            }
+    }
+    return sum;
+}
+
+static int rp_fit(const val_table *t, const double *base, const unsigned char *train, cost_factors *f) {
+    int *in_group = calloc((size_t)t->n_rows + 1, sizeof *in_group), used = 0;
+    if (!in_group) return 0;
+    /* in_group[r]: the TTFT metrics of r's group in train (a group weighs once) */
+    for (int r = 0; r < t->n_rows; r++) {
+        if (!train[r]) continue;
+        for (int q = 0; q < t->n_rows; q++) {
+            if (!train[q] || strcmp(t->rows[q].group, t->rows[r].group)) continue;
+            for (int ci = t->rows[q].first_case; ci < t->rows[q].first_case + t->rows[q].n_cases; ci++)
+                for (int j = 0; j < t->cases[ci].n_m; j++)
+                    in_group[r] += t->cases[ci].m[j].cat == VAL_TTFT && base[ci * MAX_METRICS + j] > 0 && t->cases[ci].m[j].published > 0;
+        }
+        if (in_group[r]) used++;
+    }
+    if (used) {
+        double best = INFINITY, ba = 0, bb = 0, da = RP_FIXED_MAX_S / 40, db = RP_TOKEN_MAX_S / 40;
+        for (int pass = 0; pass < 3; pass++) {
+            double ca = ba, cb = bb;
+            for (int i = -20; i <= 40; i++)
+                for (int k = -20; k <= 40; k++) {
+                    double a = (pass ? ca : 0) + i * da, b = (pass ? cb : 0) + k * db;
+                    if (a < 0 || b < 0 || a > RP_FIXED_MAX_S || b > RP_TOKEN_MAX_S || (!pass && (i < 0 || k < 0))) continue;
+                    double o = rp_objective(t, base, train, in_group, a, b);
+                    if (o < best) { best = o; ba = a; bb = b; }
+                }
+            da /= 20;
+            db /= 20;
+        }
+        f->request_s = ba;
+        f->request_token_s = bb;
+    }
+    free(in_group);
+    return used;
+}
+
 int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) {
     enum { P = N_PARAMS };
     cost_factors f0;
-    cost_default_factors(&f0);
+    val_default_factors(&f0);
     int n = 0, rc = -1;
     unsigned char *train = calloc((size_t)t->n_rows + 1, 1), *want = calloc((size_t)t->n_rows + 1, 1);
     int *use = calloc((size_t)t->n_rows + 1, sizeof *use);
@@ -795,7 +874,8 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
     rc_key *keys = malloc(sizeof(rc_key) * (size_t)(t->n_rows * VAL_OTHER + 1));
     double *e0 = malloc(sizeof(double) * (size_t)(t->n_rows * VAL_OTHER + 1)), *ek = malloc(sizeof(double) * (size_t)(t->n_rows * VAL_OTHER + 1));
     double *J = malloc(sizeof(double) * (size_t)(t->n_rows * VAL_OTHER + 1) * P);
-    if (!train || !want || !use || !keep || !keys || !e0 || !ek || !J) { snprintf(err, errlen, "out of memory"); goto out; }
+    double *base = malloc(sizeof(double) * (size_t)(t->n_cases + 1) * MAX_METRICS);
+    if (!train || !want || !use || !keep || !keys || !e0 || !ek || !J || !base) { snprintf(err, errlen, "out of memory"); goto out; }
     if (val_run(t, &f0, err, errlen) < 0) goto out;
     n = row_errors(t, keys, e0);
     for (size_t a = 0; a < P; a++) {
@@ -806,9 +886,23 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         row_errors(t, NULL, ek);
         for (int i = 0; i < n; i++) J[i * P + a] = (ek[i] - e0[i]) / log(s);
     }
-    if (val_run(t, &f0, err, errlen) < 0) goto out;
     /* every simulated, scored row, and its group */
     for (int r = 0; r < t->n_rows; r++) use[r] = t->rows[r].scored && !t->rows[r].not_simulated[0];
+    /* the TTFTs without a request path: what the path's fits start from */
+    {
+        cost_factors g = f0;
+        g.request_s = g.request_token_s = 0;
+        if (val_run(t, &g, err, errlen) < 0) goto out;
+        for (int ci = 0; ci < t->n_cases; ci++)
+            for (int j = 0; j < MAX_METRICS; j++) base[ci * MAX_METRICS + j] = j < t->cases[ci].n_m ? t->cases[ci].m[j].predicted : NAN;
+        for (int r = 0; r < t->n_rows; r++) train[r] = (unsigned char)use[r];
+        cost_factors all = f0;
+        int nrp = rp_fit(t, base, train, &all);
+        fprintf(out, "request path (a Python server's time outside the engine's steps), fitted on the TTFTs of %d rows: %.1f ms + %.2f us "
+                "per prompt token (in use: %.1f ms + %.2f us)\n\n", nrp, all.request_s * 1e3, all.request_token_s * 1e6,
+                f0.request_s * 1e3, f0.request_token_s * 1e6);
+    }
+    if (val_run(t, &f0, err, errlen) < 0) goto out;
     fprintf(out, "leave-one-group-out (the headline): each group of rows (one source and engine generation) predicted by a fit on the other groups\n");
     fprintf(out, "%-26s %-5s %-22s %-26s %12s %12s %8s\n", "group", "row", "case", "metric", "published", "predicted", "error");
     for (int r = 0; r < t->n_rows; r++) {
@@ -819,6 +913,11 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         for (int q = 0; q < t->n_rows; q++) { want[q] = use[q] && !strcmp(t->rows[q].group, t->rows[r].group); train[q] = use[q] && !want[q]; }
         cost_factors f;
         gn_refit(t, &f0, J, e0, keys, n, train, &f);
+        int group_ttft = 0;
+        for (int q = 0; q < t->n_rows; q++) group_ttft |= want[q] && t->rows[q].has_ttft;
+        if (rp_fit(t, base, train, &f) && group_ttft)
+            fprintf(out, "%-26s request path fitted without this group: %.1f ms + %.2f us per prompt token\n", t->rows[r].group,
+                    f.request_s * 1e3, f.request_token_s * 1e6);
         if (run_rows(t, &f, want, err, errlen) < 0) goto out;
         for (int q = 0; q < t->n_rows; q++) {
             if (!want[q]) continue;
@@ -854,6 +953,9 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         if (nl && ne) {
             cost_factors f;
             gn_refit(t, &f0, J, e0, keys, n, train, &f);
+            int nrp = rp_fit(t, base, train, &f);
+            fprintf(out, "\ntime split: request path fitted on the TTFTs of %d older rows: %.1f ms + %.2f us per prompt token\n", nrp,
+                    f.request_s * 1e3, f.request_token_s * 1e6);
             if (run_rows(t, &f, want, err, errlen) < 0) { free(late); goto out; }
             char title[160];
             snprintf(title, sizeof title, "\ntime split: fit on the %d rows of engine generations <= %d, predict the %d later rows", ne, split_year, nl);
@@ -882,6 +984,19 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         for (int q = 0; q < t->n_rows; q++) { train[q] = q == r; want[q] = use[q] && q != r && !strcmp(t->rows[q].deployment, t->rows[r].deployment); }
         cost_factors f;
         gn_refit(t, &f0, J, e0, keys, n, train, &f);
+        /* the deployment's own request path: the fixed part moved by what its calibration load's
+         * TTFT leaves unexplained (the per-token part stays the table's: one length, one point) */
+        if (run_rows(t, &f, train, err, errlen) < 0) { free(cal_use); goto out; }
+        {
+            double res = 0;
+            int nres = 0;
+            for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
+                for (int j = 0; j < t->cases[ci].n_m; j++) {
+                    const val_metric *m = &t->cases[ci].m[j];
+                    if (m->cat == VAL_TTFT && m->published > 0 && m->predicted > 0) { res += (m->published - m->predicted) / 1e3; nres++; }
+                }
+            if (nres) f.request_s = fmin(RP_FIXED_MAX_S, fmax(0, f.request_s + res / nres));
+        }
         for (int q = 0; q < t->n_rows; q++)
             if (want[q])
                 for (int ci = t->rows[q].first_case; ci < t->rows[q].first_case + t->rows[q].n_cases; ci++) keep[ci] = t->cases[ci];
@@ -907,7 +1022,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
     free(cal_use);
     rc = val_run(t, &f0, err, errlen);
 out:
-    free(train); free(want); free(use); free(keep); free(keys); free(e0); free(ek); free(J);
+    free(train); free(want); free(use); free(keep); free(keys); free(e0); free(ek); free(J); free(base);
     return rc;
 }
 

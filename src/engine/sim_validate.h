@@ -45,6 +45,8 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen);
 void val_print_factors(FILE *out, const cost_factors *f);
 /* The starting point of every fit (physically plausible values, not fitted). */
 void val_prior_factors(cost_factors *f);
+/* The defaults (cost_default_factors) with the fitted request path of a Python server's TTFT. */
+void val_default_factors(cost_factors *f);
 /* Calibrate on the lowest load of a concurrency sweep (dsperf sweep's JSON), predict every level:
  * a table of measured vs predicted median TPOT and output throughput, with interval coverage. */
 int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, size_t errlen);

@@ -112,11 +112,11 @@ static json_t *config_section(const sim_params *p, const load_desc *l) {
     json_object_set_new(c, "seed", json_integer((json_int_t)l->seed));
     json_object_set_new(c, "dataset", json_string(l->dataset));
     json_object_set_new(c, "ignore_eos", json_true());
-    json_object_set_new(c, "sim", json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b,s:s}",
+    json_object_set_new(c, "sim", json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b,s:i,s:s}",
         "model", model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep, "weight_dtype", p->weight_dtype,
         "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens", p->max_num_batched_tokens,
         "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
-        "chunked_prefill", p->chunked_prefill, "scheduling_policy", p->priority_scheduling ? "priority" : "fcfs"));
+        "chunked_prefill", p->chunked_prefill, "scheduler_recv_interval", p->recv_interval_steps, "scheduling_policy", p->priority_scheduling ? "priority" : "fcfs"));
     return c;
 }
 
@@ -191,6 +191,11 @@ ds_result run_sim(const run_sim_opts *o, run_sim_result *out, char *err, size_t 
                       .max_tokens = ld.outs, .warmup = (size_t)o->warmup,
                       .turnaround_ns = o->transit ? SIM_TURNAROUND_NS : 0,
                       .ingest_ns_per_token = o->transit ? SIM_INGEST_NS_PER_TOKEN : 0, .transit_seed = o->seed + 1};
+    if (o->transit) {
+        double per_token_ns;
+        sim_params_request_path(&p, &w.ingest_fixed_ns, &per_token_ns);
+        w.ingest_ns_per_token += per_token_ns;
+    }
     so.max_concurrency = o->max_concurrency;
     if (sess) so.session_turns = sess->turns;
     if (sim_run(e, &w, &out->recs, &ser, err, errlen) < 0) {
@@ -287,6 +292,11 @@ ds_result run_sim_validate(const char *path, const sim_params *p, bool fit, bool
         return DS_EINVAL;
     }
     cost_factors f = p->factors;
+    if (f.request_s == 0 && f.request_token_s == 0) {
+        /* the published TTFTs carry the server's path: the table is predicted with the fitted one */
+        f.request_s = COST_REQUEST_FIT_S;
+        f.request_token_s = COST_REQUEST_TOKEN_FIT_S;
+    }
     ds_result rc = DS_OK;
     if (loo) {
         if (val_loo(t, out, why, sizeof why) < 0) { snprintf(err, errlen, "--loo: %s", why); rc = DS_ERUN; }
