@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <unistd.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <netdb.h>
 #include <time.h>
@@ -177,6 +178,119 @@ static void reply_error(worker *s, struct evhttp_request *req, int status, const
     evbuffer_free(b);
 }
 
+/* ---- closing a connection without resetting it ----
+ *
+ * evhttp closes a connection on its own after some answers. A chunked body over --max-body is the
+ * one that matters: evhttp answers 413 as soon as a chunk's size takes the body over the cap, and
+ * closes with the rest of the body unread (EVHTTP_SERVER_LINGERING_CLOSE drains only a body whose
+ * Content-Length is over the cap). close() on a socket with unread data, or data arriving after
+ * it, makes the kernel reset the connection: a client still sending gets EPIPE/ECONNRESET, often
+ * before it has read the 413 (curl: "Failed sending data to the peer"). libevent 2.1 has no hook
+ * on a request before its body is read (evhttp_set_newreqcb came in 2.2), so the drain is done at
+ * the socket: when evhttp frees a connection the client has not closed, its close callback keeps
+ * the socket open through a duplicate descriptor, ends our side after the answer (FIN), and reads
+ * and drops whatever the client still sends until it closes its side. Nothing read is kept.
+ *
+ * Bounds: while evhttp reads a body (a chunked one under the cap, or a Content-Length one it drains
+ * itself), its timeout (evhttp_set_timeout, 600 s without a byte) bounds a client that stalls; one
+ * that keeps sending is evhttp's to refuse at the cap. After the close the linger bounds it: it
+ * ends after LINGER_IDLE_S without a byte or LINGER_MAX_NS in all, so a body that never ends costs
+ * a descriptor for at most LINGER_MAX_NS and its bandwidth, never memory. */
+#define LINGER_IDLE_S 5                 /* a client that has stopped sending has had its answer and FIN */
+#define LINGER_MAX_NS (60 * NS_PER_S)   /* a client still sending after this is reset after all */
+
+typedef struct lingering {
+    struct event *ev;                   /* EV_READ|EV_PERSIST on fd, with the idle timeout */
+    int fd;                             /* our duplicate of the connection's socket */
+    int64_t until_ns;                   /* wall clock */
+} lingering;
+
+static void linger_end(lingering *l) {
+    event_free(l->ev);
+    close(l->fd);
+    free(l);
+}
+
+static void linger_read(evutil_socket_t fd, short what, void *arg) {
+    lingering *l = arg;
+    char drop[16384];
+    if (what & EV_TIMEOUT) { linger_end(l); return; }
+    /* at most 1 MiB a wake-up, so a fast sender does not starve the loop's other connections */
+    for (int i = 0; i < 64; i++) {
+        ssize_t n = recv(fd, drop, sizeof drop, MSG_DONTWAIT);
+        if (n > 0) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+        linger_end(l);                  /* the client closed (or reset) its side: done */
+        return;
+    }
+    if (clock_now_ns() >= l->until_ns) linger_end(l);
+}
+
+/* evhttp is freeing evcon; afterwards it shuts down and closes its descriptor. */
+static void on_close_linger(struct evhttp_connection *evcon, void *arg) {
+    (void)arg;
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    int fd = bev ? bufferevent_getfd(bev) : -1;
+    char c;
+    ssize_t peeked = fd >= 0 ? recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) : 0;
+    if (peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return;   /* closed first, or gone */
+    lingering *l = calloc(1, sizeof *l);
+    struct timeval idle = { .tv_sec = LINGER_IDLE_S };
+    if (!l || (l->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) { free(l); return; }   /* a plain close, as before */
+    l->until_ns = clock_now_ns() + LINGER_MAX_NS;
+    l->ev = event_new(evhttp_connection_get_base(evcon), l->fd, EV_READ | EV_PERSIST, linger_read, l);
+    if (!l->ev || event_add(l->ev, &idle) < 0) {
+        if (l->ev) event_free(l->ev);
+        close(l->fd);
+        free(l);
+        return;
+    }
+    shutdown(l->fd, SHUT_WR);   /* evhttp frees after its answer is written (or with none): end it */
+}
+
+/* The first bytes of a connection: evhttp has set it up (evhttp_get_request sets the bufferevent's
+ * callbacks before it returns to the loop), so its close callback can be set now, before any
+ * request is read. libevent 2.1 offers no public way to reach a connection before its first
+ * request is complete; its evhttp passes the connection as the bufferevent's callback argument
+ * (http.c, bufferevent_setcb(..., evcon)). That internal is checked as far as it can be here, and
+ * pinned by server_body_refused_chunked_is_drained, which fails without this callback. */
+static void on_first_input(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg) {
+    struct bufferevent *bev = arg;
+    void *cbarg = NULL;
+    bufferevent_event_cb eventcb = NULL;
+    (void)info;
+    bufferevent_getcb(bev, NULL, NULL, &eventcb, &cbarg);
+    struct evhttp_connection *evcon = cbarg;
+    if (eventcb && evcon && evhttp_connection_get_bufferevent(evcon) == bev)
+        evhttp_connection_set_closecb(evcon, on_close_linger, NULL);
+    evbuffer_remove_cb(in, on_first_input, bev);   /* once a connection (safe inside the callback) */
+}
+
+/* evhttp_set_bevcb: the bufferevent evhttp would make itself, watched for its first input. */
+static struct bufferevent *new_conn_bufferevent(struct event_base *base, void *arg) {
+    (void)arg;
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (bev) evbuffer_add_cb(bufferevent_get_input(bev), on_first_input, bev);
+    return bev;
+}
+
+static int find_lingering(const struct event_base *base, const struct event *ev, void *arg) {
+    (void)base;
+    if (event_get_callback(ev) != linger_read) return 0;
+    *(lingering **)arg = event_get_callback_arg(ev);
+    return 1;   /* stop: it is ended outside the walk, which may not remove events */
+}
+
+/* At shutdown, after evhttp_free (whose close callbacks may have started some). */
+static void linger_end_all(struct event_base *base) {
+    for (;;) {
+        lingering *l = NULL;
+        event_base_foreach_event(base, find_lingering, &l);
+        if (!l) return;
+        linger_end(l);
+    }
+}
+
 /* ---- stream lifetime ---- */
 
 static void stream_unlink_free(stream *st) {
@@ -237,7 +351,7 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg) {
 
 /* Ends a response normally: the connection is kept alive for the next request. */
 static void stream_complete(stream *st) {
-    if (st->evcon) evhttp_connection_set_closecb(st->evcon, NULL, NULL);
+    if (st->evcon) evhttp_connection_set_closecb(st->evcon, on_close_linger, NULL);   /* the connection's own again */
     st->req = NULL;
     st->evcon = NULL;
     server *top = st->srv->top;
@@ -722,6 +836,7 @@ static int open_listener(const server_params *p, int port, bool reuseport, int *
 static void worker_free(worker *s) {
     if (!s) return;
     if (s->http) evhttp_free(s->http);    /* closes connections: on_conn_close cancels their requests */
+    if (s->base) linger_end_all(s->base);
     while (s->streams) {                    /* anything left without a connection */
         stream *st = s->streams;
         st->free_when_cancelled = true;
@@ -782,10 +897,13 @@ static worker *worker_new(server *top, int index, engine *eng, char *err, size_t
     s->http = evhttp_new(s->base);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
                                         EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
-    /* A body over the cap is answered 413 by evhttp; with lingering close the rest of it is read and
-     * dropped (not kept) first, so the client gets the 413 rather than a connection reset. */
+    /* A body over the cap is answered 413 by evhttp; with lingering close the rest of a
+     * Content-Length body is read and dropped (not kept) first, so the client gets the 413 rather
+     * than a connection reset. A chunked one is answered at once and drained after evhttp's close
+     * (on_close_linger, set up through new_conn_bufferevent). */
     evhttp_set_max_body_size(s->http, (ev_ssize_t)top->p.max_body_bytes);
     evhttp_set_flags(s->http, EVHTTP_SERVER_LINGERING_CLOSE);
+    evhttp_set_bevcb(s->http, new_conn_bufferevent, NULL);
     evhttp_set_timeout(s->http, 600);
     evhttp_set_gencb(s->http, handle_request, s);
     if (!evhttp_accept_socket_with_handle(s->http, s->listen_fd)) {
