@@ -557,6 +557,59 @@ static double agg_step_s(cost_model *cm, const cost_factors *f, double batch, do
     return s.t / cost_mtp_tokens_per_step(cm);
 }
 
+/* llama-server's prompt of L tokens at batch 1 with factors f: its ubatches of 512 (n_ubatch's
+ * default), each a prefill chunk after the ones before it. A chunk of 2+ tokens runs b4747's loop
+ * over the touched experts (all of them at these lengths, each with many rows). */
+#define LLAMACPP_UBATCH 512
+static double agg_prefill_s(cost_model *cm, const cost_factors *f, double L) {
+    cm->f = *f;
+    double t = 0, done = 0;
+    while (done < L) {
+        double n = fmin(LLAMACPP_UBATCH, L - done);
+        cost_batch b;
+        cost_step s;
+        memset(&b, 0, sizeof b);
+        b.tokens = (int64_t)n;
+        b.seqs = 1;
+        b.prefill_seqs = 1;
+        b.prefill_pairs = n * done + n * (n + 1) / 2;
+        b.prefill_keys_read = done;
+        cost_step_time(cm, &b, &s);
+        t += s.t;
+        done += n;
+    }
+    return t;
+}
+
+/* The host-speed factor of the expert loop (ggml_call_s and ggml_gemm_s both x h, h in [lo, hi])
+ * at which the prompt of L tokens takes target seconds: bisection on log(h). Returns 1 inside. */
+static int agg_solve_loop_host(cost_model *cm, cost_factors *f, double L, double target, double lo, double hi, double *h_out) {
+    double call0 = f->ggml_call_s, gemm0 = f->ggml_gemm_s;
+    cost_factors g = *f;
+    double a = log(lo), z = log(hi);
+    g.ggml_call_s = call0 * lo; g.ggml_gemm_s = gemm0 * lo;
+    double t_lo = agg_prefill_s(cm, &g, L);
+    g.ggml_call_s = call0 * hi; g.ggml_gemm_s = gemm0 * hi;
+    double t_hi = agg_prefill_s(cm, &g, L);
+    double h;
+    int inside = 1;
+    if (target <= t_lo) { h = lo; inside = 0; }
+    else if (target >= t_hi) { h = hi; inside = 0; }
+    else {
+        for (int it = 0; it < 60; it++) {
+            double m = (a + z) / 2;
+            g.ggml_call_s = call0 * exp(m); g.ggml_gemm_s = gemm0 * exp(m);
+            if (agg_prefill_s(cm, &g, L) > target) z = m;
+            else a = m;
+        }
+        h = exp((a + z) / 2);
+    }
+    f->ggml_call_s = call0 * h;
+    f->ggml_gemm_s = gemm0 * h;
+    *h_out = h;
+    return inside;
+}
+
 /* The value in [lo, hi] of *x at which the step (decreasing in *x when up, increasing when not)
  * equals target: bisection on log(x). Returns 1 when target lies inside, 0 when it is clamped. */
 static int agg_solve(cost_model *cm, cost_factors *f, double *x, double lo, double hi, int up, double batch, double ctx,
@@ -627,6 +680,22 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
          * the rest, bandwidth held */
         ok = agg_solve(&cm, &f, &f.kernel_s, 1e-7, 1e-3, 0, batch, ctx, itl);
         moved = "the time per kernel (kernel_s; the expert loop's calls at their prior)";
+        /* The same c = 1 level's prompt ran b4747's loop over all the experts (a ubatch of L
+         * tokens touches every one, with many rows each): the server's own prompt time (llama.cpp's
+         * timings.prompt_ms, without the HTTP path) measures this host's loop. The loop's two host
+         * constants move together by the factor that reproduces it, within [0.5, 2] (a host core's
+         * speed and its driver's launch path, README-sim.md); TTFT alone, with an HTTP path of unknown
+         * size in it, leaves them at their prior. */
+        double L = tin / done;
+        double pre = json_number_value(json_object_get(json_object_get(doc, "server_timing"), "median_server_prefill_ms")) / 1e3;
+        if (ok && L >= 2 && pre > 0) {
+            double t0 = agg_prefill_s(&cm, &f, L), h = 1;
+            int in = agg_solve_loop_host(&cm, &f, L, pre, 0.5, 2.0, &h);
+            note(c, "loop host factor %.3f%s: the server's prompt time %.1f ms (%.0f tokens, median) against the model's %.1f ms at the loop's "
+                    "prior (ggml_call_s %.2f us, ggml_gemm_s %.1f us after)", h, in ? "" : " (at its bound)", pre * 1e3, L, t0 * 1e3,
+                 f.ggml_call_s * 1e6, f.ggml_gemm_s * 1e6);
+            moved = "the time per kernel (kernel_s) on the ITL, the expert loop's host factor on the prompt time";
+        }
     }
     if (!ok) { ok = agg_solve(&cm, &f, &f.bw_eff, 0.05, 1.0, 1, batch, ctx, itl); moved = "bw_eff"; }
     if (!ok && f.bw_eff >= 1.0 && moe) { ok = agg_solve(&cm, &f, moe_f, *moe_f, 1.0, 1, batch, ctx, itl); moved = "bw_eff at its bound 1, then the MoE kernel efficiency"; }
