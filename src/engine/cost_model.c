@@ -14,6 +14,11 @@
  * of one token takes none of this: its k experts go to the vector kernel in one call per op. */
 #define EXPERT_VEC_CALLS 4.0
 #define EXPERT_GEMM_CALLS 7.0
+/* GPU work items of a multi-row f16 expert: memset, gather copy, src1 to f16, GEMM, dst to f32,
+ * scatter copy; of a quantized one: memset, gather, quantize, MMVQ or MMQ, scatter (host calls too) */
+#define EXPERT_GEMM_KERNELS 6.0
+#define EXPERT_Q_CALLS 5.0
+#define MMVQ_MAX_ROWS 8         /* mmvq.cuh MMVQ_MAX_BATCH_SIZE: more rows take MMQ */
 
 void cost_default_factors(cost_factors *f) {
     memset(f, 0, sizeof *f);
@@ -54,6 +59,10 @@ void cost_default_factors(cost_factors *f) {
      * f32): the step's growth to c = 32 on the same sweep (212.7 ms, ~85 % of its 62 touched
      * experts multi-row), README-sim.md */
     f->ggml_gemm_s = 27e-6;
+    /* GPU time per small kernel of the loop (execution and the gap to the next on one stream):
+     * NVML's busy share x step on gpu_overhead.json grows 3.4-3.9 us per added loop kernel
+     * from c = 1 to 2, 8 and 32 (README-sim.md) */
+    f->ggml_kernel_gpu_s = 3.5e-6;
     /* the request path: COST_REQUEST_FIT_S / COST_REQUEST_TOKEN_FIT_S (cost_model.h) are fitted on
      * the published TTFTs (README-sim.md, "The request's way outside the engine") ... */
     /* ... but only --validate uses them (the published TTFTs' server path): a simulated run is its
@@ -232,6 +241,22 @@ double cost_experts_one_row(cost_model *c, int64_t tokens) {
     return s;
 }
 
+double cost_experts_over_rows(cost_model *c, int64_t tokens, int rows) {
+    int E = c->arch.n_routed_experts, k = c->arch.top_k;
+    if (!model_is_moe(&c->arch) || tokens <= rows) return 0;
+    /* experts that got more than `rows` of the T tokens: each token picks expert j with p_j */
+    double s = 0;
+    for (int j = 0; j < E; j++) {
+        double p = c->p_expert ? c->p_expert[j] : (double)k / E, cum = 0, term = pow(1 - p, (double)tokens);
+        for (int r = 0; r <= rows; r++) {
+            cum += term;
+            term *= (double)(tokens - r) / (r + 1) * p / (1 - p);
+        }
+        s += fmax(0, 1 - cum);
+    }
+    return s;
+}
+
 double cost_a2a_bytes_per_layer(const cost_model *c, int64_t tokens) {
     return (double)tokens * c->arch.top_k * c->arch.hidden * ACT_BYTES;
 }
@@ -294,7 +319,21 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
      * host has drained it). A ubatch of one token runs none of it. */
     if (c->s.prof.expert_loop && T >= 2) {
         double one = fmin(x_loc, cost_experts_one_row(c, (int64_t)ceil(T)) / c->ep), multi = fmax(0, x_loc - one);
-        o->t_kernels += layers * 3 * (EXPERT_VEC_CALLS * (one + multi) * c->f.ggml_call_s + multi * c->f.ggml_gemm_s);
+        double host, gpu;
+        if (c->wb < 2) {
+            /* a quantized type (GGUF Q8_0, Q4): up to MMVQ_MAX_BATCH_SIZE rows the vector kernel
+             * (quantize src1 to q8_1, MMVQ), more the tiled MMQ (its quantize, MMQ): 5 calls
+             * either way, the MMQ path's host time like the cuBLAS path's (the prompt's) */
+            double wide = fmin(x_loc, cost_experts_over_rows(c, (int64_t)ceil(T), MMVQ_MAX_ROWS) / c->ep);
+            host = EXPERT_Q_CALLS * x_loc * c->f.ggml_call_s + wide * c->f.ggml_gemm_s;
+            gpu = EXPERT_Q_CALLS * x_loc * c->f.ggml_kernel_gpu_s;
+        } else {
+            host = EXPERT_VEC_CALLS * (one + multi) * c->f.ggml_call_s + multi * c->f.ggml_gemm_s;
+            gpu = (EXPERT_VEC_CALLS * one + EXPERT_GEMM_KERNELS * multi) * c->f.ggml_kernel_gpu_s;
+        }
+        /* the GPU runs the loop's kernels as the host queues them: a host faster than the GPU's
+         * time per small kernel leaves the GPU, not the host, setting the pace */
+        o->t_kernels += layers * 3 * fmax(host, gpu);
     }
     o->weight_bytes += layers * x_loc * w * c->wb;
     o->experts_touched = X;

@@ -54,6 +54,7 @@ typedef struct {
     double ggml_call_s;       /* llama.cpp b4747's host-side expert loop (a ubatch of 2+ tokens): host time
                                * per CUDA call of the loop (4 per touched expert) */
     double ggml_gemm_s;       /* ... and the extra host time of an expert with several rows (its cuBLAS path) */
+    double ggml_kernel_gpu_s; /* ... and the GPU's time per small kernel of that loop (its floor on a fast host) */
     /* The request's way outside the engine's steps on a Python server (profile.python): HTTP,
      * tokenization, the hand-off to the scheduler, the first chunk's way back. The simulator adds
      * request_s + request_token_s x prompt tokens between a request's send and its arrival in the
@@ -161,6 +162,8 @@ double cost_experts_touched(cost_model *c, int64_t tokens);
 /* Expected routed experts per MoE layer that get exactly one of T tokens (T q (1 - q)^(T - 1)
  * summed over the experts, q each expert's chance per token). */
 double cost_experts_one_row(cost_model *c, int64_t tokens);
+/* Expected number of experts that got more than `rows` of `tokens` tokens. */
+double cost_experts_over_rows(cost_model *c, int64_t tokens, int rows);
 void cost_step_time(cost_model *c, const cost_batch *b, cost_step *out);
 /* The step time for other global efficiencies, from a step computed at the model's (for
  * calibration: the components scale, the rest stays). */

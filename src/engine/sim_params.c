@@ -353,6 +353,7 @@ static const struct { const char *key; size_t off; } factor_keys[] = {
     {"ggml_compute_eff", offsetof(cost_factors, ggml_compute_eff)}, {"moe_native_eff", offsetof(cost_factors, moe_native_eff)},
     {"ggml_call_s", offsetof(cost_factors, ggml_call_s)},
     {"ggml_gemm_s", offsetof(cost_factors, ggml_gemm_s)},
+    {"ggml_kernel_gpu_s", offsetof(cost_factors, ggml_kernel_gpu_s)},
     {"request_s", offsetof(cost_factors, request_s)}, {"request_token_s", offsetof(cost_factors, request_token_s)},
 };
 
