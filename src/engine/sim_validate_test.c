@@ -122,11 +122,11 @@ TEST(sim_validate_refuses_a_fitted_parameter_in_a_row) {
  * Profile llamacpp-b4747 prices the MoE's host loop over touched experts, a multi-row expert (the
  * cuBLAS path) at the host calls it makes; the profile without the loop (llamacpp) can only slow
  * the bandwidth and misses the growth with the batch. */
-static int sweep_run(const char *sweep, const char *profile, const char *model, double pred[8], double meas[8], double err_pct[2][8],
-                     int *inside, int *total) {
-    char cmd[640], *out = NULL;
-    snprintf(cmd, sizeof cmd, "sim --validate tests/fixtures/real-gpu/%s --engine-profile %s %s --gpu h200 --weight-dtype fp16 --max-num-seqs 32",
-             sweep, profile, model);
+static int sweep_run_on(const char *path, const char *profile, const char *model, const char *gpu, const char *dtype, double pred[8],
+                        double meas[8], double err_pct[2][8], int *inside, int *total) {
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd, "sim --validate %s --engine-profile %s %s --gpu %s --weight-dtype %s --max-num-seqs 32", path, profile,
+             model, gpu, dtype);
     int rc = test_run(cmd, &out, NULL), n = 0, nt = 0;
     CHECK_EQ_INT(rc, 0);
     for (const char *l = out; l && (l = strchr(l, '\n')) && n < 8; ) {
@@ -144,6 +144,13 @@ static int sweep_run(const char *sweep, const char *profile, const char *model, 
     CHECK_EQ_INT(nt, n);
     free(out);
     return n;
+}
+
+static int sweep_run(const char *sweep, const char *profile, const char *model, double pred[8], double meas[8], double err_pct[2][8],
+                     int *inside, int *total) {
+    char path[512];
+    snprintf(path, sizeof path, "tests/fixtures/real-gpu/%s", sweep);
+    return sweep_run_on(path, profile, model, "h200", "fp16", pred, meas, err_pct, inside, total);
 }
 
 /* Inside-count of a claimed 80% interval over n predictions that a correct interval reaches with
@@ -197,4 +204,52 @@ TEST(sim_validate_sweep_calibrate_then_predict) {
                   i, pl[i], pl0[i], ml[i]);
     CHECK_MSG(totl == 6 && inl >= coverage_floor(totl), "gpu_overhead_long: %d of %d inside the 80%% intervals", inl, totl);
     CHECK_EQ_INT(test_run("sim --validate tests/fixtures/real-gpu/medium_config.json", NULL, NULL), 2);
+}
+
+/* A copy of a sweep without its c = 1 level's server timing: TTFT alone leaves the expert loop's
+ * host constants at their prior (the H200 host they were fitted on). */
+static int sweep_without_prompt_time(const char *sweep, char *out, size_t outlen) {
+    char src[512];
+    snprintf(src, sizeof src, "tests/fixtures/real-gpu/%s", sweep);
+    snprintf(out, outlen, "%s/prior_%s", harness_tmpdir(), sweep);
+    json_error_t je;
+    json_t *doc = json_load_file(src, 0, &je);
+    json_t *r0 = json_object_get(json_array_get(json_object_get(doc, "levels"), 0), "results");
+    int rc = doc && r0 && json_object_del(r0, "server_timing") == 0 && json_dump_file(doc, out, JSON_COMPACT) == 0 ? 0 : -1;
+    json_decref(doc);
+    return rc;
+}
+
+/* Three sweeps on an H100 host (tests/fixtures/real-gpu/README.md), held out: nothing of the model
+ * was set from them. Calibrated on c = 1 alone, its prompt (llama.cpp's own prompt time) measures
+ * this host's expert loop (a factor of about 0.65-0.7 of the H200 host's), and the loop runs no
+ * faster than the GPU's kernels. Every level closer than with the loop at its H200 prior; the
+ * f16 sweeps within 15% at 2-8x (the issue's criterion) and covered as 80% intervals should be. */
+TEST(sim_validate_h100_holdouts_calibrate_then_predict) {
+    static const struct { const char *sweep, *dtype; int levels, f16; } sw[] = {
+        {"h100_overhead.json", "fp16", 6, 1}, {"h100_overhead_long.json", "fp16", 5, 1}, {"h100_overhead_q8.json", "int8", 6, 0}};
+    for (size_t s = 0; s < sizeof sw / sizeof sw[0]; s++) {
+        char path[512], prior[512];
+        snprintf(path, sizeof path, "tests/fixtures/real-gpu/%s", sw[s].sweep);
+        CHECK(sweep_without_prompt_time(sw[s].sweep, prior, sizeof prior) == 0);
+        double p[8], m[8], e[2][8], p0[8], m0[8], e0[2][8];
+        int in, tot, in0, tot0;
+        int n = sweep_run_on(path, "llamacpp-b4747", "--model deepseek-v2-lite", "h100", sw[s].dtype, p, m, e, &in, &tot);
+        int n0 = sweep_run_on(prior, "llamacpp-b4747", "--model deepseek-v2-lite", "h100", sw[s].dtype, p0, m0, e0, &in0, &tot0);
+        CHECK_EQ_INT(n, sw[s].levels);
+        CHECK_EQ_INT(n0, sw[s].levels);
+        if (n != sw[s].levels || n0 != n) continue;
+        /* (Q8_0 at c = 32 is the exception: there the prior's too-slow host and the model's missing
+         * part of the quantized loop's growth cancel, +10% vs -12% TPOT) */
+        for (int i = 1; i < (sw[s].f16 ? n : 5); i++)
+            for (int k = 0; k < 2; k++)
+                CHECK_MSG(fabs(e[k][i]) < fabs(e0[k][i]), "%s c = %d: %s %+.1f%% with the host factor, %+.1f%% at the prior", sw[s].sweep,
+                          1 << i, k ? "throughput" : "TPOT", e[k][i], e0[k][i]);
+        if (sw[s].f16) {
+            for (int i = 1; i <= 3; i++)
+                for (int k = 0; k < 2; k++)
+                    CHECK_MSG(fabs(e[k][i]) <= 15, "%s c = %d: %s off by %+.1f%%", sw[s].sweep, 1 << i, k ? "throughput" : "TPOT", e[k][i]);
+        }
+        CHECK_MSG(in >= coverage_floor(tot), "%s: %d of %d inside the 80%% intervals", sw[s].sweep, in, tot);
+    }
 }
