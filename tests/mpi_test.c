@@ -44,6 +44,10 @@ static int job_start(mpi_job *j, const char *opts, int np, const char *args) {
         int fd = open(j->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd >= 0) { dup2(fd, 1); dup2(fd, 2); close(fd); }
         setenv("DSPERF_TEST_JOB", j->token, 1);
+        /* Open MPI makes its session folder under TMPDIR (/tmp/ompi.HOST.UID by default): two
+         * mpiruns of tests that run side by side race to create that one folder, and the loser
+         * fails orte_init ("mkdir ... File exists"). Each test's own folder keeps them apart. */
+        setenv("TMPDIR", harness_tmpdir(), 1);
         /* Open MPI's allocations are not ours to report, nor can they be told apart: it unloads its
          * components at MPI_Finalize, so LeakSanitizer sees them as "<unknown module>". dsperf's
          * own paths are leak-checked by every other test (the merge by src/dist/dist_test.c). */
