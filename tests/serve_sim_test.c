@@ -25,7 +25,7 @@ static double mean_of(const char *metrics, const char *hist) {
 /* The 5% bound is "a fraction of a step" for steps of a few ms: the simulator's fitted per-kernel
  * and per-sequence costs make V2-Lite's steps 15-20 ms, so both sides run the plain roofline with a
  * 1.5 ms step this check was sized for (the engine is the same either way). */
-#define PLAIN_COSTS "--step-overhead 1.5ms --seq-overhead 0 --kernel-time 0 --moe-eff 1 --request-time 0 --request-token-time 0"
+#define PLAIN_COSTS "--step-overhead 1.5ms --seq-overhead 0 --kernel-time 0 --moe-eff 1 --request-time 0 --request-per-token-time 0"
 
 TEST(serve_sim_matches_offline_sim) {
     test_server s;
@@ -75,4 +75,35 @@ TEST(serve_sim_matches_offline_sim) {
     free(m);
     json_decref(b);
     json_decref(o);
+}
+
+/* `dsperf sim`'s mean TTFT for args, from its summary line; NAN when the run failed. */
+static double sim_mean_ttft_ms(const char *args) {
+    char cmd[512], out[16384];
+    snprintf(cmd, sizeof cmd, "sim --requests 100 --rate 5/s --dataset random:in=1000,out=16 --seed 3 %s", args);
+    int rc = test_run_into(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "dsperf %s exited %d:\n%.1500s", cmd, rc, out);
+    const char *p = strstr(out, "Mean TTFT (ms):");
+    return rc == 0 && p ? strtod(p + strlen("Mean TTFT (ms):"), NULL) : NAN;
+}
+
+/* The request path (a Python server's HTTP, tokenization and hand-off, --request-time and
+ * --request-per-token-time) puts each request that much later into the engine's queue: at 5/s with
+ * fixed 1,000-token prompts every request meets the same engine, only later, so mean TTFT moves by
+ * exactly fixed + per-token x 1,000 (the summary's 0.01 ms rounding aside). llama.cpp, a C++ server,
+ * has no such path; `serve --engine sim` is reached over real HTTP and refuses the flags. */
+TEST(sim_request_path_delays_each_request_into_the_engine) {
+    const char *path = "--request-time 100ms --request-per-token-time 30us";   /* 100 + 30 ms */
+    char a[256];
+    double base = sim_mean_ttft_ms("--engine-profile sglang");
+    snprintf(a, sizeof a, "--engine-profile sglang %s", path);
+    double with = sim_mean_ttft_ms(a);
+    CHECK_MSG(fabs(with - base - 130.0) <= 0.02, "sglang: mean TTFT %.2f ms with the path, %.2f ms without (want +130 ms)", with, base);
+    base = sim_mean_ttft_ms("--engine-profile llamacpp-b4747");
+    snprintf(a, sizeof a, "--engine-profile llamacpp-b4747 %s", path);
+    with = sim_mean_ttft_ms(a);
+    CHECK_MSG(fabs(with - base) <= 0.02, "llama.cpp: mean TTFT %.2f ms with the path, %.2f ms without (want the same)", with, base);
+    char out[2048];
+    CHECK_EQ_INT(test_run_into("serve --engine sim --port 0 --request-time 100ms", out, sizeof out), 2);
+    CHECK_MSG(strstr(out, "serve --engine sim is reached over real HTTP") != NULL, "%s", out);
 }

@@ -63,12 +63,9 @@ void cost_default_factors(cost_factors *f) {
      * NVML's busy share x step on gpu_overhead.json grows 3.4-3.9 us per added loop kernel
      * from c = 1 to 2, 8 and 32 (README-sim.md) */
     f->ggml_kernel_gpu_s = 3.5e-6;
-    /* the request path: COST_REQUEST_FIT_S / COST_REQUEST_TOKEN_FIT_S (cost_model.h) are fitted on
-     * the published TTFTs (README-sim.md, "The request's way outside the engine") ... */
-    /* ... but only --validate uses them (the published TTFTs' server path): a simulated run is its
-     * engine's, as `serve --engine sim` serves it; --request-time / --request-token-time add them */
-    f->request_s = 0;
-    f->request_token_s = 0;
+    /* no request path (request_s, request_token_s stay 0): a simulated run is its engine's, as
+     * `serve --engine sim` serves it. Only --validate adds the one fitted on the published TTFTs
+     * (COST_REQUEST_FIT_*, cost_model.h), whose times carry a server's path; the flags add one. */
     f->mtp_accept = 0.68;        /* chain acceptance that gives SGLang's published 2.18 (2 drafts) and 2.44 (3) */
     f->expert_skew = 0;
 }

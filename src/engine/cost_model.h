@@ -58,10 +58,9 @@ typedef struct {
     /* The request's way outside the engine's steps on a Python server (profile.python): HTTP,
      * tokenization, the hand-off to the scheduler, the first chunk's way back. The simulator adds
      * request_s + request_token_s x prompt tokens between a request's send and its arrival in the
-     * engine's queue (sim_params_request_path); fitted on the published TTFTs (README-sim.md). */
-    double request_s;
+     * engine's queue (sim_params_add_request_path); fitted on the published TTFTs (README-sim.md). */
+    double request_s;         /* 0 by default: only `sim --validate` adds COST_REQUEST_FIT_*, and the flags */
     double request_token_s;
-    /* (0 by default: only `sim --validate` adds the fitted path below, and the flags) */
     double mtp_accept;        /* probability that a draft token is accepted, given the previous one was */
     double expert_skew;       /* Zipf exponent of expert popularity: 0 uniform routing */
     int no_flash_attention;   /* 1: attention materializes its score matrix in HBM (eager attention) */

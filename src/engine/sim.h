@@ -77,10 +77,10 @@ const char *sim_params_help(void);
 int sim_params_cost(const sim_params *p, cost_model *c, char *err, size_t errlen);
 /* The engine profile with the flag overrides applied. 0 ok, -1 unknown profile. */
 int sim_params_profile(const sim_params *p, engine_profile *out);
-/* The request's way outside the engine's steps on this profile (a Python server: the factors'
- * request_s and request_token_s; 0 for others): the simulator's transit adds it between send and
- * the engine's queue. */
-void sim_params_request_path(const sim_params *p, int64_t *fixed_ns, double *per_token_ns);
+/* Adds the request's way outside the engine's steps on this profile (a Python server: the factors'
+ * request_s and request_token_s; nothing for others) to a transit's fixed and per-prompt-token
+ * times: the simulator's transit puts it between send and the engine's queue. */
+void sim_params_add_request_path(const sim_params *p, int64_t *fixed_ns, double *per_token_ns);
 /* The prefill pool's parameters under PD disaggregation (tp, dp, ep of the prefill instances; no MTP). */
 void sim_params_prefill_side(const sim_params *p, sim_params *out);
 /* KV blocks per GPU from memory: (mem x utilization - weights - reserved) / (block_size x KV bytes

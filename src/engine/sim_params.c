@@ -88,9 +88,9 @@ static const char help_head[] =
     "                             weights on GPUs without fp4 tensor cores (Hopper, MI300X)\n"
     "  --ggml-call-time DUR       llama.cpp b4747's expert loop: host time per CUDA call (4.5us)\n"
     "  --ggml-gemm-time DUR       ... and the extra of a multi-row expert's cuBLAS path (27us)\n"
-    "  --request-time DUR, --request-token-time DUR   a Python server's request path outside the\n"
-    "                             engine's steps (HTTP, tokenization, hand-off), fixed and per prompt\n"
-    "                             token: fitted on published TTFTs (see README-sim.md)\n"
+    "  --request-time DUR, --request-per-token-time DUR   a Python server's request path outside\n"
+    "                             the engine's steps (HTTP, tokenization, hand-off), fixed and per\n"
+    "                             prompt token: fitted on published TTFTs (see README-sim.md)\n"
     "  --moe-native-eff F         the tuned MoE kernel where the MMA takes block scales (B200, MI355X) (1)\n"
     "  --expert-skew S            Zipf exponent of expert popularity (0 = uniform routing)\n"
     "  --flash-attention on|off   off: attention scores go through HBM (eager attention) (on)\n"
@@ -114,7 +114,7 @@ static const char *const keys[] = {
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
     "moe-eff", "moe-native-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
     "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", "ggml-compute-eff", "ggml-call-time", "ggml-gemm-time",
-    "request-time", "request-token-time", NULL,
+    "request-time", "request-per-token-time", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -305,7 +305,7 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "launch-time")) { rc = parse_seconds(v, &p->factors.launch_s); want = "a duration (e.g. 15us)";
     } else if (!strcmp(key, "ggml-call-time")) { rc = parse_seconds(v, &p->factors.ggml_call_s); want = "a duration (e.g. 4.5us)";
     } else if (!strcmp(key, "request-time")) { rc = parse_seconds(v, &p->factors.request_s); want = "a duration (e.g. 150ms)";
-    } else if (!strcmp(key, "request-token-time")) { rc = parse_seconds(v, &p->factors.request_token_s); want = "a duration (e.g. 20us)";
+    } else if (!strcmp(key, "request-per-token-time")) { rc = parse_seconds(v, &p->factors.request_token_s); want = "a duration (e.g. 20us)";
     } else if (!strcmp(key, "ggml-gemm-time")) { rc = parse_seconds(v, &p->factors.ggml_gemm_s); want = "a duration (e.g. 27us)";
     } else if (!strcmp(key, "moe-native-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_native_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_eff); want = "a fraction in (0, 1]";
@@ -405,14 +405,12 @@ int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t e
     return 0;
 }
 
-void sim_params_request_path(const sim_params *p, int64_t *fixed_ns, double *per_token_ns) {
+void sim_params_add_request_path(const sim_params *p, int64_t *fixed_ns, double *per_token_ns) {
     engine_profile prof;
-    *fixed_ns = 0;
-    *per_token_ns = 0;
     /* a C++ server's own way (llama.cpp) is the loopback transit's, well under a millisecond */
     if (sim_params_profile(p, &prof) < 0 || !prof.python) return;
-    *fixed_ns = (int64_t)llround(p->factors.request_s * 1e9);
-    *per_token_ns = p->factors.request_token_s * 1e9;
+    *fixed_ns += (int64_t)llround(p->factors.request_s * 1e9);
+    *per_token_ns += p->factors.request_token_s * 1e9;
 }
 
 int sim_params_profile(const sim_params *p, engine_profile *out) {

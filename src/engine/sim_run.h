@@ -59,7 +59,7 @@ typedef struct {
     int64_t turnaround_ns;
     double ingest_ns_per_token;
     /* ... and a fixed time on that way, with a per-token part in ingest_ns_per_token: a Python
-     * server's request path (sim_params_request_path) */
+     * server's request path (sim_params_add_request_path) */
     int64_t ingest_fixed_ns;
     uint64_t transit_seed;
 } sim_workload;

@@ -291,9 +291,7 @@ static int run_serve(val_case *c, char *err, size_t errlen) {
     sim_workload w = {.n = n, .arrival_ns = times, .concurrency = c->concurrency > 0 ? (c->concurrency + k - 1) / k : 0,
                       .in_tokens = ins, .max_tokens = outs, .warmup = wu, .turnaround_ns = SIM_TURNAROUND_NS,
                       .ingest_ns_per_token = SIM_INGEST_NS_PER_TOKEN, .transit_seed = 2};
-    double per_token_ns;
-    sim_params_request_path(&c->p, &w.ingest_fixed_ns, &per_token_ns);
-    w.ingest_ns_per_token += per_token_ns;
+    sim_params_add_request_path(&c->p, &w.ingest_fixed_ns, &w.ingest_ns_per_token);
     double in_sum = 0;
     for (size_t i = wu; i < n; i++) in_sum += ins[i];
     c->mean_in_tokens = n > wu ? in_sum / (double)(n - wu) : 0;

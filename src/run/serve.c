@@ -77,6 +77,13 @@ static engine *sim_from_options(const run_serve_kv *opts, int n, uint64_t seed, 
         if (rc == 1) snprintf(err, errlen, "unknown option --%s for --engine sim (see dsperf serve --help)", opts[i].key);
         if (rc) return NULL;
     }
+    /* the request path is the simulator's stand-in for a Python server's HTTP and tokenization; here
+     * requests come over real HTTP into the engine itself, so the flags would change nothing: said */
+    if (p.factors.request_s > 0 || p.factors.request_token_s > 0) {
+        snprintf(err, errlen, "--request-time and --request-per-token-time model a server's way outside the engine for dsperf sim "
+                 "(and sim --validate); serve --engine sim is reached over real HTTP: leave them out here");
+        return NULL;
+    }
     if (!model_given && served_model) {
         char e2[256];
         if (sim_params_set(&p, "model", served_model, e2, sizeof e2) != 0) {

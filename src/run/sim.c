@@ -191,11 +191,7 @@ ds_result run_sim(const run_sim_opts *o, run_sim_result *out, char *err, size_t 
                       .max_tokens = ld.outs, .warmup = (size_t)o->warmup,
                       .turnaround_ns = o->transit ? SIM_TURNAROUND_NS : 0,
                       .ingest_ns_per_token = o->transit ? SIM_INGEST_NS_PER_TOKEN : 0, .transit_seed = o->seed + 1};
-    if (o->transit) {
-        double per_token_ns;
-        sim_params_request_path(&p, &w.ingest_fixed_ns, &per_token_ns);
-        w.ingest_ns_per_token += per_token_ns;
-    }
+    if (o->transit) sim_params_add_request_path(&p, &w.ingest_fixed_ns, &w.ingest_ns_per_token);
     so.max_concurrency = o->max_concurrency;
     if (sess) so.session_turns = sess->turns;
     if (sim_run(e, &w, &out->recs, &ser, err, errlen) < 0) {
