@@ -24,9 +24,10 @@
 
 /* The request path fitted by `sim --validate data/published.json` on the published TTFTs of 39 rows
  * in 5 groups (its grid fit, all rows), with the cold-start runs and SGLang's receive interval in
- * the engine: what the validation's in-sample table and refits start from. */
-#define COST_REQUEST_FIT_S 119e-3
-#define COST_REQUEST_TOKEN_FIT_S 24.6e-6
+ * the engine and split GEMMs priced (shard_loss): what the validation's in-sample table and refits
+ * start from. */
+#define COST_REQUEST_FIT_S 109e-3
+#define COST_REQUEST_TOKEN_FIT_S 17.4e-6
 
 typedef struct {
     double bw_eff;            /* streaming kernels' fraction of HBM bandwidth (0.85) */
@@ -49,6 +50,11 @@ typedef struct {
     double moe_triton_fp8_eff;/* ... with block-scaled fp8 weights (SGLang v0.4.1's V3 path) */
     double attn_triton_eff;   /* the Triton MLA decode kernel's fraction of the bf16 peak */
     double attn_compute_eff;  /* attention kernels' fraction of the bf16 peak (FlashMLA: 660 of 989 TFLOPS) */
+    double shard_loss;        /* GEMMs split over w GPUs (tensor parallel: a slice of every weight's
+                               * columns or of its reduction length per GPU) reach compute_eff /
+                               * (1 + shard_loss (w - 1)): the slice shrinks, the per-tile fixed work
+                               * (prologue, block scales, epilogue, the last partial wave) does not.
+                               * Fitted on the published rows (README-sim.md) */
     double ggml_compute_eff;  /* llama.cpp's MMQ GEMMs and FlashAttention relative to the tuned kernels
                                * (compute_eff, attn_compute_eff): fitted on the llama-bench prompt rows */
     double ggml_call_s;       /* llama.cpp b4747's host-side expert loop (a ubatch of 2+ tokens): host time

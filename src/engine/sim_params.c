@@ -91,6 +91,8 @@ static const char help_head[] =
     "  --request-time DUR, --request-per-token-time DUR   a Python server's request path outside\n"
     "                             the engine's steps (HTTP, tokenization, hand-off), fixed and per\n"
     "                             prompt token: fitted on published TTFTs (see README-sim.md)\n"
+    "  --shard-loss F             compute efficiency lost per extra GPU a GEMM is split over:\n"
+    "                             compute_eff / (1 + F (GPUs - 1)) (fitted default)\n"
     "  --moe-native-eff F         the tuned MoE kernel where the MMA takes block scales (B200, MI355X) (1)\n"
     "  --expert-skew S            Zipf exponent of expert popularity (0 = uniform routing)\n"
     "  --flash-attention on|off   off: attention scores go through HBM (eager attention) (on)\n"
@@ -114,7 +116,7 @@ static const char *const keys[] = {
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
     "moe-eff", "moe-native-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
     "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", "ggml-compute-eff", "ggml-call-time", "ggml-gemm-time",
-    "request-time", "request-per-token-time", NULL,
+    "shard-loss", "request-time", "request-per-token-time", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -325,6 +327,11 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         want = "bf16 or fp8";
     } else if (!strcmp(key, "seq-overhead-trt")) { rc = parse_seconds(v, &p->factors.seq_overhead_trt_s); want = "a duration (e.g. 50us)";
     } else if (!strcmp(key, "moe-triton-fp8-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_triton_fp8_eff); want = "a fraction in (0, 1]";
+    } else if (!strcmp(key, "shard-loss")) {
+        double x;
+        rc = units_parse_double(v, &x) < 0 || !(x >= 0 && x <= 100) ? -1 : 0;
+        if (!rc) p->factors.shard_loss = x;
+        want = "a number from 0 to 100";
     } else if (!strcmp(key, "ggml-compute-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.ggml_compute_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "attn-triton-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.attn_triton_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "attn-compute-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.attn_compute_eff); want = "a fraction in (0, 1]";
@@ -351,7 +358,7 @@ static const struct { const char *key; size_t off; } factor_keys[] = {
     {"attn_triton_eff", offsetof(cost_factors, attn_triton_eff)}, {"seq_overhead_trt_s", offsetof(cost_factors, seq_overhead_trt_s)},
     {"step_overhead_v1_s", offsetof(cost_factors, step_overhead_v1_s)}, {"seq_overhead_v1_s", offsetof(cost_factors, seq_overhead_v1_s)},
     {"ggml_compute_eff", offsetof(cost_factors, ggml_compute_eff)}, {"moe_native_eff", offsetof(cost_factors, moe_native_eff)},
-    {"ggml_call_s", offsetof(cost_factors, ggml_call_s)},
+    {"ggml_call_s", offsetof(cost_factors, ggml_call_s)}, {"shard_loss", offsetof(cost_factors, shard_loss)},
     {"ggml_gemm_s", offsetof(cost_factors, ggml_gemm_s)},
     {"ggml_kernel_gpu_s", offsetof(cost_factors, ggml_kernel_gpu_s)},
     {"request_s", offsetof(cost_factors, request_s)}, {"request_token_s", offsetof(cost_factors, request_token_s)},

@@ -80,6 +80,7 @@ static const fit_param params[] = {
     {"moe_triton_fp8_eff", "moe-triton-fp8-eff", offsetof(cost_factors, moe_triton_fp8_eff), 0.02, 1.0, 0.2},
     {"attn_triton_eff", "attn-triton-eff", offsetof(cost_factors, attn_triton_eff), 0.005, 0.667, 0.1},
     {"ggml_compute_eff", "ggml-compute-eff", offsetof(cost_factors, ggml_compute_eff), 0.05, 1.0, 0.5},
+    {"shard_loss", "shard-loss", offsetof(cost_factors, shard_loss), 0.01, 2.0, 0.2},
 };
 #define N_PARAMS (sizeof params / sizeof params[0])
 
