@@ -13,8 +13,8 @@
 # DIR of --shared holds engines/, tools/ and testdata/ (as ../shared does); --work is scratch space
 # (the build and ~33 GB of models); BIN is a dsperf binary that runs there (LD_LIBRARY_PATH may be set
 # for it alone with --dsperf-libs DIR). Scenarios: slots overhead cpu_only partial_offload context
-# (default: all, in that order); overhead_q8 and overhead_long (the simulator's held-out sweeps, run
-# when named; overhead_q8 also builds llama-quantize); and on a machine with two or more GPUs the four split runs (`multigpu`
+# (default: all, in that order); overhead_q8, overhead_q4 and overhead_long (the simulator's held-out
+# sweeps, run when named; the quantized ones also build llama-quantize); and on a machine with two or more GPUs the four split runs (`multigpu`
 # names them all): layer_split (-sm layer, c = 1..32), row_split (-sm row, same load), uneven_split
 # (-sm layer -ts 3,1), two_servers (one llama-server per GPU, -sm none, two URLs benched as one job:
 # two ranks under mpirun, one per server). Asked for on fewer than two GPUs, they are refused (exit 2)
@@ -69,7 +69,7 @@ if [ ! -x "$SRV" ]; then
 fi
 QUANT="$WORK/llama-quantize"   # llama.cpp's own quantizer, for the quantized-weight runs
 need_quant=0
-for s in $SCENARIOS; do case $s in overhead_q8) need_quant=1 ;; esac; done
+for s in $SCENARIOS; do case $s in overhead_q8 | overhead_q4) need_quant=1 ;; esac; done
 if [ $need_quant = 1 ] && [ ! -x "$QUANT" ]; then
   log "building llama-quantize"
   (cd "$WORK/src" && cmake --build build -j"$JOBS" --target llama-quantize >>"$OUT/build.log" 2>&1) \
@@ -90,12 +90,17 @@ need_v2lite=0; need_medium=0
 for s in $SCENARIOS; do case $s in cpu_only) need_medium=1 ;; *) need_v2lite=1 ;; esac; done
 [ $need_medium = 1 ] && gguf medium --size medium
 [ $need_v2lite = 1 ] && gguf v2lite --size v2lite --tile 1048573
-if [ $need_quant = 1 ] && [ ! -s "$WORK/v2lite-q8_0.gguf" ]; then
-  log "quantizing v2lite to Q8_0"
-  "$QUANT" "$WORK/v2lite.gguf" "$WORK/v2lite-q8_0.gguf.tmp" Q8_0 >"$WORK/quantize.log" 2>&1 \
-    || { log "quantizing failed"; tail -n 10 "$WORK/quantize.log" >&2; exit 1; }
-  mv "$WORK/v2lite-q8_0.gguf.tmp" "$WORK/v2lite-q8_0.gguf"
-fi
+quantize() {   # quantize SCENARIO TYPE: v2lite.gguf -> v2lite-<type>.gguf with llama.cpp's own quantizer
+  q=$(echo "$2" | tr 'A-Z' 'a-z')
+  case " $SCENARIOS " in *" $1 "*) ;; *) return 0 ;; esac
+  [ -s "$WORK/v2lite-$q.gguf" ] && return 0
+  log "quantizing v2lite to $2"
+  "$QUANT" "$WORK/v2lite.gguf" "$WORK/v2lite-$q.gguf.tmp" "$2" >"$WORK/quantize-$q.log" 2>&1 \
+    || { log "quantizing to $2 failed"; tail -n 10 "$WORK/quantize-$q.log" >&2; exit 1; }
+  mv "$WORK/v2lite-$q.gguf.tmp" "$WORK/v2lite-$q.gguf"
+}
+quantize overhead_q8 Q8_0
+quantize overhead_q4 Q4_0
 
 # 3. the scenarios
 PORT=18080
@@ -168,6 +173,8 @@ for s in $SCENARIOS; do
     # longer answers (more attention and KV per token); neither is fitted, each is predicted from its
     # own lowest level
     overhead_q8) run overhead_q8 v2lite-q8_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
+    # the same with Q4_0 (4.5 bits a weight: the same MMVQ/MMQ loop, a quarter of f16's bytes)
+    overhead_q4) run overhead_q4 v2lite-q4_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
     overhead_long) run overhead_long v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 15s --dataset random:in=1024,out=256 ;;
     # a GPU box serving with -ngl 0: the weights stay in host memory, the CPU does the work, the GPU idles
     cpu_only) run cpu_only medium "-ngl 0 -np 4 -c 8192" --concurrency 1,4 --duration 15s --dataset random:in=256,out=64 ;;
