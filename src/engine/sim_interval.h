@@ -7,19 +7,12 @@
 #define DSP_SIM_INTERVAL_H
 #include <jansson.h>
 
-/* TTFT has two: below SIM_IV_LOADED_CONCURRENCY requests in flight it is the request's own path and
- * prefill; from there on the wait for the scheduler's look and the running batch's steps makes most
- * of it, and a step-time error compounds in the wait (out of group the errors there are about twice
- * as wide: README-sim.md, "Intervals"). */
-typedef enum { SIM_IV_TPOT, SIM_IV_TPUT, SIM_IV_TTFT, SIM_IV_TTFT_LOADED, SIM_IV_N } sim_iv_target;
-#define SIM_IV_LOADED_CONCURRENCY 32
+typedef enum { SIM_IV_TPOT, SIM_IV_TPUT, SIM_IV_TTFT, SIM_IV_N } sim_iv_target;
 
 /* The log half-width of the 80% interval for target k; calibrated: the profile was fitted to the
  * deployment's own measured run. */
 double sim_interval_q(sim_iv_target k, int calibrated);
 const char *sim_interval_name(sim_iv_target k);
-/* Which TTFT interval a run with this many requests in flight at its peak takes. */
-sim_iv_target sim_interval_ttft_target(double peak_in_flight);
 
 /* {"level":0.8,"basis":..,"metrics":{"median_tpot_ms":{"value":v,"lo":..,"hi":..},..}} for the
  * TPOT, ITL, TTFT and throughput numbers present in a results object (new reference). */

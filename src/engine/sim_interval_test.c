@@ -1,7 +1,7 @@
 /* sim_interval tests — a simulated run's results carry an 80% interval on each of its TPOT,
- * throughput and TTFT numbers, prediction x exp(+-q) with the q of sim_interval.c (TTFT's by the
- * run's peak in flight, below or from SIM_IV_LOADED_CONCURRENCY), and a calibrated profile switches
- * to the calibrate-then-predict q. */
+ * throughput and TTFT numbers, prediction x exp(+-q) with the q of sim_interval.c (wider for TTFT
+ * than for TPOT, as measured out of group), and a calibrated profile switches to the
+ * calibrate-then-predict q. */
 #include "harness.h"
 #include "testutil.h"
 #include "engine/sim_interval.h"
@@ -40,20 +40,7 @@ TEST(sim_interval_on_every_predicted_number) {
     check_metric(iv, "median_tpot_ms", res, SIM_IV_TPOT, 0);
     check_metric(iv, "output_throughput", res, SIM_IV_TPUT, 0);
     check_metric(iv, "mean_ttft_ms", res, SIM_IV_TTFT, 0);
-    CHECK_NEAR(json_number_value(json_object_get(res, "max_concurrent_requests")), 8, 0);
-    json_decref(res);
-    /* from SIM_IV_LOADED_CONCURRENCY requests in flight the TTFT takes the loaded interval: the rule
-     * reads the run's own peak, and 40 users reach it */
-    CHECK_EQ_INT(sim_interval_ttft_target(SIM_IV_LOADED_CONCURRENCY - 1), SIM_IV_TTFT);
-    CHECK_EQ_INT(sim_interval_ttft_target(SIM_IV_LOADED_CONCURRENCY), SIM_IV_TTFT_LOADED);
-    snprintf(cmd, sizeof cmd, "sim --model deepseek-v2-lite --gpu h200 --concurrency 40 --requests 80 --out %s --quiet", out);
-    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
-    res = json_load_file(out, 0, NULL);
-    CHECK(res != NULL);
-    if (!res) return;
-    CHECK_NEAR(json_number_value(json_object_get(res, "max_concurrent_requests")), 40, 0);
-    check_metric(json_object_get(res, "prediction_interval"), "mean_ttft_ms", res, SIM_IV_TTFT_LOADED, 0);
-    check_metric(json_object_get(res, "prediction_interval"), "median_tpot_ms", res, SIM_IV_TPOT, 0);
+    CHECK(sim_interval_q(SIM_IV_TTFT, 0) > sim_interval_q(SIM_IV_TPOT, 0));
     json_decref(res);
     /* an open loop below capacity serves its offered rate: no interval on the throughput */
     snprintf(cmd, sizeof cmd, "sim --model deepseek-v2-lite --gpu h200 --rate 2/s --requests 20 --out %s --quiet", out);

@@ -39,7 +39,6 @@ typedef struct {
     /* decode / prefill / bench */
     double batch, context, tokens, prompt_len, depth, n_tokens, ub;
     double mean_in_tokens;   /* serve: the measured requests' mean prompt (the request path's per-token part) */
-    double peak_in_flight;   /* serve: most requests in flight at once (the whole instance): which TTFT interval */
     val_metric m[MAX_METRICS];
     int n_m;
     int dirty;               /* must be simulated again */
@@ -310,7 +309,6 @@ static int run_serve(val_case *c, char *err, size_t errlen) {
     set_metric(c, METRIC(request_throughput), json_number_value(json_object_get(s, METRIC(request_throughput))) * k);
     set_metric(c, "output_throughput_per_gpu", out_tps / gpus_of(&c->p));
     set_metric(c, "total_throughput_per_gpu", json_number_value(json_object_get(s, METRIC(total_token_throughput))) * k / gpus_of(&c->p));
-    c->peak_in_flight = json_number_value(json_object_get(s, "max_concurrent_requests")) * k;
     json_decref(s);
     double user = 0;
     long done = 0;
@@ -743,16 +741,9 @@ static int run_rows(val_table *t, const cost_factors *f, const unsigned char *wa
     return run_cases(t, f, 1, err, errlen);
 }
 
-/* Which interval a metric takes: its target, and for TTFT the load it was predicted at
- * (sim_interval_ttft_target: the same rule `sim` applies to its own results). */
-static int iv_bin(const val_case *c, const val_metric *m) {
-    return m->cat == VAL_TTFT ? (int)sim_interval_ttft_target(c->peak_in_flight) : -1;
-}
-
 /* The 80th percentile of |log error| over the metrics of target k of the rows in use (NAN with
- * fewer than 3): per metric, since an interval is put on each predicted metric; bin >= 0 keeps the
- * TTFTs of that load only (iv_bin). */
-static double q80(const val_table *t, const int *use, int k, int bin) {
+ * fewer than 3): per metric, since an interval is put on each predicted metric. */
+static double q80(const val_table *t, const int *use, int k) {
     double v[2048];
     int m = 0;
     for (int r = 0; r < t->n_rows && m < 2048; r++) {
@@ -760,8 +751,7 @@ static double q80(const val_table *t, const int *use, int k, int bin) {
         for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
             for (int j = 0; j < t->cases[ci].n_m && m < 2048; j++) {
                 double x = lerr(&t->cases[ci].m[j]);
-                if (t->cases[ci].m[j].cat == k && isfinite(x) && (bin < 0 || iv_bin(&t->cases[ci], &t->cases[ci].m[j]) == bin))
-                    v[m++] = fabs(x);
+                if (t->cases[ci].m[j].cat == k && isfinite(x)) v[m++] = fabs(x);
             }
     }
     if (m < 3) return NAN;
@@ -771,26 +761,21 @@ static double q80(const val_table *t, const int *use, int k, int bin) {
 
 /* Coverage of 80% intervals for the predictions held in t for the rows in use: a metric's interval
  * is its prediction times exp(+-q), q the 80th percentile of the out-of-group |log errors| of the
- * *other* groups' rows (so no row's own error sets its interval); a TTFT's from the other groups'
- * TTFTs at its load (all of them where fewer than 3 are). */
+ * *other* groups' rows (so no row's own error sets its interval). */
 static void coverage(FILE *out, const val_table *t, const int *use, const char *title) {
     int *oth = malloc(sizeof(int) * (size_t)(t->n_rows + 1));
     if (!oth) return;
-    int in[VAL_OTHER] = {0}, all[VAL_OTHER] = {0}, bin_in[SIM_IV_N] = {0}, bin_all[SIM_IV_N] = {0};
+    int in[VAL_OTHER] = {0}, all[VAL_OTHER] = {0};
     for (int r = 0; r < t->n_rows; r++) {
         if (!use[r]) continue;
         for (int q = 0; q < t->n_rows; q++) oth[q] = use[q] && strcmp(t->rows[q].group, t->rows[r].group);
         for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
             for (int j = 0; j < t->cases[ci].n_m; j++) {
                 const val_metric *m = &t->cases[ci].m[j];
-                if (m->cat >= VAL_OTHER) continue;
-                int bin = iv_bin(&t->cases[ci], m);
-                double x = lerr(m), h = q80(t, oth, m->cat, bin);
-                if (!isfinite(h)) h = q80(t, oth, m->cat, -1);
-                if (!isfinite(x) || !isfinite(h)) continue;
+                double x = lerr(m), h = m->cat < VAL_OTHER ? q80(t, oth, m->cat) : NAN;
+                if (m->cat >= VAL_OTHER || !isfinite(x) || !isfinite(h)) continue;
                 all[m->cat]++;
                 in[m->cat] += fabs(x) <= h;
-                if (bin >= 0) { bin_all[bin]++; bin_in[bin] += fabs(x) <= h; }
             }
     }
     fprintf(out, "%s\n", title);
@@ -798,12 +783,7 @@ static void coverage(FILE *out, const val_table *t, const int *use, const char *
     for (int k = 0; k < VAL_OTHER; k++) {
         if (!all[k]) continue;
         fprintf(out, "  %-28s %3d of %3d metrics inside (%.0f%%)   interval +-%.0f%% (all groups)\n", cat_names[k], in[k], all[k],
-                100.0 * in[k] / all[k], (exp(q80(t, use, k, -1)) - 1) * 100);
-        if (k == VAL_TTFT)
-            for (int b = SIM_IV_TTFT; b <= SIM_IV_TTFT_LOADED; b++)
-                if (bin_all[b])
-                    fprintf(out, "    %-26s %3d of %3d metrics inside (%.0f%%)   interval +-%.0f%% (all groups)\n", sim_interval_name((sim_iv_target)b),
-                            bin_in[b], bin_all[b], 100.0 * bin_in[b] / bin_all[b], (exp(q80(t, use, k, b)) - 1) * 100);
+                100.0 * in[k] / all[k], (exp(q80(t, use, k)) - 1) * 100);
         ti += in[k];
         ta += all[k];
     }
@@ -814,10 +794,10 @@ static void coverage(FILE *out, const val_table *t, const int *use, const char *
 /* The half-widths that sim, plan, serve --engine sim and tune put on their numbers (sim_interval.c),
  * beside the ones this table gives now: the constants must follow the table. */
 static void print_halfwidths(FILE *out, const val_table *t, const int *use, int calibrated) {
-    static const int cat[SIM_IV_N] = {VAL_TPOT, VAL_TPUT, VAL_TTFT, VAL_TTFT}, bin[SIM_IV_N] = {-1, -1, SIM_IV_TTFT, SIM_IV_TTFT_LOADED};
+    static const int cat[SIM_IV_N] = {VAL_TPOT, VAL_TPUT, VAL_TTFT};
     fprintf(out, "interval half-widths for predictions (%s):", calibrated ? "calibrated" : "uncalibrated");
     for (int k = 0; k < SIM_IV_N; k++)
-        fprintf(out, " %s +-%.0f%% (in use +-%.0f%%)%s", sim_interval_name((sim_iv_target)k), (exp(q80(t, use, cat[k], bin[k])) - 1) * 100,
+        fprintf(out, " %s +-%.0f%% (in use +-%.0f%%)%s", sim_interval_name((sim_iv_target)k), (exp(q80(t, use, cat[k])) - 1) * 100,
                 expm1(sim_interval_q((sim_iv_target)k, calibrated)) * 100, k + 1 < SIM_IV_N ? ";" : "\n");
 }
 

@@ -50,10 +50,9 @@ static void sim_facts(const sim_params *p, engine *e, server_params *sp) {
     /* what the served figures are: the simulator's predictions, each good to its 80% interval
      * (sim_interval.h); a client that measures this server records the interval beside its
      * measurements (bench's prediction_interval), never in them */
-    json_object_set_new(sim, "prediction_interval", json_pack("{s:f,s:b,s:f,s:f,s:f,s:f,s:i,s:s}", "level", 0.8, "calibrated", p->calibrated,
+    json_object_set_new(sim, "prediction_interval", json_pack("{s:f,s:b,s:f,s:f,s:f,s:s}", "level", 0.8, "calibrated", p->calibrated,
         "tpot_factor", exp(sim_interval_q(SIM_IV_TPOT, p->calibrated)), "throughput_factor", exp(sim_interval_q(SIM_IV_TPUT, p->calibrated)),
         "ttft_factor", exp(sim_interval_q(SIM_IV_TTFT, p->calibrated)),
-        "ttft_factor_loaded", exp(sim_interval_q(SIM_IV_TTFT_LOADED, p->calibrated)), "loaded_in_flight", SIM_IV_LOADED_CONCURRENCY,
         "basis", p->calibrated ? "calibrate-then-predict errors on published deployments (dsperf sim --validate data/published.json)"
                                : "leave-one-group-out errors on published deployments (dsperf sim --validate data/published.json)"));
     json_t *meta = json_pack("{s:s,s:o}", "engine", "dsperf sim", "sim", sim);
