@@ -80,6 +80,7 @@ typedef struct {
     int64_t seen_ns;
     int32_t decodes_unseen;     /* decode steps since the last look */
     bool last_had_prefill;
+    int32_t batch_waits;        /* steps TensorRT-LLM's batch waiting has held prompts back since it last let them in */
     /* stats */
     engine_stats st;
     sim_info info;
@@ -520,6 +521,31 @@ static void look_for_requests(sim_engine *s, int64_t t) {
     }
 }
 
+/* TensorRT-LLM's batch waiting (PyExecutor._waiting_requests, TP only): in a step with sequences
+ * decoding and prompts ready to start, the prompts are held back unless this step would carry
+ * batch_wait_tokens_ratio x max_num_batched_tokens tokens with them (the decodes' and the prompts'
+ * within the budget) or batch_wait_iters steps have held them; letting them in resets the count. */
+static bool batch_wait_holds(sim_engine *s, int64_t t, int64_t budget, const cost_batch *b) {
+    if ((s->p.batch_wait_iters <= 0 && s->p.batch_wait_tokens_ratio <= 0) || s->p.dp > 1 || b->decode_seqs <= 0) return false;
+    int32_t w = wq_front(s);
+    if (w < 0 || s->reqs[w].arrival_ns > t || s->reqs[w].arrival_ns > s->seen_ns) return false;
+    /* the prompt tokens the scheduler would take: the waiting prompts' pending tokens up to the budget
+     * (the heap's order does not matter to a capped sum) */
+    int64_t ctx = 0;
+    for (size_t k = 0; k < s->wq_len && ctx < budget; k++) {
+        const sim_req *r = &s->reqs[s->wq[k]];
+        if (r->state != RQ_WAITING || r->arrival_ns > t || r->arrival_ns > s->seen_ns) continue;
+        ctx += (int64_t)r->prompt + r->generated - r->computed;
+    }
+    if (ctx > budget) ctx = budget;
+    if (s->batch_waits >= s->p.batch_wait_iters || (double)(ctx + b->tokens) >= s->p.batch_wait_tokens_ratio * s->p.max_num_batched_tokens) {
+        s->batch_waits = 0;
+        return false;
+    }
+    s->batch_waits++;
+    return true;
+}
+
 /* Forms the step starting at t. Returns false when nothing could be scheduled. */
 static bool form_step(sim_engine *s, int64_t t, engine_emit_fn emit, void *ctx) {
     cost_batch b;
@@ -546,7 +572,7 @@ static bool form_step(sim_engine *s, int64_t t, engine_emit_fn emit, void *ctx) 
     } else {
         schedule_running(s, t, &budget, false, &b, emit, ctx);
         /* vLLM admits nothing new in a step that had to preempt */
-        if (s->st.preemptions_total == preempted_before) admit(s, t, budget, false, &b, emit, ctx);
+        if (s->st.preemptions_total == preempted_before && !batch_wait_holds(s, t, budget, &b)) admit(s, t, budget, false, &b, emit, ctx);
     }
     if (b.tokens == 0) return false;
     if (s->p.rank_sample > 1) {

@@ -36,6 +36,12 @@ typedef struct sim_params {
      * --scheduler-recv-interval, or --num-continuous-decode-steps); a prefill step or an idle
      * engine looks at once. 1: every step (vLLM, TensorRT-LLM, SGLang's default) */
     int recv_interval_steps;
+    /* TensorRT-LLM's batch waiting (batch_wait_timeout_iters, batch_wait_max_tokens_ratio; TP only):
+     * while sequences decode, new prompts are held back until the step would carry
+     * batch_wait_tokens_ratio x max_num_batched_tokens tokens or batch_wait_iters steps have held
+     * them. 0 / 0: off */
+    int batch_wait_iters;
+    double batch_wait_tokens_ratio;
     cost_factors factors;            /* efficiency factors, overheads, expert skew */
     char engine_profile[32];         /* profile.h name (default vllm-v1) */
     int dp;                          /* attention data-parallel ranks (1 off; --enable-dp-attention: = tp) */

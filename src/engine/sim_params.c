@@ -73,6 +73,9 @@ static const char help_head[] =
     "  --scheduler-recv-interval N  decode steps between the scheduler's looks at new requests\n"
     "                             (SGLang's --scheduler-recv-interval or --num-continuous-decode-steps;\n"
     "                             a prefill step or an idle engine looks at once) (1: every step)\n"
+    "  --batch-wait-iters N, --batch-wait-max-tokens-ratio F   TensorRT-LLM's batch waiting: while\n"
+    "                             sequences decode, new prompts wait until the step would carry F x\n"
+    "                             --max-num-batched-tokens tokens or N steps held them (0, 0: off)\n"
     "  --gpu-mem B, --hbm-bw B/s, --bf16-flops F, --fp8-flops F, --link-bw B/s\n"
     "                             override the GPU catalog (e.g. --hbm-bw 4.8TB/s --bf16-flops 989T)\n"
     "  --bw-eff F, --compute-eff F, --link-eff F   achievable fractions of peak (0.85, 0.7, 0.7)\n"
@@ -110,7 +113,7 @@ static const char *const keys[] = {
     "weight-dtype", "dtype", "kv-dtype", "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens", "block-size",
     "max-model-len", "gpu-memory-utilization", "reserved-mem", "num-gpu-blocks", "chunked-prefill",
     "enable-chunked-prefill", "gpu-mem", "hbm-bw", "bf16-flops", "fp8-flops", "link-bw", "bw-eff", "compute-eff",
-    "link-eff", "step-overhead", "comm-latency", "expert-skew", "flash-attention", "scheduling-policy", "scheduler-recv-interval", "profile",
+    "link-eff", "step-overhead", "comm-latency", "expert-skew", "flash-attention", "scheduling-policy", "scheduler-recv-interval", "batch-wait-iters", "batch-wait-max-tokens-ratio", "profile",
     "engine-profile", "dp", "data-parallel-size", "enable-dp-attention", "a2a", "two-batch-overlap", "eplb",
     "redundant-experts", "mtp", "mtp-accept-len", "mtp-accept", "cuda-graphs", "graph-max-batch", "overlap-schedule",
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
@@ -248,6 +251,16 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "expert-skew")) {
         rc = units_parse_double(v, &p->factors.expert_skew); want = "a Zipf exponent >= 0 (0 = uniform)";
         if (!rc && (p->factors.expert_skew < 0 || p->factors.expert_skew > 10)) rc = -1;
+    } else if (!strcmp(key, "batch-wait-iters")) {
+        long long x;
+        rc = units_parse_int(v, 0, 1 << 20, &x) < 0 ? -1 : 0;
+        if (!rc) p->batch_wait_iters = (int)x;
+        want = "steps >= 0";
+    } else if (!strcmp(key, "batch-wait-max-tokens-ratio")) {
+        double x;
+        rc = units_parse_double(v, &x) < 0 || !(x >= 0 && x <= 1) ? -1 : 0;
+        if (!rc) p->batch_wait_tokens_ratio = x;
+        want = "a fraction from 0 to 1";
     } else if (!strcmp(key, "scheduler-recv-interval")) { rc = parse_posint(v, 1 << 16, &p->recv_interval_steps); want = "decode steps >= 1";
     } else if (!strcmp(key, "scheduling-policy")) {
         if (!strcmp(v, "fcfs") || !strcmp(v, "fifo")) p->priority_scheduling = false;

@@ -739,3 +739,44 @@ TEST(sim_recv_interval_delays_admission_to_the_schedulers_look) {
     CHECK_MSG(llabs(s8 - e8) < 100, "interval 8: admitted at %lld ns, look at %lld", (long long)s8, (long long)e8);
     CHECK_MSG(s8 >= s1, "interval 8 admits at %lld ns, before every step's %lld", (long long)s8, (long long)s1);
 }
+
+/* TensorRT-LLM's batch waiting (--batch-wait-iters N, --batch-wait-max-tokens-ratio F): one request
+ * decodes; a second (64 prompt tokens) arrives mid-decode. With a token threshold it cannot reach
+ * (F = 1: 8,192 tokens) it is held for N steps and admitted at the (N + 1)th step start after it
+ * arrived; with F x 8,192 below the step's 1 + 64 tokens it goes in at the first, as without batch
+ * waiting. Exact step starts, as in the receive-interval test. */
+static void batch_wait_case(int iters, double ratio, int64_t *sched_ns, int64_t *expect_ns, int hold) {
+    sim_params p;
+    sim_default_params(&p);
+    plain_costs(&p);
+    p.batch_wait_iters = iters;
+    p.batch_wait_tokens_ratio = ratio;
+    engine *e = make(&p);
+    static trace t;
+    memset(&t, 0, sizeof t);
+    int prompt[2] = {128, 64}, out[2] = {400, 4};
+    int64_t arr[2] = {0, 60000000LL};
+    t.watch[0] = 1;
+    drive(e, 2, arr, prompt, out, &t, NULL);
+    engine_destroy(e);
+    *sched_ns = t.sched_ns[1];
+    int64_t b = t.first_ns[0];
+    int seen = 0;
+    *expect_ns = -1;
+    for (int k = 0; k <= t.n_itl; k++) {
+        if (b >= arr[1] && seen++ == hold) { *expect_ns = b; break; }
+        if (k < t.n_itl) b += (int64_t)llround(t.itl_s[k] * 1e9);
+    }
+}
+
+TEST(sim_batch_wait_holds_prompts_for_its_steps_or_tokens) {
+    int64_t s0, e0, s8, e8, sr, er;
+    batch_wait_case(0, 0, &s0, &e0, 0);        /* off: the first step after arrival */
+    batch_wait_case(8, 1.0, &s8, &e8, 8);      /* held 8 steps, in at the 9th */
+    batch_wait_case(8, 0.005, &sr, &er, 0);    /* 41 tokens reached at once: no hold */
+    CHECK(e0 > 0 && e8 > 0 && er > 0);
+    CHECK_MSG(llabs(s0 - e0) < 100, "off: admitted at %lld ns, next step at %lld", (long long)s0, (long long)e0);
+    CHECK_MSG(llabs(s8 - e8) < 100, "8 steps: admitted at %lld ns, the 9th step at %lld", (long long)s8, (long long)e8);
+    CHECK_MSG(llabs(sr - er) < 100, "threshold reached: admitted at %lld ns, next step at %lld", (long long)sr, (long long)er);
+    CHECK(s8 > s0);
+}

@@ -112,11 +112,13 @@ static json_t *config_section(const sim_params *p, const load_desc *l) {
     json_object_set_new(c, "seed", json_integer((json_int_t)l->seed));
     json_object_set_new(c, "dataset", json_string(l->dataset));
     json_object_set_new(c, "ignore_eos", json_true());
-    json_object_set_new(c, "sim", json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b,s:i,s:s}",
+    json_object_set_new(c, "sim", json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b,s:i,s:i,s:f,s:s}",
         "model", model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep, "weight_dtype", p->weight_dtype,
         "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens", p->max_num_batched_tokens,
         "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
-        "chunked_prefill", p->chunked_prefill, "scheduler_recv_interval", p->recv_interval_steps, "scheduling_policy", p->priority_scheduling ? "priority" : "fcfs"));
+        "chunked_prefill", p->chunked_prefill, "scheduler_recv_interval", p->recv_interval_steps,
+        "batch_wait_iters", p->batch_wait_iters, "batch_wait_max_tokens_ratio", p->batch_wait_tokens_ratio,
+        "scheduling_policy", p->priority_scheduling ? "priority" : "fcfs"));
     return c;
 }
 
