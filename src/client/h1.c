@@ -131,6 +131,7 @@ struct h1 {
     uint32_t reads_stamped, reads_unstamped;
     bool stamps_flow;
     rxbatch *batch;
+    int batch_min;              /* a wake-up's reads are batched from this many ready sockets (rxbatch.h) */
     rxbatch_res bres[RXBATCH_MAX];
     int bfds[RXBATCH_MAX];
     xfer *bx[RXBATCH_MAX];
@@ -758,7 +759,7 @@ static void read_ahead(h1 *c, const struct epoll_event *evs, int n) {
         c->bx[nb] = x;
         nb++;
     }
-    if (nb < 2) return;   /* one read gains nothing from a batch */
+    if (nb < c->batch_min) return;   /* fewer reads than pay for a batch's enter on this host (rxbatch.h) */
     int rc = rxbatch_read(c->batch, c->bfds, nb, c->bres);
     for (int i = 0; i < nb; i++) {
         if (c->bres[i].res == RXBATCH_NOT_READ) continue;
@@ -875,6 +876,13 @@ h1 *h1_new(const client_opts *o, const char *url, recset *recs, client_done_fn d
     if (c->epfd < 0) { snprintf(err, errlen, "cannot set up the HTTP client: %s", strerror(errno)); h1_free(c); return NULL; }
     const char *rb = getenv("DSPERF_CLIENT_RXBATCH");
     if (c->rxstamp && !(rb && *rb == '0')) c->batch = rxbatch_new();   /* NULL (no io_uring here): one read each */
+    if (c->batch) {
+        /* from how many ready sockets a batch costs less than a recvmsg each: measured once per
+         * process (rxbatch_cost_of_host); DSPERF_CLIENT_RXBATCH_MIN=K sets it for this client */
+        const char *bm = getenv("DSPERF_CLIENT_RXBATCH_MIN");
+        if (bm && *bm) { int k = atoi(bm); c->batch_min = k < 2 ? 2 : k > RXBATCH_NEVER ? RXBATCH_NEVER : k; }
+        else c->batch_min = rxbatch_cost_of_host(c->batch)->min_sockets;
+    }
     return c;
 }
 
@@ -1050,7 +1058,7 @@ int h1_poll(h1 *c, int64_t wake_at_ns) {
         /* a batch reads at most RXBATCH_MAX sockets: the events are taken in windows of that many */
         for (int base = 0; base < n; base += RXBATCH_MAX) {
             int w = n - base < RXBATCH_MAX ? n - base : RXBATCH_MAX;
-            if (c->batch && w > 1) read_ahead(c, evs + base, w);
+            if (c->batch && w >= c->batch_min) read_ahead(c, evs + base, w);
             for (int i = base; i < base + w; i++) on_event(c, evs[i].data.fd, evs[i].events);
         }
         if (c->finished_now || clock_now_ns() >= wake_at_ns) return c->finished_now;
