@@ -51,6 +51,20 @@
  * 5 system calls per connection at tens of µs each under that load): twice that. */
 #define ARM_DEFAULT_US 100000
 #define ARM_APPROACH_NS (1 * NS_PER_MS)
+/* The last stretch before an armed instant is spun, not slept (client README "Bursts"): a sleep
+ * ends when the host wakes the thread (tens of µs late on the 2-core VM, and differently late on
+ * each of several client threads), a spin on the monotonic clock within a clock read of the instant,
+ * so threads releasing one burst all start sending within ~1 µs of it. The sleep before the spin
+ * ends SPIN_NS early: twice the latest wake-ups' lateness seen by this client (the last
+ * SPIN_HIST), SPIN_MIN_NS to SPIN_MAX_NS, SPIN_START_NS before any is seen; DSPERF_CLIENT_SPIN_US
+ * sets it (0: no spin, the instant is slept to as before). Spinning is bounded to SPIN_BUDGET of
+ * the client's time (an open loop of thousands of arrivals a second would otherwise spin all the
+ * time): past it the instant is slept to. */
+#define SPIN_START_NS (200 * NS_PER_US)
+#define SPIN_MIN_NS (20 * NS_PER_US)
+#define SPIN_MAX_NS ARM_APPROACH_NS
+#define SPIN_HIST 8
+#define SPIN_BUDGET 50          /* 1/50: 2% of a core */
 
 /* X_ARMED: prepared for a send time still ahead (its connection, if any, up and idle) */
 typedef enum { X_PENDING, X_ARMED, X_CONNECTING, X_SENDING, X_HEAD, X_BODY } xstate;
@@ -126,6 +140,12 @@ struct h1 {
     int64_t gather_max_ns, last_wake_ns;
     int sockets_sending;
     bool last_wait_full;        /* the last epoll wait returned EVENTS_MAX events */
+    int64_t spin_ns;            /* how long before an armed instant the spin starts; 0 none */
+    bool spin_fixed;            /* DSPERF_CLIENT_SPIN_US set it */
+    int64_t wake_late[SPIN_HIST];   /* the last wake-ups' lateness (a ring) */
+    unsigned wake_late_i;
+    int64_t spun_total_ns, born_ns;
+    int64_t waited_at_ns, released_at_ns;   /* the last instant arm_wait waited for; the last released */
     uint32_t gap_hist[64], dur_hist[64];
     int64_t gap_floor_ns, dur_floor_ns, epoch_end_ns;
     uint32_t reads_stamped, reads_unstamped;
@@ -810,6 +830,12 @@ h1 *h1_new(const client_opts *o, const char *url, recset *recs, client_done_fn d
     /* a send time is kept to the ns the kernel can: without the default 50 µs of timer slack the
      * wake-up for an armed instant (and for a gathering window) is not rounded late */
     if (c->arm_lead_ns) prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    const char *su = getenv("DSPERF_CLIENT_SPIN_US");
+    c->spin_fixed = su && *su;
+    c->spin_ns = c->spin_fixed ? atoll(su) * NS_PER_US : SPIN_START_NS;
+    if (c->spin_ns < 0) c->spin_ns = 0;
+    if (c->spin_ns > SPIN_MAX_NS) c->spin_ns = SPIN_MAX_NS;
+    c->born_ns = clock_now_ns();
 
     /* the URL: http://host[:port][/path][?query] */
     const char *a = url + 7, *ae = a + strcspn(a, "/?#");
@@ -979,6 +1005,10 @@ static void release_due(h1 *c, int64_t now) {
     if (deadline && c->arm_head && deadline < c->next_deadline_ns) c->next_deadline_ns = deadline;
     while (c->arm_head && c->arm_head->at_ns <= now) {
         xfer *x = c->arm_head;
+        if (x->at_ns != c->released_at_ns) {
+            c->released_at_ns = x->at_ns;
+            if (x->at_ns != c->waited_at_ns) counts.arm_passed++;
+        }
         c->arm_head = x->arm_next;
         if (!c->arm_head) c->arm_tail = NULL;
         c->n_armed--;
@@ -997,6 +1027,43 @@ static void release_due(h1 *c, int64_t now) {
 }
 
 size_t h1_in_flight(const h1 *c) { return c->in_flight; }
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Waits for an armed instant less than ARM_APPROACH_NS away: sleeps to spin_ns before it, then
+ * spins on the clock (h1.c SPIN_NS above). Past the spin budget, or with spinning off, it sleeps to
+ * the instant. */
+static void arm_wait(h1 *c, int64_t at_ns) {
+    int64_t now = clock_now_ns();
+    c->waited_at_ns = at_ns;
+    bool spin = c->spin_ns > 0 && c->spun_total_ns <= (now - c->born_ns) / SPIN_BUDGET + c->spin_ns;
+    if (!spin) { clock_sleep_until_ns(at_ns); return; }
+    int64_t from = at_ns - c->spin_ns;
+    if (now < from) {
+        clock_sleep_until_ns(from);
+        now = clock_now_ns();
+        if (!c->spin_fixed) {
+            /* twice the worst of the last wake-ups: one that came later than the spin's length
+             * would start the sends late */
+            c->wake_late[c->wake_late_i++ % SPIN_HIST] = now - from;
+            int64_t worst = 0;
+            for (int i = 0; i < SPIN_HIST; i++) if (c->wake_late[i] > worst) worst = c->wake_late[i];
+            int64_t sn = 2 * worst;
+            c->spin_ns = sn < SPIN_MIN_NS ? SPIN_MIN_NS : sn > SPIN_MAX_NS ? SPIN_MAX_NS : sn;
+        }
+    }
+    if (now >= at_ns) { counts.spin_late++; return; }
+    int64_t spin_start = now;
+    while ((now = clock_now_ns()) < at_ns) cpu_relax();
+    c->spun_total_ns += now - spin_start;
+    counts.spun++;
+}
 
 static void send_pending(h1 *c) {
     for (int k = 0; k < SEND_BATCH && c->pending_head; k++) {
@@ -1028,8 +1095,11 @@ int h1_poll(h1 *c, int64_t wake_at_ns) {
         if (wait_ns < 0) wait_ns = 0;
         if (wait_ns > 0) {
             int64_t g = gather_until(c, now);
-            if (g > now) {
-                clock_sleep_until_ns(g < until ? g : until);
+            /* an armed instant's last stretch is spun (arm_wait), not slept through */
+            int64_t gend = g < until ? g : until;
+            if (c->arm_head && c->arm_head->at_ns == until && gend > until - c->spin_ns) gend = until - c->spin_ns;
+            if (gend > now) {
+                clock_sleep_until_ns(gend);
                 now = clock_now_ns();
                 wait_ns = until - now;
                 if (wait_ns < 0) wait_ns = 0;
@@ -1042,7 +1112,7 @@ int h1_poll(h1 *c, int64_t wake_at_ns) {
              * is slept exactly (no socket is read for that last stretch; its reads keep their
              * kernel stamps) */
             if (wait_ns > ARM_APPROACH_NS) wait_ns -= ARM_APPROACH_NS;
-            else { clock_sleep_until_ns(until); wait_ns = 0; }
+            else { arm_wait(c, until); wait_ns = 0; }
         }
         if (wait_ns > 100 * NS_PER_MS) wait_ns = 100 * NS_PER_MS;   /* stay responsive to signals */
         struct timespec ts = { .tv_sec = wait_ns / NS_PER_S, .tv_nsec = wait_ns % NS_PER_S };
