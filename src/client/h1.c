@@ -237,12 +237,15 @@ static fdslot *slot_of(h1 *c, int fd) {
     return &c->slots[fd];
 }
 
-static void watch(h1 *c, int fd, uint32_t events, bool add) {
+/* -1 when epoll refused it (a new socket beyond fs.epoll.max_user_watches, which the client's and
+ * a local server's sockets share at 100,000 streams; out of memory) */
+static int watch(h1 *c, int fd, uint32_t events, bool add) {
     fdslot *s = fd < c->slots_cap ? &c->slots[fd] : NULL;
-    if (!add && s && s->ev == events) return;   /* already so: e.g. a request sent on an idle connection */
+    if (!add && s && s->ev == events) return 0;   /* already so: e.g. a request sent on an idle connection */
     struct epoll_event ev = { .events = events, .data.fd = fd };
-    epoll_ctl(c->epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev);
+    if (epoll_ctl(c->epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev) < 0) return -1;
     if (s) s->ev = events;
+    return 0;
 }
 
 static void close_fd(h1 *c, int fd) {
@@ -403,15 +406,20 @@ static int start_connect(h1 *c, xfer *x) {
         s->x = x;
         s->idle = false;
         int rc = connect(fd, sa, c->addr_lens[x->addr_i]);
-        if (rc == 0) {
-            watch(c, fd, EPOLLIN | EPOLLRDHUP, true);
-            set_sending(c, x, X_SENDING);
-            connected(c, x);
-            return 0;
-        }
-        if (errno == EINPROGRESS) {
-            set_sending(c, x, X_CONNECTING);
-            watch(c, fd, EPOLLOUT, true);
+        if (rc == 0 || errno == EINPROGRESS) {
+            /* a socket epoll does not watch would never be heard from: the connection fails now
+             * (the transfer is "Couldn't connect", not a timeout minutes later) */
+            if (watch(c, fd, rc == 0 ? EPOLLIN | EPOLLRDHUP : EPOLLOUT, true) < 0) {
+                log_warn("client: epoll cannot watch another socket (%s): fs.epoll.max_user_watches?", strerror(errno));
+                s->x = NULL;
+                close(fd);
+                x->fd = -1;
+                return -1;
+            }
+            if (rc == 0) {
+                set_sending(c, x, X_SENDING);
+                connected(c, x);
+            } else set_sending(c, x, X_CONNECTING);
             return 0;
         }
         s->x = NULL;
