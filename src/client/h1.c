@@ -937,6 +937,15 @@ void h1_free(h1 *c) {
     free(c);
 }
 
+void h1_prepare_host(void) {
+    const char *rs = getenv("DSPERF_CLIENT_RXSTAMP"), *rb = getenv("DSPERF_CLIENT_RXBATCH"), *bm = getenv("DSPERF_CLIENT_RXBATCH_MIN");
+    if ((rs && *rs == '0') || (rb && *rb == '0') || (bm && *bm)) return;
+    rxbatch *b = rxbatch_new();
+    if (!b) return;
+    rxbatch_cost_of_host(b);
+    rxbatch_free(b);
+}
+
 /* A transfer with its request bytes built, on the live list (not yet pending or armed). */
 static xfer *new_xfer(h1 *c, size_t rec_index, const dataset_item *item) {
     xfer *x = calloc(1, sizeof *x);

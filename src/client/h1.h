@@ -35,6 +35,8 @@ int h1_submit_at(h1 *c, size_t rec_index, const dataset_item *item, int64_t at_n
 int64_t h1_arm_lead_ns(const h1 *c);
 size_t h1_armed(const h1 *c);
 int h1_poll(h1 *c, int64_t wake_at_ns);
+/* client_prepare_host (client.h): the host's batched-read rule measured now, where batches are on */
+void h1_prepare_host(void);
 size_t h1_in_flight(const h1 *c);
 void h1_abort_all(h1 *c, rec_outcome outcome);
 

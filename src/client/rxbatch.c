@@ -121,9 +121,9 @@ static double mono_us(void) {
     return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
 }
 
-#define CAL_BIG 16       /* the larger batch the per-read cost is taken from */
-#define CAL_REPS 24      /* reads (or batches) per sample */
-#define CAL_SAMPLES 9    /* the least sample is kept: preemption and cache misses only add */
+#define CAL_BIG 8        /* the larger batch the per-read cost is taken from */
+#define CAL_REPS 12      /* reads (or batches) per sample */
+#define CAL_SAMPLES 5    /* the least sample is kept: preemption and cache misses only add */
 
 int rxbatch_measure(rxbatch *b, rxbatch_cost *out) {
     *out = (rxbatch_cost){ .min_sockets = 2 };

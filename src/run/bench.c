@@ -331,6 +331,7 @@ ds_result bench_run_once_hook(bench_opts *b, const dataset *ds, ds_stop_flag *st
     }
     load_outcome lo;
     struct rusage ru_before;
+    client_prepare_host(&b->client);   /* one-time measurements of the host: not the run's CPU */
     getrusage(RUSAGE_SELF, &ru_before);
     if (d && (dist_samples_only(d) || plan.client_threads == 0)) dist_idle_run(d, dp, &lo);   /* no shard here */
     else if (load_run(&plan, &b->client, ds, recs, stop, dp ? dist_progress_tick : progress, dp ? (void *)dp : ctx, &lo,
