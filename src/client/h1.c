@@ -1129,7 +1129,13 @@ int h1_poll(h1 *c, int64_t wake_at_ns) {
              * is slept exactly (no socket is read for that last stretch; its reads keep their
              * kernel stamps) */
             if (wait_ns > ARM_APPROACH_NS) wait_ns -= ARM_APPROACH_NS;
-            else { arm_wait(c, until); wait_ns = 0; }
+            else {
+                /* at the instant: its sends go out now, with no epoll turn (a system call, and
+                 * the events it returns) between the spin and the first send */
+                arm_wait(c, until);
+                if (until == wake_at_ns || until == c->next_deadline_ns) wait_ns = 0;
+                else continue;
+            }
         }
         if (wait_ns > 100 * NS_PER_MS) wait_ns = 100 * NS_PER_MS;   /* stay responsive to signals */
         struct timespec ts = { .tv_sec = wait_ns / NS_PER_S, .tv_nsec = wait_ns % NS_PER_S };
