@@ -5,7 +5,9 @@
 #
 #   sh scripts/bench_burst.sh                                   # this checkout's ./dsperf
 #   OLD_BIN=/path/to/previous/dsperf sh scripts/bench_burst.sh  # + that binary as "old"
-#   SIZES="32 256 1024" ROUNDS=3 (the defaults)
+#   SIZES="32 256 1024" ROUNDS=3 (the defaults); BURST_MODES="..." the ways (default all but old);
+#   BURST_THREADS=T; BURST_SERVE_NICE=19 runs the server niced (on a host with fewer free cores
+#   than T + 1, so the server woken by the first send does not take a sending thread's core)
 #
 # Run by `make bench` (section 5, scripts/bench_client.sh). Ways:
 #   prepared  the default: open-loop requests are prepared up to 100 ms before their instant
@@ -13,10 +15,13 @@
 #             left, back to back (client_submit_at, src/client/h1.c); one client thread
 #   at-due    the same binary with DSPERF_CLIENT_ARM_US=0: each request is built when it is due and
 #             sent 4 per turn of the loop between looks at the sockets (the client before)
-#   threads   prepared, the burst dealt over T client threads (T = all cores but one, 2..64; the
-#             automatic count for a trace of bursts, src/load/runner.h), each releasing its share at
-#             the same absolute instant: every thread sleeps to shortly before it and spins on the
-#             clock for the last stretch (src/client/h1.c arm_wait), so all start within ~1 µs of it
+#   threads   prepared, the burst dealt over T client threads, each releasing its share at the
+#             same absolute instant: every thread sleeps to shortly before it and spins on the clock
+#             for the last stretch (src/client/h1.c arm_wait), so all start within ~1 µs of it where
+#             each has a core. T = the cores the local server's loops leave (cores - serve threads,
+#             2..64; BURST_THREADS sets it): a server thread woken by the first send preempts a
+#             spinning sender on its core (measured here: the second of 2 threads then starts 1-2 ms
+#             late). Against a remote server, dsperf's automatic count is all cores but one.
 #   thr-sleep threads, with the last stretch slept to the instant instead of spun
 #             (DSPERF_CLIENT_SPIN_US=0: the release before the spin)
 #   curl      the libcurl path (DSPERF_CLIENT_PATH=curl: TLS, proxies), built and sent when due
@@ -31,10 +36,11 @@
 #
 # Is 100 µs at 1,024 reachable over loopback? Only where per-send cost x 1,024 / T <= 100 µs: at the
 # 16-core host's ~5 µs a send (measured there with send_floor) that takes T >= 52 threads on free
-# cores; with its 15 (cores - 1) the floor is ~340 µs. On this 2-core VM (10-26 µs a send, T = 2)
-# it is 5-13 ms. So no: over loopback TCP, where the server's receive runs inside each send, the
-# goal is out of reach on these hosts; what is measured is how close the client comes to its floor.
-# (A remote server, on its own NIC and cores, takes the receive path out of the client's sends.)
+# cores; with its 12 (16 cores - 4 server loops) the floor is ~430 µs, with all 15 but one ~340 µs.
+# On this 2-core VM (7-13 µs a send, T = 2) it is 4-7 ms. So no: over loopback TCP, where the
+# server's receive runs inside each send, the goal is out of reach on these hosts; what is measured
+# is how close the client comes to its floor. (A remote server, on its own NIC and cores, takes the
+# receive path out of the client's sends: a send then costs what the local TCP transmit does.)
 # The server answers after 50 ms (--ttft 50ms), longer than a burst of 1,024 takes to leave here, so
 # the sends are not interleaved with reading the answers. Each run replays a trace of three bursts of N requests: at the run's start ("cold": nothing known
 # ahead, each request opens its connection) and 1 s and 2 s later ("warm": on the connections the
@@ -54,10 +60,10 @@ raise_fd_limit
 . "$(dirname "$0")/serve_url.sh"
 CORES=$(nproc 2>/dev/null || echo 1)
 SERVE_THREADS=$((CORES / 4)); [ $SERVE_THREADS -lt 1 ] && SERVE_THREADS=1; [ $SERVE_THREADS -gt 4 ] && SERVE_THREADS=4
-T=${BURST_THREADS:-$((CORES - 1))}; [ $T -lt 2 ] && T=2; [ $T -gt 64 ] && T=64
+T=${BURST_THREADS:-$((CORES - SERVE_THREADS))}; [ $T -lt 2 ] && T=2; [ $T -gt 64 ] && T=64
 MODES=${BURST_MODES:-prepared at-due threads thr-sleep curl}
 [ -n "$OLD_BIN" ] && [ -x "$OLD_BIN" ] && MODES="$MODES old old-thr"
-"$BIN" serve --port 0 --duration 30m --threads "$SERVE_THREADS" --ttft 50ms --itl 5ms --prefill-per-token 0 >"$OUT/serve.out" 2>"$OUT/serve.err" &
+${BURST_SERVE_NICE:+nice -n $BURST_SERVE_NICE} "$BIN" serve --port 0 --duration 30m --threads "$SERVE_THREADS" --ttft 50ms --itl 5ms --prefill-per-token 0 >"$OUT/serve.out" 2>"$OUT/serve.err" &
 SERVE_PID=$!
 trap 'kill "$SERVE_PID" 2>/dev/null || true; wait "$SERVE_PID" 2>/dev/null || true' EXIT INT TERM
 wait_serve_url "$OUT/serve.out" bench_burst "$OUT/serve.err"
