@@ -88,6 +88,7 @@ struct worker {
     srv_metrics m;
     stream *streams;
     stream *sweep_at;               /* where the next sweep resumes (NULL: from the start) */
+    int64_t sweep_budget_ns;        /* SWEEP_BUDGET_NS (DSPERF_SERVE_SWEEP_BUDGET_NS, for the tests) */
     stream *deferred;               /* cancels and frees to do after the current advance */
     stream *flush_list;             /* streams written to during the current advance */
     bool in_advance;
@@ -780,7 +781,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg) {
     wlock(s);
     stream *st = s->sweep_at ? s->sweep_at : s->streams;
     for (unsigned k = 1; st; st = next, k++) {
-        if (!(k & 63) && clock_now_ns() - now > SWEEP_BUDGET_NS) break;   /* the rest next time */
+        if (!(k & 63) && clock_now_ns() - now > s->sweep_budget_ns) break;   /* the rest next time */
         next = st->next;
         if (!st->evcon || st->dropping || now - st->last_write_wall_ns < SWEEP_IDLE_NS) continue;
         struct bufferevent *bev = evhttp_connection_get_bufferevent(st->evcon);
@@ -924,6 +925,8 @@ static worker *worker_new(server *top, int index, engine *eng, char *err, size_t
     }
     s->listen_fd = -1;   /* owned by evhttp now */
     s->timer = evtimer_new(s->base, on_timer, s);
+    const char *sb = getenv("DSPERF_SERVE_SWEEP_BUDGET_NS");
+    s->sweep_budget_ns = sb && *sb ? atoll(sb) : SWEEP_BUDGET_NS;
     s->sweep_ev = event_new(s->base, -1, EV_PERSIST, on_sweep, s);
     struct timeval sweep_tv = { .tv_sec = 0, .tv_usec = SWEEP_NS / 1000 };
     event_add(s->sweep_ev, &sweep_tv);
