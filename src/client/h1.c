@@ -1133,8 +1133,7 @@ int h1_poll(h1 *c, int64_t wake_at_ns) {
                 /* at the instant: its sends go out now, with no epoll turn (a system call, and
                  * the events it returns) between the spin and the first send */
                 arm_wait(c, until);
-                if (until == wake_at_ns || until == c->next_deadline_ns) wait_ns = 0;
-                else continue;
+                continue;
             }
         }
         if (wait_ns > 100 * NS_PER_MS) wait_ns = 100 * NS_PER_MS;   /* stay responsive to signals */
