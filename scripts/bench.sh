@@ -11,9 +11,12 @@
 #  4. the other modules' benchmarks, when present (tokenizer, simulator, multi-host merge, trace prompt
 #     building, results history);
 #  5. the read paths side by side (scripts/bench_client.sh, issue 27): CPU per chunk at 32 streams
-#     with a 5 ms gap, memory per stream at 1,000 / 10,000 (and more where `ulimit -n` allows), the
+#     with a 5 ms gap (batched reads from K ready sockets, K measured on the host, beside always and
+#     never batched), memory per stream at 1,000 / 10,000 / 100,000 streams (100,000 as several
+#     client+server pairs where the descriptor limit cannot be raised to hold it in one process), the
 #     send-time spread of bursts of 32, 256 and 1,024 requests (scripts/bench_burst.sh: prepared ahead
-#     vs built when due, beside the host's floor); OLD_BIN=path adds a previous build as "old".
+#     vs built when due vs over threads, beside the host's floor for one thread and for the threads);
+#     OLD_BIN=path adds a previous build as "old".
 set -eu
 BIN=${DSPERF_BIN:-./dsperf}
 OUT=${BENCH_OUT:-out/bench}

@@ -197,6 +197,39 @@ TEST(burst_prepared_requests_leave_at_their_instant) {
     test_serve_stop(&s);
 }
 
+/* The last stretch before an armed instant is spun on the clock (h1.c arm_wait): each of three
+ * rounds armed 200 ms ahead reaches its instant by the spin, or (a slow host: counted, not failed)
+ * by a wake-up later than the spin, or already past it when the loop came to wait; no request
+ * leaves before its instant either way. With
+ * DSPERF_CLIENT_SPIN_US=0 the instant is slept to (the control: no spin is counted). */
+TEST(burst_armed_instant_is_spun_to_never_sent_early) {
+    unsetenv("DSPERF_CLIENT_PATH");
+    test_server s;
+    if (test_serve_start(&s, "--ttft 5ms --itl 2ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    for (int spin = 1; spin >= 0; spin--) {
+        if (spin) unsetenv("DSPERF_CLIENT_SPIN_US"); else setenv("DSPERF_CLIENT_SPIN_US", "0", 1);
+        client_opts o = { .base_url = s.url, .api = OPENAI_COMPLETIONS, .timeout_ns = 60 * NS_PER_S, .max_connections = 64 };
+        recset rs;
+        recset_init(&rs);
+        char err[256];
+        client *c = client_new(&o, &rs, NULL, NULL, err, sizeof err);
+        CHECK_MSG(c != NULL, "%s", err);
+        if (!c) { recset_free(&rs); continue; }
+        h1_counts before = h1_thread_counts();
+        size_t armed = 0;
+        for (int round = 0; round < 3; round++) armed += round_at(c, &rs, (size_t)round * 16, 16, clock_now_ns() + 200 * NS_PER_MS, true);
+        h1_counts after = h1_thread_counts();
+        unsigned long spun = (after.spun - before.spun) + (after.spin_late - before.spin_late), passed = after.arm_passed - before.arm_passed;
+        CHECK(armed >= 3);
+        if (spin) CHECK_MSG(spun + passed == 3, "3 armed instants: %lu spun to, %lu passed before the wait", spun, passed);
+        else CHECK_MSG(spun == 0 && passed <= 3, "spinning off: %lu spun to", spun);
+        client_free(c);
+        recset_free(&rs);
+    }
+    unsetenv("DSPERF_CLIENT_SPIN_US");
+    test_serve_stop(&s);
+}
+
 /* A run stopped before a prepared burst's instant: those requests were never due, so they are not
  * in its records (without the lead they would not have been created), and what was due is all
  * there. A lead of 30 s arms the second burst (due 20 s in) from the start; the stop comes once
@@ -244,19 +277,31 @@ TEST(burst_stop_before_the_instant_leaves_no_record_of_it) {
     CHECK_EQ_INT(lines, 8);
 }
 
-/* Automatic client threads count a trace's largest burst as its peak (one thread per 256 of it,
- * within half the CPUs and 8), so a burst of 1,024 is dealt over threads that each send their
- * share at the instant; a trace without bursts keeps its mean rate's count. */
+/* Automatic client threads for a trace whose peak is a burst: one per LOAD_BURST_SHARE of it,
+ * within all CPUs but one (the sends bound a burst, not the streams: half the CPUs and 8 kept a
+ * burst of 1,024 on 8 threads of a 16-core host), so a burst of 1,024 is dealt over threads that
+ * each send their share at the instant; a burst too small for two shares, and a trace without
+ * bursts, keep the streams' count (one per 256, half the CPUs, 8). */
 TEST(burst_auto_threads_follow_a_traces_largest_burst) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    long by_cpu = cpus > 1 ? cpus / 2 : 1;
+    long by_cpu = cpus > 2 ? cpus - 1 : 1;
     load_plan p = { .trace = true, .arr = { .rate_per_s = 10 } };
     CHECK_EQ_INT(load_client_threads(&p, 0), 1);
     p.trace_burst = 1024;
-    long want = 1024 / 256 + 1;
+    long want = 1024 / LOAD_BURST_SHARE;
     if (want > by_cpu) want = by_cpu;
+    if (want > 64) want = 64;
+    CHECK_EQ_INT(load_client_threads(&p, 0), want);
+    p.trace_burst = 100;   /* one share: the streams' rule, 100 / 256 + 1 */
+    CHECK_EQ_INT(load_client_threads(&p, 0), 1);
+    p.trace_burst = 1024;
+    p.arr.rate_per_s = 4096;   /* a rate whose streams outnumber the burst: the streams' rule */
+    want = 8192 / 256 + 1;
+    long half = cpus > 1 ? cpus / 2 : 1;
+    if (want > half) want = half;
     if (want > 8) want = 8;
     CHECK_EQ_INT(load_client_threads(&p, 0), want);
+    p.arr.rate_per_s = 10;
     CHECK_EQ_INT(load_client_threads(&p, 3), 3);   /* --client-threads N is N */
     p.trace = false;                               /* a burst count means nothing to a rate */
     CHECK_EQ_INT(load_client_threads(&p, 0), 1);

@@ -298,6 +298,10 @@ const char *client_read_path_of(const client_opts *o) {
     return why;
 }
 
+void client_prepare_host(const client_opts *o) {
+    if (!client_read_path_of(o)) h1_prepare_host();
+}
+
 const char *client_read_path(const client *c) { return c->own ? "own" : "libcurl"; }
 const char *client_read_path_why(const client *c) { return c->own ? NULL : c->why_curl; }
 

@@ -64,6 +64,12 @@ const char *client_read_path_why(const client *c);
  * libcurl (what a run's results say, "client": {"read_path", "read_path_why"}). */
 const char *client_read_path_of(const client_opts *o);
 
+/* What the client measures of the host once per process (the own path: from how many ready
+ * sockets a batched read pays, rxbatch.h; ~0.5 ms, the first time also the kernel's switching on
+ * of receive stamps), done now: a run calls it before it starts counting its CPU, so the one-time
+ * cost is not spread over the run's chunks. Otherwise the first client does it. */
+void client_prepare_host(const client_opts *o);
+
 /* Pre-flight: GET {base}/v1/models. On success *model_out (malloc'd) is the first model id.
  * Returns 0; CLIENT_UNREACHABLE when nothing answered (refused, timed out, no route: the endpoint
  * may just be down); or -1 when something answered wrongly (not an OpenAI server, credentials).

@@ -51,6 +51,20 @@
  * 5 system calls per connection at tens of µs each under that load): twice that. */
 #define ARM_DEFAULT_US 100000
 #define ARM_APPROACH_NS (1 * NS_PER_MS)
+/* The last stretch before an armed instant is spun, not slept (client README "Bursts"): a sleep
+ * ends when the host wakes the thread (tens of µs late on the 2-core VM, and differently late on
+ * each of several client threads), a spin on the monotonic clock within a clock read of the instant,
+ * so threads releasing one burst all start sending within ~1 µs of it. The sleep before the spin
+ * ends SPIN_NS early: twice the latest wake-ups' lateness seen by this client (the last
+ * SPIN_HIST), SPIN_MIN_NS to SPIN_MAX_NS, SPIN_START_NS before any is seen; DSPERF_CLIENT_SPIN_US
+ * sets it (0: no spin, the instant is slept to as before). Spinning is bounded to SPIN_BUDGET of
+ * the client's time (an open loop of thousands of arrivals a second would otherwise spin all the
+ * time): past it the instant is slept to. */
+#define SPIN_START_NS (200 * NS_PER_US)
+#define SPIN_MIN_NS (20 * NS_PER_US)
+#define SPIN_MAX_NS ARM_APPROACH_NS
+#define SPIN_HIST 8
+#define SPIN_BUDGET 50          /* 1/50: 2% of a core */
 
 /* X_ARMED: prepared for a send time still ahead (its connection, if any, up and idle) */
 typedef enum { X_PENDING, X_ARMED, X_CONNECTING, X_SENDING, X_HEAD, X_BODY } xstate;
@@ -126,11 +140,18 @@ struct h1 {
     int64_t gather_max_ns, last_wake_ns;
     int sockets_sending;
     bool last_wait_full;        /* the last epoll wait returned EVENTS_MAX events */
+    int64_t spin_ns;            /* how long before an armed instant the spin starts; 0 none */
+    bool spin_fixed;            /* DSPERF_CLIENT_SPIN_US set it */
+    int64_t wake_late[SPIN_HIST];   /* the last wake-ups' lateness (a ring) */
+    unsigned wake_late_i;
+    int64_t spun_total_ns, born_ns;
+    int64_t waited_at_ns, released_at_ns;   /* the last instant arm_wait waited for; the last released */
     uint32_t gap_hist[64], dur_hist[64];
     int64_t gap_floor_ns, dur_floor_ns, epoch_end_ns;
     uint32_t reads_stamped, reads_unstamped;
     bool stamps_flow;
     rxbatch *batch;
+    int batch_min;              /* a wake-up's reads are batched from this many ready sockets (rxbatch.h) */
     rxbatch_res bres[RXBATCH_MAX];
     int bfds[RXBATCH_MAX];
     xfer *bx[RXBATCH_MAX];
@@ -216,12 +237,15 @@ static fdslot *slot_of(h1 *c, int fd) {
     return &c->slots[fd];
 }
 
-static void watch(h1 *c, int fd, uint32_t events, bool add) {
+/* -1 when epoll refused it (a new socket beyond fs.epoll.max_user_watches, which the client's and
+ * a local server's sockets share at 100,000 streams; out of memory) */
+static int watch(h1 *c, int fd, uint32_t events, bool add) {
     fdslot *s = fd < c->slots_cap ? &c->slots[fd] : NULL;
-    if (!add && s && s->ev == events) return;   /* already so: e.g. a request sent on an idle connection */
+    if (!add && s && s->ev == events) return 0;   /* already so: e.g. a request sent on an idle connection */
     struct epoll_event ev = { .events = events, .data.fd = fd };
-    epoll_ctl(c->epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev);
+    if (epoll_ctl(c->epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev) < 0) return -1;
     if (s) s->ev = events;
+    return 0;
 }
 
 static void close_fd(h1 *c, int fd) {
@@ -382,15 +406,20 @@ static int start_connect(h1 *c, xfer *x) {
         s->x = x;
         s->idle = false;
         int rc = connect(fd, sa, c->addr_lens[x->addr_i]);
-        if (rc == 0) {
-            watch(c, fd, EPOLLIN | EPOLLRDHUP, true);
-            set_sending(c, x, X_SENDING);
-            connected(c, x);
-            return 0;
-        }
-        if (errno == EINPROGRESS) {
-            set_sending(c, x, X_CONNECTING);
-            watch(c, fd, EPOLLOUT, true);
+        if (rc == 0 || errno == EINPROGRESS) {
+            /* a socket epoll does not watch would never be heard from: the connection fails now
+             * (the transfer is "Couldn't connect", not a timeout minutes later) */
+            if (watch(c, fd, rc == 0 ? EPOLLIN | EPOLLRDHUP : EPOLLOUT, true) < 0) {
+                log_warn("client: epoll cannot watch another socket (%s): fs.epoll.max_user_watches?", strerror(errno));
+                s->x = NULL;
+                close(fd);
+                x->fd = -1;
+                return -1;
+            }
+            if (rc == 0) {
+                set_sending(c, x, X_SENDING);
+                connected(c, x);
+            } else set_sending(c, x, X_CONNECTING);
             return 0;
         }
         s->x = NULL;
@@ -758,7 +787,7 @@ static void read_ahead(h1 *c, const struct epoll_event *evs, int n) {
         c->bx[nb] = x;
         nb++;
     }
-    if (nb < 2) return;   /* one read gains nothing from a batch */
+    if (nb < c->batch_min) return;   /* fewer reads than pay for a batch's enter on this host (rxbatch.h) */
     int rc = rxbatch_read(c->batch, c->bfds, nb, c->bres);
     for (int i = 0; i < nb; i++) {
         if (c->bres[i].res == RXBATCH_NOT_READ) continue;
@@ -809,6 +838,12 @@ h1 *h1_new(const client_opts *o, const char *url, recset *recs, client_done_fn d
     /* a send time is kept to the ns the kernel can: without the default 50 µs of timer slack the
      * wake-up for an armed instant (and for a gathering window) is not rounded late */
     if (c->arm_lead_ns) prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    const char *su = getenv("DSPERF_CLIENT_SPIN_US");
+    c->spin_fixed = su && *su;
+    c->spin_ns = c->spin_fixed ? atoll(su) * NS_PER_US : SPIN_START_NS;
+    if (c->spin_ns < 0) c->spin_ns = 0;
+    if (c->spin_ns > SPIN_MAX_NS) c->spin_ns = SPIN_MAX_NS;
+    c->born_ns = clock_now_ns();
 
     /* the URL: http://host[:port][/path][?query] */
     const char *a = url + 7, *ae = a + strcspn(a, "/?#");
@@ -875,6 +910,13 @@ h1 *h1_new(const client_opts *o, const char *url, recset *recs, client_done_fn d
     if (c->epfd < 0) { snprintf(err, errlen, "cannot set up the HTTP client: %s", strerror(errno)); h1_free(c); return NULL; }
     const char *rb = getenv("DSPERF_CLIENT_RXBATCH");
     if (c->rxstamp && !(rb && *rb == '0')) c->batch = rxbatch_new();   /* NULL (no io_uring here): one read each */
+    if (c->batch) {
+        /* from how many ready sockets a batch costs less than a recvmsg each: measured once per
+         * process (rxbatch_cost_of_host); DSPERF_CLIENT_RXBATCH_MIN=K sets it for this client */
+        const char *bm = getenv("DSPERF_CLIENT_RXBATCH_MIN");
+        if (bm && *bm) { int k = atoi(bm); c->batch_min = k < 2 ? 2 : k > RXBATCH_NEVER ? RXBATCH_NEVER : k; }
+        else c->batch_min = rxbatch_cost_of_host(c->batch)->min_sockets;
+    }
     return c;
 }
 
@@ -893,6 +935,15 @@ void h1_free(h1 *c) {
     rxbatch_free(c->batch);
     free(c->head);
     free(c);
+}
+
+void h1_prepare_host(void) {
+    const char *rs = getenv("DSPERF_CLIENT_RXSTAMP"), *rb = getenv("DSPERF_CLIENT_RXBATCH"), *bm = getenv("DSPERF_CLIENT_RXBATCH_MIN");
+    if ((rs && *rs == '0') || (rb && *rb == '0') || (bm && *bm)) return;
+    rxbatch *b = rxbatch_new();
+    if (!b) return;
+    rxbatch_cost_of_host(b);
+    rxbatch_free(b);
 }
 
 /* A transfer with its request bytes built, on the live list (not yet pending or armed). */
@@ -971,6 +1022,10 @@ static void release_due(h1 *c, int64_t now) {
     if (deadline && c->arm_head && deadline < c->next_deadline_ns) c->next_deadline_ns = deadline;
     while (c->arm_head && c->arm_head->at_ns <= now) {
         xfer *x = c->arm_head;
+        if (x->at_ns != c->released_at_ns) {
+            c->released_at_ns = x->at_ns;
+            if (x->at_ns != c->waited_at_ns) counts.arm_passed++;
+        }
         c->arm_head = x->arm_next;
         if (!c->arm_head) c->arm_tail = NULL;
         c->n_armed--;
@@ -989,6 +1044,43 @@ static void release_due(h1 *c, int64_t now) {
 }
 
 size_t h1_in_flight(const h1 *c) { return c->in_flight; }
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Waits for an armed instant less than ARM_APPROACH_NS away: sleeps to spin_ns before it, then
+ * spins on the clock (h1.c SPIN_NS above). Past the spin budget, or with spinning off, it sleeps to
+ * the instant. */
+static void arm_wait(h1 *c, int64_t at_ns) {
+    int64_t now = clock_now_ns();
+    c->waited_at_ns = at_ns;
+    bool spin = c->spin_ns > 0 && c->spun_total_ns <= (now - c->born_ns) / SPIN_BUDGET + c->spin_ns;
+    if (!spin) { clock_sleep_until_ns(at_ns); return; }
+    int64_t from = at_ns - c->spin_ns;
+    if (now < from) {
+        clock_sleep_until_ns(from);
+        now = clock_now_ns();
+        if (!c->spin_fixed) {
+            /* twice the worst of the last wake-ups: one that came later than the spin's length
+             * would start the sends late */
+            c->wake_late[c->wake_late_i++ % SPIN_HIST] = now - from;
+            int64_t worst = 0;
+            for (int i = 0; i < SPIN_HIST; i++) if (c->wake_late[i] > worst) worst = c->wake_late[i];
+            int64_t sn = 2 * worst;
+            c->spin_ns = sn < SPIN_MIN_NS ? SPIN_MIN_NS : sn > SPIN_MAX_NS ? SPIN_MAX_NS : sn;
+        }
+    }
+    if (now >= at_ns) { counts.spin_late++; return; }
+    int64_t spin_start = now;
+    while ((now = clock_now_ns()) < at_ns) cpu_relax();
+    c->spun_total_ns += now - spin_start;
+    counts.spun++;
+}
 
 static void send_pending(h1 *c) {
     for (int k = 0; k < SEND_BATCH && c->pending_head; k++) {
@@ -1020,8 +1112,11 @@ int h1_poll(h1 *c, int64_t wake_at_ns) {
         if (wait_ns < 0) wait_ns = 0;
         if (wait_ns > 0) {
             int64_t g = gather_until(c, now);
-            if (g > now) {
-                clock_sleep_until_ns(g < until ? g : until);
+            /* an armed instant's last stretch is spun (arm_wait), not slept through */
+            int64_t gend = g < until ? g : until;
+            if (c->arm_head && c->arm_head->at_ns == until && gend > until - c->spin_ns) gend = until - c->spin_ns;
+            if (gend > now) {
+                clock_sleep_until_ns(gend);
                 now = clock_now_ns();
                 wait_ns = until - now;
                 if (wait_ns < 0) wait_ns = 0;
@@ -1034,7 +1129,12 @@ int h1_poll(h1 *c, int64_t wake_at_ns) {
              * is slept exactly (no socket is read for that last stretch; its reads keep their
              * kernel stamps) */
             if (wait_ns > ARM_APPROACH_NS) wait_ns -= ARM_APPROACH_NS;
-            else { clock_sleep_until_ns(until); wait_ns = 0; }
+            else {
+                /* at the instant: its sends go out now, with no epoll turn (a system call, and
+                 * the events it returns) between the spin and the first send */
+                arm_wait(c, until);
+                continue;
+            }
         }
         if (wait_ns > 100 * NS_PER_MS) wait_ns = 100 * NS_PER_MS;   /* stay responsive to signals */
         struct timespec ts = { .tv_sec = wait_ns / NS_PER_S, .tv_nsec = wait_ns % NS_PER_S };
@@ -1050,7 +1150,7 @@ int h1_poll(h1 *c, int64_t wake_at_ns) {
         /* a batch reads at most RXBATCH_MAX sockets: the events are taken in windows of that many */
         for (int base = 0; base < n; base += RXBATCH_MAX) {
             int w = n - base < RXBATCH_MAX ? n - base : RXBATCH_MAX;
-            if (c->batch && w > 1) read_ahead(c, evs + base, w);
+            if (c->batch && w >= c->batch_min) read_ahead(c, evs + base, w);
             for (int i = base; i < base + w; i++) on_event(c, evs[i].data.fd, evs[i].events);
         }
         if (c->finished_now || clock_now_ns() >= wake_at_ns) return c->finished_now;

@@ -35,12 +35,19 @@ int h1_submit_at(h1 *c, size_t rec_index, const dataset_item *item, int64_t at_n
 int64_t h1_arm_lead_ns(const h1 *c);
 size_t h1_armed(const h1 *c);
 int h1_poll(h1 *c, int64_t wake_at_ns);
+/* client_prepare_host (client.h): the host's batched-read rule measured now, where batches are on */
+void h1_prepare_host(void);
 size_t h1_in_flight(const h1 *c);
 void h1_abort_all(h1 *c, rec_outcome outcome);
 
 /* Counters of this thread's reads and sends (for tests and profiling): reads made, reads with a
  * kernel stamp, reads that came from a batch (rxbatch); requests sent at their armed instant on a
- * connection prepared ahead (h1_submit_at), and armed requests whose connection was not ready then. */
-typedef struct { unsigned long reads, stamped, batched, sent_armed, armed_unready; } h1_counts;
+ * connection prepared ahead (h1_submit_at), and armed requests whose connection was not ready then;
+ * armed instants reached by spinning on the clock (the sleep before ended ahead of the instant),
+ * those whose sleep before the spin ended past the instant (a wake-up later than the spin's
+ * length), and those already past when the loop came to wait for them (a wait that ended late, a
+ * slow turn of the loop): each armed instant is counted once in one of the three, or in none when
+ * spinning is off (DSPERF_CLIENT_SPIN_US=0, or past its budget) and it was slept to. */
+typedef struct { unsigned long reads, stamped, batched, sent_armed, armed_unready, spun, spin_late, arm_passed; } h1_counts;
 h1_counts h1_thread_counts(void);
 #endif

@@ -6,6 +6,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 typedef struct {
     struct msghdr msg;
@@ -97,3 +101,95 @@ int rxbatch_read(rxbatch *b, const int *fds, int n, rxbatch_res *out) {
     b->broken = true;
     return -1;
 }
+
+/* ---- when a batch pays (rxbatch.h) ---- */
+
+int rxbatch_min_from(double one_us, double enter_us, double per_read_us) {
+    double saved = one_us - per_read_us;   /* what each read saves in a batch */
+    if (!(saved > 0)) return RXBATCH_NEVER;
+    if (enter_us < 0) enter_us = 0;
+    /* the least k with enter + k x per_read < k x one, i.e. k > enter / saved */
+    double k = enter_us / saved;
+    if (k >= RXBATCH_MAX) return RXBATCH_NEVER;
+    int m = (int)k + 1;
+    return m < 2 ? 2 : m;
+}
+
+static double mono_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+#define CAL_BIG 8        /* the larger batch the per-read cost is taken from */
+#define CAL_REPS 12      /* reads (or batches) per sample */
+#define CAL_SAMPLES 5    /* the least sample is kept: preemption and cache misses only add */
+
+int rxbatch_measure(rxbatch *b, rxbatch_cost *out) {
+    *out = (rxbatch_cost){ .min_sockets = 2 };
+    if (!b || b->broken) return -1;
+    /* an empty loopback TCP connection: every read of it answers -EAGAIN at once, by the same
+     * path (socket lookup, lock, receive queue) a read with bytes takes before it copies them */
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), cl = -1, sv = -1;
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t al = sizeof a;
+    if (l >= 0 && !bind(l, (struct sockaddr *)&a, al) && !listen(l, 1) && !getsockname(l, (struct sockaddr *)&a, &al)) {
+        cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (cl >= 0 && !connect(cl, (struct sockaddr *)&a, al)) sv = accept(l, NULL, NULL);
+    }
+    if (l >= 0) close(l);
+    if (sv < 0) { if (cl >= 0) close(cl); return -1; }
+    rxstamp_enable_socket(cl);
+    int fds[CAL_BIG];
+    for (int i = 0; i < CAL_BIG; i++) fds[i] = cl;
+    rxbatch_res res[CAL_BIG];
+    char buf[64];
+    double one = 1e30, b1 = 1e30, bbig = 1e30;
+    int rc = 0;
+    unsigned long reads_before = n_reads;
+    for (int s = 0; s < CAL_SAMPLES && rc == 0; s++) {
+        double t0 = mono_us();
+        for (int r = 0; r < CAL_REPS; r++) { int64_t st; rxstamp_recv(cl, buf, sizeof buf, MSG_DONTWAIT, &st); }
+        double t1 = mono_us();
+        for (int r = 0; r < CAL_REPS && rc == 0; r++) rc = rxbatch_read(b, fds, 1, res);
+        double t2 = mono_us();
+        for (int r = 0; r < CAL_REPS && rc == 0; r++) rc = rxbatch_read(b, fds, CAL_BIG, res);
+        double t3 = mono_us();
+        if ((t1 - t0) / CAL_REPS < one) one = (t1 - t0) / CAL_REPS;
+        if ((t2 - t1) / CAL_REPS < b1) b1 = (t2 - t1) / CAL_REPS;
+        if ((t3 - t2) / CAL_REPS < bbig) bbig = (t3 - t2) / CAL_REPS;
+    }
+    n_reads = reads_before;   /* the calibration's reads are not the run's */
+    close(cl);
+    close(sv);
+    if (rc != 0) return -1;
+    double per = (bbig - b1) / (CAL_BIG - 1);
+    if (per < 0) per = 0;
+    *out = (rxbatch_cost){ .one_us = one, .enter_us = b1 - per, .per_read_us = per, .measured = true };
+    out->min_sockets = rxbatch_min_from(out->one_us, out->enter_us, out->per_read_us);
+    return 0;
+}
+
+static rxbatch_cost host_cost;
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+static __thread rxbatch *host_ring;
+static _Atomic bool host_known;   /* the ring of the thread that calls: the one that measures */
+
+static void host_measure(void) {
+    const char *e = getenv("DSPERF_CLIENT_RXBATCH_MIN");
+    if (e && *e) {
+        int k = atoi(e);
+        host_cost = (rxbatch_cost){ .min_sockets = k < 2 ? 2 : k > RXBATCH_NEVER ? RXBATCH_NEVER : k };
+        return;
+    }
+    if (rxbatch_measure(host_ring, &host_cost) < 0) host_cost = (rxbatch_cost){ .min_sockets = 2 };
+}
+
+const rxbatch_cost *rxbatch_cost_of_host(rxbatch *b) {
+    host_ring = b;
+    pthread_once(&host_once, host_measure);
+    host_known = true;
+    return &host_cost;
+}
+
+const rxbatch_cost *rxbatch_cost_known(void) { return host_known ? &host_cost : NULL; }

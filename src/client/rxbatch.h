@@ -15,6 +15,7 @@
 #ifndef DSP_RXBATCH_H
 #define DSP_RXBATCH_H
 #include "client/rxstamp.h"
+#include <stdbool.h>
 
 /* The most sockets one batch reads (the client's epoll batch). */
 #define RXBATCH_MAX 256
@@ -43,4 +44,34 @@ void rxbatch_free(rxbatch *b);
 int rxbatch_read(rxbatch *b, const int *fds, int n, rxbatch_res *out);
 /* Reads this thread's batches made (for tests and profiling). */
 unsigned long rxbatch_thread_reads(void);
+
+/* When a batch pays (issue 27: batched vs one recvmsg each, chosen from a measurement, not a
+ * guess). Reading k ready sockets costs about k x one_us one recvmsg at a time, and enter_us +
+ * k x per_read_us in one batch (the bytes copied, the ACK sent and the stamp are the same either
+ * way and cancel out). So a batch is taken from k >= min_sockets, the least k (>= 2) with
+ * enter_us + k x per_read_us < k x one_us; never (RXBATCH_NEVER) where a read in the ring costs
+ * as much as a recvmsg of its own. The costs are measured on this host, on the client's own code:
+ * rxstamp_recv and rxbatch_read of an empty loopback TCP socket (each read answers -EAGAIN at
+ * once), the least of several samples (the host's noise only ever adds). On the 2-core VM a
+ * system call costs ~1.1 µs before it does anything, on the 16-core host ~0.1 µs: the same rule
+ * gives each its own K. */
+#define RXBATCH_NEVER (RXBATCH_MAX + 1)
+typedef struct {
+    double one_us;        /* one recvmsg of its own */
+    double enter_us;      /* a batch's fixed cost: the io_uring_enter and reaping the completions */
+    double per_read_us;   /* each read in a batch */
+    int min_sockets;      /* the least ready sockets for which a batch costs less; RXBATCH_NEVER */
+    bool measured;        /* false: set by DSPERF_CLIENT_RXBATCH_MIN, or nothing could be measured */
+} rxbatch_cost;
+/* The rule from given costs (min_sockets of the struct is not read). */
+int rxbatch_min_from(double one_us, double enter_us, double per_read_us);
+/* Measures the costs now on b (~0.5 ms; the first in a process ~4 ms, with the kernel switching
+ * receive stamps on); -1 when the measurement itself failed. */
+int rxbatch_measure(rxbatch *b, rxbatch_cost *out);
+/* The process's rule, measured once, on the first call (thread-safe): DSPERF_CLIENT_RXBATCH_MIN=K
+ * sets K instead (2: every wake-up with two or more ready sockets batches, the rule before). A
+ * measurement that fails gives 2. */
+const rxbatch_cost *rxbatch_cost_of_host(rxbatch *b);
+/* The process's rule if a client has taken it already, else NULL (for the run's results). */
+const rxbatch_cost *rxbatch_cost_known(void);
 #endif

@@ -293,8 +293,12 @@ TEST(client_batch_reads_keep_each_chunks_arrival) {
     int cl = -1, sv = -1;
     CHECK_MSG(stamped_pair(&cl, &sv) == 0, "the kernel gave no receive stamp on a loopback TCP socket within 5 s");
     if (cl < 0) return;
-    for (int batch = 1; batch >= 0; batch--) {
+    /* batch 2: the rule says two ready sockets pay for a batch; 1: it says three
+     * (DSPERF_CLIENT_RXBATCH_MIN, what the host's measured costs set by default), so the two are
+     * read one each; 0: no batches at all */
+    for (int batch = 2; batch >= 0; batch--) {
         setenv("DSPERF_CLIENT_RXBATCH", batch ? "1" : "0", 1);
+        setenv("DSPERF_CLIENT_RXBATCH_MIN", batch == 2 ? "2" : "3", 1);
         unsigned long served = h1_thread_counts().batched;
         int64_t c1[2], w1[2], resume, end[2];
         CHECK(run_held_streams(2, c1, w1, &resume, end) == 0);
@@ -305,12 +309,51 @@ TEST(client_batch_reads_keep_each_chunks_arrival) {
             CHECK(end[k] >= resume - RXSTAMP_SYNC_SLACK_NS);
         }
         unsigned long got = h1_thread_counts().batched - served;
-        if (batch) CHECK_MSG(got >= 2, "the two held chunks were not read in one batch (%lu batched reads)", got);
-        else CHECK_EQ_INT(got, 0);
+        if (batch == 2) CHECK_MSG(got >= 2, "the two held chunks were not read in one batch (%lu batched reads)", got);
+        else CHECK_MSG(got == 0, "%lu reads batched with %s", got, batch ? "fewer ready sockets than the rule's least" : "batches off");
     }
     unsetenv("DSPERF_CLIENT_RXBATCH");
+    unsetenv("DSPERF_CLIENT_RXBATCH_MIN");
     close(cl);
     close(sv);
+}
+
+/* When a batch pays (rxbatch.h): the rule from the costs, and the costs measured on this host. No
+ * timing is asserted, only that the measurement gives costs and that K follows from them. */
+TEST(rxbatch_min_sockets_follows_from_the_costs) {
+    CHECK_EQ_INT(rxbatch_min_from(1.0, 0.5, 0.2), 2);     /* cheap enter: two reads already pay */
+    CHECK_EQ_INT(rxbatch_min_from(1.5, 3.0, 0.5), 4);     /* 3.0 / 1.0 = 3 break even: from 4 */
+    CHECK_EQ_INT(rxbatch_min_from(1.5, 3.5, 0.5), 4);
+    CHECK_EQ_INT(rxbatch_min_from(1.0, 2.0, 0.5), 5);     /* 4 break even, 5 pays */
+    CHECK_EQ_INT(rxbatch_min_from(0.5, 1.0, 0.5), RXBATCH_NEVER);   /* a ring read saves nothing */
+    CHECK_EQ_INT(rxbatch_min_from(0.5, 1.0, 0.7), RXBATCH_NEVER);
+    CHECK_EQ_INT(rxbatch_min_from(1.0, 1000.0, 0.9), RXBATCH_NEVER);   /* K beyond a batch's size */
+    rxbatch *b = rxbatch_new();
+    if (!b) { fprintf(stderr, "    io_uring unavailable here: the measurement is not tested\n"); return; }
+    rxbatch_cost k;
+    unsigned long reads = rxbatch_thread_reads();
+    CHECK(rxbatch_measure(b, &k) == 0);
+    CHECK(k.measured && k.one_us > 0 && k.enter_us >= 0 && k.per_read_us >= 0);
+    CHECK_EQ_INT(k.min_sockets, rxbatch_min_from(k.one_us, k.enter_us, k.per_read_us));
+    CHECK(k.min_sockets >= 2 && k.min_sockets <= RXBATCH_NEVER);
+    CHECK_EQ_INT(rxbatch_thread_reads(), reads);   /* its reads are not counted as the run's */
+    /* the ring still reads after it */
+    int cl = -1, sv = -1;
+    if (stamped_pair(&cl, &sv) == 0 && cl >= 0) {
+        CHECK(send(sv, "abc", 3, 0) == 3);
+        int64_t until = clock_now_ns() + 5 * NS_PER_S;
+        rxbatch_res out[1];
+        int fds[1] = { cl };
+        do CHECK(rxbatch_read(b, fds, 1, out) == 0); while (out[0].res == -EAGAIN && clock_now_ns() < until);
+        CHECK_EQ_INT(out[0].res, 3);
+        close(cl);
+        close(sv);
+    }
+    setenv("DSPERF_CLIENT_RXBATCH_MIN", "9", 1);
+    const rxbatch_cost *h = rxbatch_cost_of_host(b);
+    CHECK(h->min_sockets == 9 && !h->measured);
+    unsetenv("DSPERF_CLIENT_RXBATCH_MIN");
+    rxbatch_free(b);
 }
 
 /* The libcurl path (TLS, proxies, DSPERF_CLIENT_PATH=curl) has no kernel stamps: it stamps when

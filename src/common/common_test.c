@@ -94,7 +94,7 @@ TEST(fdlimit_table_grown_up_front) {
     long fdsize = -1;
     while (fgets(line, sizeof line, f)) if (!strncmp(line, "FDSize:", 7)) fdsize = atol(line + 7);
     fclose(f);
-    long want = limit < 65536 ? limit : 65536;
+    long want = limit < 131072 ? limit : 131072;
     CHECK_MSG(fdsize >= want, "FDSize %ld, wanted >= %ld", fdsize, want);
 }
 

@@ -4,7 +4,9 @@
 #include <unistd.h>
 #include <fcntl.h>
 
-#define TABLE_FDS 65536L
+/* 100,000 streams in one process (issue 27) need a table past 65,536: grown to 131,072 (1 MiB of
+ * kernel memory) where the limit allows that many, so it is not doubled mid-run either */
+#define TABLE_FDS 131072L
 
 long fd_limit_prepare(void) {
     struct rlimit rl;

@@ -69,9 +69,12 @@ typedef struct {
 } load_plan;
 
 /* How many client threads a plan gets: `threads` when > 0, else auto — one per 256 concurrent
- * streams (a trace: its mean rate x 2, or its largest burst, trace_burst, when larger: each thread
- * sends its share of a burst at the same instant), at most half the CPUs and 8, at least 1 (so 1
- * on a 2-core machine). */
+ * streams (a trace: its mean rate x 2), at most half the CPUs and 8, at least 1 (so 1 on a 2-core
+ * machine). A trace whose peak is a burst (trace_burst, at least 2 x LOAD_BURST_SHARE requests due
+ * within 1 ms, more than its rate's streams): one thread per LOAD_BURST_SHARE of the burst, at most
+ * all CPUs but one (and 64): each thread sends its share at the same instant, and the sends are
+ * what a burst's spread is made of. */
+#define LOAD_BURST_SHARE 64
 int load_client_threads(const load_plan *p, int threads);
 
 typedef struct {

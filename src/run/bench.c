@@ -11,6 +11,7 @@
 #include "metrics/workload.h"
 #include "results/results.h"
 #include "client/identify.h"
+#include "client/rxbatch.h"
 #include "results/validity.h"
 #include "common/log.h"
 #include "common/clock.h"
@@ -330,6 +331,7 @@ ds_result bench_run_once_hook(bench_opts *b, const dataset *ds, ds_stop_flag *st
     }
     load_outcome lo;
     struct rusage ru_before;
+    client_prepare_host(&b->client);   /* one-time measurements of the host: not the run's CPU */
     getrusage(RUSAGE_SELF, &ru_before);
     if (d && (dist_samples_only(d) || plan.client_threads == 0)) dist_idle_run(d, dp, &lo);   /* no shard here */
     else if (load_run(&plan, &b->client, ds, recs, stop, dp ? dist_progress_tick : progress, dp ? (void *)dp : ctx, &lo,
@@ -349,6 +351,22 @@ ds_result bench_run_once_hook(bench_opts *b, const dataset *ds, ds_stop_flag *st
     const char *why = client_read_path_of(&b->client);
     json_object_set_new(cost, "read_path", json_string(why ? "libcurl" : "own"));
     if (why) json_object_set_new(cost, "read_path_why", json_string(why));
+    if (!why) {
+        /* from how many ready sockets a wake-up's reads went in one io_uring call, and the costs
+         * measured on this host that chose it (src/client/rxbatch.h; measured when the first
+         * client came up; absent when io_uring or kernel stamps were off) */
+        const rxbatch_cost *k = rxbatch_cost_known();
+        if (k) {
+            json_t *rb = json_object();
+            json_object_set_new(rb, "min_sockets", k->min_sockets >= RXBATCH_NEVER ? json_null() : json_integer(k->min_sockets));
+            if (k->measured) {
+                json_object_set_new(rb, "recvmsg_us", json_real(k->one_us));
+                json_object_set_new(rb, "enter_us", json_real(k->enter_us));
+                json_object_set_new(rb, "per_read_us", json_real(k->per_read_us));
+            }
+            json_object_set_new(cost, "read_batch", rb);
+        }
+    }
     if (tel) telemetry_stop(tel);
     dist_merged m;
     memset(&m, 0, sizeof m);

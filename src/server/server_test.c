@@ -603,6 +603,61 @@ TEST(server_disconnect_while_queued) {
     srv_kill(&p);
 }
 
+/* Many clients that give up while queued are all noticed, however many sweeps it takes: with
+ * DSPERF_SERVE_SWEEP_BUDGET_NS=0 a sweep looks at 63 streams and the next resumes after them (the
+ * budget that keeps one sweep from holding the loop at 100,000 streams), so 150 take several,
+ * and streams freed meanwhile (the one a sweep stopped at included) do not break the walk. */
+TEST(server_sweep_resumes_and_sees_every_queued_disconnect) {
+    enum { N = 150 };
+    setenv("DSPERF_SERVE_SWEEP_BUDGET_NS", "0", 1);
+    srv_proc p;
+    int rc = srv_spawn(&p, "--ttft 5ms --itl 5ms --capacity 1");
+    unsetenv("DSPERF_SERVE_SWEEP_BUDGET_NS");
+    if (rc < 0) return;
+    req_thread a = {&p, "{\"prompt\":\"x\",\"max_tokens\":1000,\"stream\":true}", {0}};
+    pthread_t th;
+    pthread_create(&th, NULL, run_req, &a);
+    CHECK_NEAR(wait_metric(&p, "vllm:num_requests_running{model_name=\"deepseek-ai/DeepSeek-V2-Lite\"}", 1, 20000), 1, 0);
+    http_result *r = calloc(N, sizeof *r);
+    CURLM *m = curl_multi_init();
+    char url[128];
+    snprintf(url, sizeof url, "%s/v1/completions", p.url);
+    for (int i = 0; i < N; i++) {
+        CURL *c = curl_easy_init();
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, "{\"prompt\":\"x\",\"max_tokens\":5,\"stream\":true}");
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &r[i]);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 1000L);   /* queued behind A (5 s): every one gives up */
+        curl_multi_add_handle(m, c);
+    }
+    int running = 1;
+    while (running) {
+        curl_multi_perform(m, &running);
+        if (running) curl_multi_poll(m, NULL, 0, 100, NULL);
+    }
+    CURLMsg *msg;
+    int q, gave_up = 0;
+    while ((msg = curl_multi_info_read(m, &q))) {
+        gave_up += msg->data.result != CURLE_OK;
+        curl_multi_remove_handle(m, msg->easy_handle);
+        curl_easy_cleanup(msg->easy_handle);
+    }
+    curl_multi_cleanup(m);
+    for (int i = 0; i < N; i++) http_free(&r[i]);
+    free(r);
+    CHECK_EQ_INT(gave_up, N);
+    CHECK_NEAR(wait_metric(&p, "dsperf_client_disconnects_total", N, 20000), N, 0);
+    http_result mr = {0};
+    http_do(&p, "/metrics", NULL, &mr);
+    CHECK_NEAR(metric(mr.body ? mr.body : "", "vllm:num_requests_waiting{model_name=\"deepseek-ai/DeepSeek-V2-Lite\"}"), 0, 0);
+    http_free(&mr);
+    pthread_join(th, NULL);
+    CHECK_EQ_INT(a.r.n_events, 1001);
+    http_free(&a.r);
+    srv_kill(&p);
+}
+
 /* ---- command line and the in-process API ---- */
 
 /* the exit code of `dsperf serve <args>`, output discarded */
