@@ -110,7 +110,7 @@ for m in $MODES vllm; do
 done
 echo "   server emissions: $late"
 f="$OUT/cpu-own-1.json"
-echo "   own's rule on this host: batch from $(field $f "d['client']['read_batch']['min_sockets']") ready sockets (one recvmsg $(field $f "round(d['client']['read_batch']['recvmsg_us'],2)") us; io_uring_enter $(field $f "round(d['client']['read_batch']['enter_us'],2)") us + $(field $f "round(d['client']['read_batch']['per_read_us'],2)") us per read)"
+echo "   own's rule on this host: batch $(field $f "('from %d ready sockets' % d['client']['read_batch']['min_sockets']) if d['client']['read_batch']['min_sockets'] else 'never (a read in the ring costs more than a recvmsg)'") (one recvmsg $(field $f "round(d['client']['read_batch']['recvmsg_us'],2)") us; io_uring_enter $(field $f "round(d['client']['read_batch']['enter_us'],2)") us + $(field $f "round(d['client']['read_batch']['per_read_us'],2)") us per read)"
 echo "RESULT cpu_us_per_chunk_32streams_5ms own=$own_med (goal <= 8 on 2 cores, <= 5 on 16); ratios above are per path / own"
 fi
 
