@@ -155,19 +155,27 @@ static size_t round_at(client *c, recset *rs, size_t from, int n, int64_t at_ns,
     return n_armed;
 }
 
+/* A client of the local server for the burst tests (own path, completions, 64 connections); NULL
+ * (checked) when it cannot be made, rs freed then. */
+static client *burst_client(const test_server *s, recset *rs) {
+    client_opts o = { .base_url = s->url, .api = OPENAI_COMPLETIONS, .timeout_ns = 60 * NS_PER_S, .max_connections = 64 };
+    recset_init(rs);
+    char err[256];
+    client *c = client_new(&o, rs, NULL, NULL, err, sizeof err);
+    CHECK_MSG(c != NULL, "%s", err);
+    if (!c) recset_free(rs);
+    return c;
+}
+
 TEST(burst_prepared_requests_leave_at_their_instant) {
     unsetenv("DSPERF_CLIENT_PATH");   /* the own path's behaviour (a run of the suite on the libcurl path sets it) */
     test_server s;
     if (test_serve_start(&s, "--ttft 5ms --itl 2ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     for (int armed = 1; armed >= 0; armed--) {
         if (!armed) setenv("DSPERF_CLIENT_ARM_US", "0", 1);
-        client_opts o = { .base_url = s.url, .api = OPENAI_COMPLETIONS, .timeout_ns = 60 * NS_PER_S, .max_connections = 64 };
         recset rs;
-        recset_init(&rs);
-        char err[256];
-        client *c = client_new(&o, &rs, NULL, NULL, err, sizeof err);
-        CHECK_MSG(c != NULL, "%s", err);
-        if (!c) { recset_free(&rs); continue; }
+        client *c = burst_client(&s, &rs);
+        if (!c) continue;
         CHECK(armed ? client_arm_lead_ns(c) > 0 : client_arm_lead_ns(c) == 0);
         long long served = served_requests(&s);
         h1_counts before = h1_thread_counts();
@@ -208,13 +216,9 @@ TEST(burst_armed_instant_is_spun_to_never_sent_early) {
     if (test_serve_start(&s, "--ttft 5ms --itl 2ms --prefill-per-token 0") != 0) { CHECK_MSG(0, "serve did not start"); return; }
     for (int spin = 1; spin >= 0; spin--) {
         if (spin) unsetenv("DSPERF_CLIENT_SPIN_US"); else setenv("DSPERF_CLIENT_SPIN_US", "0", 1);
-        client_opts o = { .base_url = s.url, .api = OPENAI_COMPLETIONS, .timeout_ns = 60 * NS_PER_S, .max_connections = 64 };
         recset rs;
-        recset_init(&rs);
-        char err[256];
-        client *c = client_new(&o, &rs, NULL, NULL, err, sizeof err);
-        CHECK_MSG(c != NULL, "%s", err);
-        if (!c) { recset_free(&rs); continue; }
+        client *c = burst_client(&s, &rs);
+        if (!c) continue;
         h1_counts before = h1_thread_counts();
         size_t armed = 0;
         for (int round = 0; round < 3; round++) armed += round_at(c, &rs, (size_t)round * 16, 16, clock_now_ns() + 200 * NS_PER_MS, true);

@@ -702,6 +702,29 @@ TEST(sim_moe_eff_follows_native_block_scaling) {
     }
 }
 
+/* One request (128 prompt, 400 out) decodes from t = 0; a second (64 prompt, 4 out) arrives at
+ * 60 ms, mid-decode. Returns the trace (the decoder watched). */
+static const trace *mid_decode_arrival(sim_params *p, int64_t *arrival_ns) {
+    engine *e = make(p);
+    static trace t;
+    memset(&t, 0, sizeof t);
+    int prompt[2] = {128, 64}, out[2] = {400, 4};
+    int64_t arr[2] = {0, 60000000LL};
+    t.watch[0] = 1;
+    drive(e, 2, arr, prompt, out, &t, NULL);
+    engine_destroy(e);
+    *arrival_ns = arr[1];
+    return &t;
+}
+
+/* The decoder's k-th step start (k = 0: its first token), rebuilt from its stored ITLs; -1 past the end. */
+static int64_t decoder_step_start(const trace *t, int k) {
+    if (k > t->n_itl) return -1;
+    int64_t b = t->first_ns[0];
+    for (int i = 0; i < k; i++) b += (int64_t)llround(t->itl_s[i] * 1e9);
+    return b;
+}
+
 /* --scheduler-recv-interval N: one request decodes; a second arrives mid-decode and is admitted
  * only at the scheduler's next look, which comes after the first request's prefill step and then
  * every N decode steps (step starts b_0 = its first token, b_N, b_2N, ...); with N = 1 at the
@@ -711,21 +734,13 @@ static void recv_interval_case(int interval, int64_t *sched_ns, int64_t *expect_
     sim_default_params(&p);
     plain_costs(&p);
     p.recv_interval_steps = interval;
-    engine *e = make(&p);
-    static trace t;
-    memset(&t, 0, sizeof t);
-    int prompt[2] = {128, 64}, out[2] = {400, 4};
-    int64_t arr[2] = {0, 60000000LL};
-    t.watch[0] = 1;
-    drive(e, 2, arr, prompt, out, &t, NULL);
-    engine_destroy(e);
-    *sched_ns = t.sched_ns[1];
-    /* the decoder's step starts in order: its first token, then each later token */
-    int64_t b = t.first_ns[0];
+    int64_t arr;
+    const trace *t = mid_decode_arrival(&p, &arr);
+    *sched_ns = t->sched_ns[1];
     *expect_ns = -1;
-    for (int k = 0; k <= t.n_itl; k++) {
-        if (b >= arr[1] && k % interval == 0) { *expect_ns = b; break; }
-        if (k < t.n_itl) b += (int64_t)llround(t.itl_s[k] * 1e9);
+    for (int k = 0; k <= t->n_itl; k++) {
+        int64_t b = decoder_step_start(t, k);
+        if (b >= arr && k % interval == 0) { *expect_ns = b; break; }
     }
 }
 
@@ -751,21 +766,14 @@ static void batch_wait_case(int iters, double ratio, int64_t *sched_ns, int64_t 
     plain_costs(&p);
     p.batch_wait_iters = iters;
     p.batch_wait_tokens_ratio = ratio;
-    engine *e = make(&p);
-    static trace t;
-    memset(&t, 0, sizeof t);
-    int prompt[2] = {128, 64}, out[2] = {400, 4};
-    int64_t arr[2] = {0, 60000000LL};
-    t.watch[0] = 1;
-    drive(e, 2, arr, prompt, out, &t, NULL);
-    engine_destroy(e);
-    *sched_ns = t.sched_ns[1];
-    int64_t b = t.first_ns[0];
-    int seen = 0;
+    int64_t arr;
+    const trace *t = mid_decode_arrival(&p, &arr);
+    *sched_ns = t->sched_ns[1];
     *expect_ns = -1;
-    for (int k = 0; k <= t.n_itl; k++) {
-        if (b >= arr[1] && seen++ == hold) { *expect_ns = b; break; }
-        if (k < t.n_itl) b += (int64_t)llround(t.itl_s[k] * 1e9);
+    int seen = 0;
+    for (int k = 0; k <= t->n_itl; k++) {
+        int64_t b = decoder_step_start(t, k);
+        if (b >= arr && seen++ == hold) { *expect_ns = b; break; }
     }
 }
 

@@ -531,6 +531,15 @@ TEST(server_client_disconnect_cancels) {
     srv_kill(&p);
 }
 
+/* Runs a multi handle until every transfer on it has ended. */
+static void multi_run(CURLM *m) {
+    int running = 1;
+    while (running) {
+        curl_multi_perform(m, &running);
+        if (running) curl_multi_poll(m, NULL, 0, 100, NULL);
+    }
+}
+
 /* --itl 0: tokens back to back; many concurrent streams all complete with exact counts. */
 TEST(server_itl0_many_streams) {
     srv_proc p;
@@ -550,11 +559,7 @@ TEST(server_itl0_many_streams) {
         curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
         curl_multi_add_handle(m, c);
     }
-    int running = 1;
-    while (running) {
-        curl_multi_perform(m, &running);
-        if (running) curl_multi_poll(m, NULL, 0, 100, NULL);
-    }
+    multi_run(m);
     CURLMsg *msg;
     int q;
     while ((msg = curl_multi_info_read(m, &q))) {
@@ -631,11 +636,7 @@ TEST(server_sweep_resumes_and_sees_every_queued_disconnect) {
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 1000L);   /* queued behind A (5 s): every one gives up */
         curl_multi_add_handle(m, c);
     }
-    int running = 1;
-    while (running) {
-        curl_multi_perform(m, &running);
-        if (running) curl_multi_poll(m, NULL, 0, 100, NULL);
-    }
+    multi_run(m);
     CURLMsg *msg;
     int q, gave_up = 0;
     while ((msg = curl_multi_info_read(m, &q))) {
