@@ -97,10 +97,19 @@ void val_prior_factors(cost_factors *f) {
     for (size_t i = 0; i < N_PARAMS; i++) *fp(f, i) = params[i].prior;
 }
 
+/* One parameter's value as printed: microseconds for times (milliseconds from 1 ms), else as is. */
+static double param_shown(size_t i, const cost_factors *f, const char **unit) {
+    double v = *(const double *)((const char *)f + params[i].off);
+    int time = strstr(params[i].name, "_s") != NULL;
+    *unit = !time ? "" : params[i].prior >= 1e-3 ? " ms" : " us";
+    return !time ? v : params[i].prior >= 1e-3 ? v * 1e3 : v * 1e6;
+}
+
 void val_print_factors(FILE *out, const cost_factors *f) {
     for (size_t i = 0; i < N_PARAMS; i++) {
-        double v = *(const double *)((const char *)f + params[i].off);
-        if (strstr(params[i].name, "_s")) fprintf(out, "  %-16s %10.2f us   (--%s)\n", params[i].name, v * 1e6, params[i].flag);
+        const char *u;
+        double v = param_shown(i, f, &u);
+        if (*u) fprintf(out, "  %-16s %10.2f%s   (--%s)\n", params[i].name, v, u, params[i].flag);
         else fprintf(out, "  %-16s %10.3f      (--%s)\n", params[i].name, v, params[i].flag);
     }
 }
@@ -864,6 +873,8 @@ static int rp_fit(const val_table *t, const double *base, const unsigned char *t
 
 int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) {
     enum { P = N_PARAMS };
+    double pmin[P], pmax[P];
+    for (size_t i = 0; i < P; i++) { pmin[i] = NAN; pmax[i] = NAN; }
     cost_factors f0;
     val_default_factors(&f0);
     int n = 0, rc = -1;
@@ -912,6 +923,17 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         for (int q = 0; q < t->n_rows; q++) { want[q] = use[q] && !strcmp(t->rows[q].group, t->rows[r].group); train[q] = use[q] && !want[q]; }
         cost_factors f;
         gn_refit(t, &f0, J, e0, keys, n, train, &f);
+        /* each fold's parameters, and their spread over the folds (printed after the table): a
+         * parameter that moves far when one group leaves rests on that group */
+        fprintf(out, "%-26s refit without this group:", t->rows[r].group);
+        for (size_t i = 0; i < P; i++) {
+            const char *u;
+            double v = param_shown(i, &f, &u);
+            fprintf(out, " %s %.3g%s", params[i].name, v, u);
+            if (!(v >= pmin[i])) pmin[i] = v;
+            if (!(v <= pmax[i])) pmax[i] = v;
+        }
+        fputc('\n', out);
         int group_ttft = 0;
         for (int q = 0; q < t->n_rows; q++) group_ttft |= want[q] && t->rows[q].has_ttft;
         if (rp_fit(t, base, train, &f) && group_ttft)
@@ -935,6 +957,12 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         if (use[r])
             for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++) t->cases[ci] = keep[ci];
     print_summary(out, t, use, VAL_OTHER, "\nleave-one-group-out summary (one value per row, predicted without its group)");
+    fprintf(out, "parameters over the leave-one-group-out refits (least .. most; in use):\n");
+    for (size_t i = 0; i < P; i++) {
+        const char *u;
+        double v = param_shown(i, &f0, &u);
+        fprintf(out, "  %-20s %.3g .. %.3g%s (%.3g)\n", params[i].name, pmin[i], pmax[i], u, v);
+    }
     coverage(out, t, use, "80% intervals, leave-one-group-out (each from the other groups' out-of-group errors):");
     print_halfwidths(out, t, use, 0);
     /* the time split: fit on the older engine generations, predict the newer */
