@@ -898,6 +898,20 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
     }
     /* every simulated, scored row, and its group */
     for (int r = 0; r < t->n_rows; r++) use[r] = t->rows[r].scored && !t->rows[r].not_simulated[0];
+    /* the same refit on every group: what a fold's refit is of, with nothing left out (the defaults
+     * in use are compared with it) */
+    {
+        for (int r = 0; r < t->n_rows; r++) train[r] = t->rows[r].scored && !t->rows[r].not_simulated[0];
+        cost_factors fa;
+        gn_refit(t, &f0, J, e0, keys, n, train, &fa);
+        fprintf(out, "refit on every group:");
+        for (size_t i = 0; i < P; i++) {
+            const char *u;
+            double v = param_shown(i, &fa, &u);
+            fprintf(out, " %s %.3g%s", params[i].name, v, u);
+        }
+        fputc('\n', out);
+    }
     /* the TTFTs without a request path: what the path's fits start from */
     {
         cost_factors g = f0;
