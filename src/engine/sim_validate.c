@@ -66,21 +66,26 @@ struct val_table {
 
 static int left_out(const val_table *t, int r, int exclude) { return r == exclude || (t->excl && t->excl[r]); }
 
-/* The fitted parameters: where they live in cost_factors, their physical range, and the prior. */
-typedef struct { const char *name, *flag; size_t off; double lo, hi, prior; } fit_param;
+/* The fitted parameters: where they live in cost_factors, their physical range, the prior (a
+ * physically plausible value the refits' ridge pulls to), and the start: where every refit of the
+ * validation starts (its Gauss-Newton linearization point), the values `--fit` gave on the 2024-25
+ * rows alone (shard_loss, which those rows do not move, at its prior). The headline is measured from
+ * the start so that no 2026 row shapes the point its own prediction is refitted from; the defaults
+ * in use (cost_default_factors) are the same refit on every group, printed as "refit on every group". */
+typedef struct { const char *name, *flag; size_t off; double lo, hi, prior, start; } fit_param;
 static const fit_param params[] = {
-    {"kernel_s", "kernel-time", offsetof(cost_factors, kernel_s), 1e-6, 10e-6, 3e-6},
-    {"launch_s", "launch-time", offsetof(cost_factors, launch_s), 5e-6, 100e-6, 15e-6},
-    {"step_overhead_s", "step-overhead", offsetof(cost_factors, step_overhead_s), 0.1e-3, 10e-3, 2e-3},
-    {"seq_overhead_s", "seq-overhead", offsetof(cost_factors, seq_overhead_s), 1e-6, 200e-6, 10e-6},
-    {"seq_overhead_trt_s", "seq-overhead-trt", offsetof(cost_factors, seq_overhead_trt_s), 1e-6, 500e-6, 50e-6},
-    {"comm_latency_s", "comm-latency", offsetof(cost_factors, comm_latency_s), 2.3e-6, 25e-6, 10e-6},
-    {"moe_eff", "moe-eff", offsetof(cost_factors, moe_eff), 0.2, 1.0, 0.7},
-    {"moe_triton_eff", "moe-triton-eff", offsetof(cost_factors, moe_triton_eff), 0.05, 1.0, 0.4},
-    {"moe_triton_fp8_eff", "moe-triton-fp8-eff", offsetof(cost_factors, moe_triton_fp8_eff), 0.02, 1.0, 0.2},
-    {"attn_triton_eff", "attn-triton-eff", offsetof(cost_factors, attn_triton_eff), 0.005, 0.667, 0.1},
-    {"ggml_compute_eff", "ggml-compute-eff", offsetof(cost_factors, ggml_compute_eff), 0.05, 1.0, 0.5},
-    {"shard_loss", "shard-loss", offsetof(cost_factors, shard_loss), 0.01, 2.0, 0.2},
+    {"kernel_s", "kernel-time", offsetof(cost_factors, kernel_s), 1e-6, 10e-6, 3e-6, 3.98e-6},
+    {"launch_s", "launch-time", offsetof(cost_factors, launch_s), 5e-6, 100e-6, 15e-6, 29.77e-6},
+    {"step_overhead_s", "step-overhead", offsetof(cost_factors, step_overhead_s), 0.1e-3, 10e-3, 2e-3, 9.548e-3},
+    {"seq_overhead_s", "seq-overhead", offsetof(cost_factors, seq_overhead_s), 1e-6, 200e-6, 10e-6, 33.88e-6},
+    {"seq_overhead_trt_s", "seq-overhead-trt", offsetof(cost_factors, seq_overhead_trt_s), 1e-6, 500e-6, 50e-6, 170.21e-6},
+    {"comm_latency_s", "comm-latency", offsetof(cost_factors, comm_latency_s), 2.3e-6, 25e-6, 10e-6, 5.40e-6},
+    {"moe_eff", "moe-eff", offsetof(cost_factors, moe_eff), 0.2, 1.0, 0.7, 0.355},
+    {"moe_triton_eff", "moe-triton-eff", offsetof(cost_factors, moe_triton_eff), 0.05, 1.0, 0.4, 0.470},
+    {"moe_triton_fp8_eff", "moe-triton-fp8-eff", offsetof(cost_factors, moe_triton_fp8_eff), 0.02, 1.0, 0.2, 0.107},
+    {"attn_triton_eff", "attn-triton-eff", offsetof(cost_factors, attn_triton_eff), 0.005, 0.667, 0.1, 0.303},
+    {"ggml_compute_eff", "ggml-compute-eff", offsetof(cost_factors, ggml_compute_eff), 0.05, 1.0, 0.5, 0.27},
+    {"shard_loss", "shard-loss", offsetof(cost_factors, shard_loss), 0.01, 2.0, 0.2, 0.2},
 };
 #define N_PARAMS (sizeof params / sizeof params[0])
 
@@ -875,8 +880,10 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
     enum { P = N_PARAMS };
     double pmin[P], pmax[P];
     for (size_t i = 0; i < P; i++) { pmin[i] = NAN; pmax[i] = NAN; }
-    cost_factors f0;
-    val_default_factors(&f0);
+    cost_factors f0, in_use;
+    val_default_factors(&in_use);
+    f0 = in_use;
+    for (size_t i = 0; i < P; i++) *fp(&f0, i) = params[i].start;
     int n = 0, rc = -1;
     unsigned char *train = calloc((size_t)t->n_rows + 1, 1), *want = calloc((size_t)t->n_rows + 1, 1);
     int *use = calloc((size_t)t->n_rows + 1, sizeof *use);
@@ -904,27 +911,29 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         for (int r = 0; r < t->n_rows; r++) train[r] = t->rows[r].scored && !t->rows[r].not_simulated[0];
         cost_factors fa;
         gn_refit(t, &f0, J, e0, keys, n, train, &fa);
-        fprintf(out, "refit on every group:");
+        fprintf(out, "refit on every group (in use):");
         for (size_t i = 0; i < P; i++) {
             const char *u;
-            double v = param_shown(i, &fa, &u);
-            fprintf(out, " %s %.3g%s", params[i].name, v, u);
+            double v = param_shown(i, &fa, &u), w = param_shown(i, &in_use, &u);
+            fprintf(out, " %s %.3g%s (%.3g)", params[i].name, v, u, w);
         }
         fputc('\n', out);
     }
-    /* the TTFTs without a request path: what the path's fits start from */
-    {
-        cost_factors g = f0;
+    /* the TTFTs without a request path: what the path's fits start from (at the defaults in use for
+     * the path in use, COST_REQUEST_*; at the start for the folds' own fits) */
+    for (int pass = 0; pass < 2; pass++) {
+        cost_factors g = pass ? f0 : in_use;
         g.request_s = g.request_token_s = 0;
         if (val_run(t, &g, err, errlen) < 0) goto out;
         for (int ci = 0; ci < t->n_cases; ci++)
             for (int j = 0; j < MAX_METRICS; j++) base[ci * MAX_METRICS + j] = j < t->cases[ci].n_m ? t->cases[ci].m[j].predicted : NAN;
+        if (pass) break;
         for (int r = 0; r < t->n_rows; r++) train[r] = (unsigned char)use[r];
-        cost_factors all = f0;
+        cost_factors all = in_use;
         int nrp = rp_fit(t, base, train, &all);
         fprintf(out, "request path (a Python server's time outside the engine's steps), fitted on the TTFTs of %d rows: %.1f ms + %.2f us "
                 "per prompt token (in use: %.1f ms + %.2f us)\n\n", nrp, all.request_s * 1e3, all.request_token_s * 1e6,
-                f0.request_s * 1e3, f0.request_token_s * 1e6);
+                in_use.request_s * 1e3, in_use.request_token_s * 1e6);
     }
     if (val_run(t, &f0, err, errlen) < 0) goto out;
     fprintf(out, "leave-one-group-out (the headline): each group of rows (one source and engine generation) predicted by a fit on the other groups\n");
@@ -974,7 +983,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
     fprintf(out, "parameters over the leave-one-group-out refits (least .. most; in use):\n");
     for (size_t i = 0; i < P; i++) {
         const char *u;
-        double v = param_shown(i, &f0, &u);
+        double v = param_shown(i, &in_use, &u);
         fprintf(out, "  %-20s %.3g .. %.3g%s (%.3g)\n", params[i].name, pmin[i], pmax[i], u, v);
     }
     coverage(out, t, use, "80% intervals, leave-one-group-out (each from the other groups' out-of-group errors):");

@@ -92,6 +92,21 @@ TEST(sim_validate_cli_prints_every_row) {
         CHECK_MSG(abs(t1 - t2) <= 5 && abs(x1 - x2) <= 5, "%s TPOT +-%d%% vs +-%d%% in use, throughput +-%d%% vs +-%d%%: update sim_interval.c",
                   hw[h], t1, t2, x1, x2);
     }
+    /* the defaults in use are the refit on every group (each within 2%): the table and
+     * cost_default_factors move together */
+    const char *ra = out ? strstr(out, "refit on every group (in use):") : NULL;
+    CHECK_MSG(ra != NULL, "no refit on every group");
+    int npar = 0;
+    for (const char *q = ra ? ra + strlen("refit on every group (in use):") : NULL; q && *q && *q != '\n';) {
+        char name[64];
+        double fit = NAN, use = NAN;
+        int used = 0;
+        if (sscanf(q, " %63s %lf%*[ a-z](%lf)%n", name, &fit, &use, &used) != 3 || used <= 0) break;
+        CHECK_MSG(fabs(fit / use - 1) <= 0.02, "%s: refit %g, in use %g: update cost_default_factors", name, fit, use);
+        npar++;
+        q += used;
+    }
+    CHECK_MSG(npar >= 10, "%d parameters read from the refit line", npar);
     free(out);
     CHECK_EQ_INT(test_run("sim --fit", NULL, NULL), 2);                          /* --fit needs --validate */
     CHECK_EQ_INT(test_run("sim --validate /nonexistent/table.json", NULL, NULL), 2);
