@@ -272,7 +272,8 @@ double cost_kv_transfer_bytes(const cost_model *c, int64_t tokens) {
 /* The GEMMs' fraction of the tensor peak: tuned kernels', or llama.cpp's MMQ relative to them. */
 static double gemm_eff(const cost_model *c) { return c->f.compute_eff * (c->s.prof.ggml ? c->f.ggml_compute_eff : 1); }
 /* ... of a GEMM whose weight is split over `ways` GPUs (cost_factors.shard_loss) */
-static double shard_eff(const cost_model *c, double ways) { return ways > 1 ? 1 / (1 + c->f.shard_loss * (ways - 1)) : 1; }
+double cost_shard_eff(const cost_factors *f, double ways) { return ways > 1 ? 1 / (1 + f->shard_loss * (ways - 1)) : 1; }
+static double shard_eff(const cost_model *c, double ways) { return cost_shard_eff(&c->f, ways); }
 
 static void add_comp(cost_step *o, int k, double bytes, double flops, double bw, double peak) {
     o->mem_s[k] += bytes / bw;

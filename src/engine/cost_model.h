@@ -73,6 +73,8 @@ typedef struct {
 } cost_factors;
 
 void cost_default_factors(cost_factors *f);
+/* The fraction of compute_eff a GEMM split over `ways` GPUs reaches: 1 / (1 + shard_loss (ways - 1)). */
+double cost_shard_eff(const cost_factors *f, double ways);
 /* The CPU scheduler's cost per step and per running sequence for an engine profile (SCHED_*): the
  * factor that applies, and where it lives (for calibration, which fits the profile's own). */
 double *cost_step_overhead_of(cost_factors *f, const engine_profile *p);

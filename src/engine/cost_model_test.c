@@ -126,6 +126,25 @@ TEST(cost_dp_attention_splits_attention_and_kv) {
     cost_free(&b);
 }
 
+/* The same setup at two shard_loss values, the same prefill of `tokens` stepped on each. 0 ok. */
+static int shard_pair(sim_params *p, double lo, double hi, int64_t tokens, cost_step *slo, cost_step *shi) {
+    char v[32];
+    cost_model a, b;
+    snprintf(v, sizeof v, "%g", lo);
+    set(p, "shard-loss", v);
+    if (cost_for(p, &a) != 0) return -1;
+    snprintf(v, sizeof v, "%g", hi);
+    set(p, "shard-loss", v);
+    if (cost_for(p, &b) != 0) { cost_free(&a); return -1; }
+    cost_batch cb;
+    cost_prefill_batch(tokens, &cb);
+    cost_step_time(&a, &cb, slo);
+    cost_step_time(&b, &cb, shi);
+    cost_free(&a);
+    cost_free(&b);
+    return 0;
+}
+
 /* A GEMM split over w GPUs runs at compute_eff / (1 + shard_loss (w - 1)): on a compute-bound
  * prefill the dense and expert GEMMs' compute time of TP 8 grows by exactly 1 + 7 shard_loss
  * (memory and attention untouched), and with the experts whole per GPU (EP 8) the experts' does not
@@ -135,21 +154,13 @@ TEST(cost_shard_loss_prices_split_gemms) {
     struct { const char *ep; double moe_ways; } lay[] = {{"1", 8}, {"8", 1}};
     for (int l = 0; l < 2; l++) {
         sim_params p;
-        cost_model a, b;
         sim_default_params(&p);
         set(&p, "model", "deepseek-v3");
         set(&p, "gpu", "h200");
         set(&p, "tp", "8");
         set(&p, "ep", lay[l].ep);
-        set(&p, "shard-loss", "0");
-        if (cost_for(&p, &a) != 0) return;
-        set(&p, "shard-loss", "0.5");
-        if (cost_for(&p, &b) != 0) { cost_free(&a); return; }
-        cost_batch cb;
         cost_step sa, sb;
-        cost_prefill_batch(8192, &cb);
-        cost_step_time(&a, &cb, &sa);
-        cost_step_time(&b, &cb, &sb);
+        if (shard_pair(&p, 0, loss, 8192, &sa, &sb) != 0) return;
         CHECK_NEAR(sb.comp_s[COST_ATTN_PROJ] / sa.comp_s[COST_ATTN_PROJ], 1 + loss * 7, 1e-9);
         CHECK_NEAR(sb.comp_s[COST_FFN_DENSE] / sa.comp_s[COST_FFN_DENSE], 1 + loss * 7, 1e-9);
         CHECK_NEAR(sb.comp_s[COST_MOE] / sa.comp_s[COST_MOE], 1 + loss * (lay[l].moe_ways - 1), 1e-9);
@@ -157,26 +168,14 @@ TEST(cost_shard_loss_prices_split_gemms) {
         for (int k = 0; k < COST_NCOMP; k++) CHECK_NEAR(sb.mem_s[k], sa.mem_s[k], 0);
         /* the 8k prefill is compute-heavy: the step grows */
         CHECK(sb.t > sa.t * 1.2);
-        cost_free(&a);
-        cost_free(&b);
     }
     /* one GPU: nothing is split */
     sim_params p;
-    cost_model a, b;
     sim_default_params(&p);
     set(&p, "model", "deepseek-v2-lite");
-    set(&p, "shard-loss", "0");
-    if (cost_for(&p, &a) != 0) return;
-    set(&p, "shard-loss", "2");
-    if (cost_for(&p, &b) != 0) { cost_free(&a); return; }
-    cost_batch cb;
     cost_step sa, sb;
-    cost_prefill_batch(4096, &cb);
-    cost_step_time(&a, &cb, &sa);
-    cost_step_time(&b, &cb, &sb);
+    if (shard_pair(&p, 0, 2, 4096, &sa, &sb) != 0) return;
     CHECK_NEAR(sb.t, sa.t, 0);
-    cost_free(&a);
-    cost_free(&b);
 }
 
 TEST(cost_mtp_tokens_per_step) {

@@ -110,6 +110,20 @@ static double param_shown(size_t i, const cost_factors *f, const char **unit) {
     return !time ? v : params[i].prior >= 1e-3 ? v * 1e3 : v * 1e6;
 }
 
+/* One line of every fitted parameter at f, each followed by its value at ref in brackets when ref is
+ * given; the values as shown go to shown[] when it is given. */
+static void print_param_line(FILE *out, const char *head, const cost_factors *f, const cost_factors *ref, double *shown) {
+    fprintf(out, "%s", head);
+    for (size_t i = 0; i < N_PARAMS; i++) {
+        const char *u;
+        double v = param_shown(i, f, &u);
+        fprintf(out, " %s %.3g%s", params[i].name, v, u);
+        if (ref) fprintf(out, " (%.3g)", param_shown(i, ref, &u));
+        if (shown) shown[i] = v;
+    }
+    fputc('\n', out);
+}
+
 void val_print_factors(FILE *out, const cost_factors *f) {
     for (size_t i = 0; i < N_PARAMS; i++) {
         const char *u;
@@ -911,13 +925,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         for (int r = 0; r < t->n_rows; r++) train[r] = t->rows[r].scored && !t->rows[r].not_simulated[0];
         cost_factors fa;
         gn_refit(t, &f0, J, e0, keys, n, train, &fa);
-        fprintf(out, "refit on every group (in use):");
-        for (size_t i = 0; i < P; i++) {
-            const char *u;
-            double v = param_shown(i, &fa, &u), w = param_shown(i, &in_use, &u);
-            fprintf(out, " %s %.3g%s (%.3g)", params[i].name, v, u, w);
-        }
-        fputc('\n', out);
+        print_param_line(out, "refit on every group (in use):", &fa, &in_use, NULL);
     }
     /* the TTFTs without a request path: what the path's fits start from (at the defaults in use for
      * the path in use, COST_REQUEST_*; at the start for the folds' own fits) */
@@ -948,15 +956,14 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         gn_refit(t, &f0, J, e0, keys, n, train, &f);
         /* each fold's parameters, and their spread over the folds (printed after the table): a
          * parameter that moves far when one group leaves rests on that group */
-        fprintf(out, "%-26s refit without this group:", t->rows[r].group);
+        char head[96];
+        double shown[P];
+        snprintf(head, sizeof head, "%-26s refit without this group:", t->rows[r].group);
+        print_param_line(out, head, &f, NULL, shown);
         for (size_t i = 0; i < P; i++) {
-            const char *u;
-            double v = param_shown(i, &f, &u);
-            fprintf(out, " %s %.3g%s", params[i].name, v, u);
-            if (!(v >= pmin[i])) pmin[i] = v;
-            if (!(v <= pmax[i])) pmax[i] = v;
+            if (!(shown[i] >= pmin[i])) pmin[i] = shown[i];
+            if (!(shown[i] <= pmax[i])) pmax[i] = shown[i];
         }
-        fputc('\n', out);
         int group_ttft = 0;
         for (int q = 0; q < t->n_rows; q++) group_ttft |= want[q] && t->rows[q].has_ttft;
         if (rp_fit(t, base, train, &f) && group_ttft)

@@ -382,11 +382,11 @@ void plan_print(FILE *f, const plan_inputs *in, const plan_result *r) {
     fprintf(f, "  %-34s %lld tokens = %lld blocks of %d\n", "KV capacity", r->kv_tokens, r->kv_blocks, p->block_size);
     fprintf(f, "  %-34s %lld sequences of %d tokens\n", "fits at once",
             r->seqs_at_context_len, in->context_len > 0 ? in->context_len : in->prompt_tokens + in->output_tokens);
-    /* a GEMM split over the TP group runs at compute_eff / (1 + shard_loss (tp - 1)) (cost_model.h):
-     * the header says so where it applies, so the compute times below agree with it */
+    /* a GEMM split over the TP group runs at a fraction of compute_eff (cost_shard_eff): the header
+     * says so where it applies, so the compute times below agree with it */
     char split[96] = "";
     if (p->tp > 1 && p->factors.shard_loss > 0)
-        snprintf(split, sizeof split, " (%.1f%% for a GEMM split %d ways)", p->factors.compute_eff * 100 / (1 + p->factors.shard_loss * (p->tp - 1)), p->tp);
+        snprintf(split, sizeof split, " (%.1f%% for a GEMM split %d ways)", p->factors.compute_eff * 100 * cost_shard_eff(&p->factors, p->tp), p->tp);
     fprintf(f, "\nRoofline step times (efficiency: HBM %.0f%%, compute %.0f%%%s, link %.0f%%)\n",
             p->factors.bw_eff * 100, p->factors.compute_eff * 100, split, p->factors.link_eff * 100);
     char lab[96];
