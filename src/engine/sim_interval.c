@@ -8,7 +8,7 @@
  * data/published.json` (its line "interval half-widths for predictions"): leave-one-group-out on
  * the 58 simulated rows, and calibrate-then-predict on the deployments published at several loads
  * (fit the lowest load, predict the others). Stored as the relative half-width exp(q) - 1. */
-static const double halfwidth[SIM_IV_N] = {0.55, 0.36, 0.64};      /* 2026-12-06 (refits from the 2024-25 start; split GEMMs, TRT-LLM batch waiting): 79%, 74%, 56% coverage out of group */
+static const double halfwidth[SIM_IV_N] = {0.39, 0.32, 0.71};      /* 2026-12-06 (ATOM prefill-first): 86%, 78%, 57% coverage out of group */
 static const double halfwidth_cal[SIM_IV_N] = {0.20, 0.21, 0.51};  /* 21 rows of 3 deployments (B200, MI355X) */
 
 double sim_interval_q(sim_iv_target k, int calibrated) {
