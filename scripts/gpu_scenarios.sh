@@ -14,7 +14,8 @@
 # (the build and ~33 GB of models); BIN is a dsperf binary that runs there (LD_LIBRARY_PATH may be set
 # for it alone with --dsperf-libs DIR). Scenarios: slots overhead cpu_only partial_offload context
 # (default: all, in that order); overhead_q8, overhead_q4 and overhead_long (the simulator's held-out
-# sweeps, run when named; the quantized ones also build llama-quantize); and on a machine with two or more GPUs the four split runs (`multigpu`
+# sweeps, run when named; the quantized ones also build llama-quantize), floor_f16, floor_q8 and floor_q4
+# (the loop kernels' GPU time per weight type, run when named); and on a machine with two or more GPUs the four split runs (`multigpu`
 # names them all): layer_split (-sm layer, c = 1..32), row_split (-sm row, same load), uneven_split
 # (-sm layer -ts 3,1), two_servers (one llama-server per GPU, -sm none, two URLs benched as one job:
 # two ranks under mpirun, one per server). Asked for on fewer than two GPUs, they are refused (exit 2)
@@ -69,7 +70,7 @@ if [ ! -x "$SRV" ]; then
 fi
 QUANT="$WORK/llama-quantize"   # llama.cpp's own quantizer, for the quantized-weight runs
 need_quant=0
-for s in $SCENARIOS; do case $s in overhead_q8 | overhead_q4) need_quant=1 ;; esac; done
+for s in $SCENARIOS; do case $s in overhead_q8 | overhead_q4 | floor_q8 | floor_q4) need_quant=1 ;; esac; done
 if [ $need_quant = 1 ] && [ ! -x "$QUANT" ]; then
   log "building llama-quantize"
   (cd "$WORK/src" && cmake --build build -j"$JOBS" --target llama-quantize >>"$OUT/build.log" 2>&1) \
@@ -101,6 +102,8 @@ quantize() {   # quantize SCENARIO TYPE: v2lite.gguf -> v2lite-<type>.gguf with 
 }
 quantize overhead_q8 Q8_0
 quantize overhead_q4 Q4_0
+quantize floor_q8 Q8_0
+quantize floor_q4 Q4_0
 
 # 3. the scenarios
 PORT=18080
@@ -175,6 +178,12 @@ for s in $SCENARIOS; do
     overhead_q8) run overhead_q8 v2lite-q8_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
     # the same with Q4_0 (4.5 bits a weight: the same MMVQ/MMQ loop, a quarter of f16's bytes)
     overhead_q4) run overhead_q4 v2lite-q4_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
+    # the GPU time of the expert loop's small kernels per weight type (cost_model.c ggml_kernel_gpu_s):
+    # short prompts (128 in / 128 out) at c = 1..8, the same V2-Lite in f16, Q8_0 and Q4_0 on one host;
+    # NVML's busy share x the median ITL grows with the loop's kernels from c = 1 (none) up
+    floor_f16) run floor_f16 v2lite "-ngl 99 -np 8 -c 16384" --concurrency 1..8x2 --duration 12s --dataset random:in=128,out=128 ;;
+    floor_q8) run floor_q8 v2lite-q8_0 "-ngl 99 -np 8 -c 16384" --concurrency 1..8x2 --duration 12s --dataset random:in=128,out=128 ;;
+    floor_q4) run floor_q4 v2lite-q4_0 "-ngl 99 -np 8 -c 16384" --concurrency 1..8x2 --duration 12s --dataset random:in=128,out=128 ;;
     overhead_long) run overhead_long v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 15s --dataset random:in=1024,out=256 ;;
     # a GPU box serving with -ngl 0: the weights stay in host memory, the CPU does the work, the GPU idles
     cpu_only) run cpu_only medium "-ngl 0 -np 4 -c 8192" --concurrency 1,4 --duration 15s --dataset random:in=256,out=64 ;;
