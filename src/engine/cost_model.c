@@ -30,10 +30,10 @@ void cost_default_factors(cost_factors *f) {
      * Gauss-Newton step from its start (the 2024-25 rows' `--fit`), the line "refit on every group"
      * of `dsperf sim --validate data/published.json`, which its test holds these to; README-sim.md
      * lists the values, the rows each one rests on and their spread over the leave-one-group-out folds */
-    f->kernel_s = 4.17e-6;
-    f->launch_s = 21.8e-6;
+    f->kernel_s = 4.13e-6;
+    f->launch_s = 22.6e-6;
     f->step_overhead_s = 7.04e-3;
-    f->seq_overhead_s = 9.79e-6;
+    f->seq_overhead_s = 9.85e-6;
     f->seq_overhead_trt_s = 182e-6;
     /* vLLM V1's engine core, not fitted (no row of the published table runs it); two published
      * measurements of its step bound it (README-sim.md, "Scheduler cost per engine"):
@@ -44,18 +44,18 @@ void cost_default_factors(cost_factors *f) {
      * 2-3 ms on GIL contention to be optimized away: 1 ms + 256 x 10 us = 3.6 ms. */
     f->step_overhead_v1_s = 1.0e-3;
     f->seq_overhead_v1_s = 10e-6;
-    f->comm_latency_s = 11.0e-6;
-    f->moe_eff = 0.365;
+    f->comm_latency_s = 10.6e-6;
+    f->moe_eff = 0.364;
     /* not fitted: with native block-scaled MMA the grouped GEMM reads its experts like any weight;
      * SGLang v0.5.12 and TensorRT-LLM 1.3 on 8 x B200 at 8-64 concurrent (N14-N24) are within
      * +-6% of their published TPOT at 1 and 38-90% slower at 0.355 (README-sim.md) */
     f->moe_native_eff = 1.0;
-    f->moe_triton_eff = 0.318;
+    f->moe_triton_eff = 0.320;
     f->moe_triton_fp8_eff = 0.106;
     f->attn_triton_eff = 0.112;
     /* the rows that split GEMMs over 4-8 GPUs set it (the 2024-25 rows do not move it): README-sim.md,
      * "Split GEMMs" */
-    f->shard_loss = 0.335;
+    f->shard_loss = 0.355;
     f->ggml_compute_eff = 0.264;   /* A5 ub128, A6 ub512, A7 PP4096 set it (README-sim.md) */
     /* the step's growth from c = 1 to c = 2 on tests/fixtures/real-gpu/gpu_overhead.json (V2-Lite
      * f16, one H200: 16.16 -> 33.50 ms, the loop's ~3,700 calls at batch 2), README-sim.md */
@@ -290,7 +290,13 @@ double *cost_moe_eff_of(const cost_model *c, cost_factors *f) {
     if (c->s.prof.moe_kernel == MOE_TRITON) return c->weight_dtype == DT_FP8 ? &f->moe_triton_fp8_eff : &f->moe_triton_eff;
     /* the GPUs with fp4 tensor cores (Blackwell's tcgen05 and sm120 block-scaled MMA, CDNA4's MX
      * MFMA) apply the scales in the MMA; Hopper and MI300X promote in CUDA cores (DeepGEMM) */
-    return block_scaled(c->weight_dtype) && !(c->gpu.fp4_flops > 0) ? &f->moe_eff : &f->moe_native_eff;
+    if (!block_scaled(c->weight_dtype) || c->gpu.fp4_flops > 0) return &f->moe_native_eff;
+    /* SGLang >= 0.5.7 runs TP-sharded block-fp8 experts (no DeepEP) through its Triton fused MoE,
+     * which on Hopper swaps A and B for few tokens per expert (sglang#15712, 2025-12: the weight on
+     * WGMMA's M side): it streams the experts like any weight (README-sim.md, "Hopper's fused MoE") */
+    if (c->s.prof.moe_kernel == MOE_SWAPAB && c->weight_dtype == DT_FP8 && hw_is_hopper(&c->gpu) && c->s.prof.a2a != A2A_DEEPEP)
+        return &f->moe_native_eff;
+    return &f->moe_eff;
 }
 
 /* Routed experts of one MoE layer on the busiest GPU, for T tokens entering the MoE. */

@@ -30,8 +30,9 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
      "and Triton fused MoE (block-scaled fp8 for V3)",
      {"sglang-v0.4", 1, 160, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0.1, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 0, ATTN_TRITON, 0, 0, 0}},
     {"SGLang >= 0.4: overlap scheduler, CUDA graphs to batch 512, MLA, prefill batches apart, DP attention / "
-     "DeepEP / two-batch overlap when asked",
-     {"sglang", 1, 512, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0.1, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 0, ATTN_FLASH, 0, 0, 0}},
+     "DeepEP / two-batch overlap when asked; its Triton fused MoE's swapAB for block fp8 on Hopper (v0.5.7+; "
+     "--moe-kernel tuned for earlier versions)",
+     {"sglang", 1, 512, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0.1, MOE_SWAPAB, A2A_ALLREDUCE, 1, 0, 0, ATTN_FLASH, 0, 0, 0}},
     {"TensorRT-LLM PyTorch flow (2025): CUDA graphs, MLA, in-flight batching with chunked context, overlap "
      "scheduler, guaranteed-no-evict admission",
      {"trtllm", 1, 0, 1, 0, 17, 9, 1, PREFILL_MIXED, 1.0, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 0, ATTN_FLASH, SCHED_TRT, 0, 0}},

@@ -16,7 +16,8 @@ enum { PREFILL_MIXED = 0,      /* chunked prefill shares steps with decodes (vLL
        PREFILL_SEPARATE = 1 }; /* a step is all prefill while prompts wait (vLLM V0, SGLang) */
 enum { MOE_TUNED = 0,          /* grouped GEMMs tuned for few tokens per expert (DeepGEMM, CUTLASS, TRT-LLM) */
        MOE_TRITON = 1,         /* the Triton fused-MoE kernel of 2024 engines */
-       MOE_GEMV = 2 };         /* one sequence: each selected expert's weights streamed once (llama.cpp mul_mat_id) */
+       MOE_GEMV = 2,           /* one sequence: each selected expert's weights streamed once (llama.cpp mul_mat_id) */
+       MOE_SWAPAB = 3 };       /* tuned, and the Triton fused MoE's swapAB for block fp8 on Hopper (SGLang >= 0.5.7) */
 enum { ATTN_FLASH = 0,         /* FlashMLA / FlashInfer MLA / TRT-LLM MLA kernels */
        ATTN_TRITON = 1 };      /* the Triton MLA decode kernel of SGLang's first MLA support (2024 - v0.4.1) */
 enum { SCHED_PY = 0,           /* the 2024 Python schedulers (vLLM V0, SGLang, LMDeploy) */

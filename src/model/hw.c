@@ -36,6 +36,13 @@ static const hw_gpu gpus[] = {
 
 const hw_gpu *hw_catalog(size_t i) { return i < N_GPUS ? &gpus[i] : NULL; }
 
+int hw_is_hopper(const hw_gpu *g) {
+    static const char *const sm90[] = {"h100", "h800", "h200", "h20"};
+    for (size_t i = 0; g && i < sizeof sm90 / sizeof sm90[0]; i++)
+        if (!strcmp(g->name, sm90[i])) return 1;
+    return 0;
+}
+
 const hw_gpu *hw_find(const char *name) {
     if (!name) return NULL;
     static const struct { const char *alias, *name; } al[] = {
