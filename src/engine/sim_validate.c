@@ -50,6 +50,9 @@ typedef struct {
     int generation;          /* the engine's year (time split) */
     char deployment[64];     /* rows of one deployment at several loads (calibrate on one, predict the rest) */
     char not_simulated[200];
+    /* simulated and scored, never in a fit: a miss the model has no mechanism for yet, which the
+     * global parameters must not absorb (the row says why) */
+    char predict_only[240];
     int first_case, n_cases;
     int scored;              /* has metrics in a target category */
     int has_ttft;            /* a TTFT among them */
@@ -256,6 +259,7 @@ int val_load(const char *path, val_table **out, char *err, size_t errlen) {
         snprintf(vr->id, sizeof vr->id, "%s", json_string_value(json_object_get(r, "id")) ?: "?");
         json_t *sim = json_object_get(r, "sim");
         snprintf(vr->not_simulated, sizeof vr->not_simulated, "%s", json_string_value(json_object_get(sim, "not_simulated")) ?: "");
+        snprintf(vr->predict_only, sizeof vr->predict_only, "%s", json_string_value(json_object_get(sim, "predict_only")) ?: "");
         snprintf(vr->group, sizeof vr->group, "%s", json_string_value(json_object_get(sim, "group")) ?: vr->id);
         vr->generation = (int)jnum(sim, "generation", 0);
         snprintf(vr->deployment, sizeof vr->deployment, "%s", json_string_value(json_object_get(sim, "deployment")) ?: "");
@@ -493,6 +497,7 @@ void val_print(FILE *out, const val_table *t) {
             fprintf(out, "%-5s not simulated: %s\n", t->rows[r].id, t->rows[r].not_simulated);
             continue;
         }
+        if (t->rows[r].predict_only[0]) fprintf(out, "%-5s predicted, in no fit: %s\n", t->rows[r].id, t->rows[r].predict_only);
         for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
             for (int j = 0; j < t->cases[ci].n_m; j++) {
                 const val_metric *m = &t->cases[ci].m[j];
@@ -511,7 +516,7 @@ static double objective(const val_table *t, int exclude) {
     double sum = 0;
     int cnt = 0;
     for (int r = 0; r < t->n_rows; r++) {
-        if (left_out(t, r, exclude)) continue;
+        if (left_out(t, r, exclude) || t->rows[r].predict_only[0]) continue;
         for (int k = 0; k < VAL_OTHER; k++) {
             double s = 0;
             int m = 0;
@@ -739,10 +744,11 @@ static void gn_refit(const val_table *t, const cost_factors *f0, const double *J
      * tokenization), which the step parameters must not absorb. */
     int *in_group = calloc((size_t)t->n_rows + 1, sizeof *in_group);
     for (int r = 0; in_group && r < t->n_rows; r++)
-        if (train[r])
-            for (int q = 0; q < t->n_rows; q++) in_group[r] += train[q] && !strcmp(t->rows[q].group, t->rows[r].group);
+        if (train[r] && !t->rows[r].predict_only[0])
+            for (int q = 0; q < t->n_rows; q++)
+                in_group[r] += train[q] && !t->rows[q].predict_only[0] && !strcmp(t->rows[q].group, t->rows[r].group);
     for (int i = 0; i < n; i++) {
-        if (!train[keys[i].row] || keys[i].cat == VAL_TTFT) continue;
+        if (!train[keys[i].row] || keys[i].cat == VAL_TTFT || t->rows[keys[i].row].predict_only[0]) continue;
         double w = in_group && in_group[keys[i].row] > 0 ? 1.0 / in_group[keys[i].row] : 1;
         for (int a = 0; a < P; a++) {
             b[a] -= w * J[i * P + a] * e0[i];
@@ -860,9 +866,9 @@ static int rp_fit(const val_table *t, const double *base, const unsigned char *t
     if (!in_group) return 0;
     /* in_group[r]: the TTFT metrics of r's group in train (a group weighs once) */
     for (int r = 0; r < t->n_rows; r++) {
-        if (!train[r]) continue;
+        if (!train[r] || t->rows[r].predict_only[0]) continue;
         for (int q = 0; q < t->n_rows; q++) {
-            if (!train[q] || strcmp(t->rows[q].group, t->rows[r].group)) continue;
+            if (!train[q] || t->rows[q].predict_only[0] || strcmp(t->rows[q].group, t->rows[r].group)) continue;
             for (int ci = t->rows[q].first_case; ci < t->rows[q].first_case + t->rows[q].n_cases; ci++)
                 for (int j = 0; j < t->cases[ci].n_m; j++)
                     in_group[r] += t->cases[ci].m[j].cat == VAL_TTFT && base[ci * MAX_METRICS + j] > 0 && t->cases[ci].m[j].published > 0;

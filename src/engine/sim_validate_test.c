@@ -272,3 +272,44 @@ TEST(sim_validate_h100_holdouts_calibrate_then_predict) {
         CHECK_MSG(in >= coverage_floor(tot), "%s: %d of %d inside the 80%% intervals", sw[s].sweep, in, tot);
     }
 }
+
+/* A row marked predict_only is simulated, scored and predicted out of group, but no fit sees it:
+ * the refit on every group is the same with it as without it, and differs when the same row is
+ * an ordinary one (its published TPOT is 3x what the model gives: it would pull the parameters). */
+static char *refit_line_of(const char *rows_json) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/po.json", harness_tmpdir());
+    FILE *fp = fopen(path, "w");
+    CHECK(fp != NULL);
+    if (!fp) return NULL;
+    fprintf(fp, "{\"rows\":[%s]}", rows_json);
+    fclose(fp);
+    char cmd[600], *out = NULL;
+    snprintf(cmd, sizeof cmd, "sim --validate %s", path);
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    const char *l = out ? strstr(out, "refit on every group (in use):") : NULL;
+    char *line = l ? strndup(l, strcspn(l, "\n")) : NULL;
+    CHECK(line != NULL);
+    if (out && strstr(rows_json, "predict_only")) CHECK(strstr(out, "predicted, in no fit: a test") != NULL);
+    free(out);
+    return line;
+}
+
+#define PO_ROW(id, group, tpot, extra) \
+    "{\"id\":\"" id "\",\"sim\":{\"flags\":\"--model deepseek-v3 --gpu h200 --tp 8 --weight-dtype fp8\",\"group\":\"" group \
+    "\",\"generation\":2025" extra ",\"cases\":[{\"name\":\"b8\",\"kind\":\"decode\",\"workload\":{\"batch\":8,\"context\":1000}," \
+    "\"metrics\":[{\"name\":\"tpot_ms\",\"published\":" tpot ",\"score\":\"tpot\"}]},{\"name\":\"b64\",\"kind\":\"decode\"," \
+    "\"workload\":{\"batch\":64,\"context\":1000},\"metrics\":[{\"name\":\"tpot_ms\",\"published\":" tpot ",\"score\":\"tpot\"}]}]}}"
+
+TEST(sim_validate_predict_only_rows_stay_out_of_the_fits) {
+    const char *base = PO_ROW("P1", "g1", "20", "") "," PO_ROW("P2", "g2", "25", "") "," PO_ROW("P3", "g3", "30", "");
+    char with[4096], plain[4096];
+    snprintf(with, sizeof with, "%s,%s", base, PO_ROW("P4", "g4", "90", ",\"predict_only\":\"a test\""));
+    snprintf(plain, sizeof plain, "%s,%s", base, PO_ROW("P4", "g4", "90", ""));
+    char *a = refit_line_of(base), *b = refit_line_of(with), *c = refit_line_of(plain);
+    CHECK_MSG(a && b && !strcmp(a, b), "a predict-only row moved the refit:\n%s\n%s", a ? a : "", b ? b : "");
+    CHECK_MSG(a && c && strcmp(a, c), "an ordinary row of 3x the TPOT did not move the refit: %s", c ? c : "");
+    free(a);
+    free(b);
+    free(c);
+}
