@@ -708,13 +708,13 @@ TEST(sim_moe_eff_follows_native_block_scaling) {
     }
 }
 
-/* One request (128 prompt, 400 out) decodes from t = 0; a second (64 prompt, 4 out) arrives at
- * 60 ms, mid-decode. Returns the trace (the decoder watched). */
-static const trace *mid_decode_arrival(sim_params *p, int64_t *arrival_ns) {
+/* One request (128 prompt, 400 out) decodes from t = 0; a second (prompt2 tokens, 4 out) arrives
+ * at 60 ms, mid-decode. Returns the trace (the decoder watched). */
+static const trace *mid_decode_arrival_of(sim_params *p, int prompt2, int64_t *arrival_ns) {
     engine *e = make(p);
     static trace t;
     memset(&t, 0, sizeof t);
-    int prompt[2] = {128, 64}, out[2] = {400, 4};
+    int prompt[2] = {128, prompt2}, out[2] = {400, 4};
     int64_t arr[2] = {0, 60000000LL};
     t.watch[0] = 1;
     drive(e, 2, arr, prompt, out, &t, NULL);
@@ -722,6 +722,8 @@ static const trace *mid_decode_arrival(sim_params *p, int64_t *arrival_ns) {
     *arrival_ns = arr[1];
     return &t;
 }
+
+static const trace *mid_decode_arrival(sim_params *p, int64_t *arrival_ns) { return mid_decode_arrival_of(p, 64, arrival_ns); }
 
 /* The decoder's k-th step start (k = 0: its first token), rebuilt from its stored ITLs; -1 past the end. */
 static int64_t decoder_step_start(const trace *t, int k) {
@@ -808,18 +810,12 @@ static int64_t prefill_first_case(const char *profile, int64_t *gap_ns) {
     /* ATOM does not chunk prompts (the rows say so with the flag); vLLM V1 does */
     if (!strcmp(profile, "atom")) CHECK(sim_params_set(&p, "chunked-prefill", "off", err, sizeof err) == 0);
     plain_costs(&p);
-    engine *e = make(&p);
-    static trace t;
-    memset(&t, 0, sizeof t);
-    int prompt[2] = {128, 4096}, out[2] = {400, 4};
-    int64_t arr[2] = {0, 60000000LL};
-    t.watch[0] = 1;
-    drive(e, 2, arr, prompt, out, &t, NULL);
-    engine_destroy(e);
-    int64_t first = t.first_ns[1], same = 0;
+    int64_t arr;
+    const trace *t = mid_decode_arrival_of(&p, 4096, &arr);
+    int64_t first = t->first_ns[1], same = 0;
     *gap_ns = 0;
-    for (int k = 0; k < t.n_itl; k++) {
-        int64_t a = decoder_step_start(&t, k), b = decoder_step_start(&t, k + 1);
+    for (int k = 0; k < t->n_itl; k++) {
+        int64_t a = decoder_step_start(t, k), b = decoder_step_start(t, k + 1);
         if (llabs(b - first) < 100) same = 1;
         if (a < first && b >= first) *gap_ns = b - a;
     }
