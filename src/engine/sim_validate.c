@@ -1011,7 +1011,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
             train[r] = use[r] && !late[r];
             want[r] = (unsigned char)late[r];
             nl += late[r];
-            ne += train[r];
+            ne += train[r] && !t->rows[r].predict_only[0];   /* the rows its fit sees */
         }
         if (nl && ne) {
             cost_factors f;
