@@ -294,7 +294,7 @@ double *cost_moe_eff_of(const cost_model *c, cost_factors *f) {
     /* SGLang >= 0.5.7 runs TP-sharded block-fp8 experts (no DeepEP) through its Triton fused MoE,
      * which on Hopper swaps A and B for few tokens per expert (sglang#15712, 2025-12: the weight on
      * WGMMA's M side): it streams the experts like any weight (README-sim.md, "SGLang on 8 x H200") */
-    if (c->s.prof.moe_kernel == MOE_SWAPAB && c->weight_dtype == DT_FP8 && hw_is_hopper(&c->gpu) && c->s.prof.a2a != A2A_DEEPEP)
+    if (c->s.prof.moe_kernel == MOE_SWAPAB && c->weight_dtype == DT_FP8 && c->gpu.hopper && c->s.prof.a2a != A2A_DEEPEP)
         return &f->moe_native_eff;
     return &f->moe_eff;
 }

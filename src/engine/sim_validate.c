@@ -69,6 +69,11 @@ struct val_table {
 
 static int left_out(const val_table *t, int r, int exclude) { return r == exclude || (t->excl && t->excl[r]); }
 
+/* Whether a fit sees row r: in its training rows (train NULL: all) and not predict-only. */
+static int fit_sees(const val_table *t, const unsigned char *train, int r) {
+    return (!train || train[r]) && !t->rows[r].predict_only[0];
+}
+
 /* The fitted parameters: where they live in cost_factors, their physical range, the prior (a
  * physically plausible value the refits' ridge pulls to), and the start: where every refit of the
  * validation starts (its Gauss-Newton linearization point), the values `--fit` gave on the 2024-25
@@ -516,7 +521,7 @@ static double objective(const val_table *t, int exclude) {
     double sum = 0;
     int cnt = 0;
     for (int r = 0; r < t->n_rows; r++) {
-        if (left_out(t, r, exclude) || t->rows[r].predict_only[0]) continue;
+        if (left_out(t, r, exclude) || !fit_sees(t, NULL, r)) continue;
         for (int k = 0; k < VAL_OTHER; k++) {
             double s = 0;
             int m = 0;
@@ -744,11 +749,10 @@ static void gn_refit(const val_table *t, const cost_factors *f0, const double *J
      * tokenization), which the step parameters must not absorb. */
     int *in_group = calloc((size_t)t->n_rows + 1, sizeof *in_group);
     for (int r = 0; in_group && r < t->n_rows; r++)
-        if (train[r] && !t->rows[r].predict_only[0])
-            for (int q = 0; q < t->n_rows; q++)
-                in_group[r] += train[q] && !t->rows[q].predict_only[0] && !strcmp(t->rows[q].group, t->rows[r].group);
+        if (fit_sees(t, train, r))
+            for (int q = 0; q < t->n_rows; q++) in_group[r] += fit_sees(t, train, q) && !strcmp(t->rows[q].group, t->rows[r].group);
     for (int i = 0; i < n; i++) {
-        if (!train[keys[i].row] || keys[i].cat == VAL_TTFT || t->rows[keys[i].row].predict_only[0]) continue;
+        if (!fit_sees(t, train, keys[i].row) || keys[i].cat == VAL_TTFT) continue;
         double w = in_group && in_group[keys[i].row] > 0 ? 1.0 / in_group[keys[i].row] : 1;
         for (int a = 0; a < P; a++) {
             b[a] -= w * J[i * P + a] * e0[i];
@@ -866,9 +870,9 @@ static int rp_fit(const val_table *t, const double *base, const unsigned char *t
     if (!in_group) return 0;
     /* in_group[r]: the TTFT metrics of r's group in train (a group weighs once) */
     for (int r = 0; r < t->n_rows; r++) {
-        if (!train[r] || t->rows[r].predict_only[0]) continue;
+        if (!fit_sees(t, train, r)) continue;
         for (int q = 0; q < t->n_rows; q++) {
-            if (!train[q] || t->rows[q].predict_only[0] || strcmp(t->rows[q].group, t->rows[r].group)) continue;
+            if (!fit_sees(t, train, q) || strcmp(t->rows[q].group, t->rows[r].group)) continue;
             for (int ci = t->rows[q].first_case; ci < t->rows[q].first_case + t->rows[q].n_cases; ci++)
                 for (int j = 0; j < t->cases[ci].n_m; j++)
                     in_group[r] += t->cases[ci].m[j].cat == VAL_TTFT && base[ci * MAX_METRICS + j] > 0 && t->cases[ci].m[j].published > 0;
@@ -1011,7 +1015,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
             train[r] = use[r] && !late[r];
             want[r] = (unsigned char)late[r];
             nl += late[r];
-            ne += train[r] && !t->rows[r].predict_only[0];   /* the rows its fit sees */
+            ne += fit_sees(t, train, r);
         }
         if (nl && ne) {
             cost_factors f;

@@ -111,12 +111,11 @@ typedef struct {
     double nic_bytes_per_s;
     int domain_gpus;
     int pcie;                  /* 1: GPUs talk over PCIe (no NVLink) */
+    int hopper;                /* 1: sm90 (WGMMA; fp8 without block-scaled MMA): kernels written for it apply */
 } hw_gpu;
 
 const hw_gpu *hw_find(const char *name);   /* "h200", "H100", "a100-80g", "mi300x", "b200", ... */
 const hw_gpu *hw_catalog(size_t i);
-/* 1 for the catalog's Hopper GPUs (sm90: H100, H800, H200, H20) */
-int hw_is_hopper(const hw_gpu *g);
 /* Peak matmul rate for weights stored in dtype d: fp8/fp4/int8 tensor cores where the GPU has them
  * (GGUF q4 runs as int8 MMQ), else bf16. */
 double hw_matmul_flops(const hw_gpu *g, model_dtype d);
