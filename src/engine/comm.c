@@ -2,17 +2,16 @@
 #include "engine/comm.h"
 #include <math.h>
 
-#define ALPHA_INTER_S 46.5e-6    /* NVIDIA/nccl#1244: 4 B - 1 KiB all-reduce over 2 x 8 H20, IB NDR */
 #define DEEPEP_LL_FLOOR_S 10e-6  /* assumed fixed part of a low-latency kernel (launch + one RDMA round trip) */
 #define DEEPEP_NORMAL_ALPHA_S 20e-6
 #define DEEPEP_LL_MEASURED_EP 8  /* the smallest EP of the low-latency table (one H800 node) */
 
-void comm_init(comm_model *m, const hw_gpu *g, double link_eff, double alpha_s) {
+void comm_init(comm_model *m, const hw_gpu *g, double link_eff, double alpha_s, double alpha_inter_s) {
     m->link_dir_bytes_per_s = g->link_bytes_per_s / 2;
     m->link_bytes_per_s = g->link_bytes_per_s / 2 * link_eff;
     m->nic_bytes_per_s = (g->nic_bytes_per_s > 0 ? g->nic_bytes_per_s : g->link_bytes_per_s / 2) * link_eff;
     m->alpha_s = alpha_s;
-    m->alpha_inter_s = alpha_s > ALPHA_INTER_S ? alpha_s : ALPHA_INTER_S;
+    m->alpha_inter_s = alpha_s > alpha_inter_s ? alpha_s : alpha_inter_s;
     m->domain_gpus = g->domain_gpus > 0 ? g->domain_gpus : 1;
 }
 

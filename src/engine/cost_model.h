@@ -26,8 +26,8 @@
  * in 6 groups (its grid fit, all rows), with the cold-start runs, SGLang's receive interval,
  * TensorRT-LLM's batch waiting and split GEMMs (shard_loss) in the engine: what the validation's
  * in-sample table and refits start from. */
-#define COST_REQUEST_FIT_S 122.3e-3
-#define COST_REQUEST_TOKEN_FIT_S 18.71e-6
+#define COST_REQUEST_FIT_S 121.6e-3
+#define COST_REQUEST_TOKEN_FIT_S 18.88e-6
 
 typedef struct {
     double bw_eff;            /* streaming kernels' fraction of HBM bandwidth (0.85) */
@@ -39,6 +39,7 @@ typedef struct {
     double step_overhead_v1_s;/* vLLM V1's engine core per step (schedule, prepare inputs, sample) */
     double seq_overhead_v1_s; /* ... per running sequence */
     double comm_latency_s;    /* latency of one collective inside the NVLink domain */
+    double comm_inter_s;      /* ... of one spanning nodes, inside a step (NCCL over the NIC) */
     double kernel_s;          /* GPU time per kernel boundary (launch latency, tail) with CUDA graphs */
     double launch_s;          /* CPU time to launch one kernel eagerly (PyTorch dispatch) */
     double moe_eff;           /* tuned grouped GEMM bandwidth relative to a streaming kernel's, for

@@ -85,6 +85,7 @@ static const char help_head[] =
     "  --attn-dtype bf16|fp8      attention math on fp8 tensor cores (FP8 MLA) (bf16)\n"
     "  --kernel-time DUR, --launch-time DUR        GPU time per kernel (graphs); CPU time per eager launch\n"
     "  --comm-latency DUR         per collective inside the NVLink domain\n"
+    "  --comm-inter-latency DUR   per collective spanning nodes, inside a step (fitted default)\n"
     "  --moe-eff F, --moe-triton-eff F, --moe-triton-fp8-eff F, --attn-compute-eff F, --attn-triton-eff F,\n"
     "  --ggml-compute-eff F       (llama.cpp's kernels relative to the tuned ones)\n"
     "                             kernel efficiencies (fitted defaults); --moe-eff is for block-scaled\n"
@@ -113,7 +114,7 @@ static const char *const keys[] = {
     "weight-dtype", "dtype", "kv-dtype", "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens", "block-size",
     "max-model-len", "gpu-memory-utilization", "reserved-mem", "num-gpu-blocks", "chunked-prefill",
     "enable-chunked-prefill", "gpu-mem", "hbm-bw", "bf16-flops", "fp8-flops", "link-bw", "bw-eff", "compute-eff",
-    "link-eff", "step-overhead", "comm-latency", "expert-skew", "flash-attention", "scheduling-policy", "scheduler-recv-interval", "batch-wait-iters", "batch-wait-max-tokens-ratio", "profile",
+    "link-eff", "step-overhead", "comm-latency", "comm-inter-latency", "expert-skew", "flash-attention", "scheduling-policy", "scheduler-recv-interval", "batch-wait-iters", "batch-wait-max-tokens-ratio", "profile",
     "engine-profile", "dp", "data-parallel-size", "enable-dp-attention", "a2a", "two-batch-overlap", "eplb",
     "redundant-experts", "mtp", "mtp-accept-len", "mtp-accept", "cuda-graphs", "graph-max-batch", "overlap-schedule",
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
@@ -248,6 +249,7 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "step-overhead-v1")) { rc = parse_seconds(v, &p->factors.step_overhead_v1_s); want = "a duration (e.g. 1.5ms)";
     } else if (!strcmp(key, "seq-overhead-v1")) { rc = parse_seconds(v, &p->factors.seq_overhead_v1_s); want = "a duration (e.g. 10us)";
     } else if (!strcmp(key, "comm-latency")) { rc = parse_seconds(v, &p->factors.comm_latency_s); want = "a duration (e.g. 10us)";
+    } else if (!strcmp(key, "comm-inter-latency")) { rc = parse_seconds(v, &p->factors.comm_inter_s); want = "a duration (e.g. 120us)";
     } else if (!strcmp(key, "expert-skew")) {
         rc = units_parse_double(v, &p->factors.expert_skew); want = "a Zipf exponent >= 0 (0 = uniform)";
         if (!rc && (p->factors.expert_skew < 0 || p->factors.expert_skew > 10)) rc = -1;
@@ -364,7 +366,8 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
 static const struct { const char *key; size_t off; } factor_keys[] = {
     {"bw_eff", offsetof(cost_factors, bw_eff)}, {"compute_eff", offsetof(cost_factors, compute_eff)},
     {"link_eff", offsetof(cost_factors, link_eff)}, {"step_overhead_s", offsetof(cost_factors, step_overhead_s)},
-    {"comm_latency_s", offsetof(cost_factors, comm_latency_s)}, {"expert_skew", offsetof(cost_factors, expert_skew)},
+    {"comm_latency_s", offsetof(cost_factors, comm_latency_s)}, {"comm_inter_s", offsetof(cost_factors, comm_inter_s)},
+    {"expert_skew", offsetof(cost_factors, expert_skew)},
     {"seq_overhead_s", offsetof(cost_factors, seq_overhead_s)}, {"kernel_s", offsetof(cost_factors, kernel_s)},
     {"launch_s", offsetof(cost_factors, launch_s)}, {"moe_eff", offsetof(cost_factors, moe_eff)},
     {"moe_triton_eff", offsetof(cost_factors, moe_triton_eff)}, {"attn_compute_eff", offsetof(cost_factors, attn_compute_eff)},

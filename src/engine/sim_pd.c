@@ -279,7 +279,7 @@ engine *engine_sim_pd_create(const sim_params *p, engine *(*make)(const sim_para
     if (sim_params_cost(&dp, &cm, err, errlen) < 0) { pd_destroy(&s->base); return NULL; }
     s->kv_bytes_per_token = cost_kv_transfer_bytes(&cm, 1);
     s->nic_bytes_per_s = cm.comm.nic_bytes_per_s;
-    s->transfer_alpha_s = cm.comm.alpha_inter_s;
+    s->transfer_alpha_s = COMM_NET_ALPHA_S;
     cost_free(&cm);
     return &s->base;
 }

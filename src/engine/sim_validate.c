@@ -53,6 +53,8 @@ typedef struct {
     /* simulated and scored, never in a fit: a miss the model has no mechanism for yet, which the
      * global parameters must not absorb (the row says why) */
     char predict_only[240];
+    /* ... only its TTFTs: they stay out of the request path's fit (the row says why) */
+    char ttft_predict_only[240];
     int first_case, n_cases;
     int scored;              /* has metrics in a target category */
     int has_ttft;            /* a TTFT among them */
@@ -74,6 +76,11 @@ static int fit_sees(const val_table *t, const unsigned char *train, int r) {
     return (!train || train[r]) && !t->rows[r].predict_only[0];
 }
 
+/* Whether the request path's fit sees row r's TTFTs. */
+static int rp_sees(const val_table *t, const unsigned char *train, int r) {
+    return fit_sees(t, train, r) && !t->rows[r].ttft_predict_only[0];
+}
+
 /* The fitted parameters: where they live in cost_factors, their physical range, the prior (a
  * physically plausible value the refits' ridge pulls to), and the start: where every refit of the
  * validation starts (its Gauss-Newton linearization point), the values `--fit` gave on the 2024-25
@@ -88,6 +95,9 @@ static const fit_param params[] = {
     {"seq_overhead_s", "seq-overhead", offsetof(cost_factors, seq_overhead_s), 1e-6, 200e-6, 10e-6, 33.88e-6},
     {"seq_overhead_trt_s", "seq-overhead-trt", offsetof(cost_factors, seq_overhead_trt_s), 1e-6, 500e-6, 50e-6, 170.21e-6},
     {"comm_latency_s", "comm-latency", offsetof(cost_factors, comm_latency_s), 2.3e-6, 25e-6, 10e-6, 5.40e-6},
+    /* prior and start: nccl-tests' tight loop (NVIDIA/nccl#1244); no 2024-25 row of the start's fit
+     * runs a collective across nodes inside its step */
+    {"comm_inter_s", "comm-inter-latency", offsetof(cost_factors, comm_inter_s), 20e-6, 400e-6, 46.5e-6, 46.5e-6},
     {"moe_eff", "moe-eff", offsetof(cost_factors, moe_eff), 0.2, 1.0, 0.7, 0.355},
     {"moe_triton_eff", "moe-triton-eff", offsetof(cost_factors, moe_triton_eff), 0.05, 1.0, 0.4, 0.470},
     {"moe_triton_fp8_eff", "moe-triton-fp8-eff", offsetof(cost_factors, moe_triton_fp8_eff), 0.02, 1.0, 0.2, 0.107},
@@ -265,6 +275,8 @@ int val_load(const char *path, val_table **out, char *err, size_t errlen) {
         json_t *sim = json_object_get(r, "sim");
         snprintf(vr->not_simulated, sizeof vr->not_simulated, "%s", json_string_value(json_object_get(sim, "not_simulated")) ?: "");
         snprintf(vr->predict_only, sizeof vr->predict_only, "%s", json_string_value(json_object_get(sim, "predict_only")) ?: "");
+        snprintf(vr->ttft_predict_only, sizeof vr->ttft_predict_only, "%s",
+                 json_string_value(json_object_get(sim, "ttft_predict_only")) ?: "");
         snprintf(vr->group, sizeof vr->group, "%s", json_string_value(json_object_get(sim, "group")) ?: vr->id);
         vr->generation = (int)jnum(sim, "generation", 0);
         snprintf(vr->deployment, sizeof vr->deployment, "%s", json_string_value(json_object_get(sim, "deployment")) ?: "");
@@ -503,6 +515,8 @@ void val_print(FILE *out, const val_table *t) {
             continue;
         }
         if (t->rows[r].predict_only[0]) fprintf(out, "%-5s predicted, in no fit: %s\n", t->rows[r].id, t->rows[r].predict_only);
+        if (t->rows[r].ttft_predict_only[0])
+            fprintf(out, "%-5s TTFTs predicted, in no fit: %s\n", t->rows[r].id, t->rows[r].ttft_predict_only);
         for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
             for (int j = 0; j < t->cases[ci].n_m; j++) {
                 const val_metric *m = &t->cases[ci].m[j];
@@ -870,9 +884,9 @@ static int rp_fit(const val_table *t, const double *base, const unsigned char *t
     if (!in_group) return 0;
     /* in_group[r]: the TTFT metrics of r's group in train (a group weighs once) */
     for (int r = 0; r < t->n_rows; r++) {
-        if (!fit_sees(t, train, r)) continue;
+        if (!rp_sees(t, train, r)) continue;
         for (int q = 0; q < t->n_rows; q++) {
-            if (!fit_sees(t, train, q) || strcmp(t->rows[q].group, t->rows[r].group)) continue;
+            if (!rp_sees(t, train, q) || strcmp(t->rows[q].group, t->rows[r].group)) continue;
             for (int ci = t->rows[q].first_case; ci < t->rows[q].first_case + t->rows[q].n_cases; ci++)
                 for (int j = 0; j < t->cases[ci].n_m; j++)
                     in_group[r] += t->cases[ci].m[j].cat == VAL_TTFT && base[ci * MAX_METRICS + j] > 0 && t->cases[ci].m[j].published > 0;

@@ -313,3 +313,46 @@ TEST(sim_validate_predict_only_rows_stay_out_of_the_fits) {
     free(b);
     free(c);
 }
+
+/* A row's TTFTs marked ttft_predict_only are predicted and scored, but the request path's fit does
+ * not see them: the fitted path is the same with the row as without it, and moves when the same row
+ * is an ordinary one (its TTFTs 10x the others'). */
+static char *request_path_line_of(const char *rows_json) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/tpo.json", harness_tmpdir());
+    FILE *fp = fopen(path, "w");
+    CHECK(fp != NULL);
+    if (!fp) return NULL;
+    fprintf(fp, "{\"rows\":[%s]}", rows_json);
+    fclose(fp);
+    char cmd[600], *out = NULL;
+    snprintf(cmd, sizeof cmd, "sim --validate %s", path);
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    const char *l = out ? strstr(out, "request path (a Python server's time outside the engine's steps)") : NULL;
+    char *line = l ? strndup(l, strcspn(l, "\n")) : NULL;
+    CHECK(line != NULL);
+    if (out && strstr(rows_json, "ttft_predict_only")) CHECK(strstr(out, "TTFTs predicted, in no fit: a test") != NULL);
+    free(out);
+    return line;
+}
+
+#define TTFT_ROW(id, group, ttft, extra) \
+    "{\"id\":\"" id "\",\"sim\":{\"flags\":\"--model deepseek-v2-lite --gpu h100 --tp 1\",\"group\":\"" group \
+    "\",\"generation\":2025" extra ",\"cases\":[{\"name\":\"c1\",\"kind\":\"serve\",\"workload\":{\"dataset\":" \
+    "\"random:in=512,out=16\",\"concurrency\":1,\"prompts\":2},\"metrics\":[{\"name\":\"mean_ttft_ms\",\"published\":" ttft \
+    ",\"score\":\"ttft\"}]}]}}"
+
+TEST(sim_validate_ttft_predict_only_stays_out_of_the_request_path) {
+    const char *base = TTFT_ROW("T1", "g1", "120", "") "," TTFT_ROW("T2", "g2", "150", "") "," TTFT_ROW("T3", "g3", "135", "");
+    char with[4096], plain[4096];
+    snprintf(with, sizeof with, "%s,%s", base, TTFT_ROW("T4", "g4", "1400", ",\"ttft_predict_only\":\"a test\""));
+    snprintf(plain, sizeof plain, "%s,%s", base, TTFT_ROW("T4", "g4", "1400", ""));
+    char *a = request_path_line_of(base), *b = request_path_line_of(with), *c = request_path_line_of(plain);
+    CHECK_MSG(a && b && !strcmp(a, b), "a row's predict-only TTFTs moved the request path:\n%s\n%s", a ? a : "", b ? b : "");
+    /* the fitted values, not only the count of rows, move */
+    const char *va = a ? strstr(a, "rows: ") : NULL, *vc = c ? strstr(c, "rows: ") : NULL;
+    CHECK_MSG(va && vc && strcmp(va, vc), "an ordinary row of 10x the TTFT did not move the request path: %s", c ? c : "");
+    free(a);
+    free(b);
+    free(c);
+}
