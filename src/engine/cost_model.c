@@ -507,6 +507,15 @@ void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
     o->bound = o->t_compute > o->t_mem ? COST_BOUND_COMPUTE : COST_BOUND_MEMORY;
 }
 
+const char *cost_step_limit(const cost_step *s) {
+    double math = s->t_math, over = s->t_overhead;
+    /* the communication the step waits for: all of it, or (two-batch overlap) what the math leaves */
+    double comm = fmin(s->t_comm, fmax(0, s->t - math - over));
+    if (comm > math && comm >= over) return "communication";
+    if (over > math) return "overhead";
+    return s->bound == COST_BOUND_COMPUTE ? "compute" : "bandwidth";
+}
+
 double cost_step_rescale(const cost_model *c, const cost_step *s, double bw_eff, double compute_eff, double step_overhead_s) {
     return combine(c, s, c->f.bw_eff / bw_eff, c->f.compute_eff / compute_eff, step_overhead_s, NULL);
 }

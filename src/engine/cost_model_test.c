@@ -98,6 +98,7 @@ TEST(cost_tp_across_nodes_pays_comm_inter_per_allreduce) {
     cost_batch b;
     cost_step s;
     double t_comm[3];
+    const char *limit[3] = {"", "", ""};
     const char *tp[3] = {"16", "16", "8"}, *inter[3] = {"46.5us", "134us", "134us"};
     cost_decode_batch(1, 128, &b);
     for (int i = 0; i < 3; i++) {
@@ -111,9 +112,14 @@ TEST(cost_tp_across_nodes_pays_comm_inter_per_allreduce) {
         if (cost_for(&p, &c) != 0) continue;
         cost_step_time(&c, &b, &s);
         t_comm[i] = s.t_comm;
+        limit[i] = cost_step_limit(&s);
         cost_free(&c);
     }
     CHECK_NEAR(t_comm[1] - t_comm[0], 61 * 2 * (134e-6 - 46.5e-6), 1e-6);
+    /* the step says what it waits for: across nodes the all-reduces (16 ms of a ~25 ms step),
+     * inside one node not */
+    CHECK_MSG(!strcmp(limit[1], "communication"), "TP 16 over two nodes at batch 1: %s", limit[1]);
+    CHECK_MSG(strcmp(limit[2], "communication") != 0, "TP 8 in one node at batch 1: %s", limit[2]);
     /* inside one node: the in-domain latency, whatever comm_inter_s is */
     sim_default_params(&p);
     CHECK(t_comm[2] < 61 * 2 * 2 * p.factors.comm_latency_s);

@@ -257,7 +257,7 @@ int plan_compute(const plan_inputs *in, plan_result *r, char *err, size_t errlen
                        cap == p->max_num_seqs ? "--max-num-seqs" : "KV memory", cap, ctx, r->kv_blocks);
             else
                 reason(r, "memory would allow %lld sequences; beyond %lld the step exceeds the target (%s-bound there)",
-                       cap, rec, s.bound == COST_BOUND_COMPUTE ? "compute" : "bandwidth");
+                       cap, rec, cost_step_limit(&s));
         } else {
             reason(r, "even batch 1 takes %.2f ms per token, above the TPOT target %.1f ms", s1.t * 1e3, in->tpot_target_s * 1e3);
         }
@@ -273,6 +273,7 @@ static json_t *step_json(const cost_step *s) {
                           "bytes", s->bytes, "flops", s->flops, "t_mem_ms", s->t_mem * 1e3, "t_compute_ms", s->t_compute * 1e3,
                           "t_comm_ms", s->t_comm * 1e3, "t_overhead_ms", s->t_overhead * 1e3, "t_ms", s->t * 1e3,
                           "bound", s->bound == COST_BOUND_COMPUTE ? "compute" : "memory");
+    json_object_set_new(o, "limited_by", json_string(cost_step_limit(s)));
     /* where the time goes: each component's memory and compute time, the kernels, the CPU */
     static const char *const names[COST_NCOMP] = {"attention_projections", "attention", "dense_ffn", "routed_experts"};
     json_t *parts = json_object();
@@ -357,7 +358,7 @@ static const char *human_bytes(double b, char *buf, size_t n) {
 static void print_step(FILE *f, const char *label, const cost_step *s) {
     char b1[32], b2[32];
     fprintf(f, "  %-34s %9.3f ms  (%s-bound: memory %.3f ms for %s [%s KV], compute %.3f ms for %.3g FLOP",
-            label, s->t * 1e3, s->bound == COST_BOUND_COMPUTE ? "compute" : "bandwidth", s->t_mem * 1e3,
+            label, s->t * 1e3, cost_step_limit(s), s->t_mem * 1e3,
             human_bytes(s->bytes, b1, sizeof b1), human_bytes(s->kv_bytes, b2, sizeof b2), s->t_compute * 1e3, s->flops);
     if (s->t_comm > 0) fprintf(f, ", comm %.3f ms", s->t_comm * 1e3);
     fprintf(f, ", overhead %.2f ms)\n", s->t_overhead * 1e3);
