@@ -273,10 +273,9 @@ TEST(sim_validate_h100_holdouts_calibrate_then_predict) {
     }
 }
 
-/* A row marked predict_only is simulated, scored and predicted out of group, but no fit sees it:
- * the refit on every group is the same with it as without it, and differs when the same row is
- * an ordinary one (its published TPOT is 3x what the model gives: it would pull the parameters). */
-static char *refit_line_of(const char *rows_json) {
+/* `sim --validate` of a table of rows_json: the line that starts with `line` (NULL when missing);
+ * when rows_json marks a row with `mark`, the output must say so with `said`. */
+static char *validate_line_of(const char *rows_json, const char *line, const char *mark, const char *said) {
     char path[512];
     snprintf(path, sizeof path, "%s/po.json", harness_tmpdir());
     FILE *fp = fopen(path, "w");
@@ -287,12 +286,19 @@ static char *refit_line_of(const char *rows_json) {
     char cmd[600], *out = NULL;
     snprintf(cmd, sizeof cmd, "sim --validate %s", path);
     CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
-    const char *l = out ? strstr(out, "refit on every group (in use):") : NULL;
-    char *line = l ? strndup(l, strcspn(l, "\n")) : NULL;
-    CHECK(line != NULL);
-    if (out && strstr(rows_json, "predict_only")) CHECK(strstr(out, "predicted, in no fit: a test") != NULL);
+    const char *l = out ? strstr(out, line) : NULL;
+    char *got = l ? strndup(l, strcspn(l, "\n")) : NULL;
+    CHECK(got != NULL);
+    if (out && strstr(rows_json, mark)) CHECK_MSG(strstr(out, said) != NULL, "no \"%s\" in the output", said);
     free(out);
-    return line;
+    return got;
+}
+
+/* A row marked predict_only is simulated, scored and predicted out of group, but no fit sees it:
+ * the refit on every group is the same with it as without it, and differs when the same row is
+ * an ordinary one (its published TPOT is 3x what the model gives: it would pull the parameters). */
+static char *refit_line_of(const char *rows_json) {
+    return validate_line_of(rows_json, "refit on every group (in use):", "\"predict_only\"", "predicted, in no fit: a test");
 }
 
 #define PO_ROW(id, group, tpot, extra) \
@@ -318,22 +324,8 @@ TEST(sim_validate_predict_only_rows_stay_out_of_the_fits) {
  * not see them: the fitted path is the same with the row as without it, and moves when the same row
  * is an ordinary one (its TTFTs 10x the others'). */
 static char *request_path_line_of(const char *rows_json) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/tpo.json", harness_tmpdir());
-    FILE *fp = fopen(path, "w");
-    CHECK(fp != NULL);
-    if (!fp) return NULL;
-    fprintf(fp, "{\"rows\":[%s]}", rows_json);
-    fclose(fp);
-    char cmd[600], *out = NULL;
-    snprintf(cmd, sizeof cmd, "sim --validate %s", path);
-    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
-    const char *l = out ? strstr(out, "request path (a Python server's time outside the engine's steps)") : NULL;
-    char *line = l ? strndup(l, strcspn(l, "\n")) : NULL;
-    CHECK(line != NULL);
-    if (out && strstr(rows_json, "ttft_predict_only")) CHECK(strstr(out, "TTFTs predicted, in no fit: a test") != NULL);
-    free(out);
-    return line;
+    return validate_line_of(rows_json, "request path (a Python server's time outside the engine's steps)", "ttft_predict_only",
+                            "TTFTs predicted, in no fit: a test");
 }
 
 #define TTFT_ROW(id, group, ttft, extra) \
