@@ -26,8 +26,8 @@
  * in 6 groups (its grid fit, all rows), with the cold-start runs, SGLang's receive interval,
  * TensorRT-LLM's batch waiting and split GEMMs (shard_loss) in the engine: what the validation's
  * in-sample table and refits start from. */
-#define COST_REQUEST_FIT_S 123.2e-3
-#define COST_REQUEST_TOKEN_FIT_S 19.13e-6
+#define COST_REQUEST_FIT_S 121.6e-3
+#define COST_REQUEST_TOKEN_FIT_S 19.47e-6
 
 typedef struct {
     double bw_eff;            /* streaming kernels' fraction of HBM bandwidth (0.85) */
