@@ -173,13 +173,13 @@ double cost_experts_one_row(cost_model *c, int64_t tokens);
 /* Expected number of experts that got more than `rows` of `tokens` tokens. */
 double cost_experts_over_rows(cost_model *c, int64_t tokens, int rows);
 void cost_step_time(cost_model *c, const cost_batch *b, cost_step *out);
-/* The step time for other global efficiencies, from a step computed at the model's (for
- * calibration: the components scale, the rest stays). */
 /* What the step's time is mostly spent on, as a word: "compute" or "bandwidth" (the math, by its
  * bound), "communication" (collectives not hidden behind the math) or "overhead" (kernel boundaries,
  * launches, the scheduler): the largest of the three parts of s->t. bound alone says only which
  * side of the roofline the math is on; a step of TP across nodes at batch 1 is mostly all-reduces. */
 const char *cost_step_limit(const cost_step *s);
+/* The step time for other global efficiencies, from a step computed at the model's (for
+ * calibration: the components scale, the rest stays). */
 double cost_step_rescale(const cost_model *c, const cost_step *s, double bw_eff, double compute_eff, double step_overhead_s);
 /* Expected tokens per decode step per sequence: 1 + p + ... + p^d (MTP acceptance), or the
  * published acceptance length. */
