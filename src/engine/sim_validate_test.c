@@ -294,6 +294,23 @@ static char *validate_line_of(const char *rows_json, const char *line, const cha
     return got;
 }
 
+/* The table `base` plus a fourth row: `with` (the row marked), `plain` (the same row unmarked). The
+ * line that `line_of` reads is the same with the marked row as without it, and its part from `from`
+ * on (the whole line when NULL) moves with the plain row. */
+static void check_marked_row_stays_out(char *(*line_of)(const char *), const char *base, const char *marked, const char *ordinary,
+                                       const char *from, const char *what) {
+    char with[4096], plain[4096];
+    snprintf(with, sizeof with, "%s,%s", base, marked);
+    snprintf(plain, sizeof plain, "%s,%s", base, ordinary);
+    char *a = line_of(base), *b = line_of(with), *c = line_of(plain);
+    CHECK_MSG(a && b && !strcmp(a, b), "the marked row moved the %s:\n%s\n%s", what, a ? a : "", b ? b : "");
+    const char *va = a && from ? strstr(a, from) : a, *vc = c && from ? strstr(c, from) : c;
+    CHECK_MSG(va && vc && strcmp(va, vc), "the same row unmarked did not move the %s: %s", what, c ? c : "");
+    free(a);
+    free(b);
+    free(c);
+}
+
 /* A row marked predict_only is simulated, scored and predicted out of group, but no fit sees it:
  * the refit on every group is the same with it as without it, and differs when the same row is
  * an ordinary one (its published TPOT is 3x what the model gives: it would pull the parameters). */
@@ -308,16 +325,9 @@ static char *refit_line_of(const char *rows_json) {
     "\"workload\":{\"batch\":64,\"context\":1000},\"metrics\":[{\"name\":\"tpot_ms\",\"published\":" tpot ",\"score\":\"tpot\"}]}]}}"
 
 TEST(sim_validate_predict_only_rows_stay_out_of_the_fits) {
-    const char *base = PO_ROW("P1", "g1", "20", "") "," PO_ROW("P2", "g2", "25", "") "," PO_ROW("P3", "g3", "30", "");
-    char with[4096], plain[4096];
-    snprintf(with, sizeof with, "%s,%s", base, PO_ROW("P4", "g4", "90", ",\"predict_only\":\"a test\""));
-    snprintf(plain, sizeof plain, "%s,%s", base, PO_ROW("P4", "g4", "90", ""));
-    char *a = refit_line_of(base), *b = refit_line_of(with), *c = refit_line_of(plain);
-    CHECK_MSG(a && b && !strcmp(a, b), "a predict-only row moved the refit:\n%s\n%s", a ? a : "", b ? b : "");
-    CHECK_MSG(a && c && strcmp(a, c), "an ordinary row of 3x the TPOT did not move the refit: %s", c ? c : "");
-    free(a);
-    free(b);
-    free(c);
+    /* the fourth row's published TPOT is 3x what the model gives: as an ordinary row it pulls the fit */
+    check_marked_row_stays_out(refit_line_of, PO_ROW("P1", "g1", "20", "") "," PO_ROW("P2", "g2", "25", "") "," PO_ROW("P3", "g3", "30", ""),
+                               PO_ROW("P4", "g4", "90", ",\"predict_only\":\"a test\""), PO_ROW("P4", "g4", "90", ""), NULL, "refit");
 }
 
 /* A row's TTFTs marked ttft_predict_only are predicted and scored, but the request path's fit does
@@ -335,16 +345,8 @@ static char *request_path_line_of(const char *rows_json) {
     ",\"score\":\"ttft\"}]}]}}"
 
 TEST(sim_validate_ttft_predict_only_stays_out_of_the_request_path) {
-    const char *base = TTFT_ROW("T1", "g1", "120", "") "," TTFT_ROW("T2", "g2", "150", "") "," TTFT_ROW("T3", "g3", "135", "");
-    char with[4096], plain[4096];
-    snprintf(with, sizeof with, "%s,%s", base, TTFT_ROW("T4", "g4", "1400", ",\"ttft_predict_only\":\"a test\""));
-    snprintf(plain, sizeof plain, "%s,%s", base, TTFT_ROW("T4", "g4", "1400", ""));
-    char *a = request_path_line_of(base), *b = request_path_line_of(with), *c = request_path_line_of(plain);
-    CHECK_MSG(a && b && !strcmp(a, b), "a row's predict-only TTFTs moved the request path:\n%s\n%s", a ? a : "", b ? b : "");
-    /* the fitted values, not only the count of rows, move */
-    const char *va = a ? strstr(a, "rows: ") : NULL, *vc = c ? strstr(c, "rows: ") : NULL;
-    CHECK_MSG(va && vc && strcmp(va, vc), "an ordinary row of 10x the TTFT did not move the request path: %s", c ? c : "");
-    free(a);
-    free(b);
-    free(c);
+    /* the fourth row's TTFT is 10x the others'; the fitted values move, not only the count of rows */
+    check_marked_row_stays_out(request_path_line_of, TTFT_ROW("T1", "g1", "120", "") "," TTFT_ROW("T2", "g2", "150", "") "," TTFT_ROW("T3", "g3", "135", ""),
+                               TTFT_ROW("T4", "g4", "1400", ",\"ttft_predict_only\":\"a test\""), TTFT_ROW("T4", "g4", "1400", ""), "rows: ",
+                               "request path");
 }
