@@ -85,8 +85,9 @@ static int rp_sees(const val_table *t, const unsigned char *train, int r) {
  * physically plausible value the refits' ridge pulls to), and the start: where every refit of the
  * validation starts (its Gauss-Newton linearization point), the values `--fit` gave on the 2024-25
  * rows alone (shard_loss and comm_inter_s, which those rows do not move, at their priors). The
- * headline is measured from the start so that no 2026 row shapes the point its own prediction is refitted from; the defaults
- * in use (cost_default_factors) are the same refit on every group, printed as "refit on every group". */
+ * headline is measured from the start so that no 2026 row shapes the point its own prediction is
+ * refitted from; the defaults in use (cost_default_factors) are the same refit on every group,
+ * printed as "refit on every group". */
 typedef struct { const char *name, *flag; size_t off; double lo, hi, prior, start; } fit_param;
 static const fit_param params[] = {
     {"kernel_s", "kernel-time", offsetof(cost_factors, kernel_s), 1e-6, 10e-6, 3e-6, 3.98e-6},
