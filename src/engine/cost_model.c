@@ -30,12 +30,13 @@ void cost_default_factors(cost_factors *f) {
      * Gauss-Newton step from its start (the 2024-25 rows' `--fit`), the line "refit on every group"
      * of `dsperf sim --validate data/published.json`, which its test holds these to; README-sim.md
      * lists the values, the rows each one rests on and their spread over the leave-one-group-out folds */
-    f->kernel_s = 4.17e-6;
-    f->launch_s = 27.2e-6;
-    f->step_overhead_s = 7.01e-3;
-    f->seq_overhead_s = 10.2e-6;
-    f->seq_overhead_trt_s = 183e-6;
-    /* vLLM V1's engine core, not fitted (no row of the published table runs it); two published
+    f->kernel_s = 4.11e-6;
+    f->launch_s = 27.1e-6;
+    f->step_overhead_s = 7.57e-3;
+    f->seq_overhead_s = 12.9e-6;
+    f->seq_overhead_trt_s = 180e-6;
+    /* vLLM V1's engine core, not fitted (its rows, N83 and ATOM's, which takes it as its own, do not
+     * separate it from the step's kernels); two published
      * measurements of its step bound it (README-sim.md, "Scheduler cost per engine"):
      * vllm-project/vllm#17866 (2025-05): Llama 3.2 1B one request at a time, median TPOT 2.64 ms,
      * of which the GPU's forward takes ~1.6 ms by this model's own terms (2.47 GB at bw_eff on an
@@ -44,22 +45,25 @@ void cost_default_factors(cost_factors *f) {
      * 2-3 ms on GIL contention to be optimized away: 1 ms + 256 x 10 us = 3.6 ms. */
     f->step_overhead_v1_s = 1.0e-3;
     f->seq_overhead_v1_s = 10e-6;
-    f->comm_latency_s = 9.67e-6;
+    f->comm_latency_s = 10.1e-6;
     /* fitted on the three rows that run TP across two nodes (N80: SGLang, 2 x 8 H100, one user;
      * N81: 2 x 8 H20, one user; N82: 2 x 8 H200, 8 users): 3.2x nccl-tests' 46.5 us (README-sim.md,
      * "Collectives across nodes inside a step") */
-    f->comm_inter_s = 149e-6;
-    f->moe_eff = 0.357;
+    f->comm_inter_s = 156e-6;
+    f->moe_eff = 0.362;
     /* not fitted: with native block-scaled MMA the grouped GEMM reads its experts like any weight;
      * SGLang v0.5.12 and TensorRT-LLM 1.3 on 8 x B200 at 8-64 concurrent (N14-N24) are within
      * +-6% of their published TPOT at 1 and 38-90% slower at 0.355 (README-sim.md) */
     f->moe_native_eff = 1.0;
-    f->moe_triton_eff = 0.331;
-    f->moe_triton_fp8_eff = 0.105;
-    f->attn_triton_eff = 0.112;
+    f->moe_triton_eff = 0.349;
+    f->moe_triton_fp8_eff = 0.106;
+    /* the 2025 Triton fused MoE on Hopper block-fp8 experts: N80-N84 (SGLang 2025, vLLM 0.7 and V1;
+     * five sources), README-sim.md, "The 2025 fused MoE" */
+    f->moe_fused_eff = 0.403;
+    f->attn_triton_eff = 0.116;
     /* the rows that split GEMMs over 4-8 GPUs set it (the 2024-25 rows do not move it): README-sim.md,
      * "Split GEMMs" */
-    f->shard_loss = 0.317;
+    f->shard_loss = 0.323;
     f->ggml_compute_eff = 0.264;   /* A5 ub128, A6 ub512, A7 PP4096 set it (README-sim.md) */
     /* the step's growth from c = 1 to c = 2 on tests/fixtures/real-gpu/gpu_overhead.json (V2-Lite
      * f16, one H200: 16.16 -> 33.50 ms, the loop's ~3,700 calls at batch 2), README-sim.md */
@@ -156,7 +160,8 @@ int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const co
     }
     if (f->bw_eff <= 0 || f->compute_eff <= 0 || f->link_eff <= 0 || f->bw_eff > 1 || f->compute_eff > 1 || f->link_eff > 1 ||
         f->moe_eff <= 0 || f->moe_eff > 1 || f->moe_native_eff <= 0 || f->moe_native_eff > 1 || f->moe_triton_eff <= 0 || f->moe_triton_eff > 1 ||
-        f->moe_triton_fp8_eff <= 0 || f->moe_triton_fp8_eff > 1 || f->attn_triton_eff <= 0 || f->attn_triton_eff > 1 ||
+        f->moe_triton_fp8_eff <= 0 || f->moe_triton_fp8_eff > 1 ||
+        f->moe_fused_eff <= 0 || f->moe_fused_eff > 1 || f->attn_triton_eff <= 0 || f->attn_triton_eff > 1 ||
         f->ggml_compute_eff <= 0 || f->ggml_compute_eff > 1 || !(f->shard_loss >= 0)) {
         snprintf(err, errlen, "efficiency factors must be in (0, 1] (and --shard-loss >= 0)");
         return -1;
@@ -295,11 +300,14 @@ double *cost_moe_eff_of(const cost_model *c, cost_factors *f) {
     /* the GPUs with fp4 tensor cores (Blackwell's tcgen05 and sm120 block-scaled MMA, CDNA4's MX
      * MFMA) apply the scales in the MMA; Hopper and MI300X promote in CUDA cores (DeepGEMM) */
     if (!block_scaled(c->weight_dtype) || c->gpu.fp4_flops > 0) return &f->moe_native_eff;
-    /* SGLang >= 0.5.7 runs TP-sharded block-fp8 experts (no DeepEP) through its Triton fused MoE,
-     * which on Hopper swaps A and B for few tokens per expert (sglang#15712, 2025-12: the weight on
-     * WGMMA's M side): it streams the experts like any weight (README-sim.md, "SGLang on 8 x H200") */
-    if (c->s.prof.moe_kernel == MOE_SWAPAB && c->weight_dtype == DT_FP8 && c->gpu.hopper && c->s.prof.a2a != A2A_DEEPEP)
-        return &f->moe_native_eff;
+    /* TP-sharded block-fp8 experts on Hopper (no DeepEP) go through the engine's Triton fused MoE.
+     * SGLang >= 0.5.7 swaps A and B there for few tokens per expert (sglang#15712, 2025-12: the
+     * weight on WGMMA's M side): it streams the experts like any weight (README-sim.md, "SGLang on
+     * 8 x H200"). Before it (vLLM 0.7-V1, SGLang 0.4.2-0.5.6) the kernel has its own efficiency,
+     * apart from the grouped GEMMs of DeepEP and TensorRT-LLM (README-sim.md, "The 2025 fused MoE") */
+    int hopper_tp_fp8 = c->weight_dtype == DT_FP8 && c->gpu.hopper && c->s.prof.a2a != A2A_DEEPEP;
+    if (c->s.prof.moe_kernel == MOE_SWAPAB && hopper_tp_fp8) return &f->moe_native_eff;
+    if (c->s.prof.moe_kernel == MOE_FUSED && hopper_tp_fp8) return &f->moe_fused_eff;
     return &f->moe_eff;
 }
 

@@ -49,6 +49,8 @@ typedef struct {
                                * MI355X: the GPUs with fp4 MMA), or the weights carry none (bf16) */
     double moe_triton_eff;    /* the 2024 Triton fused-MoE kernel's, relative (bf16 weights) */
     double moe_triton_fp8_eff;/* ... with block-scaled fp8 weights (SGLang v0.4.1's V3 path) */
+    double moe_fused_eff;     /* the 2025 Triton fused MoE (MOE_FUSED) on TP-sharded block-fp8 experts on
+                               * Hopper: per-GPU tuned tile configs, the weight on the MMA's N side */
     double attn_triton_eff;   /* the Triton MLA decode kernel's fraction of the bf16 peak */
     double attn_compute_eff;  /* attention kernels' fraction of the bf16 peak (FlashMLA: 660 of 989 TFLOPS) */
     double shard_loss;        /* GEMMs split over w GPUs (tensor parallel: a slice of every weight's

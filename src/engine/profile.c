@@ -14,8 +14,9 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
      "prefill-first steps, Triton fused MoE",
      {"vllm-v0", 1, 256, 0, 192, 17, 9, 0, PREFILL_SEPARATE, 0, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, 0, 0, 0}},
     {"vLLM 0.8-0.13 (V1 engine): CUDA graphs to batch 512, MLA (FlashMLA), chunked prefill mixed into decode steps, "
-     "its engine core's scheduler cost, not overlapped (--overlap-schedule on: --async-scheduling, default from 0.14)",
-     {"vllm-v1", 1, 512, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, SCHED_V1, 0, 0}},
+     "its engine core's scheduler cost, not overlapped (--overlap-schedule on: --async-scheduling, default from 0.14), "
+     "Triton fused MoE for fp8 experts on Hopper",
+     {"vllm-v1", 1, 512, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_FUSED, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, SCHED_V1, 0, 0}},
     /* ATOM's Scheduler.schedule (ROCm/ATOM atom/model_engine/scheduler.py, from nano-vllm) fills a
      * step with waiting prompts first, each whole within max_num_batched_tokens (default 16384), and
      * decodes only when no prompt was admitted; HIP graphs captured at 1-256 (arg_utils.py
@@ -31,7 +32,7 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
      {"sglang-v0.4", 1, 160, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0.1, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 0, ATTN_TRITON, 0, 0, 0}},
     {"SGLang >= 0.4: overlap scheduler, CUDA graphs to batch 512, MLA, prefill batches apart, DP attention / "
      "DeepEP / two-batch overlap when asked; its Triton fused MoE's swapAB for block fp8 on Hopper (v0.5.7+; "
-     "--moe-kernel tuned for earlier versions)",
+     "--moe-kernel fused for earlier versions)",
      {"sglang", 1, 512, 1, 0, 17, 9, 1, PREFILL_SEPARATE, 0.1, MOE_SWAPAB, A2A_ALLREDUCE, 1, 0, 0, ATTN_FLASH, 0, 0, 0}},
     {"TensorRT-LLM PyTorch flow (2025): CUDA graphs, MLA, in-flight batching with chunked context, overlap "
      "scheduler, guaranteed-no-evict admission",

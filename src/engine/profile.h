@@ -17,7 +17,9 @@ enum { PREFILL_MIXED = 0,      /* chunked prefill shares steps with decodes (vLL
 enum { MOE_TUNED = 0,          /* grouped GEMMs tuned for few tokens per expert (DeepGEMM, CUTLASS, TRT-LLM) */
        MOE_TRITON = 1,         /* the Triton fused-MoE kernel of 2024 engines */
        MOE_GEMV = 2,           /* one sequence: each selected expert's weights streamed once (llama.cpp mul_mat_id) */
-       MOE_SWAPAB = 3 };       /* tuned, and the Triton fused MoE's swapAB for block fp8 on Hopper (SGLang >= 0.5.7) */
+       MOE_SWAPAB = 3,         /* tuned, and the Triton fused MoE's swapAB for block fp8 on Hopper (SGLang >= 0.5.7) */
+       MOE_FUSED = 4 };        /* tuned, but TP-sharded block-fp8 experts on Hopper run the 2025 Triton fused MoE
+                                * with its tuned configs and no swapAB (vLLM 0.7-V1, SGLang 0.4.2-0.5.6) */
 enum { ATTN_FLASH = 0,         /* FlashMLA / FlashInfer MLA / TRT-LLM MLA kernels */
        ATTN_TRITON = 1 };      /* the Triton MLA decode kernel of SGLang's first MLA support (2024 - v0.4.1) */
 enum { SCHED_PY = 0,           /* the 2024 Python schedulers (vLLM V0, SGLang, LMDeploy) */

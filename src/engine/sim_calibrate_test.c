@@ -144,7 +144,7 @@ TEST(sim_calibrate_aggregate_reproduces_its_point) {
     snprintf(prof, sizeof prof, "%s/agg.profile.json", harness_tmpdir());
     snprintf(res2, sizeof res2, "%s/agg2.json", harness_tmpdir());
     const char *load = "--concurrency 16 --requests 400 --dataset random:in=1024,out=256,range=0.2";
-    snprintf(cmd, sizeof cmd, "sim --quiet --engine-profile sglang --moe-eff 0.9 --kernel-time 2us %s --out %s", load, res);
+    snprintf(cmd, sizeof cmd, "sim --quiet --engine-profile sglang --step-overhead 1ms --kernel-time 1us %s --out %s", load, res);
     CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
     char *out = NULL;
     snprintf(cmd, sizeof cmd, "sim --engine-profile sglang --calibrate %s --profile-out %s", res, prof);

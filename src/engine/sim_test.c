@@ -667,12 +667,17 @@ TEST(sim_transit_burst_small_bodies_first) {
  * experts at moe_eff; on B200 and MI355X (fp4 tensor cores: native block-scaled MMA) and for bf16
  * weights at moe_native_eff; the Triton and llama.cpp kernels keep their own. SGLang's swapAB
  * fused MoE (profile sglang) streams TP-sharded fp8 experts natively on Hopper only: not on
- * MI300X, not under DeepEP, not with --moe-kernel tuned (SGLang before 0.5.7), not in vLLM V1. */
+ * MI300X, not under DeepEP, not with --moe-kernel tuned. The 2025 Triton fused MoE (vLLM V1's
+ * default, --moe-kernel fused: SGLang before 0.5.7) has its own efficiency on exactly those
+ * experts (Hopper, fp8, TP-sharded) and is the tuned kind elsewhere. */
 TEST(sim_moe_eff_follows_native_block_scaling) {
     static const struct { const char *gpu, *dtype, *prof, *key, *val; int want; } cases[] = {
         {"h200", "fp8", "sglang", NULL, NULL, 1}, {"h20", "fp8", "sglang", NULL, NULL, 1},
         {"h200", "fp8", "sglang", "moe-kernel", "tuned", 0}, {"h200", "fp8", "sglang", "a2a", "deepep", 0},
-        {"h200", "fp8", "vllm-v1", NULL, NULL, 0}, {"mi300x", "fp8", "sglang", NULL, NULL, 0},
+        {"h200", "fp8", "sglang", "moe-kernel", "fused", 4}, {"h20", "fp8", "vllm-v1", NULL, NULL, 4},
+        {"h200", "fp8", "vllm-v1", "a2a", "deepep", 0}, {"mi300x", "fp8", "vllm-v1", NULL, NULL, 0},
+        {"h200", "bf16", "vllm-v1", NULL, NULL, 1}, {"b200", "fp8", "vllm-v1", NULL, NULL, 1},
+        {"h200", "fp8", "vllm-v1", "moe-kernel", "swapab", 1}, {"mi300x", "fp8", "sglang", NULL, NULL, 0},
         {"b200", "fp8", "sglang", NULL, NULL, 1}, {"mi355x", "mxfp4", "vllm-v1", NULL, NULL, 1},
         {"h200", "bf16", "sglang", NULL, NULL, 1}, {"h200", "fp4", "trtllm", NULL, NULL, 0},
         {"h200", "fp8", "sglang-v0.4", NULL, NULL, 2}, {"rtx4090", "q4", "llamacpp", NULL, NULL, 3},
@@ -690,7 +695,8 @@ TEST(sim_moe_eff_follows_native_block_scaling) {
         CHECK_MSG(sim_params_cost(&p, &c, err, sizeof err) == 0, "%s", err);
         double *e = cost_moe_eff_of(&c, &p.factors);
         const double *want = cases[i].want == 0 ? &p.factors.moe_eff : cases[i].want == 1 ? &p.factors.moe_native_eff
-                           : cases[i].want == 2 ? &p.factors.moe_triton_fp8_eff : NULL;
+                           : cases[i].want == 2 ? &p.factors.moe_triton_fp8_eff
+                           : cases[i].want == 4 ? &p.factors.moe_fused_eff : NULL;
         CHECK_MSG(e == want, "%s %s %s %s: wrong MoE efficiency", cases[i].gpu, cases[i].dtype, cases[i].prof, cases[i].val ? cases[i].val : "");
         /* the step reads the experts at that efficiency: a decode step on it moves with it */
         cost_batch b;

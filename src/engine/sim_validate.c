@@ -100,6 +100,8 @@ static const fit_param params[] = {
      * runs a collective across nodes inside its step */
     {"comm_inter_s", "comm-inter-latency", offsetof(cost_factors, comm_inter_s), 20e-6, 400e-6, 46.5e-6, 46.5e-6},
     {"moe_eff", "moe-eff", offsetof(cost_factors, moe_eff), 0.2, 1.0, 0.7, 0.355},
+    /* the 2025 Triton fused MoE on Hopper block-fp8 (MOE_FUSED); start at moe_eff's, where its rows were */
+    {"moe_fused_eff", "moe-fused-eff", offsetof(cost_factors, moe_fused_eff), 0.1, 1.0, 0.5, 0.355},
     {"moe_triton_eff", "moe-triton-eff", offsetof(cost_factors, moe_triton_eff), 0.05, 1.0, 0.4, 0.470},
     {"moe_triton_fp8_eff", "moe-triton-fp8-eff", offsetof(cost_factors, moe_triton_fp8_eff), 0.02, 1.0, 0.2, 0.107},
     {"attn_triton_eff", "attn-triton-eff", offsetof(cost_factors, attn_triton_eff), 0.005, 0.667, 0.1, 0.303},
@@ -316,6 +318,16 @@ static int run_serve(val_case *c, char *err, size_t errlen) {
     /* wide DP: one rank's share of the load, its batch counted dp times (the ranks are symmetric;
      * Poisson arrivals split into dp Poisson streams) */
     int k = c->p.dp > 1 && c->p.prefill_instances == 0 ? c->p.dp : (c->p.dp == 0 ? c->p.tp : 1);
+    /* a closed loop of c users puts ceil(c / dp) on the busiest rank: fewer users than ranks leave
+     * ranks idle, so the rank's results scale by c over its users (4 users on DP 8: 4 ranks busy),
+     * not by dp, and the MoE sees c tokens */
+    double scale = k;
+    if (c->concurrency > 0 && k > 1) {
+        int rank_users = (c->concurrency + k - 1) / k;
+        scale = (double)c->concurrency / rank_users;
+        k = (int)lround(scale);
+        if (k < 1) k = 1;
+    }
     c->p.rank_sample = k;
     size_t wu = (size_t)((c->warmup + k - 1) / k);
     size_t n = (size_t)((c->prompts + k - 1) / k) + wu;
@@ -354,11 +366,11 @@ static int run_serve(val_case *c, char *err, size_t errlen) {
     static const char *const keys[] = {METRIC(median_ttft_ms), METRIC(mean_ttft_ms), METRIC(median_tpot_ms), METRIC(mean_tpot_ms),
                                        METRIC(median_itl_ms), METRIC(mean_e2el_ms), METRIC(median_e2el_ms)};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) set_metric(c, keys[i], json_number_value(json_object_get(s, keys[i])));
-    double out_tps = json_number_value(json_object_get(s, METRIC(output_throughput))) * k;
+    double out_tps = json_number_value(json_object_get(s, METRIC(output_throughput))) * scale;
     set_metric(c, METRIC(output_throughput), out_tps);
-    set_metric(c, METRIC(request_throughput), json_number_value(json_object_get(s, METRIC(request_throughput))) * k);
+    set_metric(c, METRIC(request_throughput), json_number_value(json_object_get(s, METRIC(request_throughput))) * scale);
     set_metric(c, "output_throughput_per_gpu", out_tps / gpus_of(&c->p));
-    set_metric(c, "total_throughput_per_gpu", json_number_value(json_object_get(s, METRIC(total_token_throughput))) * k / gpus_of(&c->p));
+    set_metric(c, "total_throughput_per_gpu", json_number_value(json_object_get(s, METRIC(total_token_throughput))) * scale / gpus_of(&c->p));
     json_decref(s);
     double user = 0;
     long done = 0;

@@ -350,3 +350,61 @@ TEST(sim_validate_ttft_predict_only_stays_out_of_the_request_path) {
                                TTFT_ROW("T4", "g4", "1400", ",\"ttft_predict_only\":\"a test\""), TTFT_ROW("T4", "g4", "1400", ""), "rows: ",
                                "request path");
 }
+
+/* The predicted value of `metric` in case `name` from val_print's table (NAN when absent). */
+static double printed_metric(const char *table, const char *name, const char *metric) {
+    char key[128];
+    snprintf(key, sizeof key, "%s", name);
+    for (const char *l = table; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        char id[16], cs[32], m[64];
+        double pub, pred;
+        if (sscanf(l, "%15s %31s %63s %lf %lf", id, cs, m, &pub, &pred) == 5 && !strcmp(cs, key) && !strcmp(m, metric)) return pred;
+    }
+    return NAN;
+}
+
+/* DP attention with fewer users than ranks: 4 users on DP 8 keep 4 ranks busy with one sequence
+ * each, 8 users all 8. The step is about the same (one sequence on the busiest rank; the MoE sees 4
+ * or 8 tokens), so 4 users give about half the throughput of 8, and never more than users over
+ * their time per token (a closed loop cannot). Scaling one rank's results by dp gave 4 users the
+ * throughput of 8. */
+TEST(sim_validate_dp_closed_loop_below_one_user_a_rank) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/dp.json", harness_tmpdir());
+    FILE *fp = fopen(path, "w");
+    CHECK(fp != NULL);
+    if (!fp) return;
+    fputs("{\"rows\":[{\"id\":\"D1\",\"sim\":{\"flags\":\"--engine-profile sglang --model deepseek-v3 --gpu h200 --tp 8 --dp 8 "
+          "--a2a allgather --weight-dtype fp8\",\"group\":\"g\",\"generation\":2025,\"cases\":[",
+          fp);
+    for (int c = 4; c <= 8; c += 4)
+        fprintf(fp, "%s{\"name\":\"c%d\",\"kind\":\"serve\",\"workload\":{\"dataset\":\"random:in=64,out=64\",\"concurrency\":%d,"
+                    "\"prompts\":16},\"metrics\":[{\"name\":\"mean_tpot_ms\",\"published\":20,\"score\":\"tpot\"},"
+                    "{\"name\":\"output_throughput_per_gpu\",\"published\":20,\"score\":\"tput\"}]}",
+                c == 4 ? "" : ",", c, c);
+    fputs("]}}]}", fp);
+    fclose(fp);
+    char err[512] = "";
+    val_table *t = NULL;
+    CHECK_MSG(val_load(path, &t, err, sizeof err) == 0, "%s", err);
+    if (!t) return;
+    cost_factors f;
+    cost_default_factors(&f);
+    CHECK_MSG(val_run(t, &f, err, sizeof err) == 0, "%s", err);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *ms = open_memstream(&buf, &len);
+    CHECK(ms != NULL);
+    if (ms) {
+        val_print(ms, t);
+        fclose(ms);
+    }
+    double thr4 = printed_metric(buf, "c4", "output_throughput_per_gpu"), thr8 = printed_metric(buf, "c8", "output_throughput_per_gpu");
+    double tpot4 = printed_metric(buf, "c4", "mean_tpot_ms");
+    CHECK_MSG(isfinite(thr4) && isfinite(thr8) && isfinite(tpot4), "%s", buf ? buf : "");
+    /* a closed loop's tokens per second: at most users / time per token (x 8 GPUs), TTFT only lowers it */
+    CHECK_MSG(thr4 * 8 <= 4 / (tpot4 / 1e3) * 1.0001, "4 users: %g tokens/s a GPU above 4 / %g ms", thr4, tpot4);
+    CHECK_MSG(thr4 / thr8 > 0.4 && thr4 / thr8 < 0.65, "4 users give %.3g of 8 users' throughput", thr4 / thr8);
+    free(buf);
+    val_free(t);
+}
