@@ -94,6 +94,9 @@ static const fit_param params[] = {
     {"launch_s", "launch-time", offsetof(cost_factors, launch_s), 5e-6, 100e-6, 15e-6, 29.77e-6},
     {"step_overhead_s", "step-overhead", offsetof(cost_factors, step_overhead_s), 0.1e-3, 10e-3, 2e-3, 9.548e-3},
     {"seq_overhead_s", "seq-overhead", offsetof(cost_factors, seq_overhead_s), 1e-6, 200e-6, 10e-6, 33.88e-6},
+    /* vLLM V1's engine core (and ATOM's, taken as its): prior and start the two published bounds of
+     * cost_default_factors (vllm#17866, vllm#10634); no 2024-25 row of the start's fit runs it */
+    {"step_overhead_v1_s", "step-overhead-v1", offsetof(cost_factors, step_overhead_v1_s), 0.1e-3, 10e-3, 1e-3, 1e-3},
     {"seq_overhead_trt_s", "seq-overhead-trt", offsetof(cost_factors, seq_overhead_trt_s), 1e-6, 500e-6, 50e-6, 170.21e-6},
     {"comm_latency_s", "comm-latency", offsetof(cost_factors, comm_latency_s), 2.3e-6, 25e-6, 10e-6, 5.40e-6},
     /* prior and start: nccl-tests' tight loop (NVIDIA/nccl#1244); no 2024-25 row of the start's fit
