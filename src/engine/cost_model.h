@@ -37,6 +37,7 @@ typedef struct {
     double seq_overhead_s;    /* CPU time per running sequence per step (batch building, sampling, detokenize) */
     double seq_overhead_trt_s;/* ... in TensorRT-LLM's PyTorch executor */
     double step_overhead_v1_s;/* vLLM V1's engine core per step (schedule, prepare inputs, sample) */
+    double step_overhead_atom_s;/* ATOM's engine core per step (its sequence cost is V1's) */
     double seq_overhead_v1_s; /* ... per running sequence */
     double comm_latency_s;    /* latency of one collective inside the NVLink domain */
     double comm_inter_s;      /* ... of one spanning nodes, inside a step (NCCL over the NIC) */
@@ -49,8 +50,9 @@ typedef struct {
                                * MI355X: the GPUs with fp4 MMA), or the weights carry none (bf16) */
     double moe_triton_eff;    /* the 2024 Triton fused-MoE kernel's, relative (bf16 weights) */
     double moe_triton_fp8_eff;/* ... with block-scaled fp8 weights (SGLang v0.4.1's V3 path) */
-    double moe_fused_eff;     /* the 2025 Triton fused MoE (MOE_FUSED) on TP-sharded block-fp8 experts on
-                               * Hopper: per-GPU tuned tile configs, the weight on the MMA's N side */
+    double moe_fused_eff;     /* the 2025 Triton fused MoE (MOE_FUSED) on block-fp8 experts on Hopper:
+                               * per-GPU tuned tile configs, the weight on the MMA's N side */
+    double moe_fused_v1_eff;  /* ... vLLM V1's (MOE_FUSED_V1) */
     double attn_triton_eff;   /* the Triton MLA decode kernel's fraction of the bf16 peak */
     double attn_compute_eff;  /* attention kernels' fraction of the bf16 peak (FlashMLA: 660 of 989 TFLOPS) */
     double shard_loss;        /* GEMMs split over w GPUs (tensor parallel: a slice of every weight's

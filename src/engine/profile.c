@@ -16,14 +16,15 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
     {"vLLM 0.8-0.13 (V1 engine): CUDA graphs to batch 512, MLA (FlashMLA), chunked prefill mixed into decode steps, "
      "its engine core's scheduler cost, not overlapped (--overlap-schedule on: --async-scheduling, default from 0.14), "
      "Triton fused MoE for fp8 experts on Hopper",
-     {"vllm-v1", 1, 512, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_FUSED, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, SCHED_V1, 0, 0}},
+     {"vllm-v1", 1, 512, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_FUSED_V1, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, SCHED_V1, 0, 0}},
     /* ATOM's Scheduler.schedule (ROCm/ATOM atom/model_engine/scheduler.py, from nano-vllm) fills a
      * step with waiting prompts first, each whole within max_num_batched_tokens (default 16384), and
      * decodes only when no prompt was admitted; HIP graphs captured at 1-256 (arg_utils.py
-     * cudagraph_capture_sizes); its Python engine core's cost is taken as vLLM V1's (n/s) */
+     * cudagraph_capture_sizes); its Python engine core's cost (n/s) at vLLM V1's published 1 ms a
+     * step (step_overhead_atom_s, not fitted) and V1's per sequence */
     {"ATOM (AMD, 2025-26, MI300X/MI355X): HIP graphs to batch 256, MLA (AITER), prefill-first steps of whole prompts, "
-     "AITER fused MoE; its engine core's scheduler cost taken as vLLM V1's",
-     {"atom", 1, 256, 1, 0, 17, 9, 0, PREFILL_SEPARATE, 0, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 512, ATTN_FLASH, SCHED_V1, 0, 0}},
+     "AITER fused MoE; its engine core's scheduler cost taken as vLLM V1's published one (1 ms a step)",
+     {"atom", 1, 256, 1, 0, 17, 9, 0, PREFILL_SEPARATE, 0, MOE_TUNED, A2A_ALLREDUCE, 1, 0, 512, ATTN_FLASH, SCHED_ATOM, 0, 0}},
     {"SGLang 2024 (v0.2-0.3): CUDA graphs to batch 160, MLA only with --enable-mla (else K/V padded to 256 for "
      "FlashInfer), prefill batches apart, no overlap scheduler, Triton fused MoE",
      {"sglang-2024", 1, 160, 1, 256, 17, 9, 0, PREFILL_SEPARATE, 0.1, MOE_TRITON, A2A_ALLREDUCE, 1, 0, 0, ATTN_TRITON, 0, 0, 0}},

@@ -18,13 +18,15 @@ enum { MOE_TUNED = 0,          /* grouped GEMMs tuned for few tokens per expert 
        MOE_TRITON = 1,         /* the Triton fused-MoE kernel of 2024 engines */
        MOE_GEMV = 2,           /* one sequence: each selected expert's weights streamed once (llama.cpp mul_mat_id) */
        MOE_SWAPAB = 3,         /* tuned, and the Triton fused MoE's swapAB for block fp8 on Hopper (SGLang >= 0.5.7) */
-       MOE_FUSED = 4 };        /* tuned, but TP-sharded block-fp8 experts on Hopper run the 2025 Triton fused MoE
-                                * with its tuned configs and no swapAB (vLLM 0.7-V1, SGLang 0.4.2-0.5.6) */
+       MOE_FUSED = 4,          /* tuned, but block-fp8 experts on Hopper (no DeepEP) run the 2025 Triton fused MoE
+                                * with its tuned configs and no swapAB (SGLang 0.4.2-0.5.6, vLLM 0.7's V0) */
+       MOE_FUSED_V1 = 5 };     /* ... vLLM V1's fused MoE (0.8 and later): its own kernel configs and paths */
 enum { ATTN_FLASH = 0,         /* FlashMLA / FlashInfer MLA / TRT-LLM MLA kernels */
        ATTN_TRITON = 1 };      /* the Triton MLA decode kernel of SGLang's first MLA support (2024 - v0.4.1) */
 enum { SCHED_PY = 0,           /* the 2024 Python schedulers (vLLM V0, SGLang, LMDeploy) */
        SCHED_TRT = 1,          /* TensorRT-LLM's PyTorch executor: its own per-sequence cost */
-       SCHED_V1 = 2 };         /* vLLM V1's engine core: its own per-step and per-sequence costs */
+       SCHED_V1 = 2,           /* vLLM V1's engine core: its own per-step and per-sequence costs */
+       SCHED_ATOM = 3 };       /* ATOM's engine core (nano-vllm's loop): its own per-step cost, V1's per sequence */
 enum { A2A_ALLREDUCE = 0,      /* MoE under TP (or EP) ends in an all-reduce, like attention */
        A2A_ALLGATHER = 1,      /* DP attention: all-gather tokens before the MLP/MoE, reduce-scatter after */
        A2A_DEEPEP = 2 };       /* DeepEP dispatch/combine (low-latency kernels in decode, normal in prefill) */

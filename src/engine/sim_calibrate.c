@@ -11,11 +11,12 @@
 
 /* The engine profile's own CPU cost per step (vLLM V1's engine core, or the 2024 schedulers'):
  * the one the fit reads and writes. */
-static double ov_get(const sim_calibration *c) { return c->sched_v1 ? c->factors.step_overhead_v1_s : c->factors.step_overhead_s; }
-static void ov_set(sim_calibration *c, double v) {
-    if (c->sched_v1) c->factors.step_overhead_v1_s = v;
-    else c->factors.step_overhead_s = v;
+static double *ov_ptr(sim_calibration *c) {
+    engine_profile pr = {.sched = c->sched};
+    return cost_step_overhead_of(&c->factors, &pr);
 }
+static double ov_get(const sim_calibration *c) { return *ov_ptr((sim_calibration *)c); }
+static void ov_set(sim_calibration *c, double v) { *ov_ptr(c) = v; }
 
 static void note(sim_calibration *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(sim_calibration *c, const char *fmt, ...) {
@@ -492,7 +493,7 @@ int sim_calibrate(const sim_params *p, const sim_calib_data *d, sim_calibration 
     out->n_requests = d->n;
     cost_model cm;
     if (sim_params_cost(p, &cm, err, errlen) < 0) return -1;
-    out->sched_v1 = cm.s.prof.sched == SCHED_V1;
+    out->sched = cm.s.prof.sched;
     double in_mean = 0, out_mean = 0;
     for (long i = 0; i < d->n; i++) { in_mean += d->in_tokens[i]; out_mean += d->out_tokens[i]; }
     in_mean /= d->n;
@@ -658,7 +659,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     }
     cost_model cm;
     if (sim_params_cost(p, &cm, err, errlen) < 0) return -1;
-    c->sched_v1 = cm.s.prof.sched == SCHED_V1;
+    c->sched = cm.s.prof.sched;
     /* with MTP a step emits several tokens: the gap between chunks is a step, TPOT a token */
     if (cm.s.mtp_draft > 0 && !strcmp(point, "median ITL")) {
         double tp = json_number_value(json_object_get(doc, METRIC(median_tpot_ms))) / 1e3;
@@ -790,7 +791,7 @@ void sim_calibration_print(FILE *f, const sim_calibration *c, const char *path) 
     fprintf(f, "Calibrated factors (%ld requests):\n", c->n_requests);
     fprintf(f, "  bw_eff          %.3f%s\n", c->factors.bw_eff, c->fitted_bw ? "" : " (kept)");
     fprintf(f, "  compute_eff     %.3f%s\n", c->factors.compute_eff, c->fitted_compute ? "" : " (kept)");
-    fprintf(f, "  step_overhead   %.3f ms%s%s\n", ov_get(c) * 1e3, c->sched_v1 ? " (vLLM V1's engine core)" : "",
+    fprintf(f, "  step_overhead   %.3f ms%s%s\n", ov_get(c) * 1e3, c->sched == SCHED_V1 ? " (vLLM V1's engine core)" : c->sched == SCHED_ATOM ? " (ATOM's engine core)" : "",
             c->fitted_overhead ? "" : " (kept)");
     for (int i = 0; i < c->n_notes; i++) fprintf(f, "  - %s\n", c->notes[i]);
     fprintf(f, "profile written to %s (use: dsperf sim --profile %s ...)\n", path, path);

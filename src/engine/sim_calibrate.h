@@ -12,7 +12,7 @@
 typedef struct {
     cost_factors factors;       /* fitted (unfitted ones keep the input values) */
     int fitted_bw, fitted_overhead, fitted_compute;
-    int sched_v1;               /* the step overhead fitted is vLLM V1's (step_overhead_v1_s) */
+    int sched;                  /* the profile's SCHED_*: whose step overhead is fitted (cost_step_overhead_of) */
     long n_requests, n_itl_samples, n_itl_bins, n_ttft_points;
     double itl_rmse_ms, ttft_rmse_ms;
     double ttft_offset_ms;      /* mean TTFT the model does not explain (HTTP, tokenization, queue) */

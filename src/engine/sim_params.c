@@ -54,7 +54,7 @@ static const char help_head[] =
     "  --weight-dtype D           auto (as released: fp8 for V3), bf16, fp16, fp8, int8, int4, fp4 (NVFP4), mxfp4, q4 (GGUF)\n"
     "  --kv-dtype D               auto (bf16), bf16, fp16, fp8, int8, fp8-flashmla (656 B per token-layer)\n"
     "  --cuda-graphs on|off, --graph-max-batch N, --overlap-schedule on|off, --mla on|off,\n"
-    "  --moe-kernel tuned|fused|swapab|triton|gemv, --attn-kernel flash|triton\n"
+    "  --moe-kernel tuned|fused|fused-v1|swapab|triton|gemv, --attn-kernel flash|triton\n"
     "                             override the profile's facts\n"
     "  --prefix-caching on|off    reuse hashed KV blocks of shared prefixes (LRU eviction) (off)\n"
     "  --pd-prefill N[xTP]        prefill/decode disaggregation: N prefill instances of TP GPUs each\n"
@@ -91,7 +91,8 @@ static const char help_head[] =
     "  --ggml-compute-eff F       (llama.cpp's kernels relative to the tuned ones)\n"
     "                             kernel efficiencies (fitted defaults); --moe-eff is for block-scaled\n"
     "                             weights on GPUs without fp4 tensor cores (Hopper, MI300X);\n"
-    "                             --moe-fused-eff for the 2025 Triton fused MoE on Hopper fp8 (fused)\n"
+    "                             --moe-fused-eff for the 2025 Triton fused MoE on Hopper fp8 (fused),\n"
+    "                             --moe-fused-v1-eff vLLM V1's (fused-v1)\n"
     "  --ggml-call-time DUR       llama.cpp b4747's expert loop: host time per CUDA call (4.5us)\n"
     "  --ggml-gemm-time DUR       ... and the extra of a multi-row expert's cuBLAS path (27us)\n"
     "  --request-time DUR, --request-per-token-time DUR   a Python server's request path outside\n"
@@ -120,7 +121,7 @@ static const char *const keys[] = {
     "engine-profile", "dp", "data-parallel-size", "enable-dp-attention", "a2a", "two-batch-overlap", "eplb",
     "redundant-experts", "mtp", "mtp-accept-len", "mtp-accept", "cuda-graphs", "graph-max-batch", "overlap-schedule",
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
-    "moe-eff", "moe-fused-eff", "moe-native-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
+    "moe-eff", "moe-fused-eff", "moe-fused-v1-eff", "moe-native-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
     "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", "ggml-compute-eff", "ggml-call-time", "ggml-gemm-time",
     "shard-loss", "request-time", "request-per-token-time", NULL,
 };
@@ -244,9 +245,9 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "bw-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.bw_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "compute-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.compute_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "link-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.link_eff); want = "a fraction in (0, 1]";
-    } else if (!strcmp(key, "step-overhead")) {   /* whatever the engine: the 2024 schedulers' and V1's */
+    } else if (!strcmp(key, "step-overhead")) {   /* whatever the engine: the 2024 schedulers', V1's and ATOM's */
         rc = parse_seconds(v, &p->factors.step_overhead_s);
-        p->factors.step_overhead_v1_s = p->factors.step_overhead_s;
+        p->factors.step_overhead_v1_s = p->factors.step_overhead_atom_s = p->factors.step_overhead_s;
         want = "a duration (e.g. 1.5ms)";
     } else if (!strcmp(key, "step-overhead-v1")) { rc = parse_seconds(v, &p->factors.step_overhead_v1_s); want = "a duration (e.g. 1.5ms)";
     } else if (!strcmp(key, "seq-overhead-v1")) { rc = parse_seconds(v, &p->factors.seq_overhead_v1_s); want = "a duration (e.g. 10us)";
@@ -328,13 +329,15 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "ggml-gemm-time")) { rc = parse_seconds(v, &p->factors.ggml_gemm_s); want = "a duration (e.g. 27us)";
     } else if (!strcmp(key, "moe-native-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_native_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_eff); want = "a fraction in (0, 1]";
+    } else if (!strcmp(key, "moe-fused-v1-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_fused_v1_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-fused-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_fused_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-triton-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_triton_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-kernel")) {
         p->ov_moe_kernel = !strcmp(v, "tuned") ? MOE_TUNED : !strcmp(v, "triton") ? MOE_TRITON : !strcmp(v, "gemv") ? MOE_GEMV
-                         : !strcmp(v, "swapab") ? MOE_SWAPAB : !strcmp(v, "fused") ? MOE_FUSED : -1;
+                         : !strcmp(v, "swapab") ? MOE_SWAPAB : !strcmp(v, "fused") ? MOE_FUSED
+                         : !strcmp(v, "fused-v1") ? MOE_FUSED_V1 : -1;
         rc = p->ov_moe_kernel < 0 ? -1 : 0;
-        want = "tuned, fused, swapab, triton or gemv";
+        want = "tuned, fused, fused-v1, swapab, triton or gemv";
     } else if (!strcmp(key, "attn-kernel")) {
         p->ov_attn_kernel = !strcmp(v, "flash") ? ATTN_FLASH : !strcmp(v, "triton") ? ATTN_TRITON : -1;
         rc = p->ov_attn_kernel < 0 ? -1 : 0;
@@ -377,9 +380,11 @@ static const struct { const char *key; size_t off; } factor_keys[] = {
     {"mtp_accept", offsetof(cost_factors, mtp_accept)}, {"moe_triton_fp8_eff", offsetof(cost_factors, moe_triton_fp8_eff)},
     {"attn_triton_eff", offsetof(cost_factors, attn_triton_eff)}, {"seq_overhead_trt_s", offsetof(cost_factors, seq_overhead_trt_s)},
     {"step_overhead_v1_s", offsetof(cost_factors, step_overhead_v1_s)}, {"seq_overhead_v1_s", offsetof(cost_factors, seq_overhead_v1_s)},
+    {"step_overhead_atom_s", offsetof(cost_factors, step_overhead_atom_s)},
     {"ggml_compute_eff", offsetof(cost_factors, ggml_compute_eff)}, {"moe_native_eff", offsetof(cost_factors, moe_native_eff)},
     {"ggml_call_s", offsetof(cost_factors, ggml_call_s)}, {"shard_loss", offsetof(cost_factors, shard_loss)},
     {"ggml_gemm_s", offsetof(cost_factors, ggml_gemm_s)}, {"moe_fused_eff", offsetof(cost_factors, moe_fused_eff)},
+    {"moe_fused_v1_eff", offsetof(cost_factors, moe_fused_v1_eff)},
     {"ggml_kernel_gpu_s", offsetof(cost_factors, ggml_kernel_gpu_s)},
     {"request_s", offsetof(cost_factors, request_s)}, {"request_token_s", offsetof(cost_factors, request_token_s)},
 };

@@ -71,9 +71,9 @@ static int64_t drive(engine *e, int n, const int64_t *arrive_ns, const int *prom
 /* Scheduler tests time their loads for a plain roofline with a 1.5 ms step: no per-kernel or
  * per-sequence cost and streaming-rate experts, whatever the fitted defaults are. */
 static void plain_costs(sim_params *p) {
-    p->factors.step_overhead_s = p->factors.step_overhead_v1_s = 1.5e-3;
+    p->factors.step_overhead_s = p->factors.step_overhead_v1_s = p->factors.step_overhead_atom_s = 1.5e-3;
     p->factors.seq_overhead_s = p->factors.seq_overhead_v1_s = p->factors.kernel_s = 0;
-    p->factors.moe_eff = 1;
+    p->factors.moe_eff = p->factors.moe_fused_eff = p->factors.moe_fused_v1_eff = 1;
 }
 
 static engine *make(sim_params *p) {
@@ -439,6 +439,44 @@ TEST(sim_workload_matches_dataset) {
     free(ts);
 }
 
+/* lognormal: the totals are n x the means (what a published run gives), the prompts spread;
+ * out_sigma=0 fixes every output at its mean (vllm bench serve --sharegpt-output-len), the
+ * default spreads the outputs like the prompts; a negative or unknown key is refused. */
+TEST(sim_workload_lognormal_totals_and_fixed_outputs) {
+    char err[256];
+    for (int fixed = 0; fixed < 2; fixed++) {
+        const char *spec = fixed ? "lognormal:in=227,out=300,sigma=1,out_sigma=0,max_in=1024,max_total=2048"
+                                 : "lognormal:in=227,out=300,sigma=1,max_in=1024,max_total=2048";
+        size_t n = 1000;
+        int32_t *ins = NULL, *outs = NULL;
+        int64_t *ts = NULL;
+        CHECK_MSG(sim_workload_lengths(spec, &n, 7, 128, &ins, &outs, &ts, err, sizeof err) == 0, "%s", err);
+        if (!ins || !outs) return;
+        double si = 0, so = 0;
+        int32_t omin = outs[0], omax = outs[0], imin = ins[0], imax = ins[0];
+        for (size_t i = 0; i < n; i++) {
+            si += ins[i];
+            so += outs[i];
+            if (outs[i] < omin) omin = outs[i];
+            if (outs[i] > omax) omax = outs[i];
+            if (ins[i] < imin) imin = ins[i];
+            if (ins[i] > imax) imax = ins[i];
+        }
+        CHECK_MSG(fabs(si / n - 227) < 1 && fabs(so / n - 300) < 1, "means %g in, %g out", si / n, so / n);
+        CHECK_MSG(imax > 4 * imin, "prompts do not spread: %d .. %d", imin, imax);
+        if (fixed) CHECK_MSG(omin == 300 && omax == 300, "fixed outputs %d .. %d", omin, omax);
+        else CHECK_MSG(omax > 4 * omin, "outputs do not spread: %d .. %d", omin, omax);
+        free(ins);
+        free(outs);
+        free(ts);
+    }
+    size_t n = 4;
+    int32_t *ins = NULL, *outs = NULL;
+    int64_t *ts = NULL;
+    CHECK(sim_workload_lengths("lognormal:in=227,out=300,out_sigma=-1", &n, 7, 128, &ins, &outs, &ts, err, sizeof err) < 0);
+    CHECK(sim_workload_lengths("lognormal:in=227,out=300,sigma=0", &n, 7, 128, &ins, &outs, &ts, err, sizeof err) < 0);
+}
+
 /* A stall fault delays one request's next token; the others keep decoding. */
 TEST(sim_stall_fault_delays_one_request) {
     sim_params p;
@@ -667,14 +705,15 @@ TEST(sim_transit_burst_small_bodies_first) {
  * experts at moe_eff; on B200 and MI355X (fp4 tensor cores: native block-scaled MMA) and for bf16
  * weights at moe_native_eff; the Triton and llama.cpp kernels keep their own. SGLang's swapAB
  * fused MoE (profile sglang) streams TP-sharded fp8 experts natively on Hopper only: not on
- * MI300X, not under DeepEP, not with --moe-kernel tuned. The 2025 Triton fused MoE (vLLM V1's
- * default, --moe-kernel fused: SGLang before 0.5.7) has its own efficiency on exactly those
- * experts (Hopper, fp8, TP-sharded) and is the tuned kind elsewhere. */
+ * MI300X, not under DeepEP, not with --moe-kernel tuned. The 2025 Triton fused MoE (--moe-kernel
+ * fused: SGLang before 0.5.7, vLLM 0.7) and vLLM V1's (its default) have their own efficiencies on
+ * exactly those experts (Hopper, fp8, no DeepEP) and are the tuned kind elsewhere. */
 TEST(sim_moe_eff_follows_native_block_scaling) {
     static const struct { const char *gpu, *dtype, *prof, *key, *val; int want; } cases[] = {
         {"h200", "fp8", "sglang", NULL, NULL, 1}, {"h20", "fp8", "sglang", NULL, NULL, 1},
         {"h200", "fp8", "sglang", "moe-kernel", "tuned", 0}, {"h200", "fp8", "sglang", "a2a", "deepep", 0},
-        {"h200", "fp8", "sglang", "moe-kernel", "fused", 4}, {"h20", "fp8", "vllm-v1", NULL, NULL, 4},
+        {"h200", "fp8", "sglang", "moe-kernel", "fused", 4}, {"h20", "fp8", "vllm-v1", NULL, NULL, 5},
+        {"h200", "fp8", "vllm-v0", "moe-kernel", "fused", 4}, {"mi300x", "fp8", "vllm-v0", "moe-kernel", "fused", 0},
         {"h200", "fp8", "vllm-v1", "a2a", "deepep", 0}, {"mi300x", "fp8", "vllm-v1", NULL, NULL, 0},
         {"h200", "bf16", "vllm-v1", NULL, NULL, 1}, {"b200", "fp8", "vllm-v1", NULL, NULL, 1},
         {"h200", "fp8", "vllm-v1", "moe-kernel", "swapab", 1}, {"mi300x", "fp8", "sglang", NULL, NULL, 0},
@@ -696,7 +735,8 @@ TEST(sim_moe_eff_follows_native_block_scaling) {
         double *e = cost_moe_eff_of(&c, &p.factors);
         const double *want = cases[i].want == 0 ? &p.factors.moe_eff : cases[i].want == 1 ? &p.factors.moe_native_eff
                            : cases[i].want == 2 ? &p.factors.moe_triton_fp8_eff
-                           : cases[i].want == 4 ? &p.factors.moe_fused_eff : NULL;
+                           : cases[i].want == 4 ? &p.factors.moe_fused_eff
+                           : cases[i].want == 5 ? &p.factors.moe_fused_v1_eff : NULL;
         CHECK_MSG(e == want, "%s %s %s %s: wrong MoE efficiency", cases[i].gpu, cases[i].dtype, cases[i].prof, cases[i].val ? cases[i].val : "");
         /* the step reads the experts at that efficiency: a decode step on it moves with it */
         cost_batch b;

@@ -105,6 +105,7 @@ static const fit_param params[] = {
     {"moe_eff", "moe-eff", offsetof(cost_factors, moe_eff), 0.2, 1.0, 0.7, 0.355},
     /* the 2025 Triton fused MoE on Hopper block-fp8 (MOE_FUSED); start at moe_eff's, where its rows were */
     {"moe_fused_eff", "moe-fused-eff", offsetof(cost_factors, moe_fused_eff), 0.1, 1.0, 0.5, 0.355},
+    {"moe_fused_v1_eff", "moe-fused-v1-eff", offsetof(cost_factors, moe_fused_v1_eff), 0.1, 1.0, 0.5, 0.355},
     {"moe_triton_eff", "moe-triton-eff", offsetof(cost_factors, moe_triton_eff), 0.05, 1.0, 0.4, 0.470},
     {"moe_triton_fp8_eff", "moe-triton-fp8-eff", offsetof(cost_factors, moe_triton_fp8_eff), 0.02, 1.0, 0.2, 0.107},
     {"attn_triton_eff", "attn-triton-eff", offsetof(cost_factors, attn_triton_eff), 0.005, 0.667, 0.1, 0.303},

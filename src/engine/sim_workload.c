@@ -44,12 +44,14 @@ static int parse_random(const char *spec, long *in, long *out, double *range) {
     return 0;
 }
 
-/* lognormal:in=MEAN,out=MEAN[,sigma=S,max_in=N,max_total=N] — a ShareGPT-like spread of lengths
- * (lognormal, clamped to [4, max]) rescaled so the totals are exactly n x the means: a published run
- * gives its token totals, not its lengths. */
+/* lognormal:in=MEAN,out=MEAN[,sigma=S,out_sigma=S,max_in=N,max_total=N] — a ShareGPT-like spread of
+ * lengths (lognormal, clamped to [4, max]) rescaled so the totals are exactly n x the means: a
+ * published run gives its token totals, not its lengths. out_sigma (default sigma) spreads the
+ * outputs apart: 0 fixes them (a benchmark that sets every output's length, e.g. vllm bench serve
+ * --sharegpt-output-len). */
 static int lognormal_lengths(const char *spec, size_t n, uint64_t seed, int32_t **ins, int32_t **outs, char *err,
                              size_t errlen) {
-    double mean_in = 0, mean_out = 0, sigma = 1.0, max_in = 1 << 20, max_total = 1 << 21;
+    double mean_in = 0, mean_out = 0, sigma = 1.0, out_sigma = -1, max_in = 1 << 20, max_total = 1 << 21;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", spec + 10);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -57,8 +59,9 @@ static int lognormal_lengths(const char *spec, size_t n, uint64_t seed, int32_t 
         if (!eq) goto bad;
         *eq++ = 0;
         double v = strtod(eq, &end);
-        if (*end || v <= 0) goto bad;
+        if (*end || v < 0 || (v == 0 && strcmp(tok, "out_sigma"))) goto bad;
         if (!strcmp(tok, "in")) mean_in = v;
+        else if (!strcmp(tok, "out_sigma")) out_sigma = v;
         else if (!strcmp(tok, "out")) mean_out = v;
         else if (!strcmp(tok, "sigma")) sigma = v;
         else if (!strcmp(tok, "max_in")) max_in = v;
@@ -66,6 +69,7 @@ static int lognormal_lengths(const char *spec, size_t n, uint64_t seed, int32_t 
         else goto bad;
     }
     if (mean_in < 1 || mean_out < 1 || n == 0) goto bad;
+    if (out_sigma < 0) out_sigma = sigma;
     *ins = malloc(sizeof(int32_t) * n);
     *outs = malloc(sizeof(int32_t) * n);
     double *a = malloc(sizeof(double) * n), *b = malloc(sizeof(double) * n);
@@ -75,8 +79,8 @@ static int lognormal_lengths(const char *spec, size_t n, uint64_t seed, int32_t 
     double sa = 0, sb = 0;
     for (size_t i = 0; i < n; i++) {
         for (int k = 0; k < 2; k++) {
-            double z = rng_normal(&r);
-            double v = exp(log(k ? mean_out : mean_in) - sigma * sigma / 2 + sigma * z);
+            double z = rng_normal(&r), sg = k ? out_sigma : sigma;
+            double v = exp(log(k ? mean_out : mean_in) - sg * sg / 2 + sg * z);
             if (k) b[i] = v; else a[i] = v;
         }
         a[i] = fmin(fmax(a[i], 4), max_in);
@@ -93,7 +97,7 @@ static int lognormal_lengths(const char *spec, size_t n, uint64_t seed, int32_t 
     free(b);
     return 0;
 bad:
-    snprintf(err, errlen, "bad dataset '%s': expected lognormal:in=MEAN,out=MEAN[,sigma=S,max_in=N,max_total=N]", spec);
+    snprintf(err, errlen, "bad dataset '%s': expected lognormal:in=MEAN,out=MEAN[,sigma=S,out_sigma=S,max_in=N,max_total=N]", spec);
     return -1;
 }
 
