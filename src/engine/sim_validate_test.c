@@ -275,14 +275,20 @@ TEST(sim_validate_h100_holdouts_calibrate_then_predict) {
 
 /* `sim --validate` of a table of rows_json: the line that starts with `line` (NULL when missing);
  * when rows_json marks a row with `mark`, the output must say so with `said`. */
-static char *validate_line_of(const char *rows_json, const char *line, const char *mark, const char *said) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/po.json", harness_tmpdir());
+/* Writes a table of rows_json into the test's directory as `name`; 0 ok. */
+static int write_table(const char *name, const char *rows_json, char *path, size_t pathlen) {
+    snprintf(path, pathlen, "%s/%s", harness_tmpdir(), name);
     FILE *fp = fopen(path, "w");
     CHECK(fp != NULL);
-    if (!fp) return NULL;
+    if (!fp) return -1;
     fprintf(fp, "{\"rows\":[%s]}", rows_json);
     fclose(fp);
+    return 0;
+}
+
+static char *validate_line_of(const char *rows_json, const char *line, const char *mark, const char *said) {
+    char path[512];
+    if (write_table("po.json", rows_json, path, sizeof path) < 0) return NULL;
     char cmd[600], *out = NULL;
     snprintf(cmd, sizeof cmd, "sim --validate %s", path);
     CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
@@ -369,21 +375,17 @@ static double printed_metric(const char *table, const char *name, const char *me
  * their time per token (a closed loop cannot). Scaling one rank's results by dp gave 4 users the
  * throughput of 8. */
 TEST(sim_validate_dp_closed_loop_below_one_user_a_rank) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/dp.json", harness_tmpdir());
-    FILE *fp = fopen(path, "w");
-    CHECK(fp != NULL);
-    if (!fp) return;
-    fputs("{\"rows\":[{\"id\":\"D1\",\"sim\":{\"flags\":\"--engine-profile sglang --model deepseek-v3 --gpu h200 --tp 8 --dp 8 "
-          "--a2a allgather --weight-dtype fp8\",\"group\":\"g\",\"generation\":2025,\"cases\":[",
-          fp);
+    char rows[2048], path[512];
+    int n = snprintf(rows, sizeof rows, "{\"id\":\"D1\",\"sim\":{\"flags\":\"--engine-profile sglang --model deepseek-v3 --gpu h200 "
+                     "--tp 8 --dp 8 --a2a allgather --weight-dtype fp8\",\"group\":\"g\",\"generation\":2025,\"cases\":[");
     for (int c = 4; c <= 8; c += 4)
-        fprintf(fp, "%s{\"name\":\"c%d\",\"kind\":\"serve\",\"workload\":{\"dataset\":\"random:in=64,out=64\",\"concurrency\":%d,"
-                    "\"prompts\":16},\"metrics\":[{\"name\":\"mean_tpot_ms\",\"published\":20,\"score\":\"tpot\"},"
-                    "{\"name\":\"output_throughput_per_gpu\",\"published\":20,\"score\":\"tput\"}]}",
-                c == 4 ? "" : ",", c, c);
-    fputs("]}}]}", fp);
-    fclose(fp);
+        n += snprintf(rows + n, sizeof rows - (size_t)n,
+                      "%s{\"name\":\"c%d\",\"kind\":\"serve\",\"workload\":{\"dataset\":\"random:in=64,out=64\",\"concurrency\":%d,"
+                      "\"prompts\":16},\"metrics\":[{\"name\":\"mean_tpot_ms\",\"published\":20,\"score\":\"tpot\"},"
+                      "{\"name\":\"output_throughput_per_gpu\",\"published\":20,\"score\":\"tput\"}]}",
+                      c == 4 ? "" : ",", c, c);
+    snprintf(rows + n, sizeof rows - (size_t)n, "]}}");
+    if (write_table("dp.json", rows, path, sizeof path) < 0) return;
     char err[512] = "";
     val_table *t = NULL;
     CHECK_MSG(val_load(path, &t, err, sizeof err) == 0, "%s", err);
