@@ -334,6 +334,28 @@ TEST(cost_scheduler_cost_per_profile) {
     CHECK_NEAR(p.factors.seq_overhead_v1_s, 4e-6, 1e-15);
 }
 
+/* The vllm profile (vLLM >= 0.14) is vllm-v1 with async scheduling: the same step as vllm-v1 with
+ * --overlap-schedule on, and shorter than vllm-v1's by what the engine core's CPU step hides. */
+TEST(cost_vllm_profile_is_v1_with_async_scheduling) {
+    double t[3];
+    for (int k = 0; k < 3; k++) {
+        sim_params p;
+        cost_model c;
+        sim_default_params(&p);
+        set(&p, "engine-profile", k == 0 ? "vllm" : "vllm-v1");
+        if (k == 1) set(&p, "overlap-schedule", "on");
+        if (cost_for(&p, &c) != 0) return;
+        cost_batch b;
+        cost_step s;
+        cost_decode_batch(16, 1000, &b);
+        cost_step_time(&c, &b, &s);
+        t[k] = s.t;
+        cost_free(&c);
+    }
+    CHECK_NEAR(t[0], t[1], 1e-12);
+    CHECK_MSG(t[2] > t[0] * 1.01, "vllm-v1 %g s, vllm %g s", t[2], t[0]);
+}
+
 TEST(hw_catalog_entries) {
     const hw_gpu *b = hw_find("b200"), *h8 = hw_find("h800"), *a4 = hw_find("a100-40g"), *g = hw_find("gb200");
     CHECK(b && h8 && a4 && g && hw_find("h20") && hw_find("rtx3090"));

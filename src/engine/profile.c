@@ -17,6 +17,11 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
      "its engine core's scheduler cost, not overlapped (--overlap-schedule on: --async-scheduling, default from 0.14), "
      "Triton fused MoE for fp8 experts on Hopper",
      {"vllm-v1", 1, 512, 1, 0, 17, 9, 0, PREFILL_MIXED, 0, MOE_FUSED_V1, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, SCHED_V1, 0, 0}},
+    /* vLLM 0.14 (2026-01-17) turned async scheduling on by default (vllm#31998 for spec decoding;
+     * djl#3833 quotes the release): the engine core schedules step n+1 while the GPU runs step n */
+    {"vLLM >= 0.14 (V1 engine, async scheduling on by default): as vllm-v1, its engine core's CPU step overlapped "
+     "with the GPU's",
+     {"vllm", 1, 512, 1, 0, 17, 9, 1, PREFILL_MIXED, 0, MOE_FUSED_V1, A2A_ALLREDUCE, 1, 0, 256, ATTN_FLASH, SCHED_V1, 0, 0}},
     /* ATOM's Scheduler.schedule (ROCm/ATOM atom/model_engine/scheduler.py, from nano-vllm) fills a
      * step with waiting prompts first, each whole within max_num_batched_tokens (default 16384), and
      * decodes only when no prompt was admitted; HIP graphs captured at 1-256 (arg_utils.py

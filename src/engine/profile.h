@@ -4,7 +4,7 @@
  * the latent KV or on expanded per-head K/V, how prefill and decode share steps, how much KV a
  * request reserves at admission, which MoE kernel family and all-to-all it uses.
  *
- * `--engine-profile vllm-v0|vllm-v1|sglang|sglang-v0.4|sglang-2024|trtllm|lmdeploy|llamacpp|deepseek` picks one;
+ * `--engine-profile vllm-v0|vllm-v1|vllm|sglang|sglang-v0.4|sglang-2024|trtllm|lmdeploy|llamacpp|deepseek` picks one;
  * single facts can be overridden (`--cuda-graphs off`, `--overlap-schedule on`, `--mla off`, ...).
  * The numbers that are fitted (per-kernel time, eager launch, scheduler cost) live in cost_factors,
  * shared by every profile: they stand for a mechanism, not for an engine. */
