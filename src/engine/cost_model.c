@@ -35,8 +35,8 @@ void cost_default_factors(cost_factors *f) {
     f->step_overhead_s = 6.99e-3;
     f->seq_overhead_s = 10.1e-6;
     f->seq_overhead_trt_s = 183e-6;
-    /* vLLM V1's engine core, fitted since N83 and N94 run it (README-sim.md, "vLLM V1's engine core
-     * and fused MoE"); its prior, 1.0 ms, from two published measurements of its step (README-sim.md,
+    /* vLLM V1's engine core, fitted since N83 and N94 run it (README-sim.md, "The 2025 fused MoE ...
+     * and vLLM V1's"); its prior, 1.0 ms, from two published measurements of its step (README-sim.md,
      * "Scheduler cost per engine"): vllm-project/vllm#17866 (2025-05): Llama 3.2 1B one request at
      * a time, median TPOT 2.64 ms, of which the GPU's forward takes ~1.6 ms by this model's own
      * terms, leaving ~1 ms per step; vllm-project/vllm#10634 (2024-11): Llama-2-7B at batch 256,
@@ -58,8 +58,7 @@ void cost_default_factors(cost_factors *f) {
     f->moe_triton_eff = 0.330;
     f->moe_triton_fp8_eff = 0.105;
     /* the 2025 Triton fused MoE on Hopper block-fp8 experts: N80-N82, N84 (SGLang 2025, vLLM 0.7;
-     * four sources), README-sim.md, "The 2025 fused MoE"; vLLM V1's own: N83, N94 ("vLLM V1's engine
-     * core and fused MoE") */
+     * four sources); vLLM V1's own: N83, N94 (README-sim.md, "The 2025 fused MoE ... and vLLM V1's") */
     f->moe_fused_eff = 0.284;
     f->moe_fused_v1_eff = 0.665;
     f->attn_triton_eff = 0.112;
@@ -302,15 +301,16 @@ double *cost_moe_eff_of(const cost_model *c, cost_factors *f) {
     /* the GPUs with fp4 tensor cores (Blackwell's tcgen05 and sm120 block-scaled MMA, CDNA4's MX
      * MFMA) apply the scales in the MMA; Hopper and MI300X promote in CUDA cores (DeepGEMM) */
     if (!block_scaled(c->weight_dtype) || c->gpu.fp4_flops > 0) return &f->moe_native_eff;
-    /* TP-sharded block-fp8 experts on Hopper (no DeepEP) go through the engine's Triton fused MoE.
-     * SGLang >= 0.5.7 swaps A and B there for few tokens per expert (sglang#15712, 2025-12: the
-     * weight on WGMMA's M side): it streams the experts like any weight (README-sim.md, "SGLang on
-     * 8 x H200"). Before it (vLLM 0.7-V1, SGLang 0.4.2-0.5.6) the kernel has its own efficiency,
-     * apart from the grouped GEMMs of DeepEP and TensorRT-LLM (README-sim.md, "The 2025 fused MoE") */
-    int hopper_tp_fp8 = c->weight_dtype == DT_FP8 && c->gpu.hopper && c->s.prof.a2a != A2A_DEEPEP;
-    if (c->s.prof.moe_kernel == MOE_SWAPAB && hopper_tp_fp8) return &f->moe_native_eff;
-    if (c->s.prof.moe_kernel == MOE_FUSED && hopper_tp_fp8) return &f->moe_fused_eff;
-    if (c->s.prof.moe_kernel == MOE_FUSED_V1 && hopper_tp_fp8) return &f->moe_fused_v1_eff;
+    /* Block-fp8 experts on Hopper without DeepEP go through the engine's Triton fused MoE. SGLang
+     * >= 0.5.7 swaps A and B there for few tokens per expert (sglang#15712, 2025-12: the weight on
+     * WGMMA's M side): it streams the experts like any weight (README-sim.md, "SGLang on 8 x H200").
+     * Before it (SGLang 0.4.2-0.5.6, vLLM 0.7) the kernel has its own efficiency, and vLLM V1's
+     * another, apart from the grouped GEMMs of DeepEP and TensorRT-LLM (README-sim.md, "The 2025
+     * fused MoE ... and vLLM V1's") */
+    int hopper_fp8 = c->weight_dtype == DT_FP8 && c->gpu.hopper && c->s.prof.a2a != A2A_DEEPEP;
+    if (c->s.prof.moe_kernel == MOE_SWAPAB && hopper_fp8) return &f->moe_native_eff;
+    if (c->s.prof.moe_kernel == MOE_FUSED && hopper_fp8) return &f->moe_fused_eff;
+    if (c->s.prof.moe_kernel == MOE_FUSED_V1 && hopper_fp8) return &f->moe_fused_v1_eff;
     return &f->moe_eff;
 }
 

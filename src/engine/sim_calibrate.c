@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The engine profile's own CPU cost per step (vLLM V1's engine core, or the 2024 schedulers'):
- * the one the fit reads and writes. */
+/* The engine profile's own CPU cost per step (vLLM V1's engine core, ATOM's, or the 2024
+ * schedulers': cost_step_overhead_of): the one the fit reads and writes. */
 static double *ov_ptr(sim_calibration *c) {
     engine_profile pr = {.sched = c->sched};
     return cost_step_overhead_of(&c->factors, &pr);
