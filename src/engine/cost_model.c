@@ -159,11 +159,12 @@ int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const co
         snprintf(err, errlen, "expert parallelism needs an MoE model; %s is dense", arch->name);
         return -1;
     }
-    if (f->bw_eff <= 0 || f->compute_eff <= 0 || f->link_eff <= 0 || f->bw_eff > 1 || f->compute_eff > 1 || f->link_eff > 1 ||
-        f->moe_eff <= 0 || f->moe_eff > 1 || f->moe_native_eff <= 0 || f->moe_native_eff > 1 || f->moe_triton_eff <= 0 || f->moe_triton_eff > 1 ||
-        f->moe_triton_fp8_eff <= 0 || f->moe_triton_fp8_eff > 1 ||
-        f->moe_fused_eff <= 0 || f->moe_fused_eff > 1 || f->moe_fused_v1_eff <= 0 || f->moe_fused_v1_eff > 1 || f->attn_triton_eff <= 0 || f->attn_triton_eff > 1 ||
-        f->ggml_compute_eff <= 0 || f->ggml_compute_eff > 1 || !(f->shard_loss >= 0)) {
+    /* every efficiency is a fraction of a physical rate */
+    const double fractions[] = {f->bw_eff, f->compute_eff, f->link_eff, f->moe_eff, f->moe_native_eff, f->moe_triton_eff,
+                                f->moe_triton_fp8_eff, f->moe_fused_eff, f->moe_fused_v1_eff, f->attn_triton_eff, f->ggml_compute_eff};
+    int bad = !(f->shard_loss >= 0);
+    for (size_t i = 0; i < sizeof fractions / sizeof fractions[0]; i++) bad |= !(fractions[i] > 0 && fractions[i] <= 1);
+    if (bad) {
         snprintf(err, errlen, "efficiency factors must be in (0, 1] (and --shard-loss >= 0)");
         return -1;
     }
