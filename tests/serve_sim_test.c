@@ -62,7 +62,7 @@ TEST(serve_sim_matches_offline_sim) {
          * (the measurement itself untouched) */
         const json_t *pi = json_object_get(b, "prediction_interval");
         const json_t *tp = json_object_get(json_object_get(pi, "metrics"), "median_tpot_ms");
-        double v = 0.5 * test_num(b, "median_tpot_ms"), q = sim_interval_q(SIM_IV_TPOT, 0);
+        double v = 0.5 * test_num(b, "median_tpot_ms"), q = sim_interval_q(SIM_IV_TPOT, SIM_IV_STEADY, 0);   /* a closed loop: steady */
         CHECK_NEAR(test_num(pi, "speedup"), 0.5, 1e-12);
         CHECK_NEAR(test_num(pi, "level"), 0.8, 1e-12);
         CHECK_NEAR(test_num(tp, "value"), v, v * 1e-9);

@@ -118,9 +118,11 @@ static void print_engine(FILE *f, const run_sim_result *r, const sim_params *p) 
     fprintf(f, "%-40s%.1f%%\n", "Engine busy:", r->span_ns > 0 ? 100 * info->busy_s / (r->span_ns / 1e9) : 0);
     fprintf(f, "%-40s%lld\n", "Preemptions:", (long long)st->preemptions_total);
     fprintf(f, "%-40s%s\n", "Engine profile:", p->engine_profile);
-    fprintf(f, "%-40sTPOT x/%.2f, throughput x/%.2f, TTFT x/%.1f (%s)\n", "80% interval:", exp(sim_interval_q(SIM_IV_TPOT, p->calibrated)),
-            exp(sim_interval_q(SIM_IV_TPUT, p->calibrated)), exp(sim_interval_q(SIM_IV_TTFT, p->calibrated)),
-            p->calibrated ? "calibrate-then-predict errors" : "errors on published deployments outside the fit");
+    sim_iv_load kind = sim_interval_load_of(r->doc);
+    fprintf(f, "%-40sTPOT x/%.2f, throughput x/%.2f, TTFT x/%.1f (%s%s)\n", "80% interval:", exp(sim_interval_q(SIM_IV_TPOT, kind, p->calibrated)),
+            exp(sim_interval_q(SIM_IV_TPUT, kind, p->calibrated)), exp(sim_interval_q(SIM_IV_TTFT, kind, p->calibrated)),
+            p->calibrated && kind == SIM_IV_STEADY ? "calibrate-then-predict errors" : "errors on published deployments outside the fit",
+            kind == SIM_IV_BURST ? ", bursts: every request sent at once" : "");
     if (info->prefix_query_tokens > 0)
         fprintf(f, "%-40s%.1f%%\n", "Prefix cache hit rate (tokens):", 100.0 * info->prefix_hit_tokens / info->prefix_query_tokens);
     if (p->prefill_instances > 0)

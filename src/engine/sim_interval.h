@@ -9,10 +9,19 @@
 
 typedef enum { SIM_IV_TPOT, SIM_IV_TPUT, SIM_IV_TTFT, SIM_IV_N } sim_iv_target;
 
-/* The log half-width of the 80% interval for target k; calibrated: the profile was fitted to the
- * deployment's own measured run. */
-double sim_interval_q(sim_iv_target k, int calibrated);
+/* The kind of load a prediction is of: a burst (every request sent at once, no cap on how many are
+ * in flight) is predicted less well than a steady load (closed loop, or an open loop at a finite
+ * rate): how the engine takes in a queue of hundreds of prompts, and how the server's front end
+ * feeds it, weigh on every number; its intervals are measured on the burst rows alone. */
+typedef enum { SIM_IV_STEADY, SIM_IV_BURST, SIM_IV_LOADS } sim_iv_load;
+
+/* The log half-width of the 80% interval for target k under load kind `load`; calibrated: the
+ * profile was fitted to the deployment's own measured run. */
+double sim_interval_q(sim_iv_target k, sim_iv_load load, int calibrated);
 const char *sim_interval_name(sim_iv_target k);
+const char *sim_interval_load_name(sim_iv_load load);
+/* The load kind of a results object (its config: open, no finite rate, no cap below the requests). */
+sim_iv_load sim_interval_load_of(const json_t *results);
 
 /* {"level":0.8,"basis":..,"metrics":{"median_tpot_ms":{"value":v,"lo":..,"hi":..},..}} for the
  * TPOT, ITL, TTFT and throughput numbers present in a results object (new reference). */

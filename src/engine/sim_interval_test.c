@@ -1,7 +1,7 @@
 /* sim_interval tests — a simulated run's results carry an 80% interval on each of its TPOT,
  * throughput and TTFT numbers, prediction x exp(+-q) with the q of sim_interval.c (wider for TTFT
- * than for TPOT, as measured out of group), and a calibrated profile switches to the
- * calibrate-then-predict q. */
+ * than for TPOT, as measured out of group), a burst (every request at once) takes the bursts' q,
+ * and a calibrated profile switches to the calibrate-then-predict q. */
 #include "harness.h"
 #include "testutil.h"
 #include "engine/sim_interval.h"
@@ -10,13 +10,13 @@
 #include <stdio.h>
 #include <string.h>
 
-static void check_metric(json_t *iv, const char *key, json_t *res, sim_iv_target k, int calibrated) {
+static void check_metric(json_t *iv, const char *key, json_t *res, sim_iv_target k, sim_iv_load load, int calibrated) {
     json_t *m = json_object_get(json_object_get(iv, "metrics"), key);
     CHECK_MSG(m != NULL, "no interval on %s", key);
     if (!m) return;
     double v = json_number_value(json_object_get(m, "value")), lo = json_number_value(json_object_get(m, "lo")),
            hi = json_number_value(json_object_get(m, "hi")), x = json_number_value(json_object_get(res, key));
-    double q = sim_interval_q(k, calibrated);
+    double q = sim_interval_q(k, load, calibrated);
     CHECK_NEAR(v, x, x * 1e-9);
     CHECK_NEAR(lo, x * exp(-q), x * 1e-6);
     CHECK_NEAR(hi, x * exp(q), x * 1e-6);
@@ -37,10 +37,10 @@ TEST(sim_interval_on_every_predicted_number) {
     json_t *iv = json_object_get(res, "prediction_interval");
     CHECK(iv != NULL);
     CHECK_NEAR(json_number_value(json_object_get(iv, "level")), 0.8, 1e-12);
-    check_metric(iv, "median_tpot_ms", res, SIM_IV_TPOT, 0);
-    check_metric(iv, "output_throughput", res, SIM_IV_TPUT, 0);
-    check_metric(iv, "mean_ttft_ms", res, SIM_IV_TTFT, 0);
-    CHECK(sim_interval_q(SIM_IV_TTFT, 0) > sim_interval_q(SIM_IV_TPOT, 0));
+    check_metric(iv, "median_tpot_ms", res, SIM_IV_TPOT, SIM_IV_STEADY, 0);
+    check_metric(iv, "output_throughput", res, SIM_IV_TPUT, SIM_IV_STEADY, 0);
+    check_metric(iv, "mean_ttft_ms", res, SIM_IV_TTFT, SIM_IV_STEADY, 0);
+    CHECK(sim_interval_q(SIM_IV_TTFT, SIM_IV_STEADY, 0) > sim_interval_q(SIM_IV_TPOT, SIM_IV_STEADY, 0));
     json_decref(res);
     /* an open loop below capacity serves its offered rate: no interval on the throughput */
     snprintf(cmd, sizeof cmd, "sim --model deepseek-v2-lite --gpu h200 --rate 2/s --requests 20 --out %s --quiet", out);
@@ -50,7 +50,31 @@ TEST(sim_interval_on_every_predicted_number) {
     if (!res) return;
     iv = json_object_get(res, "prediction_interval");
     CHECK(json_object_get(json_object_get(iv, "metrics"), "output_throughput") == NULL);
-    check_metric(iv, "median_tpot_ms", res, SIM_IV_TPOT, 0);
+    check_metric(iv, "median_tpot_ms", res, SIM_IV_TPOT, SIM_IV_STEADY, 0);
+    json_decref(res);
+    /* every request at once: a burst, whose interval is the bursts' (wider: measured so) */
+    snprintf(cmd, sizeof cmd, "sim --model deepseek-v2-lite --gpu h200 --rate inf --requests 40 --out %s", out);
+    so = NULL;
+    CHECK_EQ_INT(test_run(cmd, &so, NULL), 0);
+    CHECK_MSG(so && strstr(so, "bursts: every request sent at once"), "the summary says the interval is a burst's");
+    free(so);
+    res = json_load_file(out, 0, NULL);
+    CHECK(res != NULL);
+    if (!res) return;
+    iv = json_object_get(res, "prediction_interval");
+    CHECK(strcmp(json_string_value(json_object_get(iv, "load")) ?: "", "burst") == 0);
+    check_metric(iv, "median_tpot_ms", res, SIM_IV_TPOT, SIM_IV_BURST, 0);
+    check_metric(iv, "output_throughput", res, SIM_IV_TPUT, SIM_IV_BURST, 0);
+    CHECK(sim_interval_q(SIM_IV_TPOT, SIM_IV_BURST, 0) > sim_interval_q(SIM_IV_TPOT, SIM_IV_STEADY, 0));
+    /* a burst capped below its requests is a closed loop in all but name: steady */
+    snprintf(cmd, sizeof cmd, "sim --model deepseek-v2-lite --gpu h200 --rate inf --max-concurrency 8 --requests 40 --out %s --quiet", out);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    json_decref(res);
+    res = json_load_file(out, 0, NULL);
+    CHECK(res != NULL);
+    if (!res) return;
+    iv = json_object_get(res, "prediction_interval");
+    check_metric(iv, "median_tpot_ms", res, SIM_IV_TPOT, SIM_IV_STEADY, 0);
     json_decref(res);
     /* a profile is a calibrated deployment: its intervals are calibrate-then-predict's */
     snprintf(prof, sizeof prof, "%s/p.json", harness_tmpdir());
@@ -65,7 +89,7 @@ TEST(sim_interval_on_every_predicted_number) {
     CHECK(res != NULL);
     if (!res) return;
     iv = json_object_get(res, "prediction_interval");
-    check_metric(iv, "median_tpot_ms", res, SIM_IV_TPOT, 1);
+    check_metric(iv, "median_tpot_ms", res, SIM_IV_TPOT, SIM_IV_STEADY, 1);
     CHECK(strstr(json_string_value(json_object_get(iv, "basis")), "calibrate") != NULL);
     json_decref(res);
 }

@@ -810,18 +810,27 @@ static int run_rows(val_table *t, const cost_factors *f, const unsigned char *wa
     return run_cases(t, f, 1, err, errlen);
 }
 
-/* The 80th percentile of |log error| over the metrics of target k of the rows in use (NAN with
- * fewer than 3): per metric, since an interval is put on each predicted metric. */
-static double q80(const val_table *t, const int *use, int k) {
+/* The load kind a case is of (sim_interval.h): a serve case with every request sent at once and
+ * no cap on those in flight is a burst. */
+static sim_iv_load case_load(const val_case *c) {
+    return c->kind == K_SERVE && isinf(c->rate) && c->concurrency <= 0 ? SIM_IV_BURST : SIM_IV_STEADY;
+}
+
+/* The 80th percentile of |log error| over the metrics of target k of the rows in use, of cases of
+ * load kind `load` (-1: all), NAN with fewer than 3: per metric, since an interval is put on each
+ * predicted metric. */
+static double q80(const val_table *t, const int *use, int k, int load) {
     double v[2048];
     int m = 0;
     for (int r = 0; r < t->n_rows && m < 2048; r++) {
         if (!use[r]) continue;
-        for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
+        for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++) {
+            if (load >= 0 && (int)case_load(&t->cases[ci]) != load) continue;
             for (int j = 0; j < t->cases[ci].n_m && m < 2048; j++) {
                 double x = lerr(&t->cases[ci].m[j]);
                 if (t->cases[ci].m[j].cat == k && isfinite(x)) v[m++] = fabs(x);
             }
+        }
     }
     if (m < 3) return NAN;
     qsort(v, (size_t)m, sizeof *v, cmp_d);
@@ -830,44 +839,65 @@ static double q80(const val_table *t, const int *use, int k) {
 
 /* Coverage of 80% intervals for the predictions held in t for the rows in use: a metric's interval
  * is its prediction times exp(+-q), q the 80th percentile of the out-of-group |log errors| of the
- * *other* groups' rows (so no row's own error sets its interval). */
+ * *other* groups' rows of the same load kind (so no row's own error sets its interval; a kind with
+ * fewer than 3 such errors takes every kind's). */
 static void coverage(FILE *out, const val_table *t, const int *use, const char *title) {
     int *oth = malloc(sizeof(int) * (size_t)(t->n_rows + 1));
     if (!oth) return;
-    int in[VAL_OTHER] = {0}, all[VAL_OTHER] = {0};
+    int in[SIM_IV_LOADS][VAL_OTHER] = {{0}}, all[SIM_IV_LOADS][VAL_OTHER] = {{0}};
     for (int r = 0; r < t->n_rows; r++) {
         if (!use[r]) continue;
         for (int q = 0; q < t->n_rows; q++) oth[q] = use[q] && strcmp(t->rows[q].group, t->rows[r].group);
-        for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++)
+        for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++) {
+            int ld = case_load(&t->cases[ci]);
             for (int j = 0; j < t->cases[ci].n_m; j++) {
                 const val_metric *m = &t->cases[ci].m[j];
-                double x = lerr(m), h = m->cat < VAL_OTHER ? q80(t, oth, m->cat) : NAN;
-                if (m->cat >= VAL_OTHER || !isfinite(x) || !isfinite(h)) continue;
-                all[m->cat]++;
-                in[m->cat] += fabs(x) <= h;
+                if (m->cat >= VAL_OTHER) continue;
+                double x = lerr(m), h = q80(t, oth, m->cat, ld);
+                if (!isfinite(h)) h = q80(t, oth, m->cat, -1);
+                if (!isfinite(x) || !isfinite(h)) continue;
+                all[ld][m->cat]++;
+                in[ld][m->cat] += fabs(x) <= h;
             }
+        }
     }
     fprintf(out, "%s\n", title);
     int ti = 0, ta = 0;
     for (int k = 0; k < VAL_OTHER; k++) {
-        if (!all[k]) continue;
-        fprintf(out, "  %-28s %3d of %3d metrics inside (%.0f%%)   interval +-%.0f%% (all groups)\n", cat_names[k], in[k], all[k],
-                100.0 * in[k] / all[k], (exp(q80(t, use, k)) - 1) * 100);
-        ti += in[k];
-        ta += all[k];
+        int a = all[0][k] + all[1][k], i = in[0][k] + in[1][k];
+        if (!a) continue;
+        fprintf(out, "  %-28s %3d of %3d metrics inside (%.0f%%)   interval +-%.0f%% (all groups, steady loads)", cat_names[k], i, a,
+                100.0 * i / a, expm1(q80(t, use, k, SIM_IV_STEADY)) * 100);
+        if (all[SIM_IV_BURST][k])
+            fprintf(out, "; bursts %d of %d inside, interval +-%.0f%%", in[SIM_IV_BURST][k], all[SIM_IV_BURST][k],
+                    expm1(q80(t, use, k, SIM_IV_BURST)) * 100);
+        fputc('\n', out);
+        ti += i;
+        ta += a;
     }
     if (ta) fprintf(out, "  %-28s %3d of %3d (%.0f%%)\n", "all targets", ti, ta, 100.0 * ti / ta);
     free(oth);
 }
 
 /* The half-widths that sim, plan, serve --engine sim and tune put on their numbers (sim_interval.c),
- * beside the ones this table gives now: the constants must follow the table. */
+ * beside the ones this table gives now, per load kind: the constants must follow the table. A kind
+ * the rows hold too few of (calibrated bursts) says so. */
 static void print_halfwidths(FILE *out, const val_table *t, const int *use, int calibrated) {
     static const int cat[SIM_IV_N] = {VAL_TPOT, VAL_TPUT, VAL_TTFT};
     fprintf(out, "interval half-widths for predictions (%s):", calibrated ? "calibrated" : "uncalibrated");
-    for (int k = 0; k < SIM_IV_N; k++)
-        fprintf(out, " %s +-%.0f%% (in use +-%.0f%%)%s", sim_interval_name((sim_iv_target)k), (exp(q80(t, use, cat[k])) - 1) * 100,
-                expm1(sim_interval_q((sim_iv_target)k, calibrated)) * 100, k + 1 < SIM_IV_N ? ";" : "\n");
+    for (int ld = 0; ld < SIM_IV_LOADS; ld++) {
+        if (ld) fprintf(out, " |%s:", sim_interval_load_name((sim_iv_load)ld));
+        int any = 0;
+        for (int k = 0; k < SIM_IV_N; k++) any |= isfinite(q80(t, use, cat[k], ld));
+        if (!any) {
+            fprintf(out, " none among these rows (in use: the uncalibrated ones)");
+            continue;
+        }
+        for (int k = 0; k < SIM_IV_N; k++)
+            fprintf(out, " %s +-%.0f%% (in use +-%.0f%%)%s", sim_interval_name((sim_iv_target)k), expm1(q80(t, use, cat[k], ld)) * 100,
+                    expm1(sim_interval_q((sim_iv_target)k, (sim_iv_load)ld, calibrated)) * 100, k + 1 < SIM_IV_N ? ";" : "");
+    }
+    fputc('\n', out);
 }
 
 /* The request path (request_s + request_token_s x prompt tokens, a Python server's time outside
@@ -1173,7 +1203,7 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
         }
         if (run_serve(&c, err, errlen) < 0) { rc = -1; break; }
         for (int k = 0; k < 2; k++) {
-            double e = c.m[k].predicted / c.m[k].published - 1, q = sim_interval_q(tg[k], 1);
+            double e = c.m[k].predicted / c.m[k].published - 1, q = sim_interval_q(tg[k], SIM_IV_STEADY, 1);
             int in = fabs(log(c.m[k].predicted / c.m[k].published)) <= q;
             int predicted = li > 0;
             fprintf(out, "%-6g %-7.3g %-20s %12.5g %12.5g %+7.1f%% %s\n", load, load / base, names[k], c.m[k].published,

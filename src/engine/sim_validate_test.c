@@ -92,6 +92,15 @@ TEST(sim_validate_cli_prints_every_row) {
         CHECK_MSG(abs(t1 - t2) <= 5 && abs(x1 - x2) <= 5, "%s TPOT +-%d%% vs +-%d%% in use, throughput +-%d%% vs +-%d%%: update sim_interval.c",
                   hw[h], t1, t2, x1, x2);
     }
+    /* ... and the bursts' (every request at once), measured on the burst rows alone; within 10
+     * points (a handful of groups: one more row moves a percentile further) */
+    const char *bl = out ? strstr(out, "(uncalibrated):") : NULL;
+    const char *eol = bl ? strchr(bl, '\n') : NULL, *b = bl ? strstr(bl, "|burst:") : NULL;
+    int t1 = -1, t2 = -1, x1 = -1, x2 = -1;
+    CHECK_MSG(b && b < eol && sscanf(b, "|burst: TPOT +-%d%% (in use +-%d%%); per-GPU throughput +-%d%% (in use +-%d%%)", &t1, &t2, &x1, &x2) == 4,
+              "no burst half-widths");
+    CHECK_MSG(abs(t1 - t2) <= 10 && abs(x1 - x2) <= 10, "bursts: TPOT +-%d%% vs +-%d%% in use, throughput +-%d%% vs +-%d%%: update sim_interval.c",
+              t1, t2, x1, x2);
     /* the defaults in use are the refit on every group (each within 2%): the table and
      * cost_default_factors move together */
     const char *ra = out ? strstr(out, "refit on every group (in use):") : NULL;

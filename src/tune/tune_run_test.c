@@ -265,11 +265,11 @@ TEST(tune_sim_flags_match_offline_sim) {
     CHECK_STR(json_string_value(json_object_get(d, "mode")), "sim");
     /* the simulator's figures carry its interval (sim_interval.h) */
     json_t *iv = json_object_get(d, "sim_interval");
-    CHECK_NEAR(test_num(iv, "throughput_factor"), exp(sim_interval_q(SIM_IV_TPUT, 0)), 1e-9);
+    CHECK_NEAR(test_num(iv, "throughput_factor"), exp(sim_interval_q(SIM_IV_TPUT, SIM_IV_STEADY, 0)), 1e-9);
     CHECK(strstr(json_string_value(json_object_get(d, "target_note")), "80% interval") != NULL);
     /* ... and so does the recommendation's score: score / factor to score x factor */
     const json_t *rec = json_object_get(d, "recommendation"), *riv = json_object_get(rec, "score_interval_80");
-    double fx = exp(sim_interval_q(SIM_IV_TPUT, 0)), score = test_num(rec, "score");
+    double fx = exp(sim_interval_q(SIM_IV_TPUT, SIM_IV_STEADY, 0)), score = test_num(rec, "score");
     CHECK(json_array_size(riv) == 2 && score > 0);
     CHECK_NEAR(json_number_value(json_array_get(riv, 0)), score / fx, score * 1e-9);
     CHECK_NEAR(json_number_value(json_array_get(riv, 1)), score * fx, score * 1e-9);
