@@ -282,6 +282,30 @@ TEST(sim_validate_h100_holdouts_calibrate_then_predict) {
     }
 }
 
+/* The loop-floor sweeps (c = 1, 2, 4, 8 of V2-Lite, -np 8; tests/fixtures/real-gpu/README.md) on two
+ * H100 hosts, held out: calibrated on c = 1 alone, every sweep's predictions fall inside their 80%
+ * intervals as often as 80% intervals should, and the Q8_0 ones on both hosts meet the issue's
+ * 15% at 2-8x. (f16 does not on the first host: its decode loop calls are slower than its prompt
+ * shows, -17% TPOT at c = 8; on the second it is 5 of 6, +17% throughput at c = 8; README-sim.md.) */
+TEST(sim_validate_floor_sweeps_on_two_hosts) {
+    static const struct { const char *sweep, *dtype; int within15; } sw[] = {
+        {"h100_floor_f16.json", "fp16", 0}, {"h100_floor_q8.json", "int8", 1}, {"h100_floor_q4.json", "q4_0", 0},
+        {"h100b_floor_f16.json", "fp16", 0}, {"h100b_floor_q8.json", "int8", 1}};
+    for (size_t s = 0; s < sizeof sw / sizeof sw[0]; s++) {
+        char path[512];
+        snprintf(path, sizeof path, "tests/fixtures/real-gpu/%s", sw[s].sweep);
+        double p[8], m[8], e[2][8];
+        int in, tot;
+        int n = sweep_run_on(path, "llamacpp-b4747", "--model deepseek-v2-lite", "h100", sw[s].dtype, p, m, e, &in, &tot);
+        CHECK_EQ_INT(n, 4);
+        if (n != 4) continue;
+        CHECK_MSG(in >= coverage_floor(tot), "%s: %d of %d inside the 80%% intervals", sw[s].sweep, in, tot);
+        for (int i = 1; sw[s].within15 && i < 4; i++)
+            for (int k = 0; k < 2; k++)
+                CHECK_MSG(fabs(e[k][i]) <= 15, "%s c = %d: %s off by %+.1f%%", sw[s].sweep, 1 << i, k ? "throughput" : "TPOT", e[k][i]);
+    }
+}
+
 /* `sim --validate` of a table of rows_json: the line that starts with `line` (NULL when missing);
  * when rows_json marks a row with `mark`, the output must say so with `said`. */
 /* Writes a table of rows_json into the test's directory as `name`; 0 ok. */
