@@ -282,25 +282,29 @@ TEST(sim_validate_h100_holdouts_calibrate_then_predict) {
     }
 }
 
-/* The loop-floor sweeps (c = 1, 2, 4, 8 of V2-Lite, -np 8; tests/fixtures/real-gpu/README.md) on two
- * H100 hosts, held out: calibrated on c = 1 alone, every sweep's predictions fall inside their 80%
- * intervals as often as 80% intervals should, and the Q8_0 ones on both hosts meet the issue's
- * 15% at 2-8x. (f16 does not on the first host: its decode loop calls are slower than its prompt
- * shows, -17% TPOT at c = 8; on the second it is 5 of 6, +17% throughput at c = 8; README-sim.md.) */
-TEST(sim_validate_floor_sweeps_on_two_hosts) {
-    static const struct { const char *sweep, *dtype; int within15; } sw[] = {
-        {"h100_floor_f16.json", "fp16", 0}, {"h100_floor_q8.json", "int8", 1}, {"h100_floor_q4.json", "q4_0", 0},
-        {"h100b_floor_f16.json", "fp16", 0}, {"h100b_floor_q8.json", "int8", 1}};
+/* Sweeps recorded on H100 hosts not seen before (tests/fixtures/real-gpu/README.md), held out: the
+ * loop-floor sweeps (c = 1, 2, 4, 8 of V2-Lite, -np 8) on two hosts and the overhead construction
+ * (c = 1..32, -np 32) on a third. Calibrated on c = 1 alone, every sweep's predictions fall inside
+ * their 80% intervals as often as 80% intervals should, and the ones that met the issue's 15% at
+ * 2-8x when first run keep meeting it. (The misses, README-sim.md: f16 on the first floor host, its
+ * decode loop calls slower than its prompt shows, -17% TPOT at c = 8; f16 on the second, +17%
+ * throughput at c = 8; Q8_0's overhead sweep on the third, +23% / +15% TPOT at c = 2 / 4, as on the
+ * first host's Q8_0 overhead sweep: the model's quantized loop too slow at a few sequences.) */
+TEST(sim_validate_sweeps_on_more_hosts) {
+    static const struct { const char *sweep, *dtype; int levels, within15; } sw[] = {
+        {"h100_floor_f16.json", "fp16", 4, 0}, {"h100_floor_q8.json", "int8", 4, 1}, {"h100_floor_q4.json", "q4_0", 4, 0},
+        {"h100b_floor_f16.json", "fp16", 4, 0}, {"h100b_floor_q8.json", "int8", 4, 1},
+        {"h100c_overhead.json", "fp16", 6, 1}, {"h100c_overhead_q8.json", "int8", 6, 0}};
     for (size_t s = 0; s < sizeof sw / sizeof sw[0]; s++) {
         char path[512];
         snprintf(path, sizeof path, "tests/fixtures/real-gpu/%s", sw[s].sweep);
         double p[8], m[8], e[2][8];
         int in, tot;
         int n = sweep_run_on(path, "llamacpp-b4747", "--model deepseek-v2-lite", "h100", sw[s].dtype, p, m, e, &in, &tot);
-        CHECK_EQ_INT(n, 4);
-        if (n != 4) continue;
+        CHECK_EQ_INT(n, sw[s].levels);
+        if (n != sw[s].levels) continue;
         CHECK_MSG(in >= coverage_floor(tot), "%s: %d of %d inside the 80%% intervals", sw[s].sweep, in, tot);
-        for (int i = 1; sw[s].within15 && i < 4; i++)
+        for (int i = 1; sw[s].within15 && i <= 3; i++)   /* c = 2, 4, 8 */
             for (int k = 0; k < 2; k++)
                 CHECK_MSG(fabs(e[k][i]) <= 15, "%s c = %d: %s off by %+.1f%%", sw[s].sweep, 1 << i, k ? "throughput" : "TPOT", e[k][i]);
     }
