@@ -93,3 +93,27 @@ TEST(sim_interval_on_every_predicted_number) {
     CHECK(strstr(json_string_value(json_object_get(iv, "basis")), "calibrate") != NULL);
     json_decref(res);
 }
+
+/* The load kind from a results config, as sim and bench write it: an open loop with no finite rate
+ * and no cap below its requests is a burst; a trace replay, a finite rate, a cap below the requests
+ * or a closed loop is steady (bench leaves rate_per_s out when it is infinite: no JSON number). */
+TEST(sim_interval_load_kind_of_a_config) {
+    static const struct { const char *config; sim_iv_load want; } cases[] = {
+        {"{\"load\":\"open\",\"rate_per_s\":null,\"arrival\":\"all-at-once\",\"max_concurrency\":null,\"requests\":40}", SIM_IV_BURST},
+        {"{\"load\":\"open\",\"arrival\":\"poisson\",\"max_concurrency\":null,\"requests\":40}", SIM_IV_BURST},
+        {"{\"load\":\"open\",\"rate_per_s\":null,\"max_concurrency\":40,\"requests\":40}", SIM_IV_BURST},
+        {"{\"load\":\"open\",\"rate_per_s\":null,\"max_concurrency\":8,\"requests\":40}", SIM_IV_STEADY},
+        {"{\"load\":\"open\",\"rate_per_s\":5.0,\"arrival\":\"poisson\",\"requests\":40}", SIM_IV_STEADY},
+        {"{\"load\":\"open\",\"rate_per_s\":null,\"arrival\":\"trace\",\"requests\":40}", SIM_IV_STEADY},
+        {"{\"load\":\"closed\",\"concurrency\":16,\"requests\":40}", SIM_IV_STEADY},
+        {"{}", SIM_IV_STEADY},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *cfg = json_loads(cases[i].config, 0, NULL);
+        CHECK(cfg != NULL);
+        json_t *res = json_pack("{s:o}", "config", cfg);
+        CHECK_MSG(sim_interval_load_of(res) == cases[i].want, "%s: %s, want %s", cases[i].config,
+                  sim_interval_load_name(sim_interval_load_of(res)), sim_interval_load_name(cases[i].want));
+        json_decref(res);
+    }
+}
