@@ -6,11 +6,11 @@
 
 /* 80th percentiles of |log error| per metric, measured by `dsperf sim --validate
  * data/published.json` (its line "interval half-widths for predictions"): leave-one-group-out on
- * the 79 simulated rows, steady loads and bursts apart, and calibrate-then-predict on the
+ * the 81 simulated rows, steady loads and bursts apart, and calibrate-then-predict on the
  * deployments published at several loads (fit the lowest load, predict the others). Stored as the
  * relative half-width exp(q) - 1. */
 static const double halfwidth[SIM_IV_LOADS][SIM_IV_N] = {
-    [SIM_IV_STEADY] = {0.37, 0.32, 1.45},  /* 2026-12-06 (with N95, N96): 148 TPOT, 154 throughput, 132 TTFT metrics */
+    [SIM_IV_STEADY] = {0.39, 0.32, 1.45},  /* 2026-12-06 (with N95-N98): 152 TPOT, 158 throughput, 132 TTFT metrics */
     [SIM_IV_BURST] = {0.88, 0.58, 2.39},   /* 2026-12-06: 10, 19, 10 metrics of 9 rows in 6 groups (A1, A2, B1, N74, N75, N90-N93) */
 };
 /* calibrate-then-predict: 24 rows of 4 deployments (B200, MI355X, H200), all steady loads. No
