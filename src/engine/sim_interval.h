@@ -1,8 +1,9 @@
 /* sim_interval — the 80% prediction intervals of the simulator's numbers: a prediction x exp(+-q),
- * q per target (TPOT and inter-token latency, throughput, TTFT) the 80th percentile of the
- * simulator's |log error| on published deployments it was not fitted to (the leave-one-group-out
- * errors of `dsperf sim --validate data/published.json`, which prints the same q; a test holds the
- * two together). With a calibrated profile (`--profile`) q is that of calibrate-then-predict. */
+ * q per target (TPOT and inter-token latency, throughput, TTFT) and kind of load (steady or burst)
+ * the 80th percentile of the simulator's |log error| on published deployments of that kind it was
+ * not fitted to (the leave-one-group-out errors of `dsperf sim --validate data/published.json`,
+ * which prints the same q; a test holds the two together). With a calibrated profile (`--profile`)
+ * a steady load's q is that of calibrate-then-predict. */
 #ifndef DSP_SIM_INTERVAL_H
 #define DSP_SIM_INTERVAL_H
 #include <jansson.h>
