@@ -889,8 +889,8 @@ static void print_halfwidths(FILE *out, const val_table *t, const int *use, int 
         if (ld) fprintf(out, " |%s:", sim_interval_load_name((sim_iv_load)ld));
         int any = 0;
         for (int k = 0; k < SIM_IV_N; k++) any |= isfinite(q80(t, use, cat[k], ld));
-        if (!any) {
-            fprintf(out, " none among these rows (in use: the uncalibrated ones)");
+        if (!any) {   /* calibrated bursts: sim_interval_q gives them the uncalibrated bursts' q */
+            fprintf(out, " none among these rows%s", calibrated && ld == SIM_IV_BURST ? " (in use: the uncalibrated ones)" : "");
             continue;
         }
         for (int k = 0; k < SIM_IV_N; k++)
