@@ -12,6 +12,9 @@
 /* Each profile names what it does; a field left out is 0 (no, none, or the default kind: overlap
  * off, no admission reserve, all-reduce after the MoE, the 2024 Python scheduler's costs). */
 #define LAYER_KERNELS .kernels_per_layer = 17, .kernels_per_moe_layer = 9
+/* vLLM's V1 engine, which the vllm-v1 and vllm profiles share (vllm adds async scheduling) */
+#define VLLM_V1 LAYER_KERNELS, .cuda_graphs = 1, .graph_max_batch = 512, .mla_absorbed = 1, .prefill_mode = PREFILL_MIXED, \
+    .moe_kernel = MOE_FUSED_V1, .python = 1, .max_batch = 256, .attn_kernel = ATTN_FLASH, .sched = SCHED_V1
 static const struct { const char *descr; engine_profile p; } profiles[] = {
     {"vLLM 0.5-0.6 (V0 engine, 2024): CUDA graphs to batch 256, no MLA (K/V expanded per head, padded to 192), "
      "prefill-first steps, Triton fused MoE",
@@ -20,16 +23,12 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
     {"vLLM 0.8-0.13 (V1 engine): CUDA graphs to batch 512, MLA (FlashMLA), chunked prefill mixed into decode steps, "
      "its engine core's scheduler cost, not overlapped (--overlap-schedule on: --async-scheduling, default from 0.14), "
      "Triton fused MoE for fp8 experts on Hopper",
-     {LAYER_KERNELS, .name = "vllm-v1", .cuda_graphs = 1, .graph_max_batch = 512, .mla_absorbed = 1,
-      .prefill_mode = PREFILL_MIXED, .moe_kernel = MOE_FUSED_V1, .python = 1, .max_batch = 256, .attn_kernel = ATTN_FLASH,
-      .sched = SCHED_V1}},
+     {VLLM_V1, .name = "vllm-v1"}},
     /* vLLM 0.14 (2026-01-17) turned async scheduling on by default (vllm#31998 for spec decoding;
      * djl#3833 quotes the release): the engine core schedules step n+1 while the GPU runs step n */
     {"vLLM >= 0.14 (V1 engine, async scheduling on by default): as vllm-v1, its engine core's CPU step overlapped "
      "with the GPU's",
-     {LAYER_KERNELS, .name = "vllm", .cuda_graphs = 1, .graph_max_batch = 512, .mla_absorbed = 1, .overlap_schedule = 1,
-      .prefill_mode = PREFILL_MIXED, .moe_kernel = MOE_FUSED_V1, .python = 1, .max_batch = 256, .attn_kernel = ATTN_FLASH,
-      .sched = SCHED_V1}},
+     {VLLM_V1, .name = "vllm", .overlap_schedule = 1}},
     /* ATOM's Scheduler.schedule (ROCm/ATOM atom/model_engine/scheduler.py, from nano-vllm) fills a
      * step with waiting prompts first, each whole within max_num_batched_tokens (default 16384), and
      * decodes only when no prompt was admitted; HIP graphs captured at 1-256 (arg_utils.py
