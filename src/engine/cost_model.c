@@ -84,12 +84,12 @@ void cost_default_factors(cost_factors *f) {
     f->expert_skew = 0;
 }
 
-double *cost_step_overhead_of(cost_factors *f, const engine_profile *p) {
-    return p->sched == SCHED_V1 ? &f->step_overhead_v1_s : p->sched == SCHED_ATOM ? &f->step_overhead_atom_s : &f->step_overhead_s;
+double *cost_step_overhead_of(cost_factors *f, int sched) {
+    return sched == SCHED_V1 ? &f->step_overhead_v1_s : sched == SCHED_ATOM ? &f->step_overhead_atom_s : &f->step_overhead_s;
 }
 
-double *cost_seq_overhead_of(cost_factors *f, const engine_profile *p) {
-    return p->sched == SCHED_V1 || p->sched == SCHED_ATOM ? &f->seq_overhead_v1_s : p->sched == SCHED_TRT ? &f->seq_overhead_trt_s : &f->seq_overhead_s;
+double *cost_seq_overhead_of(cost_factors *f, int sched) {
+    return sched == SCHED_V1 || sched == SCHED_ATOM ? &f->seq_overhead_v1_s : sched == SCHED_TRT ? &f->seq_overhead_trt_s : &f->seq_overhead_s;
 }
 
 void cost_default_setup(cost_setup *s, int tp, int ep) {
@@ -479,7 +479,7 @@ void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
     o->graphs = 1;
     if (b->tokens <= 0) {
         o->t_sched = 0;
-        o->t = o->t_overhead = c->s.prof.python ? *cost_step_overhead_of(&c->f, &c->s.prof) : 0;
+        o->t = o->t_overhead = c->s.prof.python ? *cost_step_overhead_of(&c->f, c->s.prof.sched) : 0;
         return;
     }
     const engine_profile *pr = &c->s.prof;
@@ -511,9 +511,9 @@ void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
             forward(c, &d, dec_seqs * rank_dec, (double)dec_seqs, seqs_rank, rank_dec, 0, 1, o);
     }
     /* each attention DP rank has its own scheduler process */
-    o->t_sched = *cost_seq_overhead_of(&c->f, &c->s.prof) * seqs_rank;
+    o->t_sched = *cost_seq_overhead_of(&c->f, c->s.prof.sched) * seqs_rank;
     for (int k = 0; k < COST_NCOMP; k++) { o->t_mem += o->mem_s[k]; o->t_compute += o->comp_s[k]; }
-    o->t = combine(c, o, 1, 1, *cost_step_overhead_of(&c->f, &c->s.prof), &o->t_math);
+    o->t = combine(c, o, 1, 1, *cost_step_overhead_of(&c->f, c->s.prof.sched), &o->t_math);
     o->t_overhead = o->t - o->t_math - o->t_comm;
     if (o->t_overhead < 0) o->t_overhead = 0;
     o->bound = o->t_compute > o->t_mem ? COST_BOUND_COMPUTE : COST_BOUND_MEMORY;

@@ -82,8 +82,8 @@ void cost_default_factors(cost_factors *f);
 double cost_shard_eff(const cost_factors *f, double ways);
 /* The CPU scheduler's cost per step and per running sequence for an engine profile (SCHED_*): the
  * factor that applies, and where it lives (for calibration, which fits the profile's own). */
-double *cost_step_overhead_of(cost_factors *f, const engine_profile *p);
-double *cost_seq_overhead_of(cost_factors *f, const engine_profile *p);
+double *cost_step_overhead_of(cost_factors *f, int sched);
+double *cost_seq_overhead_of(cost_factors *f, int sched);
 
 /* How the instance is laid out and what runs on it, beyond the model and the GPU. */
 typedef struct {

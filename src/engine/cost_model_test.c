@@ -320,14 +320,14 @@ TEST(cost_scheduler_cost_per_profile) {
     set(&p, "engine-profile", "trtllm");
     engine_profile pr;
     CHECK(sim_params_profile(&p, &pr) == 0);
-    CHECK(cost_seq_overhead_of(&p.factors, &pr) == &p.factors.seq_overhead_trt_s);
-    CHECK(cost_step_overhead_of(&p.factors, &pr) == &p.factors.step_overhead_s);
+    CHECK(cost_seq_overhead_of(&p.factors, pr.sched) == &p.factors.seq_overhead_trt_s);
+    CHECK(cost_step_overhead_of(&p.factors, pr.sched) == &p.factors.step_overhead_s);
     /* ATOM's engine core: its own per-step cost (not vLLM V1's, which is fitted on vLLM's rows), V1's
      * per sequence */
     set(&p, "engine-profile", "atom");
     CHECK(sim_params_profile(&p, &pr) == 0);
-    CHECK(cost_step_overhead_of(&p.factors, &pr) == &p.factors.step_overhead_atom_s);
-    CHECK(cost_seq_overhead_of(&p.factors, &pr) == &p.factors.seq_overhead_v1_s);
+    CHECK(cost_step_overhead_of(&p.factors, pr.sched) == &p.factors.step_overhead_atom_s);
+    CHECK(cost_seq_overhead_of(&p.factors, pr.sched) == &p.factors.seq_overhead_v1_s);
     /* --step-overhead / --seq-overhead: any engine's; the -v1 flags only V1's */
     set(&p, "step-overhead", "3ms");
     set(&p, "seq-overhead", "7us");

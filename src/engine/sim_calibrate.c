@@ -11,12 +11,11 @@
 
 /* The engine profile's own CPU cost per step (vLLM V1's engine core, ATOM's, or the 2024
  * schedulers': cost_step_overhead_of): the one the fit reads and writes. */
-static double *ov_ptr(sim_calibration *c) {
-    engine_profile pr = {.sched = c->sched};
-    return cost_step_overhead_of(&c->factors, &pr);
+static double ov_get(const sim_calibration *c) {
+    cost_factors f = c->factors;
+    return *cost_step_overhead_of(&f, c->sched);
 }
-static double ov_get(const sim_calibration *c) { return *ov_ptr((sim_calibration *)c); }
-static void ov_set(sim_calibration *c, double v) { *ov_ptr(c) = v; }
+static void ov_set(sim_calibration *c, double v) { *cost_step_overhead_of(&c->factors, c->sched) = v; }
 
 static void note(sim_calibration *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(sim_calibration *c, const char *fmt, ...) {
@@ -448,7 +447,7 @@ static void fit_ttft(cost_model *cm, const sim_params *p, const sim_calib_data *
     int slope_fit = sqrt(var_l / np) > 0.05 * mean_l;   /* lengths vary: fit slope and offset */
     int chunk = p->chunked_prefill ? p->max_num_batched_tokens : 1 << 30;
     double keep = cm->f.compute_eff, best = INFINITY, best_eff = keep, best_off = 0, lo_pred = 0, hi_pred = 0;
-    *cost_step_overhead_of(&cm->f, &cm->s.prof) = ov_get(c);
+    *cost_step_overhead_of(&cm->f, cm->s.prof.sched) = ov_get(c);
     cm->f.bw_eff = c->factors.bw_eff;
     for (int pass = 0; pass < 2; pass++) {
         double lo = pass ? fmax(0.01, best_eff - 0.01) : 0.02, hi = pass ? fmin(1.0, best_eff + 0.01) : 1.0;
@@ -671,7 +670,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     double before = agg_step_s(&cm, &f, batch, ctx);
     int moe = model_is_moe(&cm.arch) && cm.s.prof.moe_kernel != MOE_GEMV;
     double *moe_f = cost_moe_eff_of(&cm, &f);
-    double *ov = cost_step_overhead_of(&f, &cm.s.prof);
+    double *ov = cost_step_overhead_of(&f, cm.s.prof.sched);
     int ok = 0;
     const char *moved = "bw_eff";
     if (cm.s.prof.expert_loop) {

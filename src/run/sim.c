@@ -62,8 +62,8 @@ static json_t *engine_section(engine *e, const sim_params *p, const sim_series *
     engine_profile prof;
     if (sim_params_profile(p, &prof) == 0) {
         cost_factors f = p->factors;
-        json_object_set_new(o, "step_overhead_s", json_real(prof.python ? *cost_step_overhead_of(&f, &prof) : 0));
-        json_object_set_new(o, "seq_overhead_s", json_real(prof.python ? *cost_seq_overhead_of(&f, &prof) : 0));
+        json_object_set_new(o, "step_overhead_s", json_real(prof.python ? *cost_step_overhead_of(&f, prof.sched) : 0));
+        json_object_set_new(o, "seq_overhead_s", json_real(prof.python ? *cost_seq_overhead_of(&f, prof.sched) : 0));
     }
     /* sampled gauges in a few numbers, for diagnosis at a glance */
     double kv_max = 0, run_sum = 0;
