@@ -11,7 +11,10 @@
 /* host calls per touched expert per mul_mat_id in llama.cpp b4747's loop over experts (ggml-cuda.cu,
  * ggml_cuda_mul_mat_id for a ubatch of several tokens): memset, gather copy, matmul, scatter copy;
  * the matmul of one row is the vector kernel (1 call), of more the cuBLAS path (4 calls). A ubatch
- * of one token takes none of this: its k experts go to the vector kernel in one call per op. */
+ * of one token (ne12 == 1) loops too, over its k selected experts, with no gather or scatter: one
+ * ggml_cuda_mul_mat each, the f16 vector kernel (1 call) or quantize + MMVQ (2). */
+#define EXPERT_ONE_TOKEN_CALLS 1.0
+#define EXPERT_ONE_TOKEN_Q_CALLS 2.0
 #define EXPERT_VEC_CALLS 4.0
 #define EXPERT_GEMM_CALLS 7.0
 /* GPU work items of a multi-row f16 expert: memset, gather copy, src1 to f16, GEMM, dst to f32,
@@ -67,12 +70,13 @@ void cost_default_factors(cost_factors *f) {
     f->shard_loss = 0.339;
     f->ggml_compute_eff = 0.264;   /* A5 ub128, A6 ub512, A7 PP4096 set it (README-sim.md) */
     /* the step's growth from c = 1 to c = 2 on tests/fixtures/real-gpu/gpu_overhead.json (V2-Lite
-     * f16, one H200: 16.16 -> 33.50 ms, the loop's ~3,700 calls at batch 2), README-sim.md */
-    f->ggml_call_s = 4.5e-6;
+     * f16, one H200: 16.16 -> 33.50 ms over the ~3,100 loop calls that batch 2 adds to the one-token
+     * loop's 468), README-sim.md, "The one-token step loops too" */
+    f->ggml_call_s = 5.2e-6;
     /* the cuBLAS path's extra host time per multi-row expert (src1 to f16, cublasGemmEx, dst to
      * f32): the step's growth to c = 32 on the same sweep (212.7 ms, ~85 % of its 62 touched
-     * experts multi-row), README-sim.md */
-    f->ggml_gemm_s = 27e-6;
+     * experts multi-row), README-sim.md (re-derived with ggml_call_s in stop 40) */
+    f->ggml_gemm_s = 24.3e-6;
     /* GPU time per small kernel of the loop (execution and the gap to the next on one stream):
      * NVML's busy share x step on gpu_overhead.json grows 3.4-3.9 us per added loop kernel
      * from c = 1 to 2, 8 and 32 (README-sim.md) */
@@ -343,8 +347,13 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
      * its matmul and scatters the result (copy): the vector kernel when the expert got one row, 4
      * host calls; the cuBLAS path when it got more (src1 to f16, cublasSetStream, cublasGemmEx,
      * dst to f32), 7: each call ggml_call_s of host time the GPU waits on (the ids' copy to the
-     * host has drained it). A ubatch of one token runs none of it. */
-    if (c->s.prof.expert_loop && T >= 2) {
+     * host has drained it). A ubatch of one token syncs the same way and multiplies its k experts
+     * one call each (EXPERT_ONE_TOKEN_*): the c = 1 step holds that much of the loop, which the
+     * growth to c = 2 must not count twice. */
+    if (c->s.prof.expert_loop && T < 2) {
+        double calls = (c->wb < 2 ? EXPERT_ONE_TOKEN_Q_CALLS : EXPERT_ONE_TOKEN_CALLS) * x_loc;
+        o->t_kernels += layers * 3 * fmax(calls * c->f.ggml_call_s, calls * c->f.ggml_kernel_gpu_s);
+    } else if (c->s.prof.expert_loop) {
         double one = fmin(x_loc, cost_experts_one_row(c, (int64_t)ceil(T)) / c->ep), multi = fmax(0, x_loc - one);
         double host, gpu;
         if (c->wb < 2) {

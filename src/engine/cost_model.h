@@ -62,8 +62,9 @@ typedef struct {
                                * Fitted on the published rows (README-sim.md) */
     double ggml_compute_eff;  /* llama.cpp's MMQ GEMMs and FlashAttention relative to the tuned kernels
                                * (compute_eff, attn_compute_eff): fitted on the llama-bench prompt rows */
-    double ggml_call_s;       /* llama.cpp b4747's host-side expert loop (a ubatch of 2+ tokens): host time
-                               * per CUDA call of the loop (4 per touched expert) */
+    double ggml_call_s;       /* llama.cpp b4747's host-side expert loop: host time per CUDA call of the
+                               * loop (4 per touched expert at a ubatch of 2+ tokens, 1 per selected
+                               * expert at one token; quantized 5 and 2) */
     double ggml_gemm_s;       /* ... and the extra host time of an expert with several rows (its cuBLAS path) */
     double ggml_kernel_gpu_s; /* ... and the GPU's time per small kernel of that loop (its floor on a fast host) */
     /* The request's way outside the engine's steps on a Python server (profile.python): HTTP,

@@ -675,9 +675,8 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     const char *moved = "bw_eff";
     if (cm.s.prof.expert_loop) {
         /* llama.cpp b4747 launches eagerly (MUL_MAT_ID turns CUDA graphs off): the host, not HBM,
-         * sets the step (12-16 ms at batch 1 where the bytes take ~1 ms on an H200). The expert
-         * loop does not run at batch 1, so its calls keep their prior; fit the time per kernel of
-         * the rest, bandwidth held */
+         * sets the step (12-16 ms at batch 1 where the bytes take ~1 ms on an H200). Fit the time per
+         * kernel of the step, bandwidth held */
         ok = agg_solve(&cm, &f, &f.kernel_s, 1e-7, 1e-3, 0, batch, ctx, itl);
         moved = "the time per kernel (kernel_s; the expert loop's calls at their prior)";
         /* The same c = 1 level's prompt ran b4747's loop over all the experts (a ubatch of L
@@ -685,12 +684,20 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
          * timings.prompt_ms, without the HTTP path) measures this host's loop. The loop's two host
          * constants move together by the factor that reproduces it, within [0.5, 2] (a host core's
          * speed and its driver's launch path, README-sim.md); TTFT alone, with an HTTP path of unknown
-         * size in it, leaves them at their prior. */
+         * size in it, leaves them at their prior. The c = 1 step holds the one-token loop (k calls an
+         * op) and the prompt holds c = 1's kernels, so the two solves alternate until both hold. */
         double L = tin / done;
         double pre = json_number_value(json_object_get(json_object_get(doc, "server_timing"), "median_server_prefill_ms")) / 1e3;
         if (ok && L >= 2 && pre > 0) {
+            double call0 = f.ggml_call_s, gemm0 = f.ggml_gemm_s;
             double t0 = agg_prefill_s(&cm, &f, L), h = 1;
-            int in = agg_solve_loop_host(&cm, &f, L, pre, 0.5, 2.0, &h);
+            int in = 0;
+            for (int round = 0; round < 4 && ok; round++) {
+                f.ggml_call_s = call0;
+                f.ggml_gemm_s = gemm0;
+                in = agg_solve_loop_host(&cm, &f, L, pre, 0.5, 2.0, &h);
+                ok = agg_solve(&cm, &f, &f.kernel_s, 1e-7, 1e-3, 0, batch, ctx, itl);
+            }
             note(c, "loop host factor %.3f%s: the server's prompt time %.1f ms (%.0f tokens, median) against the model's %.1f ms at the loop's "
                     "prior (ggml_call_s %.2f us, ggml_gemm_s %.1f us after)", h, in ? "" : " (at its bound)", pre * 1e3, L, t0 * 1e3,
                  f.ggml_call_s * 1e6, f.ggml_gemm_s * 1e6);
