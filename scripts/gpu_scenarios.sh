@@ -15,7 +15,8 @@
 # for it alone with --dsperf-libs DIR). Scenarios: slots overhead cpu_only partial_offload context
 # (default: all, in that order); overhead_q8, overhead_q4 and overhead_long (the simulator's held-out
 # sweeps, run when named; the quantized ones also build llama-quantize), floor_f16, floor_q8 and floor_q4
-# (the loop kernels' GPU time per weight type, run when named); and on a machine with two or more GPUs the four split runs (`multigpu`
+# (the loop kernels' GPU time per weight type, run when named), overhead_long_q8, medium_f16 and
+# medium_q8 (further hold-outs: Q8_0 with long requests, the 906M preset; run when named); and on a machine with two or more GPUs the four split runs (`multigpu`
 # names them all): layer_split (-sm layer, c = 1..32), row_split (-sm row, same load), uneven_split
 # (-sm layer -ts 3,1), two_servers (one llama-server per GPU, -sm none, two URLs benched as one job:
 # two ranks under mpirun, one per server). Asked for on fewer than two GPUs, they are refused (exit 2)
@@ -70,7 +71,7 @@ if [ ! -x "$SRV" ]; then
 fi
 QUANT="$WORK/llama-quantize"   # llama.cpp's own quantizer, for the quantized-weight runs
 need_quant=0
-for s in $SCENARIOS; do case $s in overhead_q8 | overhead_q4 | floor_q8 | floor_q4) need_quant=1 ;; esac; done
+for s in $SCENARIOS; do case $s in overhead_q8 | overhead_q4 | floor_q8 | floor_q4 | overhead_long_q8 | medium_q8) need_quant=1 ;; esac; done
 if [ $need_quant = 1 ] && [ ! -x "$QUANT" ]; then
   log "building llama-quantize"
   (cd "$WORK/src" && cmake --build build -j"$JOBS" --target llama-quantize >>"$OUT/build.log" 2>&1) \
@@ -88,22 +89,24 @@ gguf() {   # gguf NAME ARGS...
   mv "$f.tmp" "$f"
 }
 need_v2lite=0; need_medium=0
-for s in $SCENARIOS; do case $s in cpu_only) need_medium=1 ;; *) need_v2lite=1 ;; esac; done
+for s in $SCENARIOS; do case $s in cpu_only | medium_*) need_medium=1 ;; *) need_v2lite=1 ;; esac; done
 [ $need_medium = 1 ] && gguf medium --size medium
 [ $need_v2lite = 1 ] && gguf v2lite --size v2lite --tile 1048573
-quantize() {   # quantize SCENARIO TYPE: v2lite.gguf -> v2lite-<type>.gguf with llama.cpp's own quantizer
-  q=$(echo "$2" | tr 'A-Z' 'a-z')
+quantize() {   # quantize SCENARIO BASE TYPE: BASE.gguf -> BASE-<type>.gguf with llama.cpp's own quantizer
+  q=$(echo "$3" | tr 'A-Z' 'a-z')
   case " $SCENARIOS " in *" $1 "*) ;; *) return 0 ;; esac
-  [ -s "$WORK/v2lite-$q.gguf" ] && return 0
-  log "quantizing v2lite to $2"
-  "$QUANT" "$WORK/v2lite.gguf" "$WORK/v2lite-$q.gguf.tmp" "$2" >"$WORK/quantize-$q.log" 2>&1 \
-    || { log "quantizing to $2 failed"; tail -n 10 "$WORK/quantize-$q.log" >&2; exit 1; }
-  mv "$WORK/v2lite-$q.gguf.tmp" "$WORK/v2lite-$q.gguf"
+  [ -s "$WORK/$2-$q.gguf" ] && return 0
+  log "quantizing $2 to $3"
+  "$QUANT" "$WORK/$2.gguf" "$WORK/$2-$q.gguf.tmp" "$3" >"$WORK/quantize-$2-$q.log" 2>&1 \
+    || { log "quantizing $2 to $3 failed"; tail -n 10 "$WORK/quantize-$2-$q.log" >&2; exit 1; }
+  mv "$WORK/$2-$q.gguf.tmp" "$WORK/$2-$q.gguf"
 }
-quantize overhead_q8 Q8_0
-quantize overhead_q4 Q4_0
-quantize floor_q8 Q8_0
-quantize floor_q4 Q4_0
+quantize overhead_q8 v2lite Q8_0
+quantize overhead_q4 v2lite Q4_0
+quantize floor_q8 v2lite Q8_0
+quantize floor_q4 v2lite Q4_0
+quantize overhead_long_q8 v2lite Q8_0
+quantize medium_q8 medium Q8_0
 
 # 3. the scenarios
 PORT=18080
@@ -185,6 +188,11 @@ for s in $SCENARIOS; do
     floor_q8) run floor_q8 v2lite-q8_0 "-ngl 99 -np 8 -c 16384" --concurrency 1..8x2 --duration 12s --dataset random:in=128,out=128 ;;
     floor_q4) run floor_q4 v2lite-q4_0 "-ngl 99 -np 8 -c 16384" --concurrency 1..8x2 --duration 12s --dataset random:in=128,out=128 ;;
     overhead_long) run overhead_long v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 15s --dataset random:in=1024,out=256 ;;
+    # hold-outs of calibrate-then-predict in constructions the simulator has not met: Q8_0 with long
+    # requests, and the 906M preset (32 experts top 6) in f16 and Q8_0 with the server's own timings
+    overhead_long_q8) run overhead_long_q8 v2lite-q8_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 15s --dataset random:in=1024,out=256 ;;
+    medium_f16) run medium_f16 medium "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
+    medium_q8) run medium_q8 medium-q8_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
     # a GPU box serving with -ngl 0: the weights stay in host memory, the CPU does the work, the GPU idles
     cpu_only) run cpu_only medium "-ngl 0 -np 4 -c 8192" --concurrency 1,4 --duration 15s --dataset random:in=256,out=64 ;;
     # 8 of V2-Lite's 27 layers on the GPU: the 19 on the CPU set the step
