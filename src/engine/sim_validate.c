@@ -200,6 +200,49 @@ static double jnum(json_t *o, const char *k, double dflt) {
     return json_is_number(v) ? json_number_value(v) : dflt;
 }
 
+/* The table's schema, checked on load so that a mistyped row fails in one line instead of
+ * simulating with a default (an unknown workload key) or scoring nothing (an unknown metric). */
+static const char *const CASE_KEYS[] = {"name", "kind", "flags", "workload", "metrics", NULL};
+static const char *const WORKLOAD_KEYS[] = {"dataset", "rate", "concurrency", "prompts", "sim_prompts", "sim_warmup", "batch",
+                                            "context", "tokens", "prompt", "depth", "n", "ub", NULL};
+static const char *const METRIC_KEYS[] = {"name", "published", "score", "derived", NULL};
+static const char *const SIM_KEYS[] = {"cases", "flags", "group", "generation", "deployment", "assumptions", "predict_only",
+                                       "ttft_predict_only", "not_simulated", NULL};
+/* what each kind of case predicts (run_serve, run_step) */
+static const char *const SERVE_METRICS[] = {METRIC(median_ttft_ms), METRIC(mean_ttft_ms), METRIC(median_tpot_ms), METRIC(mean_tpot_ms),
+                                            METRIC(median_itl_ms), METRIC(mean_e2el_ms), METRIC(median_e2el_ms),
+                                            METRIC(output_throughput), METRIC(request_throughput), "output_throughput_per_gpu",
+                                            "total_throughput_per_gpu", "per_user_tok_s", NULL};
+static const char *const DECODE_METRICS[] = {"tok_s_per_gpu", "tpot_ms", NULL};
+static const char *const PREFILL_METRICS[] = {"prefill_tok_s_per_gpu", NULL};
+static const char *const BENCH_METRICS[] = {"tok_s", "tpot_ms", NULL};
+
+static int in_list(const char *const *list, const char *s) {
+    for (; s && *list; list++)
+        if (!strcmp(*list, s)) return 1;
+    return 0;
+}
+
+static void join_list(const char *const *list, char *buf, size_t len) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (; *list && o < len; list++) o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? ", " : "", *list);
+}
+
+/* every key of object o is in list; else the message names the first stranger and the known ones */
+static int keys_known(json_t *o, const char *const *list, const char *what, const char *where, char *err, size_t errlen) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+        if (in_list(list, k)) continue;
+        char known[400];
+        join_list(list, known, sizeof known);
+        snprintf(err, errlen, "%s: unknown %s key '%s' (known: %s)", where, what, k, known);
+        return -1;
+    }
+    return 0;
+}
+
 static int load_case(val_table *t, int row, const char *row_flags, json_t *c, char *err, size_t errlen) {
     val_case *vc = &t->cases[t->n_cases];
     memset(vc, 0, sizeof *vc);
@@ -213,10 +256,20 @@ static int load_case(val_table *t, int row, const char *row_flags, json_t *c, ch
     vc->kind = !strcmp(kind, "serve") ? K_SERVE : !strcmp(kind, "decode") ? K_DECODE : !strcmp(kind, "prefill") ? K_PREFILL
              : !strcmp(kind, "bench-pp") ? K_BENCH_PP : !strcmp(kind, "bench-tg") ? K_BENCH_TG : -1;
     if (vc->kind < 0) { snprintf(err, errlen, "%s: unknown kind '%s'", where, kind); return -1; }
+    for (int i = 0; i < t->n_cases; i++)
+        if (t->cases[i].row == row && !strcmp(t->cases[i].name, vc->name)) {
+            snprintf(err, errlen, "%s: a second case of that name in the row (case names are what the output reports)", where);
+            return -1;
+        }
+    if (keys_known(c, CASE_KEYS, "case", where, err, errlen) < 0) return -1;
     sim_default_params(&vc->p);
     if (apply_flags(&vc->p, row_flags, where, err, errlen) < 0) return -1;
     if (apply_flags(&vc->p, json_string_value(json_object_get(c, "flags")), where, err, errlen) < 0) return -1;
     json_t *w = json_object_get(c, "workload");
+    if (w && (!json_is_object(w) || keys_known(w, WORKLOAD_KEYS, "workload", where, err, errlen) < 0)) {
+        if (!json_is_object(w)) snprintf(err, errlen, "%s: \"workload\" is not an object", where);
+        return -1;
+    }
     snprintf(vc->dataset, sizeof vc->dataset, "%s", json_string_value(json_object_get(w, "dataset")) ?: "random:in=1024,out=128");
     json_t *rate = json_object_get(w, "rate");
     vc->rate = json_is_string(rate) && !strcmp(json_string_value(rate), "inf") ? INFINITY : jnum(w, "rate", 0);
@@ -235,14 +288,34 @@ static int load_case(val_table *t, int row, const char *row_flags, json_t *c, ch
         return -1;
     }
     json_t *ms = json_object_get(c, "metrics");
+    if (!json_is_array(ms) || json_array_size(ms) == 0) { snprintf(err, errlen, "%s: no \"metrics\" array", where); return -1; }
+    if (json_array_size(ms) > MAX_METRICS) { snprintf(err, errlen, "%s: more than %d metrics", where, MAX_METRICS); return -1; }
+    const char *const *names = vc->kind == K_SERVE ? SERVE_METRICS : vc->kind == K_DECODE ? DECODE_METRICS
+                             : vc->kind == K_PREFILL ? PREFILL_METRICS : BENCH_METRICS;
     size_t i;
     json_t *m;
     json_array_foreach(ms, i, m) {
-        if (vc->n_m == MAX_METRICS) break;
         val_metric *x = &vc->m[vc->n_m++];
-        snprintf(x->name, sizeof x->name, "%s", json_string_value(json_object_get(m, "name")) ?: "");
+        if (keys_known(m, METRIC_KEYS, "metric", where, err, errlen) < 0) return -1;
+        const char *mname = json_string_value(json_object_get(m, "name"));
+        if (!in_list(names, mname)) {
+            char known[600];
+            join_list(names, known, sizeof known);
+            snprintf(err, errlen, "%s: metric '%s' is not one a %s case predicts (%s)", where, mname ?: "(no name)", kind, known);
+            return -1;
+        }
+        snprintf(x->name, sizeof x->name, "%s", mname);
         x->published = jnum(m, "published", NAN);
-        x->cat = cat_of(json_string_value(json_object_get(m, "score")));
+        if (!(x->published > 0) || !isfinite(x->published)) {
+            snprintf(err, errlen, "%s: metric %s has no positive \"published\" number", where, mname);
+            return -1;
+        }
+        const char *score = json_string_value(json_object_get(m, "score"));
+        if (json_object_get(m, "score") && !(score && (cat_of(score) != VAL_OTHER || !strcmp(score, "other")))) {
+            snprintf(err, errlen, "%s: metric %s: score must be tpot, tput, ttft, prefill or other", where, mname);
+            return -1;
+        }
+        x->cat = cat_of(score);
         x->predicted = NAN;
         if (x->cat != VAL_OTHER) t->rows[row].scored = 1;
         if (x->cat == VAL_TTFT) t->rows[row].has_ttft = 1;
@@ -278,8 +351,17 @@ int val_load(const char *path, val_table **out, char *err, size_t errlen) {
     }
     json_array_foreach(rows, i, r) {
         val_row *vr = &t->rows[t->n_rows];
-        snprintf(vr->id, sizeof vr->id, "%s", json_string_value(json_object_get(r, "id")) ?: "?");
+        snprintf(vr->id, sizeof vr->id, "%s", json_string_value(json_object_get(r, "id")) ?: "");
         json_t *sim = json_object_get(r, "sim");
+        int bad = !vr->id[0] || !json_is_object(sim);
+        for (int k = 0; !bad && k < t->n_rows; k++) bad = !strcmp(t->rows[k].id, vr->id) ? 2 : 0;
+        if (bad || keys_known(sim, SIM_KEYS, "sim", vr->id, err, errlen) < 0) {
+            if (bad == 2) snprintf(err, errlen, "%s: row %s: a second row with that id", path, vr->id);
+            else if (bad) snprintf(err, errlen, "%s: row %zu: no \"id\" string or no \"sim\" object", path, i + 1);
+            val_free(t);
+            json_decref(root);
+            return -1;
+        }
         snprintf(vr->not_simulated, sizeof vr->not_simulated, "%s", json_string_value(json_object_get(sim, "not_simulated")) ?: "");
         snprintf(vr->predict_only, sizeof vr->predict_only, "%s", json_string_value(json_object_get(sim, "predict_only")) ?: "");
         snprintf(vr->ttft_predict_only, sizeof vr->ttft_predict_only, "%s",

@@ -455,3 +455,43 @@ TEST(sim_validate_dp_closed_loop_below_one_user_a_rank) {
     free(buf);
     val_free(t);
 }
+
+/* A mistyped table row fails in one line (exit 2) that names the row, the case and what is wrong,
+ * instead of simulating with a default (an unknown workload key) or scoring nothing (a metric the
+ * case kind does not predict). The well-formed row is accepted, so each failure is the mistake's. */
+TEST(sim_validate_table_schema_mistakes_are_named) {
+#define SCHEMA_ROW(id, case_extra, workload, metric) \
+    "{\"id\":\"" id "\",\"sim\":{\"flags\":\"--model deepseek-v3 --gpu h200 --tp 8 --weight-dtype fp8\",\"group\":\"g\"," \
+    "\"cases\":[{\"name\":\"b8\",\"kind\":\"decode\"" case_extra ",\"workload\":{" workload "},\"metrics\":[" metric "]}]}}"
+#define GOOD_METRIC "{\"name\":\"tpot_ms\",\"published\":20,\"score\":\"tpot\"}"
+    static const struct { const char *rows, *said; } t[] = {
+        {SCHEMA_ROW("S1", "", "\"batch\":8,\"context\":1000", GOOD_METRIC), NULL},
+        {SCHEMA_ROW("S1", "", "\"batch\":8,\"contxt\":1000", GOOD_METRIC), "row S1 case b8: unknown workload key 'contxt'"},
+        {SCHEMA_ROW("S1", "", "\"batch\":8", "{\"name\":\"median_tpot_ms\",\"published\":20,\"score\":\"tpot\"}"),
+         "row S1 case b8: metric 'median_tpot_ms' is not one a decode case predicts"},
+        {SCHEMA_ROW("S1", "", "\"batch\":8", "{\"name\":\"tpot_ms\",\"published\":-3,\"score\":\"tpot\"}"),
+         "row S1 case b8: metric tpot_ms has no positive \"published\" number"},
+        {SCHEMA_ROW("S1", "", "\"batch\":8", "{\"name\":\"tpot_ms\",\"published\":20,\"score\":\"tpott\"}"),
+         "row S1 case b8: metric tpot_ms: score must be"},
+        {SCHEMA_ROW("S1", ",\"flag\":\"--tp 4\"", "\"batch\":8", GOOD_METRIC), "row S1 case b8: unknown case key 'flag'"},
+        {SCHEMA_ROW("S1", "", "\"batch\":8", GOOD_METRIC) "," SCHEMA_ROW("S1", "", "\"batch\":16", GOOD_METRIC), "row S1: a second row with that id"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        char path[512], cmd[600], *out = NULL, *errout = NULL;
+        if (write_table("schema.json", t[i].rows, path, sizeof path) < 0) return;
+        snprintf(cmd, sizeof cmd, "sim --validate %s", path);
+        int rc = test_run(cmd, &out, &errout);
+        if (!t[i].said) {
+            CHECK_MSG(rc == 0, "the well-formed row: exit %d (%s)", rc, errout ? errout : "");
+        } else {
+            CHECK_MSG(rc == 2, "case %zu: exit %d, want 2", i, rc);
+            CHECK_MSG(errout && strstr(errout, t[i].said), "case %zu: \"%s\" not in: %s", i, t[i].said, errout ? errout : "(none)");
+            CHECK_MSG(errout && !strchr(strchr(errout, '\n') ? strchr(errout, '\n') + 1 : "", '\n'), "case %zu: more than one line: %s", i,
+                      errout ? errout : "");
+        }
+        free(out);
+        free(errout);
+    }
+#undef SCHEMA_ROW
+#undef GOOD_METRIC
+}
