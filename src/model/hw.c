@@ -20,9 +20,16 @@ static const hw_gpu gpus[] = {
     {"h200", "NVIDIA H200 141GB HBM3e (SXM)", 143771 * MIB, 4.8e12, 989 * T, 1979 * T, 1979 * T, 900 * GB, "NVLink4", 0, 50 * GB, 8, 0, 1},
     {"h20", "NVIDIA H20 96GB HBM3", 97871 * MIB, 4.0e12, 148 * T, 296 * T, 296 * T, 900 * GB, "NVLink4", 0, 50 * GB, 8, 0, 1},
     {"b200", "NVIDIA B200 180GB HBM3e (HGX)", 183359 * MIB, 8.0e12, 2250 * T, 4500 * T, 4500 * T, 1800 * GB, "NVLink5", 9000 * T, 50 * GB, 8, 0, 0},
+    /* NVIDIA's HGX B300 figures (8 GPUs: 2.3 TB, FP8 72 PF and BF16 36 PF with sparsity, FP4
+     * 108 PF dense, INT8 2 POPS with sparsity; NVLink 5 1.8 TB/s a GPU, ConnectX-8 800 Gb/s a GPU),
+     * per GPU and dense; 8 TB/s HBM3e (Blackwell Ultra); memory nominal (the driver's figure n/s) */
+    {"b300", "NVIDIA B300 288GB HBM3e (HGX)", 288 * GB, 8.0e12, 2250 * T, 4500 * T, 125 * T, 1800 * GB, "NVLink5", 13500 * T, 100 * GB, 8, 0, 0},
     {"gb200", "NVIDIA GB200 186GB HBM3e (NVL72)", 186 * GB, 8.0e12, 2500 * T, 5000 * T, 5000 * T, 1800 * GB, "NVLink5 (NVL72)", 10000 * T, 50 * GB, 72, 0, 0},
     {"l40s", "NVIDIA L40S 48GB GDDR6", 46068 * MIB, 0.864e12, 362 * T, 733 * T, 733 * T, 64 * GB, "PCIe4 x16", 0, 25 * GB, 1, 1, 0},
     {"mi300x", "AMD Instinct MI300X 192GB HBM3", 196608 * MIB, 5.3e12, 1307 * T, 2615 * T, 2615 * T, 896 * GB, "Infinity Fabric", 0, 50 * GB, 8, 0, 0},
+    /* AMD's MI325X: the MI300X's CDNA3 compute (1307.4 TF bf16, 2614.9 TF fp8 / int8, dense) with
+     * 256 GB of HBM3E at 6 TB/s; the same 7 Infinity Fabric links */
+    {"mi325x", "AMD Instinct MI325X 256GB HBM3E", 262144 * MIB, 6.0e12, 1307 * T, 2615 * T, 2615 * T, 896 * GB, "Infinity Fabric", 0, 50 * GB, 8, 0, 0},
     /* AMD's MI355X datasheet: 288 GB HBM3E, 8 TB/s, dense 2.5 PF bf16, 5.0 PF fp8/int8, 10.1 PF
      * MXFP4; 7 Infinity Fabric links of 153.6 GB/s */
     {"mi355x", "AMD Instinct MI355X 288GB HBM3E", 294912 * MIB, 8.0e12, 2516 * T, 5033 * T, 5033 * T, 1075 * GB, "Infinity Fabric", 10066 * T, 50 * GB, 8, 0, 0},
@@ -41,7 +48,7 @@ const hw_gpu *hw_find(const char *name) {
     static const struct { const char *alias, *name; } al[] = {
         {"a100", "a100-80g"}, {"a100-80gb", "a100-80g"}, {"a100-sxm", "a100-80g"}, {"a100-40gb", "a100-40g"},
         {"h100-sxm", "h100"}, {"h100-80g", "h100"}, {"h800-sxm", "h800"}, {"h200-141g", "h200"}, {"h200-sxm", "h200"},
-        {"l40s-48g", "l40s"}, {"mi300", "mi300x"}, {"h20-96g", "h20"}, {"b200-180g", "b200"}, {"gb200-nvl72", "gb200"},
+        {"l40s-48g", "l40s"}, {"mi300", "mi300x"}, {"h20-96g", "h20"}, {"b200-180g", "b200"}, {"b300-288g", "b300"}, {"mi325", "mi325x"}, {"gb200-nvl72", "gb200"},
         {"rtx-3090", "rtx3090"}, {"rtx-4080", "rtx4080"}, {"rtx-4090", "rtx4090"}, {"rtx-5090", "rtx5090"},
     };
     for (size_t i = 0; i < sizeof al / sizeof al[0]; i++)
