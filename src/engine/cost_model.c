@@ -33,11 +33,11 @@ void cost_default_factors(cost_factors *f) {
      * Gauss-Newton step from its start (the 2024-25 rows' `--fit`), the line "refit on every group"
      * of `dsperf sim --validate data/published.json`, which its test holds these to; README-sim.md
      * lists the values, the rows each one rests on and their spread over the leave-one-group-out folds */
-    f->kernel_s = 4.05e-6;
-    f->launch_s = 27.4e-6;
-    f->step_overhead_s = 6.93e-3;
-    f->seq_overhead_s = 10.1e-6;
-    f->seq_overhead_trt_s = 183e-6;
+    f->kernel_s = 4.01e-6;
+    f->launch_s = 27.6e-6;
+    f->step_overhead_s = 6.43e-3;
+    f->seq_overhead_s = 9.4e-6;
+    f->seq_overhead_trt_s = 187e-6;
     /* vLLM V1's engine core, fitted since N83 and N94 run it (README-sim.md, "The 2025 fused MoE ...
      * and vLLM V1's"); its prior, 1.0 ms, from two published measurements of its step (README-sim.md,
      * "Scheduler cost per engine"): vllm-project/vllm#17866 (2025-05): Llama 3.2 1B one request at
@@ -48,26 +48,26 @@ void cost_default_factors(cost_factors *f) {
     f->seq_overhead_v1_s = 10e-6;
     /* ATOM's engine core (n/s): vLLM V1's published bound above, as before V1's own was fitted */
     f->step_overhead_atom_s = 1.0e-3;
-    f->comm_latency_s = 9.23e-6;
+    f->comm_latency_s = 8.8e-6;
     /* fitted on the three rows that run TP across two nodes (N80: SGLang, 2 x 8 H100, one user;
      * N81: 2 x 8 H20, one user; N82: 2 x 8 H200, 8 users): 3.2x nccl-tests' 46.5 us (README-sim.md,
      * "Collectives across nodes inside a step") */
     f->comm_inter_s = 147e-6;
-    f->moe_eff = 0.353;
+    f->moe_eff = 0.351;
     /* not fitted: with native block-scaled MMA the grouped GEMM reads its experts like any weight;
      * SGLang v0.5.12 and TensorRT-LLM 1.3 on 8 x B200 at 8-64 concurrent (N14-N24) are within
      * +-6% of their published TPOT at 1 and 38-90% slower at 0.355 (README-sim.md) */
     f->moe_native_eff = 1.0;
-    f->moe_triton_eff = 0.328;
+    f->moe_triton_eff = 0.316;
     f->moe_triton_fp8_eff = 0.105;
     /* the 2025 Triton fused MoE on Hopper block-fp8 experts: N80-N82, N84 (SGLang 2025, vLLM 0.7;
      * four sources); vLLM V1's own: N83, N94 (README-sim.md, "The 2025 fused MoE ... and vLLM V1's") */
-    f->moe_fused_eff = 0.282;
-    f->moe_fused_v1_eff = 0.657;
-    f->attn_triton_eff = 0.112;
+    f->moe_fused_eff = 0.273;
+    f->moe_fused_v1_eff = 0.654;
+    f->attn_triton_eff = 0.111;
     /* the rows that split GEMMs over 4-8 GPUs set it (the 2024-25 rows do not move it): README-sim.md,
      * "Split GEMMs" */
-    f->shard_loss = 0.268;
+    f->shard_loss = 0.28;
     f->ggml_compute_eff = 0.264;   /* A5 ub128, A6 ub512, A7 PP4096 set it (README-sim.md) */
     /* the step's growth from c = 1 to c = 2 on tests/fixtures/real-gpu/gpu_overhead.json (V2-Lite
      * f16, one H200: 16.16 -> 33.50 ms over the ~3,100 loop calls that batch 2 adds to the one-token

@@ -22,12 +22,12 @@
 #include "engine/profile.h"
 #include <stdint.h>
 
-/* The request path fitted by `sim --validate data/published.json` on the published TTFTs of 47 rows
- * (its grid fit, all rows; 2026-12-06 with N99-N101), with the cold-start runs, SGLang's receive interval,
+/* The request path fitted by `sim --validate data/published.json` on the published TTFTs of 48 rows
+ * (its grid fit, all rows; 2026-12-06 with N99-N101, N103), with the cold-start runs, SGLang's receive interval,
  * TensorRT-LLM's batch waiting and split GEMMs (shard_loss) in the engine: what the validation's
  * in-sample table and refits start from. */
-#define COST_REQUEST_FIT_S 116.1e-3
-#define COST_REQUEST_TOKEN_FIT_S 23.73e-6
+#define COST_REQUEST_FIT_S 93.5e-3
+#define COST_REQUEST_TOKEN_FIT_S 25.96e-6
 
 typedef struct {
     double bw_eff;            /* streaming kernels' fraction of HBM bandwidth (0.85) */
