@@ -495,3 +495,34 @@ TEST(sim_validate_table_schema_mistakes_are_named) {
 #undef SCHEMA_ROW
 #undef GOOD_METRIC
 }
+
+/* Every real llama.cpp sweep in tests/fixtures/real-gpu (eighteen, on seven hosts: three H200, four
+ * H100), each calibrated on its own c = 1 alone: the calibrated 80% intervals, pooled over all of them,
+ * hold the measured TPOT and throughput at least as often as an 80% interval does with 95%
+ * probability over that many predictions. The stop-40 sweeps (h100d_*: the 906M preset in f16 and
+ * Q8_0, V2-Lite Q8_0 with 1024-token prompts, V2-Lite f16) were recorded after the model was settled
+ * and are in no constant; README-sim.md, "Four more sweeps on a fourth H100 host", has their errors. */
+TEST(sim_validate_every_real_sweep_pooled) {
+    static const char *const medium = "--model-config tests/fixtures/real-gpu/medium_config.json", *const lite = "--model deepseek-v2-lite";
+    static const struct { const char *sweep, *model, *gpu, *dtype; } sw[] = {
+        {"gpu_overhead", NULL, "h200", "fp16"}, {"gpu_overhead_long", NULL, "h200", "fp16"}, {"medium_sweep", "m", "h200", "fp16"},
+        {"h100_overhead", NULL, "h100", "fp16"}, {"h100_overhead_long", NULL, "h100", "fp16"}, {"h100_overhead_q8", NULL, "h100", "int8"},
+        {"h100_overhead_q4", NULL, "h100", "q4_0"}, {"h100_floor_f16", NULL, "h100", "fp16"}, {"h100_floor_q8", NULL, "h100", "int8"},
+        {"h100_floor_q4", NULL, "h100", "q4_0"}, {"h100b_floor_f16", NULL, "h100", "fp16"}, {"h100b_floor_q8", NULL, "h100", "int8"},
+        {"h100c_overhead", NULL, "h100", "fp16"}, {"h100c_overhead_q8", NULL, "h100", "int8"}, {"h100d_medium_f16", "m", "h100", "fp16"},
+        {"h100d_medium_q8", "m", "h100", "int8"}, {"h100d_overhead_long_q8", NULL, "h100", "int8"}, {"h100d_overhead", NULL, "h100", "fp16"}};
+    int in_all = 0, tot_all = 0;
+    for (size_t s = 0; s < sizeof sw / sizeof sw[0]; s++) {
+        char path[512];
+        snprintf(path, sizeof path, "tests/fixtures/real-gpu/%s.json", sw[s].sweep);
+        double p[8], m[8], e[2][8];
+        int in, tot;
+        int n = sweep_run_on(path, "llamacpp-b4747", sw[s].model ? medium : lite, sw[s].gpu, sw[s].dtype, p, m, e, &in, &tot);
+        CHECK_MSG(n >= 4 && tot == 2 * (n - 1), "%s: %d levels, %d predicted metrics", sw[s].sweep, n, tot);
+        in_all += in > 0 ? in : 0;
+        tot_all += tot > 0 ? tot : 0;
+    }
+    CHECK_EQ_INT(tot_all, 154);
+    CHECK_MSG(in_all >= coverage_floor(tot_all), "%d of %d inside the calibrated 80%% intervals (floor %d)", in_all, tot_all,
+              coverage_floor(tot_all));
+}
