@@ -116,6 +116,13 @@ TEST(sim_validate_cli_prints_every_row) {
         q += used;
     }
     CHECK_MSG(npar >= 10, "%d parameters read from the refit line", npar);
+    /* the request path in use (COST_REQUEST_FIT_*) is the one fitted at these defaults, within 2% */
+    const char *rp = out ? strstr(out, "\nrequest path (a Python server's time outside the engine's steps), fitted on the TTFTs of") : NULL;
+    double f_ms = NAN, f_us = NAN, u_ms = NAN, u_us = NAN;
+    CHECK_MSG(rp && sscanf(strchr(rp, ':') + 1, " %lf ms + %lf us per prompt token (in use: %lf ms + %lf us)", &f_ms, &f_us, &u_ms, &u_us) == 4,
+              "no request path line");
+    CHECK_MSG(fabs(f_ms / u_ms - 1) <= 0.02 && fabs(f_us / u_us - 1) <= 0.02,
+              "request path fitted %.1f ms + %.2f us, in use %.1f ms + %.2f us: update COST_REQUEST_FIT_*", f_ms, f_us, u_ms, u_us);
     free(out);
     CHECK_EQ_INT(test_run("sim --fit", NULL, NULL), 2);                          /* --fit needs --validate */
     CHECK_EQ_INT(test_run("sim --validate /nonexistent/table.json", NULL, NULL), 2);
