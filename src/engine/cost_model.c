@@ -79,7 +79,8 @@ void cost_default_factors(cost_factors *f) {
     f->ggml_gemm_s = 24.3e-6;
     /* GPU time per small kernel of the loop (execution and the gap to the next on one stream):
      * NVML's busy share x step on gpu_overhead.json grows 3.4-3.9 us per added loop kernel
-     * from c = 1 to 2, 8 and 32 (README-sim.md) */
+     * from c = 1 to 2, 8 and 32 (README-sim.md); counted with c = 1's one-token loop apart (stop 40),
+     * the H100 sweeps' growth is 3.0-3.5 us (f16) and 2.6-3.3 us (Q8_0, Q4_0) from c = 4 to 32 */
     f->ggml_kernel_gpu_s = 3.5e-6;
     /* no request path (request_s, request_token_s stay 0): a simulated run is its engine's, as
      * `serve --engine sim` serves it. Only --validate adds the one fitted on the published TTFTs
