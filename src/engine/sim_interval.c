@@ -6,7 +6,7 @@
 
 /* 80th percentiles of |log error| per metric, measured by `dsperf sim --validate
  * data/published.json` (its line "interval half-widths for predictions"): leave-one-group-out on
- * the 81 simulated rows, steady loads and bursts apart, and calibrate-then-predict on the
+ * the table's simulated rows, steady loads and bursts apart, and calibrate-then-predict on the
  * deployments published at several loads (fit the lowest load, predict the others). Stored as the
  * relative half-width exp(q) - 1. */
 static const double halfwidth[SIM_IV_LOADS][SIM_IV_N] = {
@@ -27,16 +27,20 @@ const char *sim_interval_load_name(sim_iv_load load) {
     return load == SIM_IV_BURST ? "burst" : load == SIM_IV_STEADY ? "steady" : "?";
 }
 
+sim_iv_load sim_interval_load_kind(int open_loop, double rate_per_s, int capped) {
+    return open_loop && !(rate_per_s > 0 && isfinite(rate_per_s)) && !capped ? SIM_IV_BURST : SIM_IV_STEADY;
+}
+
 sim_iv_load sim_interval_load_of(const json_t *results) {
     const json_t *c = json_object_get(results, "config");
     const char *load = json_string_value(json_object_get(c, "load"));
     const char *arrival = json_string_value(json_object_get(c, "arrival"));
-    if (!load || strcmp(load, "open") || (arrival && !strcmp(arrival, "trace"))) return SIM_IV_STEADY;
+    int open_loop = load && !strcmp(load, "open") && !(arrival && !strcmp(arrival, "trace"));   /* a trace replay is steady */
     double rate = json_number_value(json_object_get(c, "rate_per_s"));   /* null: all at once */
     json_t *cap = json_object_get(c, "max_concurrency");
     json_int_t requests = json_integer_value(json_object_get(c, "requests"));
     int capped = json_is_integer(cap) && json_integer_value(cap) > 0 && json_integer_value(cap) < requests;
-    return !(rate > 0 && isfinite(rate)) && !capped ? SIM_IV_BURST : SIM_IV_STEADY;
+    return sim_interval_load_kind(open_loop, rate, capped);
 }
 
 const char *sim_interval_name(sim_iv_target k) {

@@ -21,7 +21,10 @@ typedef enum { SIM_IV_STEADY, SIM_IV_BURST, SIM_IV_LOADS } sim_iv_load;
 double sim_interval_q(sim_iv_target k, sim_iv_load load, int calibrated);
 const char *sim_interval_name(sim_iv_target k);
 const char *sim_interval_load_name(sim_iv_load load);
-/* The load kind of a results object (its config: open, no finite rate, no cap below the requests). */
+/* The one definition of a burst: an open loop with no finite rate (every request due at once) and
+ * no cap on the requests in flight below their number. */
+sim_iv_load sim_interval_load_kind(int open_loop, double rate_per_s, int capped);
+/* The load kind of a results object (its config: open, not a trace replay, rate, cap). */
 sim_iv_load sim_interval_load_of(const json_t *results);
 
 /* {"level":0.8,"basis":..,"metrics":{"median_tpot_ms":{"value":v,"lo":..,"hi":..},..}} for the

@@ -892,10 +892,10 @@ static int run_rows(val_table *t, const cost_factors *f, const unsigned char *wa
     return run_cases(t, f, 1, err, errlen);
 }
 
-/* The load kind a case is of (sim_interval.h): a serve case with every request sent at once and
- * no cap on those in flight is a burst. */
+/* The load kind a case is of (sim_interval.h): a serve case without a concurrency is an open loop at
+ * its rate (inf: every request at once), never capped. */
 static sim_iv_load case_load(const val_case *c) {
-    return c->kind == K_SERVE && isinf(c->rate) && c->concurrency <= 0 ? SIM_IV_BURST : SIM_IV_STEADY;
+    return c->kind == K_SERVE ? sim_interval_load_kind(c->concurrency <= 0, c->rate, 0) : SIM_IV_STEADY;
 }
 
 /* The 80th percentile of |log error| over the metrics of target k of the rows in use, of cases of
