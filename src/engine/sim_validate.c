@@ -208,11 +208,13 @@ static const char *const WORKLOAD_KEYS[] = {"dataset", "rate", "concurrency", "p
 static const char *const METRIC_KEYS[] = {"name", "published", "score", "derived", NULL};
 static const char *const SIM_KEYS[] = {"cases", "flags", "group", "generation", "deployment", "assumptions", "predict_only",
                                        "ttft_predict_only", "not_simulated", NULL};
-/* what each kind of case predicts (run_serve, run_step) */
-static const char *const SERVE_METRICS[] = {METRIC(median_ttft_ms), METRIC(mean_ttft_ms), METRIC(median_tpot_ms), METRIC(mean_tpot_ms),
-                                            METRIC(median_itl_ms), METRIC(mean_e2el_ms), METRIC(median_e2el_ms),
-                                            METRIC(output_throughput), METRIC(request_throughput), "output_throughput_per_gpu",
-                                            "total_throughput_per_gpu", "per_user_tok_s", NULL};
+/* what each kind of case predicts: a serve case the summary's latencies as they are (run_serve reads
+ * these) and the throughputs it derives from the summary and the records (run_serve sets those) */
+static const char *const SERVE_SUMMARY_METRICS[] = {METRIC(median_ttft_ms), METRIC(mean_ttft_ms), METRIC(median_tpot_ms),
+                                                    METRIC(mean_tpot_ms), METRIC(median_itl_ms), METRIC(mean_e2el_ms),
+                                                    METRIC(median_e2el_ms), NULL};
+static const char *const SERVE_DERIVED_METRICS[] = {METRIC(output_throughput), METRIC(request_throughput), "output_throughput_per_gpu",
+                                                    "total_throughput_per_gpu", "per_user_tok_s", NULL};
 static const char *const DECODE_METRICS[] = {"tok_s_per_gpu", "tpot_ms", NULL};
 static const char *const PREFILL_METRICS[] = {"prefill_tok_s_per_gpu", NULL};
 static const char *const BENCH_METRICS[] = {"tok_s", "tpot_ms", NULL};
@@ -223,9 +225,9 @@ static int in_list(const char *const *list, const char *s) {
     return 0;
 }
 
+/* appends the list's entries to buf, comma-separated */
 static void join_list(const char *const *list, char *buf, size_t len) {
-    size_t o = 0;
-    buf[0] = 0;
+    size_t o = strlen(buf);
     for (; *list && o < len; list++) o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? ", " : "", *list);
 }
 
@@ -235,7 +237,7 @@ static int keys_known(json_t *o, const char *const *list, const char *what, cons
     json_t *v;
     json_object_foreach(o, k, v) {
         if (in_list(list, k)) continue;
-        char known[400];
+        char known[400] = "";
         join_list(list, known, sizeof known);
         snprintf(err, errlen, "%s: unknown %s key '%s' (known: %s)", where, what, k, known);
         return -1;
@@ -290,17 +292,19 @@ static int load_case(val_table *t, int row, const char *row_flags, json_t *c, ch
     json_t *ms = json_object_get(c, "metrics");
     if (!json_is_array(ms) || json_array_size(ms) == 0) { snprintf(err, errlen, "%s: no \"metrics\" array", where); return -1; }
     if (json_array_size(ms) > MAX_METRICS) { snprintf(err, errlen, "%s: more than %d metrics", where, MAX_METRICS); return -1; }
-    const char *const *names = vc->kind == K_SERVE ? SERVE_METRICS : vc->kind == K_DECODE ? DECODE_METRICS
+    const char *const *names = vc->kind == K_SERVE ? SERVE_SUMMARY_METRICS : vc->kind == K_DECODE ? DECODE_METRICS
                              : vc->kind == K_PREFILL ? PREFILL_METRICS : BENCH_METRICS;
+    const char *const *more = vc->kind == K_SERVE ? SERVE_DERIVED_METRICS : NULL;
     size_t i;
     json_t *m;
     json_array_foreach(ms, i, m) {
         val_metric *x = &vc->m[vc->n_m++];
         if (keys_known(m, METRIC_KEYS, "metric", where, err, errlen) < 0) return -1;
         const char *mname = json_string_value(json_object_get(m, "name"));
-        if (!in_list(names, mname)) {
-            char known[600];
+        if (!in_list(names, mname) && !(more && in_list(more, mname))) {
+            char known[600] = "";
             join_list(names, known, sizeof known);
+            if (more) join_list(more, known, sizeof known);
             snprintf(err, errlen, "%s: metric '%s' is not one a %s case predicts (%s)", where, mname ?: "(no name)", kind, known);
             return -1;
         }
@@ -449,9 +453,7 @@ static int run_serve(val_case *c, char *err, size_t errlen) {
     summary_default_opts(&so);
     json_t *s = summary_compute(&recs, &so);
     if (!s) { snprintf(err, errlen, "out of memory"); goto out; }
-    static const char *const keys[] = {METRIC(median_ttft_ms), METRIC(mean_ttft_ms), METRIC(median_tpot_ms), METRIC(mean_tpot_ms),
-                                       METRIC(median_itl_ms), METRIC(mean_e2el_ms), METRIC(median_e2el_ms)};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) set_metric(c, keys[i], json_number_value(json_object_get(s, keys[i])));
+    for (const char *const *k = SERVE_SUMMARY_METRICS; *k; k++) set_metric(c, *k, json_number_value(json_object_get(s, *k)));
     double out_tps = json_number_value(json_object_get(s, METRIC(output_throughput))) * scale;
     set_metric(c, METRIC(output_throughput), out_tps);
     set_metric(c, METRIC(request_throughput), json_number_value(json_object_get(s, METRIC(request_throughput))) * scale);
