@@ -353,7 +353,7 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
      * growth to c = 2 must not count twice. */
     if (c->s.prof.expert_loop && T < 2) {
         double calls = (c->wb < 2 ? EXPERT_ONE_TOKEN_Q_CALLS : EXPERT_ONE_TOKEN_CALLS) * x_loc;
-        o->t_kernels += layers * 3 * fmax(calls * c->f.ggml_call_s, calls * c->f.ggml_kernel_gpu_s);
+        o->t_kernels += layers * 3 * calls * fmax(c->f.ggml_call_s, c->f.ggml_kernel_gpu_s);
     } else if (c->s.prof.expert_loop) {
         double one = fmin(x_loc, cost_experts_one_row(c, (int64_t)ceil(T)) / c->ep), multi = fmax(0, x_loc - one);
         double host, gpu;
