@@ -197,6 +197,28 @@ static int coverage_floor(int n) {
     return n;
 }
 
+/* sweep_run_on for tests/fixtures/real-gpu/NAME with the llama.cpp b4747 profile: its TPOT and
+ * throughput errors in e, its calibrated-interval counts added to *in_all / *tot_all (pooled over
+ * sweeps: one host's speed moves all of a sweep's levels together). Returns the levels read. */
+static int fixture_sweep(const char *name, const char *model, const char *gpu, const char *dtype, double e[2][8], int *in_all,
+                         int *tot_all) {
+    char path[512];
+    double p[8], m[8];
+    int in, tot;
+    snprintf(path, sizeof path, "tests/fixtures/real-gpu/%s", name);
+    int n = sweep_run_on(path, "llamacpp-b4747", model, gpu, dtype, p, m, e, &in, &tot);
+    *in_all += in > 0 ? in : 0;
+    *tot_all += tot > 0 ? tot : 0;
+    return n;
+}
+
+/* The criterion on a sweep calibrated at c = 1: TPOT and throughput within 15% at c = 2, 4, 8. */
+static void check_within15(const char *sweep, double e[2][8]) {
+    for (int i = 1; i <= 3; i++)
+        for (int k = 0; k < 2; k++)
+            CHECK_MSG(fabs(e[k][i]) <= 15, "%s c = %d: %s off by %+.1f%%", sweep, 1 << i, k ? "throughput" : "TPOT", e[k][i]);
+}
+
 TEST(sim_validate_sweep_calibrate_then_predict) {
     double p1[8], m1[8], p0[8], m0[8], e1[2][8], e0[2][8];
     int in1, tot1, in0, tot0;
@@ -266,12 +288,11 @@ TEST(sim_validate_h100_holdouts_calibrate_then_predict) {
         {"h100_overhead_q4.json", "q4_0", 6, 0, 2}};
     int in_all = 0, tot_all = 0;
     for (size_t s = 0; s < sizeof sw / sizeof sw[0]; s++) {
-        char path[512], prior[512];
-        snprintf(path, sizeof path, "tests/fixtures/real-gpu/%s", sw[s].sweep);
+        char prior[512];
         CHECK(sweep_without_prompt_time(sw[s].sweep, prior, sizeof prior) == 0);
-        double p[8], m[8], e[2][8], p0[8], m0[8], e0[2][8];
-        int in, tot, in0, tot0;
-        int n = sweep_run_on(path, "llamacpp-b4747", "--model deepseek-v2-lite", "h100", sw[s].dtype, p, m, e, &in, &tot);
+        double e[2][8], p0[8], m0[8], e0[2][8];
+        int in0, tot0;
+        int n = fixture_sweep(sw[s].sweep, "--model deepseek-v2-lite", "h100", sw[s].dtype, e, &in_all, &tot_all);
         int n0 = sweep_run_on(prior, "llamacpp-b4747", "--model deepseek-v2-lite", "h100", sw[s].dtype, p0, m0, e0, &in0, &tot0);
         CHECK_EQ_INT(n, sw[s].levels);
         CHECK_EQ_INT(n0, sw[s].levels);
@@ -282,13 +303,7 @@ TEST(sim_validate_h100_holdouts_calibrate_then_predict) {
             for (int k = 0; k < 2; k++)
                 CHECK_MSG(fabs(e[k][i]) < fabs(e0[k][i]), "%s c = %d: %s %+.1f%% with the host factor, %+.1f%% at the prior", sw[s].sweep,
                           1 << i, k ? "throughput" : "TPOT", e[k][i], e0[k][i]);
-        if (sw[s].within15) {
-            for (int i = 1; i <= 3; i++)
-                for (int k = 0; k < 2; k++)
-                    CHECK_MSG(fabs(e[k][i]) <= 15, "%s c = %d: %s off by %+.1f%%", sw[s].sweep, 1 << i, k ? "throughput" : "TPOT", e[k][i]);
-        }
-        in_all += in;
-        tot_all += tot;
+        if (sw[s].within15) check_within15(sw[s].sweep, e);
     }
     CHECK_EQ_INT(tot_all, 38);
     CHECK_MSG(in_all >= coverage_floor(tot_all), "%d of %d inside the 80%% intervals", in_all, tot_all);
@@ -308,18 +323,10 @@ TEST(sim_validate_sweeps_on_more_hosts) {
         {"h100c_overhead.json", "fp16", 6, 1}, {"h100c_overhead_q8.json", "int8", 6, 1}};
     int in_all = 0, tot_all = 0;
     for (size_t s = 0; s < sizeof sw / sizeof sw[0]; s++) {
-        char path[512];
-        snprintf(path, sizeof path, "tests/fixtures/real-gpu/%s", sw[s].sweep);
-        double p[8], m[8], e[2][8];
-        int in, tot;
-        int n = sweep_run_on(path, "llamacpp-b4747", "--model deepseek-v2-lite", "h100", sw[s].dtype, p, m, e, &in, &tot);
+        double e[2][8];
+        int n = fixture_sweep(sw[s].sweep, "--model deepseek-v2-lite", "h100", sw[s].dtype, e, &in_all, &tot_all);
         CHECK_EQ_INT(n, sw[s].levels);
-        if (n != sw[s].levels) continue;
-        in_all += in;
-        tot_all += tot;
-        for (int i = 1; sw[s].within15 && i <= 3; i++)   /* c = 2, 4, 8 */
-            for (int k = 0; k < 2; k++)
-                CHECK_MSG(fabs(e[k][i]) <= 15, "%s c = %d: %s off by %+.1f%%", sw[s].sweep, 1 << i, k ? "throughput" : "TPOT", e[k][i]);
+        if (n == sw[s].levels && sw[s].within15) check_within15(sw[s].sweep, e);
     }
     CHECK_EQ_INT(tot_all, 50);
     CHECK_MSG(in_all >= coverage_floor(tot_all), "%d of %d inside the 80%% intervals", in_all, tot_all);
@@ -520,14 +527,12 @@ TEST(sim_validate_every_real_sweep_pooled) {
         {"h100d_medium_q8", "m", "h100", "int8"}, {"h100d_overhead_long_q8", NULL, "h100", "int8"}, {"h100d_overhead", NULL, "h100", "fp16"}};
     int in_all = 0, tot_all = 0;
     for (size_t s = 0; s < sizeof sw / sizeof sw[0]; s++) {
-        char path[512];
-        snprintf(path, sizeof path, "tests/fixtures/real-gpu/%s.json", sw[s].sweep);
-        double p[8], m[8], e[2][8];
-        int in, tot;
-        int n = sweep_run_on(path, "llamacpp-b4747", sw[s].model ? medium : lite, sw[s].gpu, sw[s].dtype, p, m, e, &in, &tot);
-        CHECK_MSG(n >= 4 && tot == 2 * (n - 1), "%s: %d levels, %d predicted metrics", sw[s].sweep, n, tot);
-        in_all += in > 0 ? in : 0;
-        tot_all += tot > 0 ? tot : 0;
+        char name[128];
+        snprintf(name, sizeof name, "%s.json", sw[s].sweep);
+        double e[2][8];
+        int before = tot_all;
+        int n = fixture_sweep(name, sw[s].model ? medium : lite, sw[s].gpu, sw[s].dtype, e, &in_all, &tot_all);
+        CHECK_MSG(n >= 4 && tot_all - before == 2 * (n - 1), "%s: %d levels, %d predicted metrics", sw[s].sweep, n, tot_all - before);
     }
     CHECK_EQ_INT(tot_all, 154);
     CHECK_MSG(in_all >= coverage_floor(tot_all), "%d of %d inside the calibrated 80%% intervals (floor %d)", in_all, tot_all,
