@@ -67,11 +67,14 @@ json_t *sim_interval_json(const json_t *results, int calibrated) {
         double x = json_number_value(v), q = sim_interval_q(keys[i].k, kind, calibrated);
         json_object_set_new(m, keys[i].key, json_pack("{s:f,s:f,s:f}", "value", x, "lo", x * exp(-q), "hi", x * exp(q)));
     }
-    return json_pack("{s:f,s:s,s:s,s:o}", "level", 0.8, "load", sim_interval_load_name(kind), "basis",
-                     calibrated && kind == SIM_IV_STEADY
-                         ? "calibrate-then-predict errors on published deployments (dsperf sim --validate data/published.json)"
-                     : kind == SIM_IV_BURST
-                         ? "leave-one-group-out errors on the published bursts (every request at once; dsperf sim --validate data/published.json)"
-                         : "leave-one-group-out errors on published deployments (dsperf sim --validate data/published.json)",
+    return json_pack("{s:f,s:s,s:s,s:o}", "level", 0.8, "load", sim_interval_load_name(kind), "basis", sim_interval_basis(kind, calibrated),
                      "metrics", m);
+}
+
+const char *sim_interval_basis(sim_iv_load load, int calibrated) {
+    return calibrated && load == SIM_IV_STEADY
+               ? "calibrate-then-predict errors on published deployments, steady loads (dsperf sim --validate data/published.json)"
+           : load == SIM_IV_BURST
+               ? "leave-one-group-out errors on the published bursts (every request at once; dsperf sim --validate data/published.json)"
+               : "leave-one-group-out errors on published deployments, steady loads (dsperf sim --validate data/published.json)";
 }

@@ -21,6 +21,8 @@ typedef enum { SIM_IV_STEADY, SIM_IV_BURST, SIM_IV_LOADS } sim_iv_load;
 double sim_interval_q(sim_iv_target k, sim_iv_load load, int calibrated);
 const char *sim_interval_name(sim_iv_target k);
 const char *sim_interval_load_name(sim_iv_load load);
+/* What the half-widths of that kind of load were measured on (the "basis" every interval carries). */
+const char *sim_interval_basis(sim_iv_load load, int calibrated);
 /* The one definition of a burst: an open loop with no finite rate (every request due at once) and
  * no cap on the requests in flight below their number. */
 sim_iv_load sim_interval_load_kind(int open_loop, double rate_per_s, int capped);

@@ -53,8 +53,7 @@ static void sim_facts(const sim_params *p, engine *e, server_params *sp) {
     json_object_set_new(sim, "prediction_interval", json_pack("{s:f,s:b,s:f,s:f,s:f,s:s}", "level", 0.8, "calibrated", p->calibrated,
         "tpot_factor", exp(sim_interval_q(SIM_IV_TPOT, SIM_IV_STEADY, p->calibrated)), "throughput_factor", exp(sim_interval_q(SIM_IV_TPUT, SIM_IV_STEADY, p->calibrated)),
         "ttft_factor", exp(sim_interval_q(SIM_IV_TTFT, SIM_IV_STEADY, p->calibrated)),
-        "basis", p->calibrated ? "calibrate-then-predict errors on published deployments, steady loads (dsperf sim --validate data/published.json)"
-                               : "leave-one-group-out errors on published deployments, steady loads (dsperf sim --validate data/published.json)"));
+        "basis", sim_interval_basis(SIM_IV_STEADY, p->calibrated)));
     json_t *meta = json_pack("{s:s,s:o}", "engine", "dsperf sim", "sim", sim);
     if (!sp->models_meta_json) sp->models_meta_json = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
     json_decref(meta);
