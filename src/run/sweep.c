@@ -131,6 +131,8 @@ typedef struct {
     bool not_measured;          /* a level could not be measured: the sweep stopped there */
     bool level_failed;          /* a level failed by the run policy (server errors over --max-error-rate) */
     bool ladder_ended;          /* no further level runs: interrupted, saturated or not measured */
+    size_t prompts_used;        /* prompts the levels so far sent (warm-ups included) */
+    bool prompts_wrapped;       /* said once: the pool ran out and levels resend earlier prompts */
 } sweep_ctx;
 
 /* The longest any request dsperf cut at the level's deadline had been waiting or in flight. */
@@ -194,7 +196,25 @@ static ds_result run_level(sweep_ctx *c, const char *kind, double load, int repe
     w.recs = &recs;
     g_level_stop = g_stop;
     bench_result br;
-    ds_result rc = bench_run_once_hook(b, c->ds, &g_level_stop, on_tick, &w, &recs, &br, err, errlen);
+    /* Each level sends prompts no earlier level sent: the same prompts again find the server's
+     * prefix cache warm from the level before (llama-server keeps each slot's last prompt and picks
+     * the slot that shares most of a new one; vLLM and SGLang cache blocks), and the later levels
+     * would time cached prefills. A length sweep builds its own prompts per level; a trace and
+     * conversations are sent as they are. */
+    dataset view = *c->ds;
+    size_t offset = 0;
+    if (!length && !c->ds->sessions && !c->ds->blocks && !b->plan.trace && c->ds->n > 1) {
+        offset = c->prompts_used % c->ds->n;
+        if (c->prompts_used >= c->ds->n && !c->prompts_wrapped) {
+            log_warn("the sweep's levels have sent all %zu distinct prompts; later levels resend earlier ones (a prefix "
+                     "cache may skip their prefill): give --requests per level so enough are built", c->ds->n);
+            c->prompts_wrapped = true;
+        }
+        view.items = c->ds->items + offset;
+        view.n = c->ds->n - offset;
+    }
+    ds_result rc = bench_run_once_hook(b, &view, &g_level_stop, on_tick, &w, &recs, &br, err, errlen);
+    c->prompts_used += recs.n;
     if (c->tty) fprintf(stderr, "\r\033[K");
     if (rc != DS_OK) { recset_free(&recs); sweep_osd_free(&w.osd); return DS_ERUN; }
     bool interrupted = g_stop != 0;
@@ -214,6 +234,7 @@ static ds_result run_level(sweep_ctx *c, const char *kind, double load, int repe
     json_object_set_new(lv, "repeat", json_integer(repeat));
     json_object_set_new(lv, "kind", json_string(kind));
     json_object_set_new(lv, "seed", json_integer((json_int_t)b->plan.seed));
+    if (!length) json_object_set_new(lv, "first_prompt", json_integer((json_int_t)offset));
     if (length) {
         /* the lengths the level's prompts were built with (the dataset's own measure) */
         const dataset *ds = c->ds;
@@ -388,6 +409,24 @@ ds_result sweep_run(sweep_opts *so, bench_opts *b, json_t **doc_out) {
         dataset_free(ds);
         free(model);
         return rc;
+    }
+    /* a level of --requests N sends N + warm-ups prompts, and every level its own (run_level):
+     * build enough random prompts for all of them, within the length sweep's token budget */
+    size_t runs = (so->autom ? (size_t)so->auto_levels + 2 : so->n_levels) * (size_t)(so->repeats > 0 ? so->repeats : 1);
+    if (!so->length_axis && b->plan.requests && runs > 1 && !b->n_classes && !strncmp(b->dataset_spec, "random:", 7)) {
+        size_t per = b->plan.requests + b->plan.warmup, want = per * runs;
+        size_t cap = (size_t)(LENGTH_TOKEN_BUDGET / (ds->len_mean > 1 ? ds->len_mean : 1));
+        if (want > cap) want = cap > per ? cap : per;
+        if (want > ds->n) {
+            dataset *more = NULL;
+            if (bench_prepare_dataset(b, want, &more) != DS_OK) {
+                dataset_free(ds);
+                free(model);
+                return DS_EINVAL;
+            }
+            dataset_free(ds);
+            ds = more;
+        }
     }
     const char *axis = so->length_axis ? so->length_axis : so->conc_ladder ? "concurrency" : "rate";
     sweep_ctx c = { .b = b, .ds = ds, .so = so, .rate_axis = !so->conc_ladder, .seed0 = b->plan.seed, .prev_e2e_s = NAN,

@@ -321,6 +321,24 @@ TEST(sweep_repeats_give_intervals) {
     json_decref(d);
 }
 
+TEST(sweep_levels_send_fresh_prompts) {
+    /* a level resending the last level's prompts would find the server's prefix cache warm: each
+     * level starts where the levels before it stopped (warm-ups counted) */
+    test_server s;
+    if (test_serve_start(&s, "--ttft 1ms --itl 1ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    int rc;
+    json_t *d = run_sweep(&s, "--concurrency 1,2,4 --requests 5 --warmup 2 --dataset random:in=8,out=3 --quiet", &rc, "fresh");
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(d != NULL);
+    if (!d) return;
+    const json_t *lv = json_object_get(d, "levels");
+    CHECK_EQ_INT(json_array_size(lv), 3);
+    for (size_t i = 0; i < json_array_size(lv); i++)
+        CHECK_EQ_INT(test_num(json_array_get(lv, i), "first_prompt"), (double)(i * 7));
+    json_decref(d);
+}
+
 TEST(sweep_interrupt_writes_partial) {
     test_server s;
     if (test_serve_start(&s, "--ttft 20ms --itl 2ms") != 0) { CHECK_MSG(0, "serve did not start"); return; }
