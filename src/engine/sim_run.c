@@ -75,7 +75,17 @@ void simr_on_tokens(record *r, const engine_event *ev) {
 static void on_event(void *vctx, const engine_event *ev) {
     run_ctx *c = vctx;
     if (ev->id >= c->recs->n) return;
-    simr_on_tokens(&c->recs->v[ev->id], ev);
+    record *r = &c->recs->v[ev->id];
+    if (c->w->coarse_chunks && (ev->flags & ENGINE_EV_TOKENS) && !(ev->flags & ENGINE_EV_FIRST) && r->n_chunks >= 2 &&
+        record_extend_last_chunk(r, ev->t_ns, (unsigned)ev->n_tokens) == 0) {
+        r->last_ns = ev->t_ns;
+        r->out_tokens_server = (r->out_tokens_server < 0 ? 0 : r->out_tokens_server) + ev->n_tokens;
+        engine_event rest = *ev;
+        rest.flags &= ~ENGINE_EV_TOKENS;
+        simr_on_tokens(r, &rest);
+    } else {
+        simr_on_tokens(r, ev);
+    }
     if (ev->flags & ENGINE_EV_FINISHED) {
         c->in_flight--;
         if (c->w->concurrency > 0) ready_push(c, ev->t_ns + c->w->think_ns);

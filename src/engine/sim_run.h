@@ -58,6 +58,10 @@ typedef struct {
      * virtual clock. 0 and 0: straight in, in send order. */
     int64_t turnaround_ns;
     double ingest_ns_per_token;
+    /* 1: a request's tokens after its second extend its last chunk (record_extend_last_chunk): TTFT,
+     * TPOT, E2E and throughput as exact, no inter-token gaps past the first; what `sim --validate`
+     * uses for cases that score none, at a fraction of the per-token bookkeeping */
+    int coarse_chunks;
     /* ... and a fixed time on that way, with a per-token part in ingest_ns_per_token: a Python
      * server's request path (sim_params_add_request_path) */
     int64_t ingest_fixed_ns;

@@ -85,6 +85,22 @@ int record_add_chunk(record *r, int64_t t_ns, unsigned tokens) {
     return 0;
 }
 
+int record_extend_last_chunk(record *r, int64_t t_ns, unsigned tokens) {
+    uint32_t n = r->n_chunks;
+    if (n == 0) return -1;
+    if (tokens == 0) tokens = 1;
+    if (!r->chunk_tokens) {
+        uint16_t *k = malloc(r->chunk_cap * sizeof *k);
+        if (!k) return -1;
+        for (uint32_t i = 0; i < n; i++) k[i] = 1;
+        r->chunk_tokens = k;
+    }
+    if ((unsigned)r->chunk_tokens[n - 1] + tokens > 65535) return -1;   /* a new chunk then */
+    r->chunk_ns[n - 1] = t_ns;
+    r->chunk_tokens[n - 1] = (uint16_t)(r->chunk_tokens[n - 1] + tokens);
+    return 0;
+}
+
 void record_free(record *r) {
     free(r->chunk_ns);
     free(r->chunk_tokens);

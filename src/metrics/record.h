@@ -120,6 +120,10 @@ void recset_free(recset *s);
 void recset_mark_cancelled(recset *s, size_t from, rec_cancel why);
 /* Appends one chunk arrival to r (grows its arrays). tokens may be 0 for unknown → counted as 1. */
 int record_add_chunk(record *r, int64_t t_ns, unsigned tokens);
+/* Moves the last chunk to t_ns and counts `tokens` more in it (a coarse recording that keeps the
+ * first and the newest token's times and the count, not the gaps between). 0, or -1 when there is
+ * no chunk yet or its count would overflow (add a chunk instead). */
+int record_extend_last_chunk(record *r, int64_t t_ns, unsigned tokens);
 void record_free(record *r);
 /* Makes r blank again, as recset_add returns it, for the next request (a long-running monitor
  * recycles a few records instead of growing a recset): its chunk-time array is kept, empty, so
