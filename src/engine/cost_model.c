@@ -33,55 +33,63 @@ void cost_default_factors(cost_factors *f) {
      * Gauss-Newton step from its start (the 2024-25 rows' `--fit`), the line "refit on every group"
      * of `dsperf sim --validate data/published.json`, which its test holds these to; README-sim.md
      * lists the values, the rows each one rests on and their spread over the leave-one-group-out folds */
-    f->kernel_s = 4.01e-6;
-    f->launch_s = 27.6e-6;
-    f->step_overhead_s = 6.43e-3;
-    f->seq_overhead_s = 9.4e-6;
-    f->seq_overhead_trt_s = 187e-6;
+    f->kernel_s = 4.09e-6;
+    f->launch_s = 29.1e-6;
+    f->step_overhead_s = 6.58e-3;
+    f->seq_overhead_s = 10.9e-6;
+    f->seq_overhead_trt_s = 184e-6;
     /* vLLM V1's engine core, fitted since N83 and N94 run it (README-sim.md, "The 2025 fused MoE ...
      * and vLLM V1's"); its prior, 1.0 ms, from two published measurements of its step (README-sim.md,
      * "Scheduler cost per engine"): vllm-project/vllm#17866 (2025-05): Llama 3.2 1B one request at
      * a time, median TPOT 2.64 ms, of which the GPU's forward takes ~1.6 ms by this model's own
      * terms, leaving ~1 ms per step; vllm-project/vllm#10634 (2024-11): Llama-2-7B at batch 256,
      * 5-6 ms between decode steps, 2-3 ms of it GIL contention: 1 ms + 256 x 10 us = 3.6 ms. */
-    f->step_overhead_v1_s = 1.12e-3;
+    f->step_overhead_v1_s = 1.11e-3;
     f->seq_overhead_v1_s = 10e-6;
     /* ATOM's engine core (n/s): vLLM V1's published bound above, as before V1's own was fitted */
     f->step_overhead_atom_s = 1.0e-3;
-    f->comm_latency_s = 8.8e-6;
+    f->comm_latency_s = 8.29e-6;
     /* fitted on the three rows that run TP across two nodes (N80: SGLang, 2 x 8 H100, one user;
      * N81: 2 x 8 H20, one user; N82: 2 x 8 H200, 8 users): 3.2x nccl-tests' 46.5 us (README-sim.md,
      * "Collectives across nodes inside a step") */
     f->comm_inter_s = 147e-6;
-    f->moe_eff = 0.351;
+    f->moe_eff = 0.406;
     /* not fitted: with native block-scaled MMA the grouped GEMM reads its experts like any weight;
      * SGLang v0.5.12 and TensorRT-LLM 1.3 on 8 x B200 at 8-64 concurrent (N14-N24) are within
      * +-6% of their published TPOT at 1 and 38-90% slower at 0.355 (README-sim.md) */
     f->moe_native_eff = 1.0;
-    f->moe_triton_eff = 0.316;
+    f->moe_triton_eff = 0.328;
     f->moe_triton_fp8_eff = 0.105;
     /* the 2025 Triton fused MoE on Hopper block-fp8 experts: N80-N82, N84 (SGLang 2025, vLLM 0.7;
      * four sources); vLLM V1's own: N83, N94 (README-sim.md, "The 2025 fused MoE ... and vLLM V1's") */
-    f->moe_fused_eff = 0.273;
-    f->moe_fused_v1_eff = 0.654;
-    f->attn_triton_eff = 0.111;
+    f->moe_fused_eff = 0.278;
+    f->moe_fused_v1_eff = 0.652;
+    f->attn_triton_eff = 0.113;
     /* the rows that split GEMMs over 4-8 GPUs set it (the 2024-25 rows do not move it): README-sim.md,
      * "Split GEMMs" */
-    f->shard_loss = 0.28;
+    f->shard_loss = 0.25;
     f->ggml_compute_eff = 0.264;   /* A5 ub128, A6 ub512, A7 PP4096 set it (README-sim.md) */
     /* the step's growth from c = 1 to c = 2 on tests/fixtures/real-gpu/gpu_overhead.json (V2-Lite
      * f16, one H200: 16.16 -> 33.50 ms over the ~3,100 loop calls that batch 2 adds to the one-token
      * loop's 468), README-sim.md, "The one-token step loops too" */
     f->ggml_call_s = 5.2e-6;
     /* the cuBLAS path's extra host time per multi-row expert (src1 to f16, cublasGemmEx, dst to
-     * f32): the step's growth to c = 32 on the same sweep (212.7 ms, ~85 % of its 62 touched
-     * experts multi-row), README-sim.md (re-derived with ggml_call_s in stop 40) */
-    f->ggml_gemm_s = 24.3e-6;
+     * f32): stop 41 re-derived it with the steps split into ubatches, the server's sampling and
+     * each level's cached prompt share (README-sim.md, "llama-server's ubatches and sampling"): the
+     * value of 4-24.3 us with the least median error over the 18 recorded sweeps calibrated at c = 1;
+     * 24.3 us before, from gpu_overhead's growth to c = 32 whose prompts were 46 % cached */
+    f->ggml_gemm_s = 16e-6;
+    /* the MMQ path's (a quantized expert of more than 8 rows: quantize, stream-k MMQ over every SM,
+     * its fix-up kernel): apart from the cuBLAS path's since stop 41, the value of 16-64 us with the
+     * least median error over the 9 recorded Q8_0 and Q4_0 sweeps (5 hosts) calibrated at c = 1;
+     * README-sim.md, "llama-server's ubatches and sampling" */
+    f->ggml_mmq_s = 40e-6;
     /* GPU time per small kernel of the loop (execution and the gap to the next on one stream):
      * NVML's busy share x step on gpu_overhead.json grows 3.4-3.9 us per added loop kernel
      * from c = 1 to 2, 8 and 32 (README-sim.md); counted with c = 1's one-token loop apart (stop 40),
      * the H100 sweeps' growth is 3.0-3.5 us (f16) and 2.6-3.3 us (Q8_0, Q4_0) from c = 4 to 32 */
     f->ggml_kernel_gpu_s = 3.5e-6;
+    f->ggml_sample_s = 100e-6;
     /* no request path (request_s, request_token_s stay 0): a simulated run is its engine's, as
      * `serve --engine sim` serves it. Only --validate adds the one fitted on the published TTFTs
      * (COST_REQUEST_FIT_*, cost_model.h), whose times carry a server's path; the flags add one. */
@@ -360,9 +368,9 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
         if (c->wb < 2) {
             /* a quantized type (GGUF Q8_0, Q4): up to MMVQ_MAX_BATCH_SIZE rows the vector kernel
              * (quantize src1 to q8_1, MMVQ), more the tiled MMQ (its quantize, MMQ): 5 calls
-             * either way, the MMQ path's host time like the cuBLAS path's (the prompt's) */
+             * either way, and the MMQ path's own extra time (ggml_mmq_s: stream-k and its fix-up) */
             double wide = fmin(x_loc, cost_experts_over_rows(c, (int64_t)ceil(T), MMVQ_MAX_ROWS) / c->ep);
-            host = EXPERT_Q_CALLS * x_loc * c->f.ggml_call_s + wide * c->f.ggml_gemm_s;
+            host = EXPERT_Q_CALLS * x_loc * c->f.ggml_call_s + wide * c->f.ggml_mmq_s;
             gpu = EXPERT_Q_CALLS * x_loc * c->f.ggml_kernel_gpu_s;
         } else {
             host = EXPERT_VEC_CALLS * (one + multi) * c->f.ggml_call_s + multi * c->f.ggml_gemm_s;
@@ -480,11 +488,11 @@ static double combine(const cost_model *c, const cost_step *o, double bw_scale, 
     double gpu = c->s.prof.two_batch_overlap && c->dp > 1 ? fmax(math, o->t_comm) : math + o->t_comm;
     gpu += o->t_kernels;
     if (!o->graphs) gpu = fmax(gpu, o->t_launch_cpu + o->t_kernels);
-    double sched = c->s.prof.python ? step_overhead_s + o->t_sched : 0;
+    double sched = c->s.prof.python ? step_overhead_s + o->t_sched : c->s.prof.ggml ? o->t_sched : 0;
     return c->s.prof.overlap_schedule ? fmax(gpu, sched) : gpu + sched;
 }
 
-void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
+static void step_one(cost_model *c, const cost_batch *b, cost_step *o) {
     memset(o, 0, sizeof *o);
     o->graphs = 1;
     if (b->tokens <= 0) {
@@ -521,7 +529,7 @@ void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
             forward(c, &d, dec_seqs * rank_dec, (double)dec_seqs, seqs_rank, rank_dec, 0, 1, o);
     }
     /* each attention DP rank has its own scheduler process */
-    o->t_sched = *cost_seq_overhead_of(&c->f, c->s.prof.sched) * seqs_rank;
+    o->t_sched = c->s.prof.ggml ? c->f.ggml_sample_s * c->arch.vocab / 102400.0 * seqs_rank : *cost_seq_overhead_of(&c->f, c->s.prof.sched) * seqs_rank;
     for (int k = 0; k < COST_NCOMP; k++) { o->t_mem += o->mem_s[k]; o->t_compute += o->comp_s[k]; }
     o->t = combine(c, o, 1, 1, *cost_step_overhead_of(&c->f, c->s.prof.sched), &o->t_math);
     o->t_overhead = o->t - o->t_math - o->t_comm;
@@ -536,6 +544,56 @@ const char *cost_step_limit(const cost_step *s) {
     if (comm > math && comm >= over) return "communication";
     if (over > math) return "overhead";
     return s->bound == COST_BOUND_COMPUTE ? "compute" : "bandwidth";
+}
+
+/* Adds ubatch u's step to the whole step's o. */
+static void step_add(cost_step *o, const cost_step *u) {
+    o->weight_bytes += u->weight_bytes; o->kv_bytes += u->kv_bytes; o->bytes += u->bytes;
+    o->flops += u->flops; o->comm_bytes += u->comm_bytes;
+    o->experts_touched = fmax(o->experts_touched, u->experts_touched);
+    for (int k = 0; k < COST_NCOMP; k++) { o->mem_s[k] += u->mem_s[k]; o->comp_s[k] += u->comp_s[k]; }
+    o->t_mem += u->t_mem; o->t_compute += u->t_compute; o->t_math += u->t_math; o->t_comm += u->t_comm;
+    o->t_kernels += u->t_kernels; o->t_launch_cpu += u->t_launch_cpu; o->t_sched += u->t_sched;
+    o->t_overhead += u->t_overhead; o->t += u->t;
+    o->graphs = o->graphs && u->graphs;
+    o->bound = o->t_compute > o->t_mem ? COST_BOUND_COMPUTE : COST_BOUND_MEMORY;
+}
+
+/* A step of more tokens than the profile's ubatch runs as ubatches one after another (llama.cpp's
+ * llama_decode splits its batch so): the server puts the decoding sequences' tokens first, then the
+ * prompts', so the first ubatch carries the decodes (they sample there) and the prompt tokens fill
+ * the rest in order; a prompt's pairs, keys and sampled rows go with its tokens, in proportion. */
+void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
+    int ub = c->s.prof.ubatch;
+    if (ub <= 0 || b->tokens <= ub) { step_one(c, b, o); return; }
+    int64_t pre_seqs = b->prefill_seqs > 0 ? b->prefill_seqs : (b->prefill_pairs > 0 ? 1 : 0);
+    int64_t dec_seqs = b->decode_seqs > 0 ? b->decode_seqs : (b->decode_keys > 0 ? b->seqs - (b->prefill_pairs > 0) : 0);
+    if (dec_seqs < 0) dec_seqs = 0;
+    double q = b->q_per_seq > 1 ? b->q_per_seq : 1;
+    double dec_tokens = fmin((double)b->tokens, dec_seqs * q), pre_tokens = (double)b->tokens - dec_tokens;
+    double pre_sampled = fmax(0, (double)(b->seqs - dec_seqs));
+    memset(o, 0, sizeof *o);
+    o->graphs = 1;
+    double dec_left = dec_tokens, pre_left = pre_tokens;
+    while (dec_left + pre_left > 0.5) {
+        double d = fmin(dec_left, ub), p = fmin(pre_left, ub - d), share = pre_tokens > 0 ? p / pre_tokens : 0;
+        cost_batch u;
+        memset(&u, 0, sizeof u);
+        u.tokens = (int64_t)llround(d + p);
+        u.q_per_seq = b->q_per_seq;
+        u.decode_seqs = (int64_t)llround(d / q);
+        u.decode_keys = dec_tokens > 0 ? b->decode_keys * d / dec_tokens : 0;
+        u.prefill_pairs = b->prefill_pairs * share;
+        u.prefill_keys_read = b->prefill_keys_read * share;
+        u.prefill_seqs = p > 0 ? (int64_t)fmax(1, ceil(pre_seqs * share)) : 0;
+        /* the prompts' sampled rows (their last tokens) come with the last prompt tokens */
+        u.seqs = u.decode_seqs + (pre_left - p <= 0.5 ? (int64_t)pre_sampled : 0);
+        cost_step s;
+        step_one(c, &u, &s);
+        step_add(o, &s);
+        dec_left -= d;
+        pre_left -= p;
+    }
 }
 
 double cost_step_rescale(const cost_model *c, const cost_step *s, double bw_eff, double compute_eff, double step_overhead_s) {

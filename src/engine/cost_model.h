@@ -26,8 +26,8 @@
  * (its grid fit, all rows; 2026-12-06 with N99-N101, N103), with the cold-start runs, SGLang's receive interval,
  * TensorRT-LLM's batch waiting and split GEMMs (shard_loss) in the engine: what the validation's
  * in-sample table and refits start from. */
-#define COST_REQUEST_FIT_S 93.5e-3
-#define COST_REQUEST_TOKEN_FIT_S 25.96e-6
+#define COST_REQUEST_FIT_S 108.5e-3
+#define COST_REQUEST_TOKEN_FIT_S 22.79e-6
 
 typedef struct {
     double bw_eff;            /* streaming kernels' fraction of HBM bandwidth (0.85) */
@@ -66,7 +66,11 @@ typedef struct {
                                * loop (4 per touched expert at a ubatch of 2+ tokens, 1 per selected
                                * expert at one token; quantized 5 and 2) */
     double ggml_gemm_s;       /* ... and the extra host time of an expert with several rows (its cuBLAS path) */
+    double ggml_mmq_s;        /* ... the same for a quantized type's MMQ path (more than MMVQ_MAX_ROWS rows) */
     double ggml_kernel_gpu_s; /* ... and the GPU's time per small kernel of that loop (its floor on a fast host) */
+    double ggml_sample_s;     /* llama-server's host time per sampled sequence per step at DeepSeek's 102,400-
+                               * entry vocabulary (its sampler copies and top-k sorts the whole vocabulary
+                               * after each decode while the GPU waits): scaled by vocab / 102400 */
     /* The request's way outside the engine's steps on a Python server (profile.python): HTTP,
      * tokenization, the hand-off to the scheduler, the first chunk's way back. The simulator adds
      * request_s + request_token_s x prompt tokens between a request's send and its arrival in the

@@ -65,13 +65,14 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
       .python = 1, .max_batch = 256, .attn_kernel = ATTN_TRITON}},
     {"llama.cpp / ik_llama.cpp (CUDA): C++ graph of one sequence, CUDA graphs, MLA, no Python scheduler",
      {LAYER_KERNELS, .name = "llamacpp", .cuda_graphs = 1, .mla_absorbed = 1, .prefill_mode = PREFILL_MIXED,
-      .moe_kernel = MOE_GEMV, .max_batch = 1, .attn_kernel = ATTN_FLASH, .ggml = 1}},
+      .moe_kernel = MOE_GEMV, .max_batch = 1, .attn_kernel = ATTN_FLASH, .ggml = 1, .ubatch = 512, .batch_tokens = 2048}},
     /* b4747's deepseek2 graph caches decompressed K (192 per head) and V (128) per token, not the
      * latent (llama.cpp's MLA cache came later): kv_head_dim 160 gives their bytes */
     {"llama.cpp b4747 (2025-02, the tests' c392e50): as llamacpp, but the MoE's mul_mat_id syncs to the host and "
      "loops over the touched experts (ggml-cuda.cu), which also keeps CUDA graphs off for those ops; K/V decompressed per head",
      {LAYER_KERNELS, .name = "llamacpp-b4747", .cuda_graphs = 1, .kv_head_dim = 160, .prefill_mode = PREFILL_MIXED,
-      .moe_kernel = MOE_GEMV, .max_batch = 1, .attn_kernel = ATTN_FLASH, .ggml = 1, .expert_loop = 1}},
+      .moe_kernel = MOE_GEMV, .max_batch = 1, .attn_kernel = ATTN_FLASH, .ggml = 1, .expert_loop = 1,
+      .ubatch = 512, .batch_tokens = 2048}},
     {"DeepSeek's own system (V3 report, Day 6 note): FP8 GEMMs, DeepEP, DP attention, overlapped micro-batches",
      {LAYER_KERNELS, .name = "deepseek", .cuda_graphs = 1, .mla_absorbed = 1, .overlap_schedule = 1,
       .prefill_mode = PREFILL_SEPARATE, .moe_kernel = MOE_TUNED, .a2a = A2A_DEEPEP, .python = 1, .two_batch_overlap = 1,

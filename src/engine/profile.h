@@ -56,6 +56,10 @@ typedef struct {
                                 * layer's 3 mul_mat_id copies the ids to the host (a sync) and loops
                                 * over the touched experts, a GEMM and two copies each: ggml_call_s
                                 * per host call (a ubatch of one token skips the loop) */
+    int ubatch;                /* tokens per graph evaluation: a step of more runs as several, one after
+                                * another, each its own pass over the weights and the expert loop
+                                * (llama.cpp's n_ubatch, 512); 0: the whole step in one */
+    int batch_tokens;          /* default max_num_batched_tokens (llama-server's n_batch 2048; 0: keep) */
 } engine_profile;
 
 /* Fills p with the named profile. 0 ok, -1 unknown name. */

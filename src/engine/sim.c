@@ -715,9 +715,10 @@ static engine *sim_create_one(const sim_params *p, char *err, size_t errlen) {
     if (!s) { snprintf(err, errlen, "out of memory"); return NULL; }
     s->base.ops = &sim_ops;
     s->p = *p;
+    s->p.max_num_batched_tokens = sim_params_batch_tokens(p);
     if (p->rank_sample > 1) {
         s->p.max_num_seqs = (p->max_num_seqs + p->rank_sample - 1) / p->rank_sample;
-        s->p.max_num_batched_tokens = (p->max_num_batched_tokens + p->rank_sample - 1) / p->rank_sample;
+        s->p.max_num_batched_tokens = (s->p.max_num_batched_tokens + p->rank_sample - 1) / p->rank_sample;
     }
     s->free_head = -1;
     if (sim_params_cost(p, &s->cost, err, errlen) < 0) { free(s); return NULL; }

@@ -24,7 +24,8 @@ typedef struct sim_params {
     char weight_dtype[16];           /* "auto" (the release's dtype), bf16, fp16, fp8, int8, int4 */
     char kv_dtype[16];               /* "auto" (= bf16), bf16, fp16, fp8, int8 */
     int max_num_seqs;
-    int max_num_batched_tokens;
+    int max_num_batched_tokens;      /* the profile's default (llama-server's n_batch) unless set: sim_params_batch_tokens */
+    bool max_num_batched_tokens_set;
     int block_size;                  /* tokens per KV block */
     int max_model_len;               /* 0 = the model's max_position_embeddings */
     double gpu_memory_utilization;
@@ -51,6 +52,7 @@ typedef struct sim_params {
     int kv_flashmla_fp8;             /* --kv-dtype fp8-flashmla: 656 bytes per token per layer */
     int attn_fp8;                    /* --attn-dtype fp8: attention math on fp8 tensor cores */
     /* profile facts overridden by flags (-1: the profile's) */
+    int ov_ubatch;                   /* --ubatch: tokens per graph evaluation (llama.cpp's -ub) */
     int ov_cuda_graphs, ov_graph_max, ov_overlap, ov_mla, ov_tbo, ov_a2a, ov_prefill_mode, ov_moe_kernel, ov_attn_kernel;
     double ov_admit_reserve;
     bool prefix_caching;             /* hashed KV blocks reused across requests (LRU eviction) */
@@ -83,6 +85,9 @@ const char *sim_params_help(void);
 int sim_params_cost(const sim_params *p, cost_model *c, char *err, size_t errlen);
 /* The engine profile with the flag overrides applied. 0 ok, -1 unknown profile. */
 int sim_params_profile(const sim_params *p, engine_profile *out);
+/* Tokens one step takes: --max-num-batched-tokens when given, else the profile's default
+ * (llama-server's n_batch 2048), else 8192. */
+int sim_params_batch_tokens(const sim_params *p);
 /* Adds the request's way outside the engine's steps on this profile (a Python server: the factors'
  * request_s and request_token_s; nothing for others) to a transit's fixed and per-prompt-token
  * times: the simulator's transit puts it between send and the engine's queue. */

@@ -232,7 +232,7 @@ static int itl_build(cost_model *cm, const sim_params *p, const sim_calib_data *
             /* prompts that got their first token in (t0, t] were prefilled in this step */
             long a = count_below(x.firsts, x.n, t0, 1), z = count_below(x.firsts, x.n, t, 1);
             double ptoks = x.by_first[PS_IN][z] - x.by_first[PS_IN][a], pairs = x.by_first[PS_PAIRS][z] - x.by_first[PS_PAIRS][a];
-            double cap = p->max_num_batched_tokens;
+            double cap = sim_params_batch_tokens(p);
             if (ptoks > cap) { pairs *= cap / ptoks; ptoks = cap; }
             cost_batch cb;
             cost_decode_batch(b, ctx, &cb);
@@ -445,7 +445,7 @@ static void fit_ttft(cost_model *cm, const sim_params *p, const sim_calib_data *
     mean_l /= np;
     for (long j = 0; j < np; j++) var_l += pow(d->in_tokens[pick[j]] - mean_l, 2);
     int slope_fit = sqrt(var_l / np) > 0.05 * mean_l;   /* lengths vary: fit slope and offset */
-    int chunk = p->chunked_prefill ? p->max_num_batched_tokens : 1 << 30;
+    int chunk = p->chunked_prefill ? sim_params_batch_tokens(p) : 1 << 30;
     double keep = cm->f.compute_eff, best = INFINITY, best_eff = keep, best_off = 0, lo_pred = 0, hi_pred = 0;
     *cost_step_overhead_of(&cm->f, cm->s.prof.sched) = ov_get(c);
     cm->f.bw_eff = c->factors.bw_eff;
@@ -581,15 +581,24 @@ static double agg_prefill_s(cost_model *cm, const cost_factors *f, double L) {
     return t;
 }
 
-/* The host-speed factor of the expert loop (ggml_call_s and ggml_gemm_s both x h, h in [lo, hi])
- * at which the prompt of L tokens takes target seconds: bisection on log(h). Returns 1 inside. */
+/* The host's speed factor h: the expert loop's host constants and the server's sampling, all x h
+ * (one host core runs them). */
+static void host_scale(cost_factors *g, const cost_factors *f0, double h) {
+    g->ggml_call_s = f0->ggml_call_s * h;
+    g->ggml_gemm_s = f0->ggml_gemm_s * h;
+    g->ggml_mmq_s = f0->ggml_mmq_s * h;
+    g->ggml_sample_s = f0->ggml_sample_s * h;
+}
+
+/* The host-speed factor (host_scale, h in [lo, hi]) at which the prompt of L tokens takes target
+ * seconds: bisection on log(h). Returns 1 inside. */
 static int agg_solve_loop_host(cost_model *cm, cost_factors *f, double L, double target, double lo, double hi, double *h_out) {
-    double call0 = f->ggml_call_s, gemm0 = f->ggml_gemm_s;
+    const cost_factors f0 = *f;
     cost_factors g = *f;
     double a = log(lo), z = log(hi);
-    g.ggml_call_s = call0 * lo; g.ggml_gemm_s = gemm0 * lo;
+    host_scale(&g, &f0, lo);
     double t_lo = agg_prefill_s(cm, &g, L);
-    g.ggml_call_s = call0 * hi; g.ggml_gemm_s = gemm0 * hi;
+    host_scale(&g, &f0, hi);
     double t_hi = agg_prefill_s(cm, &g, L);
     double h;
     int inside = 1;
@@ -598,14 +607,13 @@ static int agg_solve_loop_host(cost_model *cm, cost_factors *f, double L, double
     else {
         for (int it = 0; it < 60; it++) {
             double m = (a + z) / 2;
-            g.ggml_call_s = call0 * exp(m); g.ggml_gemm_s = gemm0 * exp(m);
+            host_scale(&g, &f0, exp(m));
             if (agg_prefill_s(cm, &g, L) > target) z = m;
             else a = m;
         }
         h = exp((a + z) / 2);
     }
-    f->ggml_call_s = call0 * h;
-    f->ggml_gemm_s = gemm0 * h;
+    host_scale(f, &f0, h);
     *h_out = h;
     return inside;
 }
@@ -682,7 +690,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
         /* The same c = 1 level's prompt ran b4747's loop over all the experts (a ubatch of L
          * tokens touches every one, with many rows each): the server's own prompt time (llama.cpp's
          * timings.prompt_ms, without the HTTP path) measures this host's loop. The loop's two host
-         * constants move together by the factor that reproduces it, within [0.5, 2] (a host core's
+         * constants and the server's sampling time move together by the factor that reproduces it, within [0.5, 2] (a host core's
          * speed and its driver's launch path, README-sim.md); TTFT alone, with an HTTP path of unknown
          * size in it, leaves them at their prior. The c = 1 step holds the one-token loop (k calls an
          * op) and the prompt holds c = 1's kernels, so the two solves alternate: four rounds (the real
@@ -690,18 +698,17 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
         double L = tin / done;
         double pre = json_number_value(json_object_get(json_object_get(doc, "server_timing"), "median_server_prefill_ms")) / 1e3;
         if (ok && L >= 2 && pre > 0) {
-            double call0 = f.ggml_call_s, gemm0 = f.ggml_gemm_s;
+            const cost_factors prior = f;
             double t0 = agg_prefill_s(&cm, &f, L), h = 1;
             int in = 0;
             for (int round = 0; round < 4 && ok; round++) {
-                f.ggml_call_s = call0;
-                f.ggml_gemm_s = gemm0;
+                host_scale(&f, &prior, 1);
                 in = agg_solve_loop_host(&cm, &f, L, pre, 0.5, 2.0, &h);
                 ok = agg_solve(&cm, &f, &f.kernel_s, 1e-7, 1e-3, 0, batch, ctx, itl);
             }
             note(c, "loop host factor %.3f%s: the server's prompt time %.1f ms (%.0f tokens, median) against the model's %.1f ms at the loop's "
-                    "prior (ggml_call_s %.2f us, ggml_gemm_s %.1f us after)", h, in ? "" : " (at its bound)", pre * 1e3, L, t0 * 1e3,
-                 f.ggml_call_s * 1e6, f.ggml_gemm_s * 1e6);
+                    "prior (ggml_call_s %.2f us, ggml_gemm_s %.1f us, ggml_sample_s %.0f us after)", h, in ? "" : " (at its bound)",
+                 pre * 1e3, L, t0 * 1e3, f.ggml_call_s * 1e6, f.ggml_gemm_s * 1e6, f.ggml_sample_s * 1e6);
             moved = "the time per kernel (kernel_s) on the ITL, the expert loop's host factor on the prompt time";
         }
     }

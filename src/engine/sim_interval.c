@@ -10,13 +10,13 @@
  * deployments published at several loads (fit the lowest load, predict the others). Stored as the
  * relative half-width exp(q) - 1. */
 static const double halfwidth[SIM_IV_LOADS][SIM_IV_N] = {
-    [SIM_IV_STEADY] = {0.36, 0.32, 1.35},  /* 2026-12-06 (with N99-N103): 193 TPOT, 199 throughput, 173 TTFT metrics */
-    [SIM_IV_BURST] = {0.95, 0.59, 2.48},   /* 2026-12-06: 10, 19, 10 metrics of 9 rows in 6 groups (A1, A2, B1, N74, N75, N90-N93) */
+    [SIM_IV_STEADY] = {0.39, 0.38, 1.14},  /* 2026-12-06 (stop 41, with N104-N109): 284 TPOT, 290 throughput, 264 TTFT metrics */
+    [SIM_IV_BURST] = {0.98, 0.62, 2.52},   /* 2026-12-06: 10, 19, 10 metrics of 9 rows in 6 groups (A1, A2, B1, N74, N75, N90-N93) */
 };
 /* calibrate-then-predict: 24 rows of 4 deployments (B200, MI355X, H200), all steady loads. No
  * calibrated burst has been measured: a burst keeps the uncalibrated burst half-widths (what a
  * calibration on a steady load does to a burst's errors is unknown, so none is claimed). */
-static const double halfwidth_cal[SIM_IV_N] = {0.19, 0.21, 0.40};
+static const double halfwidth_cal[SIM_IV_N] = {0.19, 0.21, 0.44};
 
 double sim_interval_q(sim_iv_target k, sim_iv_load load, int calibrated) {
     if (k < 0 || k >= SIM_IV_N || load < 0 || load >= SIM_IV_LOADS) return NAN;

@@ -31,6 +31,7 @@ void sim_default_params(sim_params *p) {
     p->ov_cuda_graphs = p->ov_graph_max = p->ov_overlap = p->ov_mla = p->ov_tbo = p->ov_a2a = p->ov_prefill_mode = -1;
     p->ov_moe_kernel = p->ov_attn_kernel = -1;
     p->ov_admit_reserve = -1;
+    p->ov_ubatch = -1;
 }
 
 static const char help_head[] =
@@ -61,7 +62,9 @@ static const char help_head[] =
     "                             (default TP = --tp); the KV moves over the network to this decode\n"
     "                             instance and TTFT includes the transfer\n"
     "  --max-num-seqs N           running sequences per step (256)\n"
-    "  --max-num-batched-tokens N tokens per step (8192)\n"
+    "  --max-num-batched-tokens N tokens per step (8192; llama.cpp profiles: llama-server's -b 2048)\n"
+    "  --ubatch N                 tokens per graph evaluation: a larger step runs as several (the\n"
+    "                             llama.cpp profiles' -ub 512; others none)\n"
     "  --block-size N             tokens per KV block (16)\n"
     "  --max-model-len N          longest prompt + output (model's maximum)\n"
     "  --gpu-memory-utilization F fraction of GPU memory for weights + KV (0.9)\n"
@@ -93,8 +96,11 @@ static const char help_head[] =
     "                             weights on GPUs without fp4 tensor cores (Hopper, MI300X);\n"
     "                             --moe-fused-eff for the 2025 Triton fused MoE on Hopper fp8 (fused),\n"
     "                             --moe-fused-v1-eff vLLM V1's (fused-v1)\n"
-    "  --ggml-call-time DUR       llama.cpp b4747's expert loop: host time per CUDA call (4.5us)\n"
-    "  --ggml-gemm-time DUR       ... and the extra of a multi-row expert's cuBLAS path (27us)\n"
+    "  --ggml-call-time DUR       llama.cpp b4747's expert loop: host time per CUDA call (fitted default)\n"
+    "  --ggml-gemm-time DUR       ... and the extra of a multi-row expert's cuBLAS path (fitted default)\n"
+    "  --ggml-mmq-time DUR        ... and of a quantized expert's MMQ path (over 8 rows) (fitted default)\n"
+    "  --ggml-sample-time DUR     llama-server's host time per sequence per step sampling a 102,400-token\n"
+    "                             vocabulary (fitted default)\n"
     "  --request-time DUR, --request-per-token-time DUR   a Python server's request path outside\n"
     "                             the engine's steps (HTTP, tokenization, hand-off), fixed and per\n"
     "                             prompt token: fitted on published TTFTs (see README-sim.md)\n"
@@ -123,7 +129,7 @@ static const char *const keys[] = {
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
     "moe-eff", "moe-fused-eff", "moe-fused-v1-eff", "moe-native-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
     "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", "ggml-compute-eff", "ggml-call-time", "ggml-gemm-time",
-    "shard-loss", "request-time", "request-per-token-time", NULL,
+    "ggml-sample-time", "ggml-mmq-time", "ubatch", "shard-loss", "request-time", "request-per-token-time", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -226,6 +232,8 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         if (!rc) snprintf(p->kv_dtype, sizeof p->kv_dtype, "%s", p->kv_flashmla_fp8 ? "fp8" : v);
     } else if (!strcmp(key, "max-num-seqs")) { rc = parse_posint(v, 1 << 20, &p->max_num_seqs); want = "a count >= 1";
     } else if (!strcmp(key, "max-num-batched-tokens")) { rc = parse_posint(v, 1 << 24, &p->max_num_batched_tokens); want = "a count >= 1";
+        p->max_num_batched_tokens_set = true;
+    } else if (!strcmp(key, "ubatch")) { rc = parse_posint(v, 1 << 24, &p->ov_ubatch); want = "a count >= 1";
     } else if (!strcmp(key, "block-size")) { rc = parse_posint(v, 1 << 16, &p->block_size); want = "tokens >= 1";
     } else if (!strcmp(key, "max-model-len")) { rc = parse_posint(v, 1 << 24, &p->max_model_len); want = "tokens >= 1";
     } else if (!strcmp(key, "gpu-memory-utilization")) { rc = parse_fraction(v, 0, 1, &p->gpu_memory_utilization); want = "a fraction in (0, 1]";
@@ -326,6 +334,8 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "ggml-call-time")) { rc = parse_seconds(v, &p->factors.ggml_call_s); want = "a duration (e.g. 4.5us)";
     } else if (!strcmp(key, "request-time")) { rc = parse_seconds(v, &p->factors.request_s); want = "a duration (e.g. 150ms)";
     } else if (!strcmp(key, "request-per-token-time")) { rc = parse_seconds(v, &p->factors.request_token_s); want = "a duration (e.g. 20us)";
+    } else if (!strcmp(key, "ggml-sample-time")) { rc = parse_seconds(v, &p->factors.ggml_sample_s); want = "a duration (e.g. 100us)";
+    } else if (!strcmp(key, "ggml-mmq-time")) { rc = parse_seconds(v, &p->factors.ggml_mmq_s); want = "a duration (e.g. 24us)";
     } else if (!strcmp(key, "ggml-gemm-time")) { rc = parse_seconds(v, &p->factors.ggml_gemm_s); want = "a duration (e.g. 27us)";
     } else if (!strcmp(key, "moe-native-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_native_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_eff); want = "a fraction in (0, 1]";
@@ -385,7 +395,7 @@ static const struct { const char *key; size_t off; } factor_keys[] = {
     {"ggml_call_s", offsetof(cost_factors, ggml_call_s)}, {"shard_loss", offsetof(cost_factors, shard_loss)},
     {"ggml_gemm_s", offsetof(cost_factors, ggml_gemm_s)}, {"moe_fused_eff", offsetof(cost_factors, moe_fused_eff)},
     {"moe_fused_v1_eff", offsetof(cost_factors, moe_fused_v1_eff)},
-    {"ggml_kernel_gpu_s", offsetof(cost_factors, ggml_kernel_gpu_s)},
+    {"ggml_kernel_gpu_s", offsetof(cost_factors, ggml_kernel_gpu_s)}, {"ggml_sample_s", offsetof(cost_factors, ggml_sample_s)}, {"ggml_mmq_s", offsetof(cost_factors, ggml_mmq_s)},
     {"request_s", offsetof(cost_factors, request_s)}, {"request_token_s", offsetof(cost_factors, request_token_s)},
 };
 
@@ -445,6 +455,12 @@ void sim_params_add_request_path(const sim_params *p, int64_t *fixed_ns, double 
     *per_token_ns += p->factors.request_token_s * 1e9;
 }
 
+int sim_params_batch_tokens(const sim_params *p) {
+    engine_profile prof;
+    if (p->max_num_batched_tokens_set || sim_params_profile(p, &prof) < 0 || prof.batch_tokens <= 0) return p->max_num_batched_tokens;
+    return prof.batch_tokens;
+}
+
 int sim_params_profile(const sim_params *p, engine_profile *out) {
     if (profile_find(p->engine_profile, out) < 0) return -1;
     if (p->ov_cuda_graphs >= 0) out->cuda_graphs = p->ov_cuda_graphs;
@@ -457,6 +473,7 @@ int sim_params_profile(const sim_params *p, engine_profile *out) {
     if (p->ov_admit_reserve >= 0) out->admit_reserve = p->ov_admit_reserve;
     if (p->ov_moe_kernel >= 0) out->moe_kernel = p->ov_moe_kernel;
     if (p->ov_attn_kernel >= 0) out->attn_kernel = p->ov_attn_kernel;
+    if (p->ov_ubatch >= 0) out->ubatch = p->ov_ubatch;
     if (out->mla_absorbed == 0 && out->kv_head_dim == 0) out->kv_head_dim = 192;
     return 0;
 }

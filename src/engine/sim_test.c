@@ -875,3 +875,55 @@ TEST(sim_atom_profile_runs_prompts_in_steps_of_their_own) {
     /* the decoder's gap across the prompt holds the prefill step and a decode step of its own */
     CHECK_MSG(gap_atom > gap_v1, "atom gap %lld ns, vllm-v1 gap %lld ns", (long long)gap_atom, (long long)gap_v1);
 }
+
+/* llama.cpp runs a step of more tokens than its ubatch (512) as ubatches one after another, each a
+ * whole pass with its own loop over the experts: four 512-token prompts in one step cost what four
+ * steps of one cost; without the split (--ubatch 4096) the loop would be paid once */
+TEST(sim_llamacpp_step_runs_as_ubatches) {
+    sim_params p;
+    sim_default_params(&p);
+    char err[256];
+    CHECK(sim_params_set(&p, "engine-profile", "llamacpp-b4747", err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, "gpu", "h100", err, sizeof err) == 0);
+    CHECK_EQ_INT(sim_params_batch_tokens(&p), 2048);   /* llama-server's -b */
+    cost_model c;
+    CHECK(sim_params_cost(&p, &c, err, sizeof err) == 0);
+    cost_batch one, four;
+    memset(&one, 0, sizeof one);
+    one.tokens = 512, one.seqs = one.prefill_seqs = 1, one.prefill_pairs = 512.0 * 513 / 2;
+    four = one;
+    four.tokens = 2048, four.seqs = four.prefill_seqs = 4, four.prefill_pairs = 4 * one.prefill_pairs;
+    cost_step s1, s4;
+    cost_step_time(&c, &one, &s1);
+    cost_step_time(&c, &four, &s4);
+    CHECK_NEAR(s4.t, 4 * s1.t, 4 * s1.t * 1e-9);
+    CHECK_NEAR(s4.t_kernels, 4 * s1.t_kernels, 4 * s1.t_kernels * 1e-9);
+    cost_free(&c);
+    CHECK(sim_params_set(&p, "ubatch", "4096", err, sizeof err) == 0);
+    CHECK(sim_params_cost(&p, &c, err, sizeof err) == 0);
+    cost_step_time(&c, &four, &s4);
+    CHECK(s4.t < 4 * s1.t - 3 * s1.t_kernels * 0.9);   /* the loop once, not four times */
+    cost_free(&c);
+}
+
+/* llama-server samples each sequence on the host after the decode returns (the GPU waits): a decode
+ * step of n sequences carries n x ggml_sample_s, scaled by the vocabulary (V2-Lite's is 102,400) */
+TEST(sim_llamacpp_sampling_per_sequence) {
+    sim_params p;
+    sim_default_params(&p);
+    char err[256];
+    CHECK(sim_params_set(&p, "engine-profile", "llamacpp-b4747", err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, "ggml-sample-time", "0us", err, sizeof err) == 0);
+    cost_model a, b;
+    CHECK(sim_params_cost(&p, &a, err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, "ggml-sample-time", "150us", err, sizeof err) == 0);
+    CHECK(sim_params_cost(&p, &b, err, sizeof err) == 0);
+    cost_batch d;
+    cost_step sa, sb;
+    cost_decode_batch(16, 500, &d);
+    cost_step_time(&a, &d, &sa);
+    cost_step_time(&b, &d, &sb);
+    CHECK_NEAR(sb.t - sa.t, 16 * 150e-6, 1e-9);
+    cost_free(&a);
+    cost_free(&b);
+}

@@ -445,6 +445,10 @@ static int run_serve(val_case *c, char *err, size_t errlen) {
                       .in_tokens = ins, .max_tokens = outs, .warmup = wu, .turnaround_ns = SIM_TURNAROUND_NS,
                       .ingest_ns_per_token = SIM_INGEST_NS_PER_TOKEN, .transit_seed = 2};
     sim_params_add_request_path(&c->p, &w.ingest_fixed_ns, &w.ingest_ns_per_token);
+    /* a case that publishes no inter-token latency needs none recorded (sim_workload.coarse_chunks) */
+    w.coarse_chunks = 1;
+    for (int j = 0; j < c->n_m; j++)
+        if (strstr(c->m[j].name, "itl")) w.coarse_chunks = 0;
     double in_sum = 0;
     for (size_t i = wu; i < n; i++) in_sum += ins[i];
     c->mean_in_tokens = n > wu ? in_sum / (double)(n - wu) : 0;
@@ -501,7 +505,10 @@ static int run_step(val_case *c, char *err, size_t errlen) {
         cost_step_time(&cm, &b, &s);
         set_metric(c, "prefill_tok_s_per_gpu", c->tokens / s.t / g);
     } else {
-        /* llama-bench: one sequence; pp: n tokens in micro-batches of ub after `depth`; tg: n tokens one by one */
+        /* llama-bench: one sequence; pp: n tokens in micro-batches of ub after `depth`; tg: n tokens one by
+         * one, fed without sampling (llama-bench times llama_decode alone); its -ub is the case's ub */
+        cm.f.ggml_sample_s = 0;
+        cm.s.prof.ubatch = 0;
         double t = 0;
         for (double done = 0; done < c->n_tokens;) {
             double n = c->kind == K_BENCH_TG ? 1 : fmin(c->ub, c->n_tokens - done), ctx = c->depth + done;
@@ -1238,6 +1245,21 @@ out:
     return rc;
 }
 
+/* The dataset spec of a random: level whose server found a share hit of the prompt tokens in its
+ * prefix cache: the same requests with that share of each prompt already computed, which the
+ * simulated engine sees as prompts that much shorter (an older sweep resent every level the same
+ * prompts, and llama-server reused its slots' KV for them). 0 when spec is not random:in=N. */
+static int spec_uncached(const char *spec, double hit, char *out, size_t outlen) {
+    const char *in = strncmp(spec, "random:", 7) ? NULL : strstr(spec, "in=");
+    if (!in || !(hit > 0 && hit < 1)) return 0;
+    char *end;
+    double n = strtod(in + 3, &end);
+    if (!(n >= 1) || end == in + 3) return 0;
+    double m = fmax(1, round(n * (1 - hit)));
+    snprintf(out, outlen, "%.*s%.0f%s", (int)(in + 3 - spec), spec, m, end);
+    return 1;
+}
+
 /* Calibrate, then predict, on a measured sweep: the lowest load calibrates the setup's own
  * factors (sim --calibrate on it), then every level is simulated as it was run (its concurrency,
  * the sweep's dataset, the requests it completed after the sweep's warm-ups) and compared with what
@@ -1260,7 +1282,8 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
     fprintf(out, "calibrate on the lowest load (c = %g) of %s, predict the others (80%% intervals: calibrated)\n", base, path);
     for (int i = 0; i < cal.n_notes; i++) fprintf(out, "  %s\n", cal.notes[i]);
     fprintf(out, "%-6s %-7s %-20s %12s %12s %8s %s\n", "load", "x base", "metric", "measured", "predicted", "error", "inside");
-    static const char *const names[] = {METRIC(median_tpot_ms), METRIC(output_throughput)};
+    /* median TTFT too, shown but not scored (no interval: the prompt's host time is the calibration's own) */
+    static const char *const names[] = {METRIC(median_tpot_ms), METRIC(output_throughput), METRIC(median_ttft_ms)};
     const sim_iv_target tg[] = {SIM_IV_TPOT, SIM_IV_TPUT};
     int n = 0, inside = 0, n_in = 0, n15 = 0;
     size_t li;
@@ -1276,22 +1299,32 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
         c.p = *setup;
         c.p.factors = cal.factors;
         snprintf(c.dataset, sizeof c.dataset, "%s", ds);
+        double hit = json_number_value(json_object_get(json_object_get(res, "prefix_cache"), "hit_rate"));
+        char cached_note[sizeof c.dataset + 48] = "";
+        if (li > 0 && spec_uncached(ds, hit, c.dataset, sizeof c.dataset))
+            snprintf(cached_note, sizeof cached_note, " (%.0f%% of prompt tokens cached: %s)", hit * 100, c.dataset);
         c.concurrency = (int)load;
         c.prompts = done;
         c.warmup = warm > 0 ? warm : 0;
-        c.n_m = 2;
-        for (int k = 0; k < 2; k++) {
+        c.n_m = 3;
+        for (int k = 0; k < 3; k++) {
             snprintf(c.m[k].name, sizeof c.m[k].name, "%s", names[k]);
             c.m[k].published = json_number_value(json_object_get(res, names[k]));
             c.m[k].predicted = NAN;
         }
         if (run_serve(&c, err, errlen) < 0) { rc = -1; break; }
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 3; k++) {
+            if (k == 2) {
+                if (c.m[k].published > 0)
+                    fprintf(out, "%-6g %-7.3g %-20s %12.5g %12.5g %+7.1f%% %s\n", load, load / base, names[k], c.m[k].published,
+                            c.m[k].predicted, (c.m[k].predicted / c.m[k].published - 1) * 100, "(not scored)");
+                continue;
+            }
             double e = c.m[k].predicted / c.m[k].published - 1, q = sim_interval_q(tg[k], SIM_IV_STEADY, 1);
             int in = fabs(log(c.m[k].predicted / c.m[k].published)) <= q;
             int predicted = li > 0;
-            fprintf(out, "%-6g %-7.3g %-20s %12.5g %12.5g %+7.1f%% %s\n", load, load / base, names[k], c.m[k].published,
-                    c.m[k].predicted, e * 100, !predicted ? "(calibration point)" : in ? "yes" : "no");
+            fprintf(out, "%-6g %-7.3g %-20s %12.5g %12.5g %+7.1f%% %s%s\n", load, load / base, names[k], c.m[k].published,
+                    c.m[k].predicted, e * 100, !predicted ? "(calibration point)" : in ? "yes" : "no", k == 0 ? cached_note : "");
             if (predicted && load / base >= 2 && load / base <= 8) { n++; n15 += fabs(e) <= 0.15; }
             if (predicted) { n_in++; inside += in; }
         }

@@ -95,7 +95,7 @@ static long long max_batch_within(cost_model *c, double ctx, long long hi, doubl
 
 /* The prompt in chunks of max_num_batched_tokens, alone on the engine. */
 static void prefill(cost_model *c, const plan_inputs *in, plan_result *r) {
-    int chunk = in->target.chunked_prefill ? in->target.max_num_batched_tokens : in->prompt_tokens;
+    int chunk = in->target.chunked_prefill ? sim_params_batch_tokens(&in->target) : in->prompt_tokens;
     if (chunk < 1) chunk = 1;
     r->prefill_s = 0;
     r->prefill_chunks = 0;
@@ -294,7 +294,7 @@ json_t *plan_to_json(const plan_inputs *in, const plan_result *r) {
         "model", r->model, "gpu", r->gpu, "gpus", r->n_gpus, "replicas", r->replicas, "tp", p->tp, "ep", p->ep,
         "weight_dtype", model_dtype_name(r->weight_dtype), "kv_dtype", model_dtype_name(r->kv_dtype),
         "gpu_memory_utilization", p->gpu_memory_utilization, "block_size", p->block_size,
-        "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens", p->max_num_batched_tokens,
+        "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens", sim_params_batch_tokens(p),
         "chunked_prefill", p->chunked_prefill));
     json_object_set_new(o, "params", json_pack("{s:f,s:f,s:f,s:i,s:i}", "total", r->params.total, "active", r->params.active,
         "mtp_excluded", r->params.mtp, "dense_layers", r->params.n_dense_layers, "moe_layers", r->params.n_moe_layers));

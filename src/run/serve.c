@@ -44,7 +44,7 @@ static void sim_facts(const sim_params *p, engine *e, server_params *sp) {
     json_t *sim = json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b,s:i,s:I}", "model",
         p->model_config[0] ? p->model_config : p->model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep, "weight_dtype",
         p->weight_dtype, "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens",
-        p->max_num_batched_tokens, "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
+        sim_params_batch_tokens(p), "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
         "chunked_prefill", p->chunked_prefill, "max_model_len", mml, "kv_tokens", (json_int_t)(blocks * p->block_size));
     json_object_set_new(sim, "num_gpu_blocks", json_integer(p->num_gpu_blocks));   /* an override; 0 none */
     /* what the served figures are: the simulator's predictions, each good to its 80% interval

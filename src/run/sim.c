@@ -114,7 +114,7 @@ static json_t *config_section(const sim_params *p, const load_desc *l) {
     json_object_set_new(c, "ignore_eos", json_true());
     json_object_set_new(c, "sim", json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b,s:i,s:i,s:f,s:s}",
         "model", model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep, "weight_dtype", p->weight_dtype,
-        "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens", p->max_num_batched_tokens,
+        "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens", sim_params_batch_tokens(p),
         "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
         "chunked_prefill", p->chunked_prefill, "scheduler_recv_interval", p->recv_interval_steps,
         "batch_wait_iters", p->batch_wait_iters, "batch_wait_max_tokens_ratio", p->batch_wait_tokens_ratio,

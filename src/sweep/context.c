@@ -286,7 +286,7 @@ static int predict_params(const json_t *res, const deploy_flags *flags, sim_para
     snprintf(p->weight_dtype, sizeof p->weight_dtype, "%s", model_dtype_name(d.weight_dtype));
     snprintf(p->kv_dtype, sizeof p->kv_dtype, "%s", model_dtype_name(d.kv_dtype));
     if (d.max_num_seqs > 0) p->max_num_seqs = d.max_num_seqs;
-    if (d.max_num_batched_tokens > 0) p->max_num_batched_tokens = d.max_num_batched_tokens;
+    if (d.max_num_batched_tokens > 0) { p->max_num_batched_tokens = d.max_num_batched_tokens; p->max_num_batched_tokens_set = true; }
     if (d.chunked_prefill >= 0 && d.chunked_prefill_s.known) p->chunked_prefill = d.chunked_prefill == 1;
     if (d.context_per_seq > 0) p->max_model_len = d.context_per_seq;
     if (d.gpu_memory_utilization > 0) p->gpu_memory_utilization = d.gpu_memory_utilization;
