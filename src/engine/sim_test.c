@@ -4,6 +4,7 @@
 #include "engine/sim.h"
 #include "common/rng.h"
 #include "engine/sim_run.h"
+#include "metrics/summary.h"
 #include "dataset/dataset.h"
 #include <math.h>
 #include <stdlib.h>
@@ -926,4 +927,41 @@ TEST(sim_llamacpp_sampling_per_sequence) {
     CHECK_NEAR(sb.t - sa.t, 16 * 150e-6, 1e-9);
     cost_free(&a);
     cost_free(&b);
+}
+
+/* Coarse recording (sim_workload.coarse_chunks, what `sim --validate` uses where no inter-token
+ * latency is scored) gives the same TTFT, TPOT, E2E and throughputs as recording every token, on
+ * the same closed loop; it keeps two chunks a request instead of one a token */
+TEST(sim_coarse_chunks_keep_the_request_metrics) {
+    sim_params p;
+    sim_default_params(&p);
+    enum { N = 40 };
+    int32_t in[N], out[N];
+    for (int i = 0; i < N; i++) in[i] = 200 + 37 * i, out[i] = 50 + 11 * i;
+    json_t *s[2];
+    size_t chunks[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        engine *e = make(&p);
+        recset rs;
+        recset_init(&rs);
+        char err[256] = "";
+        sim_workload w = {.n = N, .concurrency = 6, .in_tokens = in, .max_tokens = out, .coarse_chunks = k, .turnaround_ns = 300000,
+                          .transit_seed = 3};
+        CHECK(sim_run(e, &w, &rs, NULL, err, sizeof err) == 0);
+        for (size_t i = 0; i < rs.n; i++) chunks[k] += rs.v[i].n_chunks;
+        summary_opts o;
+        summary_default_opts(&o);
+        s[k] = summary_compute(&rs, &o);
+        recset_free(&rs);
+        engine_destroy(e);
+    }
+    CHECK(chunks[0] > 10 * chunks[1] && chunks[1] == 2 * N);
+    static const char *const keys[] = {"mean_ttft_ms", "median_tpot_ms", "mean_tpot_ms", "p99_e2el_ms", "output_throughput",
+                                       "total_token_throughput", "completed"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        double a = json_number_value(json_object_get(s[0], keys[i])), b = json_number_value(json_object_get(s[1], keys[i]));
+        CHECK_MSG(a > 0 && fabs(a - b) <= 1e-9 * a, "%s: %.9g every token, %.9g coarse", keys[i], a, b);
+    }
+    json_decref(s[0]);
+    json_decref(s[1]);
 }

@@ -57,6 +57,16 @@ void record_reset(record *r) {
     r->chunk_cap = cap;
 }
 
+/* Materialises the per-chunk token counts (every chunk so far held one token). 0, or -1 out of memory. */
+static int chunk_counts(record *r) {
+    if (r->chunk_tokens) return 0;
+    uint16_t *k = malloc((r->chunk_cap ? r->chunk_cap : 1) * sizeof *k);
+    if (!k) return -1;
+    for (uint32_t i = 0; i < r->n_chunks; i++) k[i] = 1;
+    r->chunk_tokens = k;
+    return 0;
+}
+
 int record_add_chunk(record *r, int64_t t_ns, unsigned tokens) {
     if (tokens == 0) tokens = 1;
     uint32_t n = r->n_chunks;
@@ -72,13 +82,8 @@ int record_add_chunk(record *r, int64_t t_ns, unsigned tokens) {
         }
         r->chunk_cap = nc;
     }
-    if (!r->chunk_tokens && tokens != 1) {
-        /* first multi-token chunk: materialise the per-chunk counts (all earlier ones were 1) */
-        uint16_t *k = malloc(r->chunk_cap * sizeof *k);
-        if (!k) return -1;
-        for (uint32_t i = 0; i < n; i++) k[i] = 1;
-        r->chunk_tokens = k;
-    }
+    /* the first multi-token chunk materialises the per-chunk counts (all earlier ones were 1) */
+    if (tokens != 1 && chunk_counts(r) < 0) return -1;
     r->chunk_ns[n] = t_ns;
     if (r->chunk_tokens) r->chunk_tokens[n] = (uint16_t)(tokens > 65535 ? 65535 : tokens);
     r->n_chunks = n + 1;
@@ -89,12 +94,7 @@ int record_extend_last_chunk(record *r, int64_t t_ns, unsigned tokens) {
     uint32_t n = r->n_chunks;
     if (n == 0) return -1;
     if (tokens == 0) tokens = 1;
-    if (!r->chunk_tokens) {
-        uint16_t *k = malloc(r->chunk_cap * sizeof *k);
-        if (!k) return -1;
-        for (uint32_t i = 0; i < n; i++) k[i] = 1;
-        r->chunk_tokens = k;
-    }
+    if (chunk_counts(r) < 0) return -1;
     if ((unsigned)r->chunk_tokens[n - 1] + tokens > 65535) return -1;   /* a new chunk then */
     r->chunk_ns[n - 1] = t_ns;
     r->chunk_tokens[n - 1] = (uint16_t)(r->chunk_tokens[n - 1] + tokens);
