@@ -1251,7 +1251,7 @@ out:
  * prompts, and llama-server reused its slots' KV for them). 0 when spec is not random:in=N. */
 static int spec_uncached(const char *spec, double hit, char *out, size_t outlen) {
     const char *in = strncmp(spec, "random:", 7) ? NULL : strstr(spec, "in=");
-    if (!in || !(hit > 0 && hit < 1)) return 0;
+    if (!in || !(hit >= 0.005 && hit < 1)) return 0;   /* below half a percent: a stray token */
     char *end;
     double n = strtod(in + 3, &end);
     if (!(n >= 1) || end == in + 3) return 0;
