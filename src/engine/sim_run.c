@@ -56,9 +56,11 @@ static int transit_on(const sim_workload *w) { return w->turnaround_ns > 0 || w-
 /* How long request i takes from the client's send to the engine's queue. */
 static int64_t ingest_ns(run_ctx *c, size_t i) { return c->w->ingest_fixed_ns + (int64_t)(c->w->ingest_ns_per_token * c->w->in_tokens[i]); }
 
-void simr_on_tokens(record *r, const engine_event *ev) {
+void simr_on_tokens(record *r, const engine_event *ev, int coarse) {
     if (ev->flags & ENGINE_EV_TOKENS) {
-        record_add_chunk(r, ev->t_ns, (unsigned)ev->n_tokens);
+        int extended = coarse && !(ev->flags & ENGINE_EV_FIRST) && r->n_chunks >= 2 &&
+                       record_extend_last_chunk(r, ev->t_ns, (unsigned)ev->n_tokens) == 0;
+        if (!extended) record_add_chunk(r, ev->t_ns, (unsigned)ev->n_tokens);
         if (ev->flags & ENGINE_EV_FIRST) r->first_ns = ev->t_ns;
         r->last_ns = ev->t_ns;
         r->out_tokens_server = (r->out_tokens_server < 0 ? 0 : r->out_tokens_server) + ev->n_tokens;
@@ -75,17 +77,7 @@ void simr_on_tokens(record *r, const engine_event *ev) {
 static void on_event(void *vctx, const engine_event *ev) {
     run_ctx *c = vctx;
     if (ev->id >= c->recs->n) return;
-    record *r = &c->recs->v[ev->id];
-    if (c->w->coarse_chunks && (ev->flags & ENGINE_EV_TOKENS) && !(ev->flags & ENGINE_EV_FIRST) && r->n_chunks >= 2 &&
-        record_extend_last_chunk(r, ev->t_ns, (unsigned)ev->n_tokens) == 0) {
-        r->last_ns = ev->t_ns;
-        r->out_tokens_server = (r->out_tokens_server < 0 ? 0 : r->out_tokens_server) + ev->n_tokens;
-        engine_event rest = *ev;
-        rest.flags &= ~ENGINE_EV_TOKENS;
-        simr_on_tokens(r, &rest);
-    } else {
-        simr_on_tokens(r, ev);
-    }
+    simr_on_tokens(&c->recs->v[ev->id], ev, c->w->coarse_chunks);
     if (ev->flags & ENGINE_EV_FINISHED) {
         c->in_flight--;
         if (c->w->concurrency > 0) ready_push(c, ev->t_ns + c->w->think_ns);

@@ -5,9 +5,10 @@
 #define DSP_SIM_RUN_INT_H
 #include "engine/sim_run.h"
 
-/* Tokens (a chunk per event), first and last token times, the cached prompt tokens a server's
- * usage would report, and the end of a finished request. */
-void simr_on_tokens(record *r, const engine_event *ev);
+/* Tokens (a chunk per event; coarse: after the second, the last chunk extended, sim_workload.
+ * coarse_chunks), first and last token times, the cached prompt tokens a server's usage would
+ * report, and the end of a finished request. */
+void simr_on_tokens(record *r, const engine_event *ev, int coarse);
 /* Sends q (sched: when the plan meant to, t: now): 0 submitted, 1 rejected by the engine
  * (recorded as an HTTP 400 failure), -1 out of memory. */
 int simr_submit(engine *e, record *r, const engine_request *q, int64_t sched, int64_t t);

@@ -152,7 +152,7 @@ static void on_event(void *vctx, const engine_event *ev) {
     sess_ctx *x = vctx;
     if (ev->id >= x->recs->n) return;
     record *r = &x->recs->v[ev->id];
-    simr_on_tokens(r, ev);
+    simr_on_tokens(r, ev, x->w->coarse_chunks);
     if (!(ev->flags & ENGINE_EV_FINISHED)) return;
     x->in_flight--;
     if (r->turn + 1 < x->ss->turns) due_push(x, ev->t_ns + x->ss->think_ns, r->session - 1, (uint16_t)(r->turn + 1));
