@@ -492,6 +492,15 @@ static double combine(const cost_model *c, const cost_step *o, double bw_scale, 
     return c->s.prof.overlap_schedule ? fmax(gpu, sched) : gpu + sched;
 }
 
+/* The batch's sequences with a prefill chunk, its decoding sequences and query tokens per decoding
+ * sequence, filled in where the batch leaves them implicit. */
+static void batch_seqs(const cost_batch *b, int64_t *pre_seqs, int64_t *dec_seqs, double *q) {
+    *pre_seqs = b->prefill_seqs > 0 ? b->prefill_seqs : (b->prefill_pairs > 0 ? 1 : 0);
+    *dec_seqs = b->decode_seqs > 0 ? b->decode_seqs : (b->decode_keys > 0 ? b->seqs - (b->prefill_pairs > 0) : 0);
+    if (*dec_seqs < 0) *dec_seqs = 0;
+    *q = b->q_per_seq > 1 ? b->q_per_seq : 1;
+}
+
 static void step_one(cost_model *c, const cost_batch *b, cost_step *o) {
     memset(o, 0, sizeof *o);
     o->graphs = 1;
@@ -501,10 +510,9 @@ static void step_one(cost_model *c, const cost_batch *b, cost_step *o) {
         return;
     }
     const engine_profile *pr = &c->s.prof;
-    int64_t pre_seqs = b->prefill_seqs > 0 ? b->prefill_seqs : (b->prefill_pairs > 0 ? 1 : 0);
-    int64_t dec_seqs = b->decode_seqs > 0 ? b->decode_seqs : (b->decode_keys > 0 ? b->seqs - (b->prefill_pairs > 0) : 0);
-    if (dec_seqs < 0) dec_seqs = 0;
-    double q = b->q_per_seq > 1 ? b->q_per_seq : 1;
+    int64_t pre_seqs, dec_seqs;
+    double q;
+    batch_seqs(b, &pre_seqs, &dec_seqs, &q);
     double dec_tokens = dec_seqs * q, pre_tokens = fmax(0, (double)b->tokens - dec_tokens);
     /* the busiest attention rank: decodes spread evenly, prefill chunks over up to dp ranks */
     double rank_dec = dec_seqs > 0 ? ceil((double)dec_seqs / c->dp) / dec_seqs : 0;
@@ -566,10 +574,9 @@ static void step_add(cost_step *o, const cost_step *u) {
 void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
     int ub = c->s.prof.ubatch;
     if (ub <= 0 || b->tokens <= ub) { step_one(c, b, o); return; }
-    int64_t pre_seqs = b->prefill_seqs > 0 ? b->prefill_seqs : (b->prefill_pairs > 0 ? 1 : 0);
-    int64_t dec_seqs = b->decode_seqs > 0 ? b->decode_seqs : (b->decode_keys > 0 ? b->seqs - (b->prefill_pairs > 0) : 0);
-    if (dec_seqs < 0) dec_seqs = 0;
-    double q = b->q_per_seq > 1 ? b->q_per_seq : 1;
+    int64_t pre_seqs, dec_seqs;
+    double q;
+    batch_seqs(b, &pre_seqs, &dec_seqs, &q);
     double dec_tokens = fmin((double)b->tokens, dec_seqs * q), pre_tokens = (double)b->tokens - dec_tokens;
     double pre_sampled = fmax(0, (double)(b->seqs - dec_seqs));
     memset(o, 0, sizeof *o);
