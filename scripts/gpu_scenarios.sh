@@ -15,8 +15,9 @@
 # for it alone with --dsperf-libs DIR). Scenarios: slots overhead cpu_only partial_offload context
 # (default: all, in that order); overhead_q8, overhead_q4 and overhead_long (the simulator's held-out
 # sweeps, run when named; the quantized ones also build llama-quantize), floor_f16, floor_q8 and floor_q4
-# (the loop kernels' GPU time per weight type, run when named), overhead_long_q8, medium_f16 and
-# medium_q8 (further hold-outs: Q8_0 with long requests, the 906M preset; run when named); and on a machine with two or more GPUs the four split runs (`multigpu`
+# (the loop kernels' GPU time per weight type, run when named), overhead_long_q8, medium_f16,
+# medium_q8, medium_q4 and long_q4 (further hold-outs: Q8_0 and Q4_0 with long requests, the 906M preset
+# in three weight types; run when named); and on a machine with two or more GPUs the four split runs (`multigpu`
 # names them all): layer_split (-sm layer, c = 1..32), row_split (-sm row, same load), uneven_split
 # (-sm layer -ts 3,1), two_servers (one llama-server per GPU, -sm none, two URLs benched as one job:
 # two ranks under mpirun, one per server). Asked for on fewer than two GPUs, they are refused (exit 2)
@@ -71,7 +72,7 @@ if [ ! -x "$SRV" ]; then
 fi
 QUANT="$WORK/llama-quantize"   # llama.cpp's own quantizer, for the quantized-weight runs
 need_quant=0
-for s in $SCENARIOS; do case $s in overhead_q8 | overhead_q4 | floor_q8 | floor_q4 | overhead_long_q8 | medium_q8) need_quant=1 ;; esac; done
+for s in $SCENARIOS; do case $s in overhead_q8 | overhead_q4 | floor_q8 | floor_q4 | overhead_long_q8 | medium_q8 | medium_q4 | long_q4) need_quant=1 ;; esac; done
 if [ $need_quant = 1 ] && [ ! -x "$QUANT" ]; then
   log "building llama-quantize"
   (cd "$WORK/src" && cmake --build build -j"$JOBS" --target llama-quantize >>"$OUT/build.log" 2>&1) \
@@ -107,6 +108,8 @@ quantize floor_q8 v2lite Q8_0
 quantize floor_q4 v2lite Q4_0
 quantize overhead_long_q8 v2lite Q8_0
 quantize medium_q8 medium Q8_0
+quantize medium_q4 medium Q4_0
+quantize long_q4 v2lite Q4_0
 
 # 3. the scenarios
 PORT=18080
@@ -189,10 +192,13 @@ for s in $SCENARIOS; do
     floor_q4) run floor_q4 v2lite-q4_0 "-ngl 99 -np 8 -c 16384" --concurrency 1..8x2 --duration 12s --dataset random:in=128,out=128 ;;
     overhead_long) run overhead_long v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 15s --dataset random:in=1024,out=256 ;;
     # hold-outs of calibrate-then-predict in constructions the simulator has not met: Q8_0 with long
-    # requests, and the 906M preset (32 experts top 6) in f16 and Q8_0 with the server's own timings
+    # requests, and the 906M preset (32 experts top 6) in f16, Q8_0 and Q4_0 with the server's own timings;
+    # long_q4: Q4_0 with long requests
     overhead_long_q8) run overhead_long_q8 v2lite-q8_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 15s --dataset random:in=1024,out=256 ;;
     medium_f16) run medium_f16 medium "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
     medium_q8) run medium_q8 medium-q8_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
+    medium_q4) run medium_q4 medium-q4_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
+    long_q4) run long_q4 v2lite-q4_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 15s --dataset random:in=1024,out=256 ;;
     # a GPU box serving with -ngl 0: the weights stay in host memory, the CPU does the work, the GPU idles
     cpu_only) run cpu_only medium "-ngl 0 -np 4 -c 8192" --concurrency 1,4 --duration 15s --dataset random:in=256,out=64 ;;
     # 8 of V2-Lite's 27 layers on the GPU: the 19 on the CPU set the step
