@@ -22,6 +22,13 @@
 #define EXPERT_GEMM_KERNELS 6.0
 #define EXPERT_Q_CALLS 5.0
 #define MMVQ_MAX_ROWS 8         /* mmvq.cuh MMVQ_MAX_BATCH_SIZE: more rows take MMQ */
+/* llama.cpp's KV mask on the host (profile kv_window): per token and cell a lookup in the cell's
+ * set of sequence ids and a store, per padded row and cell a store and its copy to the GPU; timed
+ * on this project's EPYC host with the same data layout (1.3 ns a cell-token over 512 tokens,
+ * 10.4 ns a cell for one token and its 31 padding rows) */
+#define KQ_MASK_PAD 32.0        /* GGML_KQ_MASK_PAD */
+#define MASK_LOOKUP_S 1.0e-9
+#define MASK_ROW_S 0.6e-9
 
 void cost_default_factors(cost_factors *f) {
     memset(f, 0, sizeof *f);
@@ -416,7 +423,6 @@ static void forward(cost_model *c, const cost_batch *b, double T_rank, double T_
     double H = (double)a->heads / c->atp;
     double q = b->q_per_seq > 1 ? b->q_per_seq : 1;
     double dec_keys = b->decode_keys * rank_dec, pre_pairs = b->prefill_pairs * rank_pre, pre_keys = b->prefill_keys_read * rank_pre;
-    double kv_bytes = layers * (dec_keys + pre_keys + T_rank) * c->kv_bytes_layer;
     double per_key, per_pair;
     if (model_is_mla(a) && c->s.prof.mla_absorbed) {
         per_key = H * 2.0 * (2 * a->kv_lora_rank + a->qk_rope_head_dim);
@@ -427,8 +433,19 @@ static void forward(cost_model *c, const cost_batch *b, double T_rank, double T_
         double hd = a->head_dim > 0 ? a->head_dim : (double)a->hidden / a->heads;
         per_key = per_pair = H * 4.0 * hd;
     }
-    double attn_flops = layers * (dec_keys * q * per_key + pre_pairs * per_pair);
-    double score_bytes = c->f.no_flash_attention ? layers * (dec_keys * q + pre_pairs) * H * 2.0 * 4 : 0;
+    double kv_bytes, attn_flops, score_bytes;
+    if (b->window_keys > 0) {
+        /* llama.cpp's KV window: every token of the pass scores every cell of the window (the mask
+         * hides other sequences' cells and later positions); K and V are read once per pass */
+        double w = b->window_keys;
+        kv_bytes = layers * (w + T_rank) * c->kv_bytes_layer;
+        attn_flops = layers * w * T_rank * per_pair;
+        score_bytes = c->f.no_flash_attention ? layers * w * T_rank * H * 2.0 * 4 : 0;
+    } else {
+        kv_bytes = layers * (dec_keys + pre_keys + T_rank) * c->kv_bytes_layer;
+        attn_flops = layers * (dec_keys * q * per_key + pre_pairs * per_pair);
+        score_bytes = c->f.no_flash_attention ? layers * (dec_keys * q + pre_pairs) * H * 2.0 * 4 : 0;
+    }
     add_comp(o, COST_ATTN, kv_bytes + score_bytes, attn_flops, attn_hbm, attn_peak);
     o->kv_bytes += kv_bytes + score_bytes;
     /* dense FFN layers and the shared experts + router: all tokens over the tp GPUs (or, with
@@ -538,6 +555,12 @@ static void step_one(cost_model *c, const cost_batch *b, cost_step *o) {
     }
     /* each attention DP rank has its own scheduler process */
     o->t_sched = c->s.prof.ggml ? c->f.ggml_sample_s * c->arch.vocab / 102400.0 * seqs_rank : *cost_seq_overhead_of(&c->f, c->s.prof.sched) * seqs_rank;
+    if (b->window_keys > 0) {
+        /* the pass's KV mask, built on the host before the graph runs (llama_set_inputs): a cell
+         * lookup per token and cell, rows padded to 32 tokens, the whole copied to the GPU */
+        double rows = ceil((double)b->tokens / KQ_MASK_PAD) * KQ_MASK_PAD;
+        o->t_sched += b->window_keys * ((double)b->tokens * MASK_LOOKUP_S + rows * MASK_ROW_S);
+    }
     for (int k = 0; k < COST_NCOMP; k++) { o->t_mem += o->mem_s[k]; o->t_compute += o->comp_s[k]; }
     o->t = combine(c, o, 1, 1, *cost_step_overhead_of(&c->f, c->s.prof.sched), &o->t_math);
     o->t_overhead = o->t - o->t_math - o->t_comm;
@@ -593,6 +616,7 @@ void cost_step_time(cost_model *c, const cost_batch *b, cost_step *o) {
         u.prefill_pairs = b->prefill_pairs * share;
         u.prefill_keys_read = b->prefill_keys_read * share;
         u.prefill_seqs = p > 0 ? (int64_t)fmax(1, ceil(pre_seqs * share)) : 0;
+        u.window_keys = b->window_keys;
         /* the prompts' sampled rows (their last tokens) come with the last prompt tokens */
         u.seqs = u.decode_seqs + (pre_left - p <= 0.5 ? (int64_t)pre_sampled : 0);
         cost_step s;

@@ -145,6 +145,9 @@ typedef struct {
     double prefill_pairs;     /* sum over prefill chunks of causal query-key pairs: c x p + c (c + 1) / 2 */
     double prefill_keys_read; /* sum over prefill chunks of earlier context read (p) */
     int64_t prefill_seqs;     /* sequences with a prefill chunk in the step */
+    double window_keys;       /* > 0: every token attends this many KV cells, whoever holds them (llama.cpp's
+                               * KV window: the cells up to the highest in use, idle slots' included), in
+                               * place of its own sequence's context */
 } cost_batch;
 
 enum { COST_BOUND_MEMORY = 0, COST_BOUND_COMPUTE = 1 };

@@ -72,7 +72,7 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
      "loops over the touched experts (ggml-cuda.cu), which also keeps CUDA graphs off for those ops; K/V decompressed per head",
      {LAYER_KERNELS, .name = "llamacpp-b4747", .cuda_graphs = 1, .kv_head_dim = 160, .prefill_mode = PREFILL_MIXED,
       .moe_kernel = MOE_GEMV, .max_batch = 1, .attn_kernel = ATTN_FLASH, .ggml = 1, .expert_loop = 1,
-      .ubatch = 512, .batch_tokens = 2048}},
+      .ubatch = 512, .batch_tokens = 2048, .kv_window = 1}},
     {"DeepSeek's own system (V3 report, Day 6 note): FP8 GEMMs, DeepEP, DP attention, overlapped micro-batches",
      {LAYER_KERNELS, .name = "deepseek", .cuda_graphs = 1, .mla_absorbed = 1, .overlap_schedule = 1,
       .prefill_mode = PREFILL_SEPARATE, .moe_kernel = MOE_TUNED, .a2a = A2A_DEEPEP, .python = 1, .two_batch_overlap = 1,

@@ -60,6 +60,11 @@ typedef struct {
                                 * another, each its own pass over the weights and the expert loop
                                 * (llama.cpp's n_ubatch, 512); 0: the whole step in one */
     int batch_tokens;          /* default max_num_batched_tokens (llama-server's n_batch 2048; 0: keep) */
+    int kv_window;             /* llama-server b4747: a slot keeps its last request's KV after it ends
+                                * (cache_prompt; a new prompt takes the least recently used idle slot),
+                                * and every token's attention spans the cache's cells up to the highest
+                                * in use (llama_kv_cache_cell_max), masked per token on the host: a step
+                                * pays for the idle slots' cells too (cost_batch.window_keys) */
 } engine_profile;
 
 /* Fills p with the named profile. 0 ok, -1 unknown name. */

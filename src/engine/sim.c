@@ -38,6 +38,7 @@ typedef struct {
     double mtp_acc;             /* accepted-token accumulator: tokens per step average the acceptance length */
     int32_t cached;             /* prompt tokens found in the prefix cache when first scheduled (-1 not yet) */
     sim_pc_req pc;              /* prefix cache: its blocks' ids and the hashes of its prompt */
+    int32_t slot;               /* profile kv_window: the llama-server slot it holds (-1 none) */
 } sim_req;
 
 typedef struct {
@@ -81,6 +82,13 @@ typedef struct {
     int32_t decodes_unseen;     /* decode steps since the last look */
     bool last_had_prefill;
     int32_t batch_waits;        /* steps TensorRT-LLM's batch waiting has held prompts back since it last let them in */
+    /* llama-server's slots (profile kv_window; NULL otherwise): the tokens each keeps in the KV cache,
+     * when it was last released (least recently used first; never used before anything) */
+    int32_t n_slots;
+    int64_t *slot_tokens, *slot_last;
+    uint8_t *slot_busy;
+    int64_t slot_clock;
+    double idle_window;         /* tokens the idle slots keep */
     /* stats */
     engine_stats st;
     sim_info info;
@@ -261,6 +269,62 @@ static void take_blocks(sim_engine *s, sim_req *r, int32_t n) {
     r->blocks += n;
 }
 
+/* --- llama-server's slots (profile kv_window) --- */
+
+/* A new prompt takes the least recently used idle slot (one never used first: its t_last_used is
+ * -1); the tokens that slot kept leave the cache (its prompt shares none of them). */
+static void slot_take(sim_engine *s, sim_req *r) {
+    if (!s->slot_tokens || r->slot >= 0) return;
+    int32_t best = -1;
+    for (int32_t k = 0; k < s->n_slots; k++)
+        if (!s->slot_busy[k] && (best < 0 || s->slot_last[k] < s->slot_last[best])) best = k;
+    if (best < 0) return;   /* no idle slot: cannot happen while max_num_seqs is the slot count */
+    s->idle_window -= (double)s->slot_tokens[best];
+    s->slot_tokens[best] = 0;
+    s->slot_busy[best] = 1;
+    r->slot = best;
+}
+
+/* A finished (or cancelled) request leaves its KV in its slot for the next prompt to find. */
+static void slot_release(sim_engine *s, sim_req *r) {
+    if (!s->slot_tokens || r->slot < 0) return;
+    s->slot_tokens[r->slot] = r->computed;
+    s->idle_window += r->computed;
+    s->slot_busy[r->slot] = 0;
+    s->slot_last[r->slot] = ++s->slot_clock;
+    r->slot = -1;
+}
+
+/* The KV window the step's attention spans: the idle slots' cells and the running requests' own,
+ * including the cells this step writes, padded as llama.cpp pads n_kv without flash attention. */
+static double slot_window(const sim_engine *s) {
+    double w = s->idle_window;
+    for (int32_t k = 0; k < s->n_run; k++) {
+        const sim_req *r = &s->reqs[s->run[k]];
+        w += (double)r->computed + r->sched;
+    }
+    return ceil(w / 32) * 32;
+}
+
+/* Sets up the slots: max_num_seqs of them, slots_warm idle ones keeping slots_warm_tokens each
+ * (used before any other, in order), the rest never used. */
+static int slots_init(sim_engine *s) {
+    int32_t n = s->p.max_num_seqs;
+    s->n_slots = n;
+    s->slot_tokens = calloc((size_t)n, sizeof *s->slot_tokens);
+    s->slot_last = calloc((size_t)n, sizeof *s->slot_last);
+    s->slot_busy = calloc((size_t)n, 1);
+    if (!s->slot_tokens || !s->slot_last || !s->slot_busy) return -1;
+    int32_t warm = s->p.slots_warm < n ? s->p.slots_warm : n;
+    for (int32_t k = 0; k < n; k++) {
+        bool used = k < warm && s->p.slots_warm_tokens > 0;
+        s->slot_tokens[k] = used ? s->p.slots_warm_tokens : 0;
+        s->slot_last[k] = used ? (int64_t)k - n : (int64_t)k - 2 * (int64_t)n;
+        s->idle_window += (double)s->slot_tokens[k];
+    }
+    return 0;
+}
+
 /* --- engine ops --- */
 
 static int sim_submit(engine *e, const engine_request *q, int64_t now_ns) {
@@ -282,6 +346,7 @@ static int sim_submit(engine *e, const engine_request *q, int64_t now_ns) {
     r->ready = q->kv_ready_tokens > 0 && q->kv_ready_tokens < q->prompt_tokens ? q->kv_ready_tokens : 0;
     r->arrival_ns = now_ns;
     r->cached = -1;
+    r->slot = -1;
     r->prompt = q->prompt_tokens;
     r->max_tokens = q->max_tokens;
     r->stall_after = q->stall_ns > 0 ? q->stall_after : 0;
@@ -316,6 +381,7 @@ static void sim_cancel(engine *e, uint64_t id, int64_t now_ns) {
     for (int32_t k = 0; k < s->n_run; k++)
         if (s->run[k] == i) { remove_running_at(s, k); break; }
     if (r->stalled_until_ns > 0) s->n_stalled--;
+    slot_release(s, r);
     free_blocks(s, r);
     pool_release(s, i);
 }
@@ -473,6 +539,7 @@ static int64_t admit(sim_engine *s, int64_t t, int64_t budget, bool whole, cost_
         wq_pop(s);
         s->n_waiting--;
         r->state = RQ_RUNNING;
+        slot_take(s, r);
         run_insert(s, i);
         account(s, r, n, b);
         r->sched = n;
@@ -585,10 +652,12 @@ static bool form_step(sim_engine *s, int64_t t, engine_emit_fn emit, void *ctx) 
         b.prefill_pairs *= k;
         b.prefill_keys_read *= k;
     }
+    if (s->slot_tokens) b.window_keys = s->info.window_tokens = slot_window(s);
     cost_step cs;
     cost_step_time(&s->cost, &b, &cs);
     int64_t dt = (int64_t)llround(cs.t * 1e9);
     if (dt < 1) dt = 1;
+    s->info.window_token_s += b.window_keys * (dt / 1e9);
     s->in_flight = true;
     s->step_start_ns = t;
     s->step_end_ns = t + dt;
@@ -642,6 +711,7 @@ static void finish_step(sim_engine *s, engine_emit_fn emit, void *ctx) {
                 }
                 if (done) {
                     map_del(s, r->id);
+                    slot_release(s, r);
                     free_blocks(s, r);
                     pool_release(s, i);
                 }
@@ -697,6 +767,9 @@ static void sim_destroy(engine *e) {
     free(s->map_vals);
     free(s->wq);
     free(s->run);
+    free(s->slot_tokens);
+    free(s->slot_last);
+    free(s->slot_busy);
     free(s);
 }
 
@@ -741,7 +814,7 @@ static engine *sim_create_one(const sim_params *p, char *err, size_t errlen) {
         return NULL;
     }
     s->run = malloc(sizeof(int32_t) * (size_t)p->max_num_seqs);
-    if (!s->run) { snprintf(err, errlen, "out of memory"); sim_destroy(&s->base); return NULL; }
+    if (!s->run || (s->prof.kv_window && slots_init(s) < 0)) { snprintf(err, errlen, "out of memory"); sim_destroy(&s->base); return NULL; }
     s->st.last_step_ns = -1;
     s->st.last_step_tokens = -1;
     s->info.total_blocks = s->total_blocks;

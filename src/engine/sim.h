@@ -65,6 +65,10 @@ typedef struct sim_params {
      * Used by --validate to keep wide-DP rows fast; results scale back by the caller. */
     int rank_sample;
     int calibrated;                  /* factors from a calibrated profile (--profile): intervals of calibrate-then-predict */
+    /* llama-server's slots (profile kv_window) at the start: slots_warm idle slots each still holding
+     * slots_warm_tokens tokens of an earlier request (a server that served requests before) */
+    int slots_warm;
+    int32_t slots_warm_tokens;
 } sim_params;
 
 /* DeepSeek-V2-Lite on one H200, vLLM defaults (max_num_seqs 256, max_num_batched_tokens 8192,
@@ -122,6 +126,8 @@ typedef struct {
     int64_t kv_transfers;            /* PD: requests whose KV moved to the decode instance */
     double kv_transfer_s;            /* ... total transfer time */
     double prefill_busy_s;           /* PD: simulated time the prefill pool spent in steps */
+    double window_tokens;            /* profile kv_window: KV cells the last step's attention spanned */
+    double window_token_s;           /* ... summed over steps x their duration (time-weighted mean: / busy_s) */
 } sim_info;
 /* Fills info for an engine made by engine_sim_create; -1 for any other engine. */
 int sim_get_info(engine *e, sim_info *info);

@@ -965,3 +965,59 @@ TEST(sim_coarse_chunks_keep_the_request_metrics) {
     json_decref(s[0]);
     json_decref(s[1]);
 }
+
+/* Runs one request (prompt, out) alone on e from now to its end; *first: the KV window of its first
+ * step. Returns the time it ended. */
+static int64_t one_alone(engine *e, uint64_t id, int prompt, int out, int64_t now, double *first) {
+    static trace t;
+    memset(&t, 0, sizeof t);
+    engine_request r = {.id = id, .prompt_tokens = prompt, .max_tokens = out, .ignore_eos = true};
+    CHECK(engine_submit(e, &r, now) == 0);
+    *first = -1;
+    for (int64_t te; (te = engine_next_event_ns(e)) != ENGINE_NEVER;) {
+        engine_advance(e, now = te, on_event, &t);
+        sim_info si;
+        if (*first < 0 && !sim_get_info(e, &si) && si.window_tokens > 0) *first = si.window_tokens;
+    }
+    return now;
+}
+
+/* llama-server b4747 keeps each slot's last request in the KV cache after it ends, and a fresh
+ * prompt takes the least recently used idle slot, a never-used one first: with 4 slots, the idle
+ * slots' cells grow by one request (prompt + all but the last token) per request up to 3 of them,
+ * then stay; slots warm from an earlier load count from the start. The window each step's attention
+ * spans is those cells plus the running request's, padded to 32 cells. */
+TEST(sim_llamacpp_idle_slots_keep_their_kv) {
+    sim_params p;
+    sim_default_params(&p);
+    char err[256];
+    CHECK(sim_params_set(&p, "engine-profile", "llamacpp-b4747", err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, "gpu", "h100", err, sizeof err) == 0);
+    p.max_num_seqs = 4;
+    engine *e = make(&p);
+    if (!e) return;
+    int64_t now = 0;
+    for (int k = 0; k < 7; k++) {
+        double first;
+        now = one_alone(e, (uint64_t)k, 100, 10, now, &first);
+        double idle = (k < 3 ? k : 3) * 109.0;
+        CHECK_NEAR(first, ceil((idle + 100) / 32) * 32, 1e-9);
+    }
+    engine_destroy(e);
+    p.slots_warm = 2, p.slots_warm_tokens = 500;
+    e = make(&p);
+    if (!e) return;
+    double first;
+    now = one_alone(e, 0, 100, 10, 0, &first);
+    CHECK_NEAR(first, ceil((1000.0 + 100) / 32) * 32, 1e-9);   /* a never-used slot: the warm ones keep theirs */
+    one_alone(e, 1, 100, 10, now, &first);
+    CHECK_NEAR(first, ceil((1000.0 + 109 + 100) / 32) * 32, 1e-9);
+    engine_destroy(e);
+    /* a profile without llama-server's slots attends only its own sequences' context */
+    CHECK(sim_params_set(&p, "engine-profile", "llamacpp", err, sizeof err) == 0);
+    e = make(&p);
+    if (!e) return;
+    one_alone(e, 0, 100, 10, 0, &first);
+    CHECK(first < 0);
+    engine_destroy(e);
+}

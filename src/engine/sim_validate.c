@@ -39,6 +39,7 @@ typedef struct {
     /* decode / prefill / bench */
     double batch, context, tokens, prompt_len, depth, n_tokens, ub;
     double mean_in_tokens;   /* serve: the measured requests' mean prompt (the request path's per-token part) */
+    double window_cells;     /* serve on llama.cpp (profile kv_window): the KV cells in use, time-weighted mean */
     val_metric m[MAX_METRICS];
     int n_m;
     int dirty;               /* must be simulated again */
@@ -453,6 +454,8 @@ static int run_serve(val_case *c, char *err, size_t errlen) {
     for (size_t i = wu; i < n; i++) in_sum += ins[i];
     c->mean_in_tokens = n > wu ? in_sum / (double)(n - wu) : 0;
     if (sim_run(e, &w, &recs, NULL, err, errlen) < 0) goto out;
+    sim_info si;
+    c->window_cells = !sim_get_info(e, &si) && si.busy_s > 0 ? si.window_token_s / si.busy_s : 0;
     summary_opts so;
     summary_default_opts(&so);
     json_t *s = summary_compute(&recs, &so);
@@ -1260,6 +1263,15 @@ static int spec_uncached(const char *spec, double hit, char *out, size_t outlen)
     return 1;
 }
 
+/* The tokens one request of a random:in=N,out=M spec leaves in its llama-server slot (its prompt and
+ * all but its last token); 0 for any other dataset. */
+static int32_t spec_request_tokens(const char *spec) {
+    const char *in = strncmp(spec, "random:", 7) ? NULL : strstr(spec, "in="), *outp = in ? strstr(spec, "out=") : NULL;
+    if (!in || !outp) return 0;
+    double n = strtod(in + 3, NULL), m = strtod(outp + 4, NULL);
+    return n >= 1 && m >= 1 ? (int32_t)(n + m - 1) : 0;
+}
+
 /* Calibrate, then predict, on a measured sweep: the lowest load calibrates the setup's own
  * factors (sim --calibrate on it), then every level is simulated as it was run (its concurrency,
  * the sweep's dataset, the requests it completed after the sweep's warm-ups) and compared with what
@@ -1275,11 +1287,19 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
         json_decref(doc);
         return -1;
     }
+    /* the server's own slot count where the sweep read it (llama-server's /props total_slots): with
+     * idle slots keeping their KV (profile kv_window) it sets how far the window grows */
+    sim_params sp = *setup;
+    json_t *mns = json_object_get(json_object_get(doc, "deployment"), "max_num_seqs");
+    int slots = (int)json_number_value(json_object_get(mns, "value"));
+    if (slots > 0 && !json_is_true(json_object_get(mns, "assumed"))) sp.max_num_seqs = slots;
+    setup = &sp;
     sim_calibration cal;
     if (sim_calibrate_from_files(setup, path, NULL, &cal, err, errlen) < 0) { json_decref(doc); return -1; }
     double base = json_number_value(json_object_get(json_array_get(levels, 0), "load"));
     long warm = (long)json_integer_value(json_object_get(cfg, "warmup"));
     fprintf(out, "calibrate on the lowest load (c = %g) of %s, predict the others (80%% intervals: calibrated)\n", base, path);
+    if (sp.max_num_seqs == slots) fprintf(out, "  %d sequences at most (the sweep's server: %s)\n", slots, json_string_value(json_object_get(mns, "source")));
     for (int i = 0; i < cal.n_notes; i++) fprintf(out, "  %s\n", cal.notes[i]);
     fprintf(out, "%-6s %-7s %-20s %12s %12s %8s %s\n", "load", "x base", "metric", "measured", "predicted", "error", "inside");
     /* median TTFT too, shown but not scored (no interval: the prompt's host time is the calibration's own) */
@@ -1289,6 +1309,8 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
     size_t li;
     json_t *lv;
     int rc = 0;
+    long resent = 0;   /* distinct prompts of a sweep that resent each level's from the first */
+    double kv_cap = json_number_value(json_object_get(json_object_get(json_object_get(doc, "deployment"), "kv_capacity_tokens"), "value"));
     json_array_foreach(levels, li, lv) {
         json_t *res = json_object_get(lv, "results");
         double load = json_number_value(json_object_get(lv, "load"));
@@ -1306,6 +1328,12 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
         c.concurrency = (int)load;
         c.prompts = done;
         c.warmup = warm > 0 ? warm : 0;
+        /* llama-server's slots as the levels before left them: one per distinct prompt sent so far
+         * (fresh prompts: first_prompt of them; resent ones: as many as the largest level sent) */
+        json_t *fp = json_object_get(lv, "first_prompt");
+        c.p.slots_warm = (int)(json_is_integer(fp) ? json_integer_value(fp) : resent);
+        c.p.slots_warm_tokens = spec_request_tokens(ds);
+        if (done + c.warmup > resent) resent = done + c.warmup;
         c.n_m = 3;
         for (int k = 0; k < 3; k++) {
             snprintf(c.m[k].name, sizeof c.m[k].name, "%s", names[k]);
@@ -1325,6 +1353,13 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
         if (c.m[2].published > 0)
             fprintf(out, "%-6g %-7.3g %-20s %12.5g %12.5g %+7.1f%% (not scored)\n", load, load / base, names[2], c.m[2].published,
                     c.m[2].predicted, (c.m[2].predicted / c.m[2].published - 1) * 100);
+        /* llama-server's KV cells in use (its kv_cache_usage_ratio x the capacity), against the
+         * simulated slots' cells: the window every step's attention spans */
+        double kv_pct = json_number_value(json_object_get(json_object_get(json_object_get(res, "telemetry_summary"), "server"),
+                                                          "kv_usage_pct_mean"));
+        if (c.window_cells > 0 && kv_pct > 0 && kv_cap > 0)
+            fprintf(out, "%-6g %-7.3g %-20s %12.5g %12.5g %+7.1f%% (not scored)\n", load, load / base, "kv_cells_in_use_mean",
+                    kv_pct / 100 * kv_cap, c.window_cells, (c.window_cells / (kv_pct / 100 * kv_cap) - 1) * 100);
     }
     if (!rc) {
         fprintf(out, "at 2-8x the calibration load: %d of %d metrics within 15%%\n", n15, n);

@@ -543,6 +543,34 @@ TEST(sim_validate_every_real_sweep_pooled) {
               coverage_floor(tot_all));
 }
 
+/* llama-server's KV cells in use at each level of a fresh-prompt sweep (its kv_cache_usage_ratio x
+ * -c, time-averaged by the sweep's telemetry) against the simulated slots' (profile kv_window: idle
+ * slots keep their last request, a new prompt takes the least recently used one, the sweep's earlier
+ * levels leave first_prompt of them warm): within one request's tokens, what one slot changing hands
+ * moves the measured mean by. */
+static void check_slot_cells(const char *path, const char *model, const char *dtype, int levels) {
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd, "sim --validate %s --engine-profile llamacpp-b4747 %s --gpu h100 --weight-dtype %s", path, model, dtype);
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    json_error_t je;
+    json_t *d = json_load_file(path, 0, &je);
+    const char *ds = json_string_value(json_object_get(json_object_get(d, "config"), "dataset"));
+    int in = 0, outn = 0;
+    CHECK(ds && sscanf(ds, "random:in=%d,out=%d", &in, &outn) == 2);
+    json_decref(d);
+    int n = 0;
+    for (const char *l = out; l && (l = strchr(l, '\n')); ) {
+        l++;
+        double load, x, m, p;
+        char name[32];
+        if (sscanf(l, "%lf %lf %31s %lf %lf", &load, &x, name, &m, &p) != 5 || strcmp(name, "kv_cells_in_use_mean")) continue;
+        CHECK_MSG(fabs(p - m) <= in + outn - 1, "%s c = %g: %.0f KV cells in use simulated, %.0f measured", path, load, p, m);
+        n++;
+    }
+    CHECK_MSG(n == levels, "%s: %d levels with KV cells compared", path, n);
+    free(out);
+}
+
 /* Five sweeps recorded after the sweep sent each level fresh prompts (stop 41, tests/fixtures/real-
  * gpu/README.md, h100e_*): no level found its prompts cached, the c = 1 calibration predicts the
  * Q4_0, Q8_0 and short-prompt f16 sweeps within 15% at 2-8x, and the five together cover as 80%
@@ -573,6 +601,8 @@ TEST(sim_validate_fresh_prompt_sweeps) {
                               "h100", sw[s].dtype, e, &in_all, &tot_all);
         CHECK_EQ_INT(n, sw[s].levels);
         if (n == sw[s].levels && sw[s].within15) check_within15(sw[s].sweep, e);
+        check_slot_cells(path, sw[s].model ? "--model-config tests/fixtures/real-gpu/medium_config.json" : "--model deepseek-v2-lite",
+                         sw[s].dtype, sw[s].levels);
     }
     CHECK_EQ_INT(tot_all, 46);
     CHECK_MSG(in_all >= coverage_floor(tot_all), "%d of %d inside the calibrated 80%% intervals (floor %d)", in_all, tot_all,
