@@ -17,8 +17,7 @@
 # sweeps, run when named; the quantized ones also build llama-quantize), floor_f16, floor_q8 and floor_q4
 # (the loop kernels' GPU time per weight type, run when named), overhead_long_q8, medium_f16,
 # medium_q8, medium_q4 and long_q4 (further hold-outs: Q8_0 and Q4_0 with long requests, the 906M preset
-# in three weight types; run when named); kv_window (the step time against idle slots' cached cells,
-# run when named); and on a machine with two or more GPUs the four split runs (`multigpu`
+# in three weight types; run when named); and on a machine with two or more GPUs the four split runs (`multigpu`
 # names them all): layer_split (-sm layer, c = 1..32), row_split (-sm row, same load), uneven_split
 # (-sm layer -ts 3,1), two_servers (one llama-server per GPU, -sm none, two URLs benched as one job:
 # two ranks under mpirun, one per server). Asked for on fewer than two GPUs, they are refused (exit 2)
@@ -172,35 +171,6 @@ two_servers() {   # two_servers MODEL "SERVER FLAGS" SWEEP ARGS...
   { tail -n 30 "$WORK/server.$PORT.log"; tail -n 30 "$WORK/server.$((PORT + 1)).log"; } >"$OUT/gpu_two_servers.server.log" 2>/dev/null
   log "scenario two_servers done"
 }
-# The KV window (kv_window): llama-server keeps each slot's last request in the cache after it ends,
-# and without flash attention every step's attention spans every cell up to the highest one in use
-# (llama_kv_cache_cell_max), whatever sequence holds it. One server (V2-Lite f16, -np 32): c = 1 and
-# c = 4 with 128-in/128-out prompts, then 8 idle slots filled with 1900-token prompts (out = 1; fresh
-# prompts go to the least recently used slot), measured again, 8 more filled, measured again: the
-# growth of the step time per cached cell at a fixed load. Each measurement is its own results file.
-kv_window() {
-  log "scenario kv_window: llama-server -ngl 99 -np 32 -c 65536"
-  start_server v2lite -ngl 99 -np 32 -c 65536 || return 0
-  common="--url http://127.0.0.1:$PORT --tokenizer $VOCAB --server-metrics http://127.0.0.1:$PORT/metrics --no-progress"
-  : >"$OUT/gpu_kv_window.txt"
-  seed=100
-  for fill in 0 1 2; do
-    if [ $fill -gt 0 ]; then
-      seed=$((seed + 1))
-      # shellcheck disable=SC2086
-      ds bench $common --concurrency 1 --requests 8 --dataset random:in=1900,out=1 --seed $seed \
-         --out "$WORK/kv_window_fill$fill.json" >>"$OUT/gpu_kv_window.txt" 2>&1 || true
-    fi
-    for c in 1 4; do
-      seed=$((seed + 1))
-      # shellcheck disable=SC2086
-      ds bench $common --concurrency $c --requests 4 --dataset random:in=128,out=128 --seed $seed \
-         --out "$OUT/gpu_kv_window_f${fill}_c$c.json" >>"$OUT/gpu_kv_window.txt" 2>&1 || true
-    done
-  done
-  stop_server
-  log "scenario kv_window done"
-}
 for s in $SCENARIOS; do
   case $s in
     # 4 slots under up to 16 users: admission is capped at -np 4 (llama.cpp has no waiting gauge)
@@ -244,7 +214,6 @@ for s in $SCENARIOS; do
     # three quarters of the layers on GPU 0: it is busy about three times as long as GPU 1 (the straggler)
     uneven_split) run uneven_split v2lite "-ngl 99 -sm layer -ts 3,1 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
     # a server per GPU behind two URLs, one job of two ranks (each rank's concurrency is its half of the level)
-    kv_window) kv_window ;;
     two_servers) two_servers v2lite "-ngl 99 -np 16 -c 32768" --concurrency 2..32x2 --duration 10s --dataset random:in=256,out=128 ;;
     *) log "unknown scenario $s" ;;
   esac
