@@ -548,11 +548,12 @@ int sim_calibrate(const sim_params *p, const sim_calib_data *d, sim_calibration 
 
 /* The engine's step at the aggregate's operating point with factors f: the same cost model the
  * simulator runs (components, MoE kernel efficiency, kernels, eager floor, the profile's overlap). */
-static double agg_step_s(cost_model *cm, const cost_factors *f, double batch, double ctx) {
+static double agg_step_s(cost_model *cm, const cost_factors *f, double batch, double ctx, double window) {
     cost_batch b;
     cost_step s;
     cm->f = *f;
     cost_decode_batch_mtp(cm, (int64_t)batch, ctx, &b);
+    b.window_keys = window;
     cost_step_time(cm, &b, &s);
     return s.t / cost_mtp_tokens_per_step(cm);
 }
@@ -561,7 +562,7 @@ static double agg_step_s(cost_model *cm, const cost_factors *f, double batch, do
  * default), each a prefill chunk after the ones before it. A chunk of 2+ tokens runs b4747's loop
  * over the touched experts (all of them at these lengths, each with many rows). */
 #define LLAMACPP_UBATCH 512
-static double agg_prefill_s(cost_model *cm, const cost_factors *f, double L) {
+static double agg_prefill_s(cost_model *cm, const cost_factors *f, double L, double window) {
     cm->f = *f;
     double t = 0, done = 0;
     while (done < L) {
@@ -574,6 +575,7 @@ static double agg_prefill_s(cost_model *cm, const cost_factors *f, double L) {
         b.prefill_seqs = 1;
         b.prefill_pairs = n * done + n * (n + 1) / 2;
         b.prefill_keys_read = done;
+        b.window_keys = window > 0 ? window : 0;
         cost_step_time(cm, &b, &s);
         t += s.t;
         done += n;
@@ -592,14 +594,15 @@ static void host_scale(cost_factors *g, const cost_factors *f0, double h) {
 
 /* The host-speed factor (host_scale, h in [lo, hi]) at which the prompt of L tokens takes target
  * seconds: bisection on log(h). Returns 1 inside. */
-static int agg_solve_loop_host(cost_model *cm, cost_factors *f, double L, double target, double lo, double hi, double *h_out) {
+static int agg_solve_loop_host(cost_model *cm, cost_factors *f, double L, double window, double target, double lo, double hi,
+                               double *h_out) {
     const cost_factors f0 = *f;
     cost_factors g = *f;
     double a = log(lo), z = log(hi);
     host_scale(&g, &f0, lo);
-    double t_lo = agg_prefill_s(cm, &g, L);
+    double t_lo = agg_prefill_s(cm, &g, L, window);
     host_scale(&g, &f0, hi);
-    double t_hi = agg_prefill_s(cm, &g, L);
+    double t_hi = agg_prefill_s(cm, &g, L, window);
     double h;
     int inside = 1;
     if (target <= t_lo) { h = lo; inside = 0; }
@@ -608,7 +611,7 @@ static int agg_solve_loop_host(cost_model *cm, cost_factors *f, double L, double
         for (int it = 0; it < 60; it++) {
             double m = (a + z) / 2;
             host_scale(&g, &f0, exp(m));
-            if (agg_prefill_s(cm, &g, L) > target) z = m;
+            if (agg_prefill_s(cm, &g, L, window) > target) z = m;
             else a = m;
         }
         h = exp((a + z) / 2);
@@ -621,11 +624,11 @@ static int agg_solve_loop_host(cost_model *cm, cost_factors *f, double L, double
 /* The value in [lo, hi] of *x at which the step (decreasing in *x when up, increasing when not)
  * equals target: bisection on log(x). Returns 1 when target lies inside, 0 when it is clamped. */
 static int agg_solve(cost_model *cm, cost_factors *f, double *x, double lo, double hi, int up, double batch, double ctx,
-                     double target) {
+                     double window, double target) {
     *x = hi;
-    double t_hi = agg_step_s(cm, f, batch, ctx);
+    double t_hi = agg_step_s(cm, f, batch, ctx, window);
     *x = lo;
-    double t_lo = agg_step_s(cm, f, batch, ctx);
+    double t_lo = agg_step_s(cm, f, batch, ctx, window);
     double fast = up ? t_hi : t_lo, slow = up ? t_lo : t_hi;
     if (target <= fast) { *x = up ? hi : lo; return 0; }
     if (target >= slow) { *x = up ? lo : hi; return 0; }
@@ -633,7 +636,7 @@ static int agg_solve(cost_model *cm, cost_factors *f, double *x, double lo, doub
     for (int it = 0; it < 60; it++) {
         double m = (a + z) / 2;
         *x = exp(m);
-        double t = agg_step_s(cm, f, batch, ctx);
+        double t = agg_step_s(cm, f, batch, ctx, window);
         if ((t > target) == up) a = m;
         else z = m;
     }
@@ -674,8 +677,17 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     }
     double batch = fmax(1, round(done * (e2el - ttft) / dur));
     double ctx = tin / done + tout / done / 2;
+    /* llama-server (profile kv_window): every step's attention spans the cells in use, idle slots'
+     * included; the run's own count of them is its usage x the capacity it read from /props */
+    double window = 0;
+    if (cm.s.prof.kv_window) {
+        double pct = json_number_value(json_object_get(json_object_get(json_object_get(doc, "telemetry_summary"), "server"),
+                                                       "kv_usage_pct_mean"));
+        double cap = json_number_value(json_object_get(json_object_get(json_object_get(doc, "deployment"), "kv_capacity_tokens"), "value"));
+        if (pct > 0 && cap > 0) window = pct / 100 * cap;
+    }
     cost_factors f = c->factors;
-    double before = agg_step_s(&cm, &f, batch, ctx);
+    double before = agg_step_s(&cm, &f, batch, ctx, window);
     int moe = model_is_moe(&cm.arch) && cm.s.prof.moe_kernel != MOE_GEMV;
     double *moe_f = cost_moe_eff_of(&cm, &f);
     double *ov = cost_step_overhead_of(&f, cm.s.prof.sched);
@@ -685,7 +697,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
         /* llama.cpp b4747 launches eagerly (MUL_MAT_ID turns CUDA graphs off): the host, not HBM,
          * sets the step (12-16 ms at batch 1 where the bytes take ~1 ms on an H200). Fit the time per
          * kernel of the step, bandwidth held */
-        ok = agg_solve(&cm, &f, &f.kernel_s, 1e-7, 1e-3, 0, batch, ctx, itl);
+        ok = agg_solve(&cm, &f, &f.kernel_s, 1e-7, 1e-3, 0, batch, ctx, window, itl);
         moved = "the time per kernel (kernel_s; the expert loop's calls at their prior)";
         /* The same c = 1 level's prompt ran b4747's loop over all the experts (a ubatch of L
          * tokens touches every one, with many rows each): the server's own prompt time (llama.cpp's
@@ -699,12 +711,12 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
         double pre = json_number_value(json_object_get(json_object_get(doc, "server_timing"), "median_server_prefill_ms")) / 1e3;
         if (ok && L >= 2 && pre > 0) {
             const cost_factors prior = f;
-            double t0 = agg_prefill_s(&cm, &f, L), h = 1;
+            double t0 = agg_prefill_s(&cm, &f, L, window), h = 1;
             int in = 0;
             for (int round = 0; round < 4 && ok; round++) {
                 host_scale(&f, &prior, 1);
-                in = agg_solve_loop_host(&cm, &f, L, pre, 0.5, 2.0, &h);
-                ok = agg_solve(&cm, &f, &f.kernel_s, 1e-7, 1e-3, 0, batch, ctx, itl);
+                in = agg_solve_loop_host(&cm, &f, L, window, pre, 0.5, 2.0, &h);
+                ok = agg_solve(&cm, &f, &f.kernel_s, 1e-7, 1e-3, 0, batch, ctx, window, itl);
             }
             note(c, "loop host factor %.3f%s: the server's prompt time %.1f ms (%.0f tokens, median) against the model's %.1f ms at the loop's "
                     "prior (ggml_call_s %.2f us, ggml_gemm_s %.1f us, ggml_sample_s %.0f us after)", h, in ? "" : " (at its bound)",
@@ -712,18 +724,18 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
             moved = "the time per kernel (kernel_s) on the ITL, the expert loop's host factor on the prompt time";
         }
     }
-    if (!ok) { ok = agg_solve(&cm, &f, &f.bw_eff, 0.05, 1.0, 1, batch, ctx, itl); moved = "bw_eff"; }
-    if (!ok && f.bw_eff >= 1.0 && moe) { ok = agg_solve(&cm, &f, moe_f, *moe_f, 1.0, 1, batch, ctx, itl); moved = "bw_eff at its bound 1, then the MoE kernel efficiency"; }
+    if (!ok) { ok = agg_solve(&cm, &f, &f.bw_eff, 0.05, 1.0, 1, batch, ctx, window, itl); moved = "bw_eff"; }
+    if (!ok && f.bw_eff >= 1.0 && moe) { ok = agg_solve(&cm, &f, moe_f, *moe_f, 1.0, 1, batch, ctx, window, itl); moved = "bw_eff at its bound 1, then the MoE kernel efficiency"; }
     if (!ok && f.bw_eff >= 1.0 && cm.s.prof.python && *ov > 0) {
-        ok = agg_solve(&cm, &f, ov, 1e-7, *ov, 0, batch, ctx, itl);
+        ok = agg_solve(&cm, &f, ov, 1e-7, *ov, 0, batch, ctx, window, itl);
         moved = "bw_eff at its bound 1, then the step overhead";
         c->fitted_overhead = ok;
     }
     if (!ok && f.bw_eff >= 1.0 && f.kernel_s > 1e-8) {
-        ok = agg_solve(&cm, &f, &f.kernel_s, 1e-9, f.kernel_s, 0, batch, ctx, itl);
+        ok = agg_solve(&cm, &f, &f.kernel_s, 1e-9, f.kernel_s, 0, batch, ctx, window, itl);
         moved = "bw_eff at its bound 1, then the step overhead and the per-kernel time";
     }
-    double after = agg_step_s(&cm, &f, batch, ctx);
+    double after = agg_step_s(&cm, &f, batch, ctx, window);
     cost_free(&cm);
     if (!ok && fabs(after / itl - 1) > 0.01) {
         snprintf(err, errlen,
@@ -738,6 +750,9 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     note(c, "aggregate fit: %s %.2f ms at mean decoding concurrency %.0f (context %.0f): the model's step %.2f ms -> %.2f ms, "
          "solved with %s (bw_eff %.3f, kernel_s %.2f us, ggml_call_s %.2f us)", point, itl * 1e3, batch, ctx, before * 1e3, after * 1e3, moved,
          f.bw_eff, f.kernel_s * 1e6, f.ggml_call_s * 1e6);
+    if (window > 0)
+        note(c, "KV window %.0f cells (llama-server's mean usage x its -c): every step's attention and mask span them, idle slots' too",
+             window);
     if (f.bw_eff >= 0.999)
         note(c, "warning: bw_eff reached its physical bound 1.0; the point is faster than HBM streaming at the default kernel "
                 "efficiencies, so the rest went to %s", moe ? "the MoE kernel and the fixed step cost" : "the fixed step cost");
