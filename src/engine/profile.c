@@ -69,7 +69,8 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
     /* b4747's deepseek2 graph caches decompressed K (192 per head) and V (128) per token, not the
      * latent (llama.cpp's MLA cache came later): kv_head_dim 160 gives their bytes */
     {"llama.cpp b4747 (2025-02, the tests' c392e50): as llamacpp, but the MoE's mul_mat_id syncs to the host and "
-     "loops over the touched experts (ggml-cuda.cu), which also keeps CUDA graphs off for those ops; K/V decompressed per head",
+     "loops over the touched experts (ggml-cuda.cu), which also keeps CUDA graphs off for those ops; K/V decompressed per head; "
+     "idle slots keep their KV and every step attends over all cells in use",
      {LAYER_KERNELS, .name = "llamacpp-b4747", .cuda_graphs = 1, .kv_head_dim = 160, .prefill_mode = PREFILL_MIXED,
       .moe_kernel = MOE_GEMV, .max_batch = 1, .attn_kernel = ATTN_FLASH, .ggml = 1, .expert_loop = 1,
       .ubatch = 512, .batch_tokens = 2048, .kv_window = 1}},
@@ -100,7 +101,7 @@ const char *profile_names(void) {
 }
 
 const char *profile_help(void) {
-    static char buf[2048];
+    static char buf[8192];   /* every profile's line: they run to ~3,500 characters */
     if (!buf[0]) {
         size_t n = 0;
         for (size_t i = 0; i < N_PROFILES && n < sizeof buf; i++)

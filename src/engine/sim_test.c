@@ -2,6 +2,7 @@
  * GPU ratios, saturation with concurrency, preemption under a tiny KV budget, chunked prefill. */
 #include "harness.h"
 #include "engine/sim.h"
+#include "engine/profile.h"
 #include "common/rng.h"
 #include "engine/sim_run.h"
 #include "metrics/summary.h"
@@ -1020,4 +1021,27 @@ TEST(sim_llamacpp_idle_slots_keep_their_kv) {
     one_alone(e, 0, 100, 10, 0, &first);
     CHECK(first < 0);
     engine_destroy(e);
+}
+
+/* `dsperf sim --help` lists every engine profile with its line, the last one included (the list
+ * once outgrew its buffer and lost its last two profiles) */
+TEST(sim_profile_help_lists_every_profile) {
+    const char *help = profile_help(), *names = profile_names();
+    char name[64];
+    int n = 0;
+    for (const char *p = names; *p; ) {
+        size_t k = strcspn(p, ", ");
+        if (k > 0 && k < sizeof name) {
+            memcpy(name, p, k);
+            name[k] = 0;
+            char want[80];
+            snprintf(want, sizeof want, "      %-12s ", name);
+            CHECK_MSG(strstr(help, want) != NULL, "profile %s missing from the help", name);
+            n++;
+        }
+        p += k;
+        p += strspn(p, ", ");
+    }
+    CHECK(n >= 10);
+    CHECK(help[strlen(help) - 1] == '\n');
 }
