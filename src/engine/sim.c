@@ -296,14 +296,16 @@ static void slot_release(sim_engine *s, sim_req *r) {
 }
 
 /* The KV window the step's attention spans: the idle slots' cells and the running requests' own,
- * including the cells this step writes, padded as llama.cpp pads n_kv without flash attention. */
+ * including the cells this step writes, padded as llama.cpp pads n_kv without flash attention; at
+ * most the cache's cells (llama-server's -c is its slots' contexts together, so its idle slots never
+ * hold more; a simulated server with more slots than its KV holds is capped the same way). */
 static double slot_window(const sim_engine *s) {
     double w = s->idle_window;
     for (int32_t k = 0; k < s->n_run; k++) {
         const sim_req *r = &s->reqs[s->run[k]];
         w += (double)r->computed + r->sched;
     }
-    return ceil(w / 32) * 32;
+    return fmin(ceil(w / 32) * 32, (double)s->total_blocks * s->p.block_size);
 }
 
 /* Sets up the slots: max_num_seqs of them, slots_warm idle ones keeping slots_warm_tokens each

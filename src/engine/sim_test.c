@@ -1014,6 +1014,14 @@ TEST(sim_llamacpp_idle_slots_keep_their_kv) {
     one_alone(e, 1, 100, 10, now, &first);
     CHECK_NEAR(first, ceil((1000.0 + 109 + 100) / 32) * 32, 1e-9);
     engine_destroy(e);
+    /* the idle slots never hold more than the cache: a KV of 40 blocks of 16 caps the window at 640 */
+    p.num_gpu_blocks = 40;
+    e = make(&p);
+    if (!e) return;
+    one_alone(e, 0, 100, 10, 0, &first);
+    CHECK_NEAR(first, 40.0 * p.block_size, 1e-9);
+    engine_destroy(e);
+    p.num_gpu_blocks = 0;
     /* a profile without llama-server's slots attends only its own sequences' context */
     CHECK(sim_params_set(&p, "engine-profile", "llamacpp", err, sizeof err) == 0);
     e = make(&p);
