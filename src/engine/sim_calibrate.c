@@ -575,7 +575,7 @@ static double agg_prefill_s(cost_model *cm, const cost_factors *f, double L, dou
         b.prefill_seqs = 1;
         b.prefill_pairs = n * done + n * (n + 1) / 2;
         b.prefill_keys_read = done;
-        b.window_keys = window > 0 ? window : 0;
+        b.window_keys = window;
         cost_step_time(cm, &b, &s);
         t += s.t;
         done += n;
@@ -679,13 +679,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     double ctx = tin / done + tout / done / 2;
     /* llama-server (profile kv_window): every step's attention spans the cells in use, idle slots'
      * included; the run's own count of them is its usage x the capacity it read from /props */
-    double window = 0;
-    if (cm.s.prof.kv_window) {
-        double pct = json_number_value(json_object_get(json_object_get(json_object_get(doc, "telemetry_summary"), "server"),
-                                                       "kv_usage_pct_mean"));
-        double cap = json_number_value(json_object_get(json_object_get(json_object_get(doc, "deployment"), "kv_capacity_tokens"), "value"));
-        if (pct > 0 && cap > 0) window = pct / 100 * cap;
-    }
+    double window = cm.s.prof.kv_window ? sim_results_kv_cells(doc) : 0;
     cost_factors f = c->factors;
     double before = agg_step_s(&cm, &f, batch, ctx, window);
     int moe = model_is_moe(&cm.arch) && cm.s.prof.moe_kernel != MOE_GEMV;
@@ -758,6 +752,13 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
                 "efficiencies, so the rest went to %s", moe ? "the MoE kernel and the fixed step cost" : "the fixed step cost");
     note(c, "pass the run's per-request JSONL (--requests-jsonl) to fit the overhead and compute_eff too");
     return 0;
+}
+
+double sim_results_kv_cells(const json_t *results) {
+    double pct = json_number_value(json_object_get(json_object_get(json_object_get(results, "telemetry_summary"), "server"),
+                                                   "kv_usage_pct_mean"));
+    double cap = json_number_value(json_object_get(json_object_get(json_object_get(results, "deployment"), "kv_capacity_tokens"), "value"));
+    return pct > 0 && cap > 0 ? pct / 100 * cap : 0;
 }
 
 int sim_calibrate_from_files(const sim_params *p, const char *results_path, const char *requests_jsonl,

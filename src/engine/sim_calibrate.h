@@ -40,4 +40,8 @@ int sim_calibrate_from_files(const sim_params *p, const char *results_path, cons
                              sim_calibration *out, char *err, size_t errlen);
 int sim_calibration_write(const sim_calibration *c, const sim_params *p, const char *path, char *err, size_t errlen);
 void sim_calibration_print(FILE *f, const sim_calibration *c, const char *path);
+/* The KV cells a llama-server run held, time-averaged: its results' mean KV usage (the server's
+ * kv_cache_usage_ratio) x the capacity the run read from GET /props (deployment.kv_capacity_tokens).
+ * 0 when the results carry either not. */
+double sim_results_kv_cells(const json_t *results);
 #endif

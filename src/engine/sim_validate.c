@@ -1310,7 +1310,6 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
     json_t *lv;
     int rc = 0;
     long resent = 0;   /* distinct prompts of a sweep that resent each level's from the first */
-    double kv_cap = json_number_value(json_object_get(json_object_get(json_object_get(doc, "deployment"), "kv_capacity_tokens"), "value"));
     json_array_foreach(levels, li, lv) {
         json_t *res = json_object_get(lv, "results");
         double load = json_number_value(json_object_get(lv, "load"));
@@ -1355,11 +1354,10 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
                     c.m[2].predicted, (c.m[2].predicted / c.m[2].published - 1) * 100);
         /* llama-server's KV cells in use (its kv_cache_usage_ratio x the capacity), against the
          * simulated slots' cells: the window every step's attention spans */
-        double kv_pct = json_number_value(json_object_get(json_object_get(json_object_get(res, "telemetry_summary"), "server"),
-                                                          "kv_usage_pct_mean"));
-        if (c.window_cells > 0 && kv_pct > 0 && kv_cap > 0)
-            fprintf(out, "%-6g %-7.3g %-20s %12.5g %12.5g %+7.1f%% (not scored)\n", load, load / base, "kv_cells_in_use_mean",
-                    kv_pct / 100 * kv_cap, c.window_cells, (c.window_cells / (kv_pct / 100 * kv_cap) - 1) * 100);
+        double kv_cells = sim_results_kv_cells(res);
+        if (c.window_cells > 0 && kv_cells > 0)
+            fprintf(out, "%-6g %-7.3g %-20s %12.5g %12.5g %+7.1f%% (not scored)\n", load, load / base, "kv_cells_in_use_mean", kv_cells,
+                    c.window_cells, (c.window_cells / kv_cells - 1) * 100);
     }
     if (!rc) {
         fprintf(out, "at 2-8x the calibration load: %d of %d metrics within 15%%\n", n15, n);
