@@ -35,3 +35,17 @@ TEST(sim_results_state_the_scheduler_cost_paid) {
     json_decref(v0);
     json_decref(cpp);
 }
+
+/* `dsperf sim` on llama-server b4747 states the KV window its steps attended (the idle slots' cells
+ * and the running request's): one user, 4 requests of 256 + 64 on 2 slots leaves the other slot
+ * holding a finished request's 319 cells from the second request on, so the step-time mean lies
+ * between the running request's own (257-320 cells) and that plus one slot (576-639); other profiles
+ * have no such window. */
+TEST(sim_results_state_the_llamacpp_kv_window) {
+    json_t *b = run_sim("--engine-profile llamacpp-b4747 --max-num-seqs 2", "b4747"), *v1 = run_sim("", "v1w");
+    double w = test_num(json_object_get(b, "engine"), "kv_window_tokens_mean");
+    CHECK_MSG(w > 320 && w < 640, "KV window %.0f cells", w);
+    CHECK(json_object_get(json_object_get(v1, "engine"), "kv_window_tokens_mean") == NULL);
+    json_decref(b);
+    json_decref(v1);
+}

@@ -127,6 +127,9 @@ static void print_engine(FILE *f, const run_sim_result *r, const sim_params *p) 
             kind == SIM_IV_BURST ? ", bursts: every request sent at once" : "");
     if (info->prefix_query_tokens > 0)
         fprintf(f, "%-40s%.1f%%\n", "Prefix cache hit rate (tokens):", 100.0 * info->prefix_hit_tokens / info->prefix_query_tokens);
+    if (info->window_token_s > 0 && info->busy_s > 0)
+        fprintf(f, "%-40s%.0f cells, step-time mean (idle slots' KV included)\n", "KV window each step attends:",
+                info->window_token_s / info->busy_s);
     if (p->prefill_instances > 0)
         fprintf(f, "%-40s%lld, %.2f ms mean\n", "KV transfers (PD):", (long long)info->kv_transfers,
                 info->kv_transfers ? info->kv_transfer_s / info->kv_transfers * 1e3 : 0);

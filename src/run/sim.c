@@ -52,6 +52,9 @@ static json_t *engine_section(engine *e, const sim_params *p, const sim_series *
     json_object_set_new(o, "prefix_cache_hit_tokens", json_integer(info.prefix_hit_tokens));
     json_object_set_new(o, "prefix_cache_hit_rate", info.prefix_query_tokens > 0
                         ? json_real((double)info.prefix_hit_tokens / info.prefix_query_tokens) : json_null());
+    /* llama-server's attention window (profile kv_window): cells every step attended, idle slots' included */
+    if (info.window_token_s > 0 && info.busy_s > 0)
+        json_object_set_new(o, "kv_window_tokens_mean", json_real(info.window_token_s / info.busy_s));
     if (p->prefill_instances > 0) {
         json_object_set_new(o, "kv_transfers", json_integer(info.kv_transfers));
         json_object_set_new(o, "kv_transfer_ms_mean", info.kv_transfers ? json_real(info.kv_transfer_s / info.kv_transfers * 1e3) : json_null());
