@@ -64,8 +64,10 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
      {LAYER_KERNELS, .name = "lmdeploy", .mla_absorbed = 1, .prefill_mode = PREFILL_SEPARATE, .moe_kernel = MOE_TRITON,
       .python = 1, .max_batch = 256, .attn_kernel = ATTN_TRITON}},
     {"llama.cpp / ik_llama.cpp (CUDA): C++ graph of one sequence, CUDA graphs, MLA, no Python scheduler",
+     /* max_batch: llama-server's default slots since ggml-org/llama.cpp#16736 (2025-10-23: 4, one KV
+      * shared by them); b4747's was -np 1 */
      {LAYER_KERNELS, .name = "llamacpp", .cuda_graphs = 1, .mla_absorbed = 1, .prefill_mode = PREFILL_MIXED,
-      .moe_kernel = MOE_GEMV, .max_batch = 1, .attn_kernel = ATTN_FLASH, .ggml = 1, .ubatch = 512, .batch_tokens = 2048}},
+      .moe_kernel = MOE_GEMV, .max_batch = 4, .attn_kernel = ATTN_FLASH, .ggml = 1, .ubatch = 512, .batch_tokens = 2048}},
     /* b4747's deepseek2 graph caches decompressed K (192 per head) and V (128) per token, not the
      * latent (llama.cpp's MLA cache came later): kv_head_dim 160 gives their bytes */
     {"llama.cpp b4747 (2025-02, the tests' c392e50): as llamacpp, but the MoE's mul_mat_id syncs to the host and "

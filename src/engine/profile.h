@@ -47,7 +47,8 @@ typedef struct {
     int a2a;                   /* A2A_*: how MoE tokens move when dp attention or EP is on */
     int python;                /* a Python scheduler (pays the per-step and per-sequence CPU cost) */
     int two_batch_overlap;     /* communication overlapped by a second micro-batch (SGLang TBO, DeepSeek) */
-    int max_batch;             /* default max running sequences (0: keep --max-num-seqs) */
+    int max_batch;             /* default max running sequences, unless --max-num-seqs (0: 256): vLLM's
+                                * max_num_seqs, llama-server's -np slots (sim_params set_profile) */
     int attn_kernel;           /* ATTN_* */
     int sched;                 /* SCHED_*: whose CPU costs per step and per sequence apply */
     int ggml;                  /* llama.cpp's ggml CUDA kernels (MMQ GEMMs, its FlashAttention): their

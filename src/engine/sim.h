@@ -23,7 +23,8 @@ typedef struct sim_params {
     int tp, ep;                      /* ep: 1 = experts split by TP; = tp: expert parallel */
     char weight_dtype[16];           /* "auto" (the release's dtype), bf16, fp16, fp8, int8, int4 */
     char kv_dtype[16];               /* "auto" (= bf16), bf16, fp16, fp8, int8 */
-    int max_num_seqs;
+    int max_num_seqs;                /* the profile's default (max_batch: llama-server's slots) unless set */
+    bool max_num_seqs_set;
     int max_num_batched_tokens;      /* the profile's default (llama-server's n_batch) unless set: sim_params_batch_tokens */
     bool max_num_batched_tokens_set;
     int block_size;                  /* tokens per KV block */

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#define DEFAULT_MAX_SEQS 256   /* vLLM's max_num_seqs default: any profile without its own (max_batch) */
+
 void sim_default_params(sim_params *p) {
     memset(p, 0, sizeof *p);
     snprintf(p->model, sizeof p->model, "deepseek-v2-lite");
@@ -18,7 +20,7 @@ void sim_default_params(sim_params *p) {
     p->ep = 1;
     snprintf(p->weight_dtype, sizeof p->weight_dtype, "auto");
     snprintf(p->kv_dtype, sizeof p->kv_dtype, "auto");
-    p->max_num_seqs = 256;
+    p->max_num_seqs = DEFAULT_MAX_SEQS;
     p->max_num_batched_tokens = 8192;
     p->block_size = 16;
     p->gpu_memory_utilization = 0.9;
@@ -61,7 +63,8 @@ static const char help_head[] =
     "  --pd-prefill N[xTP]        prefill/decode disaggregation: N prefill instances of TP GPUs each\n"
     "                             (default TP = --tp); the KV moves over the network to this decode\n"
     "                             instance and TTFT includes the transfer\n"
-    "  --max-num-seqs N           running sequences per step (256)\n"
+    "  --max-num-seqs N           running sequences per step (256; an engine profile's own default where it\n"
+    "                             has one: llama-server's slots, 1 on b4747 and 4 since 2025-10; ATOM 512)\n"
     "  --max-num-batched-tokens N tokens per step (8192; llama.cpp profiles: llama-server's -b 2048)\n"
     "  --ubatch N                 tokens per graph evaluation: a larger step runs as several (the\n"
     "                             llama.cpp profiles' -ub 512; others none)\n"
@@ -133,6 +136,13 @@ static const char *const keys[] = {
 };
 
 const char *const *sim_params_keys(void) { return keys; }
+
+/* Names the engine profile; its default running sequences (max_batch: llama-server's slots, ATOM's
+ * 512) take the place of max_num_seqs unless --max-num-seqs set it. */
+static void set_profile(sim_params *p, const engine_profile *pr) {
+    snprintf(p->engine_profile, sizeof p->engine_profile, "%s", pr->name);
+    if (!p->max_num_seqs_set) p->max_num_seqs = pr->max_batch > 0 ? pr->max_batch : DEFAULT_MAX_SEQS;
+}
 
 /* "4.8TB/s", "989T", "1.979e15", "900GB/s", "141GiB": a number with an optional SI/IEC suffix,
  * optional "B", "FLOPS", "/s". */
@@ -231,6 +241,7 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         if (!rc && (d == DT_INT4 || d == DT_FP4 || d == DT_Q4 || d == DT_MXFP4)) rc = -1;
         if (!rc) snprintf(p->kv_dtype, sizeof p->kv_dtype, "%s", p->kv_flashmla_fp8 ? "fp8" : v);
     } else if (!strcmp(key, "max-num-seqs")) { rc = parse_posint(v, 1 << 20, &p->max_num_seqs); want = "a count >= 1";
+        if (!rc) p->max_num_seqs_set = true;
     } else if (!strcmp(key, "max-num-batched-tokens")) { rc = parse_posint(v, 1 << 24, &p->max_num_batched_tokens); want = "a count >= 1";
         p->max_num_batched_tokens_set = true;
     } else if (!strcmp(key, "ubatch")) { rc = parse_posint(v, 1 << 24, &p->ov_ubatch); want = "a count >= 1";
@@ -289,7 +300,7 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "engine-profile")) {
         engine_profile pr;
         if (profile_find(v, &pr) < 0) { snprintf(err, errlen, "unknown --engine-profile '%s'; known: %s", v, profile_names()); return -1; }
-        snprintf(p->engine_profile, sizeof p->engine_profile, "%s", pr.name);
+        set_profile(p, &pr);
     } else if (!strcmp(key, "dp") || !strcmp(key, "data-parallel-size")) { rc = parse_posint(v, 1024, &p->dp); want = "a size >= 1";
     } else if (!strcmp(key, "enable-dp-attention")) {
         bool on; rc = parse_bool(v, &on); want = "on or off";
@@ -418,7 +429,7 @@ int sim_params_apply_factors(sim_params *p, const json_t *factors, const char *p
         nf.moe_eff <= 0 || nf.moe_eff > 1 || nf.moe_native_eff <= 0 || nf.moe_native_eff > 1)
         return -1;
     engine_profile pr;
-    if (profile_name && profile_find(profile_name, &pr) == 0) snprintf(p->engine_profile, sizeof p->engine_profile, "%s", pr.name);
+    if (profile_name && profile_find(profile_name, &pr) == 0) set_profile(p, &pr);
     p->factors = nf;
     return 0;
 }

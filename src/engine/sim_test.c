@@ -1053,3 +1053,25 @@ TEST(sim_profile_help_lists_every_profile) {
     CHECK(n >= 10);
     CHECK(help[strlen(help) - 1] == '\n');
 }
+
+/* An engine profile brings its own default of running sequences (llama-server's slots: -np 1 on
+ * b4747, 4 since late 2025; ATOM's 512; vLLM's 256 for the rest), and --max-num-seqs wins over it
+ * whichever comes first */
+TEST(sim_profile_default_running_sequences) {
+    static const struct { const char *profile; int seqs; } want[] = {
+        {"llamacpp-b4747", 1}, {"llamacpp", 4}, {"atom", 512}, {"sglang", 256}, {"vllm-v1", 256}};
+    char err[256];
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        sim_params p;
+        sim_default_params(&p);
+        CHECK(sim_params_set(&p, "engine-profile", "atom", err, sizeof err) == 0);   /* another profile first */
+        CHECK(sim_params_set(&p, "engine-profile", want[i].profile, err, sizeof err) == 0);
+        CHECK_MSG(p.max_num_seqs == want[i].seqs, "%s: %d running sequences by default", want[i].profile, p.max_num_seqs);
+        sim_default_params(&p);
+        CHECK(sim_params_set(&p, "max-num-seqs", "8", err, sizeof err) == 0);
+        CHECK(sim_params_set(&p, "engine-profile", want[i].profile, err, sizeof err) == 0);
+        CHECK_EQ_INT(p.max_num_seqs, 8);
+        CHECK(sim_params_set(&p, "max-num-seqs", "12", err, sizeof err) == 0);
+        CHECK_EQ_INT(p.max_num_seqs, 12);
+    }
+}
