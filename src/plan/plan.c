@@ -252,9 +252,12 @@ int plan_compute(const plan_inputs *in, plan_result *r, char *err, size_t errlen
             r->rec_tpot_s = s.t;
             reason(r, "max_num_seqs %lld: the largest batch whose decode step (%.2f ms at context %.0f) meets the TPOT target %.1f ms",
                    rec, s.t * 1e3, ctx, in->tpot_target_s * 1e3);
-            if (rec == cap)
-                reason(r, "capped by %s: %lld sequences of context %.0f fit in %lld KV blocks",
-                       cap == p->max_num_seqs ? "--max-num-seqs" : "KV memory", cap, ctx, r->kv_blocks);
+            if (rec == cap && cap < p->max_num_seqs)
+                reason(r, "capped by KV memory: %lld sequences of context %.0f fit in %lld KV blocks", cap, ctx, r->kv_blocks);
+            else if (rec == cap)
+                reason(r, "capped by %s at %lld (KV memory would hold %lld of context %.0f)",
+                       p->max_num_seqs_set ? "--max-num-seqs" : "the engine profile's default of running sequences (--max-num-seqs N to change)",
+                       cap, r->kv_blocks / (ctx_blocks > 0 ? ctx_blocks : 1), ctx);
             else
                 reason(r, "memory would allow %lld sequences; beyond %lld the step exceeds the target (%s-bound there)",
                        cap, rec, cost_step_limit(&s));
