@@ -1263,13 +1263,20 @@ static int spec_uncached(const char *spec, double hit, char *out, size_t outlen)
     return 1;
 }
 
-/* The tokens one request of a random:in=N,out=M spec leaves in its llama-server slot (its prompt and
- * all but its last token); 0 for any other dataset. */
+/* The tokens one request of the dataset spec leaves in its llama-server slot on average (its prompt
+ * and all but its last token), from the lengths the simulator draws for it; 0 when it has none. */
 static int32_t spec_request_tokens(const char *spec) {
-    const char *in = strncmp(spec, "random:", 7) ? NULL : strstr(spec, "in="), *outp = in ? strstr(spec, "out=") : NULL;
-    if (!in || !outp) return 0;
-    double n = strtod(in + 3, NULL), m = strtod(outp + 4, NULL);
-    return n >= 1 && m >= 1 ? (int32_t)(n + m - 1) : 0;
+    size_t n = 64;
+    int32_t *ins = NULL, *outs = NULL;
+    int64_t *stamps = NULL;
+    char e[256];
+    if (sim_workload_lengths(spec, &n, 1, 128, &ins, &outs, &stamps, e, sizeof e) < 0) return 0;
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += ins[i] + outs[i] - 1;
+    free(ins);
+    free(outs);
+    free(stamps);
+    return n > 0 ? (int32_t)lround(sum / (double)n) : 0;
 }
 
 /* Calibrate, then predict, on a measured sweep: the lowest load calibrates the setup's own
