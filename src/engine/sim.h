@@ -70,7 +70,17 @@ typedef struct sim_params {
      * slots_warm_tokens tokens of an earlier request (a server that served requests before) */
     int slots_warm;
     int32_t slots_warm_tokens;
+    /* SIM_GIVEN_* bits: the setup keys a flag set. A --profile's setup (the calibrated deployment)
+     * fills only the others, whichever comes first on the command line */
+    unsigned given;
+    unsigned from_profile;           /* SIM_GIVEN_* bits a --profile's setup filled in */
 } sim_params;
+
+enum {
+    SIM_GIVEN_MODEL = 1u << 0, SIM_GIVEN_GPU = 1u << 1, SIM_GIVEN_TP = 1u << 2, SIM_GIVEN_EP = 1u << 3, SIM_GIVEN_DP = 1u << 4,
+    SIM_GIVEN_WDTYPE = 1u << 5, SIM_GIVEN_KVDTYPE = 1u << 6, SIM_GIVEN_PROFILE = 1u << 7, SIM_GIVEN_BLOCKS = 1u << 8,
+    SIM_GIVEN_FA = 1u << 9
+};
 
 /* DeepSeek-V2-Lite on one H200, vLLM defaults (max_num_seqs 256, max_num_batched_tokens 8192,
  * block 16, gpu_memory_utilization 0.9, chunked prefill on), default efficiency factors. */

@@ -4,6 +4,7 @@
 #include "metrics/metric_table.h"
 #include "common/fileio.h"
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -741,6 +742,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     c->factors = f;
     c->fitted_bw = 1;
     c->n_requests = (long)done;
+    sim_run_server(doc, &c->run_max_num_seqs, &c->run_kv_tokens, NULL);
     note(c, "aggregate fit: %s %.2f ms at mean decoding concurrency %.0f (context %.0f): the model's step %.2f ms -> %.2f ms, "
          "solved with %s (bw_eff %.3f, kernel_s %.2f us, ggml_call_s %.2f us)", point, itl * 1e3, batch, ctx, before * 1e3, after * 1e3, moved,
          f.bw_eff, f.kernel_s * 1e6, f.ggml_call_s * 1e6);
@@ -759,6 +761,17 @@ double sim_results_kv_cells(const json_t *results) {
                                                    "kv_usage_pct_mean"));
     double cap = json_number_value(json_object_get(json_object_get(json_object_get(results, "deployment"), "kv_capacity_tokens"), "value"));
     return pct > 0 && cap > 0 ? pct / 100 * cap : 0;
+}
+
+void sim_run_server(const json_t *results, int *max_num_seqs, double *kv_tokens, const char **source) {
+    const json_t *dep = json_object_get(results, "deployment");
+    json_t *mns = json_object_get(dep, "max_num_seqs"), *cap = json_object_get(dep, "kv_capacity_tokens");
+    double n = json_number_value(json_object_get(mns, "value")), t = json_number_value(json_object_get(cap, "value"));
+    *max_num_seqs = n >= 1 && n < 1 << 20 && !json_is_true(json_object_get(mns, "assumed")) ? (int)n : 0;
+    /* kv_capacity_set: the server's own -c (llama-server), not a size dsperf inferred */
+    *kv_tokens = t > 0 && !json_is_true(json_object_get(cap, "assumed")) &&
+                 json_is_true(json_object_get(json_object_get(dep, "kv_capacity_set"), "value")) ? t : 0;
+    if (source) *source = json_string_value(json_object_get(mns, "source"));
 }
 
 int sim_calibrate_from_files(const sim_params *p, const char *results_path, const char *requests_jsonl,
@@ -795,11 +808,22 @@ int sim_calibration_write(const sim_calibration *c, const sim_params *p, const c
     json_t *notes = json_array();
     for (int i = 0; i < c->n_notes; i++) json_array_append_new(notes, json_string(c->notes[i]));
     json_t *fac = sim_params_factors_json(f);
-    json_t *o = json_pack("{s:s,s:{s:s,s:s,s:s,s:i,s:i,s:i,s:s,s:s},s:o,"
+    /* the deployment calibrated: what `sim --profile` predicts unless a flag changes it. A model
+     * config by its absolute path (the profile is read from elsewhere); the server's running-sequence
+     * cap and KV capacity as the run measured them, else as flags set them */
+    char model[PATH_MAX];
+    if (!p->model_config[0] || !realpath(p->model_config, model)) snprintf(model, sizeof model, "%s", p->model_config[0] ? p->model_config : p->model);
+    json_t *setup = json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:s,s:s}", "model", model, "gpu", p->gpu, "engine_profile", p->engine_profile,
+                              "tp", p->tp, "ep", p->ep, "dp", p->dp, "weight_dtype", p->weight_dtype, "kv_dtype", p->kv_dtype);
+    int seqs = c->run_max_num_seqs > 0 ? c->run_max_num_seqs : p->max_num_seqs_set ? p->max_num_seqs : 0;
+    double kv = c->run_kv_tokens > 0 ? c->run_kv_tokens : p->num_gpu_blocks > 0 ? (double)p->num_gpu_blocks * p->block_size : 0;
+    if (seqs > 0) json_object_set_new(setup, "max_num_seqs", json_integer(seqs));
+    if (kv > 0) json_object_set_new(setup, "kv_capacity_tokens", json_integer((json_int_t)kv));
+    if (p->given & SIM_GIVEN_FA) json_object_set_new(setup, "flash_attention", json_boolean(!p->factors.no_flash_attention));
+    json_t *o = json_pack("{s:s,s:o,s:o,"
                           "s:{s:b,s:b,s:b,s:I,s:I,s:I,s:f,s:f,s:f},s:o}",
         "schema", "dsperf.sim-profile/1",
-        "setup", "model", p->model_config[0] ? p->model_config : p->model, "gpu", p->gpu, "engine_profile", p->engine_profile,
-        "tp", p->tp, "ep", p->ep, "dp", p->dp, "weight_dtype", p->weight_dtype, "kv_dtype", p->kv_dtype,
+        "setup", setup,
         "factors", fac,
         "fit", "bw_eff", c->fitted_bw, "step_overhead", c->fitted_overhead, "compute_eff", c->fitted_compute,
         "requests", (json_int_t)c->n_requests, "itl_samples", (json_int_t)c->n_itl_samples,

@@ -2,6 +2,7 @@
  * back to those factors; the CLI writes a profile that --profile reads. */
 #include "harness.h"
 #include "testutil.h"
+#include <jansson.h>
 #include <math.h>
 #include "engine/sim_calibrate.h"
 #include "engine/sim_run.h"
@@ -167,4 +168,55 @@ TEST(sim_calibrate_aggregate_reproduces_its_point) {
     CHECK_EQ_INT(test_run(cmd, NULL, &err), 1);
     CHECK_MSG(err && strstr(err, "faster than this setup can run"), "%s", err ? err : "");
     free(err);
+}
+
+/* The profile carries the deployment it was calibrated on. A real llama-server run (the c = 1
+ * level of tests/fixtures/real-gpu/h100e_overhead.json: V2-Lite f16 on an H100, `-np 32 -c 65536`)
+ * calibrates a profile; `sim --profile` alone then predicts that server: its GPU, dtype and engine,
+ * and the 32 slots and 65,536-token KV the run read from GET /props. Without them the b4747
+ * profile's default (one slot, llama-server's -np 1) queues every request behind the one before
+ * (at c = 4 the median TTFT is three requests' time), on the catalog's default GPU. A flag given
+ * before or after --profile changes its setting and nothing else. */
+TEST(sim_calibrate_profile_keeps_the_calibrated_deployment) {
+    char lvl[512], prof[512], cmd[2048], err[512];
+    snprintf(lvl, sizeof lvl, "%s/c1.results.json", harness_tmpdir());
+    snprintf(prof, sizeof prof, "%s/c1.profile.json", harness_tmpdir());
+    json_error_t je;
+    json_t *doc = json_load_file("tests/fixtures/real-gpu/h100e_overhead.json", 0, &je);
+    json_t *r0 = json_object_get(json_array_get(json_object_get(doc, "levels"), 0), "results");
+    CHECK(r0 && json_dump_file(r0, lvl, JSON_COMPACT) == 0);
+    json_decref(doc);
+    snprintf(cmd, sizeof cmd, "sim --calibrate %s --engine-profile llamacpp-b4747 --model deepseek-v2-lite --gpu h100 --weight-dtype fp16 "
+             "--profile-out %s", lvl, prof);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    sim_params p;
+    sim_default_params(&p);
+    CHECK_MSG(sim_params_set(&p, "profile", prof, err, sizeof err) == 0, "%s", err);
+    CHECK_STR(p.gpu, "h100");
+    CHECK_STR(p.engine_profile, "llamacpp-b4747");
+    CHECK_STR(p.weight_dtype, "fp16");
+    CHECK_EQ_INT(p.max_num_seqs, 32);
+    CHECK_EQ_INT((int)(p.num_gpu_blocks * p.block_size), 65536);
+    CHECK(p.calibrated && p.factors.kernel_s > 0);
+    /* a flag before --profile stands; one after overrides; the rest comes from the profile */
+    sim_default_params(&p);
+    CHECK(sim_params_set(&p, "gpu", "h200", err, sizeof err) == 0 && sim_params_set(&p, "max-num-seqs", "8", err, sizeof err) == 0);
+    CHECK_MSG(sim_params_set(&p, "profile", prof, err, sizeof err) == 0, "%s", err);
+    CHECK_STR(p.gpu, "h200");
+    CHECK_EQ_INT(p.max_num_seqs, 8);
+    CHECK_STR(p.engine_profile, "llamacpp-b4747");
+    CHECK(sim_params_set(&p, "weight-dtype", "int8", err, sizeof err) == 0);
+    CHECK_STR(p.weight_dtype, "int8");
+    /* predicted at c = 4 from the profile alone: the four users run side by side (TTFT is a prompt's
+     * time, well under a request's end-to-end), as the 32-slot server they ran on did */
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd, "sim --profile %s --concurrency 4 --dataset random:in=256,out=128 --requests 24", prof);
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    const char *a = out ? strstr(out, "Median TTFT (ms):") : NULL, *b = out ? strstr(out, "Median E2EL (ms):") : NULL;
+    const char *g = out ? strstr(out, "1 x h100") : NULL;
+    double ttft = 0, e2el = 0;
+    CHECK(a && sscanf(a, "Median TTFT (ms): %lf", &ttft) == 1 && b && sscanf(b, "Median E2EL (ms): %lf", &e2el) == 1);
+    CHECK_MSG(ttft > 0 && ttft < e2el / 4, "median TTFT %.0f ms of an end-to-end %.0f ms: requests queued behind each other", ttft, e2el);
+    CHECK_MSG(g != NULL, "the calibrated GPU is not the one simulated:\n%s", out ? out : "");
+    free(out);
 }

@@ -112,7 +112,9 @@ static const char help_head[] =
     "  --moe-native-eff F         the tuned MoE kernel where the MMA takes block scales (B200, MI355X) (1)\n"
     "  --expert-skew S            Zipf exponent of expert popularity (0 = uniform routing)\n"
     "  --flash-attention on|off   off: attention scores go through HBM (eager attention) (on)\n"
-    "  --profile FILE             fitted factors from `dsperf sim --calibrate`\n";
+    "  --profile FILE             a calibrated profile (`dsperf sim --calibrate`): its factors and the\n"
+    "                             deployment they were fitted on (model, GPU, layout, dtypes, engine,\n"
+    "                             the server's sequence cap and KV capacity) for every key no flag sets\n";
 
 const char *sim_params_help(void) {
     static char buf[sizeof help_head + 4096];
@@ -211,6 +213,20 @@ static int parse_seconds(const char *v, double *out) {
     int64_t ns;
     if (units_parse_duration_ns(v, &ns) < 0) return -1;
     *out = ns / 1e9;
+    return 0;
+}
+
+/* The SIM_GIVEN_* bit of a setup key (0: not part of a profile's setup). */
+static unsigned given_bit(const char *key) {
+    static const struct { const char *key; unsigned bit; } m[] = {
+        {"model", SIM_GIVEN_MODEL}, {"model-config", SIM_GIVEN_MODEL}, {"gpu", SIM_GIVEN_GPU}, {"tp", SIM_GIVEN_TP},
+        {"tensor-parallel-size", SIM_GIVEN_TP}, {"ep", SIM_GIVEN_EP}, {"expert-parallel-size", SIM_GIVEN_EP}, {"dp", SIM_GIVEN_DP},
+        {"data-parallel-size", SIM_GIVEN_DP}, {"enable-dp-attention", SIM_GIVEN_DP}, {"weight-dtype", SIM_GIVEN_WDTYPE},
+        {"dtype", SIM_GIVEN_WDTYPE}, {"kv-dtype", SIM_GIVEN_KVDTYPE}, {"kv-cache-dtype", SIM_GIVEN_KVDTYPE},
+        {"engine-profile", SIM_GIVEN_PROFILE}, {"num-gpu-blocks", SIM_GIVEN_BLOCKS}, {"flash-attention", SIM_GIVEN_FA},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+        if (!strcmp(key, m[i].key)) return m[i].bit;
     return 0;
 }
 
@@ -386,6 +402,7 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         snprintf(err, errlen, "--%s '%s': expected %s", key, v, want ? want : "a valid value");
         return -1;
     }
+    p->given |= given_bit(key);
     return 0;
 }
 
@@ -434,6 +451,54 @@ int sim_params_apply_factors(sim_params *p, const json_t *factors, const char *p
     return 0;
 }
 
+/* A profile's setup: the deployment it was calibrated on (model, GPU, layout, dtypes, and the
+ * server's own running-sequence cap and KV capacity where the calibrated run measured them), in p
+ * for every key no flag has set. The factors hold only for that deployment, so `sim --profile P`
+ * predicts it unless told otherwise; a flag varies one setting of it. */
+static int apply_setup(sim_params *p, const json_t *setup, const char *path, char *err, size_t errlen) {
+    static const struct { const char *json, *key; unsigned bit; } m[] = {
+        {"model", "model", SIM_GIVEN_MODEL}, {"gpu", "gpu", SIM_GIVEN_GPU}, {"tp", "tp", SIM_GIVEN_TP}, {"ep", "ep", SIM_GIVEN_EP},
+        {"dp", "dp", SIM_GIVEN_DP}, {"weight_dtype", "weight-dtype", SIM_GIVEN_WDTYPE}, {"kv_dtype", "kv-dtype", SIM_GIVEN_KVDTYPE},
+        {"flash_attention", "flash-attention", SIM_GIVEN_FA}, {"max_num_seqs", "max-num-seqs", 0},
+        {"kv_capacity_tokens", "num-gpu-blocks", SIM_GIVEN_BLOCKS},
+    };
+    unsigned given = p->given;
+    bool seqs_set = p->max_num_seqs_set;
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        json_t *v = json_object_get(setup, m[i].json);
+        if (!v || (m[i].bit ? (given & m[i].bit) != 0 : seqs_set)) continue;
+        char val[600];
+        const char *key = m[i].key;
+        if (json_is_string(v)) {
+            snprintf(val, sizeof val, "%s", json_string_value(v));
+            /* a catalog model by name, else the config.json the calibration read */
+            if (!strcmp(key, "model") && !model_find(val)) key = "model-config";
+        } else if (json_is_boolean(v)) {
+            snprintf(val, sizeof val, "%s", json_is_true(v) ? "on" : "off");
+        } else if (json_is_number(v) && !strcmp(key, "num-gpu-blocks")) {
+            snprintf(val, sizeof val, "%.0f", ceil(json_number_value(v) / (p->block_size > 0 ? p->block_size : 16)));
+        } else if (json_is_integer(v) && !strcmp(key, "dp") && json_integer_value(v) == 0) {
+            key = "enable-dp-attention";   /* dp 0: one rank per GPU */
+            snprintf(val, sizeof val, "on");
+        } else if (json_is_integer(v)) {
+            snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
+        } else {
+            continue;
+        }
+        char why[512];
+        p->from_profile |= m[i].bit;
+        if (sim_params_set(p, key, val, why, sizeof why) != 0) {
+            snprintf(err, errlen, "profile %s: setup %s: %s", path, m[i].json, why);
+            p->given = given;
+            p->max_num_seqs_set = seqs_set;
+            return -1;
+        }
+    }
+    p->given = given;   /* what the profile filled in stays open to a later flag */
+    p->max_num_seqs_set = seqs_set;
+    return 0;
+}
+
 int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t errlen) {
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
@@ -447,13 +512,13 @@ int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t e
         json_decref(root);
         return -1;
     }
-    const char *prof = json_string_value(json_object_get(json_object_get(root, "setup"), "engine_profile"));
-    int rc = sim_params_apply_factors(p, f, prof);
+    json_t *setup = json_object_get(root, "setup");
+    const char *prof = json_string_value(json_object_get(setup, "engine_profile"));
+    int rc = sim_params_apply_factors(p, f, p->given & SIM_GIVEN_PROFILE ? NULL : prof);
+    if (rc < 0) snprintf(err, errlen, "profile %s: factors out of range", path);
+    else rc = apply_setup(p, setup, path, err, errlen);
     json_decref(root);
-    if (rc < 0) {
-        snprintf(err, errlen, "profile %s: factors out of range", path);
-        return -1;
-    }
+    if (rc < 0) return -1;
     p->calibrated = 1;
     return 0;
 }

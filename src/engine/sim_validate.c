@@ -1297,16 +1297,18 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
     /* the server's own slot count where the sweep read it (llama-server's /props total_slots): with
      * idle slots keeping their KV (profile kv_window) it sets how far the window grows */
     sim_params sp = *setup;
-    json_t *mns = json_object_get(json_object_get(doc, "deployment"), "max_num_seqs");
-    int slots = (int)json_number_value(json_object_get(mns, "value"));
-    if (slots > 0 && !json_is_true(json_object_get(mns, "assumed"))) sp.max_num_seqs = slots;
+    int slots;
+    double kv_tokens;
+    const char *slots_source;
+    sim_run_server(doc, &slots, &kv_tokens, &slots_source);
+    if (slots > 0) sp.max_num_seqs = slots;
     setup = &sp;
     sim_calibration cal;
     if (sim_calibrate_from_files(setup, path, NULL, &cal, err, errlen) < 0) { json_decref(doc); return -1; }
     double base = json_number_value(json_object_get(json_array_get(levels, 0), "load"));
     long warm = (long)json_integer_value(json_object_get(cfg, "warmup"));
     fprintf(out, "calibrate on the lowest load (c = %g) of %s, predict the others (80%% intervals: calibrated)\n", base, path);
-    if (sp.max_num_seqs == slots) fprintf(out, "  %d sequences at most (the sweep's server: %s)\n", slots, json_string_value(json_object_get(mns, "source")));
+    if (slots > 0) fprintf(out, "  %d sequences at most (the sweep's server: %s)\n", slots, slots_source ? slots_source : "its deployment");
     for (int i = 0; i < cal.n_notes; i++) fprintf(out, "  %s\n", cal.notes[i]);
     fprintf(out, "%-6s %-7s %-20s %12s %12s %8s %s\n", "load", "x base", "metric", "measured", "predicted", "error", "inside");
     /* median TTFT too, shown but not scored (no interval: the prompt's host time is the calibration's own) */

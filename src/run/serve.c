@@ -83,7 +83,8 @@ static engine *sim_from_options(const run_serve_kv *opts, int n, uint64_t seed, 
                  "(and sim --validate); serve --engine sim is reached over real HTTP: leave them out here");
         return NULL;
     }
-    if (!model_given && served_model) {
+    /* a calibrated profile's model is the one its factors were fitted on */
+    if (!model_given && !(p.from_profile & SIM_GIVEN_MODEL) && served_model) {
         char e2[256];
         if (sim_params_set(&p, "model", served_model, e2, sizeof e2) != 0) {
             snprintf(err, errlen, "--engine sim does not know the model '%s' (dsperf plan --list shows the catalog; "
