@@ -114,6 +114,8 @@ static void print_engine(FILE *f, const run_sim_result *r, const sim_params *p) 
     fprintf(f, "%-40s%-10s\n", "Model / GPU:", p->model_config[0] ? p->model_config : p->model);
     fprintf(f, "%-40s%d x %s%s\n", "GPUs (TP):", p->tp, p->gpu, p->prefill_instances > 0 ? " (decode instance)" : "");
     fprintf(f, "%-40s%lld (%lld tokens)\n", "KV blocks:", info->total_blocks, info->total_blocks * p->block_size);
+    fprintf(f, "%-40s%d%s\n", "Running sequences at most:", p->max_num_seqs,
+            p->from_profile & SIM_GIVEN_SEQS ? " (the calibrated server's, from --profile)" : "");
     fprintf(f, "%-40s%lld\n", "Engine steps:", (long long)st->steps_total);
     fprintf(f, "%-40s%.2f\n", "Mean tokens per step:",
             st->steps_total ? (double)(info->prefill_tokens_total + st->generation_tokens_total) / st->steps_total : 0);

@@ -79,7 +79,7 @@ typedef struct sim_params {
 enum {
     SIM_GIVEN_MODEL = 1u << 0, SIM_GIVEN_GPU = 1u << 1, SIM_GIVEN_TP = 1u << 2, SIM_GIVEN_EP = 1u << 3, SIM_GIVEN_DP = 1u << 4,
     SIM_GIVEN_WDTYPE = 1u << 5, SIM_GIVEN_KVDTYPE = 1u << 6, SIM_GIVEN_PROFILE = 1u << 7, SIM_GIVEN_BLOCKS = 1u << 8,
-    SIM_GIVEN_FA = 1u << 9
+    SIM_GIVEN_FA = 1u << 9, SIM_GIVEN_SEQS = 1u << 10   /* (max_num_seqs_set says whether a flag gave it) */
 };
 
 /* DeepSeek-V2-Lite on one H200, vLLM defaults (max_num_seqs 256, max_num_batched_tokens 8192,

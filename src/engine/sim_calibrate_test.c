@@ -198,6 +198,9 @@ TEST(sim_calibrate_profile_keeps_the_calibrated_deployment) {
     CHECK_EQ_INT(p.max_num_seqs, 32);
     CHECK_EQ_INT((int)(p.num_gpu_blocks * p.block_size), 65536);
     CHECK(p.calibrated && p.factors.kernel_s > 0);
+    CHECK(p.from_profile & SIM_GIVEN_SEQS);
+    CHECK(sim_params_set(&p, "max-num-seqs", "4", err, sizeof err) == 0);   /* a flag after --profile */
+    CHECK(p.max_num_seqs == 4 && !(p.from_profile & SIM_GIVEN_SEQS));
     /* a flag before --profile stands; one after overrides; the rest comes from the profile */
     sim_default_params(&p);
     CHECK(sim_params_set(&p, "gpu", "h200", err, sizeof err) == 0 && sim_params_set(&p, "max-num-seqs", "8", err, sizeof err) == 0);
@@ -218,5 +221,6 @@ TEST(sim_calibrate_profile_keeps_the_calibrated_deployment) {
     CHECK(a && sscanf(a, "Median TTFT (ms): %lf", &ttft) == 1 && b && sscanf(b, "Median E2EL (ms): %lf", &e2el) == 1);
     CHECK_MSG(ttft > 0 && ttft < e2el / 4, "median TTFT %.0f ms of an end-to-end %.0f ms: requests queued behind each other", ttft, e2el);
     CHECK_MSG(g != NULL, "the calibrated GPU is not the one simulated:\n%s", out ? out : "");
+    CHECK(out && strstr(out, "Running sequences at most:              32 (the calibrated server's"));
     free(out);
 }

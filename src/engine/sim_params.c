@@ -224,6 +224,7 @@ static unsigned given_bit(const char *key) {
         {"data-parallel-size", SIM_GIVEN_DP}, {"enable-dp-attention", SIM_GIVEN_DP}, {"weight-dtype", SIM_GIVEN_WDTYPE},
         {"dtype", SIM_GIVEN_WDTYPE}, {"kv-dtype", SIM_GIVEN_KVDTYPE}, {"kv-cache-dtype", SIM_GIVEN_KVDTYPE},
         {"engine-profile", SIM_GIVEN_PROFILE}, {"num-gpu-blocks", SIM_GIVEN_BLOCKS}, {"flash-attention", SIM_GIVEN_FA},
+        {"max-num-seqs", SIM_GIVEN_SEQS},
     };
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
         if (!strcmp(key, m[i].key)) return m[i].bit;
@@ -402,7 +403,9 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         snprintf(err, errlen, "--%s '%s': expected %s", key, v, want ? want : "a valid value");
         return -1;
     }
-    p->given |= given_bit(key);
+    unsigned bit = given_bit(key);
+    p->given |= bit;
+    p->from_profile &= ~bit;
     return 0;
 }
 
@@ -459,14 +462,14 @@ static int apply_setup(sim_params *p, const json_t *setup, const char *path, cha
     static const struct { const char *json, *key; unsigned bit; } m[] = {
         {"model", "model", SIM_GIVEN_MODEL}, {"gpu", "gpu", SIM_GIVEN_GPU}, {"tp", "tp", SIM_GIVEN_TP}, {"ep", "ep", SIM_GIVEN_EP},
         {"dp", "dp", SIM_GIVEN_DP}, {"weight_dtype", "weight-dtype", SIM_GIVEN_WDTYPE}, {"kv_dtype", "kv-dtype", SIM_GIVEN_KVDTYPE},
-        {"flash_attention", "flash-attention", SIM_GIVEN_FA}, {"max_num_seqs", "max-num-seqs", 0},
+        {"flash_attention", "flash-attention", SIM_GIVEN_FA}, {"max_num_seqs", "max-num-seqs", SIM_GIVEN_SEQS},
         {"kv_capacity_tokens", "num-gpu-blocks", SIM_GIVEN_BLOCKS},
     };
     unsigned given = p->given;
     bool seqs_set = p->max_num_seqs_set;
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
         json_t *v = json_object_get(setup, m[i].json);
-        if (!v || (m[i].bit ? (given & m[i].bit) != 0 : seqs_set)) continue;
+        if (!v || (m[i].bit == SIM_GIVEN_SEQS ? seqs_set : (given & m[i].bit) != 0)) continue;
         char val[600];
         const char *key = m[i].key;
         if (json_is_string(v)) {
@@ -486,13 +489,13 @@ static int apply_setup(sim_params *p, const json_t *setup, const char *path, cha
             continue;
         }
         char why[512];
-        p->from_profile |= m[i].bit;
         if (sim_params_set(p, key, val, why, sizeof why) != 0) {
             snprintf(err, errlen, "profile %s: setup %s: %s", path, m[i].json, why);
             p->given = given;
             p->max_num_seqs_set = seqs_set;
             return -1;
         }
+        p->from_profile |= m[i].bit;
     }
     p->given = given;   /* what the profile filled in stays open to a later flag */
     p->max_num_seqs_set = seqs_set;
