@@ -492,7 +492,7 @@ int cmd_sim(int argc, char **argv) {
     if (!c.calibrate && history_opts_check(&c.hist) != DS_OK) return EXIT_USAGE;
     if (c.calibrate) {
         ds_result r = run_sim_calibrate(&o->sim, c.calibrate, c.req_jsonl, c.profile_out, c.quiet ? NULL : stdout, err, sizeof err);
-        if (r != DS_OK) { log_error("sim: %s", err); return EXIT_RUN_FAILED; }
+        if (r != DS_OK) { log_error("sim: %s", err); return ds_exit_code(r); }
         return EXIT_OK;
     }
     if ((rc = check_load(o, err, sizeof err)) >= 0) { log_error("sim: %s", err); return rc; }

@@ -731,6 +731,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
         moved = "bw_eff at its bound 1, then the step overhead and the per-kernel time";
     }
     double after = agg_step_s(&cm, &f, batch, ctx, window);
+    int cm_loop = cm.s.prof.expert_loop;
     cost_free(&cm);
     if (!ok && fabs(after / itl - 1) > 0.01) {
         snprintf(err, errlen,
@@ -752,7 +753,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     if (f.bw_eff >= 0.999)
         note(c, "warning: bw_eff reached its physical bound 1.0; the point is faster than HBM streaming at the default kernel "
                 "efficiencies, so the rest went to %s", moe ? "the MoE kernel and the fixed step cost" : "the fixed step cost");
-    note(c, "pass the run's per-request JSONL (--requests-jsonl) to fit the overhead and compute_eff too");
+    if (!cm_loop) note(c, "pass the run's per-request JSONL (--requests-jsonl) to fit the overhead and compute_eff too");
     return 0;
 }
 
@@ -761,6 +762,15 @@ double sim_results_kv_cells(const json_t *results) {
                                                    "kv_usage_pct_mean"));
     double cap = json_number_value(json_object_get(json_object_get(json_object_get(results, "deployment"), "kv_capacity_tokens"), "value"));
     return pct > 0 && cap > 0 ? pct / 100 * cap : 0;
+}
+
+/* A dsperf results or sweep document (else: a per-request JSONL, or unreadable). */
+static int json_file_is_results(const char *path) {
+    json_t *doc = json_load_file(path, 0, NULL);
+    const char *schema = json_string_value(json_object_get(doc, "schema"));
+    int yes = schema && (!strncmp(schema, "dsperf.results/", 15) || !strncmp(schema, "dsperf.sweep/", 13));
+    json_decref(doc);
+    return yes;
 }
 
 void sim_run_server(const json_t *results, int *max_num_seqs, double *kv_tokens, const char **source) {
@@ -777,6 +787,20 @@ void sim_run_server(const json_t *results, int *max_num_seqs, double *kv_tokens,
 int sim_calibrate_from_files(const sim_params *p, const char *results_path, const char *requests_jsonl,
                              sim_calibration *out, char *err, size_t errlen) {
     const char *jsonl = requests_jsonl;
+    /* llama.cpp b4747's step is its host loop over the touched experts: the per-request fit's
+     * factors (HBM bandwidth, a scheduler's step cost, GEMM efficiency) cannot carry it (on a
+     * simulated -np 32 server it ran into bw_eff 1.0 and predicted c = 4 at a sixth of the step).
+     * The aggregate fit solves the loop's own factors from the run's median ITL and the server's
+     * prompt time, so its results JSON calibrates, and the JSONL is not needed. */
+    engine_profile prof;
+    if (sim_params_profile(p, &prof) == 0 && prof.expert_loop) {
+        if (!json_file_is_results(results_path)) {
+            snprintf(err, errlen, "--engine-profile %s is calibrated from the run's results JSON (its median ITL and llama-server's "
+                     "own prompt time fit the expert loop), not from per-request JSONL: pass bench's --out file", prof.name);
+            return -2;
+        }
+        jsonl = NULL;
+    }
     if (!jsonl) {
         json_error_t je;
         json_t *doc = json_load_file(results_path, 0, &je);

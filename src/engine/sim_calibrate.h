@@ -39,7 +39,8 @@ void sim_calib_data_free(sim_calib_data *d);
  * samples). */
 int sim_calibrate(const sim_params *p, const sim_calib_data *d, sim_calibration *out, char *err, size_t errlen);
 /* results_path: a results JSON (aggregate fit) or a per-request JSONL; requests_jsonl (optional)
- * the per-request JSONL of the same run. */
+ * the per-request JSONL of the same run (not used where the profile's step is llama.cpp's expert
+ * loop: its results JSON calibrates). -1 with err, -2 when the input cannot calibrate this setup. */
 int sim_calibrate_from_files(const sim_params *p, const char *results_path, const char *requests_jsonl,
                              sim_calibration *out, char *err, size_t errlen);
 int sim_calibration_write(const sim_calibration *c, const sim_params *p, const char *path, char *err, size_t errlen);

@@ -224,3 +224,41 @@ TEST(sim_calibrate_profile_keeps_the_calibrated_deployment) {
     CHECK(out && strstr(out, "Running sequences at most:              32 (the calibrated server's"));
     free(out);
 }
+
+/* llama.cpp b4747's step is its host loop over the touched experts, which the per-request fit's
+ * factors (bandwidth, a scheduler's step cost, GEMM efficiency) cannot carry: given a simulated
+ * run's per-request JSONL it drove bw_eff and compute_eff to their bound 1.0 and predicted c = 4 at
+ * a sixth of the step. The run's results JSON calibrates instead (the aggregate fit solves the
+ * loop's factors), with or without the JSONL beside it; the JSONL alone is refused (exit 2). The
+ * profile then predicts the simulated truth at 4x its load: the fit solves the step at the run's
+ * mean batch and context (Little's law) rather than the mean of its steps, so kernel_s comes back a
+ * few % off and the c = 4 TPOT within 3%. */
+TEST(sim_calibrate_llamacpp_loop_from_results_not_jsonl) {
+    char r[512], j[512], prof[512], cmd[2048];
+    const char *tmp = harness_tmpdir();
+    snprintf(r, sizeof r, "%s/b4747.results.json", tmp);
+    snprintf(j, sizeof j, "%s/b4747.requests.jsonl", tmp);
+    snprintf(prof, sizeof prof, "%s/b4747.profile.json", tmp);
+    const char *setup = "--engine-profile llamacpp-b4747 --gpu h100 --max-num-seqs 4";
+    snprintf(cmd, sizeof cmd, "sim %s --concurrency 1 --requests 8 --dataset random:in=256,out=64 --out %s --save-requests %s", setup, r, j);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    char *err_out = NULL;
+    snprintf(cmd, sizeof cmd, "sim --calibrate %s %s --profile-out %s", j, setup, prof);
+    CHECK_EQ_INT(test_run(cmd, NULL, &err_out), 2);
+    CHECK(err_out && strstr(err_out, "results JSON"));
+    free(err_out);
+    snprintf(cmd, sizeof cmd, "sim --calibrate %s --requests-jsonl %s %s --profile-out %s", r, j, setup, prof);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    double tpot[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        char *out = NULL;
+        snprintf(cmd, sizeof cmd, "sim %s%s --concurrency 4 --requests 40 --dataset random:in=256,out=64", k ? "--profile " : setup,
+                 k ? prof : "");
+        CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+        const char *m = out ? strstr(out, "Median TPOT (ms):") : NULL;
+        CHECK(m && sscanf(m, "Median TPOT (ms): %lf", &tpot[k]) == 1);
+        free(out);
+    }
+    CHECK_MSG(tpot[0] > 0 && fabs(tpot[1] / tpot[0] - 1) < 0.03, "c = 4 TPOT %.2f ms from the calibrated profile, %.2f ms simulated",
+              tpot[1], tpot[0]);
+}

@@ -270,9 +270,10 @@ ds_result run_sim_calibrate(const sim_params *p, const char *file, const char *r
                             FILE *summary, char *err, size_t errlen) {
     sim_calibration cal;
     char why[512];
-    if (sim_calibrate_from_files(p, file, requests_jsonl, &cal, why, sizeof why) < 0) {
+    int rc = sim_calibrate_from_files(p, file, requests_jsonl, &cal, why, sizeof why);
+    if (rc < 0) {
         snprintf(err, errlen, "calibrate: %s", why);
-        return DS_ERUN;
+        return rc == -2 ? DS_EINVAL : DS_ERUN;
     }
     if (sim_calibration_write(&cal, p, profile_out, err, errlen) < 0) return DS_ERUN;
     if (summary) sim_calibration_print(summary, &cal, profile_out);
