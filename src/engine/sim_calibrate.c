@@ -789,8 +789,8 @@ int sim_calibrate_from_files(const sim_params *p, const char *results_path, cons
     const char *jsonl = requests_jsonl;
     /* llama.cpp b4747's step is its host loop over the touched experts: the per-request fit's
      * factors (HBM bandwidth, a scheduler's step cost, GEMM efficiency) cannot carry it (on a
-     * simulated -np 32 server it ran into bw_eff 1.0 and predicted c = 4 at a sixth of the step).
-     * The aggregate fit solves the loop's own factors from the run's median ITL and the server's
+     * simulated run it ran bw_eff into 1.0, the gaps still 6.2 ms rms off a 7.3 ms step, the loop
+     * left at its priors). The aggregate fit solves the loop's own factors from the run's median ITL and the server's
      * prompt time, so its results JSON calibrates, and the JSONL is not needed. */
     engine_profile prof;
     if (sim_params_profile(p, &prof) == 0 && prof.expert_loop) {
