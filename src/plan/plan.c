@@ -252,15 +252,18 @@ int plan_compute(const plan_inputs *in, plan_result *r, char *err, size_t errlen
             r->rec_tpot_s = s.t;
             reason(r, "max_num_seqs %lld: the largest batch whose decode step (%.2f ms at context %.0f) meets the TPOT target %.1f ms",
                    rec, s.t * 1e3, ctx, in->tpot_target_s * 1e3);
+            /* what caps the batch: the KV memory, or the running-sequence cap and where it came from */
+            const char *seqs_cap = p->max_num_seqs_set ? "--max-num-seqs"
+                                 : p->from_profile & SIM_GIVEN_SEQS ? "the calibrated server's running-sequence cap (--profile)"
+                                 : "the engine profile's default of running sequences (--max-num-seqs N to change)";
             if (rec == cap && cap < p->max_num_seqs)
                 reason(r, "capped by KV memory: %lld sequences of context %.0f fit in %lld KV blocks", cap, ctx, r->kv_blocks);
             else if (rec == cap)
-                reason(r, "capped by %s at %lld (KV memory would hold %lld of context %.0f)",
-                       p->max_num_seqs_set ? "--max-num-seqs" : "the engine profile's default of running sequences (--max-num-seqs N to change)",
-                       cap, r->kv_blocks / (ctx_blocks > 0 ? ctx_blocks : 1), ctx);
+                reason(r, "capped by %s at %lld (KV memory would hold %lld of context %.0f)", seqs_cap, cap,
+                       r->kv_blocks / (ctx_blocks > 0 ? ctx_blocks : 1), ctx);
             else
-                reason(r, "memory would allow %lld sequences; beyond %lld the step exceeds the target (%s-bound there)",
-                       cap, rec, cost_step_limit(&s));
+                reason(r, "%s would allow %lld sequences; beyond %lld the step exceeds the target (%s-bound there)",
+                       cap < p->max_num_seqs ? "KV memory" : seqs_cap, cap, rec, cost_step_limit(&s));
         } else {
             reason(r, "even batch 1 takes %.2f ms per token, above the TPOT target %.1f ms", s1.t * 1e3, in->tpot_target_s * 1e3);
         }
