@@ -1302,6 +1302,8 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
     const char *slots_source;
     sim_run_server(doc, &slots, &kv_tokens, &slots_source);
     if (slots > 0) sp.max_num_seqs = slots;
+    /* and its KV capacity (-c), as a profile calibrated on the run would simulate it */
+    if (kv_tokens > 0 && !(sp.given & SIM_GIVEN_BLOCKS)) sp.num_gpu_blocks = (long long)ceil(kv_tokens / (sp.block_size > 0 ? sp.block_size : 16));
     setup = &sp;
     sim_calibration cal;
     if (sim_calibrate_from_files(setup, path, NULL, &cal, err, errlen) < 0) { json_decref(doc); return -1; }
