@@ -111,7 +111,7 @@ static void print_engine(FILE *f, const run_sim_result *r, const sim_params *p) 
     const sim_info *info = &r->info;
     const engine_stats *st = &r->stats;
     fprintf(f, "%s\n", "============ Simulated engine ============");
-    fprintf(f, "%-40s%-10s\n", "Model / GPU:", p->model_config[0] ? p->model_config : p->model);
+    fprintf(f, "%-40s%-10s\n", "Model / GPU:", sim_params_model_name(p));
     fprintf(f, "%-40s%d x %s%s\n", "GPUs (TP):", p->tp, p->gpu, p->prefill_instances > 0 ? " (decode instance)" : "");
     fprintf(f, "%-40s%lld (%lld tokens)\n", "KV blocks:", info->total_blocks, info->total_blocks * p->block_size);
     fprintf(f, "%-40s%d%s\n", "Running sequences at most:", p->max_num_seqs,

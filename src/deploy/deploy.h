@@ -21,6 +21,7 @@
 #ifndef DSP_DEPLOY_H
 #define DSP_DEPLOY_H
 #include "engine/cost_model.h"
+#include "engine/sim.h"
 #include "model/model.h"
 #include <jansson.h>
 #include <stdbool.h>
@@ -125,6 +126,13 @@ int deploy_from_model_config(deploy *d, const char *path, char *err, size_t errl
  * override d's). */
 json_t *deploy_to_json(const deploy *d);
 void deploy_from_json(deploy *d, const json_t *section);
+
+/* The simulator's setup for this deployment: every key of p that no flag gave (p->given) and that a
+ * source stated (not assumed): the engine profile (llama.cpp: llamacpp-b4747, its host loop over the
+ * experts, for builds before the spring 2025 MoE rework or of unknown build; llamacpp after), the
+ * model (the architecture whole: a GGUF's header), the GPU, TP and the weights' dtype. said: what was
+ * taken and from where, clauses joined by "; " ("" when nothing). */
+void deploy_sim_setup(const deploy *d, sim_params *p, char *said, size_t saidlen);
 
 /* A roofline needs these two. */
 bool deploy_has_model(const deploy *d);

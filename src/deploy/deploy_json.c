@@ -9,36 +9,12 @@ static void put(json_t *o, const char *key, json_t *value, const deploy_src *s) 
     json_object_set_new(o, key, json_pack("{s:o,s:s,s:b}", "value", value, "source", s->src, "assumed", s->assumed));
 }
 
-static json_t *arch_json(const model_arch *m) {
-    json_t *a = json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:b,s:i,s:i,s:i}", "_name_or_path", m->name, "hidden_size", m->hidden,
-        "num_hidden_layers", m->layers, "num_attention_heads", m->heads, "num_key_value_heads", m->kv_heads,
-        "vocab_size", m->vocab, "tie_word_embeddings", m->tie_embeddings, "max_position_embeddings", m->max_position,
-        "intermediate_size", m->intermediate, "num_nextn_predict_layers", m->mtp_layers);
-    if (m->head_dim > 0) json_object_set_new(a, "head_dim", json_integer(m->head_dim));
-    if (model_is_mla(m)) {
-        json_t *mla = json_pack("{s:i,s:i,s:i,s:i,s:i}", "q_lora_rank", m->q_lora_rank, "kv_lora_rank", m->kv_lora_rank,
-                                "qk_nope_head_dim", m->qk_nope_head_dim, "qk_rope_head_dim", m->qk_rope_head_dim,
-                                "v_head_dim", m->v_head_dim);
-        json_object_update(a, mla);
-        json_decref(mla);
-    }
-    if (model_is_moe(m)) {
-        json_t *moe = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i}", "n_routed_experts", m->n_routed_experts, "n_shared_experts",
-                                m->n_shared_experts, "num_experts_per_tok", m->top_k, "moe_intermediate_size",
-                                m->moe_intermediate, "first_k_dense_replace", m->first_k_dense, "moe_layer_freq",
-                                m->moe_layer_freq > 0 ? m->moe_layer_freq : 1);
-        json_object_update(a, moe);
-        json_decref(moe);
-    }
-    return a;
-}
-
 json_t *deploy_to_json(const deploy *d) {
     json_t *o = json_object();
     put(o, "engine", json_string(d->engine), &d->engine_s);
     put(o, "served_model", json_string(d->served_model), &d->served_model_s);
     put(o, "model", json_string(d->model), &d->model_s);
-    if (deploy_has_model(d)) put(o, "architecture", arch_json(&d->arch), &d->arch_s);
+    if (deploy_has_model(d)) put(o, "architecture", model_arch_to_hf_json(&d->arch), &d->arch_s);
     put(o, "weight_dtype", json_string(model_dtype_name(d->weight_dtype)), &d->weight_dtype_s);
     put(o, "kv_dtype", json_string(model_dtype_name(d->kv_dtype)), &d->kv_dtype_s);
     put(o, "gpu", json_string(d->gpu), &d->gpu_s);
@@ -100,7 +76,11 @@ static void dtype_field(const json_t *sec, const char *key, model_dtype *dst, de
     deploy_src tmp = {0};
     str_field(sec, key, name, sizeof name, &tmp);
     model_dtype d;
-    if (tmp.known && model_dtype_parse(name, DT_BF16, &d) == 0) { *dst = d; *s = tmp; }
+    if (!tmp.known || model_dtype_parse(name, DT_BF16, &d) < 0) return;
+    /* results written before stop 43 called a GGUF's 4-bit types int4 (deploy_gguf.c: they are q4) */
+    if (d == DT_INT4 && strstr(tmp.src, "GGUF general.file_type")) d = DT_Q4;
+    *dst = d;
+    *s = tmp;
 }
 
 void deploy_from_json(deploy *d, const json_t *sec) {

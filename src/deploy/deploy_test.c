@@ -209,3 +209,40 @@ TEST(deploy_llama_server_split_flags) {
     CHECK(!d.split_mode_s.known);
     json_decref(doc);
 }
+
+/* The simulator's setup from a real run's deployment (tests/fixtures/real-gpu/h100_overhead_q4.json,
+ * level c = 1: llama-server c392e50 on an H100, V2-Lite in Q4_0, -np 32 -c 65536): the b4747 profile
+ * (its build unknown: a source tarball), the GGUF's architecture whole, the GPU by its NVML name, the
+ * weights as q4 (the run recorded int4, as dsperf did before stop 43), the slots and the KV; a flag
+ * given first stands, and what the run did not state is said to be the default. */
+TEST(deploy_sim_setup_from_a_real_run) {
+    json_t *doc = test_load_json("tests/fixtures/real-gpu/h100_overhead_q4.json");
+    const json_t *res = json_object_get(json_array_get(json_object_get(doc, "levels"), 0), "results");
+    deploy d;
+    char err[256], said[2048];
+    CHECK(res && deploy_resolve(res, NULL, &d, err, sizeof err) == 0);
+    CHECK_EQ_INT(d.weight_dtype, DT_Q4);
+    sim_params p;
+    sim_default_params(&p);
+    deploy_sim_setup(&d, &p, said, sizeof said);
+    CHECK_STR(p.engine_profile, "llamacpp-b4747");
+    CHECK(p.arch_set && p.arch.layers == 27 && p.arch.n_routed_experts == 64);
+    CHECK_STR(p.gpu, "h100");
+    CHECK_STR(p.weight_dtype, "q4");
+    CHECK_EQ_INT(p.max_num_seqs, 32);
+    CHECK_EQ_INT((int)(p.num_gpu_blocks * p.block_size), 65536);
+    CHECK_MSG(strstr(said, "build unknown") && !strstr(said, "not stated"), "%s", said);
+    /* a flag before it stands */
+    sim_default_params(&p);
+    CHECK(sim_params_set(&p, "gpu", "h200", err, sizeof err) == 0 && sim_params_set(&p, "max-num-seqs", "8", err, sizeof err) == 0);
+    deploy_sim_setup(&d, &p, said, sizeof said);
+    CHECK_STR(p.gpu, "h200");
+    CHECK_EQ_INT(p.max_num_seqs, 8);
+    /* a run that states nothing: the defaults, each said */
+    deploy_init(&d);
+    sim_default_params(&p);
+    deploy_sim_setup(&d, &p, said, sizeof said);
+    CHECK_MSG(strstr(said, "model not stated by the run: the default deepseek-v2-lite") &&
+              strstr(said, "running sequences not stated by the run"), "%s", said);
+    json_decref(doc);
+}

@@ -16,6 +16,9 @@
 typedef struct sim_params {
     char model[128];                 /* catalog name or HF id (model_find) */
     char model_config[512];          /* HF config.json path; "" = use the catalog */
+    model_arch arch;                 /* arch_set: the architecture whole, in place of both (a run's own:
+                                      * its GGUF header as the deployment read it; a profile's) */
+    bool arch_set;
     char gpu[32];                    /* hw_find name */
     double gpu_mem_bytes;            /* overrides of the GPU's catalog entry; 0 = catalog */
     double hbm_bytes_per_s, bf16_flops, fp8_flops, link_bytes_per_s;
@@ -114,6 +117,8 @@ void sim_params_prefill_side(const sim_params *p, sim_params *out);
 long long sim_params_kv_blocks(const sim_params *p, const cost_model *c);
 /* Reads a calibration profile (JSON written by `dsperf sim --calibrate`) into p->factors. */
 int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t errlen);
+/* The model simulated, by name: the architecture's own, the config.json path, or the catalog name. */
+const char *sim_params_model_name(const sim_params *p);
 /* Sets p's factors from a {"bw_eff": .., "step_overhead_s": .., ...} object (a profile's "factors" or a
  * simulated run's engine.factors; missing keys keep their values) and the engine profile when named.
  * 0 ok, -1 not an object or out of range (p unchanged). */

@@ -836,11 +836,12 @@ int sim_calibration_write(const sim_calibration *c, const sim_params *p, const c
      * config by its absolute path (the profile is read from elsewhere); the server's running-sequence
      * cap and KV capacity as the run measured them, else as flags set them */
     char model[PATH_MAX];
-    if (!p->model_config[0] || !realpath(p->model_config, model)) snprintf(model, sizeof model, "%s", p->model_config[0] ? p->model_config : p->model);
+    if (p->arch_set || !p->model_config[0] || !realpath(p->model_config, model)) snprintf(model, sizeof model, "%s", sim_params_model_name(p));
     json_t *setup = json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:s,s:s}", "model", model, "gpu", p->gpu, "engine_profile", p->engine_profile,
                               "tp", p->tp, "ep", p->ep, "dp", p->dp, "weight_dtype", p->weight_dtype, "kv_dtype", p->kv_dtype);
     int seqs = c->run_max_num_seqs > 0 ? c->run_max_num_seqs : p->max_num_seqs_set ? p->max_num_seqs : 0;
     double kv = c->run_kv_tokens > 0 ? c->run_kv_tokens : p->num_gpu_blocks > 0 ? (double)p->num_gpu_blocks * p->block_size : 0;
+    if (p->arch_set) json_object_set_new(setup, "architecture", model_arch_to_hf_json(&p->arch));   /* the run's own */
     if (seqs > 0) json_object_set_new(setup, "max_num_seqs", json_integer(seqs));
     if (kv > 0) json_object_set_new(setup, "kv_capacity_tokens", json_integer((json_int_t)kv));
     if (p->given & SIM_GIVEN_FA) json_object_set_new(setup, "flash_attention", json_boolean(!p->factors.no_flash_attention));

@@ -262,3 +262,35 @@ TEST(sim_calibrate_llamacpp_loop_from_results_not_jsonl) {
     CHECK_MSG(tpot[0] > 0 && fabs(tpot[1] / tpot[0] - 1) < 0.03, "c = 4 TPOT %.2f ms from the calibrated profile, %.2f ms simulated",
               tpot[1], tpot[0]);
 }
+
+/* With no setup flag at all, the calibration takes the run's deployment (the 906M preset's GGUF
+ * header, Q8_0, the H100, 32 slots: tests/fixtures/real-gpu/h100f_medium_q8.json at c = 1), and the
+ * profile carries the architecture whole: `sim --profile` then simulates that model, which no
+ * catalog entry or config file names. */
+TEST(sim_calibrate_takes_the_runs_deployment) {
+    char lvl[512], prof[512], cmd[2048], err[512];
+    snprintf(lvl, sizeof lvl, "%s/m1.results.json", harness_tmpdir());
+    snprintf(prof, sizeof prof, "%s/m1.profile.json", harness_tmpdir());
+    json_error_t je;
+    json_t *doc = json_load_file("tests/fixtures/real-gpu/h100f_medium_q8.json", 0, &je);
+    json_t *r0 = json_object_get(json_array_get(json_object_get(doc, "levels"), 0), "results");
+    CHECK(r0 && json_dump_file(r0, lvl, JSON_COMPACT) == 0);
+    json_decref(doc);
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd, "sim --calibrate %s --profile-out %s", lvl, prof);
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    CHECK(out && strstr(out, "The run's deployment: engine llama.cpp llamacpp-b4747"));
+    free(out);
+    sim_params p;
+    sim_default_params(&p);
+    CHECK_MSG(sim_params_set(&p, "profile", prof, err, sizeof err) == 0, "%s", err);
+    CHECK(p.arch_set && p.arch.layers == 12 && p.arch.n_routed_experts == 32 && p.arch.hidden == 1024);
+    CHECK_STR(p.gpu, "h100");
+    CHECK_STR(p.weight_dtype, "int8");
+    CHECK_EQ_INT(p.max_num_seqs, 32);
+    CHECK(sim_params_set(&p, "model", "deepseek-v2-lite", err, sizeof err) == 0 && !p.arch_set);   /* a flag after it */
+    snprintf(cmd, sizeof cmd, "sim --profile %s --concurrency 2 --requests 8 --dataset random:in=256,out=128", prof);
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    CHECK(out && strstr(out, "ds2-random-medium"));
+    free(out);
+}

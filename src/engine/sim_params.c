@@ -240,9 +240,11 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         if (!model_find(v)) { snprintf(err, errlen, "unknown model '%s'; see 'dsperf plan --list' or use --model-config config.json", v); return -1; }
         snprintf(p->model, sizeof p->model, "%s", v);
         p->model_config[0] = 0;
+        p->arch_set = false;
     } else if (!strcmp(key, "model-config")) {
         if (!*v) { snprintf(err, errlen, "--model-config needs a config.json path"); return -1; }
         snprintf(p->model_config, sizeof p->model_config, "%s", v);
+        p->arch_set = false;
     } else if (!strcmp(key, "gpu")) {
         if (!hw_find(v)) { snprintf(err, errlen, "unknown GPU '%s'; known: %s", v, hw_names()); return -1; }
         snprintf(p->gpu, sizeof p->gpu, "%s", v);
@@ -467,8 +469,21 @@ static int apply_setup(sim_params *p, const json_t *setup, const char *path, cha
     };
     unsigned given = p->given;
     bool seqs_set = p->max_num_seqs_set;
+    /* an architecture written whole (the calibrated run's own, e.g. a GGUF's) stands for the model */
+    json_t *arch = json_object_get(setup, "architecture");
+    if (json_is_object(arch) && !(given & SIM_GIVEN_MODEL)) {
+        char why[256];
+        if (model_arch_from_hf_json(arch, "setup.architecture", json_string_value(json_object_get(setup, "model")) ?: "profile", &p->arch, why,
+                                    sizeof why) < 0) {
+            snprintf(err, errlen, "profile %s: %s", path, why);
+            return -1;
+        }
+        p->arch_set = true;
+        p->from_profile |= SIM_GIVEN_MODEL;
+    }
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
         json_t *v = json_object_get(setup, m[i].json);
+        if (m[i].bit == SIM_GIVEN_MODEL && p->arch_set && (p->from_profile & SIM_GIVEN_MODEL)) continue;
         if (!v || (m[i].bit == SIM_GIVEN_SEQS ? seqs_set : (given & m[i].bit) != 0)) continue;
         char val[600];
         const char *key = m[i].key;
@@ -570,7 +585,9 @@ void sim_params_prefill_side(const sim_params *p, sim_params *out) {
 
 int sim_params_cost(const sim_params *p, cost_model *c, char *err, size_t errlen) {
     model_arch arch;
-    if (p->model_config[0]) {
+    if (p->arch_set) {
+        arch = p->arch;
+    } else if (p->model_config[0]) {
         if (model_load_hf_config(p->model_config, &arch, err, errlen) < 0) return -1;
     } else {
         const model_arch *m = model_find(p->model);
@@ -625,4 +642,8 @@ long long sim_params_kv_blocks(const sim_params *p, const cost_model *c) {
     if (avail <= 0) return 0;
     /* every attention DP rank holds the KV of its own sequences */
     return (long long)floor(avail / (p->block_size * c->kv_bytes_per_token)) * c->dp;
+}
+
+const char *sim_params_model_name(const sim_params *p) {
+    return p->arch_set ? p->arch.name : p->model_config[0] ? p->model_config : p->model;
 }

@@ -616,3 +616,30 @@ TEST(sim_validate_fresh_prompt_sweeps) {
     CHECK_MSG(in_all >= coverage_floor(tot_all), "%d of %d inside the calibrated 80%% intervals (floor %d)", in_all, tot_all,
               coverage_floor(tot_all));
 }
+
+/* A sweep carries its own deployment (the server's /props, the GGUF header, NVML): `sim --validate`
+ * with no setup flag at all predicts exactly what the flags of notes/sweeps.sh gave (the fresh V2-Lite
+ * f16 and 906M-preset Q4_0 sweeps), and says what it took; a sweep that stated no model (the first
+ * H200 906M sweep, recorded before dsperf read GGUF headers) is said to run on the default model. */
+TEST(sim_validate_sweep_takes_its_setup_from_the_run) {
+    static const struct { const char *sweep, *flags; } sw[] = {
+        {"h100e_overhead.json", "--engine-profile llamacpp-b4747 --model deepseek-v2-lite --gpu h100 --weight-dtype fp16"},
+        {"h100f_medium_q4.json", "--engine-profile llamacpp-b4747 --model-config tests/fixtures/real-gpu/medium_config.json --gpu h100 --weight-dtype q4_0"}};
+    for (size_t s = 0; s < sizeof sw / sizeof sw[0]; s++) {
+        char cmd[1024], *a = NULL, *b = NULL;
+        snprintf(cmd, sizeof cmd, "sim --validate tests/fixtures/real-gpu/%s", sw[s].sweep);
+        CHECK_EQ_INT(test_run(cmd, &a, NULL), 0);
+        snprintf(cmd, sizeof cmd, "sim --validate tests/fixtures/real-gpu/%s %s", sw[s].sweep, sw[s].flags);
+        CHECK_EQ_INT(test_run(cmd, &b, NULL), 0);
+        const char *ta = a ? strstr(a, "\nload ") : NULL, *tb = b ? strstr(b, "\nload ") : NULL;
+        CHECK_MSG(ta && tb && !strcmp(ta, tb), "%s: without flags\n%s\nwith them\n%s", sw[s].sweep, ta ? ta : "", tb ? tb : "");
+        CHECK(a && strstr(a, "the sweep's deployment: engine llama.cpp llamacpp-b4747") && strstr(a, "GPU h100"));
+        free(a);
+        free(b);
+    }
+    char *o = NULL;
+    CHECK_EQ_INT(test_run("sim --validate tests/fixtures/real-gpu/medium_sweep.json", &o, NULL), 0);
+    CHECK(o && strstr(o, "model not stated by the run: the default deepseek-v2-lite"));
+    free(o);
+}
+

@@ -264,3 +264,27 @@ void model_print_catalogs(FILE *f) {
                "--model-config config.json for others)\n\n");
     hw_print_catalog(f);
 }
+
+json_t *model_arch_to_hf_json(const model_arch *m) {
+    json_t *a = json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:b,s:i,s:i,s:i}", "_name_or_path", m->name, "hidden_size", m->hidden,
+        "num_hidden_layers", m->layers, "num_attention_heads", m->heads, "num_key_value_heads", m->kv_heads,
+        "vocab_size", m->vocab, "tie_word_embeddings", m->tie_embeddings, "max_position_embeddings", m->max_position,
+        "intermediate_size", m->intermediate, "num_nextn_predict_layers", m->mtp_layers);
+    if (m->head_dim > 0) json_object_set_new(a, "head_dim", json_integer(m->head_dim));
+    if (model_is_mla(m)) {
+        json_t *mla = json_pack("{s:i,s:i,s:i,s:i,s:i}", "q_lora_rank", m->q_lora_rank, "kv_lora_rank", m->kv_lora_rank,
+                                "qk_nope_head_dim", m->qk_nope_head_dim, "qk_rope_head_dim", m->qk_rope_head_dim,
+                                "v_head_dim", m->v_head_dim);
+        json_object_update(a, mla);
+        json_decref(mla);
+    }
+    if (model_is_moe(m)) {
+        json_t *moe = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i}", "n_routed_experts", m->n_routed_experts, "n_shared_experts",
+                                m->n_shared_experts, "num_experts_per_tok", m->top_k, "moe_intermediate_size",
+                                m->moe_intermediate, "first_k_dense_replace", m->first_k_dense, "moe_layer_freq",
+                                m->moe_layer_freq > 0 ? m->moe_layer_freq : 1);
+        json_object_update(a, moe);
+        json_decref(moe);
+    }
+    return a;
+}

@@ -81,6 +81,8 @@ int model_load_hf_config(const char *path, model_arch *out, char *err, size_t er
  * _name_or_path). */
 int model_arch_from_hf_json(const json_t *root, const char *what, const char *name, model_arch *out, char *err,
                             size_t errlen);
+/* The architecture in Hugging Face config.json names: reads back through model_arch_from_hf_json. */
+json_t *model_arch_to_hf_json(const model_arch *m);
 
 int model_is_mla(const model_arch *m);
 int model_is_moe(const model_arch *m);

@@ -42,7 +42,7 @@ static void sim_facts(const sim_params *p, engine *e, server_params *sp) {
     if (mml <= 0 && sim_params_cost(p, &c, err, sizeof err) == 0) { mml = c.arch.max_position; cost_free(&c); }
     long long blocks = sim_get_info(e, &info) == 0 ? info.total_blocks : 0;
     json_t *sim = json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:b,s:i,s:I}", "model",
-        p->model_config[0] ? p->model_config : p->model, "gpu", p->gpu, "tp", p->tp, "ep", p->ep, "weight_dtype",
+        sim_params_model_name(p), "gpu", p->gpu, "tp", p->tp, "ep", p->ep, "weight_dtype",
         p->weight_dtype, "kv_dtype", p->kv_dtype, "max_num_seqs", p->max_num_seqs, "max_num_batched_tokens",
         sim_params_batch_tokens(p), "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
         "chunked_prefill", p->chunked_prefill, "max_model_len", mml, "kv_tokens", (json_int_t)(blocks * p->block_size));

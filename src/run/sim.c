@@ -3,6 +3,7 @@
 #include "run/sim.h"
 #include "engine/sim_interval.h"
 #include "common/rng.h"
+#include "deploy/deploy.h"
 #include "engine/sim_calibrate.h"
 #include "engine/sim_run.h"
 #include "engine/sim_validate.h"
@@ -99,7 +100,7 @@ typedef struct {
 
 static json_t *config_section(const sim_params *p, const load_desc *l) {
     json_t *c = json_object();
-    const char *model = p->model_config[0] ? p->model_config : p->model;
+    const char *model = sim_params_model_name(p);
     json_object_set_new(c, "url", json_string("sim"));
     json_object_set_new(c, "model", json_string(model));
     json_object_set_new(c, "load", json_string(l->concurrency ? "closed" : "open"));
@@ -266,10 +267,29 @@ done:
     return rc;
 }
 
-ds_result run_sim_calibrate(const sim_params *p, const char *file, const char *requests_jsonl, const char *profile_out,
+/* The setup flags left open, from what the measured run in `file` stated about its deployment (a
+ * results document, or a sweep's lowest level): *p filled in, and what was taken in said ("" when
+ * none: a per-request JSONL, a run that stated nothing, every key given). */
+static void setup_from_run(const char *file, sim_params *p, char *said, size_t saidlen) {
+    said[0] = 0;
+    json_t *doc = json_load_file(file, 0, NULL);
+    const char *schema = json_string_value(json_object_get(doc, "schema"));
+    const json_t *res = schema && !strncmp(schema, "dsperf.sweep/", 13)
+                            ? json_object_get(json_array_get(json_object_get(doc, "levels"), 0), "results")
+                        : schema && !strncmp(schema, "dsperf.results/", 15) ? doc : NULL;
+    deploy d;
+    char e[256];
+    if (json_is_object(res) && deploy_resolve(res, NULL, &d, e, sizeof e) == 0) deploy_sim_setup(&d, p, said, saidlen);
+    json_decref(doc);
+}
+
+ds_result run_sim_calibrate(const sim_params *given, const char *file, const char *requests_jsonl, const char *profile_out,
                             FILE *summary, char *err, size_t errlen) {
     sim_calibration cal;
-    char why[512];
+    char why[512], said[1024];
+    sim_params setup = *given, *p = &setup;
+    setup_from_run(file, p, said, sizeof said);
+    if (summary && said[0]) fprintf(summary, "The run's deployment: %s\n", said);
     int rc = sim_calibrate_from_files(p, file, requests_jsonl, &cal, why, sizeof why);
     if (rc < 0) {
         snprintf(err, errlen, "calibrate: %s", why);
@@ -285,7 +305,11 @@ ds_result run_sim_validate(const char *path, const sim_params *p, bool fit, bool
     char why[512];
     val_table *t;
     if (val_is_sweep(path)) {   /* a measured sweep: calibrate on its lowest load, predict the rest */
-        if (val_sweep(path, p, out, why, sizeof why) == 0) return DS_OK;
+        sim_params setup = *p;
+        char said[1024];
+        setup_from_run(path, &setup, said, sizeof said);
+        if (said[0]) fprintf(out, "the sweep's deployment: %s\n", said);
+        if (val_sweep(path, &setup, out, why, sizeof why) == 0) return DS_OK;
         snprintf(err, errlen, "--validate: %s", why);
         return DS_EINVAL;
     }

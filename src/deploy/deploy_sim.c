@@ -1,0 +1,78 @@
+/* deploy_sim — the simulator's setup for a measured run: what the run's deployment stated (engine,
+ * model, GPU, TP, weights), for the keys no flag gave, so `sim --calibrate` and `sim --validate` on a
+ * run predict the deployment that ran without being told it again. */
+#include "deploy/deploy_int.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* llama.cpp's spring 2025 MoE rework (ggml-org/llama.cpp#13014, #13199, 2025-04-19/29) took the
+ * expert ids into MMVQ and MMQ on the GPU; before it, mul_mat_id synced to the host and looped over
+ * the experts (profile llamacpp-b4747). Builds are numbered by commit; about b5200 then. */
+#define LLAMACPP_MOE_REWORK_BUILD 5200
+
+/* The build number in the engine's source line ("GET /props answered (llama-server build b4747-c392e50)"):
+ * 0 when it states none (a build from a source tarball reports b0-unknown). */
+static long llamacpp_build(const deploy *d) {
+    const char *b = strstr(d->engine_s.src, "build b");
+    return b ? strtol(b + 7, NULL, 10) : 0;
+}
+
+static void say(char *said, size_t len, const char *fmt, const char *a, const char *b) {
+    size_t n = strlen(said);
+    if (n + 2 < len) snprintf(said + n, len - n, n ? "; " : "");
+    n = strlen(said);
+    if (n + 1 < len) snprintf(said + n, len - n, fmt, a, b);
+}
+
+static bool stated(const deploy_src *s) { return s->known && !s->assumed; }
+
+void deploy_sim_setup(const deploy *d, sim_params *p, char *said, size_t saidlen) {
+    char err[256], num[32];
+    said[0] = 0;
+    unsigned given = p->given;
+    if (!(given & SIM_GIVEN_PROFILE) && stated(&d->engine_s) && !strcmp(d->engine, "llama.cpp")) {
+        long build = llamacpp_build(d);
+        const char *prof = build > 0 && build >= LLAMACPP_MOE_REWORK_BUILD ? "llamacpp" : "llamacpp-b4747";
+        snprintf(num, sizeof num, "b%ld", build);
+        if (sim_params_set(p, "engine-profile", prof, err, sizeof err) == 0)
+            say(said, saidlen, build > 0 ? "engine llama.cpp %s (build %s)" : "engine llama.cpp %s (build unknown%s: taken as "
+                "before the spring 2025 MoE rework, as the c392e50 of this project's tests; --engine-profile llamacpp for a later one)",
+                prof, build > 0 ? num : "");
+    }
+    if (!(given & SIM_GIVEN_MODEL) && stated(&d->arch_s) && deploy_has_model(d)) {
+        p->arch = d->arch;
+        p->arch_set = true;
+        p->model_config[0] = 0;
+        say(said, saidlen, "model %s (%s)", d->arch.name, d->arch_s.src);
+    }
+    if (!(given & SIM_GIVEN_GPU) && stated(&d->gpu_s) && sim_params_set(p, "gpu", d->gpu, err, sizeof err) == 0)
+        say(said, saidlen, "GPU %s (%s)", d->gpu, d->gpu_s.src);
+    if (!(given & SIM_GIVEN_TP) && stated(&d->tp_s) && d->tp > 0) {
+        snprintf(num, sizeof num, "%d", d->tp);
+        if (sim_params_set(p, "tp", num, err, sizeof err) == 0) say(said, saidlen, "TP %s (%s)", num, d->tp_s.src);
+    }
+    if (!(given & SIM_GIVEN_WDTYPE) && stated(&d->weight_dtype_s)) {
+        const char *w = model_dtype_name(d->weight_dtype);
+        if (sim_params_set(p, "weight-dtype", w, err, sizeof err) == 0) say(said, saidlen, "weights %s (%s)", w, d->weight_dtype_s.src);
+    }
+    if (!p->max_num_seqs_set && stated(&d->max_num_seqs_s) && d->max_num_seqs > 0) {
+        snprintf(num, sizeof num, "%d", d->max_num_seqs);
+        if (sim_params_set(p, "max-num-seqs", num, err, sizeof err) == 0)
+            say(said, saidlen, "%s running sequences at most (%s)", num, d->max_num_seqs_s.src);
+    }
+    if (!(given & SIM_GIVEN_BLOCKS) && stated(&d->kv_capacity_tokens_s) && d->kv_capacity_set && d->kv_capacity_tokens > 0) {
+        p->num_gpu_blocks = (long long)ceil(d->kv_capacity_tokens / (p->block_size > 0 ? p->block_size : 16));
+        snprintf(num, sizeof num, "%.0f", d->kv_capacity_tokens);
+        say(said, saidlen, "KV %s tokens (%s)", num, d->kv_capacity_tokens_s.src);
+    }
+    /* what the run did not state stays at the simulator's default: said, so a wrong one is seen */
+    if (!(given & SIM_GIVEN_MODEL) && !p->arch_set && !p->model_config[0])
+        say(said, saidlen, "model not stated by the run: the default %s%s", p->model, " (--model or --model-config to name it)");
+    if (!p->max_num_seqs_set) {
+        snprintf(num, sizeof num, "%d", p->max_num_seqs);
+        say(said, saidlen, "running sequences not stated by the run: the engine profile's default %s%s", num, " (--max-num-seqs to name it)");
+    }
+    p->given = given;   /* taken from the run, not given: a later flag still changes them */
+}
