@@ -246,7 +246,17 @@ static void from_sim_config(deploy *d, const json_t *sim, const char *where) {
     const char *m = json_string_value(json_object_get(sim, "model"));
     char err[256], how[DEPLOY_SRC_LEN];
     snprintf(how, sizeof how, "%s.model", where);
-    if (m && !from_catalog(d, m, how) && !access(m, R_OK)) deploy_from_model_config(d, m, err, sizeof err);
+    const json_t *arch = json_object_get(sim, "architecture");   /* a model given whole (a calibrated run's GGUF) */
+    model_arch a;
+    if (json_is_object(arch) && model_arch_from_hf_json(arch, how, m ? m : "sim", &a, err, sizeof err) == 0) {
+        d->arch = a;
+        copy(d->model, sizeof d->model, a.name);
+        snprintf(how, sizeof how, "%s.architecture", where);
+        deploy_set(&d->arch_s, false, "%s", how);
+        deploy_set(&d->model_s, false, "%s", how);
+    } else if (m && !from_catalog(d, m, how) && !access(m, R_OK)) {
+        deploy_from_model_config(d, m, err, sizeof err);
+    }
     copy(d->engine, sizeof d->engine, "dsperf sim");
     deploy_set(&d->engine_s, false, "%s", where);
     const char *g = json_string_value(json_object_get(sim, "gpu"));

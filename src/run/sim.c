@@ -123,6 +123,7 @@ static json_t *config_section(const sim_params *p, const load_desc *l) {
         "chunked_prefill", p->chunked_prefill, "scheduler_recv_interval", p->recv_interval_steps,
         "batch_wait_iters", p->batch_wait_iters, "batch_wait_max_tokens_ratio", p->batch_wait_tokens_ratio,
         "scheduling_policy", p->priority_scheduling ? "priority" : "fcfs"));
+    if (p->arch_set) json_object_set_new(json_object_get(c, "sim"), "architecture", model_arch_to_hf_json(&p->arch));
     return c;
 }
 
