@@ -177,15 +177,23 @@ TEST(sim_calibrate_aggregate_reproduces_its_point) {
  * profile's default (one slot, llama-server's -np 1) queues every request behind the one before
  * (at c = 4 the median TTFT is three requests' time), on the catalog's default GPU. A flag given
  * before or after --profile changes its setting and nothing else. */
-TEST(sim_calibrate_profile_keeps_the_calibrated_deployment) {
-    char lvl[512], prof[512], cmd[2048], err[512];
-    snprintf(lvl, sizeof lvl, "%s/c1.results.json", harness_tmpdir());
-    snprintf(prof, sizeof prof, "%s/c1.profile.json", harness_tmpdir());
+/* The c = 1 level of real sweep tests/fixtures/real-gpu/NAME.json as a results file in the test's
+ * directory (lvl), and a profile path beside it (prof). */
+static void c1_level(const char *name, char lvl[512], char prof[512]) {
+    snprintf(lvl, 512, "%s/%s.c1.results.json", harness_tmpdir(), name);
+    snprintf(prof, 512, "%s/%s.c1.profile.json", harness_tmpdir(), name);
+    char path[512];
+    snprintf(path, sizeof path, "tests/fixtures/real-gpu/%s.json", name);
     json_error_t je;
-    json_t *doc = json_load_file("tests/fixtures/real-gpu/h100e_overhead.json", 0, &je);
+    json_t *doc = json_load_file(path, 0, &je);
     json_t *r0 = json_object_get(json_array_get(json_object_get(doc, "levels"), 0), "results");
     CHECK(r0 && json_dump_file(r0, lvl, JSON_COMPACT) == 0);
     json_decref(doc);
+}
+
+TEST(sim_calibrate_profile_keeps_the_calibrated_deployment) {
+    char lvl[512], prof[512], cmd[2048], err[512];
+    c1_level("h100e_overhead", lvl, prof);
     snprintf(cmd, sizeof cmd, "sim --calibrate %s --engine-profile llamacpp-b4747 --model deepseek-v2-lite --gpu h100 --weight-dtype fp16 "
              "--profile-out %s", lvl, prof);
     CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
@@ -269,13 +277,7 @@ TEST(sim_calibrate_llamacpp_loop_from_results_not_jsonl) {
  * catalog entry or config file names. */
 TEST(sim_calibrate_takes_the_runs_deployment) {
     char lvl[512], prof[512], cmd[2048], err[512];
-    snprintf(lvl, sizeof lvl, "%s/m1.results.json", harness_tmpdir());
-    snprintf(prof, sizeof prof, "%s/m1.profile.json", harness_tmpdir());
-    json_error_t je;
-    json_t *doc = json_load_file("tests/fixtures/real-gpu/h100f_medium_q8.json", 0, &je);
-    json_t *r0 = json_object_get(json_array_get(json_object_get(doc, "levels"), 0), "results");
-    CHECK(r0 && json_dump_file(r0, lvl, JSON_COMPACT) == 0);
-    json_decref(doc);
+    c1_level("h100f_medium_q8", lvl, prof);
     char *out = NULL;
     snprintf(cmd, sizeof cmd, "sim --calibrate %s --profile-out %s", lvl, prof);
     CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
