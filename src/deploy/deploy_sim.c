@@ -37,10 +37,16 @@ void deploy_sim_setup(const deploy *d, sim_params *p, char *said, size_t saidlen
         const char *prof = build > 0 && build >= LLAMACPP_MOE_REWORK_BUILD ? "llamacpp" : "llamacpp-b4747";
         snprintf(num, sizeof num, "b%ld", build);
         if (sim_params_set(p, "engine-profile", prof, err, sizeof err) == 0)
-            say(said, saidlen, build > 0 ? "engine llama.cpp %s (build %s)" : "engine llama.cpp %s (build unknown%s: taken as "
-                "before the spring 2025 MoE rework, as the c392e50 of this project's tests; --engine-profile llamacpp for a later one)",
+            say(said, saidlen, build > 0 ? "engine llama.cpp: profile %s (build %s)" : "engine llama.cpp: profile %s (build unknown%s: "
+                "taken as before the April 2025 MoE rework, as this project's c392e50; --engine-profile llamacpp for a later build)",
                 prof, build > 0 ? num : "");
     }
+    /* vLLM and SGLang: their current engines (a run does not record which version served it) */
+    static const struct { const char *engine, *profile; } cur[] = {{"vllm", "vllm-v1"}, {"sglang", "sglang"}};
+    for (size_t i = 0; i < sizeof cur / sizeof cur[0]; i++)
+        if (!(given & SIM_GIVEN_PROFILE) && stated(&d->engine_s) && !strcmp(d->engine, cur[i].engine) &&
+            sim_params_set(p, "engine-profile", cur[i].profile, err, sizeof err) == 0)
+            say(said, saidlen, "engine %s: profile %s (its current version; --engine-profile for an older one)", cur[i].engine, cur[i].profile);
     if (!(given & SIM_GIVEN_MODEL) && stated(&d->arch_s) && deploy_has_model(d)) {
         p->arch = d->arch;
         p->arch_set = true;

@@ -281,7 +281,7 @@ TEST(sim_calibrate_takes_the_runs_deployment) {
     char *out = NULL;
     snprintf(cmd, sizeof cmd, "sim --calibrate %s --profile-out %s", lvl, prof);
     CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
-    CHECK(out && strstr(out, "The run's deployment: engine llama.cpp llamacpp-b4747"));
+    CHECK(out && strstr(out, "The run's deployment: engine llama.cpp: profile llamacpp-b4747"));
     free(out);
     sim_params p;
     sim_default_params(&p);

@@ -633,7 +633,7 @@ TEST(sim_validate_sweep_takes_its_setup_from_the_run) {
         CHECK_EQ_INT(test_run(cmd, &b, NULL), 0);
         const char *ta = a ? strstr(a, "\nload ") : NULL, *tb = b ? strstr(b, "\nload ") : NULL;
         CHECK_MSG(ta && tb && !strcmp(ta, tb), "%s: without flags\n%s\nwith them\n%s", sw[s].sweep, ta ? ta : "", tb ? tb : "");
-        CHECK(a && strstr(a, "the sweep's deployment: engine llama.cpp llamacpp-b4747") && strstr(a, "GPU h100"));
+        CHECK(a && strstr(a, "the sweep's deployment: engine llama.cpp: profile llamacpp-b4747") && strstr(a, "GPU h100"));
         free(a);
         free(b);
     }
