@@ -717,52 +717,46 @@ static int sim_level(const sim_params *p, const cost_factors *f, int conc, const
  * prompt shared steps with, and the ITL's median step is not the Little's-law batch's. So the
  * level itself is simulated (its users, dataset, requests and server) and two factors solved by
  * bisection, alternating: the loop's host factor on the median TTFT, the time per kernel on the
- * median ITL. 1 when both land inside their ranges; f holds the result either way. */
-static int sim_fit_level(const sim_params *p, cost_factors *f, const cost_factors *prior, int conc, const char *ds, long n, long warm,
-                         double itl, double ttft, double *h_out) {
-    double h = *h_out, si = 0, st = 0;
+ * median ITL. */
+typedef struct { int conc; const char *ds; long n, warm; } sim_lvl;
+typedef void (*factor_set)(cost_factors *g, const cost_factors *prior, double x);
+static void set_host(cost_factors *g, const cost_factors *prior, double x) { host_scale(g, prior, x); }
+static void set_kernel(cost_factors *g, const cost_factors *prior, double x) { (void)prior; g->kernel_s = x; }
+
+/* The x in [lo, hi] (bisection on log x) at which the level simulated with set(f, x) has its median
+ * TTFT (ttft) or ITL at target; both grow with x. f takes it. -1 when a simulation fails. */
+static int sim_bisect(const sim_params *p, const sim_lvl *L, cost_factors *f, const cost_factors *prior, factor_set set, double lo,
+                      double hi, int ttft, double target, double *x) {
+    double a = log(lo), z = log(hi), si, st;
+    cost_factors g = *f;
+    for (int it = 0; it < 22; it++) {
+        double m = (a + z) / 2;
+        set(&g, prior, exp(m));
+        if (sim_level(p, &g, L->conc, L->ds, L->n, L->warm, &si, &st) < 0) return -1;
+        if ((ttft ? st : si) > target) z = m;
+        else a = m;
+    }
+    *x = exp((a + z) / 2);
+    set(f, prior, *x);
+    return 0;
+}
+
+/* 1 when both factors land inside their ranges; f holds the result either way, *h_out the host
+ * factor. */
+static int sim_fit_level(const sim_params *p, const sim_lvl *L, cost_factors *f, const cost_factors *prior, double itl, double ttft,
+                         double *h_out) {
+    double h = 1, k = f->kernel_s;
     int in_h = 0, in_k = 0;
     for (int round = 0; round < 3; round++) {
-        double a = log(0.25), z = log(4.0);
-        cost_factors g = *f;
-        in_h = 1;
-        for (int it = 0; it < 22; it++) {
-            double m = (a + z) / 2;
-            host_scale(&g, prior, exp(m));
-            if (sim_level(p, &g, conc, ds, n, warm, &si, &st) < 0) return 0;
-            if (st > ttft) z = m;
-            else a = m;
-        }
-        h = exp((a + z) / 2);
-        if (h < 0.26 || h > 3.9) in_h = 0;
-        host_scale(f, prior, h);
-        a = log(1e-7);
-        z = log(1e-3);
-        g = *f;
-        for (int it = 0; it < 22; it++) {
-            double m = (a + z) / 2;
-            g.kernel_s = exp(m);
-            if (sim_level(p, &g, conc, ds, n, warm, &si, &st) < 0) return 0;
-            if (si > itl) z = m;
-            else a = m;
-        }
-        f->kernel_s = exp((a + z) / 2);
-        in_k = f->kernel_s > 1.1e-7 && f->kernel_s < 0.9e-3;
+        if (sim_bisect(p, L, f, prior, set_host, 0.25, 4.0, 1, ttft, &h) < 0) return 0;
+        if (sim_bisect(p, L, f, prior, set_kernel, 1e-7, 1e-3, 0, itl, &k) < 0) return 0;
+        in_h = h > 0.26 && h < 3.9;
+        in_k = k > 1.1e-7 && k < 0.9e-3;
     }
-    if (!in_k && f->kernel_s <= 1.1e-7) {
-        /* the TTFT asks a slower loop than the ITL allows (prompts in waves cost more than the model
-         * says, README-sim.md): the ITL, which TPOT and throughput follow, sets the loop then */
-        double a = log(0.25), z = log(h);
-        cost_factors g = *f;
-        for (int it = 0; it < 22; it++) {
-            double m = (a + z) / 2;
-            host_scale(&g, prior, exp(m));
-            if (sim_level(p, &g, conc, ds, n, warm, &si, &st) < 0) return 0;
-            if (si > itl) z = m;
-            else a = m;
-        }
-        h = exp((a + z) / 2);
-        host_scale(f, prior, h);
+    /* the TTFT asks a slower loop than the ITL allows (prompts in waves cost more than the model
+     * says, README-sim.md): the ITL, which TPOT and throughput follow, sets the loop then */
+    if (!in_k && k <= 1.1e-7) {
+        if (sim_bisect(p, L, f, prior, set_host, 0.25, h, 0, itl, &h) < 0) return 0;
         in_h = 0;
     }
     *h_out = h;
@@ -874,9 +868,10 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     long warm = (long)json_integer_value(json_object_get(cfgd, "warmup"));
     if (cm_loop && batch >= 1.5 && conc >= 4 && ds && ttft_med > 0 && !strcmp(point, "median ITL")) {
         double h = 1;
-        int in = sim_fit_level(p, &f, &loop_prior, conc, ds, (long)done, warm > 0 ? warm : 0, itl, ttft_med, &h);
+        const sim_lvl L = {conc, ds, (long)done, warm > 0 ? warm : 0};
+        int in = sim_fit_level(p, &L, &f, &loop_prior, itl, ttft_med, &h);
         double si = 0, st = 0;
-        sim_level(p, &f, conc, ds, (long)done, warm > 0 ? warm : 0, &si, &st);
+        sim_level(p, &f, L.conc, L.ds, L.n, L.warm, &si, &st);
         note(c, "the level simulated (%d users, %s, %.0f requests): the loop's host factor %.3f on the median TTFT (%.0f ms; "
                 "simulated %.0f), the time per kernel %.2f us on the median ITL (%.2f ms; simulated %.2f)%s", conc, ds, done, h,
              ttft_med * 1e3, st * 1e3, f.kernel_s * 1e6, itl * 1e3, si * 1e3, in ? "" : " (one at its bound)");
