@@ -74,6 +74,8 @@ void deploy_sim_setup(const deploy *d, sim_params *p, char *said, size_t saidlen
         say(said, saidlen, "KV %s tokens (%s)", num, d->kv_capacity_tokens_s.src);
     }
     /* what the run did not state stays at the simulator's default: said, so a wrong one is seen */
+    if (!(given & SIM_GIVEN_PROFILE) && !strstr(said, "engine "))
+        say(said, saidlen, "engine not recognised in the run: the default profile %s%s", p->engine_profile, " (--engine-profile to name it)");
     if (!(given & SIM_GIVEN_MODEL) && !p->arch_set && !p->model_config[0])
         say(said, saidlen, "model not stated by the run: the default %s%s", p->model, " (--model or --model-config to name it)");
     if (!p->max_num_seqs_set) {

@@ -279,8 +279,18 @@ static void setup_from_run(const char *file, sim_params *p, char *said, size_t s
                             ? json_object_get(json_array_get(json_object_get(doc, "levels"), 0), "results")
                         : schema && !strncmp(schema, "dsperf.results/", 15) ? doc : NULL;
     deploy d;
-    char e[256];
+    char e[256], sim_prof[160] = "";
+    /* a simulated run names its engine profile (engine.engine_profile) */
+    const char *ep = json_string_value(json_object_get(json_object_get(res, "engine"), "engine_profile"));
+    unsigned given = p->given;
+    if (ep && !(given & SIM_GIVEN_PROFILE) && sim_params_set(p, "engine-profile", ep, e, sizeof e) == 0)
+        snprintf(sim_prof, sizeof sim_prof, "engine profile %s (the simulated run's engine.engine_profile); ", ep);
     if (json_is_object(res) && deploy_resolve(res, NULL, &d, e, sizeof e) == 0) deploy_sim_setup(&d, p, said, saidlen);
+    p->given = given;
+    if (sim_prof[0]) {
+        size_t n = strlen(sim_prof), m = strlen(said);
+        if (n + m < saidlen) { memmove(said + n, said, m + 1); memcpy(said, sim_prof, n); }
+    }
     json_decref(doc);
 }
 
