@@ -890,7 +890,6 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     c->factors = f;
     c->fitted_bw = 1;
     c->n_requests = (long)done;
-    sim_run_server(doc, &c->run_max_num_seqs, &c->run_kv_tokens, NULL);
     note(c, "aggregate fit: %s %.2f ms at mean decoding concurrency %.0f (context %.0f): the model's step %.2f ms -> %.2f ms, "
          "solved with %s (bw_eff %.3f, kernel_s %.2f us, ggml_call_s %.2f us)", point, itl * 1e3, batch, ctx, before * 1e3, after * 1e3, moved,
          f.bw_eff, f.kernel_s * 1e6, f.ggml_call_s * 1e6);
@@ -911,24 +910,13 @@ double sim_results_kv_cells(const json_t *results) {
     return pct > 0 && cap > 0 ? pct / 100 * cap : 0;
 }
 
-/* A dsperf results or sweep document (else: a per-request JSONL, or unreadable). */
-static int json_file_is_results(const char *path) {
-    json_t *doc = json_load_file(path, 0, NULL);
+const json_t *sim_run_results(const json_t *doc) {
     const char *schema = json_string_value(json_object_get(doc, "schema"));
-    int yes = schema && (!strncmp(schema, "dsperf.results/", 15) || !strncmp(schema, "dsperf.sweep/", 13));
-    json_decref(doc);
-    return yes;
-}
-
-void sim_run_server(const json_t *results, int *max_num_seqs, double *kv_tokens, const char **source) {
-    const json_t *dep = json_object_get(results, "deployment");
-    json_t *mns = json_object_get(dep, "max_num_seqs"), *cap = json_object_get(dep, "kv_capacity_tokens");
-    double n = json_number_value(json_object_get(mns, "value")), t = json_number_value(json_object_get(cap, "value"));
-    *max_num_seqs = n >= 1 && n < 1 << 20 && !json_is_true(json_object_get(mns, "assumed")) ? (int)n : 0;
-    /* kv_capacity_set: the server's own -c (llama-server), not a size dsperf inferred */
-    *kv_tokens = t > 0 && !json_is_true(json_object_get(cap, "assumed")) &&
-                 json_is_true(json_object_get(json_object_get(dep, "kv_capacity_set"), "value")) ? t : 0;
-    if (source) *source = json_string_value(json_object_get(mns, "source"));
+    if (!schema) return NULL;
+    if (!strncmp(schema, "dsperf.results/", 15)) return doc;
+    /* a sweep: its lowest load, the one measured run to calibrate on (the others are to predict) */
+    const json_t *r = json_object_get(json_array_get(json_object_get(doc, "levels"), 0), "results");
+    return !strncmp(schema, "dsperf.sweep/", 13) && json_is_object(r) ? r : NULL;
 }
 
 int sim_calibrate_from_files(const sim_params *p, const char *results_path, const char *requests_jsonl,
@@ -939,34 +927,25 @@ int sim_calibrate_from_files(const sim_params *p, const char *results_path, cons
      * simulated run it ran bw_eff into 1.0, the gaps still 6.2 ms rms off a 7.3 ms step, the loop
      * left at its priors). The aggregate fit solves the loop's own factors from the run's median ITL and the server's
      * prompt time, so its results JSON calibrates, and the JSONL is not needed. */
+    json_t *doc = json_load_file(results_path, 0, NULL);
+    const json_t *res = sim_run_results(doc);
     engine_profile prof;
     if (sim_params_profile(p, &prof) == 0 && prof.expert_loop) {
-        if (!json_file_is_results(results_path)) {
+        if (!res) {
+            json_decref(doc);
             snprintf(err, errlen, "--engine-profile %s is calibrated from the run's results JSON (its median ITL and llama-server's "
                      "own prompt time fit the expert loop), not from per-request JSONL: pass bench's --out file", prof.name);
             return -2;
         }
         jsonl = NULL;
     }
-    if (!jsonl) {
-        json_error_t je;
-        json_t *doc = json_load_file(results_path, 0, &je);
-        const char *schema = json_string_value(json_object_get(doc, "schema"));
-        /* a sweep: its lowest load, the one measured run to calibrate on (the others are to predict) */
-        json_t *lv = json_array_get(json_object_get(doc, "levels"), 0);
-        if (doc && schema && !strncmp(schema, "dsperf.sweep/", 13) && json_is_object(json_object_get(lv, "results"))) {
-            int rc = calibrate_aggregate(p, json_object_get(lv, "results"), out, err, errlen);
-            json_decref(doc);
-            return rc;
-        }
-        if (doc && schema && !strncmp(schema, "dsperf.results/", 15)) {
-            int rc = calibrate_aggregate(p, doc, out, err, errlen);
-            json_decref(doc);
-            return rc;
-        }
+    if (!jsonl && res) {
+        int rc = calibrate_aggregate(p, (json_t *)res, out, err, errlen);
         json_decref(doc);
-        jsonl = results_path;   /* not a results document: a per-request JSONL */
+        return rc;
     }
+    json_decref(doc);
+    if (!jsonl) jsonl = results_path;   /* not a results document: a per-request JSONL */
     sim_calib_data d;
     if (sim_calib_load_jsonl(jsonl, &d, err, errlen) < 0) return -1;
     int rc = sim_calibrate(p, &d, out, err, errlen);
@@ -986,8 +965,8 @@ int sim_calibration_write(const sim_calibration *c, const sim_params *p, const c
     if (p->arch_set || !p->model_config[0] || !realpath(p->model_config, model)) snprintf(model, sizeof model, "%s", sim_params_model_name(p));
     json_t *setup = json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:s,s:s}", "model", model, "gpu", p->gpu, "engine_profile", p->engine_profile,
                               "tp", p->tp, "ep", p->ep, "dp", p->dp, "weight_dtype", p->weight_dtype, "kv_dtype", p->kv_dtype);
-    int seqs = c->run_max_num_seqs > 0 ? c->run_max_num_seqs : p->max_num_seqs_set ? p->max_num_seqs : 0;
-    double kv = c->run_kv_tokens > 0 ? c->run_kv_tokens : p->num_gpu_blocks > 0 ? (double)p->num_gpu_blocks * p->block_size : 0;
+    int seqs = p->max_num_seqs_set ? p->max_num_seqs : 0;
+    double kv = p->num_gpu_blocks > 0 ? (double)p->num_gpu_blocks * p->block_size : 0;
     if (p->arch_set) json_object_set_new(setup, "architecture", model_arch_to_hf_json(&p->arch));   /* the run's own */
     if (seqs > 0) json_object_set_new(setup, "max_num_seqs", json_integer(seqs));
     if (kv > 0) json_object_set_new(setup, "kv_capacity_tokens", json_integer((json_int_t)kv));

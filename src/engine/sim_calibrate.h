@@ -18,10 +18,6 @@ typedef struct {
     double ttft_offset_ms;      /* mean TTFT the model does not explain (HTTP, tokenization, queue) */
     char notes[6][256];
     int n_notes;
-    /* the calibrated run's server as it read itself (sim_run_server): its running-sequence cap and
-     * KV capacity in tokens, 0 where it did not; the profile records them as its setup */
-    int run_max_num_seqs;
-    double run_kv_tokens;
 } sim_calibration;
 
 /* Per-request samples of a run (parsed from the JSONL). */
@@ -49,8 +45,7 @@ void sim_calibration_print(FILE *f, const sim_calibration *c, const char *path);
  * kv_cache_usage_ratio) x the capacity the run read from GET /props (deployment.kv_capacity_tokens).
  * 0 when the results carry either not. */
 double sim_results_kv_cells(const json_t *results);
-/* The server a results document measured (its deployment block, from the server itself, e.g.
- * llama-server's GET /props): the running sequences it admits (-np) and its KV capacity in tokens
- * (-c), each 0 where the run only assumed it; *source (may be NULL) says where the cap came from. */
-void sim_run_server(const json_t *results, int *max_num_seqs, double *kv_tokens, const char **source);
+/* The measured run in a parsed document: a results document itself, or a sweep's lowest level
+ * (the one to calibrate on); NULL for anything else. */
+const json_t *sim_run_results(const json_t *doc);
 #endif

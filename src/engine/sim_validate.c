@@ -1279,6 +1279,20 @@ static int32_t spec_request_tokens(const char *spec) {
     return n > 0 ? (int32_t)lround(sum / (double)n) : 0;
 }
 
+/* The server a sweep measured (its deployment block, from the server itself: llama-server's GET
+ * /props): the running sequences it admits (-np) and its KV capacity in tokens (-c), each 0 where
+ * the run only assumed it; *source says where the cap came from. */
+static void sim_run_server(const json_t *results, int *max_num_seqs, double *kv_tokens, const char **source) {
+    const json_t *dep = json_object_get(results, "deployment");
+    json_t *mns = json_object_get(dep, "max_num_seqs"), *cap = json_object_get(dep, "kv_capacity_tokens");
+    double n = json_number_value(json_object_get(mns, "value")), t = json_number_value(json_object_get(cap, "value"));
+    *max_num_seqs = n >= 1 && n < 1 << 20 && !json_is_true(json_object_get(mns, "assumed")) ? (int)n : 0;
+    /* kv_capacity_set: the server's own -c (llama-server), not a size dsperf inferred */
+    *kv_tokens = t > 0 && !json_is_true(json_object_get(cap, "assumed")) &&
+                 json_is_true(json_object_get(json_object_get(dep, "kv_capacity_set"), "value")) ? t : 0;
+    if (source) *source = json_string_value(json_object_get(mns, "source"));
+}
+
 /* Calibrate, then predict, on a measured sweep: the lowest load calibrates the setup's own
  * factors (sim --calibrate on it), then every level is simulated as it was run (its concurrency,
  * the sweep's dataset, the requests it completed after the sweep's warm-ups) and compared with what

@@ -274,10 +274,7 @@ done:
 static void setup_from_run(const char *file, sim_params *p, char *said, size_t saidlen) {
     said[0] = 0;
     json_t *doc = json_load_file(file, 0, NULL);
-    const char *schema = json_string_value(json_object_get(doc, "schema"));
-    const json_t *res = schema && !strncmp(schema, "dsperf.sweep/", 13)
-                            ? json_object_get(json_array_get(json_object_get(doc, "levels"), 0), "results")
-                        : schema && !strncmp(schema, "dsperf.results/", 15) ? doc : NULL;
+    const json_t *res = sim_run_results(doc);
     deploy d;
     char e[256], sim_prof[160] = "";
     /* a simulated run names its engine profile (engine.engine_profile) */
