@@ -17,7 +17,7 @@
 # sweeps, run when named; the quantized ones also build llama-quantize), floor_f16, floor_q8 and floor_q4
 # (the loop kernels' GPU time per weight type, run when named), overhead_long_q8, medium_f16,
 # medium_q8, medium_q4 and long_q4 (further hold-outs: Q8_0 and Q4_0 with long requests, the 906M preset
-# in three weight types; run when named); and on a machine with two or more GPUs the four split runs (`multigpu`
+# in three weight types; run when named); repeat (three repeats of each level, run when named); and on a machine with two or more GPUs the four split runs (`multigpu`
 # names them all): layer_split (-sm layer, c = 1..32), row_split (-sm row, same load), uneven_split
 # (-sm layer -ts 3,1), two_servers (one llama-server per GPU, -sm none, two URLs benched as one job:
 # two ranks under mpirun, one per server). Asked for on fewer than two GPUs, they are refused (exit 2)
@@ -199,6 +199,10 @@ for s in $SCENARIOS; do
     medium_q8) run medium_q8 medium-q8_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
     medium_q4) run medium_q4 medium-q4_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
     long_q4) run long_q4 v2lite-q4_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 15s --dataset random:in=1024,out=256 ;;
+    # repeatability: the overhead construction at 1-8 users, three repeats of every level (fresh
+    # prompts each), each level long enough for several waves of its closed loop: how far two runs of
+    # one level on one host differ, against the simulator's error at 2-8x (issue 30)
+    repeat) run repeat v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1..8x2 --repeats 3 --duration 30s --dataset random:in=256,out=128 ;;
     # a GPU box serving with -ngl 0: the weights stay in host memory, the CPU does the work, the GPU idles
     cpu_only) run cpu_only medium "-ngl 0 -np 4 -c 8192" --concurrency 1,4 --duration 15s --dataset random:in=256,out=64 ;;
     # 8 of V2-Lite's 27 layers on the GPU: the 19 on the CPU set the step

@@ -1327,8 +1327,9 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
     if (slots > 0) fprintf(out, "  %d sequences at most (the sweep's server: %s)\n", slots, slots_source ? slots_source : "its deployment");
     for (int i = 0; i < cal.n_notes; i++) fprintf(out, "  %s\n", cal.notes[i]);
     fprintf(out, "%-6s %-7s %-20s %12s %12s %8s %s\n", "load", "x base", "metric", "measured", "predicted", "error", "inside");
-    /* median TTFT too, shown but not scored (no interval: the prompt's host time is the calibration's own) */
-    static const char *const names[] = {METRIC(median_tpot_ms), METRIC(output_throughput), METRIC(median_ttft_ms)};
+    /* median TTFT and ITL too, shown but not scored (no interval: the prompt's host time is the
+     * calibration's own; the ITL is the decode step the TPOT holds, without the stalls of other prompts) */
+    static const char *const names[] = {METRIC(median_tpot_ms), METRIC(output_throughput), METRIC(median_ttft_ms), METRIC(median_itl_ms)};
     const sim_iv_target tg[] = {SIM_IV_TPOT, SIM_IV_TPUT};
     int n = 0, inside = 0, n_in = 0, n15 = 0;
     size_t li;
@@ -1358,8 +1359,8 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
         c.p.slots_warm = (int)(json_is_integer(fp) ? json_integer_value(fp) : resent);
         c.p.slots_warm_tokens = spec_request_tokens(ds);
         if (done + c.warmup > resent) resent = done + c.warmup;
-        c.n_m = 3;
-        for (int k = 0; k < 3; k++) {
+        c.n_m = 4;
+        for (int k = 0; k < 4; k++) {
             snprintf(c.m[k].name, sizeof c.m[k].name, "%s", names[k]);
             c.m[k].published = json_number_value(json_object_get(res, names[k]));
             c.m[k].predicted = NAN;
@@ -1374,9 +1375,10 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
             if (predicted && load / base >= 2 && load / base <= 8) { n++; n15 += fabs(e) <= 0.15; }
             if (predicted) { n_in++; inside += in; }
         }
-        if (c.m[2].published > 0)
-            fprintf(out, "%-6g %-7.3g %-20s %12.5g %12.5g %+7.1f%% (not scored)\n", load, load / base, names[2], c.m[2].published,
-                    c.m[2].predicted, (c.m[2].predicted / c.m[2].published - 1) * 100);
+        for (int k = 2; k < 4; k++)
+            if (c.m[k].published > 0)
+                fprintf(out, "%-6g %-7.3g %-20s %12.5g %12.5g %+7.1f%% (not scored)\n", load, load / base, names[k], c.m[k].published,
+                        c.m[k].predicted, (c.m[k].predicted / c.m[k].published - 1) * 100);
         /* llama-server's KV cells in use (its kv_cache_usage_ratio x the capacity), against the
          * simulated slots' cells: the window every step's attention spans */
         double kv_cells = sim_results_kv_cells(res);
