@@ -200,9 +200,9 @@ for s in $SCENARIOS; do
     medium_q4) run medium_q4 medium-q4_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 10s --dataset random:in=256,out=128 ;;
     long_q4) run long_q4 v2lite-q4_0 "-ngl 99 -np 32 -c 65536" --concurrency 1..32x2 --duration 15s --dataset random:in=1024,out=256 ;;
     # repeatability: the overhead construction at 1-8 users, three repeats of every level (fresh
-    # prompts each), each level long enough for several waves of its closed loop: how far two runs of
+    # prompts each), each level long enough for two or more waves of its closed loop: how far two runs of
     # one level on one host differ, against the simulator's error at 2-8x (issue 30)
-    repeat) run repeat v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1..8x2 --repeats 3 --duration 30s --dataset random:in=256,out=128 ;;
+    repeat) run repeat v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1..8x2 --repeats 3 --duration 20s --dataset random:in=256,out=128 ;;
     # a GPU box serving with -ngl 0: the weights stay in host memory, the CPU does the work, the GPU idles
     cpu_only) run cpu_only medium "-ngl 0 -np 4 -c 8192" --concurrency 1,4 --duration 15s --dataset random:in=256,out=64 ;;
     # 8 of V2-Lite's 27 layers on the GPU: the 19 on the CPU set the step
