@@ -795,6 +795,14 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
         if (tp > 0) { itl = tp; point = "median TPOT"; }
     }
     double batch = fmax(1, round(done * (e2el - ttft) / dur));
+    /* At one user every gap is a decode step of one sequence, so the mean gap is the mean step: what
+     * the run's throughput and TPOT hold, and what the simulated step (no jitter: its median is its
+     * mean) must be to reproduce them. The median sits below it by the host's jitter (2-9 % on the
+     * real sweeps' c = 1 levels, whose calibrated profiles then overshot their own throughput by as
+     * much). Above one user other prompts stall some gaps, which the median skips and the closed
+     * form below does not model: the median stays the point there. */
+    double mean_itl = json_number_value(json_object_get(doc, METRIC(mean_itl_ms))) / 1e3;
+    if (batch == 1 && !strcmp(point, "median ITL") && mean_itl > 0) { itl = mean_itl; point = "mean ITL"; }
     double ctx = tin / done + tout / done / 2;
     /* llama-server (profile kv_window): every step's attention spans the cells in use, idle slots'
      * included; the run's own count of them is its usage x the capacity it read from /props */

@@ -541,6 +541,11 @@ TEST(sim_validate_every_real_sweep_pooled) {
         int before = tot_all;
         int n = fixture_sweep(name, sw[s].model ? medium : lite, sw[s].gpu, sw[s].dtype, e, &in_all, &tot_all);
         CHECK_MSG(n >= 4 && tot_all - before == 2 * (n - 1), "%s: %d levels, %d predicted metrics", sw[s].sweep, n, tot_all - before);
+        /* the calibrated profile reproduces its own point: the steps are fitted to the level's mean
+         * gap, so what is left is the prompt (fitted to its median, at most a tenth of a request's
+         * time at c = 1 here) and the HTTP path. Fitted to the median gap, the throughput came out
+         * 2-9 % high on 26 of the 30 (the host's jitter lifts the mean step above the median) */
+        CHECK_MSG(n >= 1 && fabs(e[1][0]) <= 3, "%s: the calibration point's throughput off by %+.1f%%", sw[s].sweep, e[1][0]);
     }
     CHECK_EQ_INT(tot_all, 260);
     CHECK_MSG(in_all >= coverage_floor(tot_all), "%d of %d inside the calibrated 80%% intervals (floor %d)", in_all, tot_all,
