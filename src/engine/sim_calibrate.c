@@ -927,6 +927,11 @@ const json_t *sim_run_results(const json_t *doc) {
     return !strncmp(schema, "dsperf.sweep/", 13) && json_is_object(r) ? r : NULL;
 }
 
+int sim_calibrate_results(const sim_params *p, const json_t *results, sim_calibration *out, char *err, size_t errlen) {
+    if (!json_is_object(results)) { snprintf(err, errlen, "not a results object"); return -1; }
+    return calibrate_aggregate(p, (json_t *)results, out, err, errlen);
+}
+
 int sim_calibrate_from_files(const sim_params *p, const char *results_path, const char *requests_jsonl,
                              sim_calibration *out, char *err, size_t errlen) {
     const char *jsonl = requests_jsonl;

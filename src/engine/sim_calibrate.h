@@ -39,6 +39,9 @@ int sim_calibrate(const sim_params *p, const sim_calib_data *d, sim_calibration 
  * loop: its results JSON calibrates). -1 with err, -2 when the input cannot calibrate this setup. */
 int sim_calibrate_from_files(const sim_params *p, const char *results_path, const char *requests_jsonl,
                              sim_calibration *out, char *err, size_t errlen);
+/* The aggregate fit on one run's results object in memory (a results document, or one level of a
+ * sweep): what sim_calibrate_from_files does with a results JSON. */
+int sim_calibrate_results(const sim_params *p, const json_t *results, sim_calibration *out, char *err, size_t errlen);
 int sim_calibration_write(const sim_calibration *c, const sim_params *p, const char *path, char *err, size_t errlen);
 void sim_calibration_print(FILE *f, const sim_calibration *c, const char *path);
 /* The KV cells a llama-server run held, time-averaged: its results' mean KV usage (the server's

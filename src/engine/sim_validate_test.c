@@ -653,3 +653,67 @@ TEST(sim_validate_sweep_takes_its_setup_from_the_run) {
     free(o);
 }
 
+
+/* The predicted median TPOT at load `load` in `sim --validate` output (the first such line). */
+static double predicted_tpot_at(const char *out, double load) {
+    for (const char *l = out; l && (l = strchr(l, '\n')); ) {
+        l++;
+        double ld, x, m, p;
+        char name[32];
+        if (sscanf(l, "%lf %lf %31s %lf %lf", &ld, &x, name, &m, &p) == 5 && ld == load && !strcmp(name, "median_tpot_ms")) return p;
+    }
+    return NAN;
+}
+
+/* A sweep run with --repeats (tests/fixtures/real-gpu/h100g_repeat.json: a seventh H100 host, three
+ * runs of each level on one server) calibrates on every run of its lowest load: each run's profile
+ * predicts every level and the prediction is their mean, which the three sweeps of one repeat each
+ * give apart (5 significant digits printed). The c = 1 runs differ by 12 % (12.1-13.6 ms TPOT):
+ * calibrated on the first alone, c = 8 came out 64.05 ms, on the mean of the three 67.02. All three
+ * repeats of c = 2, 4, 8 are within 15 % (each single-run calibration predicted them so, made before
+ * the pooling), and every repeat of the lowest load is a calibration point, not a prediction. */
+TEST(sim_validate_repeated_levels_calibrate_together) {
+    const char *path = "tests/fixtures/real-gpu/h100g_repeat.json";
+    char *o = NULL;
+    CHECK_EQ_INT(test_run("sim --validate tests/fixtures/real-gpu/h100g_repeat.json", &o, NULL), 0);
+    CHECK(o && strstr(o, "the lowest load ran 3 times (--repeats)"));
+    CHECK(o && strstr(o, "at 2-8x the calibration load: 18 of 18 metrics within 15%"));
+    int calpoints = 0;
+    for (const char *q = o; q && (q = strstr(q, "median_tpot_ms")); q++)
+        if (!strncmp(strchr(q, '\n') - 19, "(calibration point)", 19)) calpoints++;
+    CHECK_EQ_INT(calpoints, 3);
+    int inside = -1, total = -1;
+    const char *cov = o ? strstr(o, "80% intervals (calibrated): ") : NULL;
+    CHECK(cov && sscanf(cov, "80%% intervals (calibrated): %d of %d", &inside, &total) == 2);
+    CHECK_EQ_INT(total, 18);
+    CHECK_MSG(inside >= coverage_floor(total), "%d of %d inside (floor %d)", inside, total, coverage_floor(total));
+    /* the same sweep cut into its three repeats: each calibrates on its own c = 1 */
+    json_error_t je;
+    json_t *d = json_load_file(path, 0, &je);
+    CHECK_MSG(d != NULL, "%s: %s", path, je.text);
+    if (!d) { free(o); return; }
+    double sum[3] = {0};
+    for (int r = 0; r < 3; r++) {
+        json_t *one = json_deep_copy(d), *keep = json_array();
+        size_t i;
+        json_t *lv;
+        json_array_foreach(json_object_get(d, "levels"), i, lv)
+            if (json_integer_value(json_object_get(lv, "repeat")) == r) json_array_append(keep, lv);
+        json_object_set_new(one, "levels", keep);
+        char tmp[512], cmd[640], *out = NULL;
+        snprintf(tmp, sizeof tmp, "%s/rep%d.json", harness_tmpdir(), r);
+        CHECK_EQ_INT(json_dump_file(one, tmp, 0), 0);
+        json_decref(one);
+        snprintf(cmd, sizeof cmd, "sim --validate %s", tmp);
+        CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+        CHECK(out && !strstr(out, "--repeats"));
+        for (int k = 0; k < 3; k++) sum[k] += predicted_tpot_at(out, 2 << k) / 3;
+        free(out);
+    }
+    json_decref(d);
+    for (int k = 0; k < 3; k++) {
+        double pooled = predicted_tpot_at(o, 2 << k);
+        CHECK_MSG(fabs(pooled / sum[k] - 1) < 2e-4, "c = %d: pooled %.5g, the three runs' mean %.5g", 2 << k, pooled, sum[k]);
+    }
+    free(o);
+}
