@@ -449,6 +449,14 @@ TEST(nvml_stub_split_layer_turns) {
     test_serve_stop(&sv);
     if (!doc) return;
     CHECK_EQ_INT((int)json_array_size(json_object_get(json_object_get(doc, "telemetry"), "gpu")), 2);
+    /* the environment lists the GPUs the sampler saw (it stayed empty before stop 44) */
+    const json_t *env_gpus = json_object_get(json_object_get(doc, "environment"), "gpus");
+    CHECK_EQ_INT((int)json_array_size(env_gpus), 2);
+    for (int i = 0; i < 2; i++) {
+        const json_t *t = json_array_get(json_object_get(json_object_get(doc, "telemetry"), "gpu"), (size_t)i);
+        CHECK(json_equal(json_object_get(json_array_get(env_gpus, (size_t)i), "uuid"), json_object_get(t, "uuid")));
+        CHECK(json_is_string(json_object_get(json_array_get(env_gpus, (size_t)i), "name")));
+    }
     json_t *dg = split_diagnose(doc);
     const json_t *f = split_finding(dg, "layer_split");
     CHECK_MSG(f != NULL, "no layer_split finding");

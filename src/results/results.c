@@ -51,8 +51,25 @@ static json_t *environment(void) {
     json_object_set_new(env, "cpu_model", cpu_model());
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     json_object_set_new(env, "cpus", n > 0 ? json_integer(n) : json_null());
-    json_object_set_new(env, "gpus", json_array());   /* filled by telemetry when it runs */
+    json_object_set_new(env, "gpus", json_array());   /* results_env_gpus_from_telemetry fills it */
     return env;
+}
+
+void results_env_gpus_from_telemetry(json_t *results) {
+    json_t *env = json_object_get(results, "environment"), *list = json_object_get(env, "gpus");
+    if (!json_is_array(list)) return;
+    json_array_clear(list);
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(json_object_get(results, "telemetry"), "gpu"), i, g) {
+        json_t *e = json_object();
+        static const char *const keys[] = {"index", "name", "uuid", "mem_total_mib"};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            json_t *v = json_object_get(g, keys[k]);
+            if (v) json_object_set(e, keys[k], v);
+        }
+        json_array_append_new(list, e);
+    }
 }
 
 /* ---- the example message of each error class ---- */

@@ -28,6 +28,9 @@ json_t *results_build(const recset *recs, const summary_opts *o, const results_m
  * (with how many carry it and the earliest such request), largest class first
  * ([{"class","status"?,"count","message","message_count","first_request"}]). */
 json_t *results_error_examples(const recset *recs);
+/* environment.gpus from the run's telemetry (telemetry.gpu: index, name, uuid, memory of each GPU
+ * the sampler saw); left empty when the run sampled none. */
+void results_env_gpus_from_telemetry(json_t *results);
 /* Writes the document atomically (pretty-printed). 0 ok, -1 with err filled. */
 int results_write_json(const char *path, const json_t *results, char *err, size_t errlen);
 /* Writes one JSON line per request with every timestamp (ns, relative to the first send) and

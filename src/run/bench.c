@@ -415,6 +415,7 @@ ds_result bench_run_once_hook(bench_opts *b, const dataset *ds, ds_stop_flag *st
         json_object_set(out->results, "dist", m.section);
         dist_merged_free(&m);
     }
+    results_env_gpus_from_telemetry(out->results);
     add_deployment(out->results, b);
     if (b->sim_served) {
         /* against the simulator the measured figures are its predictions (plus loopback transit):
