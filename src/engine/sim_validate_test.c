@@ -716,4 +716,10 @@ TEST(sim_validate_repeated_levels_calibrate_together) {
         CHECK_MSG(fabs(pooled / sum[k] - 1) < 2e-4, "c = %d: pooled %.5g, the three runs' mean %.5g", 2 << k, pooled, sum[k]);
     }
     free(o);
+    /* one profile from a sweep is its lowest load's first run, and says so */
+    char cmd[640], *c = NULL;
+    snprintf(cmd, sizeof cmd, "sim --calibrate %s --profile-out %s/rep.profile.json", path, harness_tmpdir());
+    CHECK_EQ_INT(test_run(cmd, &c, NULL), 0);
+    CHECK(c && strstr(c, "Calibrating on the sweep's lowest load (c = 1), the first of its 3 runs"));
+    free(c);
 }

@@ -291,6 +291,31 @@ static void setup_from_run(const char *file, sim_params *p, char *said, size_t s
     json_decref(doc);
 }
 
+/* A sweep calibrates on its lowest load's first run (sim_run_results): say which, and how many runs
+ * of it the sweep holds (--repeats), which `sim --validate SWEEP.json` calibrates on together. */
+static void say_sweep_level(const char *file, FILE *out) {
+    json_t *doc = json_load_file(file, 0, NULL);
+    const char *schema = json_string_value(json_object_get(doc, "schema"));
+    const json_t *levels = json_object_get(doc, "levels");
+    if (schema && !strncmp(schema, "dsperf.sweep/", 13) && json_array_size(levels)) {
+        double base = json_number_value(json_object_get(json_array_get(levels, 0), "load"));
+        const char *axis = json_string_value(json_object_get(doc, "axis"));
+        char at[64];
+        if (axis && !strcmp(axis, "concurrency")) snprintf(at, sizeof at, "c = %g", base);
+        else if (axis && !strcmp(axis, "rate")) snprintf(at, sizeof at, "%g req/s", base);
+        else snprintf(at, sizeof at, "%s %g", axis ? axis : "load", base);
+        size_t i, runs = 0;
+        const json_t *lv;
+        json_array_foreach(levels, i, lv) runs += json_number_value(json_object_get(lv, "load")) == base;
+        if (runs > 1)
+            fprintf(out, "Calibrating on the sweep's lowest load (%s), the first of its %zu runs (`dsperf sim --validate %s` "
+                    "calibrates on all of them and predicts their mean)\n", at, runs, file);
+        else
+            fprintf(out, "Calibrating on the sweep's lowest load (%s)\n", at);
+    }
+    json_decref(doc);
+}
+
 ds_result run_sim_calibrate(const sim_params *given, const char *file, const char *requests_jsonl, const char *profile_out,
                             FILE *summary, char *err, size_t errlen) {
     sim_calibration cal;
@@ -298,6 +323,7 @@ ds_result run_sim_calibrate(const sim_params *given, const char *file, const cha
     sim_params setup = *given, *p = &setup;
     setup_from_run(file, p, said, sizeof said);
     if (summary && said[0]) fprintf(summary, "The run's deployment: %s\n", said);
+    if (summary) say_sweep_level(file, summary);
     int rc = sim_calibrate_from_files(p, file, requests_jsonl, &cal, why, sizeof why);
     if (rc < 0) {
         snprintf(err, errlen, "calibrate: %s", why);
