@@ -797,7 +797,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     double batch = fmax(1, round(done * (e2el - ttft) / dur));
     /* At one user every gap is a decode step of one sequence, so the mean gap is the mean step: what
      * the run's throughput and TPOT hold, and what the simulated step (no jitter: its median is its
-     * mean) must be to reproduce them. The median sits below it by the host's jitter (2-9 % on the
+     * mean) must be to reproduce them. The median sits below it by the host's jitter (up to 9 % on the
      * real sweeps' c = 1 levels, whose calibrated profiles then overshot their own throughput by as
      * much). Above one user other prompts stall some gaps, which the median skips and the closed
      * form below does not model: the median stays the point there. */
