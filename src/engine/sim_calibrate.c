@@ -953,7 +953,7 @@ int sim_calibrate_from_files(const sim_params *p, const char *results_path, cons
         jsonl = NULL;
     }
     if (!jsonl && res) {
-        int rc = calibrate_aggregate(p, (json_t *)res, out, err, errlen);
+        int rc = sim_calibrate_results(p, res, out, err, errlen);
         json_decref(doc);
         return rc;
     }

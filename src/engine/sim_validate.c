@@ -1279,20 +1279,6 @@ static int32_t spec_request_tokens(const char *spec) {
     return n > 0 ? (int32_t)lround(sum / (double)n) : 0;
 }
 
-/* The server a sweep measured (its deployment block, from the server itself: llama-server's GET
- * /props): the running sequences it admits (-np) and its KV capacity in tokens (-c), each 0 where
- * the run only assumed it; *source says where the cap came from. */
-static void sim_run_server(const json_t *results, int *max_num_seqs, double *kv_tokens, const char **source) {
-    const json_t *dep = json_object_get(results, "deployment");
-    json_t *mns = json_object_get(dep, "max_num_seqs"), *cap = json_object_get(dep, "kv_capacity_tokens");
-    double n = json_number_value(json_object_get(mns, "value")), t = json_number_value(json_object_get(cap, "value"));
-    *max_num_seqs = n >= 1 && n < 1 << 20 && !json_is_true(json_object_get(mns, "assumed")) ? (int)n : 0;
-    /* kv_capacity_set: the server's own -c (llama-server), not a size dsperf inferred */
-    *kv_tokens = t > 0 && !json_is_true(json_object_get(cap, "assumed")) &&
-                 json_is_true(json_object_get(json_object_get(dep, "kv_capacity_set"), "value")) ? t : 0;
-    if (source) *source = json_string_value(json_object_get(mns, "source"));
-}
-
 /* Calibrate, then predict, on a measured sweep: the lowest load calibrates the setup's own
  * factors (sim --calibrate on it), then every level is simulated as it was run (its concurrency,
  * the sweep's dataset, the requests it completed after the sweep's warm-ups) and compared with what
@@ -1308,17 +1294,9 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
         json_decref(doc);
         return -1;
     }
-    /* the server's own slot count where the sweep read it (llama-server's /props total_slots): with
-     * idle slots keeping their KV (profile kv_window) it sets how far the window grows */
-    sim_params sp = *setup;
-    int slots;
-    double kv_tokens;
-    const char *slots_source;
-    sim_run_server(doc, &slots, &kv_tokens, &slots_source);
-    if (slots > 0) sp.max_num_seqs = slots;
-    /* and its KV capacity (-c), as a profile calibrated on the run would simulate it */
-    if (kv_tokens > 0 && !(sp.given & SIM_GIVEN_BLOCKS)) sp.num_gpu_blocks = (long long)ceil(kv_tokens / (sp.block_size > 0 ? sp.block_size : 16));
-    setup = &sp;
+    /* setup holds the sweep's server as its run stated it (deploy_sim_setup, in the run layer): the
+     * slots it admits (llama-server's -np, which with idle slots keeping their KV sets how far the
+     * window grows) and its KV capacity (-c), where no flag gave them */
     /* the lowest load calibrates; a sweep run with --repeats has several runs of it, and each
      * calibrates a profile of its own: the predictions are their mean (one run of one user moves
      * the step by several percent: the H100 sweep h100g_repeat's three c = 1 runs, 12.1-13.6 ms) */
@@ -1338,7 +1316,6 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
     if (n_cal > 1)
         fprintf(out, "  the lowest load ran %d times (--repeats): each run calibrates a profile, the predictions are their mean "
                 "(the first run's fit below)\n", n_cal);
-    if (slots > 0) fprintf(out, "  %d sequences at most (the sweep's server: %s)\n", slots, slots_source ? slots_source : "its deployment");
     for (int i = 0; i < cal[0].n_notes; i++) fprintf(out, "  %s\n", cal[0].notes[i]);
     fprintf(out, "%-6s %-7s %-20s %12s %12s %8s %s\n", "load", "x base", "metric", "measured", "predicted", "error", "inside");
     /* median TTFT and ITL too, shown but not scored (no interval: the prompt's host time is the

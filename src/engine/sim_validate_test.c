@@ -156,8 +156,14 @@ TEST(sim_validate_refuses_a_fitted_parameter_in_a_row) {
 static int sweep_run_on(const char *path, const char *profile, const char *model, const char *gpu, const char *dtype, double pred[8],
                         double meas[8], double err_pct[2][8], int *inside, int *total) {
     char cmd[1024], *out = NULL;
-    snprintf(cmd, sizeof cmd, "sim --validate %s --engine-profile %s %s --gpu %s --weight-dtype %s --max-num-seqs 32", path, profile,
-             model, gpu, dtype);
+    /* the server's slot cap as the sweep read it (GET /props); the one sweep recorded before dsperf
+     * read it (medium_sweep) ran llama-server -np 32, as every overhead construction does
+     * (fixtures README): a flag says so there, and only there, since a flag overrides the run */
+    json_t *d = json_load_file(path, 0, NULL);
+    int stated = json_is_number(json_object_get(json_object_get(json_object_get(d, "deployment"), "max_num_seqs"), "value"));
+    json_decref(d);
+    snprintf(cmd, sizeof cmd, "sim --validate %s --engine-profile %s %s --gpu %s --weight-dtype %s%s", path, profile, model, gpu, dtype,
+             stated ? "" : " --max-num-seqs 32");
     int rc = test_run(cmd, &out, NULL), n = 0, nt = 0;
     CHECK_EQ_INT(rc, 0);
     for (const char *l = out; l && (l = strchr(l, '\n')) && n < 8; ) {
@@ -627,6 +633,17 @@ TEST(sim_validate_fresh_prompt_sweeps) {
               coverage_floor(tot_all));
 }
 
+/* The predicted median TPOT at load `load` in `sim --validate` output (the first such line). */
+static double predicted_tpot_at(const char *out, double load) {
+    for (const char *l = out; l && (l = strchr(l, '\n')); ) {
+        l++;
+        double ld, x, m, p;
+        char name[32];
+        if (sscanf(l, "%lf %lf %31s %lf %lf", &ld, &x, name, &m, &p) == 5 && ld == load && !strcmp(name, "median_tpot_ms")) return p;
+    }
+    return NAN;
+}
+
 /* A sweep carries its own deployment (the server's /props, the GGUF header, NVML): `sim --validate`
  * with no setup flag at all predicts exactly what the flags of notes/sweeps.sh gave (the fresh V2-Lite
  * f16 and 906M-preset Q4_0 sweeps), and says what it took; a sweep that stated no model (the first
@@ -651,19 +668,18 @@ TEST(sim_validate_sweep_takes_its_setup_from_the_run) {
     CHECK_EQ_INT(test_run("sim --validate tests/fixtures/real-gpu/medium_sweep.json", &o, NULL), 0);
     CHECK(o && strstr(o, "model not stated by the run: the default deepseek-v2-lite"));
     free(o);
+    /* a flag overrides what the run stated: 4 slots where the server had 32 (-np 32) run c = 8 as
+     * two batches of 4, each step shorter (the sweep's own slot count once overrode the flag) */
+    char *a = NULL, *b = NULL;
+    CHECK_EQ_INT(test_run("sim --validate tests/fixtures/real-gpu/h100e_overhead.json", &a, NULL), 0);
+    CHECK_EQ_INT(test_run("sim --validate tests/fixtures/real-gpu/h100e_overhead.json --max-num-seqs 4", &b, NULL), 0);
+    CHECK(a && b && !strstr(b, "32 running sequences at most"));
+    double t32 = a ? predicted_tpot_at(a, 8) : NAN, t4 = b ? predicted_tpot_at(b, 8) : NAN;
+    CHECK_MSG(t4 < 0.8 * t32, "c = 8 with 4 slots: TPOT %.4g ms, with the server's 32: %.4g", t4, t32);
+    free(a);
+    free(b);
 }
 
-
-/* The predicted median TPOT at load `load` in `sim --validate` output (the first such line). */
-static double predicted_tpot_at(const char *out, double load) {
-    for (const char *l = out; l && (l = strchr(l, '\n')); ) {
-        l++;
-        double ld, x, m, p;
-        char name[32];
-        if (sscanf(l, "%lf %lf %31s %lf %lf", &ld, &x, name, &m, &p) == 5 && ld == load && !strcmp(name, "median_tpot_ms")) return p;
-    }
-    return NAN;
-}
 
 /* A sweep run with --repeats (tests/fixtures/real-gpu/h100g_repeat.json: a seventh H100 host, three
  * runs of each level on one server) calibrates on every run of its lowest load: each run's profile
