@@ -117,6 +117,10 @@ void sim_params_prefill_side(const sim_params *p, sim_params *out);
 long long sim_params_kv_blocks(const sim_params *p, const cost_model *c);
 /* Reads a calibration profile (JSON written by `dsperf sim --calibrate`) into p->factors. */
 int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t errlen);
+/* The model as an architecture given whole, in Hugging Face config.json names (a profile's
+ * setup.architecture, a simulated run's config.sim.architecture: a GGUF's header as a run read it).
+ * 0 ok; -1 with err, p unchanged. */
+int sim_params_set_arch(sim_params *p, const json_t *hf, const char *what, const char *name, char *err, size_t errlen);
 /* The model simulated, by name: the architecture's own, the config.json path, or the catalog name. */
 const char *sim_params_model_name(const sim_params *p);
 /* Sets p's factors from a {"bw_eff": .., "step_overhead_s": .., ...} object (a profile's "factors" or a

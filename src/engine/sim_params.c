@@ -473,12 +473,11 @@ static int apply_setup(sim_params *p, const json_t *setup, const char *path, cha
     json_t *arch = json_object_get(setup, "architecture");
     if (json_is_object(arch) && !(given & SIM_GIVEN_MODEL)) {
         char why[256];
-        if (model_arch_from_hf_json(arch, "setup.architecture", json_string_value(json_object_get(setup, "model")) ?: "profile", &p->arch, why,
-                                    sizeof why) < 0) {
+        if (sim_params_set_arch(p, arch, "setup.architecture", json_string_value(json_object_get(setup, "model")) ?: "profile", why,
+                                sizeof why) < 0) {
             snprintf(err, errlen, "profile %s: %s", path, why);
             return -1;
         }
-        p->arch_set = true;
         p->from_profile |= SIM_GIVEN_MODEL;
     }
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
@@ -642,6 +641,14 @@ long long sim_params_kv_blocks(const sim_params *p, const cost_model *c) {
     if (avail <= 0) return 0;
     /* every attention DP rank holds the KV of its own sequences */
     return (long long)floor(avail / (p->block_size * c->kv_bytes_per_token)) * c->dp;
+}
+
+int sim_params_set_arch(sim_params *p, const json_t *hf, const char *what, const char *name, char *err, size_t errlen) {
+    model_arch a;
+    if (model_arch_from_hf_json(hf, what, name, &a, err, errlen) < 0) return -1;
+    p->arch = a;
+    p->arch_set = true;
+    return 0;
 }
 
 const char *sim_params_model_name(const sim_params *p) {

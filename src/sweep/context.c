@@ -259,13 +259,8 @@ static int predict_params(const json_t *res, const deploy_flags *flags, sim_para
             const json_t *v = get(sim, keys[i][0]);
             if (v && !(json_is_integer(v) && json_integer_value(v) == 0)) set_key(p, keys[i][1], v);
         }
-        model_arch a;
-        char ae[128];
-        if (json_is_object(get(sim, "architecture")) &&
-            model_arch_from_hf_json(get(sim, "architecture"), "config.sim.architecture", "sim", &a, ae, sizeof ae) == 0) {
-            p->arch = a;   /* a model given whole (a profile calibrated on a GGUF) */
-            p->arch_set = true;
-        }
+        char ae[128];   /* a model given whole (a profile calibrated on a GGUF): kept as the catalog's otherwise */
+        if (json_is_object(get(sim, "architecture"))) sim_params_set_arch(p, get(sim, "architecture"), "config.sim.architecture", "sim", ae, sizeof ae);
         const json_t *eng = get(res, "engine"), *f = get(eng, "factors");
         /* the blocks the engine really had: exact capacity, whatever the memory arithmetic */
         if (json_is_integer(get(eng, "kv_blocks")) && json_integer_value(get(eng, "kv_blocks")) > 0)
