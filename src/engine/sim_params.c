@@ -483,7 +483,7 @@ static int apply_setup(sim_params *p, const json_t *setup, const char *path, cha
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
         json_t *v = json_object_get(setup, m[i].json);
         if (m[i].bit == SIM_GIVEN_MODEL && p->arch_set && (p->from_profile & SIM_GIVEN_MODEL)) continue;
-        if (!v || (m[i].bit == SIM_GIVEN_SEQS ? seqs_set : (given & m[i].bit) != 0)) continue;
+        if (!v || (given & m[i].bit)) continue;
         char val[600];
         const char *key = m[i].key;
         if (json_is_string(v)) {

@@ -268,12 +268,11 @@ done:
     return rc;
 }
 
-/* The setup flags left open, from what the measured run in `file` stated about its deployment (a
+/* The setup flags left open, from what the measured run in doc stated about its deployment (a
  * results document, or a sweep's lowest level): *p filled in, and what was taken in said ("" when
  * none: a per-request JSONL, a run that stated nothing, every key given). */
-static void setup_from_run(const char *file, sim_params *p, char *said, size_t saidlen) {
+static void setup_from_run(const json_t *doc, sim_params *p, char *said, size_t saidlen) {
     said[0] = 0;
-    json_t *doc = json_load_file(file, 0, NULL);
     const json_t *res = sim_run_results(doc);
     deploy d;
     char e[256], sim_prof[160] = "";
@@ -288,13 +287,11 @@ static void setup_from_run(const char *file, sim_params *p, char *said, size_t s
         size_t n = strlen(sim_prof), m = strlen(said);
         if (n + m < saidlen) { memmove(said + n, said, m + 1); memcpy(said, sim_prof, n); }
     }
-    json_decref(doc);
 }
 
 /* A sweep calibrates on its lowest load's first run (sim_run_results): say which, and how many runs
  * of it the sweep holds (--repeats), which `sim --validate SWEEP.json` calibrates on together. */
-static void say_sweep_level(const char *file, FILE *out) {
-    json_t *doc = json_load_file(file, 0, NULL);
+static void say_sweep_level(const json_t *doc, const char *file, FILE *out) {
     const char *schema = json_string_value(json_object_get(doc, "schema"));
     const json_t *levels = json_object_get(doc, "levels");
     if (schema && !strncmp(schema, "dsperf.sweep/", 13) && json_array_size(levels)) {
@@ -313,7 +310,6 @@ static void say_sweep_level(const char *file, FILE *out) {
         else
             fprintf(out, "Calibrating on the sweep's lowest load (%s)\n", at);
     }
-    json_decref(doc);
 }
 
 ds_result run_sim_calibrate(const sim_params *given, const char *file, const char *requests_jsonl, const char *profile_out,
@@ -321,9 +317,11 @@ ds_result run_sim_calibrate(const sim_params *given, const char *file, const cha
     sim_calibration cal;
     char why[512], said[1024];
     sim_params setup = *given, *p = &setup;
-    setup_from_run(file, p, said, sizeof said);
+    json_t *doc = json_load_file(file, 0, NULL);   /* NULL for a per-request JSONL: nothing to take */
+    setup_from_run(doc, p, said, sizeof said);
     if (summary && said[0]) fprintf(summary, "The run's deployment: %s\n", said);
-    if (summary) say_sweep_level(file, summary);
+    if (summary) say_sweep_level(doc, file, summary);
+    json_decref(doc);
     int rc = sim_calibrate_from_files(p, file, requests_jsonl, &cal, why, sizeof why);
     if (rc < 0) {
         snprintf(err, errlen, "calibrate: %s", why);
@@ -341,7 +339,9 @@ ds_result run_sim_validate(const char *path, const sim_params *p, bool fit, bool
     if (val_is_sweep(path)) {   /* a measured sweep: calibrate on its lowest load, predict the rest */
         sim_params setup = *p;
         char said[1024];
-        setup_from_run(path, &setup, said, sizeof said);
+        json_t *doc = json_load_file(path, 0, NULL);
+        setup_from_run(doc, &setup, said, sizeof said);
+        json_decref(doc);
         if (said[0]) fprintf(out, "the sweep's deployment: %s\n", said);
         if (val_sweep(path, &setup, out, why, sizeof why) == 0) return DS_OK;
         snprintf(err, errlen, "--validate: %s", why);
