@@ -218,6 +218,13 @@ TEST(sim_calibrate_profile_keeps_the_calibrated_deployment) {
     CHECK_STR(p.engine_profile, "llamacpp-b4747");
     CHECK(sim_params_set(&p, "weight-dtype", "int8", err, sizeof err) == 0);
     CHECK_STR(p.weight_dtype, "int8");
+    /* another engine profile by flag keeps the calibrated server's running-sequence cap (it once took
+     * the profile's default: llamacpp's 4 slots in place of the server's 32) */
+    sim_params q;
+    sim_default_params(&q);
+    CHECK_MSG(sim_params_set(&q, "profile", prof, err, sizeof err) == 0, "%s", err);
+    CHECK(sim_params_set(&q, "engine-profile", "llamacpp", err, sizeof err) == 0);
+    CHECK_EQ_INT(q.max_num_seqs, 32);
     /* predicted at c = 4 from the profile alone: the four users run side by side (TTFT is a prompt's
      * time, well under a request's end-to-end), as the 32-slot server they ran on did */
     char *out = NULL;

@@ -140,10 +140,10 @@ static const char *const keys[] = {
 const char *const *sim_params_keys(void) { return keys; }
 
 /* Names the engine profile; its default running sequences (max_batch: llama-server's slots, ATOM's
- * 512) take the place of max_num_seqs unless --max-num-seqs set it. */
+ * 512) take the place of max_num_seqs unless --max-num-seqs or a calibrated profile's server set it. */
 static void set_profile(sim_params *p, const engine_profile *pr) {
     snprintf(p->engine_profile, sizeof p->engine_profile, "%s", pr->name);
-    if (!p->max_num_seqs_set) p->max_num_seqs = pr->max_batch > 0 ? pr->max_batch : DEFAULT_MAX_SEQS;
+    if (!p->max_num_seqs_set && !(p->from_profile & SIM_GIVEN_SEQS)) p->max_num_seqs = pr->max_batch > 0 ? pr->max_batch : DEFAULT_MAX_SEQS;
 }
 
 /* "4.8TB/s", "989T", "1.979e15", "900GB/s", "141GiB": a number with an optional SI/IEC suffix,
