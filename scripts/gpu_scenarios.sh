@@ -17,7 +17,7 @@
 # sweeps, run when named; the quantized ones also build llama-quantize), floor_f16, floor_q8 and floor_q4
 # (the loop kernels' GPU time per weight type, run when named), overhead_long_q8, medium_f16,
 # medium_q8, medium_q4 and long_q4 (further hold-outs: Q8_0 and Q4_0 with long requests, the 906M preset
-# in three weight types; run when named); repeat (three repeats of each level, run when named); and on a machine with two or more GPUs the four split runs (`multigpu`
+# in three weight types; run when named); repeat (three repeats of each level, run when named); restart_a..c and pinned_a..b (one server started anew, its threads watched; run when named); and on a machine with two or more GPUs the four split runs (`multigpu`
 # names them all): layer_split (-sm layer, c = 1..32), row_split (-sm row, same load), uneven_split
 # (-sm layer -ts 3,1), two_servers (one llama-server per GPU, -sm none, two URLs benched as one job:
 # two ranks under mpirun, one per server). Asked for on fewer than two GPUs, they are refused (exit 2)
@@ -143,6 +143,24 @@ run() {   # run NAME MODEL "SERVER FLAGS" SWEEP ARGS...
   tail -n 60 "$WORK/server.log" >"$OUT/gpu_$name.server.log"
   log "scenario $name done"
 }
+# run with the server's threads watched: every 2 s, which core each of llama-server's threads is on
+# and its CPU share (ps -L), into OUT/gpu_NAME.threads.txt; with PIN set, the main thread alone (the one
+# that launches the kernels; its tid is the pid) is pinned to core PIN first (taskset -p, no -a)
+run_watched() {   # run_watched NAME MODEL "SERVER FLAGS" SWEEP ARGS...
+  name=$1 model=$2 flags=$3; shift 3
+  log "scenario $name: llama-server $flags${PIN:+, main thread on core $PIN}"
+  [ -s "$OUT/host.txt" ] || { lscpu; nvidia-smi topo -m; } >"$OUT/host.txt" 2>&1
+  # shellcheck disable=SC2086
+  start_server "$model" $flags || return 0
+  [ -n "${PIN:-}" ] && taskset -pc "$PIN" $SPID >>"$OUT/gpu_$name.threads.txt" 2>&1
+  ( while kill -0 $SPID 2>/dev/null; do echo "--- $(date +%s.%N)"; ps -L -o tid=,psr=,pcpu=,comm= -p $SPID; sleep 2; done ) >>"$OUT/gpu_$name.threads.txt" 2>&1 &
+  WPID=$!
+  ds sweep --url "http://127.0.0.1:$PORT" --tokenizer "$VOCAB" --gpu-ids all --server-metrics "http://127.0.0.1:$PORT/metrics" \
+     --host-metrics --server-pid $SPID --warmup 2 --no-progress --out "$OUT/gpu_$name.json" "$@" >"$OUT/gpu_$name.txt" 2>&1 || true
+  stop_server; stop_pid $WPID
+  tail -n 60 "$WORK/server.log" >"$OUT/gpu_$name.server.log"
+  log "scenario $name done"
+}
 # Two independent servers, one per GPU (each sees only its own: CUDA_VISIBLE_DEVICES; -sm none says
 # so on its command line), benched as one job: rank 0 against the first URL, rank 1 against the
 # second, under mpirun on this host. Rank 0 samples every GPU (NVML sees both whatever CUDA sees),
@@ -202,6 +220,11 @@ for s in $SCENARIOS; do
     # repeatability: the overhead construction at 1-8 users, three repeats of every level (fresh
     # prompts each), each level long enough for two or more waves of its closed loop: how far two runs of
     # one level on one host differ, against the simulator's error at 2-8x (issue 30)
+    # process to process: the same server started anew on one host, c = 1, 4, 8; restart_* as started,
+    # pinned_* with the kernel-launching main thread pinned to one core: does the host's share of a
+    # step at c >= 2 move between server processes while c = 1 stays (issue 30), and is it placement?
+    restart_a | restart_b | restart_c) run_watched "$s" v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1,4,8 --duration 12s --dataset random:in=256,out=128 ;;
+    pinned_a | pinned_b) PIN=${PIN:-2} run_watched "$s" v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1,4,8 --duration 12s --dataset random:in=256,out=128 ;;
     repeat) run repeat v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1..8x2 --repeats 3 --duration 20s --dataset random:in=256,out=128 ;;
     # a GPU box serving with -ngl 0: the weights stay in host memory, the CPU does the work, the GPU idles
     cpu_only) run cpu_only medium "-ngl 0 -np 4 -c 8192" --concurrency 1,4 --duration 15s --dataset random:in=256,out=64 ;;

@@ -633,6 +633,33 @@ TEST(sim_validate_fresh_prompt_sweeps) {
               coverage_floor(tot_all));
 }
 
+/* One server started five times on an eighth H100 host (tests/fixtures/real-gpu/README.md, stop 45:
+ * h100h_restart_a..c as started, h100h_pinned_a..b with the kernel-launching main thread pinned to
+ * one core), c = 1, 4, 8 each, predicted with the model as it stood: each calibrated on its own c = 1
+ * puts TPOT and throughput at c = 4 and 8 within 15%, the KV cells in use match llama-server's, and
+ * the twenty predictions cover as 80% intervals should. (Across the five starts c = 8's TPOT is
+ * 64.3-69.3 ms: what one host gives from process to process, against the 6x spread of the host's
+ * share of a step between hosts that README-sim.md describes.) */
+TEST(sim_validate_restarted_servers_one_host) {
+    static const char *const sw[] = {"h100h_restart_a", "h100h_restart_b", "h100h_restart_c", "h100h_pinned_a", "h100h_pinned_b"};
+    int in_all = 0, tot_all = 0;
+    for (size_t s = 0; s < sizeof sw / sizeof sw[0]; s++) {
+        char name[128], path[512];
+        snprintf(name, sizeof name, "%s.json", sw[s]);
+        snprintf(path, sizeof path, "tests/fixtures/real-gpu/%s", name);
+        double e[2][8];
+        int n = fixture_sweep(name, "--model deepseek-v2-lite", "h100", "fp16", e, &in_all, &tot_all);
+        CHECK_EQ_INT(n, 3);   /* c = 1, 4, 8 */
+        for (int i = 1; i < n && n == 3; i++)
+            for (int k = 0; k < 2; k++)
+                CHECK_MSG(fabs(e[k][i]) <= 15, "%s c = %d: %s off by %+.1f%%", sw[s], 4 << (i - 1), k ? "throughput" : "TPOT", e[k][i]);
+        check_slot_cells(path, "--model deepseek-v2-lite", "h100", "fp16", 3);
+    }
+    CHECK_EQ_INT(tot_all, 20);
+    CHECK_MSG(in_all >= coverage_floor(tot_all), "%d of %d inside the calibrated 80%% intervals (floor %d)", in_all, tot_all,
+              coverage_floor(tot_all));
+}
+
 /* The predicted median TPOT at load `load` in `sim --validate` output (the first such line). */
 static double predicted_tpot_at(const char *out, double load) {
     for (const char *l = out; l && (l = strchr(l, '\n')); ) {
