@@ -633,7 +633,7 @@ TEST(sim_validate_fresh_prompt_sweeps) {
               coverage_floor(tot_all));
 }
 
-/* One server started five times on an eighth H100 host (tests/fixtures/real-gpu/README.md, stop 45:
+/* One server started five times on a tenth H100 host (GPU-70677161) (tests/fixtures/real-gpu/README.md, stop 45:
  * h100h_restart_a..c as started, h100h_pinned_a..b with the kernel-launching main thread pinned to
  * one core), c = 1, 4, 8 each, predicted with the model as it stood: each calibrated on its own c = 1
  * puts TPOT and throughput at c = 4 and 8 within 15%, the KV cells in use match llama-server's, and
