@@ -134,6 +134,36 @@ TEST(diagnose_no_queue_when_admitted_equals_offered) {
     json_decref(doc);
 }
 
+/* The overhead-bound H200 level with the host series a virtual machine under a busy hypervisor would
+ * show (steal 6 %, the server's main thread waiting for a CPU 9 % of the time): the overhead finding
+ * names both; as measured (no such columns in that sweep) it names neither. */
+TEST(diagnose_overhead_names_steal_and_runq) {
+    json_t *doc = test_load_json("tests/fixtures/real-gpu/medium_sweep.json");
+    CHECK(doc != NULL);
+    if (!doc) return;
+    json_t *r = json_deep_copy(json_object_get(json_array_get(json_object_get(doc, "levels"), 3), "results"));
+    json_t *hs = json_object_get(json_object_get(json_object_get(r, "telemetry"), "host"), "series");
+    size_t n = json_array_size(json_object_get(hs, "t_s"));
+    CHECK(n > 2);
+    json_t *g = diag_o(r, "tests/fixtures/real-gpu/medium_config.json");
+    CHECK(finding(g, "engine_overhead") && !says(g, "steal") && !says(g, "waited for a CPU"));
+    json_decref(g);
+    json_t *steal = json_array(), *runq = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(steal, json_real(6));
+        json_array_append_new(runq, json_real(9));
+    }
+    json_object_set_new(hs, "steal_pct", steal);
+    json_object_set_new(hs, "server_runq_pct", runq);
+    g = diag_o(r, "tests/fixtures/real-gpu/medium_config.json");
+    CHECK(finding(g, "engine_overhead"));
+    CHECK(says(g, "took 6.0% of the host's CPU time (steal)"));
+    CHECK(says(g, "main thread waited for a CPU 9.0%"));
+    json_decref(g);
+    json_decref(r);
+    json_decref(doc);
+}
+
 /* The same H200 run as `-ngl 0` would show it: the server holds 300 MiB of GPU memory for 1.7 GiB of
  * weights, the GPU idles (5 %), the server keeps ten cores busy. That is a deployment that is not
  * what it should be, with -ngl as the knob, not "engine overhead: try vLLM". */

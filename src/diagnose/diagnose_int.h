@@ -56,6 +56,10 @@
                                           on the GPU (physics: they would not fit in what it holds) */
 #define DIAG_SERVER_CORES 3.0          /* server CPU in cores from which it computes on the host */
 #define DIAG_GPU_IDLE_PCT 20.0         /* NVML utilization under which a GPU with work offered idles */
+/* steal and run-queue shares worth naming beside an overhead-bound step: a 1 % steal on 16 vCPUs
+ * is a sixth of a core; a main thread waiting 2 % of the time stalls a launch-bound loop about as long */
+#define DIAG_STEAL_PCT 1.0
+#define DIAG_RUNQ_PCT 2.0
 #define DIAG_FEW_SAMPLES 100           /* requests under which a p99 is the maximum of few samples */
 
 typedef struct {

@@ -330,6 +330,16 @@ static void rule_engine_overhead(diag_in *in, json_t *L, json_t *C) {
     if (isfinite(cpu) && cpu >= 80)
         diag_ev(f, cpu, "%", "telemetry.host.series.server_cpu_pct", "the server process keeps %.0f%% of a CPU core busy: its "
                 "host-side loop (scheduling, launches, sampling) runs every step", cpu);
+    /* a host-side loop runs at the speed of the CPU it gets: on a virtual machine the hypervisor may
+     * take the vCPUs away (steal), and on a busy host the main thread may wait for a core */
+    double steal = diag_mean(get(get(get(in->tel, "host"), "series"), "steal_pct"));
+    double runq = diag_mean(get(get(get(in->tel, "host"), "series"), "server_runq_pct"));
+    if (isfinite(steal) && steal >= DIAG_STEAL_PCT)
+        diag_ev(f, steal, "%", "telemetry.host.series.steal_pct", "the hypervisor took %.1f%% of the host's CPU time (steal): "
+                "the loop that launches each step's kernels runs slower while it does", steal);
+    if (isfinite(runq) && runq >= DIAG_RUNQ_PCT)
+        diag_ev(f, runq, "%", "telemetry.host.series.server_runq_pct", "the server's main thread waited for a CPU %.1f%% of "
+                "the time: other threads share its core", runq);
     if (sim) diag_ev(f, 100 * ovh / step_med, "%", "engine.step_overhead_s / median engine.series.step_ms",
                      "%.2f ms of a %.2f ms median step is fixed overhead (scheduling, launches, sampling)", ovh, step_med);
     if (!strcmp(in->dep.engine, "llama.cpp")) {

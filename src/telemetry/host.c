@@ -10,15 +10,17 @@
 #include <unistd.h>
 
 const char *const host_col_names[HOST_COL_COUNT] = {
-    "cpu_util_pct", "iowait_pct", "mem_used_mib", "mem_available_mib", "load1", "server_cpu_pct", "server_rss_mib"};
+    "cpu_util_pct", "iowait_pct", "mem_used_mib", "mem_available_mib", "load1", "server_cpu_pct", "server_rss_mib",
+    "steal_pct", "server_runq_pct"};
 
 struct host_sampler {
     char procroot[256];
     int pid;
     bool have_prev;
-    unsigned long long prev_total, prev_idle, prev_iowait;
-    bool have_prev_proc;
-    double prev_proc_ticks;
+    unsigned long long prev_total, prev_idle, prev_iowait, prev_steal;
+    bool have_prev_proc, have_prev_runq;
+    double prev_proc_ticks, prev_runq_ns;
+    int64_t prev_runq_at_ns;
     int64_t prev_ns;
     long ticks_per_s, page_kb;
 };
@@ -49,8 +51,10 @@ static void sample_cpu(host_sampler *h, double *cols) {
     char path[300], buf[512];
     snprintf(path, sizeof path, "%s/stat", h->procroot);
     if (read_small(path, buf, sizeof buf)) return;
+    /* user nice system idle iowait irq softirq steal (guest time is inside user already) */
     unsigned long long v[8] = {0};
-    if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) < 4) return;
+    int nf = sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+    if (nf < 4) return;
     unsigned long long total = 0;
     for (int i = 0; i < 8; i++) total += v[i];
     if (h->have_prev && total > h->prev_total) {
@@ -58,10 +62,12 @@ static void sample_cpu(host_sampler *h, double *cols) {
         double idle = (double)(v[3] - h->prev_idle), iow = (double)(v[4] - h->prev_iowait);
         cols[HOST_CPU_UTIL_PCT] = 100.0 * (1.0 - (idle + iow) / dt);
         cols[HOST_IOWAIT_PCT] = 100.0 * iow / dt;
+        if (nf == 8 && v[7] >= h->prev_steal) cols[HOST_STEAL_PCT] = 100.0 * (double)(v[7] - h->prev_steal) / dt;
     }
     h->prev_total = total;
     h->prev_idle = v[3];
     h->prev_iowait = v[4];
+    h->prev_steal = v[7];
     h->have_prev = true;
 }
 
@@ -107,11 +113,28 @@ static void sample_proc(host_sampler *h, int64_t now_ns, double *cols) {
     h->have_prev_proc = true;
 }
 
+/* /proc/PID/schedstat: the main thread's (the tid equal to the pid) nanoseconds on a CPU, waiting
+ * on a run queue, and its time slices. The wait grows when the thread was ready and a CPU was not:
+ * other threads on its core, or the scheduler's placement. (A vCPU the hypervisor took away shows
+ * as steal, not here.) */
+static void sample_runq(host_sampler *h, int64_t now_ns, double *cols) {
+    char path[300], buf[256];
+    snprintf(path, sizeof path, "%s/%d/schedstat", h->procroot, h->pid);
+    double run_ns, wait_ns;
+    if (read_small(path, buf, sizeof buf) || sscanf(buf, "%lf %lf", &run_ns, &wait_ns) != 2) { h->have_prev_runq = false; return; }
+    if (h->have_prev_runq && now_ns > h->prev_runq_at_ns && wait_ns >= h->prev_runq_ns)
+        cols[HOST_SERVER_RUNQ_PCT] = 100.0 * (wait_ns - h->prev_runq_ns) / (double)(now_ns - h->prev_runq_at_ns);
+    h->prev_runq_ns = wait_ns;
+    h->prev_runq_at_ns = now_ns;
+    h->have_prev_runq = true;
+}
+
 void host_sample(host_sampler *h, int64_t now_ns, double *cols) {
     for (int i = 0; i < HOST_COL_COUNT; i++) cols[i] = NAN;
     sample_cpu(h, cols);
     sample_mem(h, cols);
     if (h->pid > 0) sample_proc(h, now_ns, cols);
+    if (h->pid > 0) sample_runq(h, now_ns, cols);
     h->prev_ns = now_ns;
 }
 

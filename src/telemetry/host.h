@@ -1,5 +1,6 @@
 /* host — the machine around the GPUs: CPU utilisation (whole machine from /proc/stat, and of the
- * server process from /proc/PID/stat), memory, load; and NUMA placement: the node of each GPU
+ * server process from /proc/PID/stat), the CPU a hypervisor took (steal) and the time the server's
+ * main thread waited for a CPU (/proc/PID/schedstat), memory, load; and NUMA placement: the node of each GPU
  * (sysfs) against the CPUs the server may run on and the nodes its memory sits on
  * (/proc/PID/status, /proc/PID/numa_maps). A server whose threads or pages live on another
  * node than its GPU pays a cross-socket hop on every host<->device copy and kernel launch. */
@@ -17,6 +18,9 @@ typedef enum {
     HOST_LOAD1,
     HOST_SERVER_CPU_PCT,     /* server process, % of one core (may exceed 100) */
     HOST_SERVER_RSS_MIB,
+    HOST_STEAL_PCT,          /* all CPUs: time a hypervisor ran something else on them, 0..100 */
+    HOST_SERVER_RUNQ_PCT,    /* the server's main thread: % of wall time runnable but waiting for a
+                              * CPU (/proc/PID/schedstat); llama.cpp's main thread launches the kernels */
     HOST_COL_COUNT
 } host_col;
 extern const char *const host_col_names[HOST_COL_COUNT];

@@ -33,6 +33,9 @@ TEST(telemetry_host_sample_sane) {
     double wall_ms = (clock_now_ns() - w0) / 1e6, cpu_ms = ((c1.tv_sec - c0.tv_sec) * 1e9 + (c1.tv_nsec - c0.tv_nsec)) / 1e6;
     CHECK(b[HOST_CPU_UTIL_PCT] >= 0 && b[HOST_CPU_UTIL_PCT] <= 100);
     CHECK(b[HOST_IOWAIT_PCT] >= 0 && b[HOST_IOWAIT_PCT] <= 100);
+    CHECK(b[HOST_STEAL_PCT] >= 0 && b[HOST_STEAL_PCT] <= 100);
+    /* one thread cannot wait for a CPU longer than the wall time between samples */
+    if (access("/proc/self/schedstat", R_OK) == 0) CHECK(b[HOST_SERVER_RUNQ_PCT] >= 0 && b[HOST_SERVER_RUNQ_PCT] <= 100.0 + 1e-6);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     /* /proc counts in 10 ms ticks: two ticks of slack on each side of the measured share */
     double want = 100.0 * cpu_ms / wall_ms, slack = 100.0 * 20.0 / wall_ms + 2;
@@ -141,4 +144,36 @@ TEST(telemetry_host_numa_placement) {
     j = host_numa_json(root, proc, 0, bus, 1);
     CHECK(json_is_null(json_object_get(j, "cross_numa")) && !json_object_get(j, "server"));
     json_decref(j);
+}
+
+/* Steal and the main thread's run-queue wait from a /proc tree written here: the shares are the
+ * counters' growth over the interval (steal over all CPU time; the wait over wall time), and a
+ * /proc/stat without the steal column (kernels before 2.6.11) leaves steal unknown. */
+TEST(telemetry_host_steal_and_runq) {
+    const char *dir = harness_tmpdir();
+    put(dir, "stat", "cpu  1000 0 500 8000 100 0 0 400 0 0\n");
+    put(dir, "meminfo", "MemTotal: 1000 kB\nMemAvailable: 500 kB\n");
+    put(dir, "loadavg", "0.5 0.4 0.3 1/100 42\n");
+    put(dir, "42/stat", "42 (llama-server) R 1 1 1 0 -1 0 0 0 0 0 100 50 0 0 20 0 9 0 1 1000 256\n");
+    put(dir, "42/schedstat", "5000000000 200000000 9000\n");
+    host_sampler *h = host_sampler_new(dir, 42);
+    double a[HOST_COL_COUNT], b[HOST_COL_COUNT];
+    host_sample(h, 1000000000, a);
+    CHECK(isnan(a[HOST_STEAL_PCT]) && isnan(a[HOST_SERVER_RUNQ_PCT]));   /* both need a previous sample */
+    /* 1000 ticks later: 300 of them stolen; over 2 s of wall time the main thread waited 0.5 s */
+    put(dir, "stat", "cpu  1400 0 600 8200 100 0 0 700 0 0\n");
+    put(dir, "42/schedstat", "6500000000 700000000 9500\n");
+    host_sample(h, 3000000000, b);
+    CHECK_NEAR(b[HOST_STEAL_PCT], 30.0, 1e-9);
+    CHECK_NEAR(b[HOST_CPU_UTIL_PCT], 80.0, 1e-9);   /* steal is time the CPUs were not idle */
+    CHECK_NEAR(b[HOST_SERVER_RUNQ_PCT], 25.0, 1e-9);
+    host_sampler_free(h);
+    put(dir, "stat", "cpu  1000 0 500 8000\n");
+    h = host_sampler_new(dir, 0);
+    host_sample(h, 1000000000, a);
+    put(dir, "stat", "cpu  1100 0 500 8100\n");
+    host_sample(h, 2000000000, b);
+    CHECK_NEAR(b[HOST_CPU_UTIL_PCT], 50.0, 1e-9);
+    CHECK(isnan(b[HOST_STEAL_PCT]) && isnan(b[HOST_SERVER_RUNQ_PCT]));
+    host_sampler_free(h);
 }

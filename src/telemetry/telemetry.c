@@ -65,7 +65,7 @@ struct telemetry {
     long scrapes, scrape_errors;
     char scrape_error[256];
     long ticks;
-    int64_t started_ns, stopped_ns, cpu_ns;
+    int64_t started_ns, stopped_ns, cpu_ns, last_scrape_ns;
 };
 
 void telemetry_default_opts(telemetry_opts *o) {
@@ -119,6 +119,7 @@ static void scrape_once(telemetry *t) {
     size_t len;
     char err[256];
     int64_t t0 = clock_now_ns();
+    t->last_scrape_ns = t0;              /* only this thread scrapes */
     int rc = em_scrape(t->scr, &text, &len, err, sizeof err);
     int64_t t1 = clock_now_ns(), tm = t0 + (t1 - t0) / 2;   /* the server state is of mid-request */
     em_engine engine = t->engine;
@@ -187,8 +188,9 @@ static void *run(void *arg) {
         pthread_mutex_unlock(&t->mu);
         if (stop) {
             /* a last reading of the server's counters, so their increase covers the whole run
-             * (the first was taken before it started) */
-            if (t->scr) scrape_once(t);
+             * (the first was taken before it started); not when the tick just took one: two
+             * readings a fraction of a millisecond apart make a rate of noise and share a time */
+            if (t->scr && clock_now_ns() - t->last_scrape_ns >= t->interval_ns / 10) scrape_once(t);
             break;
         }
         tick(t);
@@ -510,9 +512,11 @@ json_t *telemetry_summary_json(const telemetry *t, int64_t from_ns, int64_t to_n
             "prefix_cache_hit_rate_pct", json_num(hr)));
     }
     if (t->hs) {
-        json_object_set_new(o, "host", json_pack("{s:o,s:o,s:o}",
+        json_object_set_new(o, "host", json_pack("{s:o,s:o,s:o,s:o,s:o}",
             "cpu_util_pct", series_stat_json(series_window(&t->host_s, HOST_CPU_UTIL_PCT, from_ns, to_ns)),
             "server_cpu_pct", series_stat_json(series_window(&t->host_s, HOST_SERVER_CPU_PCT, from_ns, to_ns)),
+            "steal_pct", series_stat_json(series_window(&t->host_s, HOST_STEAL_PCT, from_ns, to_ns)),
+            "server_runq_pct", series_stat_json(series_window(&t->host_s, HOST_SERVER_RUNQ_PCT, from_ns, to_ns)),
             "cross_numa", t->numa && json_object_get(t->numa, "cross_numa") ? json_incref(json_object_get(t->numa, "cross_numa")) : json_null()));
     }
     pthread_mutex_unlock(&m->mu);

@@ -125,7 +125,7 @@ TEST(telemetry_scrape_loopback) {
     double prev_t = -1;
     for (size_t i = 0; i < json_array_size(ts); i++) {
         double tt = json_real_value(json_array_get(ts, i));
-        CHECK(tt > prev_t && tt >= 0 && tt <= (double)(t1 - t0) / 1e9 + 0.05);
+        CHECK_MSG(tt > prev_t && tt >= 0 && tt <= (double)(t1 - t0) / 1e9 + 0.05, "t_s[%zu] %.3f after %.3f, span %.3f s", i, tt, prev_t, (double)(t1 - t0) / 1e9);
         prev_t = tt;
         CHECK_NEAR(json_real_value(json_array_get(run, i)), 7, 0);
         double k = json_real_value(json_array_get(kv, i));
