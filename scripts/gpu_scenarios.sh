@@ -112,7 +112,7 @@ quantize medium_q4 medium Q4_0
 quantize long_q4 v2lite Q4_0
 
 # 3. the scenarios
-PORT=18080
+PORT=18080 WATCH=0 PIN_CORE=""
 start_server() {   # start_server MODEL FLAGS...: sets SPID; waits for /health 200 (port $SPORT, default $PORT;
   model=$1; shift  # with $SDEV set, the server sees only that GPU: CUDA_VISIBLE_DEVICES=$SDEV)
   port=${SPORT:-$PORT}
@@ -131,33 +131,28 @@ stop_pid() {
   kill -9 "$1" 2>/dev/null || true
 }
 stop_server() { stop_pid $SPID; tail -n 60 "$WORK/server.$PORT.log" >"$WORK/server.log" 2>/dev/null || true; }
-run() {   # run NAME MODEL "SERVER FLAGS" SWEEP ARGS...
+# run NAME MODEL "SERVER FLAGS" SWEEP ARGS... With WATCH=1, the server's threads are watched: every
+# 2 s, which core each of llama-server's threads is on and its CPU share (ps -L), into
+# OUT/gpu_NAME.threads.txt (and the host's lscpu and GPU topology once, OUT/host.txt); with PIN_CORE
+# set too, the main thread alone (the one that launches the kernels; its tid is the pid) is pinned to
+# that core first (taskset -p, no -a)
+run() {
   name=$1 model=$2 flags=$3; shift 3
-  log "scenario $name: llama-server $flags"
+  log "scenario $name: llama-server $flags${PIN_CORE:+, main thread on core $PIN_CORE}"
   # shellcheck disable=SC2086
   start_server "$model" $flags || return 0
+  WPID=""
+  if [ "$WATCH" = 1 ]; then
+    [ -s "$OUT/host.txt" ] || { lscpu; nvidia-smi topo -m; } >"$OUT/host.txt" 2>&1
+    [ -n "$PIN_CORE" ] && taskset -pc "$PIN_CORE" $SPID >>"$OUT/gpu_$name.threads.txt" 2>&1
+    ( while kill -0 $SPID 2>/dev/null; do echo "--- $(date +%s.%N)"; ps -L -o tid=,psr=,pcpu=,comm= -p $SPID; sleep 2; done ) >>"$OUT/gpu_$name.threads.txt" 2>&1 &
+    WPID=$!
+  fi
   ds sweep --url "http://127.0.0.1:$PORT" --tokenizer "$VOCAB" --gpu-ids all --server-metrics "http://127.0.0.1:$PORT/metrics" \
      --host-metrics --server-pid $SPID --warmup 2 --no-progress --out "$OUT/gpu_$name.json" "$@" >"$OUT/gpu_$name.txt" 2>&1 || true
   ds diagnose "$OUT/gpu_$name.json" >>"$OUT/gpu_$name.txt" 2>&1 || true
   stop_server
-  tail -n 60 "$WORK/server.log" >"$OUT/gpu_$name.server.log"
-  log "scenario $name done"
-}
-# run with the server's threads watched: every 2 s, which core each of llama-server's threads is on
-# and its CPU share (ps -L), into OUT/gpu_NAME.threads.txt; with PIN set, the main thread alone (the one
-# that launches the kernels; its tid is the pid) is pinned to core PIN first (taskset -p, no -a)
-run_watched() {   # run_watched NAME MODEL "SERVER FLAGS" SWEEP ARGS...
-  name=$1 model=$2 flags=$3; shift 3
-  log "scenario $name: llama-server $flags${PIN:+, main thread on core $PIN}"
-  [ -s "$OUT/host.txt" ] || { lscpu; nvidia-smi topo -m; } >"$OUT/host.txt" 2>&1
-  # shellcheck disable=SC2086
-  start_server "$model" $flags || return 0
-  [ -n "${PIN:-}" ] && taskset -pc "$PIN" $SPID >>"$OUT/gpu_$name.threads.txt" 2>&1
-  ( while kill -0 $SPID 2>/dev/null; do echo "--- $(date +%s.%N)"; ps -L -o tid=,psr=,pcpu=,comm= -p $SPID; sleep 2; done ) >>"$OUT/gpu_$name.threads.txt" 2>&1 &
-  WPID=$!
-  ds sweep --url "http://127.0.0.1:$PORT" --tokenizer "$VOCAB" --gpu-ids all --server-metrics "http://127.0.0.1:$PORT/metrics" \
-     --host-metrics --server-pid $SPID --warmup 2 --no-progress --out "$OUT/gpu_$name.json" "$@" >"$OUT/gpu_$name.txt" 2>&1 || true
-  stop_server; stop_pid $WPID
+  [ -n "$WPID" ] && stop_pid $WPID
   tail -n 60 "$WORK/server.log" >"$OUT/gpu_$name.server.log"
   log "scenario $name done"
 }
@@ -223,8 +218,9 @@ for s in $SCENARIOS; do
     # process to process: the same server started anew on one host, c = 1, 4, 8; restart_* as started,
     # pinned_* with the kernel-launching main thread pinned to one core: does the host's share of a
     # step at c >= 2 move between server processes while c = 1 stays (issue 30), and is it placement?
-    restart_a | restart_b | restart_c) run_watched "$s" v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1,4,8 --duration 12s --dataset random:in=256,out=128 ;;
-    pinned_a | pinned_b) PIN=${PIN:-2} run_watched "$s" v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1,4,8 --duration 12s --dataset random:in=256,out=128 ;;
+    # (PIN=N in the environment picks the core; 2 by default)
+    restart_a | restart_b | restart_c) WATCH=1; run "$s" v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1,4,8 --duration 12s --dataset random:in=256,out=128; WATCH=0 ;;
+    pinned_a | pinned_b) WATCH=1 PIN_CORE=${PIN:-2}; run "$s" v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1,4,8 --duration 12s --dataset random:in=256,out=128; WATCH=0 PIN_CORE="" ;;
     repeat) run repeat v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1..8x2 --repeats 3 --duration 20s --dataset random:in=256,out=128 ;;
     # a GPU box serving with -ngl 0: the weights stay in host memory, the CPU does the work, the GPU idles
     cpu_only) run cpu_only medium "-ngl 0 -np 4 -c 8192" --concurrency 1,4 --duration 15s --dataset random:in=256,out=64 ;;
