@@ -12,6 +12,8 @@
 void deploy_init(deploy *d) {
     memset(d, 0, sizeof *d);
     d->chunked_prefill = -1;
+    d->gpu_layers = -1;
+    d->gpu_held_mib = NAN;
 }
 
 void deploy_set(deploy_src *s, bool assumed, const char *fmt, ...) {
@@ -24,6 +26,23 @@ void deploy_set(deploy_src *s, bool assumed, const char *fmt, ...) {
 }
 
 static void copy(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
+
+bool deploy_weights_off_gpu(const deploy *d, char *why, size_t whylen) {
+    int all = d->arch.layers > 0 ? d->arch.layers + 1 : 0;   /* llama.cpp offloads the output layer as one more */
+    if (d->gpu_layers_s.known && d->gpu_layers >= 0 && all && d->gpu_layers < all) {
+        snprintf(why, whylen, "%s: %d of the model's %d layers (with its output layer) on the GPU, the rest on the host's CPU",
+                 d->gpu_layers_s.src, d->gpu_layers, all);
+        return true;
+    }
+    if (d->gpu_held_mib_s.known && isfinite(d->gpu_held_mib) && d->model_bytes_s.known && d->model_bytes > 0 &&
+        d->gpu_held_mib * 1048576.0 < d->model_bytes) {
+        snprintf(why, whylen, "the server's process held %.0f MiB of GPU memory (%s) for %.0f MiB of weights (%s): they "
+                 "cannot all have been on the GPU", d->gpu_held_mib, d->gpu_held_mib_s.src, d->model_bytes / 1048576.0,
+                 d->model_bytes_s.src);
+        return true;
+    }
+    return false;
+}
 
 bool deploy_has_model(const deploy *d) { return d->arch_s.known && d->arch.layers > 0; }
 bool deploy_has_gpu(const deploy *d) { return d->gpu_s.known && hw_find(d->gpu) != NULL; }
@@ -220,11 +239,26 @@ static void from_telemetry(deploy *d, const json_t *doc) {
     deploy_set(&d->gpu_s, false, "NVML: \"%s\"", name);
     json_int_t pid = json_integer_value(json_object_get(json_object_get(json_object_get(json_object_get(tel, "host"), "numa"),
                                                                         "server"), "pid"));
-    size_t i, with_pid = 0, with_any = 0;
-    const json_t *g;
+    size_t i, k, with_pid = 0, with_any = 0;
+    const json_t *g, *pr;
+    double held_pid = 0, held_any = 0;
     json_array_foreach(gpus, i, g) {
         if (pid > 0 && gpu_holds(g, pid)) with_pid++;
         if (gpu_holds(g, 0)) with_any++;
+        json_array_foreach(json_object_get(g, "processes"), k, pr) {
+            double m = json_number_value(json_object_get(pr, "used_mib"));
+            held_any += m;
+            if (pid > 0 && json_integer_value(json_object_get(pr, "pid")) == pid) held_pid += m;
+        }
+    }
+    /* what the server held of GPU memory: its own process's where the run named it, else every
+     * process's (at least the server's: enough to say its weights did not fit) */
+    if (with_pid) {
+        d->gpu_held_mib = held_pid;
+        deploy_set(&d->gpu_held_mib_s, false, "NVML processes: pid %lld", (long long)pid);
+    } else if (with_any) {
+        d->gpu_held_mib = held_any;
+        deploy_set(&d->gpu_held_mib_s, false, "NVML processes: all on the GPUs");
     }
     if (with_pid) {
         d->n_gpus = (int)with_pid;

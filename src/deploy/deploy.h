@@ -14,7 +14,7 @@
  *   {"engine": {"value": "llama.cpp", "source": "..."}, "served_model": {...}, "model": {...},
  *    "architecture": {"value": {config.json keys}, "source": "..."}, "weight_dtype": {...},
  *    "kv_dtype": {...}, "gpu": {...}, "n_gpus": {...}, "tp": {...}, "max_num_seqs": {...},
- *    "context_per_seq": {...}, "ubatch_tokens": {...}, "cpu_threads": {...}, "split_mode": {...},
+ *    "context_per_seq": {...}, "ubatch_tokens": {...}, "cpu_threads": {...}, "gpu_layers": {...}, "split_mode": {...},
  *    "tensor_split": {...}, "params": {...},
  *    "model_bytes": {...}}
  * each {"value", "source", "assumed": true when no source stated it}; absent when unknown. */
@@ -61,6 +61,10 @@ typedef struct {
     deploy_src ubatch_tokens_s;
     int cpu_threads;            /* llama.cpp's CPU threads for generation (-t) */
     deploy_src cpu_threads_s;
+    int gpu_layers;             /* llama.cpp -ngl: layers put on the GPUs (n_layer + 1 with the output); -1 unknown */
+    deploy_src gpu_layers_s;
+    double gpu_held_mib;        /* GPU memory the server's process held (NVML, all GPUs); NaN unknown */
+    deploy_src gpu_held_mib_s;
     char split_mode[8];         /* llama.cpp -sm over several GPUs: "none", "layer" (its default), "row"; "" unknown */
     deploy_src split_mode_s;
     char tensor_split[64];      /* llama.cpp -ts as given ("3,1": proportions per GPU); "" = its default (free memory) */
@@ -133,6 +137,11 @@ void deploy_from_json(deploy *d, const json_t *section);
  * model (the architecture whole: a GGUF's header), the GPU, TP and the weights' dtype. said: what was
  * taken and from where, clauses joined by "; " ("" when nothing). */
 void deploy_sim_setup(const deploy *d, sim_params *p, char *said, size_t saidlen);
+
+/* Whether the served weights were not all on the GPUs: llama-server told to put fewer layers there
+ * than the model has with its output layer (-ngl), or a server process holding less GPU memory than
+ * its weights. True with a sentence saying which, and how far. */
+bool deploy_weights_off_gpu(const deploy *d, char *why, size_t whylen);
 
 /* A roofline needs these two. */
 bool deploy_has_model(const deploy *d);

@@ -1,10 +1,11 @@
 /* deploy_cmdline — what llama-server was told on its command line (telemetry.host.numa.server.cmdline,
  * recorded from /proc/PID/cmdline when a run gives --server-pid): the settings its HTTP API does not
- * report (-t, -b, -ub, -ctk; over several GPUs -sm and -ts) and, where /props was silent, -np and the
+ * report (-t, -b, -ub, -ctk, -ngl; over several GPUs -sm and -ts) and, where /props was silent, -np and the
  * context per slot. A flag not on the command line is this llama.cpp version's default where that is
  * a fixed value (-b 2048, -ub 512, f16 KV, -sm layer); the default thread count depends on the host,
  * so it stays unknown, and the default tensor split follows each GPU's free memory at load. */
 #include "deploy/deploy_int.h"
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,8 @@ void deploy_from_cmdline(deploy *d, const json_t *argv) {
     const char *base = strrchr(prog, '/');
     base = base ? base + 1 : prog;
     if (strncmp(base, "llama-server", 12) != 0) return;   /* only llama-server's flags are known here */
-    int threads = 0, batch = 0, ubatch = 0, slots = 0, ctx = 0;
+    int threads = 0, batch = 0, ubatch = 0, slots = 0, ctx = 0, ngl = -1;
+    bool ngl_given = false;
     const char *ctk = NULL, *sm = NULL, *ts = NULL;
     for (size_t i = 1; i < json_array_size(argv); i++) {
         const char *v;
@@ -55,6 +57,17 @@ void deploy_from_cmdline(deploy *d, const json_t *argv) {
         else if ((v = flag_value(argv, i, "-ctk", "--cache-type-k"))) ctk = v;
         else if ((v = flag_value(argv, i, "-sm", "--split-mode"))) sm = v;
         else if ((v = flag_value(argv, i, "-ts", "--tensor-split"))) ts = v;
+        else if ((v = flag_value(argv, i, "-ngl", "--gpu-layers")) || (v = flag_value(argv, i, NULL, "--n-gpu-layers")))
+            ngl_given = true, ngl = !strcmp(v, "0") ? 0 : positive_int(v) ? positive_int(v) : -1;
+    }
+    /* layers on the GPUs: c392e50's llama_model_default_params puts none there unless told (-ngl);
+     * a value that is not a count (a later build's "auto" or "all") stays unknown */
+    if (ngl >= 0) {
+        d->gpu_layers = ngl;
+        deploy_set(&d->gpu_layers_s, false, "llama-server -ngl %d (the server's command line)", ngl);
+    } else if (!ngl_given) {
+        d->gpu_layers = 0;
+        deploy_set(&d->gpu_layers_s, false, "llama-server's default -ngl 0 (no -ngl on its command line)");
     }
     if (threads) {
         d->cpu_threads = threads;

@@ -24,6 +24,7 @@ json_t *deploy_to_json(const deploy *d) {
     put(o, "max_num_batched_tokens", json_integer(d->max_num_batched_tokens), &d->max_num_batched_tokens_s);
     put(o, "ubatch_tokens", json_integer(d->ubatch_tokens), &d->ubatch_tokens_s);
     put(o, "cpu_threads", json_integer(d->cpu_threads), &d->cpu_threads_s);
+    put(o, "gpu_layers", json_integer(d->gpu_layers), &d->gpu_layers_s);
     put(o, "split_mode", json_string(d->split_mode), &d->split_mode_s);
     put(o, "tensor_split", json_string(d->tensor_split), &d->tensor_split_s);
     put(o, "chunked_prefill", json_boolean(d->chunked_prefill == 1), &d->chunked_prefill_s);
@@ -59,6 +60,15 @@ static void int_field(const json_t *sec, const char *key, int *dst, deploy_src *
     deploy_src tmp = {0};
     const json_t *v = field(sec, key, &tmp);
     if (!json_is_integer(v) || json_integer_value(v) <= 0) return;
+    *dst = (int)json_integer_value(v);
+    *s = tmp;
+}
+
+/* the same for a count that may be 0 (llama.cpp -ngl 0: no layer on the GPU) */
+static void count_field(const json_t *sec, const char *key, int *dst, deploy_src *s) {
+    deploy_src tmp = {0};
+    const json_t *v = field(sec, key, &tmp);
+    if (!json_is_integer(v) || json_integer_value(v) < 0) return;
     *dst = (int)json_integer_value(v);
     *s = tmp;
 }
@@ -109,6 +119,7 @@ void deploy_from_json(deploy *d, const json_t *sec) {
     int_field(sec, "context_per_seq", &d->context_per_seq, &d->context_per_seq_s);
     int_field(sec, "ubatch_tokens", &d->ubatch_tokens, &d->ubatch_tokens_s);
     int_field(sec, "cpu_threads", &d->cpu_threads, &d->cpu_threads_s);
+    count_field(sec, "gpu_layers", &d->gpu_layers, &d->gpu_layers_s);
     str_field(sec, "split_mode", d->split_mode, sizeof d->split_mode, &d->split_mode_s);
     str_field(sec, "tensor_split", d->tensor_split, sizeof d->tensor_split, &d->tensor_split_s);
     real_field(sec, "kv_capacity_tokens", &d->kv_capacity_tokens, &d->kv_capacity_tokens_s);

@@ -210,6 +210,54 @@ TEST(deploy_llama_server_split_flags) {
     json_decref(doc);
 }
 
+/* How many layers llama-server put on the GPU (-ngl on its command line; c392e50's default is none)
+ * and whether the weights were all there: a V2-Lite shape has 27 layers and the output layer, so
+ * -ngl 27 leaves the output matmul on the host and -ngl 28 does not; without a command line, GPU
+ * memory held below the weights says the same. */
+TEST(deploy_llama_server_gpu_layers) {
+    static const struct { const char *a, *b; int layers; bool off; } cases[] = {
+        {"-ngl", "99", 99, false}, {"-ngl", "28", 28, false}, {"-ngl", "27", 27, true}, {"--n-gpu-layers=8", NULL, 8, true},
+        {"-ngl", "0", 0, true}, {"-c", "4096", 0, true}};   /* the last: no -ngl at all, the default */
+    deploy d;
+    char err[256], why[400];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *argv = json_pack("[sss]", "llama-server", "-m", "v2lite.gguf");
+        json_array_append_new(argv, json_string(cases[i].a));
+        if (cases[i].b) json_array_append_new(argv, json_string(cases[i].b));
+        json_t *doc = json_pack("{s:{s:{s:{s:{s:o}}}}}", "telemetry", "host", "numa", "server", "cmdline", argv);
+        CHECK_EQ_INT(deploy_resolve(doc, &(deploy_flags){.model = "deepseek-v2-lite"}, &d, err, sizeof err), 0);
+        CHECK_MSG(d.gpu_layers == cases[i].layers && d.gpu_layers_s.known, "%s %s: %d layers", cases[i].a, cases[i].b ? cases[i].b : "",
+                  d.gpu_layers);
+        CHECK_MSG(deploy_weights_off_gpu(&d, why, sizeof why) == cases[i].off, "%s %s: %s", cases[i].a, cases[i].b ? cases[i].b : "",
+                  cases[i].off ? "not flagged" : why);
+        if (i == 5) CHECK(strstr(d.gpu_layers_s.src, "default -ngl 0") != NULL);
+        if (i == 2) CHECK(strstr(why, "27 of the model's 28 layers") != NULL);
+        json_t *sec = deploy_to_json(&d);   /* 0 layers round-trips: it is a count, not a missing value */
+        deploy back;
+        deploy_init(&back);
+        deploy_from_json(&back, sec);
+        CHECK_EQ_INT(back.gpu_layers, cases[i].layers);
+        json_decref(sec);
+        json_decref(doc);
+    }
+    /* a later build's -ngl auto is not a count: unknown, and nothing said about the weights */
+    json_t *doc = json_pack("{s:{s:{s:{s:{s:[sss]}}}}}", "telemetry", "host", "numa", "server", "cmdline", "llama-server", "-ngl", "auto");
+    CHECK_EQ_INT(deploy_resolve(doc, &(deploy_flags){.model = "deepseek-v2-lite"}, &d, err, sizeof err), 0);
+    CHECK(!d.gpu_layers_s.known && !deploy_weights_off_gpu(&d, why, sizeof why));
+    json_decref(doc);
+    /* no command line: the server's process held 1000 MiB of GPU memory for 1728 MiB of weights */
+    doc = json_pack("{s:{s:{s:f,s:s,s:b}},s:{s:[{s:s,s:[{s:i,s:f}]}],s:{s:{s:{s:i}}}}}", "deployment", "model_bytes", "value",
+                    1728.0 * 1048576, "source", "GET /v1/models meta.size", "assumed", 0, "telemetry", "gpu", "name", "NVIDIA H200",
+                    "processes", "pid", 77, "used_mib", 1000.0, "host", "numa", "server", "pid", 77);
+    CHECK_EQ_INT(deploy_resolve(doc, &(deploy_flags){0}, &d, err, sizeof err), 0);
+    CHECK(deploy_weights_off_gpu(&d, why, sizeof why) && strstr(why, "held 1000 MiB") && strstr(why, "pid 77"));
+    json_object_set_new(json_array_get(json_object_get(json_array_get(json_object_get(json_object_get(doc, "telemetry"), "gpu"), 0),
+                                                       "processes"), 0), "used_mib", json_real(5000));
+    CHECK_EQ_INT(deploy_resolve(doc, &(deploy_flags){0}, &d, err, sizeof err), 0);
+    CHECK(!deploy_weights_off_gpu(&d, why, sizeof why));
+    json_decref(doc);
+}
+
 /* The simulator's setup from a real run's deployment (tests/fixtures/real-gpu/h100_overhead_q4.json,
  * level c = 1: llama-server c392e50 on an H100, V2-Lite in Q4_0, -np 32 -c 65536): the b4747 profile
  * (its build unknown: a source tarball), the GGUF's architecture whole, the GPU by its NVML name, the

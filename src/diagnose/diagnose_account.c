@@ -197,20 +197,6 @@ json_t *diag_time(const diag_in *in) {
 
 /* ---- the deployment against its telemetry ---- */
 
-/* GPU memory the server's process holds, over every GPU (MiB); NAN when NVML listed no process. */
-static double server_gpu_mib(const diag_in *in) {
-    double pid = diag_num(get(get(get(in->tel, "host"), "numa"), "server"), "pid"), sum = 0;
-    bool any = false;
-    size_t i, k;
-    json_t *g, *p;
-    json_array_foreach(get(in->tel, "gpu"), i, g) json_array_foreach(get(g, "processes"), k, p) {
-        if (isfinite(pid) && diag_num(p, "pid") != pid) continue;
-        double m = diag_num(p, "used_mib");
-        if (isfinite(m)) { sum += m; any = true; }
-    }
-    return any ? sum : NAN;
-}
-
 static double weight_bytes(const diag_in *in, const char **src) {
     if (in->dep.model_bytes > 0) { *src = in->dep.model_bytes_s.src; return in->dep.model_bytes; }
     if (!in->dep.arch_s.known) return NAN;
@@ -230,7 +216,8 @@ bool diag_rule_deployment(diag_in *in, json_t *L, json_t *C) {
     }
     diag_checked(C, "deployment", true, "GPU memory the server holds vs its weights, NVML utilization, the server's CPU");
     const char *wsrc = NULL;
-    double held = server_gpu_mib(in), wb = weight_bytes(in, &wsrc);
+    /* GPU memory the server's process held (the deployment's reading of NVML's process list) */
+    double held = in->dep.gpu_held_mib_s.known ? in->dep.gpu_held_mib : NAN, wb = weight_bytes(in, &wsrc);
     double util = diag_gpu_mean(in, "util_gpu_pct");
     double cpu = diag_mean(get(get(get(in->tel, "host"), "series"), "server_cpu_pct"));
     bool offered = in->offered >= 1 || diag_mean(get(in->timeline, "in_flight")) >= 1;

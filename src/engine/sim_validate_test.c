@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TABLE "data/published.json"
 
@@ -663,6 +664,51 @@ TEST(sim_validate_restarted_servers_one_host) {
     CHECK_EQ_INT(tot_all, 28);
     CHECK_MSG(in_all >= coverage_floor(tot_all), "%d of %d inside the calibrated 80%% intervals (floor %d)", in_all, tot_all,
               coverage_floor(tot_all));
+}
+
+/* A run whose server kept weights off the GPU cannot calibrate a simulator of servers whose layers
+ * all run on their GPUs: `sim --validate` and `sim --calibrate` say so in one line and exit 2 (no
+ * profile written). From GPU memory (gpu_cpu_only: -ngl 0, 1006 MiB held for 1728 MiB of weights;
+ * gpu_partial_offload: -ngl 8) and from the command line (h100i_restart_a told -ngl 8 instead of 99:
+ * 8 of 28 layers). Before, each was calibrated by stretching the GPU's time per kernel, and its c = 4
+ * predicted +46% and +206% off. */
+TEST(sim_refuses_runs_with_weights_off_the_gpu) {
+    char *err = NULL, cmd[1024], prof[512], path[512];
+    CHECK_EQ_INT(test_run("sim --validate tests/fixtures/real-gpu/gpu_cpu_only.json", NULL, &err), 2);
+    CHECK(err && strstr(err, "held 1006 MiB of GPU memory") && strstr(err, "-ngl 99") && !strchr(strchr(err, '\n') ? strchr(err, '\n') + 1 : "", '\n'));
+    free(err);
+    snprintf(prof, sizeof prof, "%s/offload_profile.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sim --calibrate tests/fixtures/real-gpu/gpu_partial_offload.json --profile-out %s", prof);
+    err = NULL;
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
+    CHECK(err && strstr(err, "did not have all its weights on the GPU"));
+    CHECK(access(prof, F_OK) != 0);
+    free(err);
+    /* the command line says it where memory would not: -ngl 8 of V2-Lite's 27 + 1 */
+    json_error_t je;
+    json_t *d = json_load_file("tests/fixtures/real-gpu/h100i_restart_a.json", 0, &je);
+    CHECK(d != NULL);
+    if (!d) return;
+    size_t i, k;
+    json_t *lv, *a;
+    int changed = 0;
+    json_array_foreach(json_object_get(d, "levels"), i, lv) {
+        json_t *argv = json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(lv, "results"),
+                                       "telemetry"), "host"), "numa"), "server"), "cmdline");
+        json_array_foreach(argv, k, a)
+            if (!strcmp(json_string_value(a) ? json_string_value(a) : "", "-ngl")) changed += !json_array_set_new(argv, k + 1, json_string("8"));
+    }
+    CHECK_EQ_INT(changed, 3);
+    snprintf(path, sizeof path, "%s/ngl8.json", harness_tmpdir());
+    CHECK_EQ_INT(json_dump_file(d, path, JSON_COMPACT), 0);
+    json_decref(d);
+    snprintf(cmd, sizeof cmd, "sim --validate %s", path);
+    err = NULL;
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
+    CHECK(err && strstr(err, "llama-server -ngl 8 (the server's command line): 8 of the model's 28 layers"));
+    free(err);
+    /* as recorded (-ngl 99) it calibrates */
+    CHECK_EQ_INT(test_run("sim --validate tests/fixtures/real-gpu/h100i_restart_a.json", NULL, NULL), 0);
 }
 
 /* The predicted median TPOT at load `load` in `sim --validate` output (the first such line). */

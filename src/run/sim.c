@@ -270,8 +270,10 @@ done:
 
 /* The setup flags left open, from what the measured run in doc stated about its deployment (a
  * results document, or a sweep's lowest level): *p filled in, and what was taken in said ("" when
- * none: a per-request JSONL, a run that stated nothing, every key given). */
-static void setup_from_run(const json_t *doc, sim_params *p, char *said, size_t saidlen) {
+ * none: a per-request JSONL, a run that stated nothing, every key given). -1 with err when the run
+ * cannot calibrate the simulator at all: its server kept weights off the GPU (the host's CPU ran
+ * those layers; the simulator models servers whose layers are all on their GPUs). */
+static int setup_from_run(const json_t *doc, sim_params *p, char *said, size_t saidlen, char *err, size_t errlen) {
     said[0] = 0;
     const json_t *res = sim_run_results(doc);
     deploy d;
@@ -281,12 +283,21 @@ static void setup_from_run(const json_t *doc, sim_params *p, char *said, size_t 
     unsigned given = p->given;
     if (ep && !(given & SIM_GIVEN_PROFILE) && sim_params_set(p, "engine-profile", ep, e, sizeof e) == 0)
         snprintf(sim_prof, sizeof sim_prof, "engine profile %s (the simulated run's engine.engine_profile); ", ep);
-    if (json_is_object(res) && deploy_resolve(res, NULL, &d, e, sizeof e) == 0) deploy_sim_setup(&d, p, said, saidlen);
+    bool resolved = json_is_object(res) && deploy_resolve(res, NULL, &d, e, sizeof e) == 0;
+    char off[400];
+    if (resolved && deploy_weights_off_gpu(&d, off, sizeof off)) {
+        snprintf(err, errlen, "the run's server did not have all its weights on the GPU (%s): the simulator models a server "
+                 "whose layers all run on its GPUs, so this run cannot calibrate it; measure a server with every layer on "
+                 "the GPU%s", off, strcmp(d.engine, "llama.cpp") ? "" : " (llama-server -ngl 99)");
+        return -1;
+    }
+    if (resolved) deploy_sim_setup(&d, p, said, saidlen);
     p->given = given;
     if (sim_prof[0]) {
         size_t n = strlen(sim_prof), m = strlen(said);
         if (n + m < saidlen) { memmove(said + n, said, m + 1); memcpy(said, sim_prof, n); }
     }
+    return 0;
 }
 
 /* A sweep calibrates on its lowest load's first run (sim_run_results): say which, and how many runs
@@ -315,10 +326,14 @@ static void say_sweep_level(const json_t *doc, const char *file, FILE *out) {
 ds_result run_sim_calibrate(const sim_params *given, const char *file, const char *requests_jsonl, const char *profile_out,
                             FILE *summary, char *err, size_t errlen) {
     sim_calibration cal;
-    char why[512], said[1024];
+    char why[1024], said[1024];
     sim_params setup = *given, *p = &setup;
     json_t *doc = json_load_file(file, 0, NULL);   /* NULL for a per-request JSONL: nothing to take */
-    setup_from_run(doc, p, said, sizeof said);
+    if (setup_from_run(doc, p, said, sizeof said, why, sizeof why) < 0) {
+        json_decref(doc);
+        snprintf(err, errlen, "calibrate: %s", why);
+        return DS_EINVAL;
+    }
     if (summary && said[0]) fprintf(summary, "The run's deployment: %s\n", said);
     if (summary) say_sweep_level(doc, file, summary);
     json_decref(doc);
@@ -334,14 +349,18 @@ ds_result run_sim_calibrate(const sim_params *given, const char *file, const cha
 
 ds_result run_sim_validate(const char *path, const sim_params *p, bool fit, bool loo, FILE *out, FILE *progress,
                            char *err, size_t errlen) {
-    char why[512];
+    char why[1024];
     val_table *t;
     if (val_is_sweep(path)) {   /* a measured sweep: calibrate on its lowest load, predict the rest */
         sim_params setup = *p;
         char said[1024];
         json_t *doc = json_load_file(path, 0, NULL);
-        setup_from_run(doc, &setup, said, sizeof said);
+        int usable = setup_from_run(doc, &setup, said, sizeof said, why, sizeof why);
         json_decref(doc);
+        if (usable < 0) {
+            snprintf(err, errlen, "--validate: %s", why);
+            return DS_EINVAL;
+        }
         if (said[0]) fprintf(out, "the sweep's deployment: %s\n", said);
         if (val_sweep(path, &setup, out, why, sizeof why) == 0) return DS_OK;
         snprintf(err, errlen, "--validate: %s", why);
