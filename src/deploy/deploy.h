@@ -143,6 +143,18 @@ void deploy_sim_setup(const deploy *d, sim_params *p, char *said, size_t saidlen
  * its weights. True with a sentence saying which, and how far. */
 bool deploy_weights_off_gpu(const deploy *d, char *why, size_t whylen);
 
+/* llama.cpp's spring 2025 MoE rework (ggml-org/llama.cpp#13014, #13199, 2025-04-19/29) took the
+ * expert ids into MMVQ and MMQ on the GPU; before it, mul_mat_id synced to the host and looped over
+ * the experts (the simulator's profile llamacpp-b4747). Builds are numbered by commit; about b5200
+ * then. Flash attention for DeepSeek's unequal K and V heads came to CUDA days later
+ * (ggml-org/llama.cpp#13306, 2025-05-04, Ampere or newer; about b5280): before, -fa is forced off
+ * for these models ("flash_attn requires n_embd_head_k == n_embd_head_v - forcing off"). */
+#define LLAMACPP_MOE_REWORK_BUILD 5200
+#define LLAMACPP_FA_MLA_BUILD 5280
+/* The llama.cpp build number in the engine's source line ("GET /props answered (llama-server build
+ * b4747-c392e50)"): 0 when it states none (a build from a source tarball reports b0-unknown). */
+long deploy_llamacpp_build(const deploy *d);
+
 /* A roofline needs these two. */
 bool deploy_has_model(const deploy *d);
 bool deploy_has_gpu(const deploy *d);

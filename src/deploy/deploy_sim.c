@@ -7,14 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* llama.cpp's spring 2025 MoE rework (ggml-org/llama.cpp#13014, #13199, 2025-04-19/29) took the
- * expert ids into MMVQ and MMQ on the GPU; before it, mul_mat_id synced to the host and looped over
- * the experts (profile llamacpp-b4747). Builds are numbered by commit; about b5200 then. */
-#define LLAMACPP_MOE_REWORK_BUILD 5200
-
-/* The build number in the engine's source line ("GET /props answered (llama-server build b4747-c392e50)"):
- * 0 when it states none (a build from a source tarball reports b0-unknown). */
-static long llamacpp_build(const deploy *d) {
+long deploy_llamacpp_build(const deploy *d) {
     const char *b = strstr(d->engine_s.src, "build b");
     return b ? strtol(b + 7, NULL, 10) : 0;
 }
@@ -33,7 +26,7 @@ void deploy_sim_setup(const deploy *d, sim_params *p, char *said, size_t saidlen
     said[0] = 0;
     unsigned given = p->given;
     if (!(given & SIM_GIVEN_PROFILE) && stated(&d->engine_s) && !strcmp(d->engine, "llama.cpp")) {
-        long build = llamacpp_build(d);
+        long build = deploy_llamacpp_build(d);
         const char *prof = build > 0 && build >= LLAMACPP_MOE_REWORK_BUILD ? "llamacpp" : "llamacpp-b4747";
         snprintf(num, sizeof num, "b%ld", build);
         if (sim_params_set(p, "engine-profile", prof, err, sizeof err) == 0)

@@ -64,6 +64,11 @@ void diag_knob(json_t *f, const char *knob, const char *direction, const char *e
                                                                  "effect", effect));
 }
 
+bool diag_llamacpp_fa_runs(const diag_in *in) {
+    bool mla = in->dep.arch_s.known && model_is_mla(&in->dep.arch);
+    return !mla || deploy_llamacpp_build(&in->dep) >= LLAMACPP_FA_MLA_BUILD;
+}
+
 void diag_window(json_t *f, double t0_s, double t1_s) {
     json_object_set_new(f, "window", json_pack("{s:f,s:f}", "t0_s", t0_s, "t1_s", t1_s));
 }

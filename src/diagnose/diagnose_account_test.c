@@ -164,6 +164,38 @@ TEST(diagnose_overhead_names_steal_and_runq) {
     json_decref(doc);
 }
 
+/* The overhead-bound c = 8 level of a real llama.cpp sweep (h100i_overhead: a source build of c392e50
+ * serving V2-Lite): the advice knows the build. Before the spring 2025 MoE rework the experts loop
+ * on the host, so a later build is the first knob, with the build it has; -fa is not offered, since
+ * that build forces it off for DeepSeek's unequal K/V heads. A build past both offers -fa and no
+ * upgrade. */
+TEST(diagnose_llamacpp_advice_knows_the_build) {
+    json_t *doc = test_load_json("tests/fixtures/real-gpu/h100i_overhead.json");
+    CHECK(doc != NULL);
+    if (!doc) return;
+    json_t *r = json_deep_copy(json_object_get(json_array_get(json_object_get(doc, "levels"), 3), "results"));
+    json_t *g = diag_o(r, NULL);
+    const json_t *f = finding(g, "engine_overhead"), *k = f ? knob(f, "llama.cpp build") : NULL;
+    CHECK(k && strstr(kstr(k, "current"), "unknown") && !strcmp(kstr(k, "suggested"), "b5280 or later"));
+    CHECK(f && !knob(f, "flash attention"));
+    json_decref(g);
+    json_t *src = json_object_get(json_object_get(json_object_get(r, "deployment"), "engine"), "source");
+    CHECK(src != NULL);
+    json_string_set(src, "GET /props answered (llama-server build b4747-c392e50)");
+    g = diag_o(r, NULL);
+    f = finding(g, "engine_overhead");
+    k = f ? knob(f, "llama.cpp build") : NULL;
+    CHECK(k && !strcmp(kstr(k, "current"), "b4747"));
+    json_decref(g);
+    json_string_set(src, "GET /props answered (llama-server build b5300-1a2b3c4)");
+    g = diag_o(r, NULL);
+    f = finding(g, "engine_overhead");
+    CHECK(f && !knob(f, "llama.cpp build") && knob(f, "flash attention"));
+    json_decref(g);
+    json_decref(r);
+    json_decref(doc);
+}
+
 /* The same H200 run as `-ngl 0` would show it: the server holds 300 MiB of GPU memory for 1.7 GiB of
  * weights, the GPU idles (5 %), the server keeps ten cores busy. That is a deployment that is not
  * what it should be, with -ngl as the knob, not "engine overhead: try vLLM". */

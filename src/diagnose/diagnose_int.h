@@ -108,6 +108,10 @@ const char *diag_gpm_text(char *buf, size_t len, double dram_lo, double dram_hi,
                           double sm_lo, double sm_hi);
 /* An action that is not a server setting ("load: lower", "server log: read"). */
 void diag_knob(json_t *f, const char *knob, const char *direction, const char *effect);
+/* Whether llama-server's -fa would run on this deployment: builds before ggml-org/llama.cpp#13306
+ * (LLAMACPP_FA_MLA_BUILD; a source build, numbered 0, taken as one) force it off for DeepSeek's
+ * unequal K and V heads (MLA). */
+bool diag_llamacpp_fa_runs(const diag_in *in);
 /* A server setting (generic name: max_num_seqs, kv_cache_dtype, weight_dtype, tensor_parallel_size,
  * enable_chunked_prefill, max_num_batched_tokens, gpu_memory_utilization): the current value (NULL
  * unknown) and the suggested one ("64", or "raise" when the current is unknown). Nothing is added

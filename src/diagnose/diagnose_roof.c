@@ -343,9 +343,27 @@ static void rule_engine_overhead(diag_in *in, json_t *L, json_t *C) {
     if (sim) diag_ev(f, 100 * ovh / step_med, "%", "engine.step_overhead_s / median engine.series.step_ms",
                      "%.2f ms of a %.2f ms median step is fixed overhead (scheduling, launches, sampling)", ovh, step_med);
     if (!strcmp(in->dep.engine, "llama.cpp")) {
+        /* a build before the spring 2025 MoE rework loops over the experts on the host, syncing the
+         * GPU for each MoE matmul (what this finding measures); a source build states no number and
+         * is taken as one (as the simulator does) */
+        long build = deploy_llamacpp_build(&in->dep);
+        bool moe = in->dep.arch_s.known && model_is_moe(&in->dep.arch);
+        bool mla = in->dep.arch_s.known && model_is_mla(&in->dep.arch);
+        if (moe && build < LLAMACPP_MOE_REWORK_BUILD) {
+            char cur[64], sug[32], dir[160];
+            if (build > 0) snprintf(cur, sizeof cur, "b%ld", build);
+            else snprintf(cur, sizeof cur, "unknown (a source build: taken as before b%d)", LLAMACPP_MOE_REWORK_BUILD);
+            snprintf(sug, sizeof sug, "b%d or later", mla ? LLAMACPP_FA_MLA_BUILD : LLAMACPP_MOE_REWORK_BUILD);
+            snprintf(dir, sizeof dir, "%s \xe2\x86\x92 %s", cur, sug);
+            json_array_append_new(json_object_get(f, "knobs"), json_pack("{s:s,s:s,s:s,s:s,s:s}", "knob", "llama.cpp build",
+                "current", cur, "suggested", sug, "direction", dir, "effect",
+                mla ? "the experts' ids stay on the GPU (no host loop and sync per MoE matmul: ggml-org/llama.cpp#13014, "
+                      "#13199), and -fa runs for DeepSeek's unequal K/V heads (#13306; this build forces it off)"
+                    : "the experts' ids stay on the GPU: no host loop and sync per MoE matmul (ggml-org/llama.cpp#13014, #13199)"));
+        }
         diag_knob(f, "engine", "try vLLM or SGLang for this model", "fused MoE kernels and CUDA graphs put more work in "
                   "each launch, so the step's fixed cost weighs less");
-        diag_knob(f, "flash attention", "-fa on", "fewer, fused attention kernels per step");
+        if (diag_llamacpp_fa_runs(in)) diag_knob(f, "flash attention", "-fa on", "fewer, fused attention kernels per step");
     } else if (graphs_on(in) == 0) {
         diag_knob(f, "CUDA graphs", "enable (vLLM: drop --enforce-eager)", "fewer kernel launches per step");
     } else if (graphs_on(in) < 0) {

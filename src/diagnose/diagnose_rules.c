@@ -318,7 +318,8 @@ static void rule_prefill(diag_in *in, json_t *L, json_t *C) {
         if (!(mnbt > 0) || prompt > mnbt)
             diag_setting(in, f, "max_num_batched_tokens", mnbt > 0 ? cur : NULL, mnbt > 0 ? sug : "raise",
                          "more prompt tokens per step: a prefill in fewer, larger matrix products");
-        if (!strcmp(in->dep.engine, "llama.cpp")) diag_knob(f, "flash attention", "-fa on", "fused attention over the prompt");
+        if (!strcmp(in->dep.engine, "llama.cpp") && diag_llamacpp_fa_runs(in))
+            diag_knob(f, "flash attention", "-fa on", "fused attention over the prompt");
         if (host_full && on_host)
             diag_knob(f, "host CPU", "free cores for the server (or run it alone)", "a prefill on the host needs the cores "
                       "other processes hold");
