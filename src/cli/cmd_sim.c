@@ -89,7 +89,7 @@ static void usage(FILE *f) {
         "                             and print predicted vs published, the error per metric, the median and\n"
         "                             the worst per target (TPOT, per-GPU output throughput, low-load TTFT);\n"
         "                             the headline is leave-one-group-out, with 80%% intervals' coverage\n"
-        "  --validate SWEEP.json      a measured concurrency sweep: calibrate on its lowest load (with the\n"
+        "  --validate SWEEP.json      a measured sweep (--concurrency or --rate): calibrate on its lowest load (with the\n"
         "                             setup flags; a sweep run with --repeats: each run of it calibrates,\n"
         "                             the predictions are their mean), predict every level, print measured\n"
         "                             vs predicted (a level whose server found prompts cached is simulated\n"

@@ -293,6 +293,8 @@ static void from_sim_config(deploy *d, const json_t *sim, const char *where) {
     }
     copy(d->engine, sizeof d->engine, "dsperf sim");
     deploy_set(&d->engine_s, false, "%s", where);
+    const char *ep = json_string_value(json_object_get(sim, "engine_profile"));
+    if (ep && *ep) { copy(d->sim_profile, sizeof d->sim_profile, ep); deploy_set(&d->sim_profile_s, false, "%s.engine_profile", where); }
     const char *g = json_string_value(json_object_get(sim, "gpu"));
     if (g && hw_find(g)) { copy(d->gpu, sizeof d->gpu, hw_find(g)->name); deploy_set(&d->gpu_s, false, "%s.gpu", where); }
     int tp = (int)json_integer_value(json_object_get(sim, "tp"));

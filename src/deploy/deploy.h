@@ -11,7 +11,7 @@
  * marked "assumed", so a number that breaks physics can name what to correct.
  *
  * The "deployment" section (deploy_to_json), in results and diagnoses:
- *   {"engine": {"value": "llama.cpp", "source": "..."}, "served_model": {...}, "model": {...},
+ *   {"engine": {"value": "llama.cpp", "source": "..."}, "sim_profile": {...}, "served_model": {...}, "model": {...},
  *    "architecture": {"value": {config.json keys}, "source": "..."}, "weight_dtype": {...},
  *    "kv_dtype": {...}, "gpu": {...}, "n_gpus": {...}, "tp": {...}, "max_num_seqs": {...},
  *    "context_per_seq": {...}, "ubatch_tokens": {...}, "cpu_threads": {...}, "gpu_layers": {...}, "split_mode": {...},
@@ -37,6 +37,8 @@ typedef struct {
 typedef struct {
     char engine[32];            /* "llama.cpp", "vllm", "sglang", "tgi", "dsperf serve", "dsperf sim" */
     deploy_src engine_s;
+    char sim_profile[32];       /* dsperf sim: the engine profile it timed its steps with ("" unknown) */
+    deploy_src sim_profile_s;
     char served_model[256];     /* the id the server answers to */
     deploy_src served_model_s;
     char model[128];            /* catalog name, or the config's / GGUF's own name */

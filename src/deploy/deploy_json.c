@@ -12,6 +12,7 @@ static void put(json_t *o, const char *key, json_t *value, const deploy_src *s) 
 json_t *deploy_to_json(const deploy *d) {
     json_t *o = json_object();
     put(o, "engine", json_string(d->engine), &d->engine_s);
+    put(o, "sim_profile", json_string(d->sim_profile), &d->sim_profile_s);
     put(o, "served_model", json_string(d->served_model), &d->served_model_s);
     put(o, "model", json_string(d->model), &d->model_s);
     if (deploy_has_model(d)) put(o, "architecture", model_arch_to_hf_json(&d->arch), &d->arch_s);
@@ -96,6 +97,7 @@ static void dtype_field(const json_t *sec, const char *key, model_dtype *dst, de
 void deploy_from_json(deploy *d, const json_t *sec) {
     if (!json_is_object(sec)) return;
     str_field(sec, "engine", d->engine, sizeof d->engine, &d->engine_s);
+    str_field(sec, "sim_profile", d->sim_profile, sizeof d->sim_profile, &d->sim_profile_s);
     str_field(sec, "served_model", d->served_model, sizeof d->served_model, &d->served_model_s);
     str_field(sec, "model", d->model, sizeof d->model, &d->model_s);
     deploy_src as = {0};

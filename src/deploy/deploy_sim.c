@@ -34,6 +34,10 @@ void deploy_sim_setup(const deploy *d, sim_params *p, char *said, size_t saidlen
                 "taken as before the April 2025 MoE rework, as this project's c392e50; --engine-profile llamacpp for a later build)",
                 prof, build > 0 ? num : "");
     }
+    /* a simulated server says whose steps it timed */
+    if (!(given & SIM_GIVEN_PROFILE) && stated(&d->sim_profile_s) && !strcmp(d->engine, "dsperf sim") &&
+        sim_params_set(p, "engine-profile", d->sim_profile, err, sizeof err) == 0)
+        say(said, saidlen, "engine dsperf sim: profile %s (%s)", d->sim_profile, d->sim_profile_s.src);
     /* vLLM and SGLang: their current engines (a run does not record which version served it) */
     static const struct { const char *engine, *profile; } cur[] = {{"vllm", "vllm-v1"}, {"sglang", "sglang"}};
     for (size_t i = 0; i < sizeof cur / sizeof cur[0]; i++)

@@ -4,6 +4,8 @@
 #include "metrics/metric_table.h"
 #include "common/fileio.h"
 #include "engine/sim_run.h"
+#include "load/arrival.h"
+#include "common/rng.h"
 #include "metrics/summary.h"
 #include <jansson.h>
 #include <limits.h>
@@ -678,25 +680,42 @@ static int agg_solve(cost_model *cm, cost_factors *f, double *x, double lo, doub
     return 1;
 }
 
-/* The level simulated with factors f: conc users in a closed loop over dataset ds, n requests after
- * warm warm-ups, on p's server; its median ITL and TTFT in seconds. 0 ok. */
-static int sim_level(const sim_params *p, const cost_factors *f, int conc, const char *ds, long n, long warm, double *itl,
-                     double *ttft) {
+/* A measured level to simulate: conc users in a closed loop, or (conc 0) arrivals at rate_per_s by
+ * the run's arrival process (arrival, "poisson" when the run names none), over dataset ds; n
+ * requests after warm warm-ups. */
+typedef struct { int conc; double rate_per_s; const char *arrival; const char *ds; long n, warm; } sim_lvl;
+
+/* The level simulated with factors f on p's server: its median ITL and TTFT in seconds. 0 ok. */
+static int sim_level(const sim_params *p, const cost_factors *f, const sim_lvl *L, double *itl, double *ttft) {
     sim_params q = *p;
     q.factors = *f;
-    size_t total = (size_t)(n + warm);
+    size_t total = (size_t)(L->n + L->warm);
     int32_t *ins = NULL, *outs = NULL;
-    int64_t *stamps = NULL;
+    int64_t *stamps = NULL, *times = NULL;
     char err[256];
-    if (sim_workload_lengths(ds, &total, 1, 128, &ins, &outs, &stamps, err, sizeof err) < 0) return -1;
+    if (sim_workload_lengths(L->ds, &total, 1, 128, &ins, &outs, &stamps, err, sizeof err) < 0) return -1;
     free(stamps);
+    if (L->conc <= 0) {
+        /* the open loop's arrivals, on the same seed as every simulated level (sim_validate's run_serve) */
+        arrival arr;
+        rng g;
+        times = calloc(total ? total : 1, sizeof *times);
+        if (!times || (arrival_parse(L->arrival ? L->arrival : "poisson", L->rate_per_s, &arr) < 0 &&
+                       arrival_parse("poisson", L->rate_per_s, &arr) < 0)) {
+            free(times); free(ins); free(outs);
+            return -1;
+        }
+        rng_seed(&g, 1);
+        arrival_schedule(&arr, &g, 0, times, total);
+    }
     engine *e = engine_sim_create(&q, err, sizeof err);
     int rc = -1;
     recset recs;
     recset_init(&recs);
     if (e) {
-        sim_workload w = {.n = total, .concurrency = conc, .in_tokens = ins, .max_tokens = outs, .warmup = (size_t)warm,
-                          .turnaround_ns = SIM_TURNAROUND_NS, .ingest_ns_per_token = SIM_INGEST_NS_PER_TOKEN, .transit_seed = 2};
+        sim_workload w = {.n = total, .arrival_ns = times, .concurrency = L->conc > 0 ? L->conc : 0, .in_tokens = ins,
+                          .max_tokens = outs, .warmup = (size_t)L->warm, .turnaround_ns = SIM_TURNAROUND_NS,
+                          .ingest_ns_per_token = SIM_INGEST_NS_PER_TOKEN, .transit_seed = 2};
         summary_opts so;
         summary_default_opts(&so);
         json_t *sum = sim_run(e, &w, &recs, NULL, err, sizeof err) == 0 ? summary_compute(&recs, &so) : NULL;
@@ -707,6 +726,7 @@ static int sim_level(const sim_params *p, const cost_factors *f, int conc, const
         engine_destroy(e);
     }
     recset_free(&recs);
+    free(times);
     free(ins);
     free(outs);
     return rc;
@@ -715,10 +735,9 @@ static int sim_level(const sim_params *p, const cost_factors *f, int conc, const
 /* A level of several users, llama.cpp b4747 (its loop): the aggregate point cannot be solved in
  * closed form there, since the server's prompt time counts the other prompts and decodes its
  * prompt shared steps with, and the ITL's median step is not the Little's-law batch's. So the
- * level itself is simulated (its users, dataset, requests and server) and two factors solved by
- * bisection, alternating: the loop's host factor on the median TTFT, the time per kernel on the
- * median ITL. */
-typedef struct { int conc; const char *ds; long n, warm; } sim_lvl;
+ * level itself is simulated (its users or arrivals, dataset, requests and server) and two factors
+ * solved by bisection, alternating: the loop's host factor on the median TTFT, the time per kernel
+ * on the median ITL. */
 typedef void (*factor_set)(cost_factors *g, const cost_factors *prior, double x);
 static void set_host(cost_factors *g, const cost_factors *prior, double x) { host_scale(g, prior, x); }
 static void set_kernel(cost_factors *g, const cost_factors *prior, double x) { (void)prior; g->kernel_s = x; }
@@ -732,7 +751,7 @@ static int sim_bisect(const sim_params *p, const sim_lvl *L, cost_factors *f, co
     for (int it = 0; it < 22; it++) {
         double m = (a + z) / 2;
         set(&g, prior, exp(m));
-        if (sim_level(p, &g, L->conc, L->ds, L->n, L->warm, &si, &st) < 0) return -1;
+        if (sim_level(p, &g, L, &si, &st) < 0) return -1;
         if ((ttft ? st : si) > target) z = m;
         else a = m;
     }
@@ -874,14 +893,20 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     const char *ds = json_string_value(json_object_get(cfgd, "dataset"));
     double ttft_med = json_number_value(json_object_get(doc, METRIC(median_ttft_ms))) / 1e3;
     long warm = (long)json_integer_value(json_object_get(cfgd, "warmup"));
-    if (cm_loop && batch >= 1.5 && conc >= 4 && ds && ttft_med > 0 && !strcmp(point, "median ITL")) {
+    /* an open-loop level (a rate sweep's, a bench --rate run) names its rate and arrival process */
+    double rate = conc > 0 ? 0 : json_number_value(json_object_get(doc, "request_rate"));
+    const char *arr = json_string_value(json_object_get(cfgd, "arrival"));
+    if (cm_loop && batch >= 1.5 && (conc >= 4 || (rate > 0 && isfinite(rate))) && ds && ttft_med > 0 && !strcmp(point, "median ITL")) {
         double h = 1;
-        const sim_lvl L = {conc, ds, (long)done, warm > 0 ? warm : 0};
+        const sim_lvl L = {conc > 0 ? conc : 0, conc > 0 ? 0 : rate, arr, ds, (long)done, warm > 0 ? warm : 0};
         int in = sim_fit_level(p, &L, &f, &loop_prior, itl, ttft_med, &h);
         double si = 0, st = 0;
-        sim_level(p, &f, L.conc, L.ds, L.n, L.warm, &si, &st);
-        note(c, "the level simulated (%d users, %s, %.0f requests): the loop's host factor %.3f on the median TTFT (%.0f ms; "
-                "simulated %.0f), the time per kernel %.2f us on the median ITL (%.2f ms; simulated %.2f)%s", conc, ds, done, h,
+        sim_level(p, &f, &L, &si, &st);
+        char who[64];
+        if (L.conc > 0) snprintf(who, sizeof who, "%d users", L.conc);
+        else snprintf(who, sizeof who, "%s arrivals at %g req/s", arr ? arr : "poisson", L.rate_per_s);
+        note(c, "the level simulated (%s, %s, %.0f requests): the loop's host factor %.3f on the median TTFT (%.0f ms; "
+                "simulated %.0f), the time per kernel %.2f us on the median ITL (%.2f ms; simulated %.2f)%s", who, ds, done, h,
              ttft_med * 1e3, st * 1e3, f.kernel_s * 1e6, itl * 1e3, si * 1e3, in ? "" : " (one at its bound)");
         ok = fabs(si / itl - 1) < 0.05;
         moved = "the level's own simulation (its users and server)";

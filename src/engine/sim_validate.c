@@ -1289,8 +1289,10 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
     if (!doc) { snprintf(err, errlen, "cannot read %s: %s", path, je.text); return -1; }
     json_t *levels = json_object_get(doc, "levels"), *cfg = json_object_get(doc, "config");
     const char *axis = json_string_value(json_object_get(doc, "axis")), *ds = json_string_value(json_object_get(cfg, "dataset"));
-    if (!json_array_size(levels) || !axis || strcmp(axis, "concurrency") || !ds) {
-        snprintf(err, errlen, "%s: calibrate-then-predict needs a concurrency sweep with a dataset (dsperf sweep --concurrency)", path);
+    int by_rate = axis && !strcmp(axis, "rate");
+    if (!json_array_size(levels) || !axis || (strcmp(axis, "concurrency") && !by_rate) || !ds) {
+        snprintf(err, errlen, "%s: calibrate-then-predict needs a sweep over concurrency or request rate with a dataset "
+                 "(dsperf sweep --concurrency or --rate)", path);
         json_decref(doc);
         return -1;
     }
@@ -1312,7 +1314,10 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
         n_cal++;
     }
     long warm = (long)json_integer_value(json_object_get(cfg, "warmup"));
-    fprintf(out, "calibrate on the lowest load (c = %g) of %s, predict the others (80%% intervals: calibrated)\n", base, path);
+    if (by_rate)
+        fprintf(out, "calibrate on the lowest load (%g req/s) of %s, predict the others (80%% intervals: calibrated)\n", base, path);
+    else
+        fprintf(out, "calibrate on the lowest load (c = %g) of %s, predict the others (80%% intervals: calibrated)\n", base, path);
     if (n_cal > 1)
         fprintf(out, "  the lowest load ran %d times (--repeats): each run calibrates a profile, the predictions are their mean "
                 "(the first run's fit below)\n", n_cal);
@@ -1331,7 +1336,15 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
         json_t *res = json_object_get(lv, "results");
         double load = json_number_value(json_object_get(lv, "load"));
         long done = (long)json_integer_value(json_object_get(res, METRIC(completed)));
-        if (!json_is_object(res) || done <= 0 || !(load >= 1)) continue;
+        if (!json_is_object(res) || done <= 0 || !(by_rate ? load > 0 : load >= 1)) continue;
+        /* a level the sweep did not count as measured (its requests outlasted it: the completed
+         * ones are the short ones) is no measurement to predict */
+        if (json_is_false(json_object_get(lv, "measured"))) {
+            fprintf(out, "%-6g %-7.3g not predicted: %s\n", load, load / base,
+                    json_string_value(json_object_get(lv, "not_measured_reason")) ? json_string_value(json_object_get(lv, "not_measured_reason"))
+                                                                                   : "the sweep did not count it as measured");
+            continue;
+        }
         val_case c;
         memset(&c, 0, sizeof c);
         c.p = *setup;
@@ -1341,7 +1354,9 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
         char cached_note[sizeof c.dataset + 48] = "";
         if (li > 0 && spec_uncached(ds, hit, c.dataset, sizeof c.dataset))
             snprintf(cached_note, sizeof cached_note, " (%.0f%% of prompt tokens cached: %s)", hit * 100, c.dataset);
-        c.concurrency = (int)load;
+        /* a rate level: Poisson arrivals at that rate (as the sweep sent them), as many as completed */
+        c.concurrency = by_rate ? 0 : (int)load;
+        c.rate = by_rate ? load : 0;
         c.prompts = done;
         c.warmup = warm > 0 ? warm : 0;
         /* llama-server's slots as the levels before left them: one per distinct prompt sent so far

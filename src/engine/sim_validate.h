@@ -47,7 +47,8 @@ void val_print_factors(FILE *out, const cost_factors *f);
 void val_prior_factors(cost_factors *f);
 /* The defaults (cost_default_factors) with the fitted request path of a Python server's TTFT. */
 void val_default_factors(cost_factors *f);
-/* Calibrate on the lowest load of a concurrency sweep (dsperf sweep's JSON), predict every level:
+/* Calibrate on the lowest load of a sweep over concurrency or request rate (dsperf sweep's JSON),
+ * predict every level the sweep counted as measured:
  * a table of measured vs predicted median TPOT and output throughput, with interval coverage. */
 int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, size_t errlen);
 /* 1 when path is a sweep document (dsperf.sweep/...), 0 otherwise. */

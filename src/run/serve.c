@@ -47,6 +47,7 @@ static void sim_facts(const sim_params *p, engine *e, server_params *sp) {
         sim_params_batch_tokens(p), "block_size", p->block_size, "gpu_memory_utilization", p->gpu_memory_utilization,
         "chunked_prefill", p->chunked_prefill, "max_model_len", mml, "kv_tokens", (json_int_t)(blocks * p->block_size));
     json_object_set_new(sim, "num_gpu_blocks", json_integer(p->num_gpu_blocks));   /* an override; 0 none */
+    json_object_set_new(sim, "engine_profile", json_string(p->engine_profile));    /* whose steps it times */
     if (p->arch_set) json_object_set_new(sim, "architecture", model_arch_to_hf_json(&p->arch));   /* a model given whole */
     /* what the served figures are: the simulator's predictions, each good to its 80% interval
      * (sim_interval.h); a client that measures this server records the interval beside its

@@ -124,6 +124,7 @@ static json_t *config_section(const sim_params *p, const load_desc *l) {
         "batch_wait_iters", p->batch_wait_iters, "batch_wait_max_tokens_ratio", p->batch_wait_tokens_ratio,
         "scheduling_policy", p->priority_scheduling ? "priority" : "fcfs"));
     if (p->arch_set) json_object_set_new(json_object_get(c, "sim"), "architecture", model_arch_to_hf_json(&p->arch));
+    json_object_set_new(json_object_get(c, "sim"), "engine_profile", json_string(p->engine_profile));
     return c;
 }
 
