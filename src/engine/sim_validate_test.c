@@ -520,7 +520,8 @@ TEST(sim_validate_table_schema_mistakes_are_named) {
 }
 
 /* Every real llama.cpp sweep in tests/fixtures/real-gpu of four or more levels (thirty-two, on
- * thirteen GPUs: four H200, nine H100; h100g_repeat and h100h_* have tests of their own), each calibrated on its own c = 1 alone: the calibrated 80% intervals, pooled over all of them,
+ * thirteen GPUs: four H200, nine H100; h100g_repeat and h100h_* have tests of their own), each
+ * calibrated on its own c = 1 alone: the calibrated 80% intervals, pooled over all of them,
  * hold the measured TPOT and throughput at least as often as an 80% interval does with 95%
  * probability over that many predictions. The stop-40 sweeps (h100d_*: the 906M preset in f16 and
  * Q8_0, V2-Lite Q8_0 with 1024-token prompts, V2-Lite f16) were recorded after the model was settled
