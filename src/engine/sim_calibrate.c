@@ -4,8 +4,6 @@
 #include "metrics/metric_table.h"
 #include "common/fileio.h"
 #include "engine/sim_run.h"
-#include "load/arrival.h"
-#include "common/rng.h"
 #include "metrics/summary.h"
 #include <jansson.h>
 #include <limits.h>
@@ -695,18 +693,10 @@ static int sim_level(const sim_params *p, const cost_factors *f, const sim_lvl *
     char err[256];
     if (sim_workload_lengths(L->ds, &total, 1, 128, &ins, &outs, &stamps, err, sizeof err) < 0) return -1;
     free(stamps);
-    if (L->conc <= 0) {
-        /* the open loop's arrivals, on the same seed as every simulated level (sim_validate's run_serve) */
-        arrival arr;
-        rng g;
-        times = calloc(total ? total : 1, sizeof *times);
-        if (!times || (arrival_parse(L->arrival ? L->arrival : "poisson", L->rate_per_s, &arr) < 0 &&
-                       arrival_parse("poisson", L->rate_per_s, &arr) < 0)) {
-            free(times); free(ins); free(outs);
-            return -1;
-        }
-        rng_seed(&g, 1);
-        arrival_schedule(&arr, &g, 0, times, total);
+    if (L->conc <= 0 && sim_workload_arrivals(L->arrival, L->rate_per_s, total, &times) < 0) {
+        free(ins);
+        free(outs);
+        return -1;
     }
     engine *e = engine_sim_create(&q, err, sizeof err);
     int rc = -1;

@@ -101,6 +101,12 @@ typedef struct {
  * file has (random: error). 0 ok, -1 with err. */
 int sim_workload_lengths(const char *spec, size_t *n, uint64_t seed, int32_t default_out, int32_t **ins,
                          int32_t **outs, int64_t **times_ns, char *err, size_t errlen);
+/* Open-loop arrival times for a measured level: n requests at rate_per_s by the arrival process
+ * (load/arrival.h: "poisson", "constant", ...; NULL or one it does not know: Poisson), from time
+ * 0, on seed 1 (the seed every simulated level of a measured run uses, and a bench run's default, so
+ * a run made with --seed 1 is simulated with its own arrivals). *times_ns: n values, free() them.
+ * 0 ok, -1 (out of memory, or no positive finite rate). */
+int sim_workload_arrivals(const char *process, double rate_per_s, size_t n, int64_t **times_ns);
 /* The whole workload for `dsperf sim`: the lengths as above (o: the trace options, --trace-window,
  * --time-scale, the trace's block size), and what the prefix cache needs. n as above; a sessions
  * dataset gives its conversations. 0 ok, -1 with err. sim_load_free() it. */

@@ -6,8 +6,6 @@
 #include "engine/sim_calibrate.h"
 #include "engine/sim.h"
 #include "engine/sim_run.h"
-#include "load/arrival.h"
-#include "common/rng.h"
 #include "metrics/summary.h"
 #include "metrics/stats.h"
 #include <jansson.h>
@@ -33,6 +31,7 @@ typedef struct {
     /* serve */
     char dataset[160];
     double rate;             /* 0: closed loop; INFINITY: all at once */
+    const char *arrival;     /* the open loop's arrival process (NULL: Poisson); a measured sweep's config.arrival */
     int concurrency;
     long prompts;
     long warmup;             /* requests of the first wave, not measured (the sources' warm-ups) */
@@ -432,14 +431,12 @@ static int run_serve(val_case *c, char *err, size_t errlen) {
     recset recs;
     recset_init(&recs);
     if (c->concurrency <= 0) {
-        times = calloc(n, sizeof *times);
-        if (!times) goto out;
-        if (!isinf(c->rate)) {
-            arrival arr;
-            rng g;
-            rng_seed(&g, 1);
-            if (arrival_parse("poisson", c->rate / k, &arr) < 0) goto out;
-            arrival_schedule(&arr, &g, 0, times, n);
+        if (isinf(c->rate)) {   /* all at once */
+            times = calloc(n ? n : 1, sizeof *times);
+            if (!times) goto out;
+        } else if (sim_workload_arrivals(c->arrival, c->rate / k, n, &times) < 0) {
+            snprintf(err, errlen, "%s: no arrivals at %g req/s", c->name, c->rate);
+            goto out;
         }
     }
     sim_workload w = {.n = n, .arrival_ns = times, .concurrency = c->concurrency > 0 ? (c->concurrency + k - 1) / k : 0,
@@ -1357,6 +1354,7 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
         /* a rate level: Poisson arrivals at that rate (as the sweep sent them), as many as completed */
         c.concurrency = by_rate ? 0 : (int)load;
         c.rate = by_rate ? load : 0;
+        c.arrival = json_string_value(json_object_get(cfg, "arrival"));
         c.prompts = done;
         c.warmup = warm > 0 ? warm : 0;
         /* llama-server's slots as the levels before left them: one per distinct prompt sent so far

@@ -4,6 +4,7 @@
  * workload's bound on the hit rate) and for conversations (sessions). See sim_run.h. */
 #include "engine/sim_run.h"
 #include "common/rng.h"
+#include "load/arrival.h"
 #include "dataset/dataset.h"
 #include "dataset/sessions.h"
 #include "dataset/words.h"
@@ -195,4 +196,18 @@ oom:
     sim_load_free(l);
     snprintf(err, errlen, "out of memory");
     return -1;
+}
+
+int sim_workload_arrivals(const char *process, double rate_per_s, size_t n, int64_t **times_ns) {
+    *times_ns = NULL;
+    arrival arr;
+    if (!(rate_per_s > 0) || !isfinite(rate_per_s)) return -1;
+    if ((!process || arrival_parse(process, rate_per_s, &arr) < 0) && arrival_parse("poisson", rate_per_s, &arr) < 0) return -1;
+    int64_t *t = calloc(n ? n : 1, sizeof *t);
+    if (!t) return -1;
+    rng g;
+    rng_seed(&g, 1);
+    arrival_schedule(&arr, &g, 0, t, n);
+    *times_ns = t;
+    return 0;
 }
