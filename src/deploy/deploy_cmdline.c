@@ -61,11 +61,13 @@ void deploy_from_cmdline(deploy *d, const json_t *argv) {
             ngl_given = true, ngl = !strcmp(v, "0") ? 0 : positive_int(v) ? positive_int(v) : -1;
     }
     /* layers on the GPUs: c392e50's llama_model_default_params puts none there unless told (-ngl);
-     * a value that is not a count (a later build's "auto" or "all") stays unknown */
+     * a value that is not a count (a later build's "auto" or "all") stays unknown, and so does the
+     * default of a build past the era this project has read (the GPU memory held still tells) */
+    long build = deploy_llamacpp_build(d);
     if (ngl >= 0) {
         d->gpu_layers = ngl;
         deploy_set(&d->gpu_layers_s, false, "llama-server -ngl %d (the server's command line)", ngl);
-    } else if (!ngl_given) {
+    } else if (!ngl_given && build < LLAMACPP_MOE_REWORK_BUILD) {
         d->gpu_layers = 0;
         deploy_set(&d->gpu_layers_s, false, "llama-server's default -ngl 0 (no -ngl on its command line)");
     }

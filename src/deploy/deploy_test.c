@@ -240,6 +240,13 @@ TEST(deploy_llama_server_gpu_layers) {
         json_decref(sec);
         json_decref(doc);
     }
+    /* no -ngl on a build past the one read here: its default is not known, so not assumed */
+    json_t *late = json_pack("{s:{s:{s:s,s:s,s:b}},s:{s:{s:{s:{s:[sss]}}}}}", "deployment", "engine", "value", "llama.cpp", "source",
+                             "GET /props answered (llama-server build b7000-abcdef0)", "assumed", 0, "telemetry", "host", "numa",
+                             "server", "cmdline", "llama-server", "-m", "x.gguf");
+    CHECK_EQ_INT(deploy_resolve(late, &(deploy_flags){.model = "deepseek-v2-lite"}, &d, err, sizeof err), 0);
+    CHECK(!d.gpu_layers_s.known && !deploy_weights_off_gpu(&d, why, sizeof why));
+    json_decref(late);
     /* a later build's -ngl auto is not a count: unknown, and nothing said about the weights */
     json_t *doc = json_pack("{s:{s:{s:{s:{s:[sss]}}}}}", "telemetry", "host", "numa", "server", "cmdline", "llama-server", "-ngl", "auto");
     CHECK_EQ_INT(deploy_resolve(doc, &(deploy_flags){.model = "deepseek-v2-lite"}, &d, err, sizeof err), 0);
