@@ -899,7 +899,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
                 "simulated %.0f), the time per kernel %.2f us on the median ITL (%.2f ms; simulated %.2f)%s", who, ds, done, h,
              ttft_med * 1e3, st * 1e3, f.kernel_s * 1e6, itl * 1e3, si * 1e3, in ? "" : " (one at its bound)");
         ok = fabs(si / itl - 1) < 0.05;
-        moved = "the level's own simulation (its users and server)";
+        moved = "the level's own simulation (its load and server)";
     }
     double after = agg_step_s(&cm, &f, batch, ctx, window);
     cost_free(&cm);
