@@ -665,6 +665,16 @@ TEST(sim_validate_restarted_servers_one_host) {
     CHECK_EQ_INT(tot_all, 28);
     CHECK_MSG(in_all >= coverage_floor(tot_all), "%d of %d inside the calibrated 80%% intervals (floor %d)", in_all, tot_all,
               coverage_floor(tot_all));
+    /* these c = 1 levels held 4-6 requests: the calibration says its point rests on few; the 906M
+     * sweep's c = 1 held 11 and says nothing of the kind */
+    char *out = NULL;
+    CHECK_EQ_INT(test_run("sim --validate tests/fixtures/real-gpu/h100i_restart_b.json", &out, NULL), 0);
+    CHECK(out && strstr(out, "few requests: the fit rests on 5;"));
+    free(out);
+    out = NULL;
+    CHECK_EQ_INT(test_run("sim --validate tests/fixtures/real-gpu/h100i_medium_f16.json", &out, NULL), 0);
+    CHECK(out && !strstr(out, "few requests"));
+    free(out);
 }
 
 /* A run whose server kept weights off the GPU cannot calibrate a simulator of servers whose layers
