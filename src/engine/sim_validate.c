@@ -1280,17 +1280,13 @@ static int32_t spec_request_tokens(const char *spec) {
  * factors (sim --calibrate on it), then every level is simulated as it was run (its concurrency,
  * the sweep's dataset, the requests it completed after the sweep's warm-ups) and compared with what
  * was measured: median TPOT and output throughput, each with its calibrated 80% interval. */
-int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, size_t errlen) {
-    json_error_t je;
-    json_t *doc = json_load_file(path, 0, &je);
-    if (!doc) { snprintf(err, errlen, "cannot read %s: %s", path, je.text); return -1; }
+int val_sweep(const json_t *doc, const char *path, const sim_params *setup, FILE *out, char *err, size_t errlen) {
     json_t *levels = json_object_get(doc, "levels"), *cfg = json_object_get(doc, "config");
     const char *axis = json_string_value(json_object_get(doc, "axis")), *ds = json_string_value(json_object_get(cfg, "dataset"));
     int by_rate = axis && !strcmp(axis, "rate");
     if (!json_array_size(levels) || !axis || (strcmp(axis, "concurrency") && !by_rate) || !ds) {
         snprintf(err, errlen, "%s: calibrate-then-predict needs a sweep over concurrency or request rate with a dataset "
                  "(dsperf sweep --concurrency or --rate)", path);
-        json_decref(doc);
         return -1;
     }
     /* setup holds the sweep's server as its run stated it (deploy_sim_setup, in the run layer): the
@@ -1301,13 +1297,12 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
      * the step by several percent: the H100 sweep h100g_repeat's three c = 1 runs, 12.1-13.6 ms) */
     enum { MAX_CAL = 16 };
     sim_calibration cal[MAX_CAL];
-    int n_cal = 1;
-    if (sim_calibrate_from_files(setup, path, NULL, &cal[0], err, errlen) < 0) { json_decref(doc); return -1; }
+    int n_cal = 0;
     double base = json_number_value(json_object_get(json_array_get(levels, 0), "load"));
-    for (size_t i = 1; i < json_array_size(levels) && n_cal < MAX_CAL; i++) {
+    for (size_t i = 0; i < json_array_size(levels) && n_cal < MAX_CAL; i++) {
         json_t *l = json_array_get(levels, i);
         if (json_number_value(json_object_get(l, "load")) != base) continue;
-        if (sim_calibrate_results(setup, json_object_get(l, "results"), &cal[n_cal], err, errlen) < 0) { json_decref(doc); return -1; }
+        if (sim_calibrate_results(setup, json_object_get(l, "results"), &cal[n_cal], err, errlen) < 0) return -1;
         n_cal++;
     }
     long warm = (long)json_integer_value(json_object_get(cfg, "warmup"));
@@ -1403,14 +1398,10 @@ int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, s
         fprintf(out, "at 2-8x the calibration load: %d of %d metrics within 15%%\n", n15, n);
         fprintf(out, "80%% intervals (calibrated): %d of %d predicted metrics inside\n", inside, n_in);
     }
-    json_decref(doc);
     return rc;
 }
 
-int val_is_sweep(const char *path) {
-    json_t *doc = json_load_file(path, 0, NULL);
+int val_is_sweep(const json_t *doc) {
     const char *schema = json_string_value(json_object_get(doc, "schema"));
-    int yes = schema && !strncmp(schema, "dsperf.sweep/", 13);
-    json_decref(doc);
-    return yes;
+    return schema && !strncmp(schema, "dsperf.sweep/", 13);
 }

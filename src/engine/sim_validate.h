@@ -50,7 +50,7 @@ void val_default_factors(cost_factors *f);
 /* Calibrate on the lowest load of a sweep over concurrency or request rate (dsperf sweep's JSON),
  * predict every level the sweep counted as measured:
  * a table of measured vs predicted median TPOT and output throughput, with interval coverage. */
-int val_sweep(const char *path, const sim_params *setup, FILE *out, char *err, size_t errlen);
-/* 1 when path is a sweep document (dsperf.sweep/...), 0 otherwise. */
-int val_is_sweep(const char *path);
+int val_sweep(const json_t *doc, const char *path, const sim_params *setup, FILE *out, char *err, size_t errlen);
+/* 1 when doc (NULL allowed) is a sweep document (dsperf.sweep/...), 0 otherwise. */
+int val_is_sweep(const json_t *doc);
 #endif

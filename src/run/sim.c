@@ -352,21 +352,19 @@ ds_result run_sim_validate(const char *path, const sim_params *p, bool fit, bool
                            char *err, size_t errlen) {
     char why[1024];
     val_table *t;
-    if (val_is_sweep(path)) {   /* a measured sweep: calibrate on its lowest load, predict the rest */
+    json_t *doc = json_load_file(path, 0, NULL);   /* read once: the setup and the levels come from it */
+    if (val_is_sweep(doc)) {   /* a measured sweep: calibrate on its lowest load, predict the rest */
         sim_params setup = *p;
         char said[1024];
-        json_t *doc = json_load_file(path, 0, NULL);
-        int usable = setup_from_run(doc, &setup, said, sizeof said, why, sizeof why);
+        int rc = setup_from_run(doc, &setup, said, sizeof said, why, sizeof why);
+        if (rc == 0 && said[0]) fprintf(out, "the sweep's deployment: %s\n", said);
+        if (rc == 0) rc = val_sweep(doc, path, &setup, out, why, sizeof why);
         json_decref(doc);
-        if (usable < 0) {
-            snprintf(err, errlen, "--validate: %s", why);
-            return DS_EINVAL;
-        }
-        if (said[0]) fprintf(out, "the sweep's deployment: %s\n", said);
-        if (val_sweep(path, &setup, out, why, sizeof why) == 0) return DS_OK;
+        if (rc == 0) return DS_OK;
         snprintf(err, errlen, "--validate: %s", why);
         return DS_EINVAL;
     }
+    json_decref(doc);
     if (val_load(path, &t, why, sizeof why) < 0) {
         snprintf(err, errlen, "--validate: %s", why);
         return DS_EINVAL;
