@@ -27,6 +27,18 @@ void deploy_set(deploy_src *s, bool assumed, const char *fmt, ...) {
 
 static void copy(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
 
+double deploy_weight_bytes(const deploy *d, const char **src) {
+    if (d->model_bytes_s.known && d->model_bytes > 0) { *src = d->model_bytes_s.src; return d->model_bytes; }
+    if (!deploy_has_model(d)) return NAN;
+    cost_model c;
+    char err[128];
+    if (deploy_cost(d, NULL, &c, err, sizeof err) < 0) return NAN;
+    double b = c.weight_bytes_per_gpu * (d->tp > 0 ? d->tp : 1);
+    cost_free(&c);
+    *src = "the model's parameters x bytes per weight";
+    return b;
+}
+
 bool deploy_weights_off_gpu(const deploy *d, char *why, size_t whylen) {
     int all = d->arch.layers > 0 ? d->arch.layers + 1 : 0;   /* llama.cpp offloads the output layer as one more */
     if (d->gpu_layers_s.known && d->gpu_layers >= 0 && all && d->gpu_layers < all) {
@@ -34,11 +46,11 @@ bool deploy_weights_off_gpu(const deploy *d, char *why, size_t whylen) {
                  d->gpu_layers_s.src, d->gpu_layers, all);
         return true;
     }
-    if (d->gpu_held_mib_s.known && isfinite(d->gpu_held_mib) && d->model_bytes_s.known && d->model_bytes > 0 &&
-        d->gpu_held_mib * 1048576.0 < d->model_bytes) {
+    const char *wsrc = NULL;
+    double wb = d->gpu_held_mib_s.known && isfinite(d->gpu_held_mib) ? deploy_weight_bytes(d, &wsrc) : NAN;
+    if (wb > 0 && d->gpu_held_mib * 1048576.0 < wb) {
         snprintf(why, whylen, "the server's process held %.0f MiB of GPU memory (%s) for %.0f MiB of weights (%s): they "
-                 "cannot all have been on the GPU", d->gpu_held_mib, d->gpu_held_mib_s.src, d->model_bytes / 1048576.0,
-                 d->model_bytes_s.src);
+                 "cannot all have been on the GPU", d->gpu_held_mib, d->gpu_held_mib_s.src, wb / 1048576.0, wsrc);
         return true;
     }
     return false;

@@ -140,9 +140,13 @@ void deploy_from_json(deploy *d, const json_t *section);
  * taken and from where, clauses joined by "; " ("" when nothing). */
 void deploy_sim_setup(const deploy *d, sim_params *p, char *said, size_t saidlen);
 
+/* The weights' bytes: as the server reports them (model_bytes), else the model's parameters x bytes
+ * per weight (the cost model); *src says which. NaN when neither is known. */
+double deploy_weight_bytes(const deploy *d, const char **src);
 /* Whether the served weights were not all on the GPUs: llama-server told to put fewer layers there
  * than the model has with its output layer (-ngl), or a server process holding less GPU memory than
- * its weights. True with a sentence saying which, and how far. */
+ * its weights (deploy_weight_bytes). True with a sentence saying which, and how far. The one
+ * definition: the simulator refuses such a run, diagnose's `deployment` finding names it. */
 bool deploy_weights_off_gpu(const deploy *d, char *why, size_t whylen);
 
 /* llama.cpp's spring 2025 MoE rework (ggml-org/llama.cpp#13014, #13199, 2025-04-19/29) took the

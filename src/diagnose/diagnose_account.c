@@ -197,18 +197,6 @@ json_t *diag_time(const diag_in *in) {
 
 /* ---- the deployment against its telemetry ---- */
 
-static double weight_bytes(const diag_in *in, const char **src) {
-    if (in->dep.model_bytes > 0) { *src = in->dep.model_bytes_s.src; return in->dep.model_bytes; }
-    if (!in->dep.arch_s.known) return NAN;
-    cost_model c;
-    char err[128];
-    if (deploy_cost(&in->dep, NULL, &c, err, sizeof err) < 0) return NAN;
-    double b = c.weight_bytes_per_gpu * (in->dep.tp > 0 ? in->dep.tp : 1);
-    cost_free(&c);
-    *src = "the model's parameters x bytes per weight";
-    return b;
-}
-
 bool diag_rule_deployment(diag_in *in, json_t *L, json_t *C) {
     if (!json_array_size(get(in->tel, "gpu"))) {
         diag_checked(C, "deployment", false, "no GPU telemetry: nothing to hold the deployment against");
@@ -216,12 +204,15 @@ bool diag_rule_deployment(diag_in *in, json_t *L, json_t *C) {
     }
     diag_checked(C, "deployment", true, "GPU memory the server holds vs its weights, NVML utilization, the server's CPU");
     const char *wsrc = NULL;
-    /* GPU memory the server's process held (the deployment's reading of NVML's process list) */
-    double held = in->dep.gpu_held_mib_s.known ? in->dep.gpu_held_mib : NAN, wb = weight_bytes(in, &wsrc);
+    /* GPU memory the server's process held (the deployment's reading of NVML's process list), its
+     * weights, and whether they were all on the GPU: deploy's one definition, which the simulator's
+     * refusal of such a run uses too (it also reads llama-server's -ngl) */
+    double held = in->dep.gpu_held_mib_s.known ? in->dep.gpu_held_mib : NAN, wb = deploy_weight_bytes(&in->dep, &wsrc);
+    char off_why[400];
     double util = diag_gpu_mean(in, "util_gpu_pct");
     double cpu = diag_mean(get(get(get(in->tel, "host"), "series"), "server_cpu_pct"));
     bool offered = in->offered >= 1 || diag_mean(get(in->timeline, "in_flight")) >= 1;
-    bool off_gpu = isfinite(held) && wb > 0 && held * 1048576.0 < DIAG_GPU_HOLDS * wb;
+    bool off_gpu = deploy_weights_off_gpu(&in->dep, off_why, sizeof off_why);
     bool on_host = offered && isfinite(util) && util < DIAG_GPU_IDLE_PCT && cpu >= 100 * DIAG_SERVER_CORES;
     if (!off_gpu && !on_host) return false;
     bool llama = !strcmp(in->dep.engine, "llama.cpp");
@@ -230,10 +221,13 @@ bool diag_rule_deployment(diag_in *in, json_t *L, json_t *C) {
                              "the server computes on the host's CPU cores while its GPU idles");
     if (in->have_roof) diag_cost(f, 1 - in->roof_eff, "of decode throughput vs the HBM roofline of the GPU it should run on");
     else diag_cost(f, isfinite(util) ? 1 - util / 100 : DIAG_COST_UNKNOWN, "of the GPU's time idle (NVML utilization)");
+    bool ngl_short = off_gpu && in->dep.gpu_layers_s.known && in->dep.gpu_layers >= 0 && in->dep.gpu_layers <= in->dep.arch.layers;
+    if (ngl_short)
+        diag_ev(f, in->dep.gpu_layers, "layers", "telemetry.host.numa.server.cmdline", "%s", off_why);
     if (isfinite(held) && wb > 0)
         diag_ev(f, held, "MiB", "telemetry.gpu[].processes[].used_mib", "the server's process holds %.0f MiB of GPU memory "
                 "for %.0f MiB of weights (%s)%s", held, wb / 1048576.0, wsrc,
-                off_gpu ? ": they cannot all be on the GPU" : "");
+                held * 1048576.0 < wb ? ": they cannot all be on the GPU" : "");
     if (isfinite(util))
         diag_ev(f, util, "%", "telemetry.gpu.series.util_gpu_pct", "GPU busy %.0f%% of the time with %.1f requests offered",
                 util, in->offered);
@@ -242,7 +236,8 @@ bool diag_rule_deployment(diag_in *in, json_t *L, json_t *C) {
                 "%s", cpu / 100, cpu >= 100 * DIAG_SERVER_CORES ? "the model's math runs on the host" :
                 "its host-side loop");
     char cur[96], dir[160];
-    if (off_gpu) snprintf(cur, sizeof cur, "at most %.0f%% of the weights on the GPU", 100 * held * 1048576.0 / wb);
+    if (ngl_short) snprintf(cur, sizeof cur, "%d of %d layers", in->dep.gpu_layers, in->dep.arch.layers + 1);
+    else if (off_gpu && isfinite(held) && wb > 0) snprintf(cur, sizeof cur, "at most %.0f%% of the weights on the GPU", 100 * held * 1048576.0 / wb);
     else snprintf(cur, sizeof cur, "unknown (the GPU idles)");
     snprintf(dir, sizeof dir, "%s \xe2\x86\x92 99 (all layers)", cur);
     if (llama) {

@@ -52,8 +52,6 @@
 #define DIAG_NEAR_HOST 0.8             /* server CPU / its threads from which a prefill on the host is compute bound */
 #define DIAG_NEAR_ROOF 0.5             /* a stage at this share of its roofline or more is bound by that roofline */
 #define DIAG_FIXED_DOMINATES 0.5       /* fixed per-step cost / step time from which it limits the step */
-#define DIAG_GPU_HOLDS 1.0             /* GPU memory the server holds / its weights below which they cannot all be
-                                          on the GPU (physics: they would not fit in what it holds) */
 #define DIAG_SERVER_CORES 3.0          /* server CPU in cores from which it computes on the host */
 #define DIAG_GPU_IDLE_PCT 20.0         /* NVML utilization under which a GPU with work offered idles */
 /* steal and run-queue shares worth naming beside an overhead-bound step: a 1 % steal on 16 vCPUs
