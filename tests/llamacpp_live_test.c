@@ -316,3 +316,33 @@ TEST(llamacpp_live_drift_token_ids) {
     CHECK_EQ_INT(json_array_size(json_object_get(d, "warnings")), 0);
     json_decref(d);
 }
+
+/* The real llama-server started as these tests start it, with no -ngl: c392e50 puts no layer on a
+ * GPU unless told (and this build has none). A sweep that records the server's command line
+ * (--server-pid) cannot calibrate the simulator, which models servers whose layers all run on
+ * their GPUs: `sim --validate` says so in one line, naming the default -ngl 0 it read, and exits 2;
+ * the sweep's deployment keeps the layer count (0). */
+TEST(llamacpp_live_sim_refuses_a_server_without_gpu_layers) {
+    LLAMA_REQUIRE();
+    test_llama s;
+    if (test_llama_start(&s, "tiny", SERVER_ARGS) != 0) { CHECK_MSG(0, "llama-server did not start"); return; }
+    char path[512], cmd[2048], *err = NULL;
+    snprintf(path, sizeof path, "%s/nogpu_sweep.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sweep --url %s --server-pid %d --host-metrics --concurrency 1,2 --requests 4 "
+             "--dataset random:in=32,out=8 --tokenizer %s --quiet --out %s", s.url, (int)s.pid, test_llama_model("tiny"), path);
+    int rc = test_run(cmd, NULL, NULL);
+    test_llama_stop(&s);
+    CHECK_EQ_INT(rc, 0);
+    json_t *d = test_load_json(path);
+    CHECK(d != NULL);
+    if (!d) return;
+    const json_t *gl = json_object_get(json_object_get(json_object_get(json_array_get(json_object_get(d, "levels"), 0), "results"),
+                                                       "deployment"), "gpu_layers");
+    CHECK(gl && test_num(gl, "value") == 0 && strstr(json_string_value(json_object_get(gl, "source")), "default -ngl 0"));
+    json_decref(d);
+    snprintf(cmd, sizeof cmd, "sim --validate %s", path);
+    CHECK_EQ_INT(test_run(cmd, NULL, &err), 2);
+    CHECK(err && strstr(err, "llama-server's default -ngl 0 (no -ngl on its command line): 0 of the model's 5 layers") &&
+          strstr(err, "-ngl 99"));
+    free(err);
+}
