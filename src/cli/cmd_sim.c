@@ -71,8 +71,11 @@ static void usage(FILE *f) {
         "Calibration:\n"
         "  --calibrate FILE           fit bw_eff, step overhead and compute_eff to a measured run: its\n"
         "                             per-request JSONL (bench --save-requests), or its results JSON\n"
-        "                             (coarser: bw_eff only); the flags above/below give the setup;\n"
-        "                             writes the profile to --profile-out (default profile.json)\n"
+        "                             (coarser: bw_eff only), or a sweep (its lowest load); the flags\n"
+        "                             above/below give the setup; writes the profile to --profile-out\n"
+        "                             (default profile.json)\n"
+        "  --calibrate-at LOAD        with --calibrate SWEEP.json or --validate SWEEP.json: calibrate on\n"
+        "                             the sweep's level at this load (users or req/s) instead of the lowest\n"
         "  --requests-jsonl FILE      per-request JSONL of the run being calibrated against\n"
         "  --profile-out FILE\n"
         "Ladders (a sweep document, dsperf.sweep/1, one simulated run per level):\n"
@@ -90,7 +93,7 @@ static void usage(FILE *f) {
         "                             the worst per target (TPOT, per-GPU output throughput, low-load TTFT);\n"
         "                             the headline is leave-one-group-out, with 80%% intervals' coverage\n"
         "  --validate SWEEP.json      a measured sweep (--concurrency or --rate): calibrate on its lowest\n"
-        "                             load (with the setup flags; a sweep run with --repeats: each run of\n"
+        "                             load or --calibrate-at's (with the setup flags; a sweep run with --repeats: each run of\n"
         "                             it calibrates, the predictions are their mean), predict every\n"
         "                             measured level, print measured vs predicted (a level whose server\n"
         "                             found prompts cached is simulated with that share already computed;\n"
@@ -142,7 +145,7 @@ static void print_engine(FILE *f, const run_sim_result *r, const sim_params *p) 
 }
 
 enum { O_DATASET = 1000, O_RATE, O_ARRIVAL, O_CONC, O_REQUESTS, O_DURATION, O_WARMUP, O_SEED, O_OUT, O_REQ_OUT,
-       O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_REQ_JSONL, O_PROFILE_OUT, O_HELP, O_MAXERR,
+       O_PCT, O_OUTPUT_LEN, O_MAXCONC, O_THINK, O_SLO, O_SLO_TTFT, O_SLO_TPOT, O_SLO_E2EL, O_QUIET, O_CALIBRATE, O_CAL_AT, O_REQ_JSONL, O_PROFILE_OUT, O_HELP, O_MAXERR,
        O_DB, O_LABEL, O_INPUT_LEN, O_REPEATS, O_STAB,
        O_VALIDATE, O_FIT, O_LOO, O_TRANSIT, O_TBLOCK, O_TSCALE, O_TWINDOW, O_ENGINE, O_SIM = 2000, O_FIXED = 3000 };
 
@@ -169,6 +172,7 @@ typedef struct {
     const char *out_path, *req_out, *calibrate, *req_jsonl, *profile_out, *validate;
     bool fit, loo, quiet, help, repeats_given;
     long long repeats;
+    double calibrate_at;               /* --calibrate-at: the sweep level's load (0: the lowest) */
     const char *sim_opt, *fixed_opt;   /* an option of the one engine, the other's */
     history_opts hist;
     char joined[4][256];               /* ladders typed as several words */
@@ -205,6 +209,7 @@ static int sim_parse(int argc, char **argv, sim_cli *c, char *err, size_t errlen
         {"percentiles", required_argument, 0, O_PCT}, {"slo-ttft", required_argument, 0, O_SLO_TTFT},
         {"slo-tpot", required_argument, 0, O_SLO_TPOT}, {"slo-e2el", required_argument, 0, O_SLO_E2EL},
         {"quiet", no_argument, 0, O_QUIET}, {"calibrate", required_argument, 0, O_CALIBRATE},
+        {"calibrate-at", required_argument, 0, O_CAL_AT},
         {"requests-jsonl", required_argument, 0, O_REQ_JSONL}, {"profile-out", required_argument, 0, O_PROFILE_OUT},
         {"output-len", required_argument, 0, O_OUTPUT_LEN}, {"max-concurrency", required_argument, 0, O_MAXCONC},
         {"think", required_argument, 0, O_THINK}, {"slo", required_argument, 0, O_SLO},
@@ -266,6 +271,7 @@ static int sim_parse(int argc, char **argv, sim_cli *c, char *err, size_t errlen
         case O_QUIET: c->quiet = true; break;
         case O_MAXERR: bad = validity_parse_rate(optarg, &o->max_error_rate); break;
         case O_CALIBRATE: c->calibrate = optarg; break;
+        case O_CAL_AT: bad = units_parse_double(optarg, &c->calibrate_at) || !(c->calibrate_at > 0) || !isfinite(c->calibrate_at); break;
         case O_REQ_JSONL: c->req_jsonl = optarg; break;
         case O_PROFILE_OUT: c->profile_out = optarg; break;
         case O_DB: case O_LABEL:
@@ -484,8 +490,12 @@ int cmd_sim(int argc, char **argv) {
     const run_sim_opts *o = &c.o;
     if (o->fixed && c.calibrate) { log_error("sim: --calibrate fits the simulated engine; drop --engine fixed"); return EXIT_USAGE; }
     if ((c.fit || c.loo) && !c.validate) { log_error("sim: --fit and --loo go with --validate TABLE"); return EXIT_USAGE; }
+    if (c.calibrate_at > 0 && !c.validate && !c.calibrate) {
+        log_error("sim: --calibrate-at picks the level of a sweep to calibrate on: it goes with --calibrate SWEEP.json or --validate SWEEP.json");
+        return EXIT_USAGE;
+    }
     if (c.validate) {
-        ds_result r = run_sim_validate(c.validate, &o->sim, c.fit, c.loo, stdout, c.quiet ? NULL : stderr, err, sizeof err);
+        ds_result r = run_sim_validate(c.validate, &o->sim, c.calibrate_at, c.fit, c.loo, stdout, c.quiet ? NULL : stderr, err, sizeof err);
         if (r != DS_OK) log_error("sim: %s", err);
         return ds_exit_code(r);
     }
@@ -494,7 +504,7 @@ int cmd_sim(int argc, char **argv) {
         return EXIT_USAGE;
     if (!c.calibrate && history_opts_check(&c.hist) != DS_OK) return EXIT_USAGE;
     if (c.calibrate) {
-        ds_result r = run_sim_calibrate(&o->sim, c.calibrate, c.req_jsonl, c.profile_out, c.quiet ? NULL : stdout, err, sizeof err);
+        ds_result r = run_sim_calibrate(&o->sim, c.calibrate, c.req_jsonl, c.calibrate_at, c.profile_out, c.quiet ? NULL : stdout, err, sizeof err);
         if (r != DS_OK) { log_error("sim: %s", err); return ds_exit_code(r); }
         return EXIT_OK;
     }

@@ -107,6 +107,14 @@ int sim_workload_lengths(const char *spec, size_t *n, uint64_t seed, int32_t def
  * a run made with --seed 1 is simulated with its own arrivals). *times_ns: n values, free() them.
  * 0 ok, -1 (out of memory, or no positive finite rate). */
 int sim_workload_arrivals(const char *process, double rate_per_s, size_t n, int64_t **times_ns);
+/* The dataset spec of a random: level whose server found a share hit of the prompt tokens in its
+ * prefix cache: the same requests with that share of each prompt already computed (prompts that
+ * much shorter to the simulated engine). 1 and out written; 0 when spec is not random:in=N or hit is
+ * below half a percent. */
+int sim_workload_uncached(const char *spec, double hit, char *out, size_t outlen);
+/* The tokens one request of the dataset spec leaves in its llama-server slot on average (its prompt
+ * and all but its last token); 0 when it has none. */
+int32_t sim_workload_slot_tokens(const char *spec);
 /* The whole workload for `dsperf sim`: the lengths as above (o: the trace options, --trace-window,
  * --time-scale, the trace's block size), and what the prefix cache needs. n as above; a sessions
  * dataset gives its conversations. 0 ok, -1 with err. sim_load_free() it. */

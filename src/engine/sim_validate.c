@@ -1245,42 +1245,58 @@ out:
     return rc;
 }
 
-/* The dataset spec of a random: level whose server found a share hit of the prompt tokens in its
- * prefix cache: the same requests with that share of each prompt already computed, which the
- * simulated engine sees as prompts that much shorter (an older sweep resent every level the same
- * prompts, and llama-server reused its slots' KV for them). 0 when spec is not random:in=N. */
-static int spec_uncached(const char *spec, double hit, char *out, size_t outlen) {
-    const char *in = strncmp(spec, "random:", 7) ? NULL : strstr(spec, "in=");
-    if (!in || !(hit >= 0.005 && hit < 1)) return 0;   /* below half a percent: a stray token */
-    char *end;
-    double n = strtod(in + 3, &end);
-    if (!(n >= 1) || end == in + 3) return 0;
-    double m = fmax(1, round(n * (1 - hit)));
-    snprintf(out, outlen, "%.*s%.0f%s", (int)(in + 3 - spec), spec, m, end);
-    return 1;
+/* Whether a sweep's level is one to predict (and to count the prompts of): measured, with requests
+ * completed at a load the sweep can run (rate > 0, or concurrency >= 1). */
+static int level_counts(const json_t *lv, int by_rate) {
+    const json_t *res = json_object_get(lv, "results");
+    double load = json_number_value(json_object_get(lv, "load"));
+    return json_is_object(res) && json_integer_value(json_object_get(res, METRIC(completed))) > 0 &&
+           (by_rate ? load > 0 : load >= 1) && !json_is_false(json_object_get(lv, "measured"));
 }
 
-/* The tokens one request of the dataset spec leaves in its llama-server slot on average (its prompt
- * and all but its last token), from the lengths the simulator draws for it; 0 when it has none. */
-static int32_t spec_request_tokens(const char *spec) {
-    size_t n = 64;
-    int32_t *ins = NULL, *outs = NULL;
-    int64_t *stamps = NULL;
-    char e[256];
-    if (sim_workload_lengths(spec, &n, 1, 128, &ins, &outs, &stamps, e, sizeof e) < 0) return 0;
-    double sum = 0;
-    for (size_t i = 0; i < n; i++) sum += ins[i] + outs[i] - 1;
-    free(ins);
-    free(outs);
-    free(stamps);
-    return n > 0 ? (int32_t)lround(sum / (double)n) : 0;
+int val_sweep_warm_slots(const json_t *doc, size_t i) {
+    const json_t *levels = json_object_get(doc, "levels"), *cfg = json_object_get(doc, "config");
+    const char *axis = json_string_value(json_object_get(doc, "axis"));
+    int by_rate = axis && !strcmp(axis, "rate");
+    long warm = (long)json_integer_value(json_object_get(cfg, "warmup")), resent = 0;
+    if (warm < 0) warm = 0;
+    /* fresh prompts: the level's first_prompt of them; resent ones: as many as the largest level
+     * before sent */
+    json_t *fp = json_object_get(json_array_get(levels, i), "first_prompt");
+    if (json_is_integer(fp)) return (int)json_integer_value(fp);
+    for (size_t k = 0; k < i && k < json_array_size(levels); k++) {
+        const json_t *lv = json_array_get(levels, k);
+        if (!level_counts(lv, by_rate)) continue;
+        long done = (long)json_integer_value(json_object_get(json_object_get(lv, "results"), METRIC(completed)));
+        if (done + warm > resent) resent = done + warm;
+    }
+    return (int)resent;
+}
+
+long val_sweep_level_at(const json_t *doc, double load, char *err, size_t errlen) {
+    const json_t *levels = json_object_get(doc, "levels");
+    const char *axis = json_string_value(json_object_get(doc, "axis"));
+    int by_rate = axis && !strcmp(axis, "rate");
+    char have[256] = "";
+    size_t i, n = 0;
+    const json_t *lv;
+    json_array_foreach(levels, i, lv) {
+        double l = json_number_value(json_object_get(lv, "load"));
+        if (!level_counts(lv, by_rate)) continue;
+        if (load <= 0 || l == load) return (long)i;
+        if (n < sizeof have - 16) n += (size_t)snprintf(have + n, sizeof have - n, "%s%g", n ? ", " : "", l);
+    }
+    if (load <= 0) snprintf(err, errlen, "the sweep has no measured level to calibrate on");
+    else snprintf(err, errlen, "the sweep has no measured level at load %g (its measured loads: %s); pass one of them to --calibrate-at",
+                  load, have[0] ? have : "none");
+    return -1;
 }
 
 /* Calibrate, then predict, on a measured sweep: the lowest load calibrates the setup's own
  * factors (sim --calibrate on it), then every level is simulated as it was run (its concurrency,
  * the sweep's dataset, the requests it completed after the sweep's warm-ups) and compared with what
  * was measured: median TPOT and output throughput, each with its calibrated 80% interval. */
-int val_sweep(const json_t *doc, const char *path, const sim_params *setup, FILE *out, char *err, size_t errlen) {
+int val_sweep(const json_t *doc, const char *path, const sim_params *setup, double at_load, FILE *out, char *err, size_t errlen) {
     json_t *levels = json_object_get(doc, "levels"), *cfg = json_object_get(doc, "config");
     const char *axis = json_string_value(json_object_get(doc, "axis")), *ds = json_string_value(json_object_get(cfg, "dataset"));
     int by_rate = axis && !strcmp(axis, "rate");
@@ -1298,21 +1314,28 @@ int val_sweep(const json_t *doc, const char *path, const sim_params *setup, FILE
     enum { MAX_CAL = 16 };
     sim_calibration cal[MAX_CAL];
     int n_cal = 0;
-    double base = json_number_value(json_object_get(json_array_get(levels, 0), "load"));
-    for (size_t i = 0; i < json_array_size(levels) && n_cal < MAX_CAL; i++) {
+    long first = val_sweep_level_at(doc, at_load, err, errlen);
+    if (first < 0) return -1;
+    double base = json_number_value(json_object_get(json_array_get(levels, (size_t)first), "load"));
+    long warm = (long)json_integer_value(json_object_get(cfg, "warmup"));
+    for (size_t i = (size_t)first; i < json_array_size(levels) && n_cal < MAX_CAL; i++) {
         json_t *l = json_array_get(levels, i);
-        if (json_number_value(json_object_get(l, "load")) != base) continue;
-        if (sim_calibrate_results(setup, json_object_get(l, "results"), &cal[n_cal], err, errlen) < 0) return -1;
+        if (json_number_value(json_object_get(l, "load")) != base || !level_counts(l, by_rate)) continue;
+        /* the level's server as the levels before left it (its slots' KV), as predicted below */
+        sim_params at = *setup;
+        at.slots_warm = val_sweep_warm_slots(doc, i);
+        at.slots_warm_tokens = sim_workload_slot_tokens(ds);
+        if (sim_calibrate_results(&at, json_object_get(l, "results"), &cal[n_cal], err, errlen) < 0) return -1;
         n_cal++;
     }
-    long warm = (long)json_integer_value(json_object_get(cfg, "warmup"));
+    const char *which = at_load > 0 ? "the load" : "the lowest load";
     if (by_rate)
-        fprintf(out, "calibrate on the lowest load (%g req/s) of %s, predict the others (80%% intervals: calibrated)\n", base, path);
+        fprintf(out, "calibrate on %s (%g req/s) of %s, predict the others (80%% intervals: calibrated)\n", which, base, path);
     else
-        fprintf(out, "calibrate on the lowest load (c = %g) of %s, predict the others (80%% intervals: calibrated)\n", base, path);
+        fprintf(out, "calibrate on %s (c = %g) of %s, predict the others (80%% intervals: calibrated)\n", which, base, path);
     if (n_cal > 1)
-        fprintf(out, "  the lowest load ran %d times (--repeats): each run calibrates a profile, the predictions are their mean "
-                "(the first run's fit below)\n", n_cal);
+        fprintf(out, "  %s ran %d times (--repeats): each run calibrates a profile, the predictions are their mean "
+                "(the first run's fit below)\n", which, n_cal);
     for (int i = 0; i < cal[0].n_notes; i++) fprintf(out, "  %s\n", cal[0].notes[i]);
     fprintf(out, "%-6s %-7s %-20s %12s %12s %8s %s\n", "load", "x base", "metric", "measured", "predicted", "error", "inside");
     /* median TTFT and ITL too, shown but not scored (no interval: the prompt's host time is the
@@ -1323,7 +1346,6 @@ int val_sweep(const json_t *doc, const char *path, const sim_params *setup, FILE
     size_t li;
     json_t *lv;
     int rc = 0;
-    long resent = 0;   /* distinct prompts of a sweep that resent each level's from the first */
     json_array_foreach(levels, li, lv) {
         json_t *res = json_object_get(lv, "results");
         double load = json_number_value(json_object_get(lv, "load"));
@@ -1344,7 +1366,7 @@ int val_sweep(const json_t *doc, const char *path, const sim_params *setup, FILE
         snprintf(c.dataset, sizeof c.dataset, "%s", ds);
         double hit = json_number_value(json_object_get(json_object_get(res, "prefix_cache"), "hit_rate"));
         char cached_note[sizeof c.dataset + 48] = "";
-        if (li > 0 && spec_uncached(ds, hit, c.dataset, sizeof c.dataset))
+        if (li > 0 && sim_workload_uncached(ds, hit, c.dataset, sizeof c.dataset))
             snprintf(cached_note, sizeof cached_note, " (%.0f%% of prompt tokens cached: %s)", hit * 100, c.dataset);
         /* a rate level: Poisson arrivals at that rate (as the sweep sent them), as many as completed */
         c.concurrency = by_rate ? 0 : (int)load;
@@ -1352,12 +1374,8 @@ int val_sweep(const json_t *doc, const char *path, const sim_params *setup, FILE
         c.arrival = json_string_value(json_object_get(cfg, "arrival"));
         c.prompts = done;
         c.warmup = warm > 0 ? warm : 0;
-        /* llama-server's slots as the levels before left them: one per distinct prompt sent so far
-         * (fresh prompts: first_prompt of them; resent ones: as many as the largest level sent) */
-        json_t *fp = json_object_get(lv, "first_prompt");
-        c.p.slots_warm = (int)(json_is_integer(fp) ? json_integer_value(fp) : resent);
-        c.p.slots_warm_tokens = spec_request_tokens(ds);
-        if (done + c.warmup > resent) resent = done + c.warmup;
+        c.p.slots_warm = val_sweep_warm_slots(doc, li);
+        c.p.slots_warm_tokens = sim_workload_slot_tokens(ds);
         c.n_m = 4;
         for (int k = 0; k < 4; k++) {
             snprintf(c.m[k].name, sizeof c.m[k].name, "%s", names[k]);
@@ -1377,7 +1395,7 @@ int val_sweep(const json_t *doc, const char *path, const sim_params *setup, FILE
         for (int k = 0; k < 2; k++) {
             double e = c.m[k].predicted / c.m[k].published - 1, q = sim_interval_q(tg[k], SIM_IV_STEADY, 1);
             int in = fabs(log(c.m[k].predicted / c.m[k].published)) <= q;
-            int predicted = load != base;   /* the lowest load's runs calibrated */
+            int predicted = load != base;   /* the calibration load's runs calibrated */
             fprintf(out, "%-6g %-7.3g %-20s %12.5g %12.5g %+7.1f%% %s%s\n", load, load / base, names[k], c.m[k].published,
                     c.m[k].predicted, e * 100, !predicted ? "(calibration point)" : in ? "yes" : "no", k == 0 ? cached_note : "");
             if (predicted && load / base >= 2 && load / base <= 8) { n++; n15 += fabs(e) <= 0.15; }

@@ -211,3 +211,34 @@ int sim_workload_arrivals(const char *process, double rate_per_s, size_t n, int6
     *times_ns = t;
     return 0;
 }
+
+/* The dataset spec of a random: level whose server found a share hit of the prompt tokens in its
+ * prefix cache: the same requests with that share of each prompt already computed, which the
+ * simulated engine sees as prompts that much shorter (an older sweep resent every level the same
+ * prompts, and llama-server reused its slots' KV for them). 0 when spec is not random:in=N. */
+int sim_workload_uncached(const char *spec, double hit, char *out, size_t outlen) {
+    const char *in = strncmp(spec, "random:", 7) ? NULL : strstr(spec, "in=");
+    if (!in || !(hit >= 0.005 && hit < 1)) return 0;   /* below half a percent: a stray token */
+    char *end;
+    double n = strtod(in + 3, &end);
+    if (!(n >= 1) || end == in + 3) return 0;
+    double m = fmax(1, round(n * (1 - hit)));
+    snprintf(out, outlen, "%.*s%.0f%s", (int)(in + 3 - spec), spec, m, end);
+    return 1;
+}
+
+/* The tokens one request of the dataset spec leaves in its llama-server slot on average (its prompt
+ * and all but its last token), from the lengths the simulator draws for it; 0 when it has none. */
+int32_t sim_workload_slot_tokens(const char *spec) {
+    size_t n = 64;
+    int32_t *ins = NULL, *outs = NULL;
+    int64_t *stamps = NULL;
+    char e[256];
+    if (sim_workload_lengths(spec, &n, 1, 128, &ins, &outs, &stamps, e, sizeof e) < 0) return 0;
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += ins[i] + outs[i] - 1;
+    free(ins);
+    free(outs);
+    free(stamps);
+    return n > 0 ? (int32_t)lround(sum / (double)n) : 0;
+}

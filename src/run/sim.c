@@ -269,14 +269,13 @@ done:
     return rc;
 }
 
-/* The setup flags left open, from what the measured run in doc stated about its deployment (a
- * results document, or a sweep's lowest level): *p filled in, and what was taken in said ("" when
+/* The setup flags left open, from what the measured run res stated about its deployment (a
+ * results document, or the sweep level calibrated on): *p filled in, and what was taken in said ("" when
  * none: a per-request JSONL, a run that stated nothing, every key given). -1 with err when the run
  * cannot calibrate the simulator at all: its server kept weights off the GPU (the host's CPU ran
  * those layers; the simulator models servers whose layers are all on their GPUs). */
-static int setup_from_run(const json_t *doc, sim_params *p, char *said, size_t saidlen, char *err, size_t errlen) {
+static int setup_from_run(const json_t *res, sim_params *p, char *said, size_t saidlen, char *err, size_t errlen) {
     said[0] = 0;
-    const json_t *res = sim_run_results(doc);
     deploy d;
     char e[256], sim_prof[160] = "";
     /* a simulated run names its engine profile (engine.engine_profile) */
@@ -301,44 +300,67 @@ static int setup_from_run(const json_t *doc, sim_params *p, char *said, size_t s
     return 0;
 }
 
-/* A sweep calibrates on its lowest load's first run (sim_run_results): say which, and how many runs
- * of it the sweep holds (--repeats), which `sim --validate SWEEP.json` calibrates on together. */
-static void say_sweep_level(const json_t *doc, const char *file, FILE *out) {
-    const char *schema = json_string_value(json_object_get(doc, "schema"));
+/* A sweep calibrates on one level (--calibrate-at, or its lowest load): say which, and how many
+ * runs of that load the sweep holds (--repeats), which `sim --validate SWEEP.json` calibrates on
+ * together. */
+static void say_sweep_level(const json_t *doc, size_t i, int lowest, const char *file, FILE *out) {
     const json_t *levels = json_object_get(doc, "levels");
-    if (schema && !strncmp(schema, "dsperf.sweep/", 13) && json_array_size(levels)) {
-        double base = json_number_value(json_object_get(json_array_get(levels, 0), "load"));
-        const char *axis = json_string_value(json_object_get(doc, "axis"));
-        char at[64];
-        if (axis && !strcmp(axis, "concurrency")) snprintf(at, sizeof at, "c = %g", base);
-        else if (axis && !strcmp(axis, "rate")) snprintf(at, sizeof at, "%g req/s", base);
-        else snprintf(at, sizeof at, "%s %g", axis ? axis : "load", base);
-        size_t i, runs = 0;
-        const json_t *lv;
-        json_array_foreach(levels, i, lv) runs += json_number_value(json_object_get(lv, "load")) == base;
-        if (runs > 1)
-            fprintf(out, "Calibrating on the sweep's lowest load (%s), the first of its %zu runs (`dsperf sim --validate %s` "
-                    "calibrates on all of them and predicts their mean)\n", at, runs, file);
-        else
-            fprintf(out, "Calibrating on the sweep's lowest load (%s)\n", at);
-    }
+    double base = json_number_value(json_object_get(json_array_get(levels, i), "load"));
+    const char *axis = json_string_value(json_object_get(doc, "axis"));
+    char at[64];
+    if (axis && !strcmp(axis, "concurrency")) snprintf(at, sizeof at, "c = %g", base);
+    else if (axis && !strcmp(axis, "rate")) snprintf(at, sizeof at, "%g req/s", base);
+    else snprintf(at, sizeof at, "%s %g", axis ? axis : "load", base);
+    size_t k, runs = 0;
+    const json_t *lv;
+    json_array_foreach(levels, k, lv) runs += json_number_value(json_object_get(lv, "load")) == base;
+    const char *which = lowest ? "lowest load" : "level";
+    if (runs > 1)
+        fprintf(out, "Calibrating on the sweep's %s (%s), the first of its %zu runs (`dsperf sim --validate %s` "
+                "calibrates on all of them and predicts their mean)\n", which, at, runs, file);
+    else
+        fprintf(out, "Calibrating on the sweep's %s (%s)\n", which, at);
 }
 
-ds_result run_sim_calibrate(const sim_params *given, const char *file, const char *requests_jsonl, const char *profile_out,
-                            FILE *summary, char *err, size_t errlen) {
+ds_result run_sim_calibrate(const sim_params *given, const char *file, const char *requests_jsonl, double at_load,
+                            const char *profile_out, FILE *summary, char *err, size_t errlen) {
     sim_calibration cal;
     char why[1024], said[1024];
     sim_params setup = *given, *p = &setup;
     json_t *doc = json_load_file(file, 0, NULL);   /* NULL for a per-request JSONL: nothing to take */
-    if (setup_from_run(doc, p, said, sizeof said, why, sizeof why) < 0) {
+    long level = -1;
+    if (val_is_sweep(doc)) {
+        level = val_sweep_level_at(doc, at_load, why, sizeof why);
+        if (level < 0) {
+            json_decref(doc);
+            snprintf(err, errlen, "calibrate: %s: %s", file, why);
+            return DS_EINVAL;
+        }
+    } else if (at_load > 0) {
+        json_decref(doc);
+        snprintf(err, errlen, "calibrate: --calibrate-at picks a level of a sweep, and %s is not a sweep (dsperf sweep's JSON); "
+                 "drop --calibrate-at", file);
+        return DS_EINVAL;
+    }
+    const json_t *res = level >= 0 ? json_object_get(json_array_get(json_object_get(doc, "levels"), (size_t)level), "results")
+                                   : sim_run_results(doc);
+    if (setup_from_run(res, p, said, sizeof said, why, sizeof why) < 0) {
         json_decref(doc);
         snprintf(err, errlen, "calibrate: %s", why);
         return DS_EINVAL;
     }
     if (summary && said[0]) fprintf(summary, "The run's deployment: %s\n", said);
-    if (summary) say_sweep_level(doc, file, summary);
+    int rc;
+    if (level >= 0) {
+        /* a sweep's level: its server as the levels before left it (llama-server's slots keep KV) */
+        if (summary) say_sweep_level(doc, (size_t)level, !(at_load > 0), file, summary);
+        p->slots_warm = val_sweep_warm_slots(doc, (size_t)level);
+        p->slots_warm_tokens = sim_workload_slot_tokens(json_string_value(json_object_get(json_object_get(doc, "config"), "dataset")));
+        rc = sim_calibrate_results(p, res, &cal, why, sizeof why);
+    } else {
+        rc = sim_calibrate_from_files(p, file, requests_jsonl, &cal, why, sizeof why);
+    }
     json_decref(doc);
-    int rc = sim_calibrate_from_files(p, file, requests_jsonl, &cal, why, sizeof why);
     if (rc < 0) {
         snprintf(err, errlen, "calibrate: %s", why);
         return rc == -2 ? DS_EINVAL : DS_ERUN;
@@ -348,23 +370,29 @@ ds_result run_sim_calibrate(const sim_params *given, const char *file, const cha
     return DS_OK;
 }
 
-ds_result run_sim_validate(const char *path, const sim_params *p, bool fit, bool loo, FILE *out, FILE *progress,
+ds_result run_sim_validate(const char *path, const sim_params *p, double at_load, bool fit, bool loo, FILE *out, FILE *progress,
                            char *err, size_t errlen) {
     char why[1024];
     val_table *t;
     json_t *doc = json_load_file(path, 0, NULL);   /* read once: the setup and the levels come from it */
-    if (val_is_sweep(doc)) {   /* a measured sweep: calibrate on its lowest load, predict the rest */
+    if (val_is_sweep(doc)) {   /* a measured sweep: calibrate on one load (the lowest), predict the rest */
         sim_params setup = *p;
         char said[1024];
-        int rc = setup_from_run(doc, &setup, said, sizeof said, why, sizeof why);
+        long level = val_sweep_level_at(doc, at_load, why, sizeof why);
+        int rc = level < 0 ? -1 : setup_from_run(json_object_get(json_array_get(json_object_get(doc, "levels"), (size_t)level), "results"),
+                                                  &setup, said, sizeof said, why, sizeof why);
         if (rc == 0 && said[0]) fprintf(out, "the sweep's deployment: %s\n", said);
-        if (rc == 0) rc = val_sweep(doc, path, &setup, out, why, sizeof why);
+        if (rc == 0) rc = val_sweep(doc, path, &setup, at_load, out, why, sizeof why);
         json_decref(doc);
         if (rc == 0) return DS_OK;
         snprintf(err, errlen, "--validate: %s", why);
         return DS_EINVAL;
     }
     json_decref(doc);
+    if (at_load > 0) {
+        snprintf(err, errlen, "--calibrate-at picks the level of a sweep to calibrate on, and %s is a published table: drop it", path);
+        return DS_EINVAL;
+    }
     if (val_load(path, &t, why, sizeof why) < 0) {
         snprintf(err, errlen, "--validate: %s", why);
         return DS_EINVAL;

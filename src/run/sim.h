@@ -64,14 +64,16 @@ typedef struct {
 ds_result run_sim(const run_sim_opts *o, run_sim_result *out, char *err, size_t errlen);
 void run_sim_result_free(run_sim_result *r);
 
-/* --calibrate: fits p's efficiency factors to a measured run (FILE: per-request JSONL or results
- * JSON; requests_jsonl the per-request file beside a results file) and writes the profile to
+/* --calibrate: fits p's efficiency factors to a measured run (FILE: per-request JSONL, results
+ * JSON, or a sweep, whose level at at_load calibrates (<= 0: its lowest); requests_jsonl the
+ * per-request file beside a results file) and writes the profile to
  * profile_out; summary (NULL: none) gets the fit's account. DS_OK, or DS_ERUN with err. */
-ds_result run_sim_calibrate(const sim_params *p, const char *file, const char *requests_jsonl, const char *profile_out,
-                            FILE *summary, char *err, size_t errlen);
-/* --validate TABLE [--fit] [--loo]: every row of the published table simulated; the comparison is
+ds_result run_sim_calibrate(const sim_params *p, const char *file, const char *requests_jsonl, double at_load,
+                            const char *profile_out, FILE *summary, char *err, size_t errlen);
+/* --validate TABLE [--fit] [--loo]: every row of the published table simulated (a sweep: calibrated
+ * on its level at at_load, <= 0 its lowest, and its levels predicted); the comparison is
  * printed to out, the fit's progress to progress (NULL: none). DS_OK, DS_EINVAL (the table cannot
  * be read), or DS_ERUN, with err. */
-ds_result run_sim_validate(const char *table, const sim_params *p, bool fit, bool loo, FILE *out, FILE *progress,
+ds_result run_sim_validate(const char *table, const sim_params *p, double at_load, bool fit, bool loo, FILE *out, FILE *progress,
                            char *err, size_t errlen);
 #endif
