@@ -519,8 +519,8 @@ TEST(sim_validate_table_schema_mistakes_are_named) {
 #undef GOOD_METRIC
 }
 
-/* Every real llama.cpp sweep in tests/fixtures/real-gpu of four or more levels (thirty-six, on
- * fourteen GPUs: four H200, ten H100; h100g_repeat and h100h_* have tests of their own), each
+/* Every real llama.cpp sweep in tests/fixtures/real-gpu of four or more levels (thirty-seven, on
+ * fifteen GPUs: four H200, eleven H100; h100g_repeat and h100h_* have tests of their own), each
  * calibrated on its own c = 1 alone: the calibrated 80% intervals, pooled over all of them,
  * hold the measured TPOT and throughput at least as often as an 80% interval does with 95%
  * probability over that many predictions. The stop-40 sweeps (h100d_*: the 906M preset in f16 and
@@ -543,7 +543,7 @@ TEST(sim_validate_every_real_sweep_pooled) {
         {"h200a_overhead", NULL, "h200", "fp16"}, {"h200a_medium_f16", "m", "h200", "fp16"},
         {"h100i_overhead", NULL, "h100", "fp16"}, {"h100i_medium_f16", "m", "h100", "fp16"},
         {"h100j_long_a", NULL, "h100", "fp16"}, {"h100j_long_b", NULL, "h100", "fp16"},
-        {"h100j_long_medium_a", "m", "h100", "fp16"}, {"h100j_long_medium_b", "m", "h100", "fp16"}};
+        {"h100j_long_medium_a", "m", "h100", "fp16"}, {"h100j_long_medium_b", "m", "h100", "fp16"}, {"h100k_long", NULL, "h100", "fp16"}};
     int in_all = 0, tot_all = 0;
     for (size_t s = 0; s < sizeof sw / sizeof sw[0]; s++) {
         char name[128];
@@ -558,7 +558,7 @@ TEST(sim_validate_every_real_sweep_pooled) {
          * 1.5-8.9 % high on 27 of the 30 (the host's jitter lifts the mean step above the median) */
         CHECK_MSG(n >= 1 && fabs(e[1][0]) <= 3, "%s: the calibration point's throughput off by %+.1f%%", sw[s].sweep, e[1][0]);
     }
-    CHECK_EQ_INT(tot_all, 312);
+    CHECK_EQ_INT(tot_all, 320);
     CHECK_MSG(in_all >= coverage_floor(tot_all), "%d of %d inside the calibrated 80%% intervals (floor %d)", in_all, tot_all,
               coverage_floor(tot_all));
 }
@@ -591,11 +591,12 @@ static void check_slot_cells(const char *path, const char *model, const char *gp
     free(out);
 }
 
-/* Eighteen sweeps recorded after the sweep sent each level fresh prompts (tests/fixtures/real-gpu/README.md:
+/* Nineteen sweeps recorded after the sweep sent each level fresh prompts (tests/fixtures/real-gpu/README.md:
  * h100e_*, stop 41; h100f_*, stop 42, on a sixth H100 host; h200a_*, stop 43, on an H200; h100i_*,
  * stop 45, on an eleventh H100, both within 15% at 2-8x; h100j_*, stop 46, on a twelfth, with 30-40 s
  * levels, two server starts each: 21 of 24 within 15%, the misses the second V2-Lite start's c = 2
- * TPOT +19% and the first 906M start's c = 8, +29% TPOT and -19% throughput; each predicted
+ * TPOT +19% and the first 906M start's c = 8, +29% TPOT and -19% throughput; h100k_long, stop 46, on
+ * a thirteenth, 6 of 6; each predicted
  * with the model as it stood; the H200 V2-Lite f16 sweep within 15% at 2-8x, its 906M sweep -19% TPOT
  * and +25% throughput at c = 2): no
  * level found its prompts cached, the c = 1 calibration predicts the stop-41 Q4_0, Q8_0 and
@@ -615,7 +616,8 @@ TEST(sim_validate_fresh_prompt_sweeps) {
         {"h200a_overhead", NULL, "h200", "fp16", 6, 1}, {"h200a_medium_f16", "m", "h200", "fp16", 6, 0},
         {"h100i_overhead", NULL, "h100", "fp16", 6, 1}, {"h100i_medium_f16", "m", "h100", "fp16", 6, 1},
         {"h100j_long_a", NULL, "h100", "fp16", 5, 1}, {"h100j_long_b", NULL, "h100", "fp16", 5, 0},
-        {"h100j_long_medium_a", "m", "h100", "fp16", 5, 0}, {"h100j_long_medium_b", "m", "h100", "fp16", 5, 1}};
+        {"h100j_long_medium_a", "m", "h100", "fp16", 5, 0}, {"h100j_long_medium_b", "m", "h100", "fp16", 5, 1},
+        {"h100k_long", NULL, "h100", "fp16", 5, 1}};
     int in_all = 0, tot_all = 0;
     for (size_t s = 0; s < sizeof sw / sizeof sw[0]; s++) {
         char name[128], path[512];
@@ -639,12 +641,12 @@ TEST(sim_validate_fresh_prompt_sweeps) {
         check_slot_cells(path, sw[s].model ? "--model-config tests/fixtures/real-gpu/medium_config.json" : "--model deepseek-v2-lite",
                          sw[s].gpu, sw[s].dtype, sw[s].levels);
     }
-    CHECK_EQ_INT(tot_all, 158);
+    CHECK_EQ_INT(tot_all, 166);
     CHECK_MSG(in_all >= coverage_floor(tot_all), "%d of %d inside the calibrated 80%% intervals (floor %d)", in_all, tot_all,
               coverage_floor(tot_all));
 }
 
-/* Calibrate on a busier level (--calibrate-at 2) of the eighteen fresh-prompt sweeps, predict the
+/* Calibrate on a busier level (--calibrate-at 2) of the nineteen fresh-prompt sweeps, predict the
  * rest. A level of several sequences is simulated and one factor fitted on its median ITL, the
  * host's speed (the loop's host constants and the time per kernel together). Fitting the host on the
  * median TTFT and the time per kernel on the ITL instead, the predictions at 2-8x were within 15 %
@@ -657,7 +659,7 @@ TEST(sim_validate_calibrated_on_a_busier_level) {
         {"h100e_overhead", 1}, {"h100e_overhead_q4", 1}, {"h100e_floor_f16", 1}, {"h100e_medium_f16", 0}, {"h100e_overhead_q8", 0},
         {"h100f_overhead_long", 0}, {"h100f_medium_q8", 1}, {"h100f_medium_q4", 0}, {"h100f_long_q4", 0}, {"h100f_floor_q8", 1},
         {"h200a_overhead", 0}, {"h200a_medium_f16", 0}, {"h100i_overhead", 1}, {"h100i_medium_f16", 1},
-        {"h100j_long_a", 0}, {"h100j_long_b", 0}, {"h100j_long_medium_a", 1}, {"h100j_long_medium_b", 1}};
+        {"h100j_long_a", 0}, {"h100j_long_b", 0}, {"h100j_long_medium_a", 1}, {"h100j_long_medium_b", 1}, {"h100k_long", 1}};
     int in_all = 0, tot_all = 0;
     for (size_t s = 0; s < sizeof sw / sizeof sw[0]; s++) {
         char cmd[512], *out = NULL;
