@@ -329,7 +329,13 @@ ds_result run_sim_calibrate(const sim_params *given, const char *file, const cha
     sim_params setup = *given, *p = &setup;
     json_t *doc = json_load_file(file, 0, NULL);   /* NULL for a per-request JSONL: nothing to take */
     long level = -1;
-    if (val_is_sweep(doc)) {
+    if (at_load > 0 && requests_jsonl) {
+        json_decref(doc);
+        snprintf(err, errlen, "calibrate: --requests-jsonl holds one run's requests, and --calibrate-at picks a sweep's level: "
+                 "pass one of them");
+        return DS_EINVAL;
+    }
+    if (val_is_sweep(doc) && !requests_jsonl) {
         level = val_sweep_level_at(doc, at_load, why, sizeof why);
         if (level < 0) {
             json_decref(doc);
