@@ -97,6 +97,11 @@ void cost_default_factors(cost_factors *f) {
      * the H100 sweeps' growth is 3.0-3.5 us (f16) and 2.6-3.3 us (Q8_0, Q4_0) from c = 4 to 32 */
     f->ggml_kernel_gpu_s = 3.5e-6;
     f->ggml_sample_s = 100e-6;
+    /* the queue replicated (B waiting threads on one condition variable, B sends of notify_all a
+     * step, 50 us of sampling between sends) on this project's 2-core build host: 4.6 ms a step at
+     * B = 16, 10.1 ms at 32, 9.8-18 us per stream woken; the lower end (README-sim.md, "llama-server's
+     * result queue") */
+    f->ggml_wake_s = 10e-6;
     /* no request path (request_s, request_token_s stay 0): a simulated run is its engine's, as
      * `serve --engine sim` serves it. Only --validate adds the one fitted on the published TTFTs
      * (COST_REQUEST_FIT_*, cost_model.h), whose times carry a server's path; the flags add one. */
@@ -555,6 +560,10 @@ static void step_one(cost_model *c, const cost_batch *b, cost_step *o) {
     }
     /* each attention DP rank has its own scheduler process */
     o->t_sched = c->s.prof.ggml ? c->f.ggml_sample_s * c->arch.vocab / 102400.0 * seqs_rank : *cost_seq_overhead_of(&c->f, c->s.prof.sched) * seqs_rank;
+    /* llama-server hands each sampled token to its stream through one queue whose every send wakes
+     * every waiting stream (examples/server/server.cpp, server_response::send: notify_all): the
+     * main thread's sends of a step wake seqs x seqs threads that take its lock */
+    if (c->s.prof.ggml) o->t_sched += c->f.ggml_wake_s * seqs_rank * seqs_rank;
     if (b->window_keys > 0) {
         /* the pass's KV mask, built on the host before the graph runs (llama_set_inputs): a cell
          * lookup per token and cell, rows padded to 32 tokens, the whole copied to the GPU */

@@ -71,6 +71,10 @@ typedef struct {
     double ggml_sample_s;     /* llama-server's host time per sampled sequence per step at DeepSeek's 102,400-
                                * entry vocabulary (its sampler copies and top-k sorts the whole vocabulary
                                * after each decode while the GPU waits): scaled by vocab / 102400 */
+    double ggml_wake_s;       /* llama-server's result queue: the main thread's host time per stream woken per
+                               * result it sends (server_response::send notifies every waiting stream's
+                               * thread, each of which takes the queue's lock to look for its result): a
+                               * step of n sequences costs n x n of it */
     /* The request's way outside the engine's steps on a Python server (profile.python): HTTP,
      * tokenization, the hand-off to the scheduler, the first chunk's way back. The simulator adds
      * request_s + request_token_s x prompt tokens between a request's send and its arrival in the

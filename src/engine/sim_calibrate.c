@@ -593,6 +593,7 @@ static void host_scale(cost_factors *g, const cost_factors *f0, double h) {
     g->ggml_gemm_s = f0->ggml_gemm_s * h;
     g->ggml_mmq_s = f0->ggml_mmq_s * h;
     g->ggml_sample_s = f0->ggml_sample_s * h;
+    g->ggml_wake_s = f0->ggml_wake_s * h;
 }
 
 /* The host-speed factor (host_scale, h in [lo, hi]) at which the prompt of L tokens takes target

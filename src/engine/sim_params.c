@@ -104,6 +104,8 @@ static const char help_head[] =
     "  --ggml-mmq-time DUR        ... and of a quantized expert's MMQ path (over 8 rows) (fitted default)\n"
     "  --ggml-sample-time DUR     llama-server's host time per sequence per step sampling a 102,400-token\n"
     "                             vocabulary (fitted default)\n"
+    "  --ggml-wake-time DUR       llama-server's result queue: host time per waiting stream woken per\n"
+    "                             token sent (a step of n sequences: n x n of it; default 10us)\n"
     "  --request-time DUR, --request-per-token-time DUR   a Python server's request path outside\n"
     "                             the engine's steps (HTTP, tokenization, hand-off), fixed and per\n"
     "                             prompt token: fitted on published TTFTs (see README-sim.md)\n"
@@ -134,7 +136,7 @@ static const char *const keys[] = {
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
     "moe-eff", "moe-fused-eff", "moe-fused-v1-eff", "moe-native-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
     "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", "ggml-compute-eff", "ggml-call-time", "ggml-gemm-time",
-    "ggml-sample-time", "ggml-mmq-time", "ubatch", "shard-loss", "request-time", "request-per-token-time", NULL,
+    "ggml-sample-time", "ggml-wake-time", "ggml-mmq-time", "ubatch", "shard-loss", "request-time", "request-per-token-time", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -365,6 +367,7 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "request-time")) { rc = parse_seconds(v, &p->factors.request_s); want = "a duration (e.g. 150ms)";
     } else if (!strcmp(key, "request-per-token-time")) { rc = parse_seconds(v, &p->factors.request_token_s); want = "a duration (e.g. 20us)";
     } else if (!strcmp(key, "ggml-sample-time")) { rc = parse_seconds(v, &p->factors.ggml_sample_s); want = "a duration (e.g. 100us)";
+    } else if (!strcmp(key, "ggml-wake-time")) { rc = parse_seconds(v, &p->factors.ggml_wake_s); want = "a duration (e.g. 10us)";
     } else if (!strcmp(key, "ggml-mmq-time")) { rc = parse_seconds(v, &p->factors.ggml_mmq_s); want = "a duration (e.g. 24us)";
     } else if (!strcmp(key, "ggml-gemm-time")) { rc = parse_seconds(v, &p->factors.ggml_gemm_s); want = "a duration (e.g. 27us)";
     } else if (!strcmp(key, "moe-native-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_native_eff); want = "a fraction in (0, 1]";
@@ -429,6 +432,7 @@ static const struct { const char *key; size_t off; } factor_keys[] = {
     {"ggml_gemm_s", offsetof(cost_factors, ggml_gemm_s)}, {"moe_fused_eff", offsetof(cost_factors, moe_fused_eff)},
     {"moe_fused_v1_eff", offsetof(cost_factors, moe_fused_v1_eff)},
     {"ggml_kernel_gpu_s", offsetof(cost_factors, ggml_kernel_gpu_s)}, {"ggml_sample_s", offsetof(cost_factors, ggml_sample_s)}, {"ggml_mmq_s", offsetof(cost_factors, ggml_mmq_s)},
+    {"ggml_wake_s", offsetof(cost_factors, ggml_wake_s)},
     {"request_s", offsetof(cost_factors, request_s)}, {"request_token_s", offsetof(cost_factors, request_token_s)},
 };
 

@@ -887,6 +887,9 @@ TEST(sim_llamacpp_step_runs_as_ubatches) {
     char err[256];
     CHECK(sim_params_set(&p, "engine-profile", "llamacpp-b4747", err, sizeof err) == 0);
     CHECK(sim_params_set(&p, "gpu", "h100", err, sizeof err) == 0);
+    /* the result queue's cost grows with the square of the step's sequences, not with its ubatches:
+     * left out here (sim_llamacpp_result_queue_wakes_every_stream) */
+    CHECK(sim_params_set(&p, "ggml-wake-time", "0us", err, sizeof err) == 0);
     CHECK_EQ_INT(sim_params_batch_tokens(&p), 2048);   /* llama-server's -b */
     cost_model c;
     CHECK(sim_params_cost(&p, &c, err, sizeof err) == 0);
@@ -926,6 +929,44 @@ TEST(sim_llamacpp_sampling_per_sequence) {
     cost_step_time(&a, &d, &sa);
     cost_step_time(&b, &d, &sb);
     CHECK_NEAR(sb.t - sa.t, 16 * 150e-6, 1e-9);
+    cost_free(&a);
+    cost_free(&b);
+}
+
+/* llama-server's result queue (server_response::send, c392e50): each token a step sends wakes every
+ * waiting stream, so a decode step of n sequences carries n x n x ggml_wake_s on the host: 16
+ * sequences at 10 us, 2.56 ms; 32, four times that; llama-bench rows, which have no server, none */
+TEST(sim_llamacpp_result_queue_wakes_every_stream) {
+    sim_params p;
+    sim_default_params(&p);
+    char err[256];
+    CHECK(sim_params_set(&p, "engine-profile", "llamacpp-b4747", err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, "ggml-wake-time", "0us", err, sizeof err) == 0);
+    cost_model a, b;
+    CHECK(sim_params_cost(&p, &a, err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, "ggml-wake-time", "10us", err, sizeof err) == 0);
+    CHECK(sim_params_cost(&p, &b, err, sizeof err) == 0);
+    cost_batch d16, d32;
+    cost_step sa, sb;
+    cost_decode_batch(16, 500, &d16);
+    cost_decode_batch(32, 500, &d32);
+    cost_step_time(&a, &d16, &sa);
+    cost_step_time(&b, &d16, &sb);
+    CHECK_NEAR(sb.t - sa.t, 16 * 16 * 10e-6, 1e-9);
+    cost_step_time(&a, &d32, &sa);
+    cost_step_time(&b, &d32, &sb);
+    CHECK_NEAR(sb.t - sa.t, 32 * 32 * 10e-6, 1e-9);
+    cost_free(&a);
+    cost_free(&b);
+    /* a profile of graphs and a Python scheduler (vLLM) has no such queue */
+    CHECK(sim_params_set(&p, "engine-profile", "vllm", err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, "ggml-wake-time", "0us", err, sizeof err) == 0);
+    CHECK(sim_params_cost(&p, &a, err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, "ggml-wake-time", "10us", err, sizeof err) == 0);
+    CHECK(sim_params_cost(&p, &b, err, sizeof err) == 0);
+    cost_step_time(&a, &d32, &sa);
+    cost_step_time(&b, &d32, &sb);
+    CHECK_NEAR(sb.t, sa.t, 1e-12);
     cost_free(&a);
     cost_free(&b);
 }

@@ -508,6 +508,7 @@ static int run_step(val_case *c, char *err, size_t errlen) {
         /* llama-bench: one sequence; pp: n tokens in micro-batches of ub after `depth`; tg: n tokens one by
          * one, fed without sampling (llama-bench times llama_decode alone); its -ub is the case's ub */
         cm.f.ggml_sample_s = 0;
+        cm.f.ggml_wake_s = 0;
         cm.s.prof.ubatch = 0;
         double t = 0;
         for (double done = 0; done < c->n_tokens;) {
