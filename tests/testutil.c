@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -114,7 +115,10 @@ static int served_counts(const test_server *s, double *done, double *running) {
 }
 
 static bool interrupt_due(const interrupt_at *at) {
-    if (at->file) return access(at->file, F_OK) == 0;
+    if (at->file) {   /* there and written to: a log the command opens before it forks has nothing yet */
+        struct stat st;
+        return stat(at->file, &st) == 0 && st.st_size > 0;
+    }
     double done, running;
     return served_counts(at->server, &done, &running) == 0 && done >= at->min_done && running >= at->min_running;
 }

@@ -26,8 +26,9 @@ int test_serve_stop(test_server *s);
 int test_run(const char *args, char **out, char **err);
 /* Same, but sends SIGINT after delay_ms. */
 int test_run_interrupt(const char *args, int delay_ms, char **out, char **err);
-/* Same, but sends SIGINT as soon as `path` exists (a file the command writes part-way, such as a
- * sweep file after its first level): no guess at how long a busy machine takes to get there. */
+/* Same, but sends SIGINT as soon as `path` exists and is not empty (a file the command writes
+ * part-way, such as a sweep file after its first level, or a server's log once it listens): no
+ * guess at how long a busy machine takes to get there. */
 int test_run_interrupt_when_file(const char *args, const char *path, char **out, char **err);
 /* The same, keeping a copy of PATH as it was when it appeared (before the interrupt) in COPY_TO. */
 int test_run_interrupt_when_file_kept(const char *args, const char *path, const char *copy_to, char **out, char **err);

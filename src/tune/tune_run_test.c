@@ -205,8 +205,10 @@ TEST(tune_usage_errors) {
 }
 
 /* Ctrl-C in the middle of a configuration: the server is stopped, the file says partial. The
- * signal goes when the first configuration's server log appears (its server is starting), not at
- * a fixed delay: a loaded or sanitized tune may not have reached its first server by then. */
+ * signal goes when the first configuration's server has written its log's first line (it is
+ * listening), not at a fixed delay: a loaded or sanitized tune may not have reached its first
+ * server by then. (Not when the log merely exists: tune opens it before it forks the server, and
+ * one TSan run whose signal came in that instant ran both configurations to the end.) */
 TEST(tune_interrupt_stops_server) {
     char out[512], cmd[2048], log0[512];
     snprintf(out, sizeof out, "%s/int.json", harness_tmpdir());
