@@ -97,10 +97,10 @@ void cost_default_factors(cost_factors *f) {
      * the H100 sweeps' growth is 3.0-3.5 us (f16) and 2.6-3.3 us (Q8_0, Q4_0) from c = 4 to 32 */
     f->ggml_kernel_gpu_s = 3.5e-6;
     f->ggml_sample_s = 100e-6;
-    /* the queue replicated (B waiting threads on one condition variable, B sends of notify_all a
-     * step, 50 us of sampling between sends) on this project's 2-core build host: 4.6 ms a step at
-     * B = 16, 10.1 ms at 32, 9.8-18 us per stream woken; the lower end (README-sim.md, "llama-server's
-     * result queue") */
+    /* the queue replicated (scripts/bench_result_queue.c: B waiting threads on one condition
+     * variable, B sends of notify_all a step, 50 us of sampling between sends) on this project's
+     * 2-core build host: 14-25 us per stream woken at B = 16-32; the lower end, which the real
+     * sweeps' 16-32 user levels check (README-sim.md, "llama-server's result queue") */
     f->ggml_wake_s = 10e-6;
     /* no request path (request_s, request_token_s stay 0): a simulated run is its engine's, as
      * `serve --engine sim` serves it. Only --validate adds the one fitted on the published TTFTs
