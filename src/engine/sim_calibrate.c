@@ -950,13 +950,58 @@ double sim_results_kv_cells(const json_t *results) {
     return pct > 0 && cap > 0 ? pct / 100 * cap : 0;
 }
 
+/* Whether level i of a sweep measured anything it can stand for: requests completed at a load the
+ * sweep can run (rate > 0, or concurrency >= 1), and not set aside by the sweep (measured false). */
+int sim_sweep_level_measured(const json_t *doc, size_t i) {
+    const json_t *lv = json_array_get(json_object_get(doc, "levels"), i), *res = json_object_get(lv, "results");
+    const char *axis = json_string_value(json_object_get(doc, "axis"));
+    double load = json_number_value(json_object_get(lv, "load"));
+    return json_is_object(res) && json_integer_value(json_object_get(res, METRIC(completed))) > 0 &&
+           (axis && !strcmp(axis, "rate") ? load > 0 : load >= 1) && !json_is_false(json_object_get(lv, "measured"));
+}
+
+long sim_sweep_level_at(const json_t *doc, double load, char *err, size_t errlen) {
+    const json_t *levels = json_object_get(doc, "levels");
+    char have[256] = "";
+    size_t i, n = 0;
+    const json_t *lv;
+    json_array_foreach(levels, i, lv) {
+        double l = json_number_value(json_object_get(lv, "load"));
+        if (!sim_sweep_level_measured(doc, i)) continue;
+        if (load <= 0 || l == load) return (long)i;
+        if (n < sizeof have - 16) n += (size_t)snprintf(have + n, sizeof have - n, "%s%g", n ? ", " : "", l);
+    }
+    if (load <= 0) snprintf(err, errlen, "the sweep has no measured level to calibrate on");
+    else snprintf(err, errlen, "the sweep has no measured level at load %g (its measured loads: %s); pass one of them to --calibrate-at",
+                  load, have[0] ? have : "none");
+    return -1;
+}
+
+void sim_sweep_level_server(const json_t *doc, size_t i, sim_params *p) {
+    const json_t *levels = json_object_get(doc, "levels"), *cfg = json_object_get(doc, "config");
+    long warm = (long)json_integer_value(json_object_get(cfg, "warmup")), resent = 0;
+    if (warm < 0) warm = 0;
+    /* fresh prompts: the level's first_prompt of them; resent ones: as many as the largest level
+     * before sent */
+    json_t *fp = json_object_get(json_array_get(levels, i), "first_prompt");
+    for (size_t k = 0; k < i && k < json_array_size(levels) && !json_is_integer(fp); k++) {
+        if (!sim_sweep_level_measured(doc, k)) continue;
+        long done = (long)json_integer_value(json_object_get(json_object_get(json_array_get(levels, k), "results"), METRIC(completed)));
+        if (done + warm > resent) resent = done + warm;
+    }
+    p->slots_warm = (int)(json_is_integer(fp) ? json_integer_value(fp) : resent);
+    p->slots_warm_tokens = sim_workload_slot_tokens(json_string_value(json_object_get(cfg, "dataset")));
+}
+
 const json_t *sim_run_results(const json_t *doc) {
     const char *schema = json_string_value(json_object_get(doc, "schema"));
     if (!schema) return NULL;
     if (!strncmp(schema, "dsperf.results/", 15)) return doc;
-    /* a sweep: its lowest load, the one measured run to calibrate on (the others are to predict) */
-    const json_t *r = json_object_get(json_array_get(json_object_get(doc, "levels"), 0), "results");
-    return !strncmp(schema, "dsperf.sweep/", 13) && json_is_object(r) ? r : NULL;
+    if (strncmp(schema, "dsperf.sweep/", 13)) return NULL;
+    /* a sweep: its lowest measured level, the one run to calibrate on (the others are to predict) */
+    char e[8];
+    long i = sim_sweep_level_at(doc, 0, e, sizeof e);
+    return i < 0 ? NULL : json_object_get(json_array_get(json_object_get(doc, "levels"), (size_t)i), "results");
 }
 
 int sim_calibrate_results(const sim_params *p, const json_t *results, sim_calibration *out, char *err, size_t errlen) {

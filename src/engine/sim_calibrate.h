@@ -48,7 +48,17 @@ void sim_calibration_print(FILE *f, const sim_calibration *c, const char *path);
  * kv_cache_usage_ratio) x the capacity the run read from GET /props (deployment.kv_capacity_tokens).
  * 0 when the results carry either not. */
 double sim_results_kv_cells(const json_t *results);
-/* The measured run in a parsed document: a results document itself, or a sweep's lowest level
- * (the one to calibrate on); NULL for anything else. */
+/* The measured run in a parsed document: a results document itself, or a sweep's lowest measured
+ * level (the one to calibrate on); NULL for anything else. */
 const json_t *sim_run_results(const json_t *doc);
+/* A sweep document (dsperf sweep's JSON): 1 when its level i measured anything it can stand for
+ * (requests completed at a load it can run, not set aside as unmeasured). */
+int sim_sweep_level_measured(const json_t *doc, size_t i);
+/* The index of the sweep's first measured level at load (load <= 0: its first measured level); -1
+ * with err naming the loads it has. */
+long sim_sweep_level_at(const json_t *doc, double load, char *err, size_t errlen);
+/* p's llama-server as the sweep's levels before level i left it: one slot keeping KV per distinct
+ * prompt sent before (a sweep of fresh prompts says so in first_prompt; one that resent them, as
+ * many as its largest level before), each with a request's tokens of the sweep's dataset. */
+void sim_sweep_level_server(const json_t *doc, size_t i, sim_params *p);
 #endif

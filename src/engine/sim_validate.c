@@ -1246,53 +1246,6 @@ out:
     return rc;
 }
 
-/* Whether a sweep's level is one to predict (and to count the prompts of): measured, with requests
- * completed at a load the sweep can run (rate > 0, or concurrency >= 1). */
-static int level_counts(const json_t *lv, int by_rate) {
-    const json_t *res = json_object_get(lv, "results");
-    double load = json_number_value(json_object_get(lv, "load"));
-    return json_is_object(res) && json_integer_value(json_object_get(res, METRIC(completed))) > 0 &&
-           (by_rate ? load > 0 : load >= 1) && !json_is_false(json_object_get(lv, "measured"));
-}
-
-int val_sweep_warm_slots(const json_t *doc, size_t i) {
-    const json_t *levels = json_object_get(doc, "levels"), *cfg = json_object_get(doc, "config");
-    const char *axis = json_string_value(json_object_get(doc, "axis"));
-    int by_rate = axis && !strcmp(axis, "rate");
-    long warm = (long)json_integer_value(json_object_get(cfg, "warmup")), resent = 0;
-    if (warm < 0) warm = 0;
-    /* fresh prompts: the level's first_prompt of them; resent ones: as many as the largest level
-     * before sent */
-    json_t *fp = json_object_get(json_array_get(levels, i), "first_prompt");
-    if (json_is_integer(fp)) return (int)json_integer_value(fp);
-    for (size_t k = 0; k < i && k < json_array_size(levels); k++) {
-        const json_t *lv = json_array_get(levels, k);
-        if (!level_counts(lv, by_rate)) continue;
-        long done = (long)json_integer_value(json_object_get(json_object_get(lv, "results"), METRIC(completed)));
-        if (done + warm > resent) resent = done + warm;
-    }
-    return (int)resent;
-}
-
-long val_sweep_level_at(const json_t *doc, double load, char *err, size_t errlen) {
-    const json_t *levels = json_object_get(doc, "levels");
-    const char *axis = json_string_value(json_object_get(doc, "axis"));
-    int by_rate = axis && !strcmp(axis, "rate");
-    char have[256] = "";
-    size_t i, n = 0;
-    const json_t *lv;
-    json_array_foreach(levels, i, lv) {
-        double l = json_number_value(json_object_get(lv, "load"));
-        if (!level_counts(lv, by_rate)) continue;
-        if (load <= 0 || l == load) return (long)i;
-        if (n < sizeof have - 16) n += (size_t)snprintf(have + n, sizeof have - n, "%s%g", n ? ", " : "", l);
-    }
-    if (load <= 0) snprintf(err, errlen, "the sweep has no measured level to calibrate on");
-    else snprintf(err, errlen, "the sweep has no measured level at load %g (its measured loads: %s); pass one of them to --calibrate-at",
-                  load, have[0] ? have : "none");
-    return -1;
-}
-
 /* Calibrate, then predict, on a measured sweep: the lowest load calibrates the setup's own
  * factors (sim --calibrate on it), then every level is simulated as it was run (its concurrency,
  * the sweep's dataset, the requests it completed after the sweep's warm-ups) and compared with what
@@ -1315,17 +1268,16 @@ int val_sweep(const json_t *doc, const char *path, const sim_params *setup, doub
     enum { MAX_CAL = 16 };
     sim_calibration cal[MAX_CAL];
     int n_cal = 0;
-    long first = val_sweep_level_at(doc, at_load, err, errlen);
+    long first = sim_sweep_level_at(doc, at_load, err, errlen);
     if (first < 0) return -1;
     double base = json_number_value(json_object_get(json_array_get(levels, (size_t)first), "load"));
     long warm = (long)json_integer_value(json_object_get(cfg, "warmup"));
     for (size_t i = (size_t)first; i < json_array_size(levels) && n_cal < MAX_CAL; i++) {
         json_t *l = json_array_get(levels, i);
-        if (json_number_value(json_object_get(l, "load")) != base || !level_counts(l, by_rate)) continue;
+        if (json_number_value(json_object_get(l, "load")) != base || !sim_sweep_level_measured(doc, i)) continue;
         /* the level's server as the levels before left it (its slots' KV), as predicted below */
         sim_params at = *setup;
-        at.slots_warm = val_sweep_warm_slots(doc, i);
-        at.slots_warm_tokens = sim_workload_slot_tokens(ds);
+        sim_sweep_level_server(doc, i, &at);
         if (sim_calibrate_results(&at, json_object_get(l, "results"), &cal[n_cal], err, errlen) < 0) return -1;
         n_cal++;
     }
@@ -1375,8 +1327,7 @@ int val_sweep(const json_t *doc, const char *path, const sim_params *setup, doub
         c.arrival = json_string_value(json_object_get(cfg, "arrival"));
         c.prompts = done;
         c.warmup = warm > 0 ? warm : 0;
-        c.p.slots_warm = val_sweep_warm_slots(doc, li);
-        c.p.slots_warm_tokens = sim_workload_slot_tokens(ds);
+        sim_sweep_level_server(doc, li, &c.p);
         c.n_m = 4;
         for (int k = 0; k < 4; k++) {
             snprintf(c.m[k].name, sizeof c.m[k].name, "%s", names[k]);

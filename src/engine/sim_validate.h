@@ -52,13 +52,6 @@ void val_default_factors(cost_factors *f);
  * measured: a table of measured vs predicted median TPOT and output throughput, with interval
  * coverage. */
 int val_sweep(const json_t *doc, const char *path, const sim_params *setup, double at_load, FILE *out, char *err, size_t errlen);
-/* The index of the sweep's first measured level at load (load <= 0: its first measured level); -1
- * with err naming the loads it has. */
-long val_sweep_level_at(const json_t *doc, double load, char *err, size_t errlen);
-/* llama-server's slots with KV kept as the sweep's levels before level i left them: one per
- * distinct prompt sent before it (a sweep of fresh prompts says so in first_prompt; one that
- * resent them, as many as its largest level before). */
-int val_sweep_warm_slots(const json_t *doc, size_t i);
 /* 1 when doc (NULL allowed) is a sweep document (dsperf.sweep/...), 0 otherwise. */
 int val_is_sweep(const json_t *doc);
 #endif

@@ -336,7 +336,7 @@ ds_result run_sim_calibrate(const sim_params *given, const char *file, const cha
         return DS_EINVAL;
     }
     if (val_is_sweep(doc) && !requests_jsonl) {
-        level = val_sweep_level_at(doc, at_load, why, sizeof why);
+        level = sim_sweep_level_at(doc, at_load, why, sizeof why);
         if (level < 0) {
             json_decref(doc);
             snprintf(err, errlen, "calibrate: %s: %s", file, why);
@@ -360,8 +360,7 @@ ds_result run_sim_calibrate(const sim_params *given, const char *file, const cha
     if (level >= 0) {
         /* a sweep's level: its server as the levels before left it (llama-server's slots keep KV) */
         if (summary) say_sweep_level(doc, (size_t)level, !(at_load > 0), file, summary);
-        p->slots_warm = val_sweep_warm_slots(doc, (size_t)level);
-        p->slots_warm_tokens = sim_workload_slot_tokens(json_string_value(json_object_get(json_object_get(doc, "config"), "dataset")));
+        sim_sweep_level_server(doc, (size_t)level, p);
         rc = sim_calibrate_results(p, res, &cal, why, sizeof why);
     } else {
         rc = sim_calibrate_from_files(p, file, requests_jsonl, &cal, why, sizeof why);
@@ -384,7 +383,7 @@ ds_result run_sim_validate(const char *path, const sim_params *p, double at_load
     if (val_is_sweep(doc)) {   /* a measured sweep: calibrate on one load (the lowest), predict the rest */
         sim_params setup = *p;
         char said[1024];
-        long level = val_sweep_level_at(doc, at_load, why, sizeof why);
+        long level = sim_sweep_level_at(doc, at_load, why, sizeof why);
         int rc = level < 0 ? -1 : setup_from_run(json_object_get(json_array_get(json_object_get(doc, "levels"), (size_t)level), "results"),
                                                   &setup, said, sizeof said, why, sizeof why);
         if (rc == 0 && said[0]) fprintf(out, "the sweep's deployment: %s\n", said);
