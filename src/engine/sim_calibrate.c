@@ -855,7 +855,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
          * size in it, leaves them at their prior. The c = 1 step holds the one-token loop (k calls an
          * op) and the prompt holds c = 1's kernels, so the two solves alternate: four rounds (the real
          * sweeps settle within 0.1 % in two or three). */
-        double L = hit >= 0.005 && hit < 1 ? fmax(1, tin / done * (1 - hit)) : tin / done;
+        double L = fmax(1, tin / done * sim_workload_uncached_share(hit));
         double pre = json_number_value(json_object_get(json_object_get(doc, "server_timing"), "median_server_prefill_ms")) / 1e3;
         if (L >= 2 && pre > 0) {
             const cost_factors prior = f;

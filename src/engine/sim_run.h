@@ -112,6 +112,9 @@ int sim_workload_arrivals(const char *process, double rate_per_s, size_t n, int6
  * much shorter to the simulated engine). 1 and out written; 0 when spec is not random:in=N or hit is
  * below half a percent. */
 int sim_workload_uncached(const char *spec, double hit, char *out, size_t outlen);
+/* The share of its prompt tokens a run computed when its server found hit of them cached: 1 - hit,
+ * or 1 when hit is below half a percent (a stray token) or the whole prompt (nothing to scale). */
+double sim_workload_uncached_share(double hit);
 /* The tokens one request of the dataset spec leaves in its llama-server slot on average (its prompt
  * and all but its last token); 0 when it has none. */
 int32_t sim_workload_slot_tokens(const char *spec);

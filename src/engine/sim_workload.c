@@ -216,13 +216,18 @@ int sim_workload_arrivals(const char *process, double rate_per_s, size_t n, int6
  * prefix cache: the same requests with that share of each prompt already computed, which the
  * simulated engine sees as prompts that much shorter (an older sweep resent every level the same
  * prompts, and llama-server reused its slots' KV for them). 0 when spec is not random:in=N. */
+double sim_workload_uncached_share(double hit) {
+    return hit >= 0.005 && hit < 1 ? 1 - hit : 1;   /* below half a percent: a stray token */
+}
+
 int sim_workload_uncached(const char *spec, double hit, char *out, size_t outlen) {
     const char *in = strncmp(spec, "random:", 7) ? NULL : strstr(spec, "in=");
-    if (!in || !(hit >= 0.005 && hit < 1)) return 0;   /* below half a percent: a stray token */
+    double share = sim_workload_uncached_share(hit);
+    if (!in || share == 1) return 0;
     char *end;
     double n = strtod(in + 3, &end);
     if (!(n >= 1) || end == in + 3) return 0;
-    double m = fmax(1, round(n * (1 - hit)));
+    double m = fmax(1, round(n * share));
     snprintf(out, outlen, "%.*s%.0f%s", (int)(in + 3 - spec), spec, m, end);
     return 1;
 }
