@@ -911,64 +911,42 @@ TEST(sim_llamacpp_step_runs_as_ubatches) {
     cost_free(&c);
 }
 
-/* llama-server samples each sequence on the host after the decode returns (the GPU waits): a decode
- * step of n sequences carries n x ggml_sample_s, scaled by the vocabulary (V2-Lite's is 102,400) */
-TEST(sim_llamacpp_sampling_per_sequence) {
+/* The decode step's growth (seconds) at seqs sequences of 500 tokens' context when key goes from lo
+ * to hi on engine profile prof (the other factors at their defaults). */
+static double step_gain(const char *prof, const char *key, const char *lo, const char *hi, int seqs) {
     sim_params p;
     sim_default_params(&p);
     char err[256];
-    CHECK(sim_params_set(&p, "engine-profile", "llamacpp-b4747", err, sizeof err) == 0);
-    CHECK(sim_params_set(&p, "ggml-sample-time", "0us", err, sizeof err) == 0);
     cost_model a, b;
+    CHECK(sim_params_set(&p, "engine-profile", prof, err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, key, lo, err, sizeof err) == 0);
     CHECK(sim_params_cost(&p, &a, err, sizeof err) == 0);
-    CHECK(sim_params_set(&p, "ggml-sample-time", "150us", err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, key, hi, err, sizeof err) == 0);
     CHECK(sim_params_cost(&p, &b, err, sizeof err) == 0);
     cost_batch d;
     cost_step sa, sb;
-    cost_decode_batch(16, 500, &d);
+    cost_decode_batch(seqs, 500, &d);
     cost_step_time(&a, &d, &sa);
     cost_step_time(&b, &d, &sb);
-    CHECK_NEAR(sb.t - sa.t, 16 * 150e-6, 1e-9);
     cost_free(&a);
     cost_free(&b);
+    return sb.t - sa.t;
+}
+
+/* llama-server samples each sequence on the host after the decode returns (the GPU waits): a decode
+ * step of n sequences carries n x ggml_sample_s, scaled by the vocabulary (V2-Lite's is 102,400) */
+TEST(sim_llamacpp_sampling_per_sequence) {
+    CHECK_NEAR(step_gain("llamacpp-b4747", "ggml-sample-time", "0us", "150us", 16), 16 * 150e-6, 1e-9);
 }
 
 /* llama-server's result queue (server_response::send, c392e50): each token a step sends wakes every
  * waiting stream, so a decode step of n sequences carries n x n x ggml_wake_s on the host: 16
  * sequences at 10 us, 2.56 ms; 32, four times that; llama-bench rows, which have no server, none */
 TEST(sim_llamacpp_result_queue_wakes_every_stream) {
-    sim_params p;
-    sim_default_params(&p);
-    char err[256];
-    CHECK(sim_params_set(&p, "engine-profile", "llamacpp-b4747", err, sizeof err) == 0);
-    CHECK(sim_params_set(&p, "ggml-wake-time", "0us", err, sizeof err) == 0);
-    cost_model a, b;
-    CHECK(sim_params_cost(&p, &a, err, sizeof err) == 0);
-    CHECK(sim_params_set(&p, "ggml-wake-time", "10us", err, sizeof err) == 0);
-    CHECK(sim_params_cost(&p, &b, err, sizeof err) == 0);
-    cost_batch d16, d32;
-    cost_step sa, sb;
-    cost_decode_batch(16, 500, &d16);
-    cost_decode_batch(32, 500, &d32);
-    cost_step_time(&a, &d16, &sa);
-    cost_step_time(&b, &d16, &sb);
-    CHECK_NEAR(sb.t - sa.t, 16 * 16 * 10e-6, 1e-9);
-    cost_step_time(&a, &d32, &sa);
-    cost_step_time(&b, &d32, &sb);
-    CHECK_NEAR(sb.t - sa.t, 32 * 32 * 10e-6, 1e-9);
-    cost_free(&a);
-    cost_free(&b);
+    CHECK_NEAR(step_gain("llamacpp-b4747", "ggml-wake-time", "0us", "10us", 16), 16 * 16 * 10e-6, 1e-9);
+    CHECK_NEAR(step_gain("llamacpp-b4747", "ggml-wake-time", "0us", "10us", 32), 32 * 32 * 10e-6, 1e-9);
     /* a profile of graphs and a Python scheduler (vLLM) has no such queue */
-    CHECK(sim_params_set(&p, "engine-profile", "vllm", err, sizeof err) == 0);
-    CHECK(sim_params_set(&p, "ggml-wake-time", "0us", err, sizeof err) == 0);
-    CHECK(sim_params_cost(&p, &a, err, sizeof err) == 0);
-    CHECK(sim_params_set(&p, "ggml-wake-time", "10us", err, sizeof err) == 0);
-    CHECK(sim_params_cost(&p, &b, err, sizeof err) == 0);
-    cost_step_time(&a, &d32, &sa);
-    cost_step_time(&b, &d32, &sb);
-    CHECK_NEAR(sb.t, sa.t, 1e-12);
-    cost_free(&a);
-    cost_free(&b);
+    CHECK_NEAR(step_gain("vllm", "ggml-wake-time", "0us", "10us", 32), 0, 1e-12);
 }
 
 /* Coarse recording (sim_workload.coarse_chunks, what `sim --validate` uses where no inter-token
