@@ -174,24 +174,28 @@ TEST(diagnose_llamacpp_advice_knows_the_build) {
     CHECK(doc != NULL);
     if (!doc) return;
     json_t *r = json_deep_copy(json_object_get(json_array_get(json_object_get(doc, "levels"), 3), "results"));
-    json_t *g = diag_o(r, NULL);
-    const json_t *f = finding(g, "engine_overhead"), *k = f ? knob(f, "llama.cpp build") : NULL;
-    CHECK(k && strstr(kstr(k, "current"), "unknown") && !strcmp(kstr(k, "suggested"), "b5280 or later"));
-    CHECK(f && !knob(f, "flash attention"));
-    json_decref(g);
     json_t *src = json_object_get(json_object_get(json_object_get(r, "deployment"), "engine"), "source");
     CHECK(src != NULL);
-    json_string_set(src, "GET /props answered (llama-server build b4747-c392e50)");
-    g = diag_o(r, NULL);
-    f = finding(g, "engine_overhead");
-    k = f ? knob(f, "llama.cpp build") : NULL;
-    CHECK(k && !strcmp(kstr(k, "current"), "b4747"));
-    json_decref(g);
-    json_string_set(src, "GET /props answered (llama-server build b5300-1a2b3c4)");
-    g = diag_o(r, NULL);
-    f = finding(g, "engine_overhead");
-    CHECK(f && !knob(f, "llama.cpp build") && knob(f, "flash attention"));
-    json_decref(g);
+    /* the build as the server said it (NULL: as recorded, a source build stating no number); the
+     * build knob's current value (exact, or a part of it) and suggestion (NULL: no such knob);
+     * whether -fa is offered */
+    static const struct { const char *source, *current; int exact; const char *suggested; int fa; } c[] = {
+        {NULL, "unknown", 0, "b5280 or later", 0},
+        {"GET /props answered (llama-server build b4747-c392e50)", "b4747", 1, NULL, 0},
+        {"GET /props answered (llama-server build b5300-1a2b3c4)", NULL, 0, NULL, 1}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0] && src; i++) {
+        if (c[i].source) json_string_set(src, c[i].source);
+        json_t *g = diag_o(r, NULL);
+        const json_t *f = finding(g, "engine_overhead"), *k = f ? knob(f, "llama.cpp build") : NULL;
+        CHECK_MSG(f != NULL, "case %zu: no engine_overhead finding", i);
+        if (c[i].current)
+            CHECK_MSG(k && (c[i].exact ? !strcmp(kstr(k, "current"), c[i].current) : strstr(kstr(k, "current"), c[i].current) != NULL) &&
+                          (!c[i].suggested || !strcmp(kstr(k, "suggested"), c[i].suggested)),
+                      "case %zu: the build knob", i);
+        else CHECK_MSG(f && !k, "case %zu: a build knob offered", i);
+        CHECK_MSG(f && !knob(f, "flash attention") == !c[i].fa, "case %zu: flash attention %s", i, c[i].fa ? "not offered" : "offered");
+        json_decref(g);
+    }
     json_decref(r);
     json_decref(doc);
 }
