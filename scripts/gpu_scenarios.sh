@@ -17,7 +17,7 @@
 # sweeps, run when named; the quantized ones also build llama-quantize), floor_f16, floor_q8 and floor_q4
 # (the loop kernels' GPU time per weight type, run when named), overhead_long_q8, medium_f16,
 # medium_q8, medium_q4 and long_q4 (further hold-outs: Q8_0 and Q4_0 with long requests, the 906M preset
-# in three weight types; run when named); repeat (three repeats of each level, run when named); restart_a..c and pinned_a..b (one server started anew, its threads watched; run when named); long_levels and long_levels_medium (30-40 s levels, c = 1..16; run when named); and on a machine with two or more GPUs the four split runs (`multigpu`
+# in three weight types; run when named); repeat (three repeats of each level, run when named); restart_a..c and pinned_a..b (one server started anew, its threads watched; run when named); long_levels, long_levels_medium and long_levels_tiny (20-40 s levels, c = 1..16; run when named); and on a machine with two or more GPUs the four split runs (`multigpu`
 # names them all): layer_split (-sm layer, c = 1..32), row_split (-sm row, same load), uneven_split
 # (-sm layer -ts 3,1), two_servers (one llama-server per GPU, -sm none, two URLs benched as one job:
 # two ranks under mpirun, one per server). Asked for on fewer than two GPUs, they are refused (exit 2)
@@ -89,9 +89,10 @@ gguf() {   # gguf NAME ARGS...
     || { log "writing $f failed"; tail -n 10 "$f.log" >&2; exit 1; }
   mv "$f.tmp" "$f"
 }
-need_v2lite=0; need_medium=0
-for s in $SCENARIOS; do case $s in cpu_only | medium_* | *_medium) need_medium=1 ;; *) need_v2lite=1 ;; esac; done
+need_v2lite=0; need_medium=0; need_tiny=0
+for s in $SCENARIOS; do case $s in cpu_only | medium_* | *_medium) need_medium=1 ;; *_tiny) need_tiny=1 ;; *) need_v2lite=1 ;; esac; done
 [ $need_medium = 1 ] && gguf medium --size medium
+[ $need_tiny = 1 ] && gguf tiny --size tiny
 [ $need_v2lite = 1 ] && gguf v2lite --size v2lite --tile 1048573
 quantize() {   # quantize SCENARIO BASE TYPE: BASE.gguf -> BASE-<type>.gguf with llama.cpp's own quantizer
   q=$(echo "$3" | tr 'A-Z' 'a-z')
@@ -226,6 +227,9 @@ for s in $SCENARIOS; do
     # prediction at 2-8x, and does calibrating on c = 2 or 4 predict what c = 1 cannot (issue 30)
     long_levels) run long_levels v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1..16x2 --duration 40s --dataset random:in=256,out=128 ;;
     long_levels_medium) run long_levels_medium medium "-ngl 99 -np 32 -c 65536" --concurrency 1..16x2 --duration 30s --dataset random:in=256,out=128 ;;
+    # the 30M `tiny` preset (4 layers, 16 experts): a step of a few hundred microseconds of GPU work,
+    # so the host's loop, sampling over the 102400-token vocabulary and HTTP set the pace
+    long_levels_tiny) run long_levels_tiny tiny "-ngl 99 -np 32 -c 65536" --concurrency 1..16x2 --duration 20s --dataset random:in=256,out=128 ;;
     repeat) run repeat v2lite "-ngl 99 -np 32 -c 65536" --concurrency 1..8x2 --repeats 3 --duration 20s --dataset random:in=256,out=128 ;;
     # a GPU box serving with -ngl 0: the weights stay in host memory, the CPU does the work, the GPU idles
     cpu_only) run cpu_only medium "-ngl 0 -np 4 -c 8192" --concurrency 1,4 --duration 15s --dataset random:in=256,out=64 ;;
