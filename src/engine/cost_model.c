@@ -102,6 +102,7 @@ void cost_default_factors(cost_factors *f) {
      * 2-core build host: 14-25 us per stream woken at B = 16-32; the lower end, which the real
      * sweeps' 16-32 user levels check (README-sim.md, "llama-server's result queue") */
     f->ggml_wake_s = 10e-6;
+    f->loop_host_x = COST_LOOP_HOST_X;
     /* no request path (request_s, request_token_s stay 0): a simulated run is its engine's, as
      * `serve --engine sim` serves it. Only --validate adds the one fitted on the published TTFTs
      * (COST_REQUEST_FIT_*, cost_model.h), whose times carry a server's path; the flags add one. */
@@ -167,6 +168,21 @@ double cost_mtp_tokens_per_step(const cost_model *c) {
     return l;
 }
 
+/* (cost_model.h) One host thread runs the loop and launches the kernels, eagerly: both move with
+ * its speed. With the constants at their timing host and the graph engines' kernel_s, the
+ * uncalibrated c = 1 TPOT of the recorded f16 sweeps came out 47 % low on average; README-sim.md. */
+void cost_apply_loop_prior(cost_factors *f) {
+    double x = f->loop_host_x;
+    unsigned g = f->loop_given;
+    if (!(g & COST_LOOP_GIVEN_KERNEL)) f->kernel_s = COST_LOOP_KERNEL_S * x;
+    if (!(g & COST_LOOP_GIVEN_CALL)) f->ggml_call_s *= x;
+    if (!(g & COST_LOOP_GIVEN_GEMM)) f->ggml_gemm_s *= x;
+    if (!(g & COST_LOOP_GIVEN_MMQ)) f->ggml_mmq_s *= x;
+    if (!(g & COST_LOOP_GIVEN_SAMPLE)) f->ggml_sample_s *= x;
+    if (!(g & COST_LOOP_GIVEN_WAKE)) f->ggml_wake_s *= x;
+    f->loop_host_x = 0;
+}
+
 int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const cost_setup *s, model_dtype weight_dtype,
               model_dtype kv_dtype, const cost_factors *f, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
@@ -203,6 +219,7 @@ int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const co
     c->weight_dtype = weight_dtype;
     c->kv_dtype = kv_dtype;
     c->f = *f;
+    if (s->prof.expert_loop && f->loop_host_x > 0) cost_apply_loop_prior(&c->f);
     comm_init(&c->comm, gpu, f->link_eff, f->comm_latency_s, f->comm_inter_s);
     model_count_params(arch, &c->params);
     const model_params *p = &c->params;

@@ -75,6 +75,12 @@ typedef struct {
                                * result it sends (server_response::send notifies every waiting stream's
                                * thread, each of which takes the queue's lock to look for its result): a
                                * step of n sequences costs n x n of it */
+    /* llama.cpp b4747 before any calibration: the host's speed relative to the one the loop's host
+     * constants above were timed on. cost_init multiplies those constants by it and sets the time per
+     * kernel to COST_LOOP_KERNEL_S x it (each unless a flag set it: loop_given). 0: the constants and
+     * kernel_s stand as they are (a calibrated deployment's, which a calibration sets; profiles keep it) */
+    double loop_host_x;
+    unsigned loop_given;      /* COST_LOOP_GIVEN_* bits: the loop's constants a flag set */
     /* The request's way outside the engine's steps on a Python server (profile.python): HTTP,
      * tokenization, the hand-off to the scheduler, the first chunk's way back. The simulator adds
      * request_s + request_token_s x prompt tokens between a request's send and its arrival in the
@@ -86,7 +92,25 @@ typedef struct {
     int no_flash_attention;   /* 1: attention materializes its score matrix in HBM (eager attention) */
 } cost_factors;
 
+enum {
+    COST_LOOP_GIVEN_KERNEL = 1u << 0, COST_LOOP_GIVEN_CALL = 1u << 1, COST_LOOP_GIVEN_GEMM = 1u << 2, COST_LOOP_GIVEN_MMQ = 1u << 3,
+    COST_LOOP_GIVEN_SAMPLE = 1u << 4, COST_LOOP_GIVEN_WAKE = 1u << 5
+};
+/* llama.cpp b4747's time per kernel at the loop's prior host constants (host speed 1): the median
+ * over the 24 f16 c = 1 calibrations of the real sweeps recorded to stop 45 (11 hosts; 12.3-18.6 us)
+ * of kernel_s over the loop's host factor, which c = 1 separates (its prompt holds the loop, its
+ * one-token step the kernels); README-sim.md, "Calibrating on a level of several users" */
+#define COST_LOOP_KERNEL_S 16.3e-6
+/* the host speed an uncalibrated llama.cpp b4747 deployment is taken to have (loop_host_x): the
+ * median over the 13 recording sessions (GPU hosts; 31 f16 sweeps) of their c = 1 calibrations'
+ * loop host factor, 0.80 with any one session left out too (0.654-1.147 per session); README-sim.md,
+ * "An uncalibrated llama.cpp host" */
+#define COST_LOOP_HOST_X 0.80
 void cost_default_factors(cost_factors *f);
+/* llama.cpp b4747 uncalibrated: the loop's host constants and its time per kernel at the host speed
+ * f->loop_host_x, except those a flag set (loop_given); loop_host_x is 0 after (the constants as they
+ * stand). cost_init does it for an expert-loop profile. */
+void cost_apply_loop_prior(cost_factors *f);
 /* The fraction of compute_eff a GEMM split over `ways` GPUs reaches: 1 / (1 + shard_loss (ways - 1)). */
 double cost_shard_eff(const cost_factors *f, double ways);
 /* The CPU scheduler's cost per step and per running sequence for an engine profile (SCHED_*): the

@@ -254,7 +254,10 @@ TEST(sim_calibrate_llamacpp_loop_from_results_not_jsonl) {
     snprintf(r, sizeof r, "%s/b4747.results.json", tmp);
     snprintf(j, sizeof j, "%s/b4747.requests.jsonl", tmp);
     snprintf(prof, sizeof prof, "%s/b4747.profile.json", tmp);
-    const char *setup = "--engine-profile llamacpp-b4747 --gpu h100 --max-num-seqs 4";
+    /* the simulated truth's loop runs at the host its constants were timed on (--loop-host-speed 1):
+     * a simulated run has no server prompt time, and without one the calibration keeps the loop
+     * there (README-sim.md, "An uncalibrated llama.cpp host") */
+    const char *setup = "--engine-profile llamacpp-b4747 --gpu h100 --max-num-seqs 4 --loop-host-speed 1";
     snprintf(cmd, sizeof cmd, "sim %s --concurrency 1 --requests 8 --dataset random:in=256,out=64 --out %s --save-requests %s", setup, r, j);
     CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
     char *err_out = NULL;

@@ -106,6 +106,10 @@ static const char help_head[] =
     "                             vocabulary (fitted default)\n"
     "  --ggml-wake-time DUR       llama-server's result queue: host time per waiting stream woken per\n"
     "                             token sent (a step of n sequences: n x n of it; default 10us)\n"
+    "  --loop-host-speed X        llama.cpp b4747 uncalibrated: the host's speed against the one the\n"
+    "                             loop's times above were timed on; each, and the time per kernel\n"
+    "                             (16.3us x X), x X unless set (default 0.80, the median recorded\n"
+    "                             host; a calibration fits its own)\n"
     "  --request-time DUR, --request-per-token-time DUR   a Python server's request path outside\n"
     "                             the engine's steps (HTTP, tokenization, hand-off), fixed and per\n"
     "                             prompt token: fitted on published TTFTs (see README-sim.md)\n"
@@ -136,7 +140,7 @@ static const char *const keys[] = {
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
     "moe-eff", "moe-fused-eff", "moe-fused-v1-eff", "moe-native-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
     "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", "ggml-compute-eff", "ggml-call-time", "ggml-gemm-time",
-    "ggml-sample-time", "ggml-wake-time", "ggml-mmq-time", "ubatch", "shard-loss", "request-time", "request-per-token-time", NULL,
+    "ggml-sample-time", "ggml-wake-time", "ggml-mmq-time", "loop-host-speed", "ubatch", "shard-loss", "request-time", "request-per-token-time", NULL,
 };
 
 const char *const *sim_params_keys(void) { return keys; }
@@ -361,15 +365,36 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         rc = parse_seconds(v, &p->factors.seq_overhead_s);
         p->factors.seq_overhead_v1_s = p->factors.seq_overhead_s;
         want = "a duration (e.g. 10us)";
-    } else if (!strcmp(key, "kernel-time")) { rc = parse_seconds(v, &p->factors.kernel_s); want = "a duration (e.g. 3us)";
+    } else if (!strcmp(key, "kernel-time")) {
+        rc = parse_seconds(v, &p->factors.kernel_s);
+        p->factors.loop_given |= COST_LOOP_GIVEN_KERNEL;
+        want = "a duration (e.g. 3us)";
+    } else if (!strcmp(key, "loop-host-speed")) {
+        rc = parse_fraction(v, 0, 10, &p->factors.loop_host_x);
+        want = "a factor in (0, 10] (1: the host the loop's constants were timed on)";
     } else if (!strcmp(key, "launch-time")) { rc = parse_seconds(v, &p->factors.launch_s); want = "a duration (e.g. 15us)";
-    } else if (!strcmp(key, "ggml-call-time")) { rc = parse_seconds(v, &p->factors.ggml_call_s); want = "a duration (e.g. 4.5us)";
+    } else if (!strcmp(key, "ggml-call-time")) {
+        rc = parse_seconds(v, &p->factors.ggml_call_s);
+        p->factors.loop_given |= COST_LOOP_GIVEN_CALL;
+        want = "a duration (e.g. 4.5us)";
     } else if (!strcmp(key, "request-time")) { rc = parse_seconds(v, &p->factors.request_s); want = "a duration (e.g. 150ms)";
     } else if (!strcmp(key, "request-per-token-time")) { rc = parse_seconds(v, &p->factors.request_token_s); want = "a duration (e.g. 20us)";
-    } else if (!strcmp(key, "ggml-sample-time")) { rc = parse_seconds(v, &p->factors.ggml_sample_s); want = "a duration (e.g. 100us)";
-    } else if (!strcmp(key, "ggml-wake-time")) { rc = parse_seconds(v, &p->factors.ggml_wake_s); want = "a duration (e.g. 10us)";
-    } else if (!strcmp(key, "ggml-mmq-time")) { rc = parse_seconds(v, &p->factors.ggml_mmq_s); want = "a duration (e.g. 24us)";
-    } else if (!strcmp(key, "ggml-gemm-time")) { rc = parse_seconds(v, &p->factors.ggml_gemm_s); want = "a duration (e.g. 27us)";
+    } else if (!strcmp(key, "ggml-sample-time")) {
+        rc = parse_seconds(v, &p->factors.ggml_sample_s);
+        p->factors.loop_given |= COST_LOOP_GIVEN_SAMPLE;
+        want = "a duration (e.g. 100us)";
+    } else if (!strcmp(key, "ggml-wake-time")) {
+        rc = parse_seconds(v, &p->factors.ggml_wake_s);
+        p->factors.loop_given |= COST_LOOP_GIVEN_WAKE;
+        want = "a duration (e.g. 10us)";
+    } else if (!strcmp(key, "ggml-mmq-time")) {
+        rc = parse_seconds(v, &p->factors.ggml_mmq_s);
+        p->factors.loop_given |= COST_LOOP_GIVEN_MMQ;
+        want = "a duration (e.g. 24us)";
+    } else if (!strcmp(key, "ggml-gemm-time")) {
+        rc = parse_seconds(v, &p->factors.ggml_gemm_s);
+        p->factors.loop_given |= COST_LOOP_GIVEN_GEMM;
+        want = "a duration (e.g. 27us)";
     } else if (!strcmp(key, "moe-native-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_native_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-fused-v1-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_fused_v1_eff); want = "a fraction in (0, 1]";
@@ -432,7 +457,7 @@ static const struct { const char *key; size_t off; } factor_keys[] = {
     {"ggml_gemm_s", offsetof(cost_factors, ggml_gemm_s)}, {"moe_fused_eff", offsetof(cost_factors, moe_fused_eff)},
     {"moe_fused_v1_eff", offsetof(cost_factors, moe_fused_v1_eff)},
     {"ggml_kernel_gpu_s", offsetof(cost_factors, ggml_kernel_gpu_s)}, {"ggml_sample_s", offsetof(cost_factors, ggml_sample_s)}, {"ggml_mmq_s", offsetof(cost_factors, ggml_mmq_s)},
-    {"ggml_wake_s", offsetof(cost_factors, ggml_wake_s)},
+    {"ggml_wake_s", offsetof(cost_factors, ggml_wake_s)}, {"loop_host_x", offsetof(cost_factors, loop_host_x)},
     {"request_s", offsetof(cost_factors, request_s)}, {"request_token_s", offsetof(cost_factors, request_token_s)},
 };
 
@@ -536,6 +561,8 @@ int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t e
     json_t *setup = json_object_get(root, "setup");
     const char *prof = json_string_value(json_object_get(setup, "engine_profile"));
     int rc = sim_params_apply_factors(p, f, p->given & SIM_GIVEN_PROFILE ? NULL : prof);
+    /* a profile written before loop_host_x was: its loop constants are its calibration's */
+    if (rc == 0 && !json_object_get(f, "loop_host_x")) p->factors.loop_host_x = 0;
     if (rc < 0) snprintf(err, errlen, "profile %s: factors out of range", path);
     else rc = apply_setup(p, setup, path, err, errlen);
     json_decref(root);

@@ -61,10 +61,14 @@ static json_t *engine_section(engine *e, const sim_params *p, const sim_series *
         json_object_set_new(o, "kv_transfer_ms_mean", info.kv_transfers ? json_real(info.kv_transfer_s / info.kv_transfers * 1e3) : json_null());
         json_object_set_new(o, "prefill_busy_s", json_real(info.prefill_busy_s));
     }
-    json_object_set_new(o, "factors", sim_params_factors_json(&p->factors));
     /* the scheduler's CPU cost per step and per sequence that this engine profile pays */
     engine_profile prof;
-    if (sim_params_profile(p, &prof) == 0) {
+    int have_prof = sim_params_profile(p, &prof) == 0;
+    /* the factors the run used: an uncalibrated llama.cpp b4747 loop's at its host speed */
+    cost_factors used = p->factors;
+    if (have_prof && prof.expert_loop && used.loop_host_x > 0) cost_apply_loop_prior(&used);
+    json_object_set_new(o, "factors", sim_params_factors_json(&used));
+    if (have_prof) {
         cost_factors f = p->factors;
         json_object_set_new(o, "step_overhead_s", json_real(prof.python ? *cost_step_overhead_of(&f, prof.sched) : 0));
         json_object_set_new(o, "seq_overhead_s", json_real(prof.python ? *cost_seq_overhead_of(&f, prof.sched) : 0));
