@@ -790,10 +790,10 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     if (sim_params_cost(p, &cm, err, errlen) < 0) return -1;
     c->sched = cm.s.prof.sched;
     /* the fit starts from the loop's constants as timed (host speed 1) and leaves its own in them.
-     * Without the server's prompt time nothing measures this host's loop and they stay there: a
-     * prior at the median recorded host instead (loop_host_x) put the two sweeps of the host they
-     * were timed on (gpu_overhead, medium_sweep; no prompt time recorded) 5-29 % off at 2-32x, from
-     * -5 to +10 % (stop 47) */
+     * Without the server's prompt time nothing measures this host's loop and they stay there. (The
+     * median recorded host, loop_host_x, as that start instead moved the two sweeps of the host they
+     * were timed on, gpu_overhead and medium_sweep, which recorded no prompt time, from at most 16 %
+     * off at 2-32x to up to 29 %; stop 47.) */
     if (cm.s.prof.expert_loop) c->factors.loop_host_x = 0;
     /* with MTP a step emits several tokens: the gap between chunks is a step, TPOT a token */
     if (cm.s.mtp_draft > 0 && !strcmp(point, "median ITL")) {
