@@ -237,10 +237,29 @@ static unsigned given_bit(const char *key) {
     return 0;
 }
 
+/* The durations of llama.cpp b4747's loop a flag may set: each marks itself given, so that an
+ * uncalibrated host speed (loop_host_x) leaves it as stated. */
+typedef struct { const char *key; size_t off; unsigned bit; const char *want; } loop_time;
+static const loop_time loop_times[] = {
+    {"kernel-time", offsetof(cost_factors, kernel_s), COST_LOOP_GIVEN_KERNEL, "a duration (e.g. 3us)"},
+    {"ggml-call-time", offsetof(cost_factors, ggml_call_s), COST_LOOP_GIVEN_CALL, "a duration (e.g. 4.5us)"},
+    {"ggml-gemm-time", offsetof(cost_factors, ggml_gemm_s), COST_LOOP_GIVEN_GEMM, "a duration (e.g. 27us)"},
+    {"ggml-mmq-time", offsetof(cost_factors, ggml_mmq_s), COST_LOOP_GIVEN_MMQ, "a duration (e.g. 24us)"},
+    {"ggml-sample-time", offsetof(cost_factors, ggml_sample_s), COST_LOOP_GIVEN_SAMPLE, "a duration (e.g. 100us)"},
+    {"ggml-wake-time", offsetof(cost_factors, ggml_wake_s), COST_LOOP_GIVEN_WAKE, "a duration (e.g. 10us)"},
+};
+
+static const loop_time *loop_time_of(const char *key) {
+    for (size_t i = 0; i < sizeof loop_times / sizeof loop_times[0]; i++)
+        if (!strcmp(key, loop_times[i].key)) return &loop_times[i];
+    return NULL;
+}
+
 int sim_params_set(sim_params *p, const char *key, const char *value, char *err, size_t errlen) {
     const char *v = value ? value : "";
     int rc = 0;
     const char *want = NULL;
+    const loop_time *lt;
     model_dtype d;
     if (!strcmp(key, "model")) {
         if (!model_find(v)) { snprintf(err, errlen, "unknown model '%s'; see 'dsperf plan --list' or use --model-config config.json", v); return -1; }
@@ -365,36 +384,16 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         rc = parse_seconds(v, &p->factors.seq_overhead_s);
         p->factors.seq_overhead_v1_s = p->factors.seq_overhead_s;
         want = "a duration (e.g. 10us)";
-    } else if (!strcmp(key, "kernel-time")) {
-        rc = parse_seconds(v, &p->factors.kernel_s);
-        p->factors.loop_given |= COST_LOOP_GIVEN_KERNEL;
-        want = "a duration (e.g. 3us)";
+    } else if ((lt = loop_time_of(key))) {
+        rc = parse_seconds(v, (double *)((char *)&p->factors + lt->off));
+        p->factors.loop_given |= lt->bit;
+        want = lt->want;
     } else if (!strcmp(key, "loop-host-speed")) {
         rc = parse_fraction(v, 0, 10, &p->factors.loop_host_x);
         want = "a factor in (0, 10] (1: the host the loop's constants were timed on)";
     } else if (!strcmp(key, "launch-time")) { rc = parse_seconds(v, &p->factors.launch_s); want = "a duration (e.g. 15us)";
-    } else if (!strcmp(key, "ggml-call-time")) {
-        rc = parse_seconds(v, &p->factors.ggml_call_s);
-        p->factors.loop_given |= COST_LOOP_GIVEN_CALL;
-        want = "a duration (e.g. 4.5us)";
     } else if (!strcmp(key, "request-time")) { rc = parse_seconds(v, &p->factors.request_s); want = "a duration (e.g. 150ms)";
     } else if (!strcmp(key, "request-per-token-time")) { rc = parse_seconds(v, &p->factors.request_token_s); want = "a duration (e.g. 20us)";
-    } else if (!strcmp(key, "ggml-sample-time")) {
-        rc = parse_seconds(v, &p->factors.ggml_sample_s);
-        p->factors.loop_given |= COST_LOOP_GIVEN_SAMPLE;
-        want = "a duration (e.g. 100us)";
-    } else if (!strcmp(key, "ggml-wake-time")) {
-        rc = parse_seconds(v, &p->factors.ggml_wake_s);
-        p->factors.loop_given |= COST_LOOP_GIVEN_WAKE;
-        want = "a duration (e.g. 10us)";
-    } else if (!strcmp(key, "ggml-mmq-time")) {
-        rc = parse_seconds(v, &p->factors.ggml_mmq_s);
-        p->factors.loop_given |= COST_LOOP_GIVEN_MMQ;
-        want = "a duration (e.g. 24us)";
-    } else if (!strcmp(key, "ggml-gemm-time")) {
-        rc = parse_seconds(v, &p->factors.ggml_gemm_s);
-        p->factors.loop_given |= COST_LOOP_GIVEN_GEMM;
-        want = "a duration (e.g. 27us)";
     } else if (!strcmp(key, "moe-native-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_native_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-fused-v1-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_fused_v1_eff); want = "a fraction in (0, 1]";
