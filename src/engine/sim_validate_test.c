@@ -945,20 +945,16 @@ TEST(sim_refuses_runs_with_weights_off_the_gpu) {
  * point by +42 % TPOT here, and 2 req/s by +12 %); the higher rate is predicted from it. The server is the simulator itself,
  * with the sweep's arrivals on the simulation's seed, so what separates the two is the HTTP path
  * and the client's clock: TPOT and throughput within 5 % at every rate. */
-TEST(sim_validate_rate_sweep_against_the_simulated_server) {
-    test_server s;
-    if (test_serve_start(&s, "--engine sim --model deepseek-ai/DeepSeek-V2-Lite --gpu h100 --engine-profile llamacpp-b4747 --kernel-time 16.3us "
-                             "--max-num-seqs 8") != 0) { CHECK_MSG(0, "serve did not start"); return; }
-    char cmd[1024], path[512], *out = NULL;
-    snprintf(path, sizeof path, "%s/rate_sweep.json", harness_tmpdir());
-    snprintf(cmd, sizeof cmd, "sweep --url %s --rate 1,2 --duration 8s --dataset random:in=256,out=64 --quiet --out %s", s.url, path);
-    int rc = test_run(cmd, NULL, NULL);
-    test_serve_stop(&s);
-    CHECK_EQ_INT(rc, 0);
+/* `sim --validate` of a rate sweep against the simulated server: the lowest rate calibrates (its
+ * note `said`, when given), each rate's TPOT and throughput within 5 %. */
+static void check_rate_sweep_validates(const char *path, const char *said) {
+    char cmd[1024], *out = NULL, *err = NULL;
     snprintf(cmd, sizeof cmd, "sim --validate %s", path);
-    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    int rc = test_run(cmd, &out, &err);
+    CHECK_MSG(rc == 0, "%s: exit %d: %s", path, rc, err ? err : "");
     CHECK(out && strstr(out, "profile llamacpp-b4747 (GET /v1/models meta.sim.engine_profile)"));
     CHECK(out && strstr(out, "poisson arrivals at 1 req/s"));
+    if (said) CHECK_MSG(out && strstr(out, said), "%s: no \"%s\"", path, said);
     int n = 0;
     for (const char *l = out; l && (l = strchr(l, '\n')); ) {
         l++;
@@ -966,11 +962,28 @@ TEST(sim_validate_rate_sweep_against_the_simulated_server) {
         char name[32];
         if (sscanf(l, "%lf %lf %31s %lf %lf", &load, &x, name, &m, &pr) != 5) continue;
         if (strcmp(name, "median_tpot_ms") && strcmp(name, "output_throughput")) continue;
-        CHECK_MSG(fabs(pr / m - 1) <= 0.05, "%g req/s %s: %.4g predicted, %.4g measured", load, name, pr, m);
+        CHECK_MSG(fabs(pr / m - 1) <= 0.05, "%s %g req/s %s: %.4g predicted, %.4g measured", path, load, name, pr, m);
         n++;
     }
     CHECK_EQ_INT(n, 4);
     free(out);
+    free(err);
+}
+
+TEST(sim_validate_rate_sweep_against_the_simulated_server) {
+    test_server s;
+    if (test_serve_start(&s, "--engine sim --model deepseek-ai/DeepSeek-V2-Lite --gpu h100 --engine-profile llamacpp-b4747 --kernel-time 16.3us "
+                             "--max-num-seqs 8") != 0) { CHECK_MSG(0, "serve did not start"); return; }
+    char cmd[1024], path[512];
+    snprintf(path, sizeof path, "%s/rate_sweep.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sweep --url %s --rate 1,2 --duration 8s --dataset random:in=256,out=64 --quiet --out %s", s.url, path);
+    int rc = test_run(cmd, NULL, NULL);
+    test_serve_stop(&s);
+    CHECK_EQ_INT(rc, 0);
+    check_rate_sweep_validates(path, NULL);
+    /* the same sweep recorded under load (tests/fixtures/sim-served): its 1 req/s level's median ITL
+     * falls between the simulated steps of two batch sizes, and the fit takes the x of the jump */
+    check_rate_sweep_validates("tests/fixtures/sim-served/rate_sweep_loaded.json", "jumps across the measured 39.96 ms");
 }
 
 /* The predicted median TPOT at load `load` in `sim --validate` output (the first such line). */
