@@ -890,6 +890,12 @@ TEST(sim_llamacpp_uncalibrated_host_is_the_median_recorded_one) {
               json_number_value(json_object_get(f, "ggml_call_s")));
     json_decref(doc);
     CHECK_EQ_INT(test_run("sim --engine-profile llamacpp-b4747 --loop-host-speed 0 --requests 2", NULL, NULL), 2);
+    /* the run says which host it took */
+    char *out = NULL;
+    CHECK_EQ_INT(test_run("sim --engine-profile llamacpp-b4747 --gpu h100 --concurrency 1 --requests 2 --dataset random:in=64,out=16", &out,
+                          NULL), 0);
+    CHECK(out && strstr(out, "llama.cpp host speed:                   x 0.80 of the host its loop was timed on (the median recorded host"));
+    free(out);
 }
 
 /* A run whose server kept weights off the GPU cannot calibrate a simulator of servers whose layers
