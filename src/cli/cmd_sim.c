@@ -128,10 +128,8 @@ static void print_engine(FILE *f, const run_sim_result *r, const sim_params *p) 
     fprintf(f, "%-40s%.1f%%\n", "Engine busy:", r->span_ns > 0 ? 100 * info->busy_s / (r->span_ns / 1e9) : 0);
     fprintf(f, "%-40s%lld\n", "Preemptions:", (long long)st->preemptions_total);
     fprintf(f, "%-40s%s\n", "Engine profile:", p->engine_profile);
-    engine_profile prof;
-    if (sim_params_profile(p, &prof) == 0 && prof.expert_loop && p->factors.loop_host_x > 0)
-        fprintf(f, "%-40sx %.2f of the host its loop was timed on (%s; a run of yours calibrates it: --calibrate)\n", "llama.cpp host speed:",
-                p->factors.loop_host_x, p->factors.loop_host_x == COST_LOOP_HOST_X ? "the median recorded host" : "--loop-host-speed");
+    char host[192];
+    if (sim_params_loop_host_note(p, host, sizeof host)) fprintf(f, "%-40s%s\n", "llama.cpp host speed:", host);
     sim_iv_load kind = sim_interval_load_of(r->doc);
     fprintf(f, "%-40sTPOT x/%.2f, throughput x/%.2f, TTFT x/%.1f (%s%s)\n", "80% interval:", exp(sim_interval_q(SIM_IV_TPOT, kind, p->calibrated)),
             exp(sim_interval_q(SIM_IV_TPUT, kind, p->calibrated)), exp(sim_interval_q(SIM_IV_TTFT, kind, p->calibrated)),

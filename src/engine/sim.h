@@ -106,6 +106,9 @@ int sim_params_profile(const sim_params *p, engine_profile *out);
 /* Tokens one step takes: --max-num-batched-tokens when given, else the profile's default
  * (llama-server's n_batch 2048), else 8192. */
 int sim_params_batch_tokens(const sim_params *p);
+/* An uncalibrated llama.cpp b4747 deployment's host speed (cost_factors.loop_host_x) in words, for
+ * the line a run or a plan prints; 0 (and "") for any other. */
+int sim_params_loop_host_note(const sim_params *p, char *buf, size_t len);
 /* Adds the request's way outside the engine's steps on this profile (a Python server: the factors'
  * request_s and request_token_s; nothing for others) to a transit's fixed and per-prompt-token
  * times: the simulator's transit puts it between send and the engine's queue. */

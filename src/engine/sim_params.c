@@ -578,6 +578,15 @@ void sim_params_add_request_path(const sim_params *p, int64_t *fixed_ns, double 
     *per_token_ns += p->factors.request_token_s * 1e9;
 }
 
+int sim_params_loop_host_note(const sim_params *p, char *buf, size_t len) {
+    engine_profile prof;
+    if (len) buf[0] = 0;
+    if (sim_params_profile(p, &prof) < 0 || !prof.expert_loop || !(p->factors.loop_host_x > 0)) return 0;
+    snprintf(buf, len, "x %.2f of the host its loop was timed on (%s; a run of yours calibrates it: dsperf sim --calibrate)",
+             p->factors.loop_host_x, p->factors.loop_host_x == COST_LOOP_HOST_X ? "the median recorded host" : "--loop-host-speed");
+    return 1;
+}
+
 int sim_params_batch_tokens(const sim_params *p) {
     engine_profile prof;
     if (p->max_num_batched_tokens_set || sim_params_profile(p, &prof) < 0 || prof.batch_tokens <= 0) return p->max_num_batched_tokens;

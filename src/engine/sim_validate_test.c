@@ -896,6 +896,10 @@ TEST(sim_llamacpp_uncalibrated_host_is_the_median_recorded_one) {
                           NULL), 0);
     CHECK(out && strstr(out, "llama.cpp host speed:                   x 0.80 of the host its loop was timed on (the median recorded host"));
     free(out);
+    out = NULL;
+    CHECK_EQ_INT(test_run("plan --engine-profile llamacpp-b4747 --gpu h100 --batch 1 --loop-host-speed 1.1", &out, NULL), 0);
+    CHECK(out && strstr(out, "llama.cpp host speed               x 1.10 of the host its loop was timed on (--loop-host-speed"));
+    free(out);
 }
 
 /* A run whose server kept weights off the GPU cannot calibrate a simulator of servers whose layers

@@ -396,6 +396,8 @@ void plan_print(FILE *f, const plan_inputs *in, const plan_result *r) {
         snprintf(split, sizeof split, " (%.1f%% for a GEMM split %d ways)", p->factors.compute_eff * 100 * cost_shard_eff(&p->factors, p->tp), p->tp);
     fprintf(f, "\nRoofline step times (efficiency: HBM %.0f%%, compute %.0f%%%s, link %.0f%%)\n",
             p->factors.bw_eff * 100, p->factors.compute_eff * 100, split, p->factors.link_eff * 100);
+    char host[192];
+    if (sim_params_loop_host_note(p, host, sizeof host)) fprintf(f, "  %-34s %s\n", "llama.cpp host speed", host);
     char lab[96];
     snprintf(lab, sizeof lab, "prefill %d tokens (%d chunk%s)", in->prompt_tokens, r->prefill_chunks, r->prefill_chunks > 1 ? "s" : "");
     fprintf(f, "  %-34s %9.3f ms  (%.0f tokens/s)\n", lab, r->prefill_s * 1e3, in->prompt_tokens / r->prefill_s);
