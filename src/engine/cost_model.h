@@ -94,7 +94,7 @@ typedef struct {
 
 enum {
     COST_LOOP_GIVEN_KERNEL = 1u << 0, COST_LOOP_GIVEN_CALL = 1u << 1, COST_LOOP_GIVEN_GEMM = 1u << 2, COST_LOOP_GIVEN_MMQ = 1u << 3,
-    COST_LOOP_GIVEN_SAMPLE = 1u << 4, COST_LOOP_GIVEN_WAKE = 1u << 5
+    COST_LOOP_GIVEN_SAMPLE = 1u << 4, COST_LOOP_GIVEN_WAKE = 1u << 5, COST_LOOP_GIVEN_HOST = 1u << 6   /* loop_host_x itself */
 };
 /* llama.cpp b4747's time per kernel at the loop's prior host constants (host speed 1): the median
  * over the 24 f16 c = 1 calibrations of the real sweeps recorded to stop 45 (11 hosts; 12.3-18.6 us)

@@ -389,7 +389,12 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         p->factors.loop_given |= lt->bit;
         want = lt->want;
     } else if (!strcmp(key, "loop-host-speed")) {
+        if (p->calibrated) {
+            snprintf(err, errlen, "--loop-host-speed states an uncalibrated host; the --profile carries its own calibrated loop: drop one");
+            return -1;
+        }
         rc = parse_fraction(v, 0, 10, &p->factors.loop_host_x);
+        p->factors.loop_given |= COST_LOOP_GIVEN_HOST;
         want = "a factor in (0, 10] (1: the host the loop's constants were timed on)";
     } else if (!strcmp(key, "launch-time")) { rc = parse_seconds(v, &p->factors.launch_s); want = "a duration (e.g. 15us)";
     } else if (!strcmp(key, "request-time")) { rc = parse_seconds(v, &p->factors.request_s); want = "a duration (e.g. 150ms)";
@@ -559,6 +564,11 @@ int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t e
     }
     json_t *setup = json_object_get(root, "setup");
     const char *prof = json_string_value(json_object_get(setup, "engine_profile"));
+    if (p->factors.loop_given & COST_LOOP_GIVEN_HOST) {
+        snprintf(err, errlen, "--loop-host-speed states an uncalibrated host; the --profile carries its own calibrated loop: drop one");
+        json_decref(root);
+        return -1;
+    }
     int rc = sim_params_apply_factors(p, f, p->given & SIM_GIVEN_PROFILE ? NULL : prof);
     /* a profile written before loop_host_x was: its loop constants are its calibration's */
     if (rc == 0 && !json_object_get(f, "loop_host_x")) p->factors.loop_host_x = 0;

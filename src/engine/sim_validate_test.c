@@ -890,6 +890,19 @@ TEST(sim_llamacpp_uncalibrated_host_is_the_median_recorded_one) {
               json_number_value(json_object_get(f, "ggml_call_s")));
     json_decref(doc);
     CHECK_EQ_INT(test_run("sim --engine-profile llamacpp-b4747 --loop-host-speed 0 --requests 2", NULL, NULL), 2);
+    /* a calibrated profile carries its own loop: the uncalibrated host speed with it is refused, on
+     * either side of it */
+    char prof[512];
+    snprintf(prof, sizeof prof, "%s/h100k.profile.json", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "sim --calibrate tests/fixtures/real-gpu/h100k_long.json --calibrate-at 1 --profile-out %s", prof);
+    CHECK_EQ_INT(test_run(cmd, NULL, NULL), 0);
+    for (int k = 0; k < 2; k++) {
+        char *e = NULL;
+        snprintf(cmd, sizeof cmd, k ? "sim --loop-host-speed 1 --profile %s --requests 2" : "sim --profile %s --loop-host-speed 1 --requests 2", prof);
+        CHECK_EQ_INT(test_run(cmd, NULL, &e), 2);
+        CHECK_MSG(e && strstr(e, "--loop-host-speed states an uncalibrated host"), "%s: %s", cmd, e ? e : "");
+        free(e);
+    }
     /* the run says which host it took */
     char *out = NULL;
     CHECK_EQ_INT(test_run("sim --engine-profile llamacpp-b4747 --gpu h100 --concurrency 1 --requests 2 --dataset random:in=64,out=16", &out,
