@@ -171,8 +171,9 @@ double cost_mtp_tokens_per_step(const cost_model *c) {
 /* (cost_model.h) One host thread runs the loop and launches the kernels, eagerly: both move with
  * its speed. With the constants at their timing host and the graph engines' kernel_s, the
  * uncalibrated c = 1 TPOT of the recorded f16 sweeps came out 47 % low on average; README-sim.md. */
-void cost_apply_loop_prior(cost_factors *f) {
+int cost_apply_loop_prior(cost_factors *f, int expert_loop) {
     double x = f->loop_host_x;
+    if (!expert_loop || !(x > 0)) return 0;
     unsigned g = f->loop_given;
     if (!(g & COST_LOOP_GIVEN_KERNEL)) f->kernel_s = COST_LOOP_KERNEL_S * x;
     if (!(g & COST_LOOP_GIVEN_CALL)) f->ggml_call_s *= x;
@@ -181,6 +182,7 @@ void cost_apply_loop_prior(cost_factors *f) {
     if (!(g & COST_LOOP_GIVEN_SAMPLE)) f->ggml_sample_s *= x;
     if (!(g & COST_LOOP_GIVEN_WAKE)) f->ggml_wake_s *= x;
     f->loop_host_x = 0;
+    return 1;
 }
 
 int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const cost_setup *s, model_dtype weight_dtype,
@@ -219,7 +221,7 @@ int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const co
     c->weight_dtype = weight_dtype;
     c->kv_dtype = kv_dtype;
     c->f = *f;
-    if (s->prof.expert_loop && f->loop_host_x > 0) cost_apply_loop_prior(&c->f);
+    cost_apply_loop_prior(&c->f, s->prof.expert_loop);
     comm_init(&c->comm, gpu, f->link_eff, f->comm_latency_s, f->comm_inter_s);
     model_count_params(arch, &c->params);
     const model_params *p = &c->params;

@@ -107,10 +107,11 @@ enum {
  * "An uncalibrated llama.cpp host" */
 #define COST_LOOP_HOST_X 0.80
 void cost_default_factors(cost_factors *f);
-/* llama.cpp b4747 uncalibrated: the loop's host constants and its time per kernel at the host speed
- * f->loop_host_x, except those a flag set (loop_given); loop_host_x is 0 after (the constants as they
- * stand). cost_init does it for an expert-loop profile. */
-void cost_apply_loop_prior(cost_factors *f);
+/* llama.cpp b4747 uncalibrated (expert_loop: the profile's, and f->loop_host_x > 0): the loop's host
+ * constants and its time per kernel at the host speed f->loop_host_x, except those a flag set
+ * (loop_given); loop_host_x is 0 after (the constants as they stand). 1 when it applied, 0 (f as it
+ * was) otherwise. cost_init does it; what a run reports as its factors is the same. */
+int cost_apply_loop_prior(cost_factors *f, int expert_loop);
 /* The fraction of compute_eff a GEMM split over `ways` GPUs reaches: 1 / (1 + shard_loss (ways - 1)). */
 double cost_shard_eff(const cost_factors *f, double ways);
 /* The CPU scheduler's cost per step and per running sequence for an engine profile (SCHED_*): the

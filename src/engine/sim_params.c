@@ -590,8 +590,9 @@ void sim_params_add_request_path(const sim_params *p, int64_t *fixed_ns, double 
 
 int sim_params_loop_host_note(const sim_params *p, char *buf, size_t len) {
     engine_profile prof;
+    cost_factors used = p->factors;
     if (len) buf[0] = 0;
-    if (sim_params_profile(p, &prof) < 0 || !prof.expert_loop || !(p->factors.loop_host_x > 0)) return 0;
+    if (sim_params_profile(p, &prof) < 0 || !cost_apply_loop_prior(&used, prof.expert_loop)) return 0;
     snprintf(buf, len, "x %.2f of the host its loop was timed on (%s; a run of yours calibrates it: dsperf sim --calibrate)",
              p->factors.loop_host_x, p->factors.loop_host_x == COST_LOOP_HOST_X ? "the median recorded host" : "--loop-host-speed");
     return 1;

@@ -4,6 +4,7 @@
 #include "harness.h"
 #include "testutil.h"
 #include "engine/sim_validate.h"
+#include "metrics/stats.h"
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -154,6 +155,27 @@ TEST(sim_validate_refuses_a_fitted_parameter_in_a_row) {
  * Profile llamacpp-b4747 prices the MoE's host loop over touched experts, a multi-row expert (the
  * cuBLAS path) at the host calls it makes; the profile without the loop (llamacpp) can only slow
  * the bandwidth and misses the growth with the batch. */
+/* One row of `sim --validate SWEEP` output: load, x base, metric, measured, predicted and the error
+ * in % (NAN where the row has none). */
+typedef struct {
+    double load, x, measured, predicted, err_pct;
+    char name[32];
+} val_row;
+
+/* The row after *at in `sim --validate` output, *at moved onto it; 0 when none is left. Start with
+ * *at at the output's beginning (its first line is never a row). */
+static int val_row_next(const char **at, val_row *r) {
+    for (const char *l = *at; l && (l = strchr(l, '\n')); ) {
+        l++;
+        r->err_pct = NAN;
+        if (sscanf(l, "%lf %lf %31s %lf %lf %lf%%", &r->load, &r->x, r->name, &r->measured, &r->predicted, &r->err_pct) >= 5) {
+            *at = l;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int sweep_run_on(const char *path, const char *profile, const char *model, const char *gpu, const char *dtype, double pred[8],
                         double meas[8], double err_pct[2][8], int *inside, int *total) {
     char cmd[1024], *out = NULL;
@@ -167,13 +189,11 @@ static int sweep_run_on(const char *path, const char *profile, const char *model
              stated ? "" : " --max-num-seqs 32");
     int rc = test_run(cmd, &out, NULL), n = 0, nt = 0;
     CHECK_EQ_INT(rc, 0);
-    for (const char *l = out; l && (l = strchr(l, '\n')) && n < 8; ) {
-        l++;
-        double load, x, m, p, e;
-        char name[32];
-        if (sscanf(l, "%lf %lf %31s %lf %lf %lf%%", &load, &x, name, &m, &p, &e) != 6) continue;
-        if (!strcmp(name, "median_tpot_ms")) { meas[n] = m; pred[n] = p; err_pct[0][n] = e; n++; }
-        else if (!strcmp(name, "output_throughput") && nt < 8) err_pct[1][nt++] = e;
+    val_row r;
+    for (const char *at = out; n < 8 && val_row_next(&at, &r); ) {
+        if (isnan(r.err_pct)) continue;
+        if (!strcmp(r.name, "median_tpot_ms")) { meas[n] = r.measured; pred[n] = r.predicted; err_pct[0][n] = r.err_pct; n++; }
+        else if (!strcmp(r.name, "output_throughput") && nt < 8) err_pct[1][nt++] = r.err_pct;
     }
     const char *cov = out ? strstr(out, "80% intervals (calibrated): ") : NULL;
     *inside = *total = -1;
@@ -579,12 +599,11 @@ static void check_slot_cells(const char *path, const char *model, const char *gp
     CHECK(ds && sscanf(ds, "random:in=%d,out=%d", &in, &outn) == 2);
     json_decref(d);
     int n = 0;
-    for (const char *l = out; l && (l = strchr(l, '\n')); ) {
-        l++;
-        double load, x, m, p;
-        char name[32];
-        if (sscanf(l, "%lf %lf %31s %lf %lf", &load, &x, name, &m, &p) != 5 || strcmp(name, "kv_cells_in_use_mean")) continue;
-        CHECK_MSG(fabs(p - m) <= in + outn - 1, "%s c = %g: %.0f KV cells in use simulated, %.0f measured", path, load, p, m);
+    val_row r;
+    for (const char *at = out; val_row_next(&at, &r); ) {
+        if (strcmp(r.name, "kv_cells_in_use_mean")) continue;
+        CHECK_MSG(fabs(r.predicted - r.measured) <= in + outn - 1, "%s c = %g: %.0f KV cells in use simulated, %.0f measured", path, r.load,
+                  r.predicted, r.measured);
         n++;
     }
     CHECK_MSG(n == levels, "%s: %d levels with KV cells compared", path, n);
@@ -667,14 +686,11 @@ TEST(sim_validate_calibrated_on_a_busier_level) {
         CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
         CHECK_MSG(out && strstr(out, "calibrate on the load (c = 2)") && strstr(out, "the host's speed x"), "%s: no fit at c = 2", sw[s].sweep);
         int n = 0;
-        for (const char *l = out; l && (l = strchr(l, '\n')); ) {
-            l++;
-            double load, x, m, p, e;
-            char name[32];
-            if (sscanf(l, "%lf %lf %31s %lf %lf %lf%%", &load, &x, name, &m, &p, &e) != 6) continue;
-            if ((strcmp(name, "median_tpot_ms") && strcmp(name, "output_throughput")) || x < 2 || x > 8) continue;
+        val_row r;
+        for (const char *at = out; val_row_next(&at, &r); ) {
+            if (isnan(r.err_pct) || (strcmp(r.name, "median_tpot_ms") && strcmp(r.name, "output_throughput")) || r.x < 2 || r.x > 8) continue;
             n++;
-            if (sw[s].within15) CHECK_MSG(fabs(e) <= 15, "%s c = %g: %s off by %+.1f%%", sw[s].sweep, load, name, e);
+            if (sw[s].within15) CHECK_MSG(fabs(r.err_pct) <= 15, "%s c = %g: %s off by %+.1f%%", sw[s].sweep, r.load, r.name, r.err_pct);
         }
         CHECK_MSG(n >= 4, "%s: %d predictions at 2-8x", sw[s].sweep, n);
         int in = 0, tot = 0;
@@ -837,11 +853,6 @@ static double uncalibrated_c1_tpot(const char *sweep, const char *gpu, const cha
     return tpot;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* llama.cpp b4747 with no calibration at all: the loop's host constants were timed on one H200
  * host, and its time per kernel was the graph engines' (4.09 us). On the V2-Lite f16 sweeps recorded
  * on 13 hosts (one per recording session; c = 1 levels) that put the c = 1 TPOT 37-60 % low. The
@@ -859,22 +870,27 @@ TEST(sim_llamacpp_uncalibrated_host_is_the_median_recorded_one) {
         {"h100h_restart_a", "h100"}, {"h100i_overhead", "h100"}, {"h100j_long_a", "h100"}, {"h100k_long", "h100"},
         {"h200a_overhead", "h200"}};
     enum { N = sizeof sw / sizeof sw[0] };
-    double now[N], before[N];
+    stats_samples now, before;   /* |TPOT error| in %, with the prior and at the timing host */
+    stats_init(&now);
+    stats_init(&before);
     int neg = 0, pos = 0;
     for (int i = 0; i < N; i++) {
         double m = NAN;
         double t = uncalibrated_c1_tpot(sw[i].sweep, sw[i].gpu, "", &m);
         double t0 = uncalibrated_c1_tpot(sw[i].sweep, sw[i].gpu, "--loop-host-speed 1 --kernel-time 4.09us", &m);
         CHECK_MSG(t > 0 && t0 > 0 && m > 0, "%s: simulated %.2f / %.2f ms, measured %.2f ms", sw[i].sweep, t, t0, m);
-        now[i] = fabs(t / m - 1) * 100;
-        before[i] = fabs(t0 / m - 1) * 100;
+        stats_add(&now, fabs(t / m - 1) * 100);
+        stats_add(&before, fabs(t0 / m - 1) * 100);
         neg += t < m;
         pos += t > m;
     }
-    qsort(now, N, sizeof now[0], cmp_double);
-    qsort(before, N, sizeof before[0], cmp_double);
-    CHECK_MSG(now[N / 2] <= 15, "median |TPOT error| at c = 1 %.1f%% over %d sweeps", now[N / 2], N);
-    CHECK_MSG(now[N / 2] < before[N / 2] / 2, "median |TPOT error| %.1f%%, at the timing host %.1f%%", now[N / 2], before[N / 2]);
+    stats_sort(&now);
+    stats_sort(&before);
+    double med = stats_percentile_sorted(now.v, now.n, 50), med0 = stats_percentile_sorted(before.v, before.n, 50);
+    stats_free(&now);
+    stats_free(&before);
+    CHECK_MSG(med <= 15, "median |TPOT error| at c = 1 %.1f%% over %d sweeps", med, N);
+    CHECK_MSG(med < med0 / 2, "median |TPOT error| %.1f%%, at the timing host %.1f%%", med, med0);
     CHECK_MSG(neg > 0 && pos > 0, "errors of one sign only (%d low, %d high): the median host is not the middle", neg, pos);
     /* a flag's own value stands: --kernel-time is not moved by the host speed */
     char cmd[1024], res[512];
@@ -979,13 +995,11 @@ static void check_rate_sweep_validates(const char *path, const char *said) {
     CHECK(out && strstr(out, "poisson arrivals at 1 req/s"));
     if (said) CHECK_MSG(out && strstr(out, said), "%s: no \"%s\"", path, said);
     int n = 0;
-    for (const char *l = out; l && (l = strchr(l, '\n')); ) {
-        l++;
-        double load, x, m, pr;
-        char name[32];
-        if (sscanf(l, "%lf %lf %31s %lf %lf", &load, &x, name, &m, &pr) != 5) continue;
-        if (strcmp(name, "median_tpot_ms") && strcmp(name, "output_throughput")) continue;
-        CHECK_MSG(fabs(pr / m - 1) <= 0.05, "%s %g req/s %s: %.4g predicted, %.4g measured", path, load, name, pr, m);
+    val_row r;
+    for (const char *at = out; val_row_next(&at, &r); ) {
+        if (strcmp(r.name, "median_tpot_ms") && strcmp(r.name, "output_throughput")) continue;
+        CHECK_MSG(fabs(r.predicted / r.measured - 1) <= 0.05, "%s %g req/s %s: %.4g predicted, %.4g measured", path, r.load, r.name,
+                  r.predicted, r.measured);
         n++;
     }
     CHECK_EQ_INT(n, 4);
@@ -1011,12 +1025,9 @@ TEST(sim_validate_rate_sweep_against_the_simulated_server) {
 
 /* The predicted median TPOT at load `load` in `sim --validate` output (the first such line). */
 static double predicted_tpot_at(const char *out, double load) {
-    for (const char *l = out; l && (l = strchr(l, '\n')); ) {
-        l++;
-        double ld, x, m, p;
-        char name[32];
-        if (sscanf(l, "%lf %lf %31s %lf %lf", &ld, &x, name, &m, &p) == 5 && ld == load && !strcmp(name, "median_tpot_ms")) return p;
-    }
+    val_row r;
+    for (const char *at = out; val_row_next(&at, &r); )
+        if (r.load == load && !strcmp(r.name, "median_tpot_ms")) return r.predicted;
     return NAN;
 }
 

@@ -66,7 +66,7 @@ static json_t *engine_section(engine *e, const sim_params *p, const sim_series *
     int have_prof = sim_params_profile(p, &prof) == 0;
     /* the factors the run used: an uncalibrated llama.cpp b4747 loop's at its host speed */
     cost_factors used = p->factors;
-    if (have_prof && prof.expert_loop && used.loop_host_x > 0) cost_apply_loop_prior(&used);
+    cost_apply_loop_prior(&used, have_prof && prof.expert_loop);
     json_object_set_new(o, "factors", sim_params_factors_json(&used));
     if (have_prof) {
         cost_factors f = p->factors;
