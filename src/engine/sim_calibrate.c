@@ -563,11 +563,13 @@ static double agg_step_s(cost_model *cm, const cost_factors *f, double batch, do
 
 /* llama-server's prompt of L tokens at batch 1 with factors f: its ubatches of 512 (n_ubatch's
  * default), each a prefill chunk after the ones before it. A chunk of 2+ tokens runs b4747's loop
- * over the touched experts (all of them at these lengths, each with many rows). */
+ * over the touched experts (all of them at these lengths, each with many rows). *sched (when not
+ * NULL) takes the part of it that is the server's host work around the graph (the KQ mask, sampling). */
 #define LLAMACPP_UBATCH 512
-static double agg_prefill_s(cost_model *cm, const cost_factors *f, double L, double window) {
+static double agg_prefill_s(cost_model *cm, const cost_factors *f, double L, double window, double *sched) {
     cm->f = *f;
     double t = 0, done = 0;
+    if (sched) *sched = 0;
     while (done < L) {
         double n = fmin(LLAMACPP_UBATCH, L - done);
         cost_batch b;
@@ -581,6 +583,7 @@ static double agg_prefill_s(cost_model *cm, const cost_factors *f, double L, dou
         b.window_keys = window;
         cost_step_time(cm, &b, &s);
         t += s.t;
+        if (sched) *sched += s.t_sched;
         done += n;
     }
     return t;
@@ -604,9 +607,9 @@ static int agg_solve_loop_host(cost_model *cm, cost_factors *f, double L, double
     cost_factors g = *f;
     double a = log(lo), z = log(hi);
     host_scale(&g, &f0, lo);
-    double t_lo = agg_prefill_s(cm, &g, L, window);
+    double t_lo = agg_prefill_s(cm, &g, L, window, NULL);
     host_scale(&g, &f0, hi);
-    double t_hi = agg_prefill_s(cm, &g, L, window);
+    double t_hi = agg_prefill_s(cm, &g, L, window, NULL);
     double h;
     int inside = 1;
     if (target <= t_lo) { h = lo; inside = 0; }
@@ -615,7 +618,7 @@ static int agg_solve_loop_host(cost_model *cm, cost_factors *f, double L, double
         for (int it = 0; it < 60; it++) {
             double m = (a + z) / 2;
             host_scale(&g, &f0, exp(m));
-            if (agg_prefill_s(cm, &g, L, window) > target) z = m;
+            if (agg_prefill_s(cm, &g, L, window, NULL) > target) z = m;
             else a = m;
         }
         h = exp((a + z) / 2);
@@ -682,6 +685,20 @@ static int agg_solve(cost_model *cm, cost_factors *f, double *x, double lo, doub
 /* requests under which a calibration point is noted as resting on few */
 #define SIM_CAL_FEW_REQUESTS 10
 
+/* llama.cpp b4747's host speed at c = 1, read two ways (the c = 1 branch of the aggregate fit):
+ * each is solved over [HOST_WIDE_LO, HOST_WIDE_HI], their combination clamped to [0.5, 2].
+ * HOST_STEP_SIGMA: the log spread of the time per kernel over the loop's host factor (kernel_s / h,
+ * 12.3-17.9 us, mean 15.7) over the 22 V2-Lite f16 c = 1 calibrations of the recorded sweeps on 15
+ * hosts, what reading h off the c = 1 step at the prior's ratio (16.3 us) misses by. HOST_REST_SIGMA:
+ * the prompt's host work outside the loop (the KQ mask over the KV window, the last token's
+ * sampling), priced from replicas timed on this project's CPU, known to a factor of 2 (ln 2): on the
+ * 30M preset's sweeps (h100l_long_tiny_*) the prompt at a near-empty window took 7.6-8.7 ms, the
+ * model's 7.6, and at the level's mean window of 8,800 cells 16.6-21.0 ms, 2-3x the mask's replica */
+#define HOST_WIDE_LO 0.25
+#define HOST_WIDE_HI 4.0
+#define HOST_STEP_SIGMA 0.10
+#define HOST_REST_SIGMA 0.693
+
 /* A measured level to simulate: conc users in a closed loop, or (conc 0) arrivals at rate_per_s by
  * the run's arrival process (arrival, "poisson" when the run names none), over dataset ds; n
  * requests after warm warm-ups. */
@@ -741,6 +758,21 @@ static int sim_level(const sim_params *p, const cost_factors *f, const sim_lvl *
 static void set_host_speed(cost_factors *g, const cost_factors *prior, double x) {
     host_scale(g, prior, x);
     g->kernel_s = COST_LOOP_KERNEL_S * x;
+}
+
+/* The host speed x (set_host_speed: the loop's host constants and the time per kernel together) at
+ * which the closed-form step of `batch` sequences takes itl: bisection on log x over
+ * [HOST_WIDE_LO, HOST_WIDE_HI], clamped there. */
+static double host_from_step(cost_model *cm, const cost_factors *prior, double batch, double ctx, double window, double itl) {
+    double a = log(HOST_WIDE_LO), z = log(HOST_WIDE_HI);
+    cost_factors g = *prior;
+    for (int it = 0; it < 50; it++) {
+        double m = (a + z) / 2;
+        set_host_speed(&g, prior, exp(m));
+        if (agg_step_s(cm, &g, batch, ctx, window) > itl) z = m;
+        else a = m;
+    }
+    return exp((a + z) / 2);
 }
 
 /* The x in [lo, hi] (bisection on log x) at which the level simulated with set_host_speed(f, x)
@@ -860,16 +892,39 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
         double pre = json_number_value(json_object_get(json_object_get(doc, "server_timing"), "median_server_prefill_ms")) / 1e3;
         if (L >= 2 && pre > 0) {
             const cost_factors prior = f;
-            double t0 = agg_prefill_s(&cm, &f, L, window), h = 1;
-            int in = 0;
+            double t0 = agg_prefill_s(&cm, &f, L, window, NULL), hp = 1;
             for (int round = 0; round < 4; round++) {
                 host_scale(&f, &prior, 1);
-                in = agg_solve_loop_host(&cm, &f, L, window, pre, 0.5, 2.0, &h);
+                agg_solve_loop_host(&cm, &f, L, window, pre, HOST_WIDE_LO, HOST_WIDE_HI, &hp);
                 ok = agg_solve(&cm, &f, &f.kernel_s, 1e-7, 1e-3, 0, batch, ctx, window, itl);
             }
+            /* The prompt reads the loop's host speed hp through the loop's part of it; the server's
+             * host work around the graph (the KQ mask over the window, the last token's sampling:
+             * constants replicated on another CPU) is known to a factor of 2 (HOST_REST_SIGMA), which
+             * moves hp by its share of the prompt over the prompt's elasticity in h. The c = 1 step
+             * reads the host speed too (hs), through the time per kernel at the prior's ratio
+             * (set_host_speed), to HOST_STEP_SIGMA: the spread of the two readings over the V2-Lite
+             * sweeps, their prompts' noise in it. The two combine by their variances: where the loop
+             * is nearly all the prompt (V2-Lite, the 906M preset) the prompt decides; on the 30M
+             * preset (four layers), whose prompt is a fifth mask and sampling, the step does. */
+            cost_factors g = f;
+            double t_sched = 0, t_all = agg_prefill_s(&cm, &f, L, window, &t_sched);
+            host_scale(&g, &prior, hp * 1.01);
+            double elast = log(agg_prefill_s(&cm, &g, L, window, NULL) / t_all) / log(1.01);
+            double rest = elast > 0.01 ? t_sched / t_all * HOST_REST_SIGMA / elast : 10, var_p = rest * rest;
+            double hs = host_from_step(&cm, &prior, batch, ctx, window, itl);
+            double wp = 1 / var_p, ws = 1 / (HOST_STEP_SIGMA * HOST_STEP_SIGMA);
+            double h = exp((wp * log(hp) + ws * log(hs)) / (wp + ws));
+            int in = h >= 0.5 && h <= 2.0;
+            h = fmin(2.0, fmax(0.5, h));
+            host_scale(&f, &prior, h);
+            ok = agg_solve(&cm, &f, &f.kernel_s, 1e-7, 1e-3, 0, batch, ctx, window, itl);
             note(c, "loop host factor %.3f%s: the server's prompt time %.1f ms (%.0f tokens, median) against the model's %.1f ms at the loop's "
                     "prior (ggml_call_s %.2f us, ggml_gemm_s %.1f us, ggml_sample_s %.0f us after)", h, in ? "" : " (at its bound)",
                  pre * 1e3, L, t0 * 1e3, f.ggml_call_s * 1e6, f.ggml_gemm_s * 1e6, f.ggml_sample_s * 1e6);
+            note(c, "  from the prompt %.3f (+-%.0f %%: the prompt moves %.2f x as much as h; %.0f %% of it the mask and sampling), from the "
+                    "c = 1 step %.3f (+-%.0f %%): weighted %.0f / %.0f %%", hp, sqrt(var_p) * 100, elast, t_sched / t_all * 100, hs,
+                 HOST_STEP_SIGMA * 100, wp / (wp + ws) * 100, ws / (wp + ws) * 100);
             moved = "the time per kernel (kernel_s) on the ITL, the expert loop's host factor on the prompt time";
             if (!ok && f.kernel_s <= 1.01e-7) {
                 /* the decode step is faster than the loop the prompt shows allows, even with no time
