@@ -911,7 +911,9 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
             double t_sched = 0, t_all = agg_prefill_s(&cm, &f, L, window, &t_sched);
             host_scale(&g, &prior, hp * 1.01);
             double elast = log(agg_prefill_s(&cm, &g, L, window, NULL) / t_all) / log(1.01);
-            double rest = elast > 0.01 ? t_sched / t_all * HOST_REST_SIGMA / elast : 10, var_p = rest * rest;
+            /* (a floor on the variance: no host work around the graph, as with --ggml-sample-time 0 and no
+             * window, leaves the prompt deciding, not a division by zero) */
+            double rest = elast > 0.01 ? t_sched / t_all * HOST_REST_SIGMA / elast : 10, var_p = fmax(rest * rest, 1e-8);
             double hs = host_from_step(&cm, &prior, batch, ctx, window, itl);
             double wp = 1 / var_p, ws = 1 / (HOST_STEP_SIGMA * HOST_STEP_SIGMA);
             double h = exp((wp * log(hp) + ws * log(hs)) / (wp + ws));
