@@ -924,10 +924,10 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
             note(c, "loop host factor %.3f%s: the server's prompt time %.1f ms (%.0f tokens, median) against the model's %.1f ms at the loop's "
                     "prior (ggml_call_s %.2f us, ggml_gemm_s %.1f us, ggml_sample_s %.0f us after)", h, in ? "" : " (at its bound)",
                  pre * 1e3, L, t0 * 1e3, f.ggml_call_s * 1e6, f.ggml_gemm_s * 1e6, f.ggml_sample_s * 1e6);
-            note(c, "  from the prompt %.3f (+-%.0f %%: the prompt moves %.2f x as much as h; %.0f %% of it the mask and sampling), from the "
+            note(c, "the host factor from the prompt %.3f (+-%.0f %%: the prompt moves %.2f x as much as h; %.0f %% of it the mask and sampling), from the "
                     "c = 1 step %.3f (+-%.0f %%): weighted %.0f / %.0f %%", hp, sqrt(var_p) * 100, elast, t_sched / t_all * 100, hs,
                  HOST_STEP_SIGMA * 100, wp / (wp + ws) * 100, ws / (wp + ws) * 100);
-            moved = "the time per kernel (kernel_s) on the ITL, the expert loop's host factor on the prompt time";
+            moved = "the time per kernel (kernel_s) on the ITL, the expert loop's host factor on the prompt time and the c = 1 step";
             if (!ok && f.kernel_s <= 1.01e-7) {
                 /* the decode step is faster than the loop the prompt shows allows, even with no time
                  * per kernel (c = 2 on the Q8_0 sweeps: their prompts put the loop at the factor's
