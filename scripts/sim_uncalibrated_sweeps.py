@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "real-gpu")
 NOT_SWEEPS = {"medium_config", "gpu_context", "gpu_slots", "gpu_cpu_only", "gpu_partial_offload"}
@@ -24,7 +25,7 @@ def main():
     extra = args[args.index("--") + 1:] if "--" in args else []
     args = args[:args.index("--")] if "--" in args else args
     dsperf = args[0] if args else "build/dsperf"
-    errs = []
+    errs, temps = [], []
     for path in sorted(glob.glob(os.path.join(FIXTURES, "*.json"))):
         name = os.path.basename(path)[:-5]
         if name in NOT_SWEEPS:
@@ -36,6 +37,14 @@ def main():
         # the fixtures README: gpu_*, h200a_* and medium_sweep ran on H200s, the rest on H100s
         gpu = "h200" if name.startswith(("gpu_", "h200")) or name == "medium_sweep" else "h100"
         model = ["--model-config", os.path.join(FIXTURES, "medium_config.json")] if "medium" in name else ["--model", "deepseek-v2-lite"]
+        if "tiny" in name:
+            # the 30M preset is in no catalog: its shape is the GGUF header the sweep recorded
+            arch = (dep.get("architecture") or {}).get("value")
+            cfg = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+            json.dump(dict(arch, model_type="deepseek_v2", architectures=["DeepseekV2ForCausalLM"]), cfg)
+            cfg.close()
+            temps.append(cfg.name)
+            model = ["--model-config", cfg.name]
         for level in doc["levels"]:
             r = level["results"]
             users = int(level["load"])
@@ -52,6 +61,8 @@ def main():
             e = float(m.group(1)) / r["median_tpot_ms"] - 1
             errs.append(e)
             print(name, users, dtype, "%+.1f" % (e * 100))
+    for t in temps:
+        os.unlink(t)
     if not errs:
         return 1
     a = sorted(abs(e) for e in errs)
