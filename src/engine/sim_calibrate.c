@@ -760,36 +760,60 @@ static void set_host_speed(cost_factors *g, const cost_factors *prior, double x)
     g->kernel_s = COST_LOOP_KERNEL_S * x;
 }
 
-/* The host speed x (set_host_speed: the loop's host constants and the time per kernel together) at
- * which the closed-form step of `batch` sequences takes itl: bisection on log x over
- * [HOST_WIDE_LO, HOST_WIDE_HI], clamped there. */
-static double host_from_step(cost_model *cm, const cost_factors *prior, double batch, double ctx, double window, double itl) {
-    double a = log(HOST_WIDE_LO), z = log(HOST_WIDE_HI);
-    cost_factors g = *prior;
-    for (int it = 0; it < 50; it++) {
+/* A time the factors g give (a closed-form step, a simulated level's median ITL) in *t; < 0 when
+ * it cannot be had. */
+typedef int (*host_time_fn)(void *ctx, const cost_factors *g, double *t);
+
+/* The host speed x in [lo, hi] (bisection on log x, `iters` halvings) at which fn's time, which grows
+ * with x, reaches target, the factors at set_host_speed(g, prior, x) from *start. 0, or -1 when fn
+ * fails. */
+static int bisect_host_speed(host_time_fn fn, void *ctx, const cost_factors *start, const cost_factors *prior, double target,
+                             double lo, double hi, int iters, double *x_out) {
+    double a = log(lo), z = log(hi), t;
+    cost_factors g = *start;
+    for (int it = 0; it < iters; it++) {
         double m = (a + z) / 2;
         set_host_speed(&g, prior, exp(m));
-        if (agg_step_s(cm, &g, batch, ctx, window) > itl) z = m;
+        if (fn(ctx, &g, &t) < 0) return -1;
+        if (t > target) z = m;
         else a = m;
     }
-    return exp((a + z) / 2);
+    *x_out = exp((a + z) / 2);
+    return 0;
 }
 
-/* The x in [lo, hi] (bisection on log x) at which the level simulated with set_host_speed(f, x)
- * has its median ITL at itl (it grows with x); f takes it. 1 inside the range, 0 at a bound, -1
- * when a simulation fails. */
+/* the closed-form step of `batch` sequences (agg_step_s) as a host_time_fn */
+typedef struct { cost_model *cm; double batch, ctx, window; } step_at;
+static int step_time(void *ctx, const cost_factors *g, double *t) {
+    step_at *s = ctx;
+    *t = agg_step_s(s->cm, g, s->batch, s->ctx, s->window);
+    return 0;
+}
+
+/* The host speed x (set_host_speed: the loop's host constants and the time per kernel together) at
+ * which the closed-form step of `batch` sequences takes itl, within [HOST_WIDE_LO, HOST_WIDE_HI]. */
+static double host_from_step(cost_model *cm, const cost_factors *prior, double batch, double ctx, double window, double itl) {
+    step_at s = {cm, batch, ctx, window};
+    double x = 1;
+    bisect_host_speed(step_time, &s, prior, prior, itl, HOST_WIDE_LO, HOST_WIDE_HI, 50, &x);
+    return x;
+}
+
+/* a level simulated (sim_level) as a host_time_fn: its median ITL */
+typedef struct { const sim_params *p; const sim_lvl *L; } level_at;
+static int level_time(void *ctx, const cost_factors *g, double *t) {
+    level_at *l = ctx;
+    double st;
+    return sim_level(l->p, g, l->L, t, &st);
+}
+
+/* The x in [lo, hi] at which the level simulated with set_host_speed(f, x) has its median ITL at itl
+ * (it grows with x); f takes it. 1 inside the range, 0 at a bound, -1 when a simulation fails. */
 static int sim_fit_level(const sim_params *p, const sim_lvl *L, cost_factors *f, const cost_factors *prior, double itl, double lo,
                          double hi, double *x_out) {
-    double a = log(lo), z = log(hi), si, st;
-    cost_factors g = *f;
-    for (int it = 0; it < 22; it++) {
-        double m = (a + z) / 2;
-        set_host_speed(&g, prior, exp(m));
-        if (sim_level(p, &g, L, &si, &st) < 0) return -1;
-        if (si > itl) z = m;
-        else a = m;
-    }
-    double x = exp((a + z) / 2);
+    level_at l = {p, L};
+    double x = 1;
+    if (bisect_host_speed(level_time, &l, f, prior, itl, lo, hi, 22, &x) < 0) return -1;
     set_host_speed(f, prior, x);
     *x_out = x;
     return x > lo * 1.01 && x < hi * 0.99;

@@ -249,6 +249,10 @@ static const loop_time loop_times[] = {
     {"ggml-wake-time", offsetof(cost_factors, ggml_wake_s), COST_LOOP_GIVEN_WAKE, "a duration (e.g. 10us)"},
 };
 
+/* --loop-host-speed and --profile, in either order */
+static const char loop_host_with_profile[] =
+    "--loop-host-speed states an uncalibrated host; the --profile carries its own calibrated loop: drop one";
+
 static const loop_time *loop_time_of(const char *key) {
     for (size_t i = 0; i < sizeof loop_times / sizeof loop_times[0]; i++)
         if (!strcmp(key, loop_times[i].key)) return &loop_times[i];
@@ -390,7 +394,7 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
         want = lt->want;
     } else if (!strcmp(key, "loop-host-speed")) {
         if (p->calibrated) {
-            snprintf(err, errlen, "--loop-host-speed states an uncalibrated host; the --profile carries its own calibrated loop: drop one");
+            snprintf(err, errlen, "%s", loop_host_with_profile);
             return -1;
         }
         rc = parse_fraction(v, 0, 10, &p->factors.loop_host_x);
@@ -565,7 +569,7 @@ int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t e
     json_t *setup = json_object_get(root, "setup");
     const char *prof = json_string_value(json_object_get(setup, "engine_profile"));
     if (p->factors.loop_given & COST_LOOP_GIVEN_HOST) {
-        snprintf(err, errlen, "--loop-host-speed states an uncalibrated host; the --profile carries its own calibrated loop: drop one");
+        snprintf(err, errlen, "%s", loop_host_with_profile);
         json_decref(root);
         return -1;
     }
@@ -594,7 +598,7 @@ int sim_params_loop_host_note(const sim_params *p, char *buf, size_t len) {
     if (len) buf[0] = 0;
     if (sim_params_profile(p, &prof) < 0 || !cost_apply_loop_prior(&used, prof.expert_loop)) return 0;
     snprintf(buf, len, "x %.2f of the host its loop was timed on (%s; a run of yours calibrates it: dsperf sim --calibrate)",
-             p->factors.loop_host_x, p->factors.loop_host_x == COST_LOOP_HOST_X ? "the median recorded host" : "--loop-host-speed");
+             p->factors.loop_host_x, p->factors.loop_given & COST_LOOP_GIVEN_HOST ? "--loop-host-speed" : "the median recorded host");
     return 1;
 }
 
