@@ -187,10 +187,18 @@ static void *run(void *arg) {
         bool stop = t->stop;
         pthread_mutex_unlock(&t->mu);
         if (stop) {
-            /* a last reading of the server's counters, so their increase covers the whole run
-             * (the first was taken before it started); not when the tick just took one: two
-             * readings a fraction of a millisecond apart make a rate of noise and share a time */
-            if (t->scr && clock_now_ns() - t->last_scrape_ns >= t->interval_ns / 10) scrape_once(t);
+            /* a last reading of the server's counters, begun after the run ended, so their
+             * increase covers the whole run (the first was taken before it started). A tick's
+             * reading begun before the end may predate the last requests' counting (llama-server
+             * counts a request's tokens after sending its last chunk, and answered one such
+             * scrape without them: 80 of 96 tokens), so it does not stand in for this one; when
+             * it is that recent, this one waits a tenth of an interval after it (two readings a
+             * fraction of a millisecond apart make a rate of noise and share a time) */
+            if (t->scr) {
+                int64_t wait = t->last_scrape_ns + t->interval_ns / 10 - clock_now_ns();
+                if (wait > 0) clock_sleep_ns(wait);
+                scrape_once(t);
+            }
             break;
         }
         tick(t);
