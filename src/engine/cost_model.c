@@ -22,13 +22,7 @@
 #define EXPERT_GEMM_KERNELS 6.0
 #define EXPERT_Q_CALLS 5.0
 #define MMVQ_MAX_ROWS 8         /* mmvq.cuh MMVQ_MAX_BATCH_SIZE: more rows take MMQ */
-/* llama.cpp's KV mask on the host (profile kv_window): per token and cell a lookup in the cell's
- * set of sequence ids and a store, per padded row and cell a store and its copy to the GPU; timed
- * on this project's EPYC host with the same data layout (1.3 ns a cell-token over 512 tokens,
- * 10.4 ns a cell for one token and its 31 padding rows) */
 #define KQ_MASK_PAD 32.0        /* GGML_KQ_MASK_PAD */
-#define MASK_LOOKUP_S 1.0e-9
-#define MASK_ROW_S 0.6e-9
 
 void cost_default_factors(cost_factors *f) {
     memset(f, 0, sizeof *f);
@@ -102,6 +96,12 @@ void cost_default_factors(cost_factors *f) {
      * 2-core build host: 14-25 us per stream woken at B = 16-32; the lower end, which the real
      * sweeps' 16-32 user levels check (README-sim.md, "llama-server's result queue") */
     f->ggml_wake_s = 10e-6;
+    /* llama.cpp's KV mask on the host: the loop of llama_set_inputs over the same data layout timed
+     * on this project's EPYC host (1.3 ns a cell-token over 512 tokens, 10.4 ns a cell for one token
+     * and its 31 padding rows). Host work of the server's main thread like the expert loop's calls:
+     * it moves with the host's speed (loop_host_x, the calibration's host factor) */
+    f->ggml_mask_s = 1.0e-9;
+    f->ggml_mask_row_s = 0.6e-9;
     f->loop_host_x = COST_LOOP_HOST_X;
     /* no request path (request_s, request_token_s stay 0): a simulated run is its engine's, as
      * `serve --engine sim` serves it. Only --validate adds the one fitted on the published TTFTs
@@ -181,6 +181,8 @@ int cost_apply_loop_prior(cost_factors *f, int expert_loop) {
     if (!(g & COST_LOOP_GIVEN_MMQ)) f->ggml_mmq_s *= x;
     if (!(g & COST_LOOP_GIVEN_SAMPLE)) f->ggml_sample_s *= x;
     if (!(g & COST_LOOP_GIVEN_WAKE)) f->ggml_wake_s *= x;
+    f->ggml_mask_s *= x;
+    f->ggml_mask_row_s *= x;
     f->loop_host_x = 0;
     return 1;
 }
@@ -587,7 +589,7 @@ static void step_one(cost_model *c, const cost_batch *b, cost_step *o) {
         /* the pass's KV mask, built on the host before the graph runs (llama_set_inputs): a cell
          * lookup per token and cell, rows padded to 32 tokens, the whole copied to the GPU */
         double rows = ceil((double)b->tokens / KQ_MASK_PAD) * KQ_MASK_PAD;
-        o->t_sched += b->window_keys * ((double)b->tokens * MASK_LOOKUP_S + rows * MASK_ROW_S);
+        o->t_sched += b->window_keys * ((double)b->tokens * c->f.ggml_mask_s + rows * c->f.ggml_mask_row_s);
     }
     for (int k = 0; k < COST_NCOMP; k++) { o->t_mem += o->mem_s[k]; o->t_compute += o->comp_s[k]; }
     o->t = combine(c, o, 1, 1, *cost_step_overhead_of(&c->f, c->s.prof.sched), &o->t_math);

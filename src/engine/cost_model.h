@@ -75,6 +75,10 @@ typedef struct {
                                * result it sends (server_response::send notifies every waiting stream's
                                * thread, each of which takes the queue's lock to look for its result): a
                                * step of n sequences costs n x n of it */
+    double ggml_mask_s;       /* llama.cpp's KV mask, built on the host before each pass (profile kv_window):
+                               * host time per token and cell (a lookup in the cell's set of sequence ids,
+                               * a store) ... */
+    double ggml_mask_row_s;   /* ... and per padded row and cell (a store, its copy to the GPU) */
     /* llama.cpp b4747 before any calibration: the host's speed relative to the one the loop's host
      * constants above were timed on. cost_init multiplies those constants by it and sets the time per
      * kernel to COST_LOOP_KERNEL_S x it (each unless a flag set it: loop_given). 0: the constants and

@@ -524,3 +524,41 @@ TEST(sim_pd_ttft_includes_kv_transfer) {
     engine_destroy(e);
     engine_destroy(u);
 }
+
+/* llama.cpp b4747's KV mask is built on the host by the thread that runs the expert loop, samples
+ * and wakes the streams (llama_set_inputs before each pass): it moves with the host's speed like
+ * those do. A 257-token prompt against an 8,000-cell window: the window's host time is the
+ * constants' closed form (per token and cell, per padded row and cell) times the host speed, for
+ * --loop-host-speed 1 and 2 and for the uncalibrated median host (a calibrated profile's:
+ * sim_calibrate_mask_at_the_host_factor). */
+static double mask_part_s(sim_params *p, double window) {
+    cost_model c;
+    if (cost_for(p, &c) != 0) return NAN;
+    cost_batch b;
+    memset(&b, 0, sizeof b);
+    b.tokens = 257, b.seqs = b.prefill_seqs = 1, b.prefill_pairs = 257.0 * 258 / 2, b.window_keys = window;
+    cost_step s;
+    cost_step_time(&c, &b, &s);
+    double with = s.t_sched;
+    b.window_keys = 0;
+    cost_step_time(&c, &b, &s);
+    cost_free(&c);
+    return with - s.t_sched;
+}
+
+TEST(sim_llamacpp_mask_moves_with_the_host) {
+    const double window = 8000, rows = 288;   /* 257 tokens padded to GGML_KQ_MASK_PAD 32 */
+    sim_params p;
+    sim_default_params(&p);
+    set(&p, "engine-profile", "llamacpp-b4747");
+    set(&p, "gpu", "h100");
+    const double x0 = p.factors.loop_host_x, per_cell = 257 * p.factors.ggml_mask_s + rows * p.factors.ggml_mask_row_s;
+    CHECK(x0 > 0 && per_cell > 0);
+    double d0 = mask_part_s(&p, window);
+    CHECK_NEAR(d0, window * per_cell * x0, 1e-12);
+    set(&p, "loop-host-speed", "1");
+    double d1 = mask_part_s(&p, window);
+    CHECK_NEAR(d1, window * per_cell, 1e-12);
+    set(&p, "loop-host-speed", "2");
+    CHECK_NEAR(mask_part_s(&p, window), 2 * d1, 1e-12);
+}

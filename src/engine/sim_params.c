@@ -466,6 +466,7 @@ static const struct { const char *key; size_t off; } factor_keys[] = {
     {"moe_fused_v1_eff", offsetof(cost_factors, moe_fused_v1_eff)},
     {"ggml_kernel_gpu_s", offsetof(cost_factors, ggml_kernel_gpu_s)}, {"ggml_sample_s", offsetof(cost_factors, ggml_sample_s)}, {"ggml_mmq_s", offsetof(cost_factors, ggml_mmq_s)},
     {"ggml_wake_s", offsetof(cost_factors, ggml_wake_s)}, {"loop_host_x", offsetof(cost_factors, loop_host_x)},
+    {"ggml_mask_s", offsetof(cost_factors, ggml_mask_s)}, {"ggml_mask_row_s", offsetof(cost_factors, ggml_mask_row_s)},
     {"request_s", offsetof(cost_factors, request_s)}, {"request_token_s", offsetof(cost_factors, request_token_s)},
 };
 

@@ -584,6 +584,33 @@ TEST(sim_calibrate_host_speed_read_twice) {
     stats_free(&tiny);
 }
 
+/* A calibration on a llama.cpp b4747 sweep scales the server's host work by the host factor it
+ * finds, the KV mask's with the loop's (sim_calibrate.c, host_scale): the profile it writes holds the
+ * mask's two constants at their defaults times the factor it prints. */
+TEST(sim_calibrate_mask_at_the_host_factor) {
+    char cmd[512], *out = NULL;
+    const char *prof = "build/test_mask_host_profile.json";
+    snprintf(cmd, sizeof cmd, "sim --calibrate tests/fixtures/real-gpu/h100m_long_tiny_a.json --profile-out %s", prof);
+    remove(prof);
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    const char *hl = out ? strstr(out, "loop host factor ") : NULL;
+    double h = NAN;
+    CHECK_MSG(hl && sscanf(hl, "loop host factor %lf", &h) == 1, "no host factor line");
+    free(out);
+    json_error_t je;
+    json_t *d = json_load_file(prof, 0, &je);
+    CHECK_MSG(d != NULL, "%s: %s", prof, je.text);
+    json_t *f = json_object_get(d, "factors");
+    double m = json_number_value(json_object_get(f, "ggml_mask_s")), r = json_number_value(json_object_get(f, "ggml_mask_row_s"));
+    cost_factors q;
+    cost_default_factors(&q);
+    CHECK(h > 1.2);   /* this sweep's host reads slow: a factor that left the mask at 1 would show */
+    CHECK_NEAR(m, q.ggml_mask_s * h, q.ggml_mask_s * h * 2e-3);   /* the factor is printed to 3 decimals */
+    CHECK_NEAR(r, q.ggml_mask_row_s * h, q.ggml_mask_row_s * h * 2e-3);
+    json_decref(d);
+    remove(prof);
+}
+
 /* Every real llama.cpp sweep in tests/fixtures/real-gpu of four or more levels (forty-six, on
  * seventeen GPUs: four H200, thirteen H100; h100g_repeat and h100h_* have tests of their own), each
  * calibrated on its own c = 1 alone: the calibrated 80% intervals, pooled over all of them,
