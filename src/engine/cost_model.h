@@ -91,6 +91,11 @@ typedef struct {
      * engine's queue (sim_params_add_request_path); fitted on the published TTFTs (README-sim.md). */
     double request_s;         /* 0 by default: only `sim --validate` adds COST_REQUEST_FIT_*, and the flags */
     double request_token_s;
+    /* A C++ server's own way outside its prompt and decode timings (llama-server: HTTP and JSON, the
+     * prompt's tokenization, the slot's launch, the first chunk's way back), added like request_s.
+     * 0 (the loopback transit alone) until a calibration on one user's run that joined the server's
+     * timings measures it */
+    double server_path_s;
     double mtp_accept;        /* probability that a draft token is accepted, given the previous one was */
     double expert_skew;       /* Zipf exponent of expert popularity: 0 uniform routing */
     int no_flash_attention;   /* 1: attention materializes its score matrix in HBM (eager attention) */

@@ -16,7 +16,7 @@ typedef struct {
     long n_requests, n_itl_samples, n_itl_bins, n_ttft_points;
     double itl_rmse_ms, ttft_rmse_ms;
     double ttft_offset_ms;      /* mean TTFT the model does not explain (HTTP, tokenization, queue) */
-    char notes[6][256];
+    char notes[8][256];
     int n_notes;
 } sim_calibration;
 
