@@ -102,6 +102,8 @@ void cost_default_factors(cost_factors *f) {
      * it moves with the host's speed (loop_host_x, the calibration's host factor) */
     f->ggml_mask_s = 1.0e-9;
     f->ggml_mask_row_s = 0.6e-9;
+    f->server_path_s = COST_SERVER_PATH_S;
+    f->server_path_token_s = COST_SERVER_PATH_TOKEN_S;
     f->loop_host_x = COST_LOOP_HOST_X;
     /* no request path (request_s, request_token_s stay 0): a simulated run is its engine's, as
      * `serve --engine sim` serves it. Only --validate adds the one fitted on the published TTFTs

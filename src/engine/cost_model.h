@@ -91,11 +91,13 @@ typedef struct {
      * engine's queue (sim_params_add_request_path); fitted on the published TTFTs (README-sim.md). */
     double request_s;         /* 0 by default: only `sim --validate` adds COST_REQUEST_FIT_*, and the flags */
     double request_token_s;
-    /* A C++ server's own way outside its prompt and decode timings (llama-server: HTTP and JSON, the
-     * prompt's tokenization, the slot's launch, the first chunk's way back), added like request_s.
-     * 0 (the loopback transit alone) until a calibration on one user's run that joined the server's
-     * timings measures it */
+    /* llama-server's own way outside its prompt and decode timings (HTTP and JSON, the prompt's
+     * tokenization, the slot's launch, the first chunk's way back), added like request_s to a
+     * llama.cpp profile's requests: server_path_s + server_path_token_s x prompt tokens. By default
+     * the line through the recorded GPU hosts' c = 1 levels (COST_SERVER_PATH_*); a calibration on
+     * one user's run that joined the server's timings scales it to that run */
     double server_path_s;
+    double server_path_token_s;
     double mtp_accept;        /* probability that a draft token is accepted, given the previous one was */
     double expert_skew;       /* Zipf exponent of expert popularity: 0 uniform routing */
     int no_flash_attention;   /* 1: attention materializes its score matrix in HBM (eager attention) */
@@ -115,6 +117,12 @@ enum {
  * loop host factor, 0.80 with any one session left out too (0.654-1.147 per session); README-sim.md,
  * "An uncalibrated llama.cpp host" */
 #define COST_LOOP_HOST_X 0.80
+/* llama-server's path outside its timings (cost_factors.server_path_s, _token_s): the least-squares
+ * line through the median TTFT outside the server's prompt time of the 52 real sweeps' c = 1 levels
+ * recorded to stop 49 (tests/fixtures/real-gpu; 128-, 256- and 1024-token prompts: 2.2-3.4, 3.5-6.8
+ * and 12.7-18.0 ms), mostly the prompt's tokenization */
+#define COST_SERVER_PATH_S 1.75e-3
+#define COST_SERVER_PATH_TOKEN_S 12.6e-6
 void cost_default_factors(cost_factors *f);
 /* llama.cpp b4747 uncalibrated (expert_loop: the profile's, and f->loop_host_x > 0): the loop's host
  * constants and its time per kernel at the host speed f->loop_host_x, except those a flag set

@@ -562,3 +562,24 @@ TEST(sim_llamacpp_mask_moves_with_the_host) {
     set(&p, "loop-host-speed", "2");
     CHECK_NEAR(mask_part_s(&p, window), 2 * d1, 1e-12);
 }
+
+/* A llama.cpp profile's requests take llama-server's own path (HTTP, tokenization, the slot's
+ * launch) before the engine sees them: the recorded hosts' line, 1.75 ms + 12.6 us a prompt token,
+ * until a calibration scales it (sim_calibrate_server_path_from_the_run); a Python server's is its
+ * fitted request path, none until set. */
+TEST(sim_llamacpp_requests_take_the_servers_path) {
+    sim_params p;
+    sim_default_params(&p);
+    set(&p, "engine-profile", "llamacpp-b4747");
+    int64_t fixed = 0;
+    double per_token = 0;
+    sim_params_add_request_path(&p, &fixed, &per_token);
+    CHECK_EQ_INT((int)fixed, (int)llround(COST_SERVER_PATH_S * 1e9));
+    CHECK_NEAR(per_token, COST_SERVER_PATH_TOKEN_S * 1e9, 1e-9);
+    CHECK_NEAR((fixed + per_token * 1024) / 1e6, 1.75 + 12.6e-3 * 1024, 1e-6);   /* a 1,024-token prompt: 14.65 ms */
+    set(&p, "engine-profile", "vllm");
+    fixed = 0, per_token = 0;
+    sim_params_add_request_path(&p, &fixed, &per_token);
+    CHECK_EQ_INT((int)fixed, 0);
+    CHECK_NEAR(per_token, 0, 1e-12);
+}

@@ -1014,17 +1014,23 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
                  point, itl * 1e3, batch, after > itl ? "faster" : "slower", after * 1e3);
         return -1;
     }
-    /* A C++ server's own way outside its timings (llama-server: HTTP and JSON, tokenization, the
-     * slot's launch, the first chunk's way back; 5-7 ms on the recorded GPU hosts, where the model
-     * had the loopback transit alone) is what a run that joined the server's timings measured: the
-     * median TTFT outside the server's prompt time, less the ingest the simulator adds per prompt
-     * token. At one user only: with more, a new prompt also waits for the step in flight, which the
-     * simulator keeps as its own. */
+    /* llama-server's own way outside its timings (HTTP and JSON, the prompt's tokenization, the
+     * slot's launch, the first chunk's way back) is what a run that joined the server's timings
+     * measured: the median TTFT outside the server's prompt time, less the ingest the simulator adds
+     * per prompt token. One prompt length cannot split it into its fixed and per-token parts, so the
+     * recorded hosts' line (COST_SERVER_PATH_*) is scaled to it: another length then moves it as
+     * tokenization does (across the recorded sweeps' 256- and 1024-token prompts on one host: 16 %
+     * off in the median, where the measured time carried over as it was is 68 % off). At one user
+     * only: with more, a new prompt also waits for the step in flight, the simulator's own. */
     double outside = json_number_value(json_object_get(json_object_get(doc, "server_timing"), "median_ttft_outside_server_ms")) / 1e3;
-    if (!cm.s.prof.python && batch == 1 && outside > 0) {
-        f.server_path_s = fmax(0, outside - SIM_INGEST_NS_PER_TOKEN * 1e-9 * tin / done);
+    if (cm.s.prof.ggml && batch == 1 && outside > 0) {
+        double L = tin / done, line = COST_SERVER_PATH_S + COST_SERVER_PATH_TOKEN_S * L;
+        double x = fmax(0, outside - SIM_INGEST_NS_PER_TOKEN * 1e-9 * L) / line;
+        f.server_path_s = COST_SERVER_PATH_S * x;
+        f.server_path_token_s = COST_SERVER_PATH_TOKEN_S * x;
         note(c, "the server's own path: %.2f ms of the median TTFT outside its prompt time (HTTP, tokenization, the slot's launch, "
-                "the first chunk back), added to every simulated request", f.server_path_s * 1e3);
+                "the first chunk back): %.2f x the recorded hosts' %.2f ms + %.1f us a prompt token", outside * 1e3, x,
+             COST_SERVER_PATH_S * 1e3, COST_SERVER_PATH_TOKEN_S * 1e6);
     }
     c->factors = f;
     c->fitted_bw = 1;

@@ -468,7 +468,7 @@ static const struct { const char *key; size_t off; } factor_keys[] = {
     {"ggml_wake_s", offsetof(cost_factors, ggml_wake_s)}, {"loop_host_x", offsetof(cost_factors, loop_host_x)},
     {"ggml_mask_s", offsetof(cost_factors, ggml_mask_s)}, {"ggml_mask_row_s", offsetof(cost_factors, ggml_mask_row_s)},
     {"request_s", offsetof(cost_factors, request_s)}, {"request_token_s", offsetof(cost_factors, request_token_s)},
-    {"server_path_s", offsetof(cost_factors, server_path_s)},
+    {"server_path_s", offsetof(cost_factors, server_path_s)}, {"server_path_token_s", offsetof(cost_factors, server_path_token_s)},
 };
 
 json_t *sim_params_factors_json(const cost_factors *f) {
@@ -589,12 +589,13 @@ int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t e
 void sim_params_add_request_path(const sim_params *p, int64_t *fixed_ns, double *per_token_ns) {
     engine_profile prof;
     if (sim_params_profile(p, &prof) < 0) return;
-    /* a C++ server's own way (llama.cpp): what a calibration measured of it, else the loopback
-     * transit's alone */
-    if (!prof.python) {
+    /* llama-server's own way: its HTTP, tokenization and the slot's launch (cost_factors.server_path_s) */
+    if (prof.ggml) {
         *fixed_ns += (int64_t)llround(p->factors.server_path_s * 1e9);
+        *per_token_ns += p->factors.server_path_token_s * 1e9;
         return;
     }
+    if (!prof.python) return;
     *fixed_ns += (int64_t)llround(p->factors.request_s * 1e9);
     *per_token_ns += p->factors.request_token_s * 1e9;
 }
