@@ -102,12 +102,14 @@ void cost_default_factors(cost_factors *f) {
      * it moves with the host's speed (loop_host_x, the calibration's host factor) */
     f->ggml_mask_s = 1.0e-9;
     f->ggml_mask_row_s = 0.6e-9;
+    f->loop_host_x = COST_LOOP_HOST_X;
+    /* no Python server's request path (request_s, request_token_s stay 0): a simulated run is its
+     * engine's, as `serve --engine sim` serves it. Only --validate adds the one fitted on the
+     * published TTFTs (COST_REQUEST_FIT_*, cost_model.h), whose times carry a server's path; the
+     * flags add one. llama-server's own path (HTTP, tokenization: server_path_*) is measured on the
+     * recorded GPU hosts, and the simulator's transit adds it to a llama.cpp profile's requests */
     f->server_path_s = COST_SERVER_PATH_S;
     f->server_path_token_s = COST_SERVER_PATH_TOKEN_S;
-    f->loop_host_x = COST_LOOP_HOST_X;
-    /* no request path (request_s, request_token_s stay 0): a simulated run is its engine's, as
-     * `serve --engine sim` serves it. Only --validate adds the one fitted on the published TTFTs
-     * (COST_REQUEST_FIT_*, cost_model.h), whose times carry a server's path; the flags add one. */
     f->mtp_accept = 0.68;        /* chain acceptance that gives SGLang's published 2.18 (2 drafts) and 2.44 (3) */
     f->expert_skew = 0;
 }
