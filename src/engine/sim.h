@@ -110,8 +110,9 @@ int sim_params_batch_tokens(const sim_params *p);
  * the line a run or a plan prints; 0 (and "") for any other. */
 int sim_params_loop_host_note(const sim_params *p, char *buf, size_t len);
 /* Adds the request's way outside the engine's steps on this profile (a Python server: the factors'
- * request_s and request_token_s; nothing for others) to a transit's fixed and per-prompt-token
- * times: the simulator's transit puts it between send and the engine's queue. */
+ * request_s and request_token_s; llama-server: server_path_s and server_path_token_s; nothing for
+ * others) to a transit's fixed and per-prompt-token times: the simulator's transit puts it between
+ * send and the engine's queue. */
 void sim_params_add_request_path(const sim_params *p, int64_t *fixed_ns, double *per_token_ns);
 /* The prefill pool's parameters under PD disaggregation (tp, dp, ep of the prefill instances; no MTP). */
 void sim_params_prefill_side(const sim_params *p, sim_params *out);

@@ -688,7 +688,7 @@ static int agg_solve(cost_model *cm, cost_factors *f, double *x, double lo, doub
 #define SIM_CAL_FEW_REQUESTS 10
 
 /* llama.cpp b4747's host speed at c = 1, read two ways (the c = 1 branch of the aggregate fit):
- * each is solved over [HOST_WIDE_LO, HOST_WIDE_HI], their combination clamped to [0.5, 2].
+ * each is solved over [HOST_WIDE_LO, HOST_WIDE_HI], their combination clamped to [HOST_LO, HOST_HI].
  * HOST_STEP_SIGMA: the log spread of the time per kernel over the loop's host factor (kernel_s / h,
  * 12.3-17.9 us, mean 15.7) over the 22 V2-Lite f16 c = 1 calibrations of the recorded sweeps on 15
  * hosts, what reading h off the c = 1 step at the prior's ratio (16.3 us) misses by. HOST_REST_SIGMA:
@@ -698,6 +698,8 @@ static int agg_solve(cost_model *cm, cost_factors *f, double *x, double lo, doub
  * model's 7.6, and at the level's mean window of 8,800 cells 16.6-21.0 ms, 2-3x the mask's replica */
 #define HOST_WIDE_LO 0.25
 #define HOST_WIDE_HI 4.0
+#define HOST_LO 0.5
+#define HOST_HI 2.0
 #define HOST_STEP_SIGMA 0.10
 #define HOST_REST_SIGMA 0.693
 
@@ -729,6 +731,8 @@ static int sim_level(const sim_params *p, const cost_factors *f, const sim_lvl *
         sim_workload w = {.n = total, .arrival_ns = times, .concurrency = L->conc > 0 ? L->conc : 0, .in_tokens = ins,
                           .max_tokens = outs, .warmup = (size_t)L->warm, .turnaround_ns = SIM_TURNAROUND_NS,
                           .ingest_ns_per_token = SIM_INGEST_NS_PER_TOKEN, .transit_seed = 2};
+        /* the server's request path, as the levels predicted from this fit take it (run_serve) */
+        sim_params_add_request_path(&q, &w.ingest_fixed_ns, &w.ingest_ns_per_token);
         summary_opts so;
         summary_default_opts(&so);
         json_t *sum = sim_run(e, &w, &recs, NULL, err, sizeof err) == 0 ? summary_compute(&recs, &so) : NULL;
@@ -884,7 +888,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
     int ok = 0;
     const char *moved = "bw_eff";
     const cost_factors loop_prior = f;   /* the loop's host constants at their prior */
-    int cm_loop = cm.s.prof.expert_loop;
+    int cm_loop = cm.s.prof.expert_loop, cm_ggml = cm.s.prof.ggml;
     const json_t *cfgd = json_object_get(doc, "config");
     int conc = (int)json_integer_value(json_object_get(cfgd, "concurrency"));
     const char *ds = json_string_value(json_object_get(cfgd, "dataset"));
@@ -943,8 +947,8 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
             double hs = host_from_step(&cm, &prior, batch, ctx, window, itl);
             double wp = 1 / var_p, ws = 1 / (HOST_STEP_SIGMA * HOST_STEP_SIGMA);
             double h = exp((wp * log(hp) + ws * log(hs)) / (wp + ws));
-            int in = h >= 0.5 && h <= 2.0;
-            h = fmin(2.0, fmax(0.5, h));
+            int in = h >= HOST_LO && h <= HOST_HI;
+            h = fmin(HOST_HI, fmax(HOST_LO, h));
             host_scale(&f, &prior, h);
             ok = agg_solve(&cm, &f, &f.kernel_s, 1e-7, 1e-3, 0, batch, ctx, window, itl);
             note(c, "loop host factor %.3f%s: the server's prompt time %.1f ms (%.0f tokens, median) against the model's %.1f ms at the loop's "
@@ -1023,7 +1027,7 @@ static int calibrate_aggregate(const sim_params *p, json_t *doc, sim_calibration
      * off in the median, where the measured time carried over as it was is 68 % off). At one user
      * only: with more, a new prompt also waits for the step in flight, the simulator's own. */
     double outside = json_number_value(json_object_get(json_object_get(doc, "server_timing"), "median_ttft_outside_server_ms")) / 1e3;
-    if (cm.s.prof.ggml && batch == 1 && outside > 0) {
+    if (cm_ggml && batch == 1 && outside > 0) {
         double L = tin / done, line = COST_SERVER_PATH_S + COST_SERVER_PATH_TOKEN_S * L;
         double x = fmax(0, outside - SIM_INGEST_NS_PER_TOKEN * 1e-9 * L) / line;
         f.server_path_s = COST_SERVER_PATH_S * x;

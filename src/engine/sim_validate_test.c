@@ -4,6 +4,7 @@
 #include "harness.h"
 #include "testutil.h"
 #include "engine/sim_validate.h"
+#include "engine/sim_run.h"
 #include "metrics/stats.h"
 #include <jansson.h>
 #include <math.h>
@@ -222,6 +223,13 @@ static int coverage_floor(int n) {
         if (cum > 0.05) return k;
     }
     return n;
+}
+
+/* The model flag of a recorded sweep by its preset: NULL V2-Lite (in the catalog), "m" the 906M
+ * preset (its config file), "t" the 30M preset, whose shape comes from the GGUF header the sweep
+ * recorded (deployment.architecture), so no flag. */
+static const char *fixture_model(const char *preset) {
+    return !preset ? "--model deepseek-v2-lite" : *preset == 'm' ? "--model-config tests/fixtures/real-gpu/medium_config.json" : "";
 }
 
 /* sweep_run_on for tests/fixtures/real-gpu/NAME with the llama.cpp b4747 profile: its TPOT and
@@ -620,10 +628,11 @@ TEST(sim_calibrate_mask_at_the_host_factor) {
  * missing: 2.6-9.2 % low). Left out at several users, where a prompt also waits for the step in
  * flight, the simulator's own. */
 TEST(sim_calibrate_server_path_from_the_run) {
-    static const char *const sw[] = {"h100m_long", "h100m_long_medium_a", "h100k_long", "h100j_long_a"};
+    static const struct { const char *sweep, *model; } sw[] = {{"h100m_long", NULL}, {"h100m_long_medium_a", "m"}, {"h100k_long", NULL},
+                                                               {"h100j_long_a", NULL}};
     for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++) {
         char path[256], cmd[512], *out = NULL;
-        snprintf(path, sizeof path, "tests/fixtures/real-gpu/%s.json", sw[i]);
+        snprintf(path, sizeof path, "tests/fixtures/real-gpu/%s.json", sw[i].sweep);
         json_error_t je;
         json_t *d = json_load_file(path, 0, &je);
         CHECK_MSG(d != NULL, "%s: %s", path, je.text);
@@ -632,8 +641,8 @@ TEST(sim_calibrate_server_path_from_the_run) {
         double per_req_in = json_number_value(json_object_get(r1, "total_input_tokens")) / json_number_value(json_object_get(r1, "completed"));
         double ttft_ms = json_number_value(json_object_get(r1, "median_ttft_ms"));
         json_decref(d);
-        CHECK_MSG(outside_ms > 1, "%s: %.2f ms outside the server", sw[i], outside_ms);
-        const char *model = strstr(sw[i], "medium") ? "--model-config tests/fixtures/real-gpu/medium_config.json" : "--model deepseek-v2-lite";
+        CHECK_MSG(outside_ms > 1, "%s: %.2f ms outside the server", sw[i].sweep, outside_ms);
+        const char *model = fixture_model(sw[i].model);
         const char *prof = "build/test_server_path_profile.json";
         remove(prof);
         snprintf(cmd, sizeof cmd, "sim --calibrate %s %s --profile-out %s", path, model, prof);
@@ -645,7 +654,7 @@ TEST(sim_calibrate_server_path_from_the_run) {
         json_decref(pd);
         remove(prof);
         /* the recorded hosts' line scaled to this run: its parts keep their ratio */
-        CHECK_NEAR(sp * 1e3 + spt * 1e3 * per_req_in, outside_ms - 50e-6 * per_req_in, 1e-6);   /* SIM_INGEST_NS_PER_TOKEN 50 ns */
+        CHECK_NEAR(sp * 1e3 + spt * 1e3 * per_req_in, outside_ms - SIM_INGEST_NS_PER_TOKEN * 1e-6 * per_req_in, 1e-6);
         CHECK_NEAR(spt / sp, COST_SERVER_PATH_TOKEN_S / COST_SERVER_PATH_S, 1e-9);
         snprintf(cmd, sizeof cmd, "sim --validate %s %s", path, model);
         CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
@@ -654,10 +663,10 @@ TEST(sim_calibrate_server_path_from_the_run) {
         for (const char *at = out; val_row_next(&at, &r); ) {
             if (strcmp(r.name, "median_ttft_ms") || r.load != 1) continue;
             seen = 1;
-            CHECK_MSG(fabs(r.predicted - ttft_ms) < outside_ms / 2, "%s: c = 1 TTFT %.2f ms simulated, %.2f measured (path %.2f ms)", sw[i],
-                      r.predicted, ttft_ms, outside_ms);
+            CHECK_MSG(fabs(r.predicted - ttft_ms) < outside_ms / 2, "%s: c = 1 TTFT %.2f ms simulated, %.2f measured (path %.2f ms)",
+                      sw[i].sweep, r.predicted, ttft_ms, outside_ms);
         }
-        CHECK_MSG(seen, "%s: no c = 1 TTFT row", sw[i]);
+        CHECK_MSG(seen, "%s: no c = 1 TTFT row", sw[i].sweep);
         free(out);
     }
 }
@@ -672,7 +681,6 @@ TEST(sim_calibrate_server_path_from_the_run) {
  * the stop-42 ones (h100f_*), stop 48's (h100l_*) and stop 49's (h100m_*) were predicted with the model
  * as it stood. */
 TEST(sim_validate_every_real_sweep_pooled) {
-    static const char *const medium = "--model-config tests/fixtures/real-gpu/medium_config.json", *const lite = "--model deepseek-v2-lite";
     static const struct { const char *sweep, *model, *gpu, *dtype; } sw[] = {
         {"gpu_overhead", NULL, "h200", "fp16"}, {"gpu_overhead_long", NULL, "h200", "fp16"}, {"medium_sweep", "m", "h200", "fp16"},
         {"h100_overhead", NULL, "h100", "fp16"}, {"h100_overhead_long", NULL, "h100", "fp16"}, {"h100_overhead_q8", NULL, "h100", "int8"},
@@ -697,9 +705,7 @@ TEST(sim_validate_every_real_sweep_pooled) {
         snprintf(name, sizeof name, "%s.json", sw[s].sweep);
         double e[2][8];
         int before = tot_all;
-        /* the 30M preset's shape comes from the GGUF header the sweep recorded (deployment.architecture) */
-        const char *model = !sw[s].model ? lite : *sw[s].model == 'm' ? medium : "";
-        int n = fixture_sweep(name, model, sw[s].gpu, sw[s].dtype, e, &in_all, &tot_all);
+        int n = fixture_sweep(name, fixture_model(sw[s].model), sw[s].gpu, sw[s].dtype, e, &in_all, &tot_all);
         CHECK_MSG(n >= 4 && tot_all - before == 2 * (n - 1), "%s: %d levels, %d predicted metrics", sw[s].sweep, n, tot_all - before);
         /* the calibrated profile reproduces its own point: the steps are fitted to the level's mean
          * gap, so what is left is the prompt (fitted to its median, at most a tenth of a request's
@@ -789,8 +795,7 @@ TEST(sim_validate_fresh_prompt_sweeps) {
         }
         json_decref(d);
         double e[2][8];
-        /* the 30M preset's shape comes from the GGUF header the sweep recorded (deployment.architecture) */
-        const char *model = !sw[s].model ? "--model deepseek-v2-lite" : *sw[s].model == 'm' ? "--model-config tests/fixtures/real-gpu/medium_config.json" : "";
+        const char *model = fixture_model(sw[s].model);
         int n = fixture_sweep(name, model, sw[s].gpu, sw[s].dtype, e, &in_all, &tot_all);
         CHECK_EQ_INT(n, sw[s].levels);
         if (n == sw[s].levels && sw[s].within15) check_within15(sw[s].sweep, e);
