@@ -20,6 +20,9 @@ done
 # llama.cpp b4747 (its expert loop, ubatches, the idle slots' window), as llama-server -np 32
 run "llama.cpp b4747, V2-Lite on H100, -np 32, --concurrency 32" --engine-profile llamacpp-b4747 --max-num-seqs 32 \
   --model deepseek-v2-lite --gpu h100 --dataset random:in=256,out=128 --concurrency 32
+# llama-server's default single slot (-np 1): a step per token, 12.8 M steps (the step memo's case)
+run "llama.cpp b4747, V2-Lite on H100, -np 1, --concurrency 32" --engine-profile llamacpp-b4747 \
+  --model deepseek-v2-lite --gpu h100 --dataset random:in=256,out=128 --concurrency 32
 FEAT="--engine-profile sglang --model deepseek-v3 --gpu h200 --tp 8 --dp 8 --ep 8 --mtp 2 --prefix-caching on --dataset random:in=1024,out=128"
 run "V3 8xH200 DP8 EP8 MTP2 prefix caching, --rate 100/s" $FEAT --rate 100/s
 run "the same + PD, 2 prefill instances" $FEAT --rate 100/s --pd-prefill 2

@@ -16,6 +16,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A step's time is a pure function of its batch under the run's fixed cost model, and a run's
+ * batches repeat: one sequence decoding through the same contexts request after request
+ * (llama-server's single slot prices a step per token), a full batch at a steady mix. A
+ * table keyed by the whole batch answers a repeat without the cost model; a miss
+ * costs a hash and a compare. A set of 4 ways keeps batches that share a hash's slot from evicting
+ * each other every time round (one such pair costs a pricing per request). */
+#define STEP_MEMO_N 4096
+#define STEP_MEMO_WAYS 4
+#define STEP_MEMO_WORDS 9
+/* memo_key takes every field of the batch: a new field must go into the key too */
+_Static_assert(sizeof(cost_batch) == 72, "cost_batch changed: add the new field to memo_key");
+typedef struct {
+    uint64_t key[STEP_MEMO_WORDS];
+    double t_s;
+    bool used;
+} step_memo;
+
 enum { RQ_FREE = 0, RQ_WAITING, RQ_RUNNING, RQ_ZOMBIE /* cancelled while its index sits in the waiting heap */ };
 
 typedef struct {
@@ -89,6 +106,8 @@ typedef struct {
     uint8_t *slot_busy;
     int64_t slot_clock;
     double idle_window;         /* tokens the idle slots keep */
+    /* step times already priced in this run, by batch (see step_seconds) */
+    step_memo *memo;
     /* stats */
     engine_stats st;
     sim_info info;
@@ -615,6 +634,57 @@ static bool batch_wait_holds(sim_engine *s, int64_t t, int64_t budget, const cos
     return true;
 }
 
+/* The batch as memo key: its fields as words (not its bytes, whose padding C leaves unspecified). */
+static void memo_key(const cost_batch *b, uint64_t k[STEP_MEMO_WORDS]) {
+    const double d[4] = {b->decode_keys, b->prefill_pairs, b->prefill_keys_read, b->window_keys};
+    k[0] = (uint64_t)b->tokens;
+    k[1] = (uint64_t)b->seqs;
+    k[2] = (uint64_t)b->decode_seqs;
+    k[3] = (uint64_t)b->prefill_seqs;
+    k[4] = (uint64_t)(uint32_t)b->q_per_seq;
+    memcpy(&k[5], d, sizeof d);
+}
+
+/* The step time of batch b, from the run's memo when it was priced before. */
+static double step_seconds(sim_engine *s, const cost_batch *b) {
+    step_memo *set = NULL;
+    uint64_t k[STEP_MEMO_WORDS];
+    if (s->memo) {
+        memo_key(b, k);
+        uint64_t h = 0;
+        /* a multiply carries a difference only upward, and doubles differ in their top bits: a
+         * rotation folds them down each word, MurmurHash3's 64-bit finalizer at the end */
+        for (int i = 0; i < STEP_MEMO_WORDS; i++) {
+            h = (h ^ k[i]) * 0x9E3779B97F4A7C15ull;
+            h = h << 31 | h >> 33;
+        }
+        h ^= h >> 33;
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 33;
+        h *= 0xc4ceb9fe1a85ec53ull;
+        h ^= h >> 33;
+        set = &s->memo[(h % (STEP_MEMO_N / STEP_MEMO_WAYS)) * STEP_MEMO_WAYS];
+        for (int w = 0; w < STEP_MEMO_WAYS && set[w].used; w++) {
+            if (memcmp(set[w].key, k, sizeof k) != 0) continue;
+            step_memo hit = set[w];   /* to the front: the set keeps its most recent first */
+            memmove(set + 1, set, (size_t)w * sizeof *set);
+            set[0] = hit;
+            return hit.t_s;
+        }
+    }
+    cost_step cs;
+    cost_step_time(&s->cost, b, &cs);
+    s->info.steps_priced++;
+    if (set) {
+        /* the least recently used way goes */
+        memmove(set + 1, set, (STEP_MEMO_WAYS - 1) * sizeof *set);
+        memcpy(set[0].key, k, sizeof k);
+        set[0].t_s = cs.t;
+        set[0].used = true;
+    }
+    return cs.t;
+}
+
 /* Forms the step starting at t. Returns false when nothing could be scheduled. */
 static bool form_step(sim_engine *s, int64_t t, engine_emit_fn emit, void *ctx) {
     cost_batch b;
@@ -655,9 +725,7 @@ static bool form_step(sim_engine *s, int64_t t, engine_emit_fn emit, void *ctx) 
         b.prefill_keys_read *= k;
     }
     if (s->slot_tokens) b.window_keys = s->info.window_tokens = slot_window(s);
-    cost_step cs;
-    cost_step_time(&s->cost, &b, &cs);
-    int64_t dt = (int64_t)llround(cs.t * 1e9);
+    int64_t dt = (int64_t)llround(step_seconds(s, &b) * 1e9);
     if (dt < 1) dt = 1;
     s->info.window_token_s += b.window_keys * (dt / 1e9);
     s->in_flight = true;
@@ -772,6 +840,7 @@ static void sim_destroy(engine *e) {
     free(s->slot_tokens);
     free(s->slot_last);
     free(s->slot_busy);
+    free(s->memo);
     free(s);
 }
 
@@ -797,6 +866,7 @@ static engine *sim_create_one(const sim_params *p, char *err, size_t errlen) {
     }
     s->free_head = -1;
     if (sim_params_cost(p, &s->cost, err, errlen) < 0) { free(s); return NULL; }
+    if (!p->price_every_step) s->memo = calloc(STEP_MEMO_N, sizeof *s->memo);   /* without it every step is priced afresh */
     s->total_blocks = s->free_blocks = sim_params_kv_blocks(p, &s->cost) / (p->rank_sample > 1 ? p->rank_sample : 1);
     if (s->total_blocks <= 0) {
         snprintf(err, errlen, "%s does not fit: %.1f GiB of weights per GPU, %.1f GiB usable on %s "

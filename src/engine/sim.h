@@ -77,6 +77,7 @@ typedef struct sim_params {
      * fills only the others, whichever comes first on the command line */
     unsigned given;
     unsigned from_profile;           /* SIM_GIVEN_* bits a --profile's setup filled in */
+    bool price_every_step;           /* skip the step memo (tests compare the memo against it) */
 } sim_params;
 
 enum {
@@ -152,6 +153,7 @@ typedef struct {
     double prefill_busy_s;           /* PD: simulated time the prefill pool spent in steps */
     double window_tokens;            /* profile kv_window: KV cells the last step's attention spanned */
     double window_token_s;           /* ... summed over steps x their duration (time-weighted mean: / busy_s) */
+    int64_t steps_priced;            /* steps the cost model priced (the others repeated a batch the memo held) */
 } sim_info;
 /* Fills info for an engine made by engine_sim_create; -1 for any other engine. */
 int sim_get_info(engine *e, sim_info *info);

@@ -911,6 +911,63 @@ TEST(sim_llamacpp_step_runs_as_ubatches) {
     cost_free(&c);
 }
 
+/* Runs n (<= 80) requests of mixed lengths through llama-server's slots, pricing each step afresh
+ * or through the memo; fills t and returns the steps run and (priced) the steps the cost model
+ * priced. One slot (b4747's default) with every request arriving at once; or two with a request
+ * every second, each alone on the GPU while the other slot keeps the request before: its window
+ * then differs at the same context. */
+static int64_t slots_run(int slots, int n, bool afresh, trace *t, int64_t *priced) {
+    sim_params p;
+    sim_default_params(&p);
+    char err[256];
+    CHECK(sim_params_set(&p, "engine-profile", "llamacpp-b4747", err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, "model", "deepseek-v2-lite", err, sizeof err) == 0);
+    CHECK(sim_params_set(&p, "gpu", "h100", err, sizeof err) == 0);
+    p.price_every_step = afresh;
+    p.max_num_seqs = slots;
+    p.max_num_seqs_set = true;
+    engine *e = make(&p);
+    int64_t arrive[80];
+    int prompt[80], out[80];
+    for (int i = 0; i < n; i++) {
+        arrive[i] = slots > 1 ? i * (int64_t)1000000000 : 0;
+        prompt[i] = 48 + 40 * (i % 3);   /* three prompt lengths and two output lengths */
+        out[i] = 20 + 12 * (i % 2);
+    }
+    memset(t, 0, sizeof *t);
+    drive(e, n, arrive, prompt, out, t, NULL);
+    engine_stats st;
+    sim_info info;
+    engine_get_stats(e, &st);
+    CHECK(sim_get_info(e, &info) == 0);
+    *priced = info.steps_priced;
+    for (int i = 0; i < n; i++) CHECK_EQ_INT(t->tokens[i], out[i]);
+    engine_destroy(e);
+    return st.steps_total;
+}
+
+/* The step memo answers a repeated batch with the time the cost model gave it: the same run priced
+ * afresh gives every token at the same nanosecond. And it does answer repeats: the lengths cycle
+ * every 6 requests, so 40 more requests bring no batch the first 40 did not, and the memo answers
+ * their steps. */
+TEST(sim_step_memo_times_as_the_cost_model) {
+    static trace fresh, memo;
+    for (int slots = 1; slots <= 2; slots++) {
+        int64_t priced_fresh, priced_memo, priced_more;
+        int64_t steps_fresh = slots_run(slots, 40, true, &fresh, &priced_fresh);
+        int64_t steps_memo = slots_run(slots, 40, false, &memo, &priced_memo);
+        CHECK_EQ_INT(steps_fresh, steps_memo);
+        CHECK_EQ_INT(priced_fresh, steps_fresh);
+        for (int i = 0; i < 40; i++) {
+            CHECK_EQ_INT(memo.first_ns[i], fresh.first_ns[i]);
+            CHECK_EQ_INT(memo.last_ns[i], fresh.last_ns[i]);
+        }
+        int64_t steps_more = slots_run(slots, 80, false, &memo, &priced_more);
+        CHECK(steps_more > steps_memo);
+        CHECK_EQ_INT(priced_more, priced_memo);
+    }
+}
+
 /* The decode step's growth (seconds) at seqs sequences of 500 tokens' context when key goes from lo
  * to hi on engine profile prof (the other factors at their defaults). */
 static double step_gain(const char *prof, const char *key, const char *lo, const char *hi, int seqs) {
