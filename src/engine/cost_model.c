@@ -180,15 +180,20 @@ int cost_apply_loop_prior(cost_factors *f, int expert_loop) {
     if (!expert_loop || !(x > 0)) return 0;
     unsigned g = f->loop_given;
     if (!(g & COST_LOOP_GIVEN_KERNEL)) f->kernel_s = COST_LOOP_KERNEL_S * x;
-    if (!(g & COST_LOOP_GIVEN_CALL)) f->ggml_call_s *= x;
-    if (!(g & COST_LOOP_GIVEN_GEMM)) f->ggml_gemm_s *= x;
-    if (!(g & COST_LOOP_GIVEN_MMQ)) f->ggml_mmq_s *= x;
-    if (!(g & COST_LOOP_GIVEN_SAMPLE)) f->ggml_sample_s *= x;
-    if (!(g & COST_LOOP_GIVEN_WAKE)) f->ggml_wake_s *= x;
-    f->ggml_mask_s *= x;
-    f->ggml_mask_row_s *= x;
+    const cost_factors at_timing = *f;
+    cost_scale_host(f, &at_timing, x, g);
     f->loop_host_x = 0;
     return 1;
+}
+
+void cost_scale_host(cost_factors *f, const cost_factors *from, double x, unsigned keep) {
+    if (!(keep & COST_LOOP_GIVEN_CALL)) f->ggml_call_s = from->ggml_call_s * x;
+    if (!(keep & COST_LOOP_GIVEN_GEMM)) f->ggml_gemm_s = from->ggml_gemm_s * x;
+    if (!(keep & COST_LOOP_GIVEN_MMQ)) f->ggml_mmq_s = from->ggml_mmq_s * x;
+    if (!(keep & COST_LOOP_GIVEN_SAMPLE)) f->ggml_sample_s = from->ggml_sample_s * x;
+    if (!(keep & COST_LOOP_GIVEN_WAKE)) f->ggml_wake_s = from->ggml_wake_s * x;
+    f->ggml_mask_s = from->ggml_mask_s * x;
+    f->ggml_mask_row_s = from->ggml_mask_row_s * x;
 }
 
 int cost_init(cost_model *c, const model_arch *arch, const hw_gpu *gpu, const cost_setup *s, model_dtype weight_dtype,

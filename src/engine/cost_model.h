@@ -129,6 +129,11 @@ void cost_default_factors(cost_factors *f);
  * (loop_given); loop_host_x is 0 after (the constants as they stand). 1 when it applied, 0 (f as it
  * was) otherwise. cost_init does it; what a run reports as its factors is the same. */
 int cost_apply_loop_prior(cost_factors *f, int expert_loop);
+/* llama-server's host work at a host speed x: the loop's host constants (ggml_call_s, ggml_gemm_s,
+ * ggml_mmq_s), the sampling, the result queue's wake-ups and the KV mask (one host thread runs them
+ * all) set to from's x x, except those whose COST_LOOP_GIVEN_* bit is in keep. The one list of what
+ * the host's speed moves: the uncalibrated prior and the calibration's host factor both use it. */
+void cost_scale_host(cost_factors *f, const cost_factors *from, double x, unsigned keep);
 /* The fraction of compute_eff a GEMM split over `ways` GPUs reaches: 1 / (1 + shard_loss (ways - 1)). */
 double cost_shard_eff(const cost_factors *f, double ways);
 /* The CPU scheduler's cost per step and per running sequence for an engine profile (SCHED_*): the

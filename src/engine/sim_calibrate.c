@@ -589,17 +589,9 @@ static double agg_prefill_s(cost_model *cm, const cost_factors *f, double L, dou
     return t;
 }
 
-/* The host's speed factor h: the expert loop's host constants, the server's sampling, its result queue
- * and the KV mask, all x h (one host core runs them). */
-static void host_scale(cost_factors *g, const cost_factors *f0, double h) {
-    g->ggml_call_s = f0->ggml_call_s * h;
-    g->ggml_gemm_s = f0->ggml_gemm_s * h;
-    g->ggml_mmq_s = f0->ggml_mmq_s * h;
-    g->ggml_sample_s = f0->ggml_sample_s * h;
-    g->ggml_wake_s = f0->ggml_wake_s * h;
-    g->ggml_mask_s = f0->ggml_mask_s * h;
-    g->ggml_mask_row_s = f0->ggml_mask_row_s * h;
-}
+/* The host's speed factor h: every piece of llama-server's host work x h (cost_scale_host; the
+ * run's measured times decide all of them, flags or not). */
+static void host_scale(cost_factors *g, const cost_factors *f0, double h) { cost_scale_host(g, f0, h, 0); }
 
 /* The host-speed factor (host_scale, h in [lo, hi]) at which the prompt of L tokens takes target
  * seconds: bisection on log(h). Returns 1 inside. */

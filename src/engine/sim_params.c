@@ -589,15 +589,19 @@ int sim_params_load_profile(sim_params *p, const char *path, char *err, size_t e
 void sim_params_add_request_path(const sim_params *p, int64_t *fixed_ns, double *per_token_ns) {
     engine_profile prof;
     if (sim_params_profile(p, &prof) < 0) return;
-    /* llama-server's own way: its HTTP, tokenization and the slot's launch (cost_factors.server_path_s) */
+    double fixed_s, token_s;
     if (prof.ggml) {
-        *fixed_ns += (int64_t)llround(p->factors.server_path_s * 1e9);
-        *per_token_ns += p->factors.server_path_token_s * 1e9;
+        /* llama-server's own way: its HTTP, tokenization and the slot's launch */
+        fixed_s = p->factors.server_path_s;
+        token_s = p->factors.server_path_token_s;
+    } else if (prof.python) {
+        fixed_s = p->factors.request_s;
+        token_s = p->factors.request_token_s;
+    } else {
         return;
     }
-    if (!prof.python) return;
-    *fixed_ns += (int64_t)llround(p->factors.request_s * 1e9);
-    *per_token_ns += p->factors.request_token_s * 1e9;
+    *fixed_ns += (int64_t)llround(fixed_s * 1e9);
+    *per_token_ns += token_s * 1e9;
 }
 
 int sim_params_loop_host_note(const sim_params *p, char *buf, size_t len) {
