@@ -26,8 +26,8 @@
  * (its grid fit, all rows; 2026-12-06 with N99-N101, N103), with the cold-start runs, SGLang's receive interval,
  * TensorRT-LLM's batch waiting and split GEMMs (shard_loss) in the engine: what the validation's
  * in-sample table and refits start from. */
-#define COST_REQUEST_FIT_S 108.5e-3
-#define COST_REQUEST_TOKEN_FIT_S 22.79e-6
+#define COST_REQUEST_FIT_S 108.6e-3
+#define COST_REQUEST_TOKEN_FIT_S 22.62e-6
 
 typedef struct {
     double bw_eff;            /* streaming kernels' fraction of HBM bandwidth (0.85) */
@@ -48,6 +48,10 @@ typedef struct {
                                * do not take block scales (Hopper, MI300X: scales applied in software) */
     double moe_native_eff;    /* ... where the tensor cores take block scales natively (Blackwell,
                                * MI355X: the GPUs with fp4 MMA), or the weights carry none (bf16) */
+    double moe_floor_cdna3;   /* CDNA3 (MI300X, MI325X) block-fp8 experts (moe_eff's path): a MoE layer
+                               * takes at least this fraction of the time to stream every expert on
+                               * the GPU once at bw_eff, however few tokens come (0: no floor). Not
+                               * fitted: 1 (README-sim.md, "CDNA3's MoE floor") */
     double moe_triton_eff;    /* the 2024 Triton fused-MoE kernel's, relative (bf16 weights) */
     double moe_triton_fp8_eff;/* ... with block-scaled fp8 weights (SGLang v0.4.1's V3 path) */
     double moe_fused_eff;     /* the 2025 Triton fused MoE (MOE_FUSED) on block-fp8 experts on Hopper:

@@ -219,6 +219,46 @@ TEST(cost_shard_loss_prices_split_gemms) {
     CHECK_NEAR(sb.t, sa.t, 0);
 }
 
+/* One decode step of DeepSeek-V3 at TP 8 on `gpu` with fp8 weights at the CDNA3 floor `floor`. */
+static int v3_decode(const char *gpu, const char *floor, int64_t batch, cost_step *s) {
+    sim_params p;
+    sim_default_params(&p);
+    set(&p, "model", "deepseek-v3");
+    set(&p, "engine-profile", "sglang");
+    set(&p, "gpu", gpu);
+    set(&p, "tp", "8");
+    set(&p, "weight-dtype", "fp8");
+    set(&p, "moe-floor-cdna3", floor);
+    cost_model c;
+    if (cost_for(&p, &c) != 0) return -1;
+    cost_batch b;
+    cost_decode_batch(batch, 1500, &b);
+    cost_step_time(&c, &b, s);
+    return 0;
+}
+
+TEST(cost_cdna3_moe_floor_streams_every_expert) {
+    cost_step one, one_off, all, all_off, h, h_off, m, m_off;
+    if (v3_decode("mi300x", "1", 1, &one) || v3_decode("mi300x", "0", 1, &one_off) ||
+        v3_decode("mi300x", "1", 512, &all) || v3_decode("mi300x", "0", 512, &all_off) ||
+        v3_decode("h200", "1", 1, &h) || v3_decode("h200", "0", 1, &h_off) ||
+        v3_decode("mi355x", "1", 1, &m) || v3_decode("mi355x", "0", 1, &m_off)) return;
+    /* one token on MI300X: the 58 MoE layers each stream all 256 experts' slices (3 x 7168 x 2048
+     * fp8 weights / 8 GPUs) at the streaming efficiency, not the 8 touched at the MoE kernel's */
+    sim_params d;
+    sim_default_params(&d);
+    double expert_bytes = 3.0 * 7168 * 2048 / 8;
+    CHECK_NEAR(one.mem_s[COST_MOE], 58 * 256 * expert_bytes / (5.3e12 * d.factors.bw_eff), 1e-9);
+    CHECK(one_off.mem_s[COST_MOE] < one.mem_s[COST_MOE] / 10);
+    CHECK(one.t > one_off.t + 0.5 * one.mem_s[COST_MOE]);
+    /* 512 tokens touch every expert at the slower grouped-GEMM rate: the floor is not reached */
+    CHECK_NEAR(all.t, all_off.t, 0);
+    CHECK(all.mem_s[COST_MOE] > one.mem_s[COST_MOE]);
+    /* neither Hopper nor CDNA4 (native block-scaled MMA) has it */
+    CHECK_NEAR(h.t, h_off.t, 0);
+    CHECK_NEAR(m.t, m_off.t, 0);
+}
+
 TEST(cost_mtp_tokens_per_step) {
     sim_params p;
     cost_model c;

@@ -99,6 +99,8 @@ static const char help_head[] =
     "                             weights on GPUs without fp4 tensor cores (Hopper, MI300X);\n"
     "                             --moe-fused-eff for the 2025 Triton fused MoE on Hopper fp8 (fused),\n"
     "                             --moe-fused-v1-eff vLLM V1's (fused-v1)\n"
+    "  --moe-floor-cdna3 F        MI300X/MI325X block-fp8 MoE: a layer's floor as a fraction of streaming\n"
+    "                             every expert on the GPU once (default 1; 0: none)\n"
     "  --ggml-call-time DUR       llama.cpp b4747's expert loop: host time per CUDA call (fitted default)\n"
     "  --ggml-gemm-time DUR       ... and the extra of a multi-row expert's cuBLAS path (fitted default)\n"
     "  --ggml-mmq-time DUR        ... and of a quantized expert's MMQ path (over 8 rows) (fitted default)\n"
@@ -138,7 +140,7 @@ static const char *const keys[] = {
     "engine-profile", "dp", "data-parallel-size", "enable-dp-attention", "a2a", "two-batch-overlap", "eplb",
     "redundant-experts", "mtp", "mtp-accept-len", "mtp-accept", "cuda-graphs", "graph-max-batch", "overlap-schedule",
     "mla", "prefix-caching", "enable-prefix-caching", "pd-prefill", "seq-overhead", "kernel-time", "launch-time",
-    "moe-eff", "moe-fused-eff", "moe-fused-v1-eff", "moe-native-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
+    "moe-eff", "moe-fused-eff", "moe-fused-v1-eff", "moe-floor-cdna3", "moe-native-eff", "moe-triton-eff", "attn-compute-eff", "moe-triton-fp8-eff", "attn-triton-eff", "attn-dtype",
     "seq-overhead-trt", "moe-kernel", "attn-kernel", "step-overhead-v1", "seq-overhead-v1", "ggml-compute-eff", "ggml-call-time", "ggml-gemm-time",
     "ggml-sample-time", "ggml-wake-time", "ggml-mmq-time", "loop-host-speed", "ubatch", "shard-loss", "request-time", "request-per-token-time", NULL,
 };
@@ -405,6 +407,9 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "request-per-token-time")) { rc = parse_seconds(v, &p->factors.request_token_s); want = "a duration (e.g. 20us)";
     } else if (!strcmp(key, "moe-native-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_native_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_eff); want = "a fraction in (0, 1]";
+    } else if (!strcmp(key, "moe-floor-cdna3")) {
+        rc = parse_fraction(v, -1e-9, 4, &p->factors.moe_floor_cdna3);
+        want = "a fraction of the time to stream every expert once, in [0, 4]";
     } else if (!strcmp(key, "moe-fused-v1-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_fused_v1_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-fused-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_fused_eff); want = "a fraction in (0, 1]";
     } else if (!strcmp(key, "moe-triton-eff")) { rc = parse_fraction(v, 0, 1, &p->factors.moe_triton_eff); want = "a fraction in (0, 1]";
@@ -463,7 +468,7 @@ static const struct { const char *key; size_t off; } factor_keys[] = {
     {"ggml_compute_eff", offsetof(cost_factors, ggml_compute_eff)}, {"moe_native_eff", offsetof(cost_factors, moe_native_eff)},
     {"ggml_call_s", offsetof(cost_factors, ggml_call_s)}, {"shard_loss", offsetof(cost_factors, shard_loss)},
     {"ggml_gemm_s", offsetof(cost_factors, ggml_gemm_s)}, {"moe_fused_eff", offsetof(cost_factors, moe_fused_eff)},
-    {"moe_fused_v1_eff", offsetof(cost_factors, moe_fused_v1_eff)},
+    {"moe_fused_v1_eff", offsetof(cost_factors, moe_fused_v1_eff)}, {"moe_floor_cdna3", offsetof(cost_factors, moe_floor_cdna3)},
     {"ggml_kernel_gpu_s", offsetof(cost_factors, ggml_kernel_gpu_s)}, {"ggml_sample_s", offsetof(cost_factors, ggml_sample_s)}, {"ggml_mmq_s", offsetof(cost_factors, ggml_mmq_s)},
     {"ggml_wake_s", offsetof(cost_factors, ggml_wake_s)}, {"loop_host_x", offsetof(cost_factors, loop_host_x)},
     {"ggml_mask_s", offsetof(cost_factors, ggml_mask_s)}, {"ggml_mask_row_s", offsetof(cost_factors, ggml_mask_row_s)},

@@ -114,6 +114,7 @@ typedef struct {
     int domain_gpus;
     int pcie;                  /* 1: GPUs talk over PCIe (no NVLink) */
     int hopper;                /* 1: sm90 (WGMMA; fp8 without block-scaled MMA): kernels written for it apply */
+    int cdna3;                 /* 1: AMD CDNA3 (MI300X, MI325X: fp8 MFMA without block scales) */
 } hw_gpu;
 
 const hw_gpu *hw_find(const char *name);   /* "h200", "H100", "a100-80g", "mi300x", "b200", ... */
