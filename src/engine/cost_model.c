@@ -396,12 +396,13 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
     /* CDNA3's block-fp8 MoE (SGLang + AITER, the ROCm builds of vLLM and SGLang) runs 24-26 ms a
      * token at 1-8 users on 8 x MI300X / MI325X where the touched experts alone give 9-18 ms, and
      * the gap closes once the touched experts' time passes about that of streaming every expert on
-     * the GPU: a floor per layer, as a fraction of that time (README-sim.md, "CDNA3's MoE floor") */
+     * the GPU: a floor per layer, as a fraction of that time (README-sim.md, "CDNA3's MoE floor").
+     * It is time, not traffic: the bytes stay the touched experts' (why the kernels take it is not
+     * known), so a floored step shows a low bandwidth, not a full one */
+    add_comp(o, COST_MOE, layers * bytes, layers * flops, hbm, peak);
     double floor_bytes = c->gpu.cdna3 && effp == &c->f.moe_eff ? c->f.moe_floor_cdna3 * a->n_routed_experts / c->ep * w * c->wb : 0;
-    double stream = c->gpu.hbm_bytes_per_s * c->f.bw_eff;
-    int floor = floor_bytes / stream > fmax(bytes / hbm, flops / peak);
-    if (floor) add_comp(o, COST_MOE, layers * floor_bytes, layers * flops, stream, peak);
-    else add_comp(o, COST_MOE, layers * bytes, layers * flops, hbm, peak);
+    double floor_s = floor_bytes / (c->gpu.hbm_bytes_per_s * c->f.bw_eff);
+    if (floor_s > fmax(bytes / hbm, flops / peak)) o->mem_s[COST_MOE] += layers * (floor_s - bytes / hbm);
     /* gate, up and down: three mul_mat_id, each looping over the touched experts on the host
      * (ggml_cuda_mul_mat_id, b4747). A one-token ubatch multiplies its k experts with the vector
      * kernel; a ubatch of several tokens gathers each touched expert's rows (memset, copy), runs
@@ -432,7 +433,7 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
          * time per small kernel leaves the GPU, not the host, setting the pace */
         o->t_kernels += layers * 3 * fmax(host, gpu);
     }
-    o->weight_bytes += layers * (floor ? floor_bytes : x_loc * w * c->wb);
+    o->weight_bytes += layers * x_loc * w * c->wb;
     o->experts_touched = X;
 }
 
