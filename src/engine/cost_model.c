@@ -358,6 +358,10 @@ double *cost_moe_eff_of(const cost_model *c, cost_factors *f) {
     /* the GPUs with fp4 tensor cores (Blackwell's tcgen05 and sm120 block-scaled MMA, CDNA4's MX
      * MFMA) apply the scales in the MMA; Hopper and MI300X promote in CUDA cores (DeepGEMM) */
     if (!block_scaled(c->weight_dtype) || c->gpu.fp4_flops > 0) return &f->moe_native_eff;
+    /* ATOM's AITER MoE on MI300X: 28.8 ms a token at 128 users on 8 GPUs (N97), where streaming
+     * every expert once at bw_eff alone takes 18.2 ms, leaves no room for a slower grouped GEMM
+     * (README-sim.md, "CDNA3's MoE floor") */
+    if (c->s.prof.moe_kernel == MOE_STREAM) return &f->moe_native_eff;
     /* Block-fp8 experts on Hopper without DeepEP go through the engine's Triton fused MoE. SGLang
      * >= 0.5.7 swaps A and B there for few tokens per expert (sglang#15712, 2025-12: the weight on
      * WGMMA's M side): it streams the experts like any weight (README-sim.md, "SGLang on 8 x H200").

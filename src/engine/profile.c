@@ -35,9 +35,9 @@ static const struct { const char *descr; engine_profile p; } profiles[] = {
      * cudagraph_capture_sizes); its Python engine core's cost (n/s) at vLLM V1's published 1 ms a
      * step (step_overhead_atom_s, not fitted) and V1's per sequence */
     {"ATOM (AMD, 2025-26, MI300X/MI355X): HIP graphs to batch 256, MLA (AITER), prefill-first steps of whole prompts, "
-     "AITER fused MoE; its engine core's scheduler cost taken as vLLM V1's published one (1 ms a step)",
+     "AITER fused MoE (its experts read at a plain stream's rate on MI300X too: N97); its engine core's scheduler cost taken as vLLM V1's published one (1 ms a step)",
      {LAYER_KERNELS, .name = "atom", .cuda_graphs = 1, .graph_max_batch = 256, .mla_absorbed = 1,
-      .prefill_mode = PREFILL_SEPARATE, .moe_kernel = MOE_TUNED, .python = 1, .max_batch = 512, .attn_kernel = ATTN_FLASH,
+      .prefill_mode = PREFILL_SEPARATE, .moe_kernel = MOE_STREAM, .python = 1, .max_batch = 512, .attn_kernel = ATTN_FLASH,
       .sched = SCHED_ATOM}},
     {"SGLang 2024 (v0.2-0.3): CUDA graphs to batch 160, MLA only with --enable-mla (else K/V padded to 256 for "
      "FlashInfer), prefill batches apart, no overlap scheduler, Triton fused MoE",

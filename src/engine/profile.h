@@ -20,7 +20,8 @@ enum { MOE_TUNED = 0,          /* grouped GEMMs tuned for few tokens per expert 
        MOE_SWAPAB = 3,         /* tuned, and the Triton fused MoE's swapAB for block fp8 on Hopper (SGLang >= 0.5.7) */
        MOE_FUSED = 4,          /* tuned, but block-fp8 experts on Hopper (no DeepEP) run the 2025 Triton fused MoE
                                 * with its tuned configs and no swapAB (SGLang 0.4.2-0.5.6, vLLM 0.7's V0) */
-       MOE_FUSED_V1 = 5 };     /* ... vLLM V1's fused MoE (0.8 and later): its own kernel configs and paths */
+       MOE_FUSED_V1 = 5,       /* ... vLLM V1's fused MoE (0.8 and later): its own kernel configs and paths */
+       MOE_STREAM = 6 };       /* block-scaled experts read at a plain stream's rate on any GPU (ATOM's AITER MoE) */
 enum { ATTN_FLASH = 0,         /* FlashMLA / FlashInfer MLA / TRT-LLM MLA kernels */
        ATTN_TRITON = 1 };      /* the Triton MLA decode kernel of SGLang's first MLA support (2024 - v0.4.1) */
 enum { SCHED_PY = 0,           /* the 2024 Python schedulers (vLLM V0, SGLang, LMDeploy) */

@@ -10,7 +10,7 @@
  * deployments published at several loads (fit the lowest load, predict the others). Stored as the
  * relative half-width exp(q) - 1. */
 static const double halfwidth[SIM_IV_LOADS][SIM_IV_N] = {
-    [SIM_IV_STEADY] = {0.32, 0.31, 1.18},  /* 2026-12-07 (stop 51, CDNA3's MoE floor): 294 TPOT, 309 throughput, 274 TTFT metrics */
+    [SIM_IV_STEADY] = {0.31, 0.30, 1.18},  /* 2026-12-07 (stop 51, CDNA3's MoE floor, ATOM's stream): 294 TPOT, 309 throughput, 274 TTFT metrics */
     [SIM_IV_BURST] = {0.98, 0.62, 2.52},   /* 2026-12-06: 10, 19, 10 metrics of 9 rows in 6 groups (A1, A2, B1, N74, N75, N90-N93) */
 };
 /* calibrate-then-predict: 24 rows of 4 deployments (B200, MI355X, H200), all steady loads. No

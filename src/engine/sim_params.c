@@ -57,7 +57,7 @@ static const char help_head[] =
     "  --weight-dtype D           auto (as released: fp8 for V3), bf16, fp16, fp8, int8, int4, fp4 (NVFP4), mxfp4, q4 (GGUF)\n"
     "  --kv-dtype D               auto (bf16), bf16, fp16, fp8, int8, fp8-flashmla (656 B per token-layer)\n"
     "  --cuda-graphs on|off, --graph-max-batch N, --overlap-schedule on|off, --mla on|off,\n"
-    "  --moe-kernel tuned|fused|fused-v1|swapab|triton|gemv, --attn-kernel flash|triton\n"
+    "  --moe-kernel tuned|fused|fused-v1|swapab|stream|triton|gemv, --attn-kernel flash|triton\n"
     "                             override the profile's facts\n"
     "  --prefix-caching on|off    reuse hashed KV blocks of shared prefixes (LRU eviction) (off)\n"
     "  --pd-prefill N[xTP]        prefill/decode disaggregation: N prefill instances of TP GPUs each\n"
@@ -416,9 +416,9 @@ int sim_params_set(sim_params *p, const char *key, const char *value, char *err,
     } else if (!strcmp(key, "moe-kernel")) {
         p->ov_moe_kernel = !strcmp(v, "tuned") ? MOE_TUNED : !strcmp(v, "triton") ? MOE_TRITON : !strcmp(v, "gemv") ? MOE_GEMV
                          : !strcmp(v, "swapab") ? MOE_SWAPAB : !strcmp(v, "fused") ? MOE_FUSED
-                         : !strcmp(v, "fused-v1") ? MOE_FUSED_V1 : -1;
+                         : !strcmp(v, "fused-v1") ? MOE_FUSED_V1 : !strcmp(v, "stream") ? MOE_STREAM : -1;
         rc = p->ov_moe_kernel < 0 ? -1 : 0;
-        want = "tuned, fused, fused-v1, swapab, triton or gemv";
+        want = "tuned, fused, fused-v1, swapab, stream, triton or gemv";
     } else if (!strcmp(key, "attn-kernel")) {
         p->ov_attn_kernel = !strcmp(v, "flash") ? ATTN_FLASH : !strcmp(v, "triton") ? ATTN_TRITON : -1;
         rc = p->ov_attn_kernel < 0 ? -1 : 0;
