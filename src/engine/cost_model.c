@@ -406,7 +406,10 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
     add_comp(o, COST_MOE, layers * bytes, layers * flops, hbm, peak);
     double floor_bytes = c->gpu.cdna3 && effp == &c->f.moe_eff ? c->f.moe_floor_cdna3 * a->n_routed_experts / c->ep * w * c->wb : 0;
     double floor_s = floor_bytes / (c->gpu.hbm_bytes_per_s * c->f.bw_eff);
-    if (floor_s > fmax(bytes / hbm, flops / peak)) o->mem_s[COST_MOE] += layers * (floor_s - bytes / hbm);
+    if (floor_s > fmax(bytes / hbm, flops / peak)) {
+        o->mem_s[COST_MOE] += layers * (floor_s - bytes / hbm);
+        o->t_moe_floor += layers * (floor_s - fmax(bytes / hbm, flops / peak));
+    }
     /* gate, up and down: three mul_mat_id, each looping over the touched experts on the host
      * (ggml_cuda_mul_mat_id, b4747). A one-token ubatch multiplies its k experts with the vector
      * kernel; a ubatch of several tokens gathers each touched expert's rows (memset, copy), runs
@@ -628,6 +631,9 @@ const char *cost_step_limit(const cost_step *s) {
     double comm = fmin(s->t_comm, fmax(0, s->t - math - over));
     if (comm > math && comm >= over) return "communication";
     if (over > math) return "overhead";
+    /* CDNA3's MoE floor is time the HBM does not spend moving bytes: it names the limit when it is
+     * most of the math */
+    if (s->t_moe_floor > math - s->t_moe_floor) return "moe-floor";
     return s->bound == COST_BOUND_COMPUTE ? "compute" : "bandwidth";
 }
 
@@ -639,7 +645,7 @@ static void step_add(cost_step *o, const cost_step *u) {
     for (int k = 0; k < COST_NCOMP; k++) { o->mem_s[k] += u->mem_s[k]; o->comp_s[k] += u->comp_s[k]; }
     o->t_mem += u->t_mem; o->t_compute += u->t_compute; o->t_math += u->t_math; o->t_comm += u->t_comm;
     o->t_kernels += u->t_kernels; o->t_launch_cpu += u->t_launch_cpu; o->t_sched += u->t_sched;
-    o->t_overhead += u->t_overhead; o->t += u->t;
+    o->t_overhead += u->t_overhead; o->t += u->t; o->t_moe_floor += u->t_moe_floor;
     o->graphs = o->graphs && u->graphs;
     o->bound = o->t_compute > o->t_mem ? COST_BOUND_COMPUTE : COST_BOUND_MEMORY;
 }

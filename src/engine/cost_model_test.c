@@ -256,6 +256,10 @@ TEST(cost_cdna3_moe_floor_streams_every_expert) {
     CHECK_NEAR(one.mem_s[COST_MOE], 58 * 256 * expert_bytes / (5.3e12 * d.factors.bw_eff), 1e-9);
     CHECK(one_off.mem_s[COST_MOE] < one.mem_s[COST_MOE] / 10);
     CHECK(one.t > one_off.t + 0.5 * one.mem_s[COST_MOE]);
+    /* the floor is named as the step's limit, not the bandwidth it does not use */
+    CHECK(one.t_moe_floor > 0.8 * one.mem_s[COST_MOE]);
+    CHECK_STR(cost_step_limit(&one), "moe-floor");
+    CHECK(strcmp(cost_step_limit(&all), "moe-floor") != 0);
     /* 512 tokens touch every expert at the slower grouped-GEMM rate: the floor is not reached */
     CHECK_NEAR(all.t, all_off.t, 0);
     CHECK(all.mem_s[COST_MOE] > one.mem_s[COST_MOE]);

@@ -363,9 +363,11 @@ static const char *human_bytes(double b, char *buf, size_t n) {
 
 static void print_step(FILE *f, const char *label, const cost_step *s) {
     char b1[32], b2[32];
-    fprintf(f, "  %-34s %9.3f ms  (%s-bound: memory %.3f ms for %s [%s KV], compute %.3f ms for %.3g FLOP",
-            label, s->t * 1e3, cost_step_limit(s), s->t_mem * 1e3,
-            human_bytes(s->bytes, b1, sizeof b1), human_bytes(s->kv_bytes, b2, sizeof b2), s->t_compute * 1e3, s->flops);
+    fprintf(f, "  %-34s %9.3f ms  (%s-bound: memory %.3f ms for %s [%s KV]", label, s->t * 1e3, cost_step_limit(s),
+            (s->t_mem - s->t_moe_floor) * 1e3, human_bytes(s->bytes, b1, sizeof b1), human_bytes(s->kv_bytes, b2, sizeof b2));
+    /* the floor is time without traffic: said apart, so the bytes and the time still agree */
+    if (s->t_moe_floor > 0) fprintf(f, " + %.3f ms of CDNA3's MoE floor", s->t_moe_floor * 1e3);
+    fprintf(f, ", compute %.3f ms for %.3g FLOP", s->t_compute * 1e3, s->flops);
     if (s->t_comm > 0) fprintf(f, ", comm %.3f ms", s->t_comm * 1e3);
     fprintf(f, ", overhead %.2f ms)\n", s->t_overhead * 1e3);
 }
