@@ -407,8 +407,10 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
     double floor_bytes = c->gpu.cdna3 && effp == &c->f.moe_eff ? c->f.moe_floor_cdna3 * a->n_routed_experts / c->ep * w * c->wb : 0;
     double floor_s = floor_bytes / (c->gpu.hbm_bytes_per_s * c->f.bw_eff);
     if (floor_s > fmax(bytes / hbm, flops / peak)) {
-        o->mem_s[COST_MOE] += layers * (floor_s - bytes / hbm);
-        o->t_moe_floor += layers * (floor_s - fmax(bytes / hbm, flops / peak));
+        /* the one amount the floor adds to the memory time: the limit and plan's line read it */
+        double add_s = layers * (floor_s - bytes / hbm);
+        o->mem_s[COST_MOE] += add_s;
+        o->t_moe_floor += add_s;
     }
     /* gate, up and down: three mul_mat_id, each looping over the touched experts on the host
      * (ggml_cuda_mul_mat_id, b4747). A one-token ubatch multiplies its k experts with the vector

@@ -217,7 +217,7 @@ typedef struct {
     double t_math;                          /* sum of per-component maxima */
     double t_comm, t_kernels, t_launch_cpu, t_sched;
     double t_overhead;                      /* t - t_math - t_comm: kernels, launches, scheduling */
-    double t_moe_floor;                     /* of t_mem: CDNA3's MoE floor above its layers' own roofline */
+    double t_moe_floor;                     /* of t_mem: what CDNA3's MoE floor adds to the MoE's memory time */
     double t;                               /* the step, seconds */
     int graphs;                             /* this step ran as a CUDA graph */
     int bound;                              /* COST_BOUND_* (the larger of the summed memory and compute times) */
