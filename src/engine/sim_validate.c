@@ -859,8 +859,14 @@ static void solve(double *A, double *b, double *x, int n) {
 
 /* The refit on the (row, target) pairs with train[row]: one ridge-regularized Gauss-Newton step
  * from f0 in log parameters, each clamped to its physical range. */
+/* own: the training rows are a deployment's own measurement (calibrate, then predict), seen even
+ * when predict-only, which keeps a row out of the table's fits, not out of its own calibration */
+static int refit_sees(const val_table *t, const unsigned char *train, int r, int own) {
+    return own ? train[r] : fit_sees(t, train, r);
+}
+
 static void gn_refit(const val_table *t, const cost_factors *f0, const double *J, const double *e0, const rc_key *keys, int n,
-                     const unsigned char *train, cost_factors *out) {
+                     const unsigned char *train, int own, cost_factors *out) {
     enum { P = N_PARAMS };
     double A[P * P], b[P], x[P];
     memset(A, 0, sizeof A);
@@ -872,10 +878,10 @@ static void gn_refit(const val_table *t, const cost_factors *f0, const double *J
      * tokenization), which the step parameters must not absorb. */
     int *in_group = calloc((size_t)t->n_rows + 1, sizeof *in_group);
     for (int r = 0; in_group && r < t->n_rows; r++)
-        if (fit_sees(t, train, r))
-            for (int q = 0; q < t->n_rows; q++) in_group[r] += fit_sees(t, train, q) && !strcmp(t->rows[q].group, t->rows[r].group);
+        if (refit_sees(t, train, r, own))
+            for (int q = 0; q < t->n_rows; q++) in_group[r] += refit_sees(t, train, q, own) && !strcmp(t->rows[q].group, t->rows[r].group);
     for (int i = 0; i < n; i++) {
-        if (!fit_sees(t, train, keys[i].row) || keys[i].cat == VAL_TTFT) continue;
+        if (!refit_sees(t, train, keys[i].row, own) || keys[i].cat == VAL_TTFT) continue;
         double w = in_group && in_group[keys[i].row] > 0 ? 1.0 / in_group[keys[i].row] : 1;
         for (int a = 0; a < P; a++) {
             b[a] -= w * J[i * P + a] * e0[i];
@@ -1087,7 +1093,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
     {
         for (int r = 0; r < t->n_rows; r++) train[r] = t->rows[r].scored && !t->rows[r].not_simulated[0];
         cost_factors fa;
-        gn_refit(t, &f0, J, e0, keys, n, train, &fa);
+        gn_refit(t, &f0, J, e0, keys, n, train, 0, &fa);
         print_param_line(out, "refit on every group (in use):", &fa, &in_use, NULL);
     }
     /* the TTFTs without a request path: what the path's fits start from (at the defaults in use for
@@ -1116,7 +1122,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         if (seen) continue;   /* the group was done with its first row */
         for (int q = 0; q < t->n_rows; q++) { want[q] = use[q] && !strcmp(t->rows[q].group, t->rows[r].group); train[q] = use[q] && !want[q]; }
         cost_factors f;
-        gn_refit(t, &f0, J, e0, keys, n, train, &f);
+        gn_refit(t, &f0, J, e0, keys, n, train, 0, &f);
         /* each fold's parameters, and their spread over the folds (printed after the table): a
          * parameter that moves far when one group leaves rests on that group */
         char head[96];
@@ -1172,7 +1178,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         }
         if (nl && ne) {
             cost_factors f;
-            gn_refit(t, &f0, J, e0, keys, n, train, &f);
+            gn_refit(t, &f0, J, e0, keys, n, train, 0, &f);
             int nrp = rp_fit(t, base, train, &f);
             fprintf(out, "\ntime split: request path fitted on the TTFTs of %d older rows: %.1f ms + %.2f us per prompt token\n", nrp,
                     f.request_s * 1e3, f.request_token_s * 1e6);
@@ -1203,7 +1209,7 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
         /* rows come in load order in the table: r is the lowest */
         for (int q = 0; q < t->n_rows; q++) { train[q] = q == r; want[q] = use[q] && q != r && !strcmp(t->rows[q].deployment, t->rows[r].deployment); }
         cost_factors f;
-        gn_refit(t, &f0, J, e0, keys, n, train, &f);
+        gn_refit(t, &f0, J, e0, keys, n, train, 1, &f);
         /* the deployment's own request path: the fixed part moved by what its calibration load's
          * TTFT leaves unexplained (the per-token part stays the table's: one length, one point) */
         if (run_rows(t, &f, train, err, errlen) < 0) { free(cal_use); goto out; }

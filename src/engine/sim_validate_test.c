@@ -465,6 +465,55 @@ static double printed_metric(const char *table, const char *name, const char *me
     return NAN;
 }
 
+/* Calibrate, then predict, on a deployment published at several loads: its lowest load calibrates
+ * the deployment's own factors, predict-only or not (predict_only keeps rows out of the table's
+ * fits, not out of their own calibration; with the row unseen the calibration fell back to the
+ * priors, which run faster than the defaults). The calibrate-then-predict lines are the same either
+ * way, and on a deployment ~3x slower than the model they predict its other loads slower than the
+ * defaults do. */
+#define DEP_ROW(id, batch, tpot, extra) \
+    "{\"id\":\"" id "\",\"sim\":{\"flags\":\"--model deepseek-v3 --gpu h200 --tp 8 --weight-dtype fp8\",\"group\":\"gd\"," \
+    "\"deployment\":\"dep\",\"generation\":2025" extra ",\"cases\":[{\"name\":\"b" batch "\",\"kind\":\"decode\",\"workload\":" \
+    "{\"batch\":" batch ",\"context\":1000},\"metrics\":[{\"name\":\"tpot_ms\",\"published\":" tpot ",\"score\":\"tpot\"}]}]}}"
+
+static char *validate_output_of(const char *rows_json) {
+    char path[512];
+    if (write_table("dep.json", rows_json, path, sizeof path) < 0) return NULL;
+    char cmd[600], *out = NULL;
+    snprintf(cmd, sizeof cmd, "sim --validate %s", path);
+    CHECK_EQ_INT(test_run(cmd, &out, NULL), 0);
+    return out;
+}
+
+/* the calibrate-then-predict lines of a validate output */
+static char *calibrated_part(const char *out) {
+    const char *a = out ? strstr(out, "\ncalibrate on one load") : NULL, *b = a ? strstr(a, "calibrate-then-predict summary") : NULL;
+    return a && b ? strndup(a, (size_t)(b - a)) : NULL;
+}
+
+TEST(sim_validate_predict_only_deployment_calibrates_on_its_own_load) {
+#define DEP_TABLE(x) PO_ROW("P1", "g1", "20", "") "," DEP_ROW("D1", "8", "60", x) "," DEP_ROW("D2", "16", "66", x) "," DEP_ROW("D3", "32", "75", x)
+    char *ord = validate_output_of(DEP_TABLE("")), *pon = validate_output_of(DEP_TABLE(",\"predict_only\":\"a test\""));
+#undef DEP_TABLE
+    char *a = calibrated_part(ord), *b = calibrated_part(pon);
+    CHECK_MSG(a && b && !strcmp(a, b), "predict-only rows calibrate differently:\n%s\n%s", a ? a : "", b ? b : "");
+    int lines = 0;
+    for (const char *l = b; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        char dep[32], id[16], cs[32], m[32];
+        double pub, pred;
+        if (sscanf(l, "%31s %15s %31s %31s %lf %lf", dep, id, cs, m, &pub, &pred) != 6 || strcmp(dep, "dep")) continue;
+        lines++;
+        double dflt = printed_metric(pon, cs, "tpot_ms");   /* the in-sample table's: the defaults */
+        CHECK_MSG(pred > dflt, "%s: calibrated %.2f ms, the defaults %.2f ms, published %.2f ms", id, pred, dflt, pub);
+    }
+    CHECK_EQ_INT(lines, 2);
+    free(a);
+    free(b);
+    free(ord);
+    free(pon);
+}
+
+
 /* DP attention with fewer users than ranks: 4 users on DP 8 keep 4 ranks busy with one sequence
  * each, 8 users all 8. The step is about the same (one sequence on the busiest rank; the MoE sees 4
  * or 8 tokens), so 4 users give about half the throughput of 8, and never more than users over
