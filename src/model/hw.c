@@ -33,6 +33,10 @@ static const hw_gpu gpus[] = {
     /* AMD's MI355X datasheet: 288 GB HBM3E, 8 TB/s, dense 2.5 PF bf16, 5.0 PF fp8/int8, 10.1 PF
      * MXFP4; 7 Infinity Fabric links of 153.6 GB/s */
     {"mi355x", "AMD Instinct MI355X 288GB HBM3E", 294912 * MIB, 8.0e12, 2516 * T, 5033 * T, 5033 * T, 1075 * GB, "Infinity Fabric", 10066 * T, 50 * GB, 8, 0, 0, 0},
+    /* AMD's MI350X: the MI355X's CDNA4 die (256 CUs, 288 GB HBM3E at 8 TB/s, the same links), air
+     * cooled at 1000 W with a 2.2 GHz peak clock against the MI355X's 2.4 GHz (AMD at Hot Chips
+     * 2025): dense 2.3 PF bf16, 4.6 PF fp8 / int8, 9.2 PF MXFP4 */
+    {"mi350x", "AMD Instinct MI350X 288GB HBM3E", 294912 * MIB, 8.0e12, 2307 * T, 4614 * T, 4614 * T, 1075 * GB, "Infinity Fabric", 9228 * T, 50 * GB, 8, 0, 0, 0},
     /* GeForce cards (llama.cpp, ktransformers rows): bf16 with fp32 accumulate, int8 dense */
     {"rtx3090", "NVIDIA GeForce RTX 3090 24GB", 24576 * MIB, 936e9, 71 * T, 0, 284 * T, 64 * GB, "PCIe4 x16", 0, 0, 1, 1, 0, 0},
     {"rtx4080", "NVIDIA GeForce RTX 4080 16GB", 16376 * MIB, 716.8e9, 97.5 * T, 389.9 * T, 389.9 * T, 64 * GB, "PCIe4 x16", 0, 0, 1, 1, 0, 0},
@@ -48,7 +52,7 @@ const hw_gpu *hw_find(const char *name) {
     static const struct { const char *alias, *name; } al[] = {
         {"a100", "a100-80g"}, {"a100-80gb", "a100-80g"}, {"a100-sxm", "a100-80g"}, {"a100-40gb", "a100-40g"},
         {"h100-sxm", "h100"}, {"h100-80g", "h100"}, {"h800-sxm", "h800"}, {"h200-141g", "h200"}, {"h200-sxm", "h200"},
-        {"l40s-48g", "l40s"}, {"mi300", "mi300x"}, {"h20-96g", "h20"}, {"b200-180g", "b200"}, {"b300-288g", "b300"}, {"mi325", "mi325x"}, {"gb200-nvl72", "gb200"},
+        {"l40s-48g", "l40s"}, {"mi300", "mi300x"}, {"h20-96g", "h20"}, {"b200-180g", "b200"}, {"b300-288g", "b300"}, {"mi325", "mi325x"}, {"mi350", "mi350x"}, {"gb200-nvl72", "gb200"},
         {"rtx-3090", "rtx3090"}, {"rtx-4080", "rtx4080"}, {"rtx-4090", "rtx4090"}, {"rtx-5090", "rtx5090"},
     };
     for (size_t i = 0; i < sizeof al / sizeof al[0]; i++)
