@@ -133,8 +133,9 @@ static void print_engine(FILE *f, const run_sim_result *r, const sim_params *p) 
     sim_iv_load kind = sim_interval_load_of(r->doc);
     fprintf(f, "%-40sTPOT x/%.2f, throughput x/%.2f, TTFT x/%.1f (%s%s)\n", "80% interval:", exp(sim_interval_q(SIM_IV_TPOT, kind, p->calibrated)),
             exp(sim_interval_q(SIM_IV_TPUT, kind, p->calibrated)), exp(sim_interval_q(SIM_IV_TTFT, kind, p->calibrated)),
-            p->calibrated && kind == SIM_IV_STEADY ? "calibrate-then-predict errors" : "errors on published deployments outside the fit",
-            kind == SIM_IV_BURST ? ", bursts: every request sent at once" : "");
+            p->calibrated && kind != SIM_IV_BURST ? "calibrate-then-predict errors" : "errors on published deployments outside the fit",
+            kind == SIM_IV_BURST ? ", bursts: every request sent at once"
+            : kind == SIM_IV_UNSEEN && !p->calibrated ? ", of an engine on a GPU architecture none of the fitted rows runs" : "");
     if (info->prefix_query_tokens > 0)
         fprintf(f, "%-40s%.1f%%\n", "Prefix cache hit rate (tokens):", 100.0 * info->prefix_hit_tokens / info->prefix_query_tokens);
     if (info->window_token_s > 0 && info->busy_s > 0)

@@ -117,3 +117,35 @@ TEST(sim_interval_load_kind_of_a_config) {
         json_decref(res);
     }
 }
+
+/* An engine on a GPU architecture that none of the table's fitted rows runs gets the wider unseen
+ * interval on a steady load (vLLM on MI355X: the fits hold SGLang and ATOM there, vLLM only on
+ * Hopper and Ampere); a seen pair keeps the steady one, a burst the bursts', a calibrated deployment
+ * calibrate-then-predict's. Aliases and versions of a profile map to one engine and architecture. */
+TEST(sim_interval_unseen_engine_and_architecture) {
+    char eng[32];
+    CHECK_STR(sim_interval_engine("vllm-v1", eng, sizeof eng), "vllm");
+    CHECK_STR(sim_interval_engine("llamacpp-b4747", eng, sizeof eng), "llamacpp");
+    CHECK_STR(sim_interval_arch("H200-SXM"), "hopper");
+    CHECK_STR(sim_interval_arch("mi350x"), "cdna4");
+    CHECK_STR(sim_interval_arch("no-such-gpu"), "");
+    CHECK(sim_interval_seen("sglang", "b200") && sim_interval_seen("vllm-v0", "h100") && sim_interval_seen("atom", "mi355x"));
+    CHECK(!sim_interval_seen("vllm", "mi355x") && !sim_interval_seen("vllm-v1", "b200") && !sim_interval_seen("atom", "mi300x"));
+    CHECK_EQ_INT(sim_interval_kind(SIM_IV_STEADY, "vllm", "mi350x"), SIM_IV_UNSEEN);
+    CHECK_EQ_INT(sim_interval_kind(SIM_IV_STEADY, "sglang", "h200"), SIM_IV_STEADY);
+    CHECK_EQ_INT(sim_interval_kind(SIM_IV_BURST, "vllm", "mi350x"), SIM_IV_BURST);
+    for (int k = 0; k < SIM_IV_N; k++) {
+        /* TTFT's width is the request path's more than the engine's: not wider for an unseen pair */
+        if (k != SIM_IV_TTFT) CHECK(sim_interval_q((sim_iv_target)k, SIM_IV_UNSEEN, 0) > sim_interval_q((sim_iv_target)k, SIM_IV_STEADY, 0));
+        CHECK_NEAR(sim_interval_q((sim_iv_target)k, SIM_IV_UNSEEN, 1), sim_interval_q((sim_iv_target)k, SIM_IV_STEADY, 1), 1e-12);
+    }
+    /* a simulated run's results say which (config.sim), and its intervals follow */
+    json_t *res = json_pack("{s:{s:s,s:i,s:{s:s,s:s}},s:f}", "config", "load", "closed", "concurrency", 8, "sim", "engine_profile",
+                            "vllm", "gpu", "mi355x", "median_tpot_ms", 20.0);
+    CHECK_EQ_INT(sim_interval_load_of(res), SIM_IV_UNSEEN);
+    json_t *iv = sim_interval_json(res, 0);
+    CHECK_STR(json_string_value(json_object_get(iv, "load")), "unseen");
+    check_metric(iv, "median_tpot_ms", res, SIM_IV_TPOT, SIM_IV_UNSEEN, 0);
+    json_decref(iv);
+    json_decref(res);
+}

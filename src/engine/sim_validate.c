@@ -58,6 +58,8 @@ typedef struct {
     int first_case, n_cases;
     int scored;              /* has metrics in a target category */
     int has_ttft;            /* a TTFT among them */
+    char pair[64];           /* engine/architecture (sim_interval_engine, sim_interval_arch) */
+    int unseen;              /* no fitted group but its own runs that pair: its steady cases are SIM_IV_UNSEEN */
 } val_row;
 
 struct val_table {
@@ -337,6 +339,8 @@ static int load_case(val_table *t, int row, const char *row_flags, json_t *c, ch
     return 0;
 }
 
+static void mark_unseen(val_table *t);
+
 int val_load(const char *path, val_table **out, char *err, size_t errlen) {
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
@@ -382,6 +386,7 @@ int val_load(const char *path, val_table **out, char *err, size_t errlen) {
         t->rows[row].n_cases = t->n_cases - t->rows[row].first_case;
     }
     json_decref(root);
+    mark_unseen(t);
     *out = t;
     return 0;
 }
@@ -569,6 +574,13 @@ static double lerr(const val_metric *m) {
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* A row the table's fits use: simulated, scored, not predict-only. */
+static int fitted(const val_table *t, int r) {
+    return t->rows[r].scored && !t->rows[r].not_simulated[0] && !t->rows[r].predict_only[0];
 }
 
 /* Median and worst over one value per (row, category): a row's cases and metrics of one category
@@ -910,20 +922,57 @@ static int run_rows(val_table *t, const cost_factors *f, const unsigned char *wa
 
 /* The load kind a case is of (sim_interval.h): a serve case without a concurrency is an open loop at
  * its rate (inf: every request at once), never capped. */
-static sim_iv_load case_load(const val_case *c) {
-    return c->kind == K_SERVE ? sim_interval_load_kind(c->concurrency <= 0, c->rate, 0) : SIM_IV_STEADY;
+static sim_iv_load case_load(const val_table *t, const val_case *c) {
+    sim_iv_load ld = c->kind == K_SERVE ? sim_interval_load_kind(c->concurrency <= 0, c->rate, 0) : SIM_IV_STEADY;
+    return ld == SIM_IV_STEADY && t->rows[c->row].unseen ? SIM_IV_UNSEEN : ld;
+}
+
+/* Each row's engine/architecture pair, and whether a fitted group other than its own runs it: out
+ * of group, a row no other group shares its pair with is what a deployment of an unseen pair is. */
+static void mark_unseen(val_table *t) {
+    for (int r = 0; r < t->n_rows; r++) {
+        const sim_params *p = t->rows[r].n_cases ? &t->cases[t->rows[r].first_case].p : NULL;
+        char eng[32];
+        snprintf(t->rows[r].pair, sizeof t->rows[r].pair, "%s/%s", p ? sim_interval_engine(p->engine_profile, eng, sizeof eng) : "",
+                 p ? sim_interval_arch(p->gpu) : "");
+    }
+    for (int r = 0; r < t->n_rows; r++) {
+        t->rows[r].unseen = 1;
+        for (int q = 0; q < t->n_rows && t->rows[r].unseen; q++)
+            if (fitted(t, q) && strcmp(t->rows[q].group, t->rows[r].group) && !strcmp(t->rows[q].pair, t->rows[r].pair))
+                t->rows[r].unseen = 0;
+    }
+}
+
+/* The pairs of the fitted rows, "a/b, c/d" sorted (sim_interval.c keeps the same list). */
+static void seen_pairs(const val_table *t, char *buf, size_t len) {
+    const char *v[512];
+    int n = 0;
+    for (int r = 0; r < t->n_rows && n < 512; r++) {
+        if (!fitted(t, r)) continue;
+        int dup = 0;
+        for (int i = 0; i < n && !dup; i++) dup = !strcmp(v[i], t->rows[r].pair);
+        if (!dup) v[n++] = t->rows[r].pair;
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_str);
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && o < len; i++) o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? ", " : "", v[i]);
 }
 
 /* The 80th percentile of |log error| over the metrics of target k of the rows in use, of cases of
- * load kind `load` (-1: all), NAN with fewer than 3: per metric, since an interval is put on each
- * predicted metric. */
+ * load kind `load` (-1: all; STEADY_ANY: steady, seen or unseen), NAN with fewer than 3: per
+ * metric, since an interval is put on each predicted metric. */
+#define STEADY_ANY (-2)
+static int load_is(int ld, int want) { return want == -1 || ld == want || (want == STEADY_ANY && ld != SIM_IV_BURST); }
+
 static double q80(const val_table *t, const int *use, int k, int load) {
     double v[2048];
     int m = 0;
     for (int r = 0; r < t->n_rows && m < 2048; r++) {
         if (!use[r]) continue;
         for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++) {
-            if (load >= 0 && (int)case_load(&t->cases[ci]) != load) continue;
+            if (!load_is((int)case_load(t, &t->cases[ci]), load)) continue;
             for (int j = 0; j < t->cases[ci].n_m && m < 2048; j++) {
                 double x = lerr(&t->cases[ci].m[j]);
                 if (t->cases[ci].m[j].cat == k && isfinite(x)) v[m++] = fabs(x);
@@ -947,7 +996,7 @@ static void coverage(FILE *out, const val_table *t, const int *use, const char *
         if (!use[r]) continue;
         for (int q = 0; q < t->n_rows; q++) oth[q] = use[q] && strcmp(t->rows[q].group, t->rows[r].group);
         for (int ci = t->rows[r].first_case; ci < t->rows[r].first_case + t->rows[r].n_cases; ci++) {
-            int ld = case_load(&t->cases[ci]);
+            int ld = case_load(t, &t->cases[ci]);
             for (int j = 0; j < t->cases[ci].n_m; j++) {
                 const val_metric *m = &t->cases[ci].m[j];
                 if (m->cat >= VAL_OTHER) continue;
@@ -962,10 +1011,14 @@ static void coverage(FILE *out, const val_table *t, const int *use, const char *
     fprintf(out, "%s\n", title);
     int ti = 0, ta = 0;
     for (int k = 0; k < VAL_OTHER; k++) {
-        int a = all[0][k] + all[1][k], i = in[0][k] + in[1][k];
+        int a = 0, i = 0;
+        for (int ld = 0; ld < SIM_IV_LOADS; ld++) { a += all[ld][k]; i += in[ld][k]; }
         if (!a) continue;
         fprintf(out, "  %-28s %3d of %3d metrics inside (%.0f%%)   interval +-%.0f%% (all groups, steady loads)", cat_names[k], i, a,
                 100.0 * i / a, expm1(q80(t, use, k, SIM_IV_STEADY)) * 100);
+        if (all[SIM_IV_UNSEEN][k])
+            fprintf(out, "; unseen pairs %d of %d inside, interval +-%.0f%%", in[SIM_IV_UNSEEN][k], all[SIM_IV_UNSEEN][k],
+                    expm1(q80(t, use, k, SIM_IV_UNSEEN)) * 100);
         if (all[SIM_IV_BURST][k])
             fprintf(out, "; bursts %d of %d inside, interval +-%.0f%%", in[SIM_IV_BURST][k], all[SIM_IV_BURST][k],
                     expm1(q80(t, use, k, SIM_IV_BURST)) * 100);
@@ -984,15 +1037,18 @@ static void print_halfwidths(FILE *out, const val_table *t, const int *use, int 
     static const int cat[SIM_IV_N] = {VAL_TPOT, VAL_TPUT, VAL_TTFT};
     fprintf(out, "interval half-widths for predictions (%s):", calibrated ? "calibrated" : "uncalibrated");
     for (int ld = 0; ld < SIM_IV_LOADS; ld++) {
+        /* a calibrated deployment is measured, seen or not: one steady width over both */
+        if (calibrated && ld == SIM_IV_UNSEEN) continue;
+        int want = calibrated && ld == SIM_IV_STEADY ? STEADY_ANY : ld;
         if (ld) fprintf(out, " |%s:", sim_interval_load_name((sim_iv_load)ld));
         int any = 0;
-        for (int k = 0; k < SIM_IV_N; k++) any |= isfinite(q80(t, use, cat[k], ld));
+        for (int k = 0; k < SIM_IV_N; k++) any |= isfinite(q80(t, use, cat[k], want));
         if (!any) {   /* calibrated bursts: sim_interval_q gives them the uncalibrated bursts' q */
             fprintf(out, " none among these rows%s", calibrated && ld == SIM_IV_BURST ? " (in use: the uncalibrated ones)" : "");
             continue;
         }
         for (int k = 0; k < SIM_IV_N; k++)
-            fprintf(out, " %s +-%.0f%% (in use +-%.0f%%)%s", sim_interval_name((sim_iv_target)k), expm1(q80(t, use, cat[k], ld)) * 100,
+            fprintf(out, " %s +-%.0f%% (in use +-%.0f%%)%s", sim_interval_name((sim_iv_target)k), expm1(q80(t, use, cat[k], want)) * 100,
                     expm1(sim_interval_q((sim_iv_target)k, (sim_iv_load)ld, calibrated)) * 100, k + 1 < SIM_IV_N ? ";" : "");
     }
     fputc('\n', out);
@@ -1164,6 +1220,12 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
     }
     coverage(out, t, use, "80% intervals, leave-one-group-out (each from the other groups' out-of-group errors):");
     print_halfwidths(out, t, use, 0);
+    {
+        char pairs[1024];
+        seen_pairs(t, pairs, sizeof pairs);
+        fprintf(out, "engine/architecture pairs of the fitted rows: %s (%s)\n", pairs,
+                strcmp(pairs, sim_interval_seen_list()) ? "in use differs: update sim_interval.c" : "in use: the same");
+    }
     /* the time split: fit on the older engine generations, predict the newer */
     if (split_year > 0) {
         int *late = calloc((size_t)t->n_rows + 1, sizeof *late);

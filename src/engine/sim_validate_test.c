@@ -104,6 +104,17 @@ TEST(sim_validate_cli_prints_every_row) {
               "no burst half-widths");
     CHECK_MSG(abs(t1 - t2) <= 10 && abs(x1 - x2) <= 10, "bursts: TPOT +-%d%% vs +-%d%% in use, throughput +-%d%% vs +-%d%%: update sim_interval.c",
               t1, t2, x1, x2);
+    /* ... and the unseen pairs' (an engine on an architecture no other fitted group runs), within 5
+     * points; the pairs the fitted rows hold are the list sim_interval.c keeps */
+    const char *ul = bl ? strstr(bl, "|unseen:") : NULL;
+    t1 = t2 = x1 = x2 = -1;
+    CHECK_MSG(ul && ul < eol && sscanf(ul, "|unseen: TPOT +-%d%% (in use +-%d%%); per-GPU throughput +-%d%% (in use +-%d%%)", &t1, &t2, &x1, &x2) == 4,
+              "no unseen half-widths");
+    CHECK_MSG(abs(t1 - t2) <= 5 && abs(x1 - x2) <= 5, "unseen pairs: TPOT +-%d%% vs +-%d%% in use, throughput +-%d%% vs +-%d%%: update sim_interval.c",
+              t1, t2, x1, x2);
+    const char *pl = out ? strstr(out, "\nengine/architecture pairs of the fitted rows: ") : NULL;
+    const char *pe = pl ? strchr(pl + 1, '\n') : NULL;
+    CHECK_MSG(pl && pe && strstr(pl, "(in use: the same)") && strstr(pl, "(in use: the same)") < pe, "the fitted pairs differ from sim_interval.c's");
     /* the defaults in use are the refit on every group (each within 2%): the table and
      * cost_default_factors move together */
     const char *ra = out ? strstr(out, "refit on every group (in use):") : NULL;

@@ -324,7 +324,8 @@ json_t *plan_to_json(const plan_inputs *in, const plan_result *r) {
     json_object_set_new(dec, "tokens_per_s", json_real(r->decode_tokens_per_s));
     json_object_set_new(dec, "bw_ceiling_tokens_per_s", json_real(r->bw_ceiling_tokens_per_s));
     /* 80% intervals: the simulator's errors on published deployments outside its fit (sim_interval.h) */
-    double qt = sim_interval_q(SIM_IV_TPOT, SIM_IV_STEADY, p->calibrated), qx = sim_interval_q(SIM_IV_TPUT, SIM_IV_STEADY, p->calibrated);
+    sim_iv_load iv = sim_interval_kind(SIM_IV_STEADY, p->engine_profile, p->gpu);   /* an unseen engine/architecture: wider */
+    double qt = sim_interval_q(SIM_IV_TPOT, iv, p->calibrated), qx = sim_interval_q(SIM_IV_TPUT, iv, p->calibrated);
     json_object_set_new(dec, "step_ms_80", json_pack("[f,f]", r->decode.t * 1e3 * exp(-qt), r->decode.t * 1e3 * exp(qt)));
     json_object_set_new(dec, "tokens_per_s_80", json_pack("[f,f]", r->decode_tokens_per_s * exp(-qx), r->decode_tokens_per_s * exp(qx)));
     json_object_set_new(o, "decode", dec);
@@ -409,7 +410,8 @@ void plan_print(FILE *f, const plan_inputs *in, const plan_result *r) {
     if (r->decode.experts_touched > 0)
         fprintf(f, "  %-34s %.1f of %d routed experts per MoE layer\n", "  experts read", r->decode.experts_touched,
                 r->params.n_moe_layers ? (int)(r->params.routed_total / r->params.expert / r->params.n_moe_layers) : 0);
-    double qt = sim_interval_q(SIM_IV_TPOT, SIM_IV_STEADY, p->calibrated), qx = sim_interval_q(SIM_IV_TPUT, SIM_IV_STEADY, p->calibrated);
+    sim_iv_load iv = sim_interval_kind(SIM_IV_STEADY, p->engine_profile, p->gpu);   /* an unseen engine/architecture: wider */
+    double qt = sim_interval_q(SIM_IV_TPOT, iv, p->calibrated), qx = sim_interval_q(SIM_IV_TPUT, iv, p->calibrated);
     fprintf(f, "  %-34s %.0f tokens/s (80%%: %.0f-%.0f; bandwidth roofline %.0f tokens/s)\n", "  decode throughput",
             r->decode_tokens_per_s, r->decode_tokens_per_s * exp(-qx), r->decode_tokens_per_s * exp(qx), r->bw_ceiling_tokens_per_s);
     fprintf(f, "  %-34s %.1f tokens/s (80%%: %.1f-%.1f)\n", "single stream (batch 1)", r->single_stream_tokens_per_s,

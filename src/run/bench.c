@@ -155,6 +155,7 @@ static void probe_deployment(bench_opts *b) {
     size_t i;
     json_t *e;
     b->sim_served = b->sim_calibrated = 0;
+    b->sim_engine_profile[0] = b->sim_gpu[0] = 0;
     json_array_foreach(json_object_get(models, "data"), i, e) {
         const char *id = json_string_value(json_object_get(e, "id"));
         if (b->client.model && id && strcmp(id, b->client.model)) continue;
@@ -162,6 +163,9 @@ static void probe_deployment(bench_opts *b) {
         if (json_is_object(pi)) {
             b->sim_served = 1;
             b->sim_calibrated = json_is_true(json_object_get(pi, "calibrated"));
+            const json_t *sim = json_object_get(json_object_get(e, "meta"), "sim");
+            snprintf(b->sim_engine_profile, sizeof b->sim_engine_profile, "%s", json_string_value(json_object_get(sim, "engine_profile")) ?: "");
+            snprintf(b->sim_gpu, sizeof b->sim_gpu, "%s", json_string_value(json_object_get(sim, "gpu")) ?: "");
             double sp = json_number_value(json_object_get(json_object_get(e, "meta"), "speedup"));
             b->sim_speedup = sp > 0 ? sp : 1;
         }
@@ -174,11 +178,16 @@ static void probe_deployment(bench_opts *b) {
 /* The simulator's 80% interval for a run against `serve --engine sim`: around what the client
  * measured, on the simulated deployment's clock (a server run at --speedup k serves latencies 1/k
  * and throughputs k times the simulated ones). */
-static json_t *sim_served_interval(const json_t *results, int calibrated, double speedup) {
+static json_t *sim_served_interval(const json_t *results, int calibrated, double speedup, const char *engine_profile, const char *gpu) {
     static const char *const lat[] = {METRIC(mean_tpot_ms), METRIC(median_tpot_ms), METRIC(mean_itl_ms), METRIC(median_itl_ms),
                                       METRIC(mean_ttft_ms), METRIC(median_ttft_ms)};
     static const char *const tput[] = {METRIC(output_throughput), METRIC(total_token_throughput), METRIC(request_throughput)};
-    json_t *r = json_copy((json_t *)results);   /* shallow: only the scaled numbers are replaced */
+    json_t *r = json_copy((json_t *)results);   /* shallow: only the scaled numbers and the config are replaced */
+    /* the served deployment's engine and GPU, where the interval's kind reads them (config.sim) */
+    json_t *cfg = json_deep_copy(json_object_get(r, "config"));
+    if (!cfg) cfg = json_object();
+    json_object_set_new(cfg, "sim", json_pack("{s:s,s:s}", "engine_profile", engine_profile, "gpu", gpu));
+    json_object_set_new(r, "config", cfg);
     for (size_t i = 0; speedup != 1 && i < sizeof lat / sizeof lat[0]; i++) {
         double v = json_number_value(json_object_get(r, lat[i]));
         if (v > 0) json_object_set_new(r, lat[i], json_real(v * speedup));
@@ -420,7 +429,7 @@ ds_result bench_run_once_hook(bench_opts *b, const dataset *ds, ds_stop_flag *st
     if (b->sim_served) {
         /* against the simulator the measured figures are its predictions (plus loopback transit):
          * the interval of the deployment it simulates, in a section of its own, beside them */
-        json_t *pi = sim_served_interval(out->results, b->sim_calibrated, b->sim_speedup);
+        json_t *pi = sim_served_interval(out->results, b->sim_calibrated, b->sim_speedup, b->sim_engine_profile, b->sim_gpu);
         json_object_set_new(out->results, "prediction_interval", pi);
     }
     validity_judge(out->results, b->max_error_rate, NULL, 0);

@@ -57,6 +57,7 @@ typedef struct {
     json_t *deployment;          /* what the server said about itself at preflight (deploy.h's section) */
     int sim_served;              /* the server is `dsperf serve --engine sim` (its /v1/models meta.sim.prediction_interval) */
     int sim_calibrated;          /* ... with a calibrated profile: the intervals of calibrate-then-predict */
+    char sim_engine_profile[32], sim_gpu[32];   /* ... its meta.sim: whether the fits hold that engine on that GPU */
     double sim_speedup;          /* ... served at --speedup (engine seconds per client second) */
     /* one job over many hosts (mpirun/srun): NULL when not started by an MPI launcher */
     dist *dist;

@@ -52,10 +52,12 @@ static void sim_facts(const sim_params *p, engine *e, server_params *sp) {
     /* what the served figures are: the simulator's predictions, each good to its 80% interval
      * (sim_interval.h); a client that measures this server records the interval beside its
      * measurements (bench's prediction_interval), never in them */
-    json_object_set_new(sim, "prediction_interval", json_pack("{s:f,s:b,s:f,s:f,s:f,s:s}", "level", 0.8, "calibrated", p->calibrated,
-        "tpot_factor", exp(sim_interval_q(SIM_IV_TPOT, SIM_IV_STEADY, p->calibrated)), "throughput_factor", exp(sim_interval_q(SIM_IV_TPUT, SIM_IV_STEADY, p->calibrated)),
-        "ttft_factor", exp(sim_interval_q(SIM_IV_TTFT, SIM_IV_STEADY, p->calibrated)),
-        "basis", sim_interval_basis(SIM_IV_STEADY, p->calibrated)));
+    sim_iv_load iv = sim_interval_kind(SIM_IV_STEADY, p->engine_profile, p->gpu);   /* an unseen engine/architecture: wider */
+    json_object_set_new(sim, "prediction_interval", json_pack("{s:f,s:b,s:b,s:f,s:f,s:f,s:s}", "level", 0.8, "calibrated", p->calibrated,
+        "unseen", iv == SIM_IV_UNSEEN,
+        "tpot_factor", exp(sim_interval_q(SIM_IV_TPOT, iv, p->calibrated)), "throughput_factor", exp(sim_interval_q(SIM_IV_TPUT, iv, p->calibrated)),
+        "ttft_factor", exp(sim_interval_q(SIM_IV_TTFT, iv, p->calibrated)),
+        "basis", sim_interval_basis(iv, p->calibrated)));
     json_t *meta = json_pack("{s:s,s:o}", "engine", "dsperf sim", "sim", sim);
     if (!sp->models_meta_json) sp->models_meta_json = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
     json_decref(meta);

@@ -491,11 +491,13 @@ void run_tune(const tune_opts *t, json_t *doc, const char *stem, size_t *measure
         double k = json_number_value(json_object_get(cfg, "speedup"));
         if (k > 0) speedup = k;
         if (t->sim_flags) {
-            char note[400];
+            char note[640];
             snprintf(note, sizeof note, "the offline simulator (`dsperf sim`) on a virtual clock: figures are the simulated "
                      "hardware's, without network or client costs; its 80%% interval is x/%.2f on throughput and x/%.2f on TPOT "
-                     "(errors on published deployments outside its fit), shared in good part by configurations of one deployment",
-                     exp(sim_interval_q(SIM_IV_TPUT, SIM_IV_STEADY, 0)), exp(sim_interval_q(SIM_IV_TPOT, SIM_IV_STEADY, 0)));
+                     "(errors on published deployments outside its fit; x/%.2f and x/%.2f for an engine on a GPU architecture "
+                     "none of the fitted rows runs, each level's results say which), shared in good part by configurations of one deployment",
+                     exp(sim_interval_q(SIM_IV_TPUT, SIM_IV_STEADY, 0)), exp(sim_interval_q(SIM_IV_TPOT, SIM_IV_STEADY, 0)),
+                     exp(sim_interval_q(SIM_IV_TPUT, SIM_IV_UNSEEN, 0)), exp(sim_interval_q(SIM_IV_TPOT, SIM_IV_UNSEEN, 0)));
             json_object_set_new(doc, "target_note", json_string(note));
             json_object_set_new(doc, "sim_interval", json_pack("{s:f,s:f,s:f}", "level", 0.8, "throughput_factor",
                                 exp(sim_interval_q(SIM_IV_TPUT, SIM_IV_STEADY, 0)), "tpot_factor", exp(sim_interval_q(SIM_IV_TPOT, SIM_IV_STEADY, 0))));
