@@ -49,12 +49,12 @@ void cost_default_factors(cost_factors *f) {
     f->seq_overhead_v1_s = 10e-6;
     /* ATOM's engine core (n/s): vLLM V1's published bound above, as before V1's own was fitted */
     f->step_overhead_atom_s = 1.0e-3;
-    f->comm_latency_s = 7.42e-6;
+    f->comm_latency_s = 7.43e-6;
     /* fitted on the three rows that run TP across two nodes (N80: SGLang, 2 x 8 H100, one user;
      * N81: 2 x 8 H20, one user; N82: 2 x 8 H200, 8 users): 3.2x nccl-tests' 46.5 us (README-sim.md,
      * "Collectives across nodes inside a step") */
     f->comm_inter_s = 148e-6;
-    f->moe_eff = 0.433;
+    f->moe_eff = 0.441;
     /* not fitted: with native block-scaled MMA the grouped GEMM reads its experts like any weight;
      * SGLang v0.5.12 and TensorRT-LLM 1.3 on 8 x B200 at 8-64 concurrent (N14-N24) are within
      * +-6% of their published TPOT at 1 and 38-90% slower at 0.355 (README-sim.md) */
@@ -69,7 +69,7 @@ void cost_default_factors(cost_factors *f) {
     f->attn_triton_eff = 0.113;
     /* the rows that split GEMMs over 4-8 GPUs set it (the 2024-25 rows do not move it): README-sim.md,
      * "Split GEMMs" */
-    f->shard_loss = 0.252;
+    f->shard_loss = 0.263;
     f->ggml_compute_eff = 0.264;   /* A5 ub128, A6 ub512, A7 PP4096 set it (README-sim.md) */
     /* the step's growth from c = 1 to c = 2 on tests/fixtures/real-gpu/gpu_overhead.json (V2-Lite
      * f16, one H200: 16.16 -> 33.50 ms over the ~3,100 loop calls that batch 2 adds to the one-token
@@ -337,7 +337,9 @@ double cost_kv_transfer_bytes(const cost_model *c, int64_t tokens) {
 
 /* A GEMM-like component: bytes and flops into memory and compute seconds. */
 /* The GEMMs' fraction of the tensor peak: tuned kernels', or llama.cpp's MMQ relative to them. */
-static double gemm_eff(const cost_model *c) { return c->f.compute_eff * (c->s.prof.ggml ? c->f.ggml_compute_eff : 1); }
+/* The GPU's reachable matmul rate against the H200's, which compute_eff was measured on. */
+static double rate_x(const cost_model *c) { return c->gpu.gemm_rate_x > 0 ? c->gpu.gemm_rate_x : 1; }
+static double gemm_eff(const cost_model *c) { return c->f.compute_eff * (c->s.prof.ggml ? c->f.ggml_compute_eff : 1) * rate_x(c); }
 /* ... of a GEMM whose weight is split over `ways` GPUs (cost_factors.shard_loss) */
 double cost_shard_eff(const cost_factors *f, double ways) { return ways > 1 ? 1 / (1 + f->shard_loss * (ways - 1)) : 1; }
 static double shard_eff(const cost_model *c, double ways) { return cost_shard_eff(&c->f, ways); }
@@ -463,11 +465,11 @@ static void forward(cost_model *c, const cost_batch *b, double T_rank, double T_
     const model_params *p = &c->params;
     double layers = mtp ? 1 : a->layers, n_dense = mtp ? 0 : p->n_dense_layers, n_moe = mtp ? 1 : p->n_moe_layers;
     double hbm = c->gpu.hbm_bytes_per_s * c->f.bw_eff;
-    double attn_peak = (c->s.attn_fp8 && c->gpu.fp8_flops > 0 ? c->gpu.fp8_flops : c->gpu.bf16_flops) * c->f.attn_compute_eff * (c->s.prof.ggml ? c->f.ggml_compute_eff : 1);
+    double attn_peak = (c->s.attn_fp8 && c->gpu.fp8_flops > 0 ? c->gpu.fp8_flops : c->gpu.bf16_flops) * c->f.attn_compute_eff * (c->s.prof.ggml ? c->f.ggml_compute_eff : 1) * rate_x(c);
     double attn_hbm = hbm;
     if (c->s.prof.attn_kernel == ATTN_TRITON && model_is_mla(a) && c->s.prof.mla_absorbed) {
         /* a kernel that reaches a fraction of FlashMLA's compute reaches that fraction of its bandwidth too */
-        attn_peak = c->gpu.bf16_flops * c->f.attn_triton_eff;
+        attn_peak = c->gpu.bf16_flops * c->f.attn_triton_eff * rate_x(c);
         attn_hbm = hbm * fmin(1, c->f.attn_triton_eff / c->f.attn_compute_eff);
     }
     /* attention projections (per layer, split over the attention TP group) */

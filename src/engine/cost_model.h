@@ -22,12 +22,12 @@
 #include "engine/profile.h"
 #include <stdint.h>
 
-/* The request path fitted by `sim --validate data/published.json` on the published TTFTs of 48 rows
- * (its grid fit, all rows; 2026-12-06 with N99-N101, N103), with the cold-start runs, SGLang's receive interval,
- * TensorRT-LLM's batch waiting and split GEMMs (shard_loss) in the engine: what the validation's
+/* The request path fitted by `sim --validate data/published.json` on the published TTFTs of 54 rows
+ * (its grid fit, all rows; 2026-12-07 with CDNA3's reachable GEMM rate), with the cold-start runs, SGLang's receive
+ * interval, TensorRT-LLM's batch waiting and split GEMMs (shard_loss) in the engine: what the validation's
  * in-sample table and refits start from. */
-#define COST_REQUEST_FIT_S 108.6e-3
-#define COST_REQUEST_TOKEN_FIT_S 22.62e-6
+#define COST_REQUEST_FIT_S 109.9e-3
+#define COST_REQUEST_TOKEN_FIT_S 20.93e-6
 
 typedef struct {
     double bw_eff;            /* streaming kernels' fraction of HBM bandwidth (0.85) */

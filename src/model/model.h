@@ -115,6 +115,10 @@ typedef struct {
     int pcie;                  /* 1: GPUs talk over PCIe (no NVLink) */
     int hopper;                /* 1: sm90 (WGMMA; fp8 without block-scaled MMA): kernels written for it apply */
     int cdna3;                 /* 1: AMD CDNA3 (MI300X, MI325X: fp8 MFMA without block scales) */
+    /* the share of the datasheet's matmul peak a large tuned GEMM reaches, relative to the H200's
+     * (0.80 bf16, 0.73 fp8: cost_factors.compute_eff): a GPU whose clock falls far below its boost
+     * under dense MFMA work reaches less; 0 = the same as the H200 (not published otherwise) */
+    double gemm_rate_x;
 } hw_gpu;
 
 const hw_gpu *hw_find(const char *name);   /* "h200", "H100", "a100-80g", "mi300x", "b200", ... */
