@@ -70,6 +70,8 @@ const char *sim_interval_seen_list(void) {
 }
 
 sim_iv_load sim_interval_kind(sim_iv_load load, const char *engine_profile, const char *gpu) {
+    /* a results file that does not name both (written before they were recorded) keeps its kind */
+    if (!engine_profile || !*engine_profile || !gpu || !*gpu) return load;
     return load == SIM_IV_STEADY && !sim_interval_seen(engine_profile, gpu) ? SIM_IV_UNSEEN : load;
 }
 

@@ -869,14 +869,14 @@ static void solve(double *A, double *b, double *x, int n) {
     }
 }
 
-/* The refit on the (row, target) pairs with train[row]: one ridge-regularized Gauss-Newton step
- * from f0 in log parameters, each clamped to its physical range. */
 /* own: the training rows are a deployment's own measurement (calibrate, then predict), seen even
  * when predict-only, which keeps a row out of the table's fits, not out of its own calibration */
 static int refit_sees(const val_table *t, const unsigned char *train, int r, int own) {
     return own ? train[r] : fit_sees(t, train, r);
 }
 
+/* The refit on the (row, target) pairs with train[row]: one ridge-regularized Gauss-Newton step
+ * from f0 in log parameters, each clamped to its physical range. */
 static void gn_refit(const val_table *t, const cost_factors *f0, const double *J, const double *e0, const rc_key *keys, int n,
                      const unsigned char *train, int own, cost_factors *out) {
     enum { P = N_PARAMS };
@@ -928,7 +928,9 @@ static sim_iv_load case_load(const val_table *t, const val_case *c) {
 }
 
 /* Each row's engine/architecture pair, and whether a fitted group other than its own runs it: out
- * of group, a row no other group shares its pair with is what a deployment of an unseen pair is. */
+ * of group, a row no other group shares its pair with is what a deployment of an unseen pair is.
+ * Judged against the whole table's fitted rows, also in the time split, where a pair that only
+ * later rows hold counts as seen and its rows take the narrower interval. */
 static void mark_unseen(val_table *t) {
     for (int r = 0; r < t->n_rows; r++) {
         const sim_params *p = t->rows[r].n_cases ? &t->cases[t->rows[r].first_case].p : NULL;
