@@ -1256,8 +1256,8 @@ int val_logo(val_table *t, FILE *out, int split_year, char *err, size_t errlen) 
     }
     /* calibrate, then predict: a deployment published at several loads (one row each), fitted on
      * its lowest load alone (the deployment's own factors from one measured run), the other loads
-     * predicted ("uncal.": the defaults, simulated again here) */
-    if (val_run(t, &f0, err, errlen) < 0) goto out;
+     * predicted ("uncal.": the defaults in use, simulated again here; f0 is the refits' start) */
+    if (val_run(t, &in_use, err, errlen) < 0) goto out;
     fprintf(out, "\ncalibrate on one load, predict the others (deployments with rows at several loads):\n");
     fprintf(out, "%-28s %-5s %-22s %-26s %12s %12s %8s %8s\n", "deployment", "row", "case", "metric", "published", "predicted",
             "error", "uncal.");
