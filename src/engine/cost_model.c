@@ -370,7 +370,7 @@ double *cost_moe_eff_of(const cost_model *c, cost_factors *f) {
      * Before it (SGLang 0.4.2-0.5.6, vLLM 0.7) the kernel has its own efficiency, and vLLM V1's
      * another, apart from the grouped GEMMs of DeepEP and TensorRT-LLM (README-sim.md, "The 2025
      * fused MoE ... and vLLM V1's") */
-    int hopper_fp8 = c->weight_dtype == DT_FP8 && c->gpu.hopper && c->s.prof.a2a != A2A_DEEPEP;
+    int hopper_fp8 = c->weight_dtype == DT_FP8 && hw_arch_is(&c->gpu, "hopper") && c->s.prof.a2a != A2A_DEEPEP;
     if (c->s.prof.moe_kernel == MOE_SWAPAB && hopper_fp8) return &f->moe_native_eff;
     if (c->s.prof.moe_kernel == MOE_FUSED && hopper_fp8) return &f->moe_fused_eff;
     if (c->s.prof.moe_kernel == MOE_FUSED_V1 && hopper_fp8) return &f->moe_fused_v1_eff;
@@ -406,7 +406,7 @@ static void moe_layer(cost_model *c, double T, double layers, cost_step *o) {
      * It is time, not traffic: the bytes stay the touched experts' (why the kernels take it is not
      * known), so a floored step shows a low bandwidth, not a full one */
     add_comp(o, COST_MOE, layers * bytes, layers * flops, hbm, peak);
-    double floor_bytes = c->gpu.cdna3 && effp == &c->f.moe_eff ? c->f.moe_floor_cdna3 * a->n_routed_experts / c->ep * w * c->wb : 0;
+    double floor_bytes = hw_arch_is(&c->gpu, "cdna3") && effp == &c->f.moe_eff ? c->f.moe_floor_cdna3 * a->n_routed_experts / c->ep * w * c->wb : 0;
     double floor_s = floor_bytes / (c->gpu.hbm_bytes_per_s * c->f.bw_eff);
     if (floor_s > fmax(bytes / hbm, flops / peak)) {
         /* the one amount the floor adds to the memory time: the limit and plan's line read it */

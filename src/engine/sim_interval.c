@@ -42,16 +42,8 @@ const char *sim_interval_engine(const char *engine_profile, char *buf, size_t le
 }
 
 const char *sim_interval_arch(const char *gpu) {
-    static const struct { const char *gpu, *arch; } a[] = {
-        {"a100-40g", "ampere"}, {"a100-80g", "ampere"}, {"rtx3090", "ampere"}, {"h100", "hopper"}, {"h800", "hopper"},
-        {"h200", "hopper"}, {"h20", "hopper"}, {"b200", "blackwell"}, {"b300", "blackwell"}, {"gb200", "blackwell"},
-        {"rtx5090", "blackwell-geforce"}, {"l40s", "ada"}, {"rtx4080", "ada"}, {"rtx4090", "ada"}, {"mi300x", "cdna3"},
-        {"mi325x", "cdna3"}, {"mi350x", "cdna4"}, {"mi355x", "cdna4"},
-    };
     const hw_gpu *g = hw_find(gpu);
-    for (size_t i = 0; g && i < sizeof a / sizeof a[0]; i++)
-        if (!strcmp(a[i].gpu, g->name)) return a[i].arch;
-    return "";
+    return g ? g->arch : "";
 }
 
 int sim_interval_seen(const char *engine_profile, const char *gpu) {

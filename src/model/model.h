@@ -113,15 +113,18 @@ typedef struct {
     double nic_bytes_per_s;
     int domain_gpus;
     int pcie;                  /* 1: GPUs talk over PCIe (no NVLink) */
-    int hopper;                /* 1: sm90 (WGMMA; fp8 without block-scaled MMA): kernels written for it apply */
-    int cdna3;                 /* 1: AMD CDNA3 (MI300X, MI325X: fp8 MFMA without block scales) */
+    /* the GPU's architecture: "hopper" (sm90: WGMMA, fp8 without block-scaled MMA, so kernels
+     * written for it apply), "blackwell", "blackwell-geforce", "ampere", "ada", "cdna3" (MI300X,
+     * MI325X: fp8 MFMA without block scales), "cdna4"; what an engine's kernels are built for */
+    char arch[20];
     /* the share of the datasheet's matmul peak a large tuned GEMM reaches, relative to the H200's
      * (0.80 bf16, 0.73 fp8: cost_factors.compute_eff): a GPU whose clock falls far below its boost
      * under dense MFMA work reaches less; 0 = the same as the H200 (not published otherwise) */
     double gemm_rate_x;
 } hw_gpu;
 
-const hw_gpu *hw_find(const char *name);   /* "h200", "H100", "a100-80g", "mi300x", "b200", ... */
+const hw_gpu *hw_find(const char *name);
+int hw_arch_is(const hw_gpu *g, const char *arch);   /* g's architecture is arch */   /* "h200", "H100", "a100-80g", "mi300x", "b200", ... */
 const hw_gpu *hw_catalog(size_t i);
 /* Peak matmul rate for weights stored in dtype d: fp8/fp4/int8 tensor cores where the GPU has them
  * (GGUF q4 runs as int8 MMQ), else bf16. */
